@@ -1,0 +1,1 @@
+"""Analysis: mixed models, contrasts, bootstrap intervals and reports."""

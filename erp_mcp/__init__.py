@@ -1,0 +1,1 @@
+"""ERP MCP server: read-only finance tools over the synthetic ERP, with citable record URLs."""

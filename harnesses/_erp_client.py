@@ -1,0 +1,119 @@
+"""A recording MCP client for harnesses that run the tool loop themselves.
+
+Every call goes into the question's :class:`TrajectoryDraft` with its arguments, output, error flag
+and timing, so a harness cannot forget to record a call and a timeout keeps every call made so far.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from harnesses._protocol import ErpEndpoint, TrajectoryDraft
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """An MCP tool as a model should see it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    read_only: bool
+
+
+@dataclass(frozen=True)
+class ToolResultText:
+    text: str
+    is_error: bool
+    structured: Any = None
+
+
+def _result_text(result: Any) -> str:
+    parts: list[str] = []
+    for block in getattr(result, "content", None) or []:
+        text = getattr(block, "text", None)
+        if text is not None:
+            parts.append(text)
+    if not parts and getattr(result, "structured_content", None) is not None:
+        parts.append(json.dumps(result.structured_content, default=str))
+    return "\n".join(parts)
+
+
+class ErpClient:
+    """``async with ErpClient(endpoint) as erp: await erp.call(name, args, draft)``."""
+
+    def __init__(self, endpoint: ErpEndpoint, *, server_label: str = "erp") -> None:
+        self._endpoint = endpoint
+        self._server_label = server_label
+        self._client: Any = None
+
+    async def __aenter__(self) -> ErpClient:
+        from fastmcp import Client
+        from fastmcp.client.transports import StreamableHttpTransport
+
+        transport = StreamableHttpTransport(self._endpoint.url, headers=self._endpoint.headers())
+        self._client = Client(transport)
+        await self._client.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._client is not None:
+            await self._client.__aexit__(*exc_info)
+            self._client = None
+
+    async def list_tools(self) -> list[ToolSpec]:
+        tools = await self._client.list_tools()
+        specs = []
+        for tool in tools:
+            annotations = getattr(tool, "annotations", None)
+            specs.append(
+                ToolSpec(
+                    name=tool.name,
+                    description=tool.description or "",
+                    input_schema=dict(tool.input_schema or {"type": "object", "properties": {}}),
+                    read_only=bool(getattr(annotations, "read_only_hint", False)),
+                )
+            )
+        return specs
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        draft: TrajectoryDraft,
+        *,
+        recorded_name: str | None = None,
+    ) -> ToolResultText:
+        """Call an ERP tool and record it. Tool errors come back as ``is_error`` results, not raised."""
+        started = draft.elapsed()
+        clock = time.monotonic()
+        try:
+            result = await self._client.call_tool_mcp(name, arguments or {})
+        except Exception as error:  # transport failures are recorded, then re-raised
+            draft.add_tool_call(
+                recorded_name or name,
+                arguments,
+                f"{type(error).__name__}: {error}",
+                is_error=True,
+                server=self._server_label,
+                started_s=started,
+                duration_s=time.monotonic() - clock,
+            )
+            raise
+        text = _result_text(result)
+        is_error = bool(getattr(result, "is_error", False))
+        draft.add_tool_call(
+            recorded_name or name,
+            arguments,
+            text,
+            is_error=is_error,
+            server=self._server_label,
+            started_s=started,
+            duration_s=time.monotonic() - clock,
+        )
+        return ToolResultText(
+            text=text, is_error=is_error, structured=getattr(result, "structured_content", None)
+        )

@@ -1,0 +1,181 @@
+"""The harness protocol: what an agent gets, what it writes as it works, and what it returns.
+
+The runner owns the clock. It calls ``await harness.run(task, env, draft)`` inside the question's
+wall-clock budget and cancels it at the deadline. A harness writes its progress into the
+:class:`TrajectoryDraft` as it goes (tool calls, partial answer, usage), so whatever it did before a
+timeout or crash is kept. It returns an :class:`AgentOutcome` when it finishes on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from harnesses.records import Source, ToolCall, Usage
+from ledgerbench.dataset import TaskType
+
+DEFAULT_OUTPUT_LIMIT = 20_000
+"""Tool outputs longer than this many characters are truncated in the record (hash kept)."""
+
+
+@dataclass(frozen=True)
+class AgentTask:
+    """What the agent may see of a question: never the ground truth."""
+
+    question_id: str
+    trial: int
+    query: str
+    task_type: TaskType
+    timeout_s: float
+    deadline: float
+    """``time.monotonic()`` value at which the runner stops the agent."""
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+
+@dataclass(frozen=True)
+class ErpEndpoint:
+    """How to reach the ERP MCP server."""
+
+    url: str
+    """Streamable-HTTP endpoint, e.g. ``http://127.0.0.1:8765/mcp``."""
+    token: str | None = None
+    """Bearer token; a secret: never written to any file."""
+    public_url: str | None = None
+    """URL reachable by a remote provider (OpenAI hosted MCP), when different from ``url``."""
+    stdio_command: tuple[str, ...] | None = None
+    """Command that serves the same ERP over stdio, for harnesses that prefer to spawn it."""
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+
+@dataclass(frozen=True)
+class AgentEnvironment:
+    erp: ErpEndpoint
+    instructions: str
+    """System instructions shared by every general-purpose harness."""
+    work_dir: str
+    """A folder inside the run directory the harness may write to (scratch, configs)."""
+
+    @property
+    def instructions_hash(self) -> str:
+        return hashlib.sha256(self.instructions.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class HarnessOptions:
+    """Options shared by every harness; harness-specific ones go in ``extra`` (``--harness-opt``)."""
+
+    model: str | None = None
+    reasoning_effort: str | None = None
+    base_url: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def get_bool(self, key: str, default: bool) -> bool:
+        value = self.extra.get(key)
+        if value is None:
+            return default
+        lowered = value.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off"}:
+            return False
+        raise ValueError(f"--harness-opt {key}={value}: expected true or false")
+
+    def get_int(self, key: str, default: int) -> int:
+        value = self.extra.get(key)
+        if value is None:
+            return default
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"--harness-opt {key}={value}: expected an integer") from None
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass
+class TrajectoryDraft:
+    """Mutable record of a question in progress. Harnesses append to it; the runner finalises it."""
+
+    started_monotonic: float = field(default_factory=time.monotonic)
+    answer: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    turns: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+    output_limit: int = DEFAULT_OUTPUT_LIMIT
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started_monotonic
+
+    def set_answer(self, text: str) -> None:
+        """Record the answer so far (a partial answer survives a timeout)."""
+        self.answer = text
+
+    def add_usage(self, usage: Usage, cost_usd: float | None = None) -> None:
+        self.usage = self.usage.add(usage)
+        if cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + cost_usd
+
+    def add_source(self, url: str, title: str | None = None, text: str | None = None) -> None:
+        if any(existing.url == url for existing in self.sources):
+            return
+        clipped = text[: self.output_limit] if text else text
+        self.sources.append(Source(url=url, title=title, text=clipped))
+
+    def add_tool_call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        output: str,
+        *,
+        is_error: bool = False,
+        server: str | None = None,
+        started_s: float | None = None,
+        duration_s: float | None = None,
+    ) -> ToolCall:
+        call = ToolCall(
+            name=name,
+            arguments=arguments or {},
+            output=output[: self.output_limit],
+            output_sha256=_sha256(output),
+            output_size=len(output),
+            truncated=len(output) > self.output_limit,
+            is_error=is_error,
+            server=server,
+            started_s=started_s,
+            duration_s=duration_s,
+        )
+        self.tool_calls.append(call)
+        return call
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """How a harness that finished on its own ended."""
+
+    answer: str
+    max_turns_reached: bool = False
+
+
+@runtime_checkable
+class Harness(Protocol):
+    """An agent under test. ``name`` is its registry name; ``model`` what it records as model."""
+
+    name: str
+    model: str | None
+
+    async def run(
+        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+    ) -> AgentOutcome: ...
+
+    async def aclose(self) -> None: ...

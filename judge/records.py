@@ -1,0 +1,91 @@
+"""Score records: ``runs/NAME/scores/<judge>.jsonl`` holds one :class:`ScoreRecord` per trajectory.
+
+Scores are in [0, 1]. An assertion score of ``None`` means "not applicable". A dimension the judge
+failed to grade has ``status = judge_error`` and ``score = None``: it is unscored, never zero, and is
+left out of every metric.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harnesses.records import Usage
+from ledgerbench.dataset import Dimension, TaskType
+
+SCORE_FORMAT_VERSION = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class AssertionScore(_Strict):
+    assertion_id: str
+    score: float | None
+    """One of 0, 0.25, 0.5, 0.75, 1; None when the assertion does not apply or no rule decides it."""
+    reason: str = ""
+    decided_by: str = ""
+    """``llm`` or the deterministic rule's name."""
+
+
+class DimensionStatus(StrEnum):
+    scored = "scored"
+    """At least one assertion has a score."""
+    not_applicable = "not_applicable"
+    """Every assertion was judged not applicable (or the dimension has none)."""
+    needs_llm = "needs_llm"
+    """Rules judge only: no rule decides any assertion of this dimension."""
+    judge_error = "judge_error"
+    """The judge failed after retries; unscored."""
+
+
+class DimensionScore(_Strict):
+    status: DimensionStatus
+    score: float | None = None
+    """Mean of the non-null assertion scores; None unless ``status == scored``."""
+    assertions: list[AssertionScore] = Field(default_factory=list)
+    error: str | None = None
+    """Why the judge failed (``judge_error``)."""
+
+
+class ScoreStatus(StrEnum):
+    scored = "scored"
+    infra_error = "infra_error"
+    """The trajectory had ``status: error``; not judged, reported as an infrastructure failure."""
+
+
+class ScoreRecord(_Strict):
+    version: int = SCORE_FORMAT_VERSION
+    question_id: str
+    trial: int = 0
+    task_type: TaskType
+    judge: str
+    status: ScoreStatus
+    dimensions: dict[Dimension, DimensionScore] = Field(default_factory=dict)
+    overall: float | None = None
+    """Mean of the scored dimensions; None when none was scored."""
+    answer_sha256: str
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None
+    cached: bool = False
+    """True when every judge call came from the cache (then usage is zero)."""
+    judged_at: dt.datetime
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class JudgeManifest(_Strict):
+    version: int = SCORE_FORMAT_VERSION
+    judge: str
+    """Judge name used for the scores file."""
+    model: str | None = None
+    mode: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+    instructions_hash: str
+    rubric_versions: list[str] = Field(default_factory=list)
+    run_dir: str
+    started_at: dt.datetime
+    finished_at: dt.datetime | None = None

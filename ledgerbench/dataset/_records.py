@@ -1,0 +1,122 @@
+"""The dataset format (YAML on disk), defined once.
+
+A dataset file is a mapping with ``header`` (a :class:`DatasetHeader`) and ``items`` (a list of
+:class:`Question`). The published FORCE-Bench list format is read by the loader and converted into
+these models.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DATASET_FORMAT_VERSION = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class TaskType(StrEnum):
+    obligations = "obligations"
+    entity_performance = "entity_performance"
+    business_brief = "business_brief"
+
+
+class Dimension(StrEnum):
+    accuracy = "accuracy"
+    citations = "citations"
+    clarity = "clarity"
+    depth = "depth"
+    groundedness = "groundedness"
+    recency = "recency"
+    relevance = "relevance"
+    structure = "structure"
+
+
+class Assertion(_Strict):
+    id: str
+    """Stable id, e.g. ``citations.erp_link``; unique within its dimension for one item."""
+    text: str
+    """The checkable statement the judge scores."""
+    level: Literal["critical", "important", "minor"] = "critical"
+    """How much the statement matters (recorded; scoring weights all levels equally)."""
+
+
+ExpectedKind = Literal[
+    "amount",
+    "count",
+    "id",
+    "name",
+    "date",
+    "text",
+    "percent",
+    "top_n",
+    "no_records",
+    "boolean",
+]
+
+
+class ExpectedFact(_Strict):
+    """A fact a program can check in an answer."""
+
+    kind: ExpectedKind
+    """amount (money, any common format), count, id (an account or document id), name, date,
+    text (a phrase), percent, top_n (an ordered list of ids or names), no_records (the answer must
+    say nothing was found), boolean (yes/no)."""
+    field: str
+    """What the value is, e.g. ``balance``, ``customer_account``, ``overdue_invoices``."""
+    value: Any = None
+    """The expected value: number, string, ISO date, bool, or list for ``top_n``."""
+    tolerance: float = 0.0
+    """Absolute tolerance for amounts, counts and percents."""
+    ordered: bool = True
+    """For ``top_n``: whether the order matters."""
+
+
+class Question(_Strict):
+    id: str
+    """Stable id, e.g. ``obl-aged-balance-001``."""
+    query: str
+    """The question exactly as put to the agent."""
+    task_type: TaskType
+    segment: str
+    """AR or AP for obligations; the research segment or brief kind otherwise."""
+    scenario: str
+    """Obligation scenario (e.g. ``Aged Balance``) or research/brief sub-kind."""
+    as_of: dt.date | None = None
+    """Date the question is asked as of (obligations)."""
+    legal_entity: str | None = None
+    """Legal entity the question pins, or None for questions across all legal entities."""
+    timeout: float | None = None
+    """Per-item time budget in seconds, overriding the run's budget."""
+    tags: dict[Dimension, list[Assertion]] = Field(default_factory=dict)
+    """Dimension -> assertions to judge."""
+    ground_truth: str | None = None
+    """Reference answer for the judge (obligations)."""
+    expected: list[ExpectedFact] = Field(default_factory=list)
+    """Machine-checkable facts (obligations)."""
+    record_refs: list[str] = Field(default_factory=list)
+    """Record paths (``/erp/LE/set/key``) the answer is about; citations checks use them."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free-form provenance (generator template, phrasing, published source id, ...)."""
+
+
+class DatasetHeader(_Strict):
+    format_version: int = DATASET_FORMAT_VERSION
+    name: str
+    description: str = ""
+    erp_snapshot_hash: str | None = None
+    """Snapshot hash of the ERP the answer keys were computed from (None: no ERP dependency)."""
+    generator_seed: int | None = None
+    rubric_version: str | None = None
+    created_by: str = ""
+    """Command or source that produced the file."""
+
+
+class Dataset(_Strict):
+    header: DatasetHeader
+    items: list[Question]

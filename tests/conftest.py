@@ -1,0 +1,133 @@
+"""Shared fixtures: a real generated ERP (SQLite file), a real MCP server over HTTP, PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DIR = REPO_ROOT.parent / "shared"
+REFERENCE_DIR = SHARED_DIR / "reference"
+
+TEST_SEED = 42
+TEST_TOKEN = "test-token-not-a-secret"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--runslow", action="store_true", default=False, help="run slow tests")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--runslow"):
+        return
+    skip_slow = pytest.mark.skip(reason="slow test: run with --runslow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip_slow)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited early with code {process.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"server did not listen on {port} within {timeout}s")
+
+
+@pytest.fixture(scope="session")
+def reference_dir() -> Path:
+    if not REFERENCE_DIR.exists():
+        pytest.skip(f"shared reference data not found at {REFERENCE_DIR}")
+    return REFERENCE_DIR
+
+
+@pytest.fixture(scope="session")
+def erp_db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A default-scale ERP (1,000 customers, 1,000 vendors, seed 42) in a SQLite file, built once."""
+    from synthetic_erp import generate_erp
+
+    path = tmp_path_factory.mktemp("erp") / "erp.db"
+    url = f"sqlite:///{path}"
+    generate_erp(url, seed=TEST_SEED)
+    return url
+
+
+@dataclass(frozen=True)
+class RunningServer:
+    url: str
+    """MCP endpoint, e.g. http://127.0.0.1:PORT/mcp"""
+    base_url: str
+    """Base of record URLs, e.g. http://127.0.0.1:PORT"""
+    token: str | None
+    db_url: str
+    process: subprocess.Popen
+
+
+def start_mcp_server(
+    db_url: str, *extra_args: str, token: str | None = None
+) -> tuple[RunningServer, Path]:
+    port = free_port()
+    env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
+    env.pop("ERP_MCP_TOKEN", None)
+    args = [sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "http"]
+    args += ["--host", "127.0.0.1", "--port", str(port), *extra_args]
+    if token:
+        args += ["--token", token]
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"erp_mcp_{port}.log"
+    process = subprocess.Popen(args, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    wait_for_port(port, process)
+    base = f"http://127.0.0.1:{port}"
+    return RunningServer(f"{base}/mcp", base, token, db_url, process), log
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def erp_server(erp_db_url: str) -> Iterator[RunningServer]:
+    """The real ERP MCP server over streamable HTTP, no auth, on a free loopback port."""
+    server, _ = start_mcp_server(erp_db_url)
+    yield server
+    stop_process(server.process)
+
+
+@pytest.fixture(scope="session")
+def erp_server_with_token(erp_db_url: str) -> Iterator[RunningServer]:
+    """The real ERP MCP server over streamable HTTP with bearer-token auth."""
+    server, _ = start_mcp_server(erp_db_url, token=TEST_TOKEN)
+    yield server
+    stop_process(server.process)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> str:
+    """URL of a PostgreSQL server to create databases on (``LEDGERBENCH_PG_URL``; .ci/run sets it)."""
+    url = os.environ.get("LEDGERBENCH_PG_URL")
+    if not url:
+        pytest.skip("LEDGERBENCH_PG_URL not set: .ci/run starts PostgreSQL and sets it")
+    return url
