@@ -125,6 +125,9 @@ class RunManifest(_Strict):
     dataset_hash: str
     question_count: int
     erp_url: str | None = None
+    """MCP endpoint the agent used."""
+    erp_db_url: str | None = None
+    """Database behind the ERP server, when the runner knows it (password redacted)."""
     erp_snapshot_hash: str | None = None
     system_prompt_hash: str
     package_versions: dict[str, str] = Field(default_factory=dict)
