@@ -45,17 +45,38 @@ def _result_text(result: Any) -> str:
 class ErpClient:
     """``async with ErpClient(endpoint) as erp: await erp.call(name, args, draft)``."""
 
-    def __init__(self, endpoint: ErpEndpoint, *, server_label: str = "erp") -> None:
+    def __init__(
+        self, endpoint: ErpEndpoint, *, server_label: str = "erp", transport: str = "http"
+    ) -> None:
+        if transport not in ("http", "stdio"):
+            raise ValueError(f"ERP transport {transport!r}: use http or stdio")
+        if transport == "stdio" and not endpoint.stdio_command:
+            raise ValueError(
+                "the stdio transport needs a database the runner serves itself (--erp-db or the "
+                "default ERP), not --erp-url"
+            )
         self._endpoint = endpoint
         self._server_label = server_label
+        self._transport = transport
         self._client: Any = None
+
+    def _make_transport(self) -> Any:
+        if self._transport == "stdio":
+            import os
+
+            from fastmcp.client.transports import StdioTransport
+
+            command, *args = self._endpoint.stdio_command or ()
+            env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
+            return StdioTransport(command=command, args=list(args), env=env, keep_alive=False)
+        from fastmcp.client.transports import StreamableHttpTransport
+
+        return StreamableHttpTransport(self._endpoint.url, headers=self._endpoint.headers())
 
     async def __aenter__(self) -> ErpClient:
         from fastmcp import Client
-        from fastmcp.client.transports import StreamableHttpTransport
 
-        transport = StreamableHttpTransport(self._endpoint.url, headers=self._endpoint.headers())
-        self._client = Client(transport)
+        self._client = Client(self._make_transport())
         await self._client.__aenter__()
         return self
 
@@ -87,7 +108,7 @@ class ErpClient:
         *,
         recorded_name: str | None = None,
     ) -> ToolResultText:
-        """Call an ERP tool and record it. Tool errors come back as ``is_error`` results, not raised."""
+        """Call an ERP tool and record it. Tool errors come back as ``is_error`` results."""
         started = draft.elapsed()
         clock = time.monotonic()
         try:

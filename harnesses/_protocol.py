@@ -68,7 +68,7 @@ class AgentEnvironment:
 
 @dataclass(frozen=True)
 class HarnessOptions:
-    """Options shared by every harness; harness-specific ones go in ``extra`` (``--harness-opt``)."""
+    """Options shared by every harness; harness-specific ones go in ``extra`` (--harness-opt)."""
 
     model: str | None = None
     reasoning_effort: str | None = None
@@ -179,3 +179,90 @@ class Harness(Protocol):
     ) -> AgentOutcome: ...
 
     async def aclose(self) -> None: ...
+
+
+# --------------------------------------------------------------------------------------------------
+# Transient failures (added by the runner issue): harnesses raise or detect them, the runner retries
+# --------------------------------------------------------------------------------------------------
+
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+_TRANSIENT_CLASS_NAMES = frozenset(
+    {
+        "RateLimitError",
+        "APIConnectionError",
+        "APITimeoutError",
+        "InternalServerError",
+        "ServiceUnavailableError",
+        "OverloadedError",
+        "ConnectError",
+        "ConnectTimeout",
+        "ReadError",
+        "ReadTimeout",
+        "RemoteProtocolError",
+        "WriteError",
+    }
+)
+
+
+class TransientError(Exception):
+    """A failure worth retrying: rate limit, 5xx, connection reset.
+
+    Raise it from a harness (``raise TransientError("429 from provider") from error``) and the
+    runner retries the question with backoff while its budget lasts. ``retry_after`` (seconds) is
+    honoured when the provider gave one.
+    """
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether ``error`` is a transient failure (TransientError, 429/5xx, connection resets).
+
+    Recognises the openai/anthropic/httpx error classes by name and status code, so harnesses need
+    not wrap every SDK exception themselves.
+    """
+    if isinstance(error, TransientError):
+        return True
+    if isinstance(error, ConnectionError | TimeoutError):
+        return True
+    status = getattr(error, "status_code", None)
+    if status is None:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+    if isinstance(status, int) and status in _TRANSIENT_STATUS:
+        return True
+    return any(cls.__name__ in _TRANSIENT_CLASS_NAMES for cls in type(error).__mro__)
+
+
+def retry_delay(attempt: int, error: BaseException | None = None, *, base: float = 0.5) -> float:
+    """Backoff before retry number ``attempt`` (1-based): exponential from ``base``, capped at 8 s,
+    or the provider's ``retry_after`` when it is given."""
+    retry_after = getattr(error, "retry_after", None)
+    if isinstance(retry_after, int | float) and retry_after >= 0:
+        return float(retry_after)
+    return min(base * (2 ** (attempt - 1)), 8.0)
+
+
+async def call_with_retries(
+    call: Any, *, deadline: float, max_attempts: int = 4, base_delay: float = 0.5
+) -> Any:
+    """Await ``call()`` (a zero-argument coroutine function), retrying transient failures with
+    backoff while the retry can still start before ``deadline`` (a ``time.monotonic()`` value).
+
+    For harnesses that want to retry one API request rather than the whole question.
+    """
+    import asyncio
+
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await call()
+        except Exception as error:
+            if not is_transient(error) or attempt >= max_attempts:
+                raise
+            delay = retry_delay(attempt, error, base=base_delay)
+            if time.monotonic() + delay >= deadline:
+                raise
+            await asyncio.sleep(delay)

@@ -74,6 +74,8 @@ def _load_plugin(path: str) -> HarnessFactory:
 def resolve_factory(name: str) -> HarnessFactory:
     if ":" in name:
         return _load_plugin(name)
+    if name in _FACTORIES and name not in BUILTIN_MODULES:
+        return _FACTORIES[name]  # registered in-process (tests, benches, embedding applications)
     if name not in BUILTIN_MODULES:
         known = ", ".join(harness_names())
         raise HarnessLoadError(
@@ -89,5 +91,7 @@ def create_harness(name: str, options: HarnessOptions) -> Harness:
     factory = resolve_factory(name)
     instance = factory(options)
     if not hasattr(instance, "run"):
-        raise HarnessLoadError(f"--harness {name!r} built {type(instance).__name__}, which has no run()")
+        raise HarnessLoadError(
+            f"--harness {name!r} built {type(instance).__name__}, which has no run()"
+        )
     return instance

@@ -135,3 +135,8 @@ class RunManifest(_Strict):
     started_at: dt.datetime
     finished_at: dt.datetime | None = None
     interrupted: bool = False
+    fingerprint_parts: dict[str, Any] = Field(default_factory=dict)
+    """The parts behind ``config_fingerprint`` (dataset hash, selection, harness settings, budgets,
+    instructions hash, ERP snapshot), so a refused resume can say what changed."""
+    resume_count: int = 0
+    """How many times the run was resumed after its first start."""

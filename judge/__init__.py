@@ -1,5 +1,30 @@
-"""Judge: LLM rubric judge (DSPy) and deterministic checks, scoring trajectories on eight dimensions."""
+"""Judge: an LLM rubric judge (DSPy) and deterministic checks, scoring on eight dimensions.
 
+Heavy dependencies (DSPy, scipy, matplotlib) load only when a judge or statistic is used.
+"""
+
+from judge._base import (
+    Judge,
+    JudgeAbort,
+    JudgeItem,
+    JudgeOutcome,
+    dimension_from_assertions,
+    overall_score,
+)
+from judge._compare import Comparison, compare_judges, kendalls_w
+from judge._dspy_judge import DspyJudge, judge_slug
+from judge._registry import JudgeLoadError, create_judge, judge
+from judge._rules import RULES_BY_ASSERTION, RulesJudge, check_fact, rule_for
+from judge._runner import (
+    CombinedJudge,
+    JudgeRunConfig,
+    JudgeRunError,
+    JudgeRunResult,
+    read_scores,
+    run_judge,
+    score_trajectory,
+)
+from judge._summary import summarize, summary_markdown
 from judge.records import (
     AssertionScore,
     DimensionScore,
@@ -10,10 +35,37 @@ from judge.records import (
 )
 
 __all__ = [
+    "RULES_BY_ASSERTION",
     "AssertionScore",
+    "CombinedJudge",
+    "Comparison",
     "DimensionScore",
     "DimensionStatus",
+    "DspyJudge",
+    "Judge",
+    "JudgeAbort",
+    "JudgeItem",
+    "JudgeLoadError",
     "JudgeManifest",
+    "JudgeOutcome",
+    "JudgeRunConfig",
+    "JudgeRunError",
+    "JudgeRunResult",
+    "RulesJudge",
     "ScoreRecord",
     "ScoreStatus",
+    "check_fact",
+    "compare_judges",
+    "create_judge",
+    "dimension_from_assertions",
+    "judge",
+    "judge_slug",
+    "kendalls_w",
+    "overall_score",
+    "read_scores",
+    "rule_for",
+    "run_judge",
+    "score_trajectory",
+    "summarize",
+    "summary_markdown",
 ]

@@ -1,8 +1,8 @@
 """Score records: ``runs/NAME/scores/<judge>.jsonl`` holds one :class:`ScoreRecord` per trajectory.
 
 Scores are in [0, 1]. An assertion score of ``None`` means "not applicable". A dimension the judge
-failed to grade has ``status = judge_error`` and ``score = None``: it is unscored, never zero, and is
-left out of every metric.
+failed to grade has ``status = judge_error`` and ``score = None``: it is unscored, never zero, and
+is left out of every metric.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class _Strict(BaseModel):
 class AssertionScore(_Strict):
     assertion_id: str
     score: float | None
-    """One of 0, 0.25, 0.5, 0.75, 1; None when the assertion does not apply or no rule decides it."""
+    """0, 0.25, 0.5, 0.75 or 1; None when the assertion does not apply or no rule decides it."""
     reason: str = ""
     decided_by: str = ""
     """``llm`` or the deterministic rule's name."""
@@ -89,3 +89,11 @@ class JudgeManifest(_Strict):
     run_dir: str
     started_at: dt.datetime
     finished_at: dt.datetime | None = None
+    dataset_hash: str | None = None
+    """Hash of the dataset the scores were computed against."""
+    counts: dict[str, int] = Field(default_factory=dict)
+    """Counts over the scores file: records by status, dimensions by status, cached records."""
+    usage: Usage = Field(default_factory=Usage)
+    """Judge tokens over every record in the scores file (each model call counted once)."""
+    cost_usd: float | None = None
+    """Judge cost over every record; None when some call's cost is unknown."""

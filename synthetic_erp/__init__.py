@@ -9,13 +9,19 @@ from synthetic_erp._catalog import (
     record_path,
     record_url,
 )
+from synthetic_erp._generate import GenerationReport, generate_erp
+from synthetic_erp._snapshot import erp_stats, snapshot_hash
 
 __all__ = [
     "ENTITY_SETS",
     "EntitySet",
+    "GenerationReport",
     "RecordRef",
     "entity_set",
+    "erp_stats",
+    "generate_erp",
     "parse_record_url",
     "record_path",
     "record_url",
+    "snapshot_hash",
 ]

@@ -1,8 +1,9 @@
 """The entity sets of the ERP: URL names, tables and natural keys.
 
-One place decides how a record is addressed. The MCP server builds citable record URLs from it, serves
-record pages by it, and exposes its generic data tools over it; the deterministic judge resolves the
-links an agent cited with it. A record URL is ``{base}/erp/{legal_entity}/{entity_set}/{key}``.
+One place decides how a record is addressed. The MCP server builds citable record URLs from it,
+serves record pages by it, and exposes its generic data tools over it; the deterministic judge
+resolves the links an agent cited with it. A record URL is
+``{base}/erp/{legal_entity}/{entity_set}/{key}``.
 """
 
 from __future__ import annotations
@@ -110,9 +111,7 @@ ENTITY_SETS: tuple[EntitySet, ...] = (
         "Payment journal",
         "Vendor payment journals and payment proposals.",
     ),
-    EntitySet(
-        "customer-groups", s.CustomerGroup, "group_id", "Customer group", "Customer groups."
-    ),
+    EntitySet("customer-groups", s.CustomerGroup, "group_id", "Customer group", "Customer groups."),
     EntitySet("vendor-groups", s.VendorGroup, "group_id", "Vendor group", "Vendor groups."),
     EntitySet(
         "payment-terms",
@@ -121,9 +120,7 @@ ENTITY_SETS: tuple[EntitySet, ...] = (
         "Payment terms",
         "Payment terms with net days and cash-discount codes.",
     ),
-    EntitySet(
-        "cash-discounts", s.CashDiscount, "code", "Cash discount", "Cash-discount codes."
-    ),
+    EntitySet("cash-discounts", s.CashDiscount, "code", "Cash discount", "Cash-discount codes."),
     EntitySet(
         "collections-pools",
         s.CollectionsPool,
@@ -142,7 +139,8 @@ ENTITY_SETS: tuple[EntitySet, ...] = (
 
 _BY_NAME = {entity_set.name: entity_set for entity_set in ENTITY_SETS}
 _BY_TABLE = {entity_set.table: entity_set for entity_set in ENTITY_SETS}
-_SAFE_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_SAFE_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.%\-]*$")
+"""Keys may hold ``%`` (payment terms such as ``2%10Net30``); never ``/`` or ``..``."""
 
 
 def entity_set(name: str) -> EntitySet:

@@ -9,6 +9,7 @@ from sqlalchemy import Engine, create_engine, event, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import QueuePool
 
 from synthetic_erp._schema import ErpMeta
 
@@ -43,7 +44,11 @@ def normalize_url(url: str) -> str:
 def sqlite_path(url: str) -> Path | None:
     """The file behind a SQLite URL, or None for other databases and in-memory SQLite."""
     parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+    if (
+        parsed.get_backend_name() != "sqlite"
+        or not parsed.database
+        or parsed.database == ":memory:"
+    ):
         return None
     return Path(parsed.database)
 
@@ -72,9 +77,15 @@ def open_engine(url: str, *, read_only: bool = False) -> Engine:
                     f"python -m synthetic_erp generate --db sqlite:///{path}"
                 )
             uri = f"file:{path.resolve()}?mode=ro"
+            # A real pool: the default for "sqlite://" (SingletonThreadPool) closes connections that
+            # other threads still use once more than 5 threads query at once (MCP tools run in a
+            # thread pool), which fails concurrent requests.
             engine = create_engine(
                 "sqlite://",
                 creator=lambda: _sqlite_connect(uri),
+                poolclass=QueuePool,
+                pool_size=8,
+                max_overflow=56,
             )
         else:
             engine = create_engine(url)

@@ -7,10 +7,10 @@ Conventions (documented in synthetic_erp/README.md):
 - Ledger sign: ``amount_cur`` is positive for documents that raise the party's balance (a customer
   invoice, a vendor invoice) and negative for documents that lower it (payments, credit notes, debit
   notes). A party's balance is the sum of ``open_amount_cur`` over its posted transactions.
-- ``amount_acct`` = ``amount_cur`` x ``exchange_rate`` (the rate of ``currency`` into the legal entity's
-  accounting currency on ``txn_date``), rounded to cents.
-- ``derived_fields`` lists, comma-separated, the columns an importer had to derive because its source
-  files lacked them (empty for generated data).
+- ``amount_acct`` = ``amount_cur`` x ``exchange_rate`` (the rate of ``currency`` into the legal
+  entity's accounting currency on ``txn_date``), rounded to cents.
+- ``derived_fields`` lists, comma-separated, the columns an importer had to derive because its
+  source files lacked them (empty for generated data).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def rate(**kwargs) -> Decimal:
 
 
 class ErpMeta(SQLModel, table=True):
-    """Key/value facts about the snapshot: as_of (the frozen today), seed, scale, generator and Faker
-    versions, source (generated | fno-import), snapshot_hash."""
+    """Key/value facts about the snapshot: as_of (the frozen today), seed, scale, generator and
+    Faker versions, source (generated | fno-import), snapshot_hash."""
 
     __tablename__ = "erp_meta"
     key: str = Field(primary_key=True)
@@ -74,7 +74,8 @@ class ExchangeRate(SQLModel, table=True):
 
 
 class CashDiscount(SQLModel, table=True):
-    """A cash-discount code, e.g. 2%/10: ``percent`` off when paid within ``days`` of the invoice."""
+    """A cash-discount code, e.g. 2%/10: ``percent`` off when paid within ``days`` of the
+    invoice."""
 
     __tablename__ = "cash_discount"
     __table_args__ = (UniqueConstraint("legal_entity", "code"),)
@@ -159,6 +160,7 @@ class Customer(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("legal_entity", "account"),
         Index("ix_customer_name", "name"),
+        Index("ix_customer_agent", "legal_entity", "collections_agent_id"),
     )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str = Field(index=True)
@@ -228,6 +230,8 @@ class CustomerTransaction(SQLModel, table=True):
         UniqueConstraint("legal_entity", "voucher"),
         Index("ix_custtrans_party", "legal_entity", "customer_account", "txn_date"),
         Index("ix_custtrans_due", "legal_entity", "due_date"),
+        Index("ix_custtrans_sales", "legal_entity", "sales_id"),
+        Index("ix_custtrans_discount", "legal_entity", "cash_discount_date"),
     )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
@@ -362,7 +366,10 @@ class CollectionActivity(SQLModel, table=True):
     """A collections activity or task (call, email, letter follow-up, appointment)."""
 
     __tablename__ = "collection_activity"
-    __table_args__ = (UniqueConstraint("legal_entity", "activity_id"),)
+    __table_args__ = (
+        UniqueConstraint("legal_entity", "activity_id"),
+        Index("ix_collact_owner", "legal_entity", "owner_agent_id", "due_date"),
+    )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
     activity_id: str
@@ -390,6 +397,7 @@ class VendorTransaction(SQLModel, table=True):
         UniqueConstraint("legal_entity", "voucher"),
         Index("ix_vendtrans_party", "legal_entity", "vendor_account", "txn_date"),
         Index("ix_vendtrans_due", "legal_entity", "due_date"),
+        Index("ix_vendtrans_discount", "legal_entity", "cash_discount_date"),
     )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
@@ -436,6 +444,9 @@ class VendorInvoice(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("legal_entity", "invoice_id"),
         Index("ix_vendinv_party", "legal_entity", "vendor_account"),
+        Index("ix_vendinv_po", "legal_entity", "po_number"),
+        Index("ix_vendinv_number", "legal_entity", "vendor_invoice_number"),
+        Index("ix_vendinv_status", "legal_entity", "status", "invoice_date"),
     )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str

@@ -61,7 +61,7 @@ def reference_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def erp_db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A default-scale ERP (1,000 customers, 1,000 vendors, seed 42) in a SQLite file, built once."""
+    """A default-scale ERP (1,000 customers and vendors, seed 42) in a SQLite file, built once."""
     from synthetic_erp import generate_erp
 
     path = tmp_path_factory.mktemp("erp") / "erp.db"
@@ -126,7 +126,7 @@ def erp_server_with_token(erp_db_url: str) -> Iterator[RunningServer]:
 
 @pytest.fixture(scope="session")
 def pg_url() -> str:
-    """URL of a PostgreSQL server to create databases on (``LEDGERBENCH_PG_URL``; .ci/run sets it)."""
+    """URL of a PostgreSQL server for tests (``LEDGERBENCH_PG_URL``, set by .ci/run)."""
     url = os.environ.get("LEDGERBENCH_PG_URL")
     if not url:
         pytest.skip("LEDGERBENCH_PG_URL not set: .ci/run starts PostgreSQL and sets it")

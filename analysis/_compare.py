@@ -1,0 +1,166 @@
+"""The typed API behind ``python -m analysis.compare``: load, compute, write the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from analysis._data import TASK_TYPES, InputError, ProviderData
+from analysis._schema import Correction, Settings, Stats
+
+
+class CompareConfig(BaseModel):
+    """Everything ``compare`` needs; the CLI only fills this in."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    inputs: list[Path]
+    """Run directories or published ``eval_results_*.json`` files, one per provider."""
+    out: Path
+    """Report folder (created)."""
+    judge: str | None = None
+    """Scores file name under ``scores/``; None picks the only one."""
+    reference: str | None = None
+    """Provider name, label or path; default: the first input."""
+    labels: list[str] = Field(default_factory=list)
+    """Labels in input order, or ``PATH=LABEL`` / ``NAME=LABEL``."""
+    correction: Correction = Correction.none
+    bootstrap: int = 1000
+    seed: int = 0
+    latency_budget: dict[str, float] = Field(default_factory=dict)
+    pass_threshold: float = 1.0
+    min_observations: int = 5
+
+
+def compare(config: CompareConfig, progress: bool = False) -> Stats:
+    """Load, compute, write ``stats.json``, ``report.md``, ``report.html`` and the plots."""
+    from analysis._load import load_provider
+    from analysis._plots import all_plots
+    from analysis._report import build_report, to_html, to_markdown
+    from analysis._stats import combine, compute_stats
+
+    with _Progress(progress) as bar:
+        providers = []
+        for path in config.inputs:
+            providers.append(load_provider(path, config.judge))
+            bar.step(f"loaded {path}")
+        apply_labels(providers, config.inputs, config.labels)
+        reference = resolve_reference(providers, config.inputs, config.reference)
+        settings = Settings(
+            reference=reference,
+            judge=config.judge or _judge_name(providers),
+            correction=config.correction,
+            bootstrap=config.bootstrap,
+            seed=config.seed,
+            latency_budget=config.latency_budget,
+            pass_threshold=config.pass_threshold,
+            min_observations=config.min_observations,
+        )
+        combined = combine(providers, config.latency_budget)
+        stats = compute_stats(providers, settings, progress=bar.step, combined=combined)
+        images = all_plots(stats, combined.trajectories)
+        bar.step("plots")
+        config.out.mkdir(parents=True, exist_ok=True)
+        for name, png in images.items():
+            (config.out / name).write_bytes(png)
+        report = build_report(stats, list(images))
+        (config.out / "stats.json").write_text(stats.model_dump_json(indent=1), encoding="utf-8")
+        (config.out / "report.md").write_text(to_markdown(report), encoding="utf-8")
+        (config.out / "report.html").write_text(to_html(report, images), encoding="utf-8")
+        bar.step("report")
+    return stats
+
+
+def _judge_name(providers: list[ProviderData]) -> str:
+    judges = sorted({p.info.judge for p in providers if p.info.judge})
+    return ", ".join(judges) or "unknown"
+
+
+def apply_labels(providers: list[ProviderData], inputs: list[Path], labels: list[str]) -> None:
+    """Rename providers from ``--label``; names must end up unique."""
+    positional = [label for label in labels if "=" not in label]
+    mapped = dict(label.split("=", 1) for label in labels if "=" in label)
+    if positional and len(positional) > len(providers):
+        raise InputError(
+            f"{len(positional)} labels for {len(providers)} inputs; give one per input"
+        )
+    for i, (provider, path) in enumerate(zip(providers, inputs, strict=True)):
+        for key in (str(path), str(path).rstrip("/"), provider.info.name, path.name):
+            if key in mapped:
+                provider.info.name = mapped.pop(key)
+                break
+        else:
+            if i < len(positional):
+                provider.info.name = positional[i]
+    if mapped:
+        raise InputError(f"--label {next(iter(mapped))}=...: no input has that path or name")
+    names = [p.info.name for p in providers]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise InputError(
+            f"two inputs are both called {duplicates[0]!r}; name them with --label (one per input)"
+        )
+
+
+def resolve_reference(
+    providers: list[ProviderData], inputs: list[Path], reference: str | None
+) -> str:
+    if reference is None:
+        return providers[0].info.name
+    for provider, path in zip(providers, inputs, strict=True):
+        if reference in (provider.info.name, str(path), str(path).rstrip("/"), path.name):
+            return provider.info.name
+    names = ", ".join(p.info.name for p in providers)
+    raise InputError(f"--reference {reference!r} matches no provider; use one of: {names}")
+
+
+def parse_budget(text: str) -> dict[str, float]:
+    """``obligations=60,entity_performance=60`` -> {task type: seconds}."""
+    budget = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        task, _, seconds = part.partition("=")
+        task = task.strip()
+        if task not in TASK_TYPES:
+            raise InputError(
+                f"--latency-budget: unknown task type {task!r}; use {', '.join(TASK_TYPES)}"
+            )
+        try:
+            value = float(seconds)
+        except ValueError:
+            raise InputError(f"--latency-budget: {part!r} needs seconds, e.g. {task}=60") from None
+        if value <= 0:
+            raise InputError(f"--latency-budget: {part!r} must be a positive number of seconds")
+        budget[task] = value
+    return budget
+
+
+class _Progress:
+    """A rich progress bar on stderr when asked for; otherwise does nothing."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._progress = None
+        self._task = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                TimeElapsedColumn(),
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("analysis", total=None)
+        return self
+
+    def step(self, description: str) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, description=description, advance=1)
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._progress.stop()

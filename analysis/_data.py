@@ -1,0 +1,75 @@
+"""Shared constants and the in-memory form of one provider's data."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analysis._schema import ProviderInfo
+
+DIMENSIONS = (
+    "accuracy",
+    "citations",
+    "clarity",
+    "depth",
+    "groundedness",
+    "recency",
+    "relevance",
+    "structure",
+)
+METRICS = ("overall", *DIMENSIONS)
+TASK_TYPES = ("obligations", "entity_performance", "business_brief")
+INCLUDED = ("scored", "rescored")
+"""Dimension statuses that enter the statistics (``rescored``: over the latency budget, scored 0).
+"""
+TASK_LABELS = {
+    "obligations": "Financial obligations",
+    "entity_performance": "Entity performance",
+    "business_brief": "Business briefs",
+    "equal_weight": "Equal-weight",
+    "all": "All",
+}
+"""Display names of task types and scopes."""
+SCORE_COLUMNS = ["question_id", "trial", "task_type", "metric", "status", "score"]
+TRAJECTORY_COLUMNS = [
+    "question_id",
+    "trial",
+    "task_type",
+    "status",
+    "latency_s",
+    "timeout_s",
+    "tool_calls",
+    "tokens",
+    "cost_usd",
+]
+
+
+class InputError(ValueError):
+    """Unusable input; the message names the problem and the fix (shown as a one-line CLI error)."""
+
+
+@dataclass
+class ProviderData:
+    info: ProviderInfo
+    scores: pd.DataFrame
+    trajectories: pd.DataFrame
+    scenarios: dict[str, str] = field(default_factory=dict)
+    """question_id -> scenario (from the dataset or the published file)."""
+    caveats: list[str] = field(default_factory=list)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """A plain float, or None for None, NaN and infinities (JSON has no NaN)."""
+    return float(value) if value is not None and math.isfinite(value) else None

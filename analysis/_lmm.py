@@ -1,0 +1,357 @@
+"""Per-metric linear mixed models, contrasts and Wald tests, with guards that never fail silently.
+
+The model is ``score ~ C(provider, Treatment(ref)) * C(task_type, Treatment(first)) + (1 |
+question)`` fitted by maximum likelihood (statsmodels MixedLM, ``reml=False``). The design matrix is
+built here, column for column as patsy would, so the reference levels are pinned and the column
+names are readable (``provider[T.B]``, ``provider[T.B]:task_type[T.business_brief]``); tests check
+it against the formula interface. A metric present in one task type only fits ``score ~ provider``.
+
+Contrasts of provider B against the reference A, with K task types in the model (first = reference):
+
+* per task type k: ``beta_B`` (k = first) or ``beta_B + gamma_{B,k}``;
+* equal-weight marginal: ``beta_B + (1/K) * sum_{k != first} gamma_{B,k}``.
+
+Wald: estimate ``c'b``, standard error ``sqrt(c' V c)`` with V the fixed-effect block of
+``cov_params()``, ``z = estimate / se``, two-sided normal p.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from analysis._data import finite_or_none
+from analysis._schema import EQUAL_WEIGHT, Contrast, Guard, GuardKind, MetricModel, Severity
+
+INTERCEPT = "Intercept"
+RESIDUAL_FLOOR = 1e-10
+"""A residual variance at or below this means a degenerate fit: its standard errors mean nothing."""
+
+
+def provider_term(provider: str) -> str:
+    return f"provider[T.{provider}]"
+
+
+def task_term(task_type: str) -> str:
+    return f"task_type[T.{task_type}]"
+
+
+def interaction_term(provider: str, task_type: str) -> str:
+    return f"{provider_term(provider)}:{task_term(task_type)}"
+
+
+def design_matrix(
+    data: pd.DataFrame, reference: str, providers: list[str], task_types: list[str]
+) -> pd.DataFrame:
+    """Treatment-coded fixed effects: intercept, providers, task types, provider x task type.
+
+    ``providers`` excludes the reference; ``task_types[0]`` is the reference task type.
+    """
+    columns: dict[str, np.ndarray] = {INTERCEPT: np.ones(len(data))}
+    is_provider = {p: (data["provider"] == p).to_numpy(float) for p in providers}
+    is_task = {t: (data["task_type"] == t).to_numpy(float) for t in task_types[1:]}
+    columns.update({provider_term(p): is_provider[p] for p in providers})
+    columns.update({task_term(t): is_task[t] for t in task_types[1:]})
+    for p in providers:
+        for t in task_types[1:]:
+            columns[interaction_term(p, t)] = is_provider[p] * is_task[t]
+    return pd.DataFrame(columns, index=data.index)
+
+
+def formula_text(reference: str, task_types: list[str]) -> str:
+    if len(task_types) == 1:
+        return f"score ~ C(provider, Treatment('{reference}'))  + (1 | question_id)"
+    return (
+        f"score ~ C(provider, Treatment('{reference}')) * "
+        f"C(task_type, Treatment('{task_types[0]}')) + (1 | question_id)"
+    )
+
+
+def contrast_vector(
+    fe_names: list[str], provider: str, task_types: list[str], scope: str
+) -> np.ndarray:
+    """The contrast c (length = number of fixed effects) for ``provider`` vs the reference."""
+    c = np.zeros(len(fe_names))
+    position = {name: i for i, name in enumerate(fe_names)}
+    c[position[provider_term(provider)]] = 1.0
+    others = task_types[1:]
+    if scope == EQUAL_WEIGHT:
+        for t in others:
+            c[position[interaction_term(provider, t)]] += 1.0 / len(task_types)
+    elif scope != task_types[0]:
+        c[position[interaction_term(provider, scope)]] += 1.0
+    return c
+
+
+@dataclass
+class Fit:
+    fe_names: list[str]
+    params: np.ndarray
+    cov: np.ndarray
+    converged: bool
+    log_likelihood: float
+    group_variance: float
+    residual_variance: float
+    warnings: list[str] = field(default_factory=list)
+
+
+def fit_mixed_model(data: pd.DataFrame, exog: pd.DataFrame, fit_options: dict | None = None) -> Fit:
+    """MixedLM with a random intercept per question, ML; warnings captured, not printed.
+
+    ``fit_options`` go to ``MixedLM.fit`` (e.g. ``maxiter``); ``reml`` is always False.
+    """
+    from statsmodels.regression.mixed_linear_model import MixedLM
+
+    fe_names = list(exog.columns)
+    k = len(fe_names)
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
+        warnings.simplefilter("always")
+        model = MixedLM(data["score"].to_numpy(float), exog, groups=data["question_id"].to_numpy())
+        result = model.fit(**{**(fit_options or {}), "reml": False})
+        fit = Fit(
+            fe_names=fe_names,
+            params=np.asarray(result.fe_params, dtype=float),
+            cov=np.asarray(result.cov_params())[:k, :k],
+            converged=bool(result.converged),
+            log_likelihood=float(result.llf),
+            group_variance=float(np.asarray(result.cov_re).ravel()[0]),
+            residual_variance=float(result.scale),
+        )
+    fit.warnings = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+    return fit
+
+
+def wald(fit: Fit, c: np.ndarray) -> tuple[float, float, float, float]:
+    """(estimate, se, z, two-sided p); se/z/p are NaN when the variance is undefined."""
+    estimate = float(c @ fit.params)
+    variance = float(c @ fit.cov @ c)
+    if not math.isfinite(variance) or variance <= 0:
+        return estimate, math.nan, math.nan, math.nan
+    se = math.sqrt(variance)
+    z = estimate / se
+    return estimate, se, z, float(2.0 * scipy_stats.norm.sf(abs(z)))
+
+
+@dataclass
+class MetricInput:
+    metric: str
+    data: pd.DataFrame
+    """Columns provider, question_id, task_type, score (one row per provider and question)."""
+    reference: str
+    providers: list[str]
+    """All providers, reference first."""
+    task_types: list[str]
+    """Task types with scores for this metric, in display order (first = model reference)."""
+    min_observations: int = 5
+    fit_options: dict = field(default_factory=dict)
+    """Extra ``MixedLM.fit`` arguments (tests use ``maxiter``)."""
+
+
+def analyse_metric(inp: MetricInput) -> tuple[MetricModel, list[Guard]]:
+    """Fit the metric's model and test every provider against the reference (guards included)."""
+    guards: list[Guard] = []
+    model = MetricModel(
+        metric=inp.metric,
+        formula=formula_text(inp.reference, inp.task_types),
+        task_types=inp.task_types,
+    )
+    others = [p for p in inp.providers if p != inp.reference]
+    excluded = _excluded_providers(inp, guards)
+    kept = [p for p in others if p not in excluded]
+    data = inp.data[inp.data["provider"].isin([inp.reference, *kept])]
+    model.providers = [inp.reference, *kept] if inp.reference not in excluded else []
+    model.observations, model.questions = len(data), data["question_id"].nunique()
+    reason = _model_level_reason(inp, data, excluded, kept, guards)
+    if reason is None:
+        reason = _fit_and_test(inp, data, kept, model, guards)
+    model.not_tested_reason = reason
+    for provider in others:
+        if not any(c.provider == provider for c in model.contrasts):
+            why = excluded.get(provider, reason or "not tested")
+            model.contrasts.extend(_untested(inp, provider, why))
+    order = {p: i for i, p in enumerate(inp.providers)}
+    scopes = {s: i for i, s in enumerate([EQUAL_WEIGHT, *inp.task_types])}
+    model.contrasts.sort(key=lambda c: (order[c.provider], scopes[c.scope]))
+    return model, guards
+
+
+def _excluded_providers(inp: MetricInput, guards: list[Guard]) -> dict[str, str]:
+    """Providers left out of the model, with the reason (few observations, an empty task type)."""
+    excluded: dict[str, str] = {}
+    counts = inp.data.groupby(["provider", "task_type"]).size()
+    for provider in inp.providers:
+        total = int(counts.get(provider, pd.Series(dtype=int)).sum())
+        if total < inp.min_observations:
+            why = (
+                f"{provider} has {total} scored observation(s) for {inp.metric}; "
+                f"at least {inp.min_observations} are needed"
+            )
+            excluded[provider] = why
+            guards.append(_guard(GuardKind.few_observations, inp.metric, provider, None, why))
+            continue
+        empty = [t for t in inp.task_types if counts.get((provider, t), 0) == 0]
+        if empty and len(inp.task_types) > 1:
+            why = (
+                f"{provider} has no {inp.metric} scores for {', '.join(empty)}, so its "
+                f"provider x task-type term cannot be estimated (singular design)"
+            )
+            excluded[provider] = why
+            guards.append(_guard(GuardKind.singular_design, inp.metric, provider, None, why))
+    return excluded
+
+
+def _model_level_reason(
+    inp: MetricInput,
+    data: pd.DataFrame,
+    excluded: dict[str, str],
+    kept: list[str],
+    guards: list[Guard],
+) -> str | None:
+    if inp.reference in excluded:
+        return f"the reference is excluded: {excluded[inp.reference]}"
+    if not kept:
+        return (
+            "no provider other than the reference can be tested"
+            if len(inp.providers) > 1
+            else ("a single provider: nothing to compare")
+        )
+    if data["score"].nunique() <= 1:
+        value = data["score"].iloc[0] if len(data) else math.nan
+        why = f"every {inp.metric} score is {value:g}: zero variance, nothing to test"
+        guards.append(_guard(GuardKind.zero_variance, inp.metric, None, None, why))
+        return why
+    for provider in [inp.reference, *kept]:
+        scores = data.loc[data["provider"] == provider, "score"]
+        if scores.nunique() == 1:
+            guards.append(
+                Guard(
+                    kind=GuardKind.constant_provider,
+                    severity=Severity.warning,
+                    metric=inp.metric,
+                    provider=provider,
+                    message=(
+                        f"every {inp.metric} score of {provider} is {scores.iloc[0]:g}; the "
+                        f"model's equal-variance assumption is strained, read its p-values "
+                        "with care"
+                    ),
+                )
+            )
+    return None
+
+
+def _fit_and_test(
+    inp: MetricInput, data: pd.DataFrame, kept: list[str], model: MetricModel, guards: list[Guard]
+) -> str | None:
+    exog = design_matrix(data, inp.reference, kept, inp.task_types)
+    if np.linalg.matrix_rank(exog.to_numpy()) < exog.shape[1]:
+        why = "the design matrix is singular (some provider x task-type effect is not estimable)"
+        guards.append(_guard(GuardKind.singular_design, inp.metric, None, None, why))
+        return why
+    try:
+        fit = fit_mixed_model(data, exog, inp.fit_options)
+    except (np.linalg.LinAlgError, ValueError, FloatingPointError) as exc:
+        # The design has full rank here, so a singular matrix is the fit's information matrix
+        # (typically a variance estimated at zero), not the design.
+        why = f"the model could not be fitted ({type(exc).__name__}: {exc})"
+        guards.append(_guard(GuardKind.fit_error, inp.metric, None, None, why))
+        return why
+    model.fitted, model.converged = True, fit.converged
+    model.log_likelihood = finite_or_none(fit.log_likelihood)
+    model.group_variance = finite_or_none(fit.group_variance)
+    model.residual_variance = finite_or_none(fit.residual_variance)
+    model.warnings = fit.warnings
+    for message in fit.warnings:
+        guards.append(
+            Guard(
+                kind=GuardKind.convergence_warning,
+                severity=Severity.warning,
+                metric=inp.metric,
+                message=f"the {inp.metric} model warned: {message}",
+            )
+        )
+    if not fit.converged:
+        why = "the mixed model did not converge"
+        guards.append(_guard(GuardKind.not_converged, inp.metric, None, None, why))
+        return why
+    for provider in kept:
+        model.contrasts.extend(_tested(inp, data, fit, provider, guards))
+    return None
+
+
+def _tested(
+    inp: MetricInput, data: pd.DataFrame, fit: Fit, provider: str, guards: list[Guard]
+) -> list[Contrast]:
+    contrasts = []
+    counts = data.groupby(["provider", "task_type"]).size()
+    for scope in [EQUAL_WEIGHT, *inp.task_types]:
+        c = contrast_vector(fit.fe_names, provider, inp.task_types, scope)
+        contrast = Contrast(
+            provider=provider,
+            reference=inp.reference,
+            metric=inp.metric,
+            scope=scope,
+            tested=True,
+            contrast_vector={n: float(v) for n, v in zip(fit.fe_names, c, strict=True) if v},
+        )
+        few = _few_in_scope(inp, counts, provider, scope)
+        estimate, se, z, p = wald(fit, c)
+        contrast.lmm_estimate = finite_or_none(estimate)
+        if few:
+            contrast.tested, contrast.not_tested_reason = False, few
+            guards.append(_guard(GuardKind.few_observations, inp.metric, provider, scope, few))
+        elif not math.isfinite(se) or not fit.residual_variance > RESIDUAL_FLOOR:
+            why = (
+                "the standard error is undefined: the fit has no residual variance left "
+                "(scores constant within each provider) or a NaN covariance"
+            )
+            contrast.tested, contrast.not_tested_reason = False, why
+            guards.append(_guard(GuardKind.undefined_se, inp.metric, provider, scope, why))
+        else:
+            contrast.lmm_se, contrast.z, contrast.p_value = se, z, p
+        contrasts.append(contrast)
+    return contrasts
+
+
+def _few_in_scope(inp: MetricInput, counts: pd.Series, provider: str, scope: str) -> str | None:
+    if scope == EQUAL_WEIGHT:
+        return None
+    for who in (provider, inp.reference):
+        n = int(counts.get((who, scope), 0))
+        if n < inp.min_observations:
+            return (
+                f"{who} has {n} scored {inp.metric} observation(s) in {scope}; "
+                f"at least {inp.min_observations} are needed"
+            )
+    return None
+
+
+def _untested(inp: MetricInput, provider: str, why: str) -> list[Contrast]:
+    return [
+        Contrast(
+            provider=provider,
+            reference=inp.reference,
+            metric=inp.metric,
+            scope=scope,
+            tested=False,
+            not_tested_reason=why,
+        )
+        for scope in [EQUAL_WEIGHT, *inp.task_types]
+    ]
+
+
+def _guard(
+    kind: GuardKind, metric: str, provider: str | None, task_type: str | None, message: str
+) -> Guard:
+    return Guard(
+        kind=kind,
+        severity=Severity.not_tested,
+        metric=metric,
+        provider=provider,
+        task_type=None if task_type == EQUAL_WEIGHT else task_type,
+        message=message,
+    )

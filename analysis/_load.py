@@ -1,0 +1,234 @@
+"""Reading providers: LedgerBench run directories and published FORCE-Bench evaluation files.
+
+Each provider becomes two tables:
+
+* ``scores``: one row per trajectory (question, trial) and metric, with the dimension ``status``
+  (``scored``, ``not_applicable``, ``needs_llm``, ``judge_error``, ``infra_error``,
+  ``no_score_record``) and ``score`` (NaN unless scored).
+* ``trajectories``: one row per question and trial with status, latency, budget, tool calls, tokens,
+  cost.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import ValidationError
+
+from analysis._data import (
+    METRICS,
+    SCORE_COLUMNS,
+    TRAJECTORY_COLUMNS,
+    InputError,
+    ProviderData,
+)
+from analysis._published import load_published
+from analysis._schema import ProviderInfo
+
+
+def load_provider(path: str | Path, judge: str | None) -> ProviderData:
+    """A run directory (``manifest.json`` + ``trajectories.jsonl`` + ``scores/<judge>.jsonl``) or a
+    published ``eval_results_*.json`` file."""
+    path = Path(path)
+    if path.is_file() and path.suffix == ".json":
+        return load_published(path)
+    if path.is_dir():
+        return load_run(path, judge)
+    if not path.exists():
+        raise InputError(
+            f"{path} does not exist; pass a run directory or an eval_results_*.json file"
+        )
+    raise InputError(f"{path} is neither a run directory nor an eval_results_*.json file")
+
+
+def load_run(run_dir: Path, judge: str | None) -> ProviderData:
+    from harnesses.records import RunManifest, TrajectoryRecord
+    from judge.records import ScoreRecord
+
+    manifest = _read_model(run_dir / "manifest.json", RunManifest, "a run directory")
+    records = _read_jsonl(run_dir / "trajectories.jsonl", TrajectoryRecord)
+    if not records:
+        raise InputError(f"{run_dir}/trajectories.jsonl has no records; run the harness first")
+    # A resumed run may hold a question and trial twice: the last record is the one that counts.
+    trajectories = list({(r.question_id, r.trial): r for r in records}.values())
+    scores_path = _scores_path(run_dir, judge)
+    score_records = {(s.question_id, s.trial): s for s in _read_jsonl(scores_path, ScoreRecord)}
+    traj_rows, score_rows = [], []
+    for record in trajectories:
+        traj_rows.append(_trajectory_row(record))
+        score_rows.extend(
+            _score_rows(record, score_records.get((record.question_id, record.trial)))
+        )
+    traj_df = pd.DataFrame(traj_rows, columns=TRAJECTORY_COLUMNS)
+    scenarios, caveats = _dataset_scenarios(manifest.dataset_path, run_dir)
+    if len(trajectories) < len(records):
+        caveats.append(
+            f"{run_dir}: {len(records) - len(trajectories)} repeated trajectory record(s); "
+            "the last one of each question and trial was used."
+        )
+    info = ProviderInfo(
+        name=default_name(manifest.harness, manifest.model),
+        source="run",
+        path=str(run_dir),
+        harness=manifest.harness,
+        model=manifest.model,
+        judge=scores_path.stem,
+        trajectories=len(traj_df),
+        questions=traj_df["question_id"].nunique(),
+        trials=int(traj_df.groupby("question_id").size().max()),
+        dataset_path=manifest.dataset_path,
+        dataset_hash=manifest.dataset_hash,
+    )
+    if manifest.interrupted or manifest.finished_at is None:
+        caveats.append(
+            f"{info.name}: the run did not finish ({len(traj_df)} of "
+            f"{manifest.question_count} questions recorded)."
+        )
+    return ProviderData(
+        info, pd.DataFrame(score_rows, columns=SCORE_COLUMNS), traj_df, scenarios, caveats
+    )
+
+
+def default_name(harness: str, model: str | None) -> str:
+    return f"{harness}:{model}" if model else harness
+
+
+def _scores_path(run_dir: Path, judge: str | None) -> Path:
+    scores_dir = run_dir / "scores"
+    available = sorted(p.stem for p in scores_dir.glob("*.jsonl")) if scores_dir.is_dir() else []
+    if judge is None:
+        if len(available) == 1:
+            return scores_dir / f"{available[0]}.jsonl"
+        if not available:
+            raise InputError(f"{run_dir} has no scores/*.jsonl; judge the run first")
+        raise InputError(
+            f"{run_dir} has scores from several judges ({', '.join(available)}); pass --judge"
+        )
+    path = scores_dir / f"{judge}.jsonl"
+    if not path.exists():
+        hint = f"available: {', '.join(available)}" if available else "judge the run first"
+        raise InputError(
+            f"{path} not found; pass --judge with a judge that scored this run ({hint})"
+        )
+    return path
+
+
+def _read_model(path: Path, model: type, what: str) -> Any:
+    if not path.exists():
+        raise InputError(f"{path} not found; {path.parent} is not {what}")
+    try:
+        return model.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        raise InputError(f"{path}: not a valid {model.__name__} ({_first_error(exc)})") from None
+
+
+def _read_jsonl(path: Path, model: type) -> list[Any]:
+    if not path.exists():
+        raise InputError(f"{path} not found")
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(model.model_validate_json(line))
+        except ValidationError as exc:
+            raise InputError(
+                f"{path}:{number}: not a valid {model.__name__} ({_first_error(exc)})"
+            ) from None
+    return records
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error.get("loc", ())) or "record"
+    return f"{where}: {error.get('msg', 'invalid')}"
+
+
+def _trajectory_row(record: Any) -> dict[str, Any]:
+    usage = record.usage
+    tokens = usage.input_tokens + usage.output_tokens
+    return {
+        "question_id": record.question_id,
+        "trial": record.trial,
+        "task_type": str(record.task_type),
+        "status": str(record.status),
+        "latency_s": record.latency_s,
+        "timeout_s": record.timeout_s,
+        "tool_calls": len(record.tool_calls),
+        "tokens": float(tokens) if tokens else math.nan,
+        "cost_usd": record.cost_usd if record.cost_usd is not None else math.nan,
+    }
+
+
+def _score_rows(trajectory: Any, score: Any | None) -> list[dict[str, Any]]:
+    base = {
+        "question_id": trajectory.question_id,
+        "trial": trajectory.trial,
+        "task_type": str(trajectory.task_type),
+    }
+    if score is None:
+        status = "infra_error" if str(trajectory.status) == "error" else "no_score_record"
+        return [{**base, "metric": m, "status": status, "score": math.nan} for m in METRICS]
+    if str(score.status) == "infra_error":
+        return [{**base, "metric": m, "status": "infra_error", "score": math.nan} for m in METRICS]
+    rows = []
+    statuses = []
+    for dimension, dim_score in score.dimensions.items():
+        status = str(dim_score.status)
+        statuses.append(status)
+        value = dim_score.score if status == "scored" and dim_score.score is not None else math.nan
+        if status == "scored" and dim_score.score is None:
+            status = "judge_error"
+        rows.append({**base, "metric": str(dimension), "status": status, "score": value})
+    rows.append({**base, **_overall(score.overall, statuses)})
+    return rows
+
+
+def _overall(overall: float | None, statuses: list[str]) -> dict[str, Any]:
+    if overall is not None:
+        return {"metric": "overall", "status": "scored", "score": float(overall)}
+    for status in ("judge_error", "needs_llm"):
+        if status in statuses:
+            return {"metric": "overall", "status": status, "score": math.nan}
+    return {"metric": "overall", "status": "not_applicable", "score": math.nan}
+
+
+def _dataset_scenarios(dataset_path: str, run_dir: Path) -> tuple[dict[str, str], list[str]]:
+    """question_id -> scenario from the run's dataset; a caveat instead when it cannot be read."""
+    candidates = [Path(dataset_path)]
+    if not Path(dataset_path).is_absolute():
+        candidates.append(run_dir / dataset_path)
+    path = next((p for p in candidates if p.exists()), None)
+    if path is None:
+        return {}, [f"{run_dir}: dataset {dataset_path} not found; obligation scenarios unknown."]
+    try:
+        from ledgerbench.dataset import load_dataset
+
+        dataset = load_dataset(path)
+    except Exception as exc:  # a dataset that fails validation can still name its scenarios
+        scenarios = _raw_scenarios(path)
+        if scenarios:
+            return scenarios, []
+        return {}, [f"{run_dir}: dataset {path} could not be read ({exc}); scenarios unknown."]
+    return {item.id: item.scenario for item in dataset.items}, []
+
+
+def _raw_scenarios(path: Path) -> dict[str, str]:
+    """id -> scenario read straight from a dataset YAML in our format (no validation)."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return {}
+    items = raw.get("items") if isinstance(raw, dict) else None
+    if not isinstance(items, list):
+        return {}
+    return {
+        str(item["id"]): str(item["scenario"])
+        for item in items
+        if isinstance(item, dict) and item.get("id") and item.get("scenario")
+    }

@@ -1,0 +1,728 @@
+"""The report: one list of blocks rendered to Markdown (``report.md``) and self-contained HTML.
+
+The HTML embeds its images as base64 data URIs and its CSS inline: it needs no network to view.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass, field
+
+from analysis._data import TASK_LABELS
+from analysis._schema import EQUAL_WEIGHT, Contrast, ScoreCell, Severity, Stats
+
+IMAGE_TITLES = {
+    "scores.png": "Scores by metric",
+    "scenarios.png": "Obligations accuracy by scenario",
+    "latency.png": "Latency",
+    "tool_calls.png": "Tool calls",
+    "cost.png": "Accuracy against cost",
+}
+
+
+@dataclass
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass
+class Paragraph:
+    text: str
+
+
+@dataclass
+class Bullets:
+    items: list[str]
+
+
+@dataclass
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+    note: str = ""
+
+
+@dataclass
+class Image:
+    name: str
+    title: str
+
+
+@dataclass
+class Details:
+    """Secondary material: collapsed in HTML, a titled subsection in Markdown."""
+
+    summary: str
+    blocks: list = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    title: str
+    blocks: list = field(default_factory=list)
+
+    def add(self, *blocks) -> None:
+        self.blocks.extend(blocks)
+
+
+# ----------------------------------------------------------------------------------------------
+# Formatting helpers
+# ----------------------------------------------------------------------------------------------
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_ci(estimate: float | None, low: float | None, high: float | None, digits: int = 2) -> str:
+    if estimate is None:
+        return "–"
+    if low is None or high is None:
+        return fmt(estimate, digits)
+    return f"{estimate:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def fmt_signed_ci(estimate: float | None, low: float | None, high: float | None) -> str:
+    if estimate is None:
+        return "–"
+    if low is None or high is None:
+        return f"{estimate:+.3f}"
+    return f"{estimate:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def p_text(p: float | None, correction: str = "none") -> str:
+    name = "p" if correction == "none" else f"{correction}-adjusted p"
+    if p is None:
+        return f"{name} unknown"
+    return f"{name} < 0.001" if p < 0.001 else f"{name} = {p:.3f}"
+
+
+def task_label(scope: str) -> str:
+    return TASK_LABELS.get(scope, scope)
+
+
+# ----------------------------------------------------------------------------------------------
+# Building the report
+# ----------------------------------------------------------------------------------------------
+
+
+def build_report(stats: Stats, images: list[str]) -> Report:
+    report = Report(title=_title(stats))
+    report.add(Heading("Summary"), Bullets(summary_lines(stats)))
+    report.add(*headline_section(stats))
+    if "scores.png" in images:
+        report.add(Image("scores.png", IMAGE_TITLES["scores.png"]))
+    report.add(*task_type_sections(stats))
+    if "scenarios.png" in images or stats.scenarios:
+        report.add(Heading("Financial obligations by scenario", 3))
+        if "scenarios.png" in images:
+            report.add(Image("scenarios.png", IMAGE_TITLES["scenarios.png"]))
+    report.add(*contrast_section(stats))
+    report.add(*operations_section(stats, images))
+    report.add(*trials_section(stats))
+    report.add(*missing_section(stats))
+    report.add(*guards_section(stats))
+    report.add(*method_section(stats))
+    return report
+
+
+def _title(stats: Stats) -> str:
+    names = [p.name for p in stats.providers]
+    if len(names) == 1:
+        return f"LedgerBench report: {names[0]}"
+    return f"LedgerBench comparison: {', '.join(names)} (reference {stats.settings.reference})"
+
+
+def _score(stats: Stats, provider: str, metric: str, scope: str) -> ScoreCell | None:
+    for cell in stats.scores:
+        if (cell.provider, cell.metric, cell.scope) == (provider, metric, scope):
+            return cell
+    return None
+
+
+def _contrast(stats: Stats, provider: str, metric: str, scope: str) -> Contrast | None:
+    for model in stats.models:
+        if model.metric != metric:
+            continue
+        for contrast in model.contrasts:
+            if (contrast.provider, contrast.scope) == (provider, scope):
+                return contrast
+    return None
+
+
+def summary_lines(stats: Stats) -> list[str]:
+    names = [p.name for p in stats.providers]
+    ref = stats.settings.reference
+    lines: list[str] = []
+    metric = (
+        "overall" if "overall" in stats.metrics else (stats.metrics[0] if stats.metrics else None)
+    )
+    if metric is None:
+        return [
+            "No scored answers were found: nothing to compare. See Operations (error and "
+            "timeout rates) and Missing scores for why."
+        ]
+    ranked = sorted(
+        names,
+        key=lambda n: -(_est(stats, n, metric) or -1.0),
+    )
+    if len(names) == 1:
+        cell = _score(stats, names[0], metric, EQUAL_WEIGHT)
+        lines.append(
+            f"One provider, **{names[0]}**: equal-weight {metric} score "
+            f"{_ci_text(cell)} over {cell.n if cell else 0} scored answers. No comparison was "
+            "made (a single run); add another run to see who wins."
+        )
+    else:
+        best = ranked[0]
+        cell = _score(stats, best, metric, EQUAL_WEIGHT)
+        lines.append(
+            f"Highest equal-weight {metric} score: **{best}** at {_ci_text(cell)}. "
+            "Ranking: " + ", ".join(f"{n} {fmt(_est(stats, n, metric))}" for n in ranked) + "."
+        )
+        for name in names[1:]:
+            lines.append(_provider_summary(stats, name, ref))
+    lines.extend(_task_summary(stats, metric))
+    acc = [n for n in names if _score(stats, n, "accuracy", "obligations")]
+    if acc:
+        parts = [f"{n} {_ci_text(_score(stats, n, 'accuracy', 'obligations'))}" for n in acc]
+        lines.append("Obligations accuracy: " + "; ".join(parts) + ".")
+    not_tested = [g for g in stats.guards if g.severity == Severity.not_tested]
+    if not_tested:
+        lines.append(
+            f"{len(not_tested)} check(s) stopped a test (marked 'not tested'); "
+            "see Guards and caveats."
+        )
+    correction = stats.settings.correction.value
+    how = f"How sure: intervals are 95% bootstrap intervals (B = {stats.settings.bootstrap})"
+    if len(names) > 1:
+        how += (
+            ", paired across providers; stars come from the mixed model's Wald test "
+            f"({'no correction across metrics' if correction == 'none' else correction})"
+        )
+    lines.append(how + ".")
+    if stats.settings.latency_budget:
+        lines.append(
+            "**Latency budget applied**: answers slower than the budget count as failures here."
+        )
+    return lines
+
+
+def _est(stats: Stats, name: str, metric: str, scope: str = EQUAL_WEIGHT) -> float | None:
+    cell = _score(stats, name, metric, scope)
+    return cell.score.estimate if cell else None
+
+
+def _ci_text(cell: ScoreCell | None) -> str:
+    if cell is None:
+        return "–"
+    return fmt_ci(cell.score.estimate, cell.score.ci_low, cell.score.ci_high)
+
+
+def _provider_summary(stats: Stats, name: str, ref: str) -> str:
+    overall = _contrast(stats, name, "overall", EQUAL_WEIGHT)
+    cell = _score(stats, name, "overall", EQUAL_WEIGHT)
+    correction = stats.settings.correction.value
+    head = f"**{name}** vs {ref}"
+    if cell and cell.difference and cell.difference.estimate is not None:
+        d = cell.difference
+        head += f": overall {fmt_signed_ci(d.estimate, d.ci_low, d.ci_high)}"
+        if overall and overall.tested:
+            sure = "significant" if overall.significance else "not significant"
+            head += f" ({sure}, {p_text(overall.p_adjusted, correction)})"
+        elif overall:
+            head += f" (not tested: {overall.not_tested_reason})"
+    better, worse = [], []
+    for metric in stats.metrics:
+        if metric == "overall":
+            continue
+        contrast = _contrast(stats, name, metric, EQUAL_WEIGHT)
+        if contrast and contrast.tested and contrast.significance:
+            target = better if (contrast.raw_difference or 0) > 0 else worse
+            p = p_text(contrast.p_adjusted, correction)
+            target.append(f"{metric} ({contrast.raw_difference:+.2f}, {p})")
+    if better:
+        head += "; significantly higher on " + ", ".join(better)
+    if worse:
+        head += "; significantly lower on " + ", ".join(worse)
+    if not better and not worse:
+        head += "; no metric differs significantly"
+    return head + "."
+
+
+def _task_summary(stats: Stats, metric: str) -> list[str]:
+    names = [p.name for p in stats.providers]
+    if len(names) < 2 or len(stats.task_types) < 2:
+        return []
+    parts = []
+    for task in stats.task_types:
+        scored = [(n, _est(stats, n, metric, task)) for n in names]
+        scored = [(n, v) for n, v in scored if v is not None]
+        if scored:
+            best, value = max(scored, key=lambda x: x[1])
+            parts.append(f"{task_label(task)}: {best} ({value:.2f})")
+    return ["Best per task type (" + metric + "): " + "; ".join(parts) + "."] if parts else []
+
+
+def _marked_score(stats: Stats, name: str, metric: str, scope: str) -> str:
+    """``score [low, high]`` plus the significance stars, or ``(n.t.)`` when a guard stopped it."""
+    contrast = _contrast(stats, name, metric, scope)
+    mark = contrast.significance if contrast else ""
+    if contrast is not None and not contrast.tested:
+        mark = "(n.t.)"
+    text = _ci_text(_score(stats, name, metric, scope))
+    return f"{text} {mark}" if mark else text
+
+
+def headline_section(stats: Stats) -> list:
+    names = [p.name for p in stats.providers]
+    header = ["Provider", *[m.capitalize() for m in stats.metrics]]
+    rows = []
+    for name in names:
+        row = [name + (" (ref.)" if name == stats.settings.reference and len(names) > 1 else "")]
+        row += [_marked_score(stats, name, metric, EQUAL_WEIGHT) for metric in stats.metrics]
+        rows.append(row)
+    note = "Equal-weight means across task types with 95% bootstrap intervals."
+    if len(names) > 1:
+        note += (
+            " Marks against the reference: * p<0.05, ** p<0.01, *** p<0.001 (mixed-model Wald "
+            "test); (n.t.) = not tested, see Guards."
+        )
+    blocks: list = [Heading("Headline scores"), Table(header, rows, note)]
+    if len(names) > 1:
+        blocks.append(Heading("Differences from the reference", 3))
+        header = ["Provider", *[m.capitalize() for m in stats.metrics]]
+        rows = []
+        for name in names[1:]:
+            row = [name]
+            for metric in stats.metrics:
+                cell = _score(stats, name, metric, EQUAL_WEIGHT)
+                d = cell.difference if cell else None
+                row.append(fmt_signed_ci(d.estimate, d.ci_low, d.ci_high) if d else "–")
+            rows.append(row)
+        blocks.append(Table(header, rows, "Provider minus reference, paired bootstrap 95% CI."))
+    return blocks
+
+
+def task_type_sections(stats: Stats) -> list:
+    blocks: list = [Heading("By task type")]
+    names = [p.name for p in stats.providers]
+    for task in stats.task_types:
+        metrics = [m for m in stats.metrics if any(_score(stats, n, m, task) for n in names)]
+        if not metrics:
+            continue
+        header = ["Provider", "n", *[m.capitalize() for m in metrics]]
+        rows = []
+        for name in names:
+            overall = _score(stats, name, metrics[0], task)
+            row = [name, str(overall.n if overall else 0)]
+            row += [_marked_score(stats, name, metric, task) for metric in metrics]
+            rows.append(row)
+        blocks.append(Heading(task_label(task), 3))
+        blocks.append(Table(header, rows))
+    return blocks
+
+
+def _contrast_row(c: Contrast, with_scope: bool) -> list[str]:
+    status = "tested" if c.tested else f"not tested: {c.not_tested_reason}"
+    row = [c.provider, c.metric]
+    if with_scope:
+        row.append(task_label(c.scope))
+    return [
+        *row,
+        fmt(c.lmm_estimate, 3),
+        fmt(c.lmm_se, 3),
+        fmt(c.z, 2),
+        fmt_p(c.p_value),
+        fmt_p(c.p_adjusted),
+        c.significance or "",
+        c.direction or "–",
+        status,
+    ]
+
+
+def contrast_section(stats: Stats) -> list:
+    contrasts = [c for m in stats.models for c in m.contrasts]
+    if not contrasts:
+        return [
+            Heading("Mixed-model contrasts"),
+            Paragraph(
+                "No contrasts: a single provider has nothing to be compared with. The models "
+                "are fitted only when there are at least two providers."
+            ),
+        ]
+    order = {p.name: i for i, p in enumerate(stats.providers)}
+    contrasts.sort(key=lambda c: order[c.provider])
+    tail = ["Estimate", "SE", "z", "p", "p adj.", "", "Direction", "Status"]
+    marginal = [_contrast_row(c, False) for c in contrasts if c.scope == EQUAL_WEIGHT]
+    per_task = [_contrast_row(c, True) for c in contrasts if c.scope != EQUAL_WEIGHT]
+    note = (
+        f"Against {stats.settings.reference}: beta_B + (1/K) * sum of the provider x task-type "
+        "interactions (K task types in the metric's model), Wald test on the fixed effects. "
+        "Direction comes from the raw equal-weight score difference, significance from the model."
+    )
+    return [
+        Heading("Mixed-model contrasts"),
+        Table(["Provider", "Metric", *tail], marginal, note),
+        Details(
+            f"Per-task-type contrasts ({len(per_task)})",
+            [Table(["Provider", "Metric", "Task type", *tail], per_task)],
+        ),
+    ]
+
+
+def operations_section(stats: Stats, images: list[str]) -> list:
+    header = [
+        "Provider",
+        "Task type",
+        "Runs",
+        "Answered",
+        "Timeout",
+        "Max turns",
+        "Error",
+        "Latency p50 / p90 / max (s)",
+        "Tool calls mean / p90",
+        "Tokens / q",
+        "Cost / q",
+        "Correct",
+        "Tokens / correct",
+        "Cost / correct",
+    ]
+    rows = []
+    for o in stats.operations:
+        lat = o.latency_s
+        rows.append(
+            [
+                o.provider,
+                task_label(o.task_type),
+                str(o.trajectories),
+                _pct(o.answered_rate),
+                _pct(o.timeout_rate),
+                _pct(o.max_turns_rate),
+                _pct(o.error_rate),
+                f"{fmt(lat.p50, 1)} / {fmt(lat.p90, 1)} / {fmt(lat.max, 1)}" if lat.n else "–",
+                f"{fmt(o.tool_calls.mean, 1)} / {fmt(o.tool_calls.p90, 0)}"
+                if o.tool_calls.n
+                else "–",
+                fmt(o.tokens_per_question, 0),
+                _usd(o.cost_per_question),
+                str(o.correct) if o.correct is not None else "n/a",
+                fmt(o.tokens_per_correct, 0) if o.correct is not None else "n/a",
+                _usd(o.cost_per_correct) if o.correct is not None else "n/a",
+            ]
+        )
+    note = (
+        f"Correct = obligations accuracy ≥ {stats.settings.pass_threshold:g}; cost per correct "
+        "answer exists only for obligations (the only task type with an accuracy dimension)."
+    )
+    blocks: list = [Heading("Operations"), Table(header, rows, note)]
+    for name in ("latency.png", "tool_calls.png", "cost.png"):
+        if name in images:
+            blocks.append(Image(name, IMAGE_TITLES[name]))
+    return blocks
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+def _usd(value: float | None) -> str:
+    return "–" if value is None else f"${value:.4f}" if value < 0.1 else f"${value:.2f}"
+
+
+def trials_section(stats: Stats) -> list:
+    if not stats.trials and not stats.pass_k:
+        return []
+    blocks: list = [Heading("Repeated trials")]
+    if stats.pass_k:
+        ks = sorted({p.k for p in stats.pass_k})
+        names = [p.name for p in stats.providers]
+        by = {(p.provider, p.k): p for p in stats.pass_k}
+        rows = [[n, *[fmt(by[(n, k)].value) if (n, k) in by else "–" for k in ks]] for n in names]
+        blocks.append(
+            Table(
+                ["Provider", *[f"pass^{k}" for k in ks]],
+                rows,
+                "Obligations accuracy: chance that k trials of the same question all pass "
+                f"(accuracy ≥ {stats.pass_k[0].threshold:g}).",
+            )
+        )
+    if stats.trials:
+        rows = [
+            [
+                t.provider,
+                t.metric,
+                task_label(t.task_type),
+                str(t.questions),
+                str(t.trials),
+                fmt(t.mean_variance, 4),
+                fmt(t.max_variance, 4),
+            ]
+            for t in stats.trials
+        ]
+        blocks.append(
+            Table(
+                [
+                    "Provider",
+                    "Metric",
+                    "Task type",
+                    "Questions",
+                    "Trials",
+                    "Mean variance",
+                    "Max variance",
+                ],
+                rows,
+                "Per-question variance of the score across trials (how stable answers are).",
+            )
+        )
+    return blocks
+
+
+def missing_section(stats: Stats) -> list:
+    detail, totals = [], {}
+    for m in stats.missing:
+        missing = m.not_applicable + m.needs_llm + m.judge_error + m.infra_error + m.no_score_record
+        if missing or m.rescored_as_failure:
+            detail.append(
+                [
+                    m.provider,
+                    m.metric,
+                    task_label(m.task_type),
+                    str(m.scored),
+                    str(m.judge_error),
+                    str(m.needs_llm),
+                    str(m.not_applicable),
+                    str(m.infra_error),
+                    str(m.no_score_record),
+                    str(m.rescored_as_failure),
+                ]
+            )
+        key = (m.provider, m.task_type)
+        total = totals.setdefault(key, [0, 0, 0, 0, 0, 0, 0])
+        if m.metric == "overall":
+            total[0], total[4], total[5], total[6] = (
+                m.scored,
+                m.infra_error,
+                m.no_score_record,
+                m.rescored_as_failure,
+            )
+        else:
+            total[1] += m.judge_error
+            total[2] += m.needs_llm
+            total[3] += m.not_applicable
+    blocks: list = [Heading("Missing scores")]
+    if not detail:
+        blocks.append(Paragraph("Every answer was scored on every metric that applies to it."))
+        return blocks
+    rows = [[p, task_label(t), *map(str, v)] for (p, t), v in totals.items()]
+    blocks.append(
+        Table(
+            [
+                "Provider",
+                "Task type",
+                "Answers scored",
+                "Judge errors",
+                "Needs LLM",
+                "Not applicable",
+                "Run failed",
+                "No score record",
+                "Over budget → 0",
+            ],
+            rows,
+            "Judge errors, needs-LLM and not-applicable count dimension scores (summed over "
+            "metrics); the other columns count answers. Missing scores are left out of every "
+            "statistic, never counted as 0.",
+        )
+    )
+    blocks.append(
+        Details(
+            "Missing scores per metric",
+            [
+                Table(
+                    [
+                        "Provider",
+                        "Metric",
+                        "Task type",
+                        "Scored",
+                        "Judge error",
+                        "Needs LLM",
+                        "Not applicable",
+                        "Run failed",
+                        "No score record",
+                        "Over budget → 0",
+                    ],
+                    detail,
+                )
+            ],
+        )
+    )
+    return blocks
+
+
+def guards_section(stats: Stats) -> list:
+    blocks: list = [Heading("Guards and caveats")]
+    stopped = [g for g in stats.guards if g.severity == Severity.not_tested]
+    warned = [g for g in stats.guards if g.severity != Severity.not_tested]
+    if stopped:
+        blocks.append(Paragraph("**Not tested** (a check stopped the comparison):"))
+        blocks.append(Bullets([_guard_text(g) for g in stopped]))
+    else:
+        blocks.append(Paragraph("No check stopped a comparison."))
+    if warned:
+        blocks.append(Paragraph("**Read with care**:"))
+        blocks.append(Bullets([_guard_text(g) for g in warned]))
+    if stats.caveats:
+        blocks.append(Paragraph("**Caveats**:"))
+        blocks.append(Bullets(stats.caveats))
+    return blocks
+
+
+def _guard_text(guard) -> str:
+    where = " / ".join(x for x in (guard.metric, guard.provider, guard.task_type) if x)
+    return f"[{guard.kind.value}] {where}: {guard.message}" if where else guard.message
+
+
+def method_section(stats: Stats) -> list:
+    s = stats.settings
+    providers = [
+        f"{p.name}: {p.source} {p.path}"
+        + (f" (harness {p.harness}, model {p.model or '–'})" if p.harness else "")
+        + f", {p.trajectories} answers on {p.questions} questions"
+        for p in stats.providers
+    ]
+    budget = ", ".join(f"{k}={v:g}s" for k, v in s.latency_budget.items()) or "none"
+    return [
+        Heading("Method"),
+        Bullets(
+            [
+                "Per metric, a linear mixed model score ~ provider * task_type with a random "
+                "intercept per question, fitted by maximum likelihood (statsmodels MixedLM, "
+                "reml=False); metrics present in one task type fit score ~ provider.",
+                f"Bootstrap: B = {s.bootstrap}, seed {s.seed}, questions resampled within task "
+                "type, the same resample for every provider (paired); percentile intervals.",
+                f"Judge: {s.judge}. Correction across metrics: {s.correction.value}. Minimum "
+                f"observations per provider: {s.min_observations}. Latency budget: {budget}.",
+                *providers,
+            ]
+        ),
+    ]
+
+
+# ----------------------------------------------------------------------------------------------
+# Rendering
+# ----------------------------------------------------------------------------------------------
+
+
+def to_markdown(report: Report) -> str:
+    return "\n".join([f"# {report.title}", "", *_md_blocks(report.blocks)])
+
+
+def _md_blocks(blocks: list) -> list[str]:
+    out: list[str] = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            out += ["#" * block.level + " " + block.text, ""]
+        elif isinstance(block, Paragraph):
+            out += [block.text, ""]
+        elif isinstance(block, Bullets):
+            out += [f"- {item}" for item in block.items] + [""]
+        elif isinstance(block, Table):
+            out.append("| " + " | ".join(_md_cell(h) for h in block.header) + " |")
+            out.append("|" + "---|" * len(block.header))
+            out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in block.rows]
+            out += ["", f"_{block.note}_", ""] if block.note else [""]
+        elif isinstance(block, Image):
+            out += [f"![{block.title}]({block.name})", ""]
+        elif isinstance(block, Details):
+            out += [f"#### {block.summary}", "", *_md_blocks(block.blocks)]
+    return out
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+CSS = """
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;
+max-width:1150px;color:#1c2430;line-height:1.45;padding:0 1rem}
+h1{font-size:1.6rem;border-bottom:2px solid #1f5f8b;padding-bottom:.3rem}
+h2{font-size:1.25rem;margin-top:2rem;color:#1f5f8b}h3{font-size:1.05rem;margin-top:1.4rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.82rem;display:block;overflow-x:auto}
+th,td{border:1px solid #d5dbe3;padding:.28rem .5rem;text-align:left;vertical-align:top}
+td:first-child{white-space:nowrap}
+th{background:#eef3f8}tr:nth-child(even) td{background:#f8fafc}
+.note{font-size:.8rem;color:#556;margin-top:-.2rem}
+figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #e3e7ee}
+figcaption{font-size:.8rem;color:#556}
+li{margin:.25rem 0}
+details{margin:.6rem 0}summary{cursor:pointer;color:#1f5f8b;font-weight:600}
+"""
+
+
+SELF_CHECK = (
+    "window.addEventListener('load',function(){var i=Array.prototype.slice.call(document.images);"
+    "var ok=i.filter(function(x){return x.complete&&x.naturalWidth>0}).length;"
+    "document.body.setAttribute('data-images-ok',ok+'/'+i.length);});"
+)
+"""Inline, offline: marks <body data-images-ok="loaded/total"> so a browser test can see the plots
+decoded."""
+
+
+def to_html(report: Report, images: dict[str, bytes]) -> str:
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(report.title)}</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>{html.escape(report.title)}</h1>",
+    ]
+    parts += _html_blocks(report.blocks, images)
+    parts.append(f"<script>{SELF_CHECK}</script></body></html>")
+    return "\n".join(parts)
+
+
+def _html_blocks(blocks: list, images: dict[str, bytes]) -> list[str]:
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            parts.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
+        elif isinstance(block, Paragraph):
+            parts.append(f"<p>{_inline(block.text)}</p>")
+        elif isinstance(block, Bullets):
+            parts.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in block.items) + "</ul>")
+        elif isinstance(block, Table):
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
+            body = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                for row in block.rows
+            )
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            if block.note:
+                parts.append(f'<p class="note">{html.escape(block.note)}</p>')
+        elif isinstance(block, Image) and block.name in images:
+            data = base64.b64encode(images[block.name]).decode("ascii")
+            parts.append(
+                f'<figure><img alt="{html.escape(block.title)}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{html.escape(block.title)}</figcaption></figure>"
+            )
+        elif isinstance(block, Details):
+            parts.append(f"<details><summary>{html.escape(block.summary)}</summary>")
+            parts += _html_blocks(block.blocks, images)
+            parts.append("</details>")
+    return parts
+
+
+def _inline(text: str) -> str:
+    """Escape, then render **bold** (the only inline markup the report uses)."""
+    escaped = html.escape(text)
+    pieces = escaped.split("**")
+    return "".join(f"<strong>{p}</strong>" if i % 2 else p for i, p in enumerate(pieces))

@@ -1,0 +1,312 @@
+"""The ``stats.json`` schema: every number the report shows, in one documented pydantic model.
+
+Conventions used throughout:
+
+* ``metric`` is one of the eight judge dimensions or ``overall`` (the judge's mean of scored
+  dimensions).
+* ``scope`` is a task type (``obligations``, ``entity_performance``, ``business_brief``) or
+  ``equal_weight``: the mean over the task types in which the metric exists, each task type weighing
+  the same whatever its number of questions (the paper's headline convention).
+* Scores are in [0, 1]. Only dimension scores with status ``scored`` enter any statistic; missing
+  scores (judge error, needs LLM, not applicable, no judge record) are counted, never treated as 0.
+* Intervals are percentile bootstrap intervals (questions resampled within task type, the same
+  resample for every provider, so differences are paired).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+STATS_FORMAT_VERSION = 1
+EQUAL_WEIGHT = "equal_weight"
+"""``scope`` value for the equal-weight mean across task types."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class Correction(StrEnum):
+    none = "none"
+    """No multiple-comparison correction (the paper's choice)."""
+    holm = "holm"
+    """Holm-Bonferroni across metrics (family-wise error)."""
+    bh = "bh"
+    """Benjamini-Hochberg across metrics (false discovery rate)."""
+
+
+class Settings(_Strict):
+    reference: str
+    """Provider every other provider is compared against."""
+    judge: str
+    """Name of the scores file used (``scores/<judge>.jsonl``)."""
+    correction: Correction = Correction.none
+    bootstrap: int = 1000
+    """Number of bootstrap resamples (B)."""
+    seed: int = 0
+    confidence: float = 0.95
+    min_observations: int = 5
+    """A provider with fewer scored observations for a metric (or a task type) is not tested."""
+    pass_threshold: float = 1.0
+    """An obligations answer counts as correct when its accuracy score is at least this."""
+    latency_budget: dict[str, float] = Field(default_factory=dict)
+    """Task type -> seconds; answers slower than this were re-scored as failures (0)."""
+
+
+class ProviderInfo(_Strict):
+    name: str
+    """Label used everywhere in the report."""
+    source: str
+    """``run`` (a LedgerBench run directory) or ``published`` (a FORCE-Bench eval_results file)."""
+    path: str
+    harness: str | None = None
+    model: str | None = None
+    judge: str | None = None
+    trajectories: int = 0
+    """Trajectory records read (one per question and trial)."""
+    questions: int = 0
+    trials: int = 1
+    """Largest number of trials seen for one question."""
+    dataset_path: str | None = None
+    dataset_hash: str | None = None
+
+
+class GuardKind(StrEnum):
+    few_observations = "few_observations"
+    zero_variance = "zero_variance"
+    constant_provider = "constant_provider"
+    not_converged = "not_converged"
+    undefined_se = "undefined_se"
+    singular_design = "singular_design"
+    convergence_warning = "convergence_warning"
+    fit_error = "fit_error"
+    missing_scores = "missing_scores"
+    direction_disagrees = "direction_disagrees"
+    unpaired_questions = "unpaired_questions"
+
+
+class Severity(StrEnum):
+    not_tested = "not_tested"
+    """The comparison was not tested; ``message`` says why."""
+    warning = "warning"
+    """The comparison was tested, but read it with care."""
+    info = "info"
+
+
+class Guard(_Strict):
+    kind: GuardKind
+    severity: Severity
+    metric: str | None = None
+    provider: str | None = None
+    task_type: str | None = None
+    message: str
+    """Plain-words explanation, shown in the report."""
+
+
+class Interval(_Strict):
+    estimate: float | None
+    """Point estimate (a mean or a difference of means); None when there is no data."""
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+class ScoreCell(_Strict):
+    provider: str
+    metric: str
+    scope: str
+    """Task type or ``equal_weight``."""
+    n: int
+    """Scored questions (for ``equal_weight``: summed over task types)."""
+    score: Interval
+    difference: Interval | None = None
+    """Score minus the reference's score, paired bootstrap interval; None for the reference."""
+
+
+class Contrast(_Strict):
+    provider: str
+    reference: str
+    metric: str
+    scope: str
+    """Task type (per-task-type contrast) or ``equal_weight`` (marginal contrast)."""
+    tested: bool
+    not_tested_reason: str | None = None
+    lmm_estimate: float | None = None
+    """c'b from the mixed model: the provider's advantage over the reference."""
+    lmm_se: float | None = None
+    """sqrt(c' V c) with V the fixed-effect block of cov_params()."""
+    z: float | None = None
+    p_value: float | None = None
+    """Two-sided Wald p-value."""
+    p_adjusted: float | None = None
+    """p-value after the chosen correction across metrics (equal to p_value with ``none``)."""
+    significance: str = ""
+    """``***`` p<0.001, ``**`` p<0.01, ``*`` p<0.05 (on p_adjusted), else empty."""
+    raw_difference: float | None = None
+    """Raw (equal-weight) score difference, provider minus reference."""
+    direction: str | None = None
+    """``higher``, ``lower`` or ``equal``: from the raw difference, never from the model."""
+    contrast_vector: dict[str, float] = Field(default_factory=dict)
+    """Non-zero entries of c, keyed by fixed-effect name (for checking by hand)."""
+
+
+class MetricModel(_Strict):
+    metric: str
+    formula: str | None = None
+    task_types: list[str] = Field(default_factory=list)
+    """Task types in which the metric has scores."""
+    providers: list[str] = Field(default_factory=list)
+    """Providers in the fit (those excluded by a guard are not)."""
+    observations: int = 0
+    questions: int = 0
+    fitted: bool = False
+    converged: bool | None = None
+    log_likelihood: float | None = None
+    group_variance: float | None = None
+    """Variance of the per-question random intercept."""
+    residual_variance: float | None = None
+    warnings: list[str] = Field(default_factory=list)
+    """Warnings raised during the fit (ConvergenceWarning and others), captured verbatim."""
+    not_tested_reason: str | None = None
+    contrasts: list[Contrast] = Field(default_factory=list)
+
+
+class MissingCount(_Strict):
+    provider: str
+    metric: str
+    task_type: str
+    scored: int = 0
+    not_applicable: int = 0
+    needs_llm: int = 0
+    judge_error: int = 0
+    infra_error: int = 0
+    """The trajectory failed (status error) and was not judged."""
+    no_score_record: int = 0
+    """A trajectory with no line in the scores file."""
+    rescored_as_failure: int = 0
+    """Answers slower than the latency budget, scored 0 here."""
+
+
+class TrialStats(_Strict):
+    provider: str
+    metric: str
+    task_type: str
+    questions: int
+    """Questions with at least two scored trials."""
+    trials: int
+    """Largest number of trials for one question."""
+    mean_variance: float | None
+    """Mean over questions of the variance of the score across trials (ddof=1)."""
+    max_variance: float | None = None
+
+
+class PassK(_Strict):
+    provider: str
+    k: int
+    value: float | None
+    """Mean over questions of C(c, k) / C(n, k): the chance that k trials drawn from n all pass."""
+    questions: int
+    threshold: float
+
+
+class Distribution(_Strict):
+    n: int
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    max: float | None = None
+
+
+class OperationsCell(_Strict):
+    provider: str
+    task_type: str
+    """A task type or ``all``."""
+    trajectories: int
+    answered_rate: float | None
+    """Share with status ok."""
+    timeout_rate: float | None
+    max_turns_rate: float | None
+    error_rate: float | None
+    latency_s: Distribution
+    tool_calls: Distribution
+    """Tool calls per question."""
+    tokens_per_question: float | None = None
+    """Mean input + output tokens per question (None when no usage was recorded)."""
+    cost_per_question: float | None = None
+    """Mean cost in USD over questions with a known cost."""
+    cost_known: int = 0
+    """Questions with a known cost."""
+    correct: int | None = None
+    """Correct answers (obligations accuracy >= pass_threshold); None where there is no accuracy."""
+    cost_per_correct: float | None = None
+    """Obligations cost (where known) divided by the correct obligations answers."""
+    tokens_per_correct: float | None = None
+    """Obligations tokens (where recorded) divided by the correct obligations answers."""
+    over_budget: int = 0
+    """Answers slower than the latency budget (re-scored as failures)."""
+
+
+class ScenarioCell(_Strict):
+    provider: str
+    scenario: str
+    n: int
+    accuracy: Interval
+
+
+class HeadlineCell(_Strict):
+    score: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    difference: float | None = None
+    """Difference from the reference (None for the reference)."""
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    significance: str = ""
+    tested: bool | None = None
+    """None for the reference; False when a guard stopped the test."""
+
+
+class HeadlineRow(_Strict):
+    """One provider's equal-weight scores, like the paper's Table 1."""
+
+    provider: str
+    is_reference: bool = False
+    overall: HeadlineCell | None = None
+    accuracy: HeadlineCell | None = None
+    citations: HeadlineCell | None = None
+    clarity: HeadlineCell | None = None
+    depth: HeadlineCell | None = None
+    groundedness: HeadlineCell | None = None
+    recency: HeadlineCell | None = None
+    relevance: HeadlineCell | None = None
+    structure: HeadlineCell | None = None
+
+
+class Stats(_Strict):
+    """Everything ``analysis.compare`` computed; the reports are rendered from it."""
+
+    version: int = STATS_FORMAT_VERSION
+    created_at: dt.datetime
+    settings: Settings
+    providers: list[ProviderInfo]
+    metrics: list[str]
+    """Metrics with at least one scored observation, in display order."""
+    task_types: list[str]
+    """Task types with data, in display order."""
+    headline: list[HeadlineRow]
+    scores: list[ScoreCell]
+    models: list[MetricModel]
+    """One mixed model per metric with its contrasts (empty contrasts for a single provider)."""
+    guards: list[Guard]
+    missing: list[MissingCount]
+    trials: list[TrialStats] = Field(default_factory=list)
+    pass_k: list[PassK] = Field(default_factory=list)
+    operations: list[OperationsCell]
+    scenarios: list[ScenarioCell] = Field(default_factory=list)
+    """Obligations accuracy per scenario."""
+    caveats: list[str] = Field(default_factory=list)
+    """Plain-words caveats that apply to the whole report."""
+    timings_s: dict[str, float] = Field(default_factory=dict)
+    """Seconds spent in each part (lmm, bootstrap, ...)."""

@@ -1,0 +1,151 @@
+"""``python -m analysis.compare``: compare providers (runs or published files) and write a report.
+
+Writes ``stats.json`` (schema: :class:`analysis.Stats`), ``report.md``, ``report.html``
+(self-contained) and the plots as PNG files into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from analysis._compare import CompareConfig, compare, parse_budget
+from analysis._data import InputError
+from analysis._schema import Correction
+
+EXAMPLES = """\
+examples:
+  python -m analysis.compare runs/A --out reports/A
+        a single run: scores with intervals, operations, no contrasts
+  python -m analysis.compare runs/A runs/B runs/C --reference A --judge rules --out reports/abc
+        compare B and C against the provider named (or labelled) A
+  python -m analysis.compare runs/x runs/y --label GPT --label Claude --reference GPT \\
+        --out reports/xy
+        rename providers in order (or --label runs/x=GPT)
+  python -m analysis.compare runs/A published/eval_results_finance_agent.json --out reports/pub
+        a published FORCE-Bench evaluation file as one more provider
+  python -m analysis.compare runs/A runs/B --correction holm --bootstrap 2000 --seed 7 \\
+        --out reports/holm
+  python -m analysis.compare runs/A runs/B --out reports/budget \\
+        --latency-budget obligations=60,entity_performance=60,business_brief=300
+        re-score answers slower than the budget as failures (labelled in the report)
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage dump), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see python -m analysis.compare --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m analysis.compare",
+        description=(
+            "Compare agents (providers) on LedgerBench: mixed-model significance, paired bootstrap "
+            "intervals, operations, and a report (stats.json, report.md, report.html, PNG plots)."
+        ),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        type=Path,
+        help="run directories (runs/NAME) or published eval_results_*.json files, "
+        "e.g. runs/A runs/B",
+    )
+    parser.add_argument("--out", required=True, type=Path, help="report folder, e.g. reports/ab")
+    parser.add_argument(
+        "--judge", help="scores file to use, runs/NAME/scores/<JUDGE>.jsonl, e.g. --judge rules"
+    )
+    parser.add_argument(
+        "--reference", help="provider to compare against (name, label or path), e.g. --reference A"
+    )
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        dest="labels",
+        help="rename providers: in input order (--label GPT --label Claude) or --label runs/x=GPT",
+    )
+    parser.add_argument(
+        "--correction",
+        choices=[c.value for c in Correction],
+        default="none",
+        help="multiple-comparison correction across metrics (default none, as in the paper), "
+        "e.g. --correction holm",
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        help="bootstrap resamples B (default 1000), e.g. 2000",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0), e.g. 7")
+    parser.add_argument(
+        "--latency-budget",
+        default="",
+        help="re-score answers slower than these budgets as failures, "
+        "e.g. obligations=60,entity_performance=60,business_brief=300",
+    )
+    parser.add_argument(
+        "--pass-threshold",
+        type=float,
+        default=1.0,
+        help="obligations accuracy counted as correct (pass^k, cost per correct), e.g. 0.75",
+    )
+    parser.add_argument(
+        "--min-observations",
+        type=int,
+        default=5,
+        help="fewer scored observations than this for a provider: not tested (default 5)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.bootstrap < 10:
+            raise InputError("--bootstrap must be at least 10 (default 1000)")
+        if not 0.0 < args.pass_threshold <= 1.0:
+            raise InputError("--pass-threshold must be in (0, 1], e.g. 1 or 0.75")
+        if args.min_observations < 2:
+            raise InputError("--min-observations must be at least 2")
+        config = CompareConfig(
+            inputs=args.inputs,
+            out=args.out,
+            judge=args.judge,
+            reference=args.reference,
+            labels=args.labels,
+            correction=Correction(args.correction),
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+            latency_budget=parse_budget(args.latency_budget),
+            pass_threshold=args.pass_threshold,
+            min_observations=args.min_observations,
+        )
+        stats = compare(config, progress=not args.quiet and sys.stderr.isatty())
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"Report: {config.out / 'report.html'} (also report.md, stats.json)")
+    for row in stats.headline:
+        cell = row.overall
+        if cell is not None and cell.score is not None:
+            interval = (
+                f" [{cell.ci_low:.3f}, {cell.ci_high:.3f}]" if cell.ci_low is not None else ""
+            )
+            print(f"  {row.provider}: overall {cell.score:.3f}{interval}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Benchmark: whole analysis, 4 providers x 251 questions x 8 dimensions + overall, B = 1000.
+
+Run: ``.venv/bin/python bench/bench_analysis.py`` (optionally ``--bootstrap 1000 --repeat 3``).
+Prints wall and CPU seconds for each part: loading the runs, the bootstrap, the mixed models, the
+rest of the statistics, plots + report, and the whole ``compare`` call. The work is single-threaded,
+so on a busy shared machine the CPU time is the better estimate of the unloaded wall time.
+Target: whole analysis under 10 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from analysis import CompareConfig, Settings, compare, compute_stats, load_provider
+from analysis._plots import all_plots
+from analysis._report import build_report, to_html, to_markdown
+from analysis._stats import combine
+from analysis._synthetic import ProviderSpec, SyntheticConfig, write_runs
+
+
+def synthetic_runs(root: Path) -> list[Path]:
+    specs = [
+        ProviderSpec("A", latency_scale=25, cost_per_question=0.03),
+        ProviderSpec("B", effect=0.05, latency_scale=40, cost_per_question=0.08),
+        ProviderSpec("C", effect=-0.03, judge_error_rate=0.03, error_rate=0.02),
+        ProviderSpec("D", effect=0.0, latency_scale=15, cost_per_question=0.01),
+    ]
+    return write_runs(root, SyntheticConfig(specs, seed=1, quantize=True))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.parts: dict[str, list[tuple[float, float]]] = {}
+
+    def measure(self, name: str, work):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = work()
+        self.add(name, time.perf_counter() - wall, time.process_time() - cpu)
+        return result
+
+    def add(self, name: str, wall: float, cpu: float) -> None:
+        self.parts.setdefault(name, []).append((wall, cpu))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap", type=int, default=1000, help="resamples B (default 1000)")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions (median shown)")
+    args = parser.parse_args()
+    clock = Clock()
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = synthetic_runs(Path(tmp) / "runs")
+        for i in range(args.repeat):
+            providers = clock.measure(
+                "load 4 runs", lambda: [load_provider(run, "rules") for run in runs]
+            )
+            settings = Settings(reference="A", judge="rules", bootstrap=args.bootstrap)
+            cpu = time.process_time()
+            stats = clock.measure(
+                "statistics (all)", lambda p=providers, s=settings: compute_stats(p, s)
+            )
+            cpu = time.process_time() - cpu
+            timings = stats.timings_s
+            # Sub-parts: wall from the stats document; CPU apportioned by the wall shares.
+            total = sum(timings.values())
+            for key, label in (
+                ("bootstrap", "  bootstrap"),
+                ("lmm", "  mixed models (9 metrics)"),
+                ("other", "  other statistics"),
+            ):
+                clock.add(label, timings[key], cpu * timings[key] / total)
+
+            def report(stats=stats, providers=providers):
+                images = all_plots(stats, combine(providers, {}).trajectories)
+                built = build_report(stats, list(images))
+                return to_markdown(built), to_html(built, images)
+
+            clock.measure("plots + report", report)
+            config = CompareConfig(
+                inputs=runs,
+                out=Path(tmp) / f"report{i}",
+                judge="rules",
+                reference="A",
+                bootstrap=args.bootstrap,
+            )
+            clock.measure("WHOLE compare (load+stats+plots+files)", lambda c=config: compare(c))
+    print(f"4 providers x 251 questions (1,004 answers) x 9 metrics, B = {args.bootstrap}")
+    print(f"median of {args.repeat} runs; load average now {os.getloadavg()[0]:.1f}")
+    print(f"  {'part':<42} {'wall s':>7} {'CPU s':>7}")
+    for name, values in clock.parts.items():
+        wall = statistics.median(v[0] for v in values)
+        cpu = statistics.median(v[1] for v in values)
+        print(f"  {name:<42} {wall:7.2f} {cpu:7.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,330 @@
+"""Latency and throughput of the ERP MCP server over streamable HTTP on loopback.
+
+For each data scale (1x and 100x) it starts ``python -m erp_mcp --transport http --bench-tools``
+on a free loopback port and, with the official ``mcp`` client:
+- calls every tool sequentially with realistic arguments (drawn from the database, varied per call)
+  and prints p50 / p99 latency per tool, next to the no-op ``ping`` tool (the floor);
+- runs 1, 8 and 32 concurrent client sessions for a fixed time on a single-record tool and on ping
+  and prints calls per second.
+
+    .venv/bin/python bench/bench_mcp.py                     # 1x and 100x (generates 100x once)
+    .venv/bin/python bench/bench_mcp.py --skip-100x -n 50   # quick look at 1x only
+    .venv/bin/python bench/bench_mcp.py --json out.json     # also write the figures as JSON
+
+Targets (issue 3): at 1x p99 < 20 ms for single-record tools and < 100 ms for aggregates; at 100x
+under 3x the 1x figure; single-record tools within 2x of the no-op floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_1X = Path("/tmp/ledgerbench_bench_1x.db")
+DEFAULT_100X = Path("/tmp/ledgerbench_bench_100x.db")
+
+SINGLE_RECORD = {
+    "get_customer",
+    "get_vendor",
+    "get_sales_order",
+    "get_purchase_order",
+    "get_vendor_invoice",
+    "get_payment_journal",
+    "search_parties",
+    "erp_info",
+    "describe_entity_set",
+    "list_entity_sets",
+}
+
+
+def ensure_db(path: Path, scale: float) -> None:
+    if path.exists():
+        return
+    from synthetic_erp import generate_erp
+
+    print(f"generating {scale:g}x ERP into {path} ...", flush=True)
+    started = time.perf_counter()
+    generate_erp(f"sqlite:///{path}", seed=42, scale=scale)
+    print(f"  done in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def sample_arguments(path: Path, rng: random.Random, pool: int = 20) -> dict[str, list[dict]]:
+    """Per tool, a pool of argument dicts drawn from the database."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+    def rows(query: str) -> list[tuple]:
+        found = db.execute(query).fetchall()
+        rng.shuffle(found)
+        return found[:pool]
+
+    customers = rows(
+        "select distinct legal_entity, customer_account from customer_transaction "
+        "where open_amount_cur != 0 limit 2000"
+    )
+    vendors = rows("select legal_entity, account, name from vendor limit 2000")
+    names = rows("select name from customer limit 2000")
+    orders = rows("select legal_entity, sales_id from sales_order limit 2000")
+    pos = rows("select legal_entity, po_number from purchase_order limit 2000")
+    invoices = rows(
+        "select legal_entity, invoice_id from vendor_invoice where po_number is not null limit 2000"
+    )
+    journals = rows("select legal_entity, journal_id from payment_journal limit 2000")
+    agents = rows(
+        "select legal_entity, owner_agent_id, due_date from collection_activity "
+        "where status in ('open','in_progress') limit 2000"
+    )
+    today = db.execute("select value from erp_meta where key='as_of'").fetchone()[0]
+    db.close()
+
+    def typo(name: str) -> str:
+        return name[:3] + name[4:] if len(name) > 6 else name
+
+    party = [{"account": a, "legal_entity": le} for le, a in customers]
+    return {
+        "ping": [{}],
+        "erp_info": [{}],
+        "search_parties": [{"query": typo(n)} for (n,) in names],
+        "get_customer": party,
+        "get_vendor": [{"account": a, "legal_entity": le} for le, a, _ in vendors],
+        "get_aging": [{"account": a, "legal_entity": le} for le, a in customers],
+        "get_aging (legal entity)": [{"legal_entity": "USMF", "group_by": "legal_entity"}],
+        "get_aging (by group, vendors)": [
+            {"party_type": "vendor", "group_by": "group", "legal_entity": "USMF"}
+        ],
+        "list_customer_transactions": [{**p, "page_size": 20} for p in party],
+        "list_vendor_transactions": [
+            {"account": a, "legal_entity": le, "page_size": 20} for le, a, _ in vendors
+        ],
+        "list_settlements": [{**p, "page_size": 20} for p in party],
+        "list_disputes": [{**p} for p in party],
+        "list_cash_discounts": [{"expiring_within_days": 7, "legal_entity": "USMF"}],
+        "list_sales_orders": [{**p, "page_size": 20} for p in party],
+        "get_sales_order": [{"sales_id": s, "legal_entity": le} for le, s in orders],
+        "list_purchase_orders": [
+            {"account": a, "legal_entity": le, "page_size": 20} for le, a, _ in vendors
+        ],
+        "get_purchase_order": [{"po_number": p, "legal_entity": le} for le, p in pos],
+        "list_vendor_invoices": [{"status": ["pending_approval"], "page_size": 20}],
+        "get_vendor_invoice": [{"invoice_id": i, "legal_entity": le} for le, i in invoices],
+        "list_payment_journals": [{"source": "proposal", "page_size": 20}],
+        "get_payment_journal": [{"journal_id": j, "legal_entity": le} for le, j in journals],
+        "get_vendor_spend": [
+            {"account": a, "legal_entity": le, "fiscal_year": int(today[:4]) - 1}
+            for le, a, _ in vendors
+        ],
+        "get_vendor_spend (top 10)": [{"legal_entity": "USMF", "top_n": 10}],
+        "list_reference_data": [{"kind": "payment_terms", "legal_entity": "USMF"}],
+        "list_collection_letters": [{**p} for p in party],
+        "list_collection_activities": [
+            {"owner_agent_id": ag, "legal_entity": le, "due_from": d, "due_to": d}
+            for le, ag, d in agents
+        ],
+        "list_collection_cases": [{**p} for p in party],
+        "get_collections_worklist": [
+            {"agent_id": ag, "legal_entity": le, "as_of": d} for le, ag, d in agents
+        ],
+        "list_entity_sets": [{}],
+        "describe_entity_set": [{"entity_set": "vendor-invoices"}],
+        "query_entity_set": [
+            {
+                "entity_set": "customer-transactions",
+                "legal_entity": le,
+                "filters": [{"field": "customer_account", "op": "eq", "value": a}],
+                "top": 20,
+            }
+            for le, a in customers
+        ],
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(db: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "erp_mcp", "--db", f"sqlite:///{db}", "--transport", "http",
+         "--port", str(port), "--bench-tools"],
+        env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return process, f"http://127.0.0.1:{port}/mcp"
+        time.sleep(0.1)
+    process.kill()
+    raise TimeoutError("server did not start")
+
+
+class Session:
+    """One official-client MCP session over streamable HTTP."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def __aenter__(self):
+        from contextlib import AsyncExitStack
+
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        self._stack = AsyncExitStack()
+        read, write = await self._stack.enter_async_context(streamable_http_client(self.url))
+        self.session = await self._stack.enter_async_context(ClientSession(read, write))
+        await self.session.initialize()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def call(self, tool: str, args: dict) -> float:
+        started = time.perf_counter()
+        result = await self.session.call_tool(tool, args)
+        elapsed = time.perf_counter() - started
+        if result.is_error:
+            raise RuntimeError(f"{tool}({args}) failed: {result.content[0].text}")
+        return elapsed * 1000
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+async def latency_table(url: str, args: dict[str, list[dict]], n: int) -> dict[str, dict]:
+    results = {}
+    async with Session(url) as s:
+        for label, pool in args.items():
+            tool = label.split(" ")[0]
+            for i in range(3):
+                await s.call(tool, pool[i % len(pool)])
+            times = [await s.call(tool, pool[i % len(pool)]) for i in range(n)]
+            results[label] = {
+                "p50_ms": round(statistics.median(times), 2),
+                "p99_ms": round(percentile(times, 99), 2),
+                "kind": "single" if tool in SINGLE_RECORD or label == "ping" else "aggregate",
+            }
+            print(f"  {label:34} p50 {results[label]['p50_ms']:8.2f} ms   "
+                  f"p99 {results[label]['p99_ms']:8.2f} ms", flush=True)  # fmt: skip
+    return results
+
+
+async def throughput(url: str, tool: str, pool: list[dict], clients: int, seconds: float) -> float:
+    """Calls per second with ``clients`` concurrent sessions, each in its own task."""
+    ready = asyncio.Semaphore(0)
+    go = asyncio.Event()
+    counts = [0] * clients
+    window: dict[str, float] = {}
+
+    async def worker(index: int) -> None:
+        async with Session(url) as s:
+            ready.release()
+            await go.wait()
+            i = index
+            while time.perf_counter() < window["deadline"]:
+                await s.call(tool, pool[i % len(pool)])
+                counts[index] += 1
+                i += 1
+
+    tasks = [asyncio.create_task(worker(i)) for i in range(clients)]
+    for _ in range(clients):
+        await ready.acquire()
+    window["start"] = time.perf_counter()
+    window["deadline"] = window["start"] + seconds
+    go.set()
+    await asyncio.gather(*tasks)
+    return sum(counts) / (time.perf_counter() - window["start"])
+
+
+async def bench_scale(label: str, db: Path, n: int, seconds: float, tools: list[str] | None):
+    rng = random.Random(7)
+    args = sample_arguments(db, rng)
+    if tools:
+        args = {k: v for k, v in args.items() if k.split(" ")[0] in {*tools, "ping"}}
+    process, url = start_server(db)
+    try:
+        print(f"\n== {label}: {db} ({db.stat().st_size / 1e6:.0f} MB) ==", flush=True)
+        latency = await latency_table(url, args, n)
+        rates = {}
+        for tool in ("ping", "get_customer"):
+            for clients in (1, 8, 32):
+                rate = await throughput(url, tool, args[tool], clients, seconds)
+                rates[f"{tool} x{clients}"] = round(rate, 1)
+                print(
+                    f"  throughput {tool:14} {clients:3} clients: {rate:8.1f} calls/s", flush=True
+                )
+        return {"latency": latency, "throughput": rates}
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def summarize(results: dict[str, Any]) -> None:
+    one = results.get("1x")
+    if not one:
+        return
+    floor = one["latency"]["ping"]["p99_ms"]
+    print("\n== targets ==")
+    for label, row in one["latency"].items():
+        if label == "ping":
+            continue
+        limit = 20 if row["kind"] == "single" else 100
+        notes = [f"1x p99 {row['p99_ms']:.1f} ms {'<' if row['p99_ms'] < limit else '>='} {limit}"]
+        if row["kind"] == "single":
+            notes.append(f"{row['p50_ms'] / one['latency']['ping']['p50_ms']:.2f}x floor p50")
+        hundred = results.get("100x", {}).get("latency", {}).get(label)
+        if hundred:
+            notes.append(f"100x/1x p99 {hundred['p99_ms'] / row['p99_ms']:.2f}")
+        print(f"  {label:34} " + "; ".join(notes))
+    print(f"  floor (ping) p99 {floor:.2f} ms")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--db-1x", type=Path, default=DEFAULT_1X, help="1x ERP (generated if missing)"
+    )
+    parser.add_argument(
+        "--db-100x", type=Path, default=DEFAULT_100X, help="100x ERP (generated if missing)"
+    )
+    parser.add_argument("--skip-100x", action="store_true", help="only benchmark 1x")
+    parser.add_argument(
+        "-n", type=int, default=200, help="calls per tool for latency (default 200)"
+    )
+    parser.add_argument("--seconds", type=float, default=5.0, help="seconds per throughput run")
+    parser.add_argument("--tools", nargs="*", help="only these tools, e.g. --tools get_customer")
+    parser.add_argument("--json", type=Path, help="write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    scales = [("1x", args.db_1x, 1.0)] + ([] if args.skip_100x else [("100x", args.db_100x, 100.0)])
+    results = {}
+    for label, path, scale in scales:
+        ensure_db(path, scale)
+        results[label] = asyncio.run(bench_scale(label, path, args.n, args.seconds, args.tools))
+    summarize(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""``python -m erp_mcp``: serve the ERP over stdio or HTTP, or print the tool catalogue."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from erp_mcp._middleware import FaultConfig
+from erp_mcp._tooling import TOOLSETS
+from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
+
+SERVE_EXAMPLES = """\
+examples:
+  python -m erp_mcp --db sqlite:///erp.db                                  # stdio
+  python -m erp_mcp --db sqlite:///erp.db --transport http --port 8765     # http://127.0.0.1:8765/mcp
+  ERP_MCP_TOKEN=secret python -m erp_mcp --transport http                  # bearer auth
+  python -m erp_mcp --transport http --error-rate 0.1 --fault-seed 7 --audit-log calls.jsonl
+  python -m erp_mcp tools --json                                           # tool catalogue
+"""
+
+
+class UsageError(Exception):
+    """A bad command line: one line, exit code 2."""
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m erp_mcp",
+        description="Serve the synthetic ERP read-only over MCP (stdio or streamable HTTP). "
+        "Subcommand: `tools [--json]` prints the tool catalogue.",
+        epilog=SERVE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--db",
+        default=os.environ.get("ERP_DB_URL", DEFAULT_DB_URL),
+        help="ERP database URL, e.g. sqlite:///erp.db or postgresql://u:p@host/db "
+        "(default: $ERP_DB_URL or sqlite:///erp.db)",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default) or http (streamable HTTP at /mcp plus record pages at /erp/...)",
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1, loopback)"
+    )
+    parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    parser.add_argument(
+        "--public-url",
+        help="base URL of record links when behind a proxy, e.g. https://erp.example.org "
+        "(default http://HOST:PORT)",
+    )
+    parser.add_argument(
+        "--token",
+        help="bearer token required on HTTP, e.g. --token s3cret (default: $ERP_MCP_TOKEN; "
+        "unset = no auth)",
+    )
+    parser.add_argument(
+        "--toolset",
+        choices=TOOLSETS,
+        default="all",
+        help="finance (specialised tools), generic (entity-set data tools) or all (default)",
+    )
+    parser.add_argument(
+        "--bench-tools",
+        action="store_true",
+        help="also expose the no-op `ping` tool (benchmark floor), e.g. --bench-tools",
+    )
+    parser.add_argument(
+        "--latency-ms", type=float, default=0.0, help="inject latency per call, e.g. 200"
+    )
+    parser.add_argument(
+        "--jitter-ms", type=float, default=0.0, help="extra random latency 0..N ms, e.g. 50"
+    )
+    parser.add_argument(
+        "--error-rate",
+        type=float,
+        default=0.0,
+        help="share of calls failing with a TRANSIENT ERROR, e.g. 0.05",
+    )
+    parser.add_argument(
+        "--fault-seed", type=int, default=0, help="seed of the injected faults, e.g. 7"
+    )
+    parser.add_argument(
+        "--audit-log",
+        type=Path,
+        help="append one JSON line per tool call to this file, e.g. runs/calls.jsonl",
+    )
+    return parser
+
+
+def _tools_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m erp_mcp tools",
+        description="Print the tool catalogue (no database needed).",
+        epilog="examples:\n  python -m erp_mcp tools\n  python -m erp_mcp tools --json "
+        "--toolset generic",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="names, descriptions and schemas as JSON"
+    )
+    parser.add_argument(
+        "--toolset", choices=TOOLSETS, default="all", help="which toolset (default all)"
+    )
+    return parser
+
+
+def tool_catalog(toolset: str = "all") -> list[dict]:
+    """The MCP tool list (name, description, inputSchema, outputSchema, annotations) as JSON."""
+    from erp_mcp._server import build_server
+
+    server = build_server("sqlite:///unused.db", toolset=toolset, check_database=False)
+
+    async def listing():
+        tools = await server.list_tools()
+        return [
+            t.to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools
+        ]
+
+    return asyncio.run(listing())
+
+
+def _run_tools(argv: list[str]) -> int:
+    args = _tools_parser().parse_args(argv)
+    catalog = tool_catalog(args.toolset)
+    if args.json:
+        print(json.dumps(catalog, indent=2))
+    else:
+        for tool in catalog:
+            first = (tool.get("description") or "").split(". ")[0].replace("\n", " ")
+            print(f"{tool['name']:32} {first}")
+    return 0
+
+
+def _faults(args: argparse.Namespace) -> FaultConfig:
+    if not 0 <= args.error_rate <= 1:
+        raise UsageError(f"--error-rate must be between 0 and 1, got {args.error_rate}")
+    if args.latency_ms < 0 or args.jitter_ms < 0:
+        raise UsageError("--latency-ms and --jitter-ms must be >= 0")
+    return FaultConfig(
+        latency_ms=args.latency_ms,
+        jitter_ms=args.jitter_ms,
+        error_rate=args.error_rate,
+        seed=args.fault_seed,
+    )
+
+
+def _public_url(args: argparse.Namespace) -> str:
+    if args.public_url:
+        parts = urlsplit(args.public_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise UsageError(
+                f"--public-url must be an http(s) URL like https://erp.example.org, "
+                f"got {args.public_url!r}"
+            )
+        return args.public_url.rstrip("/")
+    host = args.host if ":" not in args.host else f"[{args.host}]"
+    return f"http://{host}:{args.port}"
+
+
+def _check_database(db_url: str) -> None:
+    """Read the snapshot facts now, so a bad database fails before serving, in one line."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from synthetic_erp._db import open_engine, read_meta, redact_url
+
+    engine = open_engine(db_url, read_only=True)
+    try:
+        meta = read_meta(engine)
+    except SQLAlchemyError as error:
+        reason = str(error.orig if hasattr(error, "orig") else error).splitlines()[0]
+        raise ErpDatabaseError(
+            f"cannot read an ERP at {redact_url(db_url)} ({reason}); create one with: "
+            f"python -m synthetic_erp generate --db {redact_url(db_url)}"
+        ) from None
+    finally:
+        engine.dispose()
+    if "as_of" not in meta:
+        raise ErpDatabaseError(
+            f"{redact_url(db_url)} has no ERP snapshot facts (erp_meta.as_of); regenerate it with: "
+            f"python -m synthetic_erp generate --db {redact_url(db_url)}"
+        )
+
+
+def _serve(argv: list[str]) -> int:
+    args = _serve_parser().parse_args(argv)
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port must be 1-65535, got {args.port}")
+    token = args.token or os.environ.get("ERP_MCP_TOKEN") or None
+    from erp_mcp._server import build_server
+
+    server = build_server(
+        args.db,
+        toolset=args.toolset,
+        public_url=_public_url(args),
+        faults=_faults(args),
+        audit_log=args.audit_log,
+        token=token,
+        include_bench_tools=args.bench_tools,
+    )
+    _check_database(args.db)
+    if args.transport == "stdio":
+        server.run(transport="stdio", show_banner=False)
+        return 0
+    import uvicorn
+
+    app = server.http_app(path="/mcp")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m erp_mcp``; returns the exit code (2 on bad input)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["tools"]:
+            return _run_tools(argv[1:])
+        return _serve(argv)
+    except (UsageError, ErpDatabaseError) as error:
+        print(f"erp_mcp: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # e.g. `python -m erp_mcp tools | head`
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return 0

@@ -1,0 +1,145 @@
+"""AR/AP ledger arithmetic shared by the tools: open amounts as of a date and aging buckets.
+
+A transaction's open amount as of a past date is its open amount today plus what settlements after
+that date took off it: for a debit (invoice) the settled amount (which includes any cash discount
+taken), for a credit (payment, credit note) the settled amount less that discount. On or after the
+ERP's today it is simply ``open_amount_cur``. All of it is SQL expressions, so single-party queries
+use the party indexes and never scan the ledger.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, Table, and_, case, func, literal, or_, select
+from sqlmodel import SQLModel
+
+from synthetic_erp import _schema as s
+
+
+@dataclass(frozen=True)
+class Ledger:
+    party_type: str
+    txn_model: type[SQLModel]
+    txn: Table
+    settlement: Table
+    party: Table
+    group: Table
+    account_column: str
+    txn_set: str
+    settlement_set: str
+    party_set: str
+    group_set: str
+
+    @property
+    def account(self) -> Any:
+        return self.txn.c[self.account_column]
+
+
+LEDGERS: dict[str, Ledger] = {
+    "customer": Ledger(
+        "customer",
+        s.CustomerTransaction,
+        s.CustomerTransaction.__table__,
+        s.CustomerSettlement.__table__,
+        s.Customer.__table__,
+        s.CustomerGroup.__table__,
+        "customer_account",
+        "customer-transactions",
+        "customer-settlements",
+        "customers",
+        "customer-groups",
+    ),
+    "vendor": Ledger(
+        "vendor",
+        s.VendorTransaction,
+        s.VendorTransaction.__table__,
+        s.VendorSettlement.__table__,
+        s.Vendor.__table__,
+        s.VendorGroup.__table__,
+        "vendor_account",
+        "vendor-transactions",
+        "vendor-settlements",
+        "vendors",
+        "vendor-groups",
+    ),
+}
+
+
+def open_amounts(
+    ledger: Ledger, as_of: dt.date, today: dt.date
+) -> tuple[ColumnElement, ColumnElement, ColumnElement]:
+    """``(open_cur, open_acct, where)`` expressions for the open amount of each transaction on
+    ``as_of``.
+
+    ``where`` keeps posted transactions dated on or before ``as_of`` that were still open then."""
+    t = ledger.txn
+    if as_of >= today:
+        where = and_(t.c.posted.is_(True), t.c.txn_date <= as_of, t.c.open_amount_cur != 0)
+        return t.c.open_amount_cur, t.c.open_amount_acct, where
+    st = ledger.settlement
+    later = and_(
+        st.c.legal_entity == t.c.legal_entity,
+        st.c.settled_date > as_of,
+    )
+    debit_back = (
+        select(func.coalesce(func.sum(st.c.amount_cur), 0))
+        .where(later, st.c.debit_voucher == t.c.voucher)
+        .scalar_subquery()
+    )
+    credit_back = (
+        select(func.coalesce(func.sum(st.c.amount_cur - st.c.cash_discount_taken), 0))
+        .where(later, st.c.credit_voucher == t.c.voucher)
+        .scalar_subquery()
+    )
+    open_cur = t.c.open_amount_cur + debit_back - credit_back
+    open_acct = func.round(open_cur * t.c.exchange_rate, 2)
+    where = and_(
+        t.c.posted.is_(True),
+        t.c.txn_date <= as_of,
+        or_(t.c.closed_date.is_(None), t.c.closed_date > as_of),
+    )
+    return open_cur, open_acct, where
+
+
+@dataclass(frozen=True)
+class Bucket:
+    label: str
+    from_days: int | None
+    """Smallest days overdue in the bucket (None: not yet due)."""
+    to_days: int | None
+    """Largest days overdue in the bucket (None: no upper bound)."""
+
+
+def make_buckets(edges: list[int]) -> list[Bucket]:
+    """``[30, 60, 90]`` -> current, 1-30, 31-60, 61-90, over 90."""
+    buckets = [Bucket("current", None, 0)]
+    low = 1
+    for edge in edges:
+        buckets.append(Bucket(f"{low}-{edge}", low, edge))
+        low = edge + 1
+    buckets.append(Bucket(f"over {edges[-1]}", edges[-1] + 1, None))
+    return buckets
+
+
+def aging_date(ledger: Ledger, basis: str) -> ColumnElement:
+    """The date aging counts from: due date (falling back to the transaction date) or txn date."""
+    t = ledger.txn
+    if basis == "txn_date":
+        return t.c.txn_date
+    return func.coalesce(t.c.due_date, t.c.txn_date)
+
+
+def bucket_index(ledger: Ledger, basis: str, as_of: dt.date, edges: list[int]) -> ColumnElement:
+    """SQL CASE giving the bucket number (0 = current) of each transaction on ``as_of``."""
+    date = aging_date(ledger, basis)
+    whens = [(date >= as_of, literal(0))]
+    for i, edge in enumerate(edges, start=1):
+        whens.append((date >= as_of - dt.timedelta(days=edge), literal(i)))
+    return case(*whens, else_=literal(len(edges) + 1))
+
+
+def days_between(later: dt.date, earlier: dt.date | None) -> int | None:
+    return None if earlier is None else (later - earlier).days

@@ -1,0 +1,245 @@
+"""Record pages: ``GET /erp/{LE}/{entity_set}/{key}`` as HTML for people and JSON for programs.
+
+A page shows the record, its lines and children (order lines, settlements, activities...) and links
+to related records. Unknown records and malformed paths give 404; with a token, 401 without it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import html
+from typing import Any
+
+import anyio
+from sqlalchemy import or_, select
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+
+from erp_mcp._common import to_record
+from erp_mcp._runtime import ErpRuntime, RuntimeHolder
+from synthetic_erp import _schema as s
+from synthetic_erp._catalog import entity_set, parse_record_url
+
+_COMMON_LINKS = {
+    "customer_account": "customers",
+    "vendor_account": "vendors",
+    "sales_id": "sales-orders",
+    "po_number": "purchase-orders",
+    "case_id": "collection-cases",
+    "owner_agent_id": "collections-agents",
+    "collections_agent_id": "collections-agents",
+    "collections_pool_id": "collections-pools",
+    "pool_id": "collections-pools",
+    "payment_terms": "payment-terms",
+    "journal_id": "payment-journals",
+    "cash_discount_code": "cash-discounts",
+    "invoice_voucher": "vendor-transactions",
+}
+_SET_LINKS = {
+    "customers": {"group_id": "customer-groups"},
+    "vendors": {"group_id": "vendor-groups"},
+    "customer-settlements": {
+        "debit_voucher": "customer-transactions",
+        "credit_voucher": "customer-transactions",
+    },
+    "vendor-settlements": {
+        "debit_voucher": "vendor-transactions",
+        "credit_voucher": "vendor-transactions",
+    },
+    "customer-disputes": {"voucher": "customer-transactions"},
+    "vendor-invoices": {"voucher": "vendor-transactions"},
+}
+
+
+def _children(set_name: str) -> list[tuple[str, type, dict[str, str], Any]]:
+    """(label, table, {child column: parent column}, extra condition builder) per entity set."""
+    return {
+        "customers": [
+            ("open transactions", s.CustomerTransaction, {"customer_account": "account"},
+             lambda t: t.c.open_amount_cur != 0),
+            ("open activities", s.CollectionActivity, {"customer_account": "account"},
+             lambda t: t.c.status.in_(("open", "in_progress"))),
+            ("disputes", s.CustomerDispute, {"customer_account": "account"}, None),
+        ],
+        "vendors": [
+            ("open transactions", s.VendorTransaction, {"vendor_account": "account"},
+             lambda t: t.c.open_amount_cur != 0),
+            ("unposted invoices", s.VendorInvoice, {"vendor_account": "account"},
+             lambda t: t.c.status != "posted"),
+        ],
+        "customer-transactions": [
+            ("settlements", s.CustomerSettlement, None, None),
+            ("disputes", s.CustomerDispute, {"voucher": "voucher"}, None),
+        ],
+        "vendor-transactions": [("settlements", s.VendorSettlement, None, None)],
+        "sales-orders": [
+            ("lines", s.SalesOrderLine, {"sales_id": "sales_id"}, None),
+            ("invoices", s.CustomerTransaction, {"sales_id": "sales_id"}, None),
+        ],
+        "purchase-orders": [
+            ("lines", s.PurchaseOrderLine, {"po_number": "po_number"}, None),
+            ("receipts", s.ProductReceipt, {"po_number": "po_number"}, None),
+            ("invoices", s.VendorInvoice, {"po_number": "po_number"}, None),
+        ],
+        "payment-journals": [("lines", s.PaymentJournalLine, {"journal_id": "journal_id"}, None)],
+        "collection-cases": [
+            ("activities", s.CollectionActivity, {"case_id": "case_id"}, None),
+        ],
+        "collections-agents": [],
+        "customer-groups": [],
+    }.get(set_name, [])  # fmt: skip
+
+
+CHILD_LIMIT = 200
+
+
+def record_page(rt: ErpRuntime, le: str, set_name: str, key: str) -> dict | None:
+    """The JSON page of a record, or None when there is no such record."""
+    es = entity_set(set_name)
+    table = es.table.__table__
+    with rt.engine.connect() as conn:
+        row = conn.execute(
+            select(table).where(table.c.legal_entity == le, table.c[es.key_column] == key)
+        ).first()
+        if row is None:
+            return None
+        record = to_record(rt, es.table, row).model_dump(mode="json")
+        children: dict[str, list[dict]] = {}
+        for label, child, mapping, extra in _children(set_name):
+            ct = child.__table__
+            clauses = [ct.c.legal_entity == le]
+            if mapping is None:  # settlements on either side of a voucher
+                clauses.append(
+                    or_(ct.c.debit_voucher == row.voucher, ct.c.credit_voucher == row.voucher)
+                )
+            else:
+                clauses += [ct.c[c] == row._mapping[p] for c, p in mapping.items()]
+            if extra is not None:
+                clauses.append(extra(ct))
+            order = [ct.c.line_number] if "line_number" in ct.c else [ct.c.id]
+            rows = conn.execute(select(ct).where(*clauses).order_by(*order).limit(CHILD_LIMIT))
+            parent_url = record["url"]
+            items = []
+            for r in rows:
+                item = to_record(rt, child, r).model_dump(mode="json")
+                if item["url"] is None and "line_number" in item:
+                    item["url"] = f"{parent_url}#line-{item['line_number']}"
+                items.append(item)
+            children[label] = items
+    return {
+        "entity_set": es.name,
+        "title": es.title,
+        "legal_entity": le,
+        "key": key,
+        "url": record["url"],
+        "record": record,
+        "children": children,
+        "related": _related(rt, es.name, le, record),
+    }
+
+
+def _related(rt: ErpRuntime, set_name: str, le: str, record: dict) -> list[dict]:
+    links = {**_COMMON_LINKS, **_SET_LINKS.get(set_name, {})}
+    key_column = entity_set(set_name).key_column
+    out = []
+    for column, target in links.items():
+        value = record.get(column)
+        if value in (None, "") or column == key_column:
+            continue
+        out.append({"field": column, "entity_set": target, "url": rt.url(target, le, value)})
+    return out
+
+
+def _authorized(request: Request, token: str | None) -> bool:
+    if not token:
+        return True
+    header = request.headers.get("authorization", "")
+    scheme, _, supplied = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(supplied.strip(), token)
+
+
+def make_page_endpoint(holder: RuntimeHolder, token: str | None):
+    async def page(request: Request) -> Response:
+        if not _authorized(request, token):
+            return JSONResponse(
+                {"error": "unauthorized: send Authorization: Bearer <token>"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        # The undecoded path: keys may contain escaped characters (payment terms "2%10Net30").
+        raw = request.scope.get("raw_path", b"").decode("latin-1") or request.url.path
+        ref = parse_record_url(raw)
+        if ref is None or "%2f" in raw.lower() or ".." in raw or "%2e%2e" in raw.lower():
+            return _not_found(request, "not a record link")
+        runtime = await anyio.to_thread.run_sync(holder.get)
+        if ref.legal_entity not in runtime.legal_entities:
+            return _not_found(request, f"unknown legal entity {ref.legal_entity}")
+        data = await anyio.to_thread.run_sync(
+            record_page, runtime, ref.legal_entity, ref.entity_set, ref.key
+        )
+        if data is None:
+            return _not_found(
+                request, f"no {ref.entity_set} record {ref.key} in {ref.legal_entity}"
+            )
+        if _wants_json(request):
+            return JSONResponse(data)
+        return HTMLResponse(render_html(data))
+
+    return page
+
+
+def _wants_json(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept or request.query_params.get("format") == "json"
+
+
+def _not_found(request: Request, message: str) -> Response:
+    if _wants_json(request):
+        return JSONResponse({"error": f"not found: {message}"}, status_code=404)
+    return HTMLResponse(
+        f"<!doctype html><title>Not found</title><h1>Not found</h1><p>{html.escape(message)}</p>",
+        status_code=404,
+    )
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, str) and value.startswith(("http://", "https://")):
+        return f'<a href="{html.escape(value)}">{html.escape(value)}</a>'
+    return html.escape("" if value is None else str(value))
+
+
+def _table(rows: list[dict]) -> str:
+    if not rows:
+        return "<p><em>none</em></p>"
+    columns = list(rows[0])
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in columns) + "</tr>" for r in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(data: dict) -> str:
+    title = f"{data['title']} {data['key']} ({data['legal_entity']})"
+    record_rows = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{_cell(v)}</td></tr>" for k, v in data["record"].items()
+    )
+    related = "".join(
+        f'<li>{html.escape(link["field"])}: <a href="{html.escape(link["url"])}">'
+        f"{html.escape(link['url'])}</a></li>"
+        for link in data["related"]
+    )
+    sections = "".join(
+        f"<h2>{html.escape(label)} ({len(rows)})</h2>{_table(rows)}"
+        for label, rows in data["children"].items()
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>"
+        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1em}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}"
+        "</style></head><body>"
+        f"<h1>{html.escape(title)}</h1><table>{record_rows}</table>"
+        f"<h2>Related records</h2><ul>{related or '<li>none</li>'}</ul>{sections}"
+        "</body></html>"
+    )

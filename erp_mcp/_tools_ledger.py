@@ -1,0 +1,936 @@
+"""Ledger tools for both sides: aging, transactions, settlements, disputes and cash discounts."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from fastmcp.exceptions import ToolError
+from pydantic import Field, field_validator
+from sqlalchemy import and_, exists, func, or_, select
+
+from erp_mcp._common import (
+    CurrencyTotal,
+    PageArgs,
+    PageInfo,
+    check_range,
+    currency_totals,
+    page_of,
+    to_record,
+)
+from erp_mcp._ledger import LEDGERS, aging_date, bucket_index, make_buckets, open_amounts
+from erp_mcp._records import StrictModel, money, record_model
+from erp_mcp._runtime import ErpRuntime
+from erp_mcp._tooling import erp_tool
+from synthetic_erp import _schema as s
+
+PartyType = Literal["customer", "vendor"]
+
+# --------------------------------------------------------------------------------------------------
+# get_aging
+# --------------------------------------------------------------------------------------------------
+
+
+class AgingArgs(StrictModel):
+    party_type: PartyType = "customer"
+    """customer (accounts receivable) or vendor (accounts payable)."""
+    as_of: dt.date | None = None
+    """Aging date; default the ERP's today. Past dates reconstruct what was open then."""
+    legal_entity: str | None = None
+    """Company code; omit for all legal entities."""
+    account: str | None = None
+    """One party's account id (exact name also works)."""
+    group_id: str | None = None
+    """Only parties in this customer or vendor group."""
+    currency: str | None = None
+    """Only transactions in this currency."""
+    group_by: Literal["party", "group", "currency", "legal_entity"] = "party"
+    """One row per party, per party group, per transaction currency or per legal entity."""
+    bucket_edges: list[int] = Field(default_factory=lambda: [30, 60, 90])
+    """Ascending day edges of the overdue buckets: the default [30, 60, 90] gives current, 1-30,
+    31-60, 61-90 and over 90 days past due; [30, 60, 90, 120] adds 91-120."""
+    aging_basis: Literal["due_date", "txn_date"] = "due_date"
+    """Count days from the due date (transactions without one use their date) or the txn date."""
+    include_transactions: bool = False
+    """With ``account``: also list each open transaction with its bucket."""
+    sort_by: Literal["balance", "overdue", "key"] = "balance"
+    """Order rows by balance (largest first), by overdue amount, or by their key."""
+    limit: int = Field(100, ge=1, le=1000)
+    """Most rows to return (totals always cover every row)."""
+
+    @field_validator("bucket_edges")
+    @classmethod
+    def _ascending(cls, edges: list[int]) -> list[int]:
+        if not edges or len(edges) > 10:
+            raise ValueError("give 1 to 10 bucket edges, e.g. [30, 60, 90]")
+        if any(e <= 0 for e in edges) or sorted(set(edges)) != edges:
+            raise ValueError("bucket edges must be positive day counts in ascending order")
+        return edges
+
+
+class BucketAmount(StrictModel):
+    label: str
+    """current (not yet due), "1-30", ..., "over N"."""
+    from_days: int | None
+    """Smallest days overdue in the bucket (None for current)."""
+    to_days: int | None
+    """Largest days overdue in the bucket (None for the last)."""
+    amount_acct: float
+    """Open amount in the accounting currency."""
+    amount_cur: float | None = None
+    """Open amount in the transaction currency (rows with a single currency only)."""
+
+
+class AgingRow(StrictModel):
+    legal_entity: str | None
+    account: str | None = None
+    name: str | None = None
+    group_id: str | None = None
+    currency: str | None = None
+    """The transaction currency when the row holds one currency only."""
+    accounting_currency: str | None
+    balance_acct: float
+    balance_cur: float | None
+    """Balance in ``currency`` (rows with a single currency only)."""
+    overdue_acct: float
+    """Part of the balance past due (every bucket but current)."""
+    open_transaction_count: int
+    buckets: list[BucketAmount]
+    url: str | None
+    """Link to the party or group record."""
+
+
+class AgingTotal(StrictModel):
+    currency: str
+    """Accounting currency (``totals_acct``) or transaction currency (``totals_by_currency``)."""
+    balance: float
+    buckets: list[BucketAmount]
+
+
+class AgingItem(StrictModel):
+    legal_entity: str
+    voucher: str
+    document_number: str
+    txn_type: str
+    txn_date: dt.date
+    due_date: dt.date | None
+    currency: str
+    amount_cur: float
+    open_amount_cur: float
+    """Open on ``as_of``."""
+    open_amount_acct: float
+    days_overdue: int
+    bucket: str
+    url: str | None
+
+
+class AgingReport(StrictModel):
+    party_type: str
+    as_of: dt.date
+    group_by: str
+    aging_basis: str
+    bucket_labels: list[str]
+    rows: list[AgingRow]
+    total_rows: int
+    """Rows before ``limit``."""
+    totals_acct: list[AgingTotal]
+    """Totals per accounting currency over all rows (one entry per accounting currency)."""
+    totals_by_currency: list[AgingTotal]
+    """Totals per transaction currency over all rows."""
+    transactions: list[AgingItem] | None = None
+
+
+@erp_tool("finance", AgingArgs)
+def get_aging(rt: ErpRuntime, args: AgingArgs) -> AgingReport:
+    """Open balances and aging (aged balance) as of a date, for customers (AR) or vendors (AP).
+    Buckets count days past due (current, 1-30, 31-60, ... configurable with bucket_edges). Scope to
+    one account, a party group, a currency, one legal entity or all legal entities; group rows by
+    party, group, currency or legal entity. Amounts in the transaction currency and the accounting
+    currency, with totals. Use it for "aged balance", "how much does X owe", "overdue amount",
+    "outstanding balance as of <date>" questions; set include_transactions to see the open invoices
+    behind a party's balance."""
+    ledger = LEDGERS[args.party_type]
+    t, p = ledger.txn, ledger.party
+    as_of = args.as_of or rt.today
+    le = rt.check_legal_entity(args.legal_entity)
+    currency = rt.check_currency(args.currency)
+    open_cur, open_acct, where = open_amounts(ledger, as_of, rt.today)
+    clauses = [where]
+    if args.account:
+        le, account = rt.resolve_party(args.party_type, args.account, le)
+        clauses.append(ledger.account == account)
+    if le:
+        clauses.append(t.c.legal_entity == le)
+    if currency:
+        clauses.append(t.c.currency == currency)
+    needs_party = args.group_id is not None or args.group_by == "group"
+    if args.group_id is not None:
+        clauses.append(p.c.group_id == args.group_id)
+    keys = {
+        "party": [t.c.legal_entity, ledger.account],
+        "group": [t.c.legal_entity, p.c.group_id],
+        "currency": [t.c.legal_entity, t.c.currency],
+        "legal_entity": [t.c.legal_entity],
+    }[args.group_by]
+    bucket = bucket_index(ledger, args.aging_basis, as_of, args.bucket_edges).label("bucket")
+    stmt = select(
+        *keys,
+        t.c.currency.label("txn_currency"),
+        bucket,
+        func.count().label("n"),
+        func.sum(open_cur).label("cur"),
+        func.sum(open_acct).label("acct"),
+    )
+    if needs_party:
+        stmt = stmt.join_from(
+            t,
+            p,
+            and_(p.c.legal_entity == t.c.legal_entity, p.c.account == ledger.account),
+        )
+    stmt = stmt.where(*clauses).group_by(*keys, t.c.currency, bucket)
+    buckets = make_buckets(args.bucket_edges)
+    with rt.engine.connect() as conn:
+        grouped = conn.execute(stmt).all()
+        group_names = _group_names(conn, ledger) if args.group_by == "group" else {}
+        items = None
+        if args.include_transactions and args.account:
+            items = _aging_items(rt, conn, ledger, args, clauses, open_cur, open_acct, as_of)
+    rows = _aging_rows(rt, ledger, args, grouped, buckets, group_names)
+    total_rows = len(rows)
+    rows = _sort_rows(rows, args.sort_by)[: args.limit]
+    return AgingReport(
+        party_type=args.party_type,
+        as_of=as_of,
+        group_by=args.group_by,
+        aging_basis=args.aging_basis,
+        bucket_labels=[b.label for b in buckets],
+        rows=rows,
+        total_rows=total_rows,
+        totals_acct=_totals(rt, grouped, buckets, by="acct"),
+        totals_by_currency=_totals(rt, grouped, buckets, by="cur"),
+        transactions=items,
+    )
+
+
+def _group_names(conn, ledger) -> dict[tuple[str, str], str]:
+    g = ledger.group
+    return {(r.legal_entity, r.group_id): r.name for r in conn.execute(select(g))}
+
+
+def _aging_rows(rt, ledger, args, grouped, buckets, group_names) -> list[AgingRow]:
+    acc: dict[tuple, dict] = {}
+    for row in grouped:
+        key = tuple(row[: len(row) - 5])
+        txn_currency, index, n, cur, acct = row[-5:]
+        entry = acc.setdefault(
+            key, {"acct": [0.0] * len(buckets), "cur": {}, "n": 0, "currencies": set()}
+        )
+        entry["acct"][index] += float(acct or 0)
+        per_currency = entry["cur"].setdefault(txn_currency, [0.0] * len(buckets))
+        per_currency[index] += float(cur or 0)
+        entry["n"] += int(n)
+    rows = []
+    for key, entry in acc.items():
+        le = key[0]
+        facts = rt.legal_entities.get(le)
+        single = next(iter(entry["cur"])) if len(entry["cur"]) == 1 else None
+        cur_amounts = entry["cur"][single] if single else None
+        row = AgingRow(
+            legal_entity=le,
+            accounting_currency=facts.accounting_currency if facts else None,
+            balance_acct=money(sum(entry["acct"])),
+            balance_cur=money(sum(cur_amounts)) if cur_amounts else None,
+            currency=single,
+            overdue_acct=money(sum(entry["acct"][1:])),
+            open_transaction_count=entry["n"],
+            buckets=[
+                BucketAmount(
+                    label=b.label,
+                    from_days=b.from_days if i else None,
+                    to_days=b.to_days if i else None,
+                    amount_acct=money(entry["acct"][i]),
+                    amount_cur=money(cur_amounts[i]) if cur_amounts else None,
+                )
+                for i, b in enumerate(buckets)
+            ],
+            url=None,
+        )
+        if args.group_by == "party":
+            row.account = key[1]
+            row.name = rt.party_name(args.party_type, le, key[1])
+            row.url = rt.url(ledger.party_set, le, key[1])
+        elif args.group_by == "group":
+            row.group_id = key[1]
+            row.name = group_names.get((le, key[1]))
+            row.url = rt.url(ledger.group_set, le, key[1])
+        elif args.group_by == "currency":
+            row.currency = key[1]
+        rows.append(row)
+    return rows
+
+
+def _sort_rows(rows: list[AgingRow], sort_by: str) -> list[AgingRow]:
+    if sort_by == "key":
+        return sorted(rows, key=lambda r: (r.legal_entity or "", r.account or r.group_id or ""))
+    field = "balance_acct" if sort_by == "balance" else "overdue_acct"
+    return sorted(rows, key=lambda r: (-getattr(r, field), r.legal_entity or "", r.account or ""))
+
+
+def _totals(rt, grouped, buckets, *, by: str) -> list[AgingTotal]:
+    sums: dict[str, list[float]] = {}
+    for row in grouped:
+        le = row[0]
+        txn_currency, index, _n, cur, acct = row[-5:]
+        if by == "acct":
+            facts = rt.legal_entities.get(le)
+            name, value = (facts.accounting_currency if facts else "?"), acct
+        else:
+            name, value = txn_currency, cur
+        sums.setdefault(name, [0.0] * len(buckets))[index] += float(value or 0)
+    return [
+        AgingTotal(
+            currency=name,
+            balance=money(sum(values)),
+            buckets=[
+                BucketAmount(
+                    label=b.label,
+                    from_days=b.from_days if i else None,
+                    to_days=b.to_days if i else None,
+                    amount_acct=money(values[i]) if by == "acct" else 0.0,
+                    amount_cur=money(values[i]) if by == "cur" else None,
+                )
+                for i, b in enumerate(buckets)
+            ],
+        )
+        for name, values in sorted(sums.items())
+    ]
+
+
+def _aging_items(rt, conn, ledger, args, clauses, open_cur, open_acct, as_of) -> list[AgingItem]:
+    t = ledger.txn
+    date = aging_date(ledger, args.aging_basis)
+    buckets = make_buckets(args.bucket_edges)
+    stmt = (
+        select(
+            t.c.legal_entity,
+            t.c.voucher,
+            t.c.document_number,
+            t.c.txn_type,
+            t.c.txn_date,
+            t.c.due_date,
+            t.c.currency,
+            t.c.amount_cur,
+            open_cur.label("open_cur"),
+            open_acct.label("open_acct"),
+            date.label("aging_date"),
+            bucket_index(ledger, args.aging_basis, as_of, args.bucket_edges).label("bucket"),
+        )
+        .where(*clauses)
+        .order_by(date, t.c.voucher)
+        .limit(500)
+    )
+    items = []
+    for r in conn.execute(stmt):
+        aging = r.aging_date
+        if not isinstance(aging, dt.date):
+            aging = dt.date.fromisoformat(str(aging)[:10])
+        items.append(
+            AgingItem(
+                legal_entity=r.legal_entity,
+                voucher=r.voucher,
+                document_number=r.document_number,
+                txn_type=r.txn_type,
+                txn_date=r.txn_date,
+                due_date=r.due_date,
+                currency=r.currency,
+                amount_cur=money(r.amount_cur),
+                open_amount_cur=money(r.open_cur),
+                open_amount_acct=money(r.open_acct),
+                days_overdue=max((as_of - aging).days, 0),
+                bucket=buckets[int(r.bucket)].label,
+                url=rt.url(ledger.txn_set, r.legal_entity, r.voucher),
+            )
+        )
+    return items
+
+
+# --------------------------------------------------------------------------------------------------
+# list_customer_transactions / list_vendor_transactions
+# --------------------------------------------------------------------------------------------------
+
+
+class TransactionArgs(PageArgs):
+    account: str | None = None
+    """Party account id (exact name also works); omit for all parties."""
+    legal_entity: str | None = None
+    """Company code; omit for all legal entities."""
+    txn_type: list[str] | None = None
+    """Only these types. Customers: sales_invoice, free_text_invoice, payment, credit_note,
+    adjustment. Vendors: invoice, payment, credit_note, debit_note, adjustment."""
+    status: Literal["open", "closed", "any"] = "any"
+    """open: still has an open amount today; closed: fully settled."""
+    date_from: dt.date | None = None
+    """Transaction date on or after."""
+    date_to: dt.date | None = None
+    """Transaction date on or before."""
+    due_from: dt.date | None = None
+    """Due date on or after."""
+    due_to: dt.date | None = None
+    """Due date on or before."""
+    min_amount: float | None = Field(None, ge=0)
+    """Absolute transaction amount (transaction currency) at least this."""
+    max_amount: float | None = Field(None, ge=0)
+    """Absolute transaction amount at most this."""
+    currency: str | None = None
+    """Only this transaction currency."""
+    overdue_as_of: dt.date | None = None
+    """Only transactions open today whose due date is before this date."""
+    document_number: str | None = None
+    """Exact invoice / payment / credit-note number, or voucher."""
+    sort_by: Literal["txn_date", "due_date", "amount", "open_amount", "voucher", "account"] = (
+        "txn_date"
+    )
+    descending: bool = True
+    """Newest / largest first by default."""
+
+
+def _transaction_output(name: str, table):
+    record = record_model(table)
+
+    class Item(record):
+        party_name: str | None = None
+        """Name of the customer or vendor."""
+        days_overdue: int | None = None
+        """Days past due as of overdue_as_of (or today) for open items with a due date."""
+
+    Item.__name__ = f"{name}Item"
+
+    class Page(PageInfo):
+        items: list[Item]
+        totals: list[CurrencyTotal]
+        """Per transaction currency over all matching rows: count, sum of amount, sum of open
+        amount."""
+        total_amount_acct: dict[str, float]
+        """Sum of amount_acct per accounting currency over all matching rows."""
+        total_open_amount_acct: dict[str, float]
+        """Sum of open_amount_acct per accounting currency over all matching rows."""
+
+    Page.__name__ = f"{name}Page"
+    return Item, Page
+
+
+CustomerTransactionItem, CustomerTransactionPage = _transaction_output(
+    "CustomerTransaction", s.CustomerTransaction
+)
+VendorTransactionItem, VendorTransactionPage = _transaction_output(
+    "VendorTransaction", s.VendorTransaction
+)
+
+
+def _list_transactions(rt: ErpRuntime, party_type: str, args: TransactionArgs, item_cls, page_cls):
+    ledger = LEDGERS[party_type]
+    t = ledger.txn
+    for name, low, high in (
+        ("date_from/date_to", args.date_from, args.date_to),
+        ("due_from/due_to", args.due_from, args.due_to),
+        ("min_amount/max_amount", args.min_amount, args.max_amount),
+    ):
+        check_range(name, low, high)
+    le = rt.check_legal_entity(args.legal_entity)
+    clauses = []
+    if args.account:
+        le, account = rt.resolve_party(party_type, args.account, le)
+        clauses.append(ledger.account == account)
+    if le:
+        clauses.append(t.c.legal_entity == le)
+    if args.txn_type:
+        allowed = _TXN_TYPES[party_type]
+        bad = [x for x in args.txn_type if x not in allowed]
+        if bad:
+            raise ToolError(f"txn_type: unknown {bad}; allowed: {', '.join(allowed)}")
+        clauses.append(t.c.txn_type.in_(args.txn_type))
+    if args.status == "open":
+        clauses.append(t.c.open_amount_cur != 0)
+    elif args.status == "closed":
+        clauses.append(t.c.open_amount_cur == 0)
+    for column, op, value in (
+        (t.c.txn_date, ">=", args.date_from),
+        (t.c.txn_date, "<=", args.date_to),
+        (t.c.due_date, ">=", args.due_from),
+        (t.c.due_date, "<=", args.due_to),
+    ):
+        if value is not None:
+            clauses.append(column >= value if op == ">=" else column <= value)
+    if args.min_amount is not None:
+        clauses.append(func.abs(t.c.amount_cur) >= args.min_amount)
+    if args.max_amount is not None:
+        clauses.append(func.abs(t.c.amount_cur) <= args.max_amount)
+    if args.currency:
+        clauses.append(t.c.currency == rt.check_currency(args.currency))
+    if args.overdue_as_of:
+        clauses += [t.c.open_amount_cur != 0, t.c.due_date < args.overdue_as_of]
+    if args.document_number:
+        clauses.append(
+            or_(t.c.document_number == args.document_number, t.c.voucher == args.document_number)
+        )
+    sort_column = {
+        "txn_date": t.c.txn_date,
+        "due_date": t.c.due_date,
+        "amount": t.c.amount_cur,
+        "open_amount": t.c.open_amount_cur,
+        "voucher": t.c.voucher,
+        "account": ledger.account,
+    }[args.sort_by]
+    order = [sort_column.desc() if args.descending else sort_column.asc(), t.c.voucher]
+    reference = args.overdue_as_of or rt.today
+    with rt.engine.connect() as conn:
+        rows, info = page_of(conn, select(t).where(*clauses), order, args)
+        totals = conn.execute(
+            select(
+                t.c.currency, func.count(), func.sum(t.c.amount_cur), func.sum(t.c.open_amount_cur)
+            )
+            .where(*clauses)
+            .group_by(t.c.currency)
+            .order_by(t.c.currency)
+        ).all()
+        acct = conn.execute(
+            select(t.c.legal_entity, func.sum(t.c.amount_acct), func.sum(t.c.open_amount_acct))
+            .where(*clauses)
+            .group_by(t.c.legal_entity)
+        ).all()
+    total_acct: dict[str, float] = {}
+    total_open_acct: dict[str, float] = {}
+    for le_code, amount, open_amount in acct:
+        cur = rt.legal_entities[le_code].accounting_currency
+        total_acct[cur] = money(total_acct.get(cur, 0) + float(amount or 0))
+        total_open_acct[cur] = money(total_open_acct.get(cur, 0) + float(open_amount or 0))
+    items = []
+    for row in rows:
+        m = row._mapping
+        overdue = None
+        if m["due_date"] is not None and m["open_amount_cur"] != 0:
+            overdue = max((reference - m["due_date"]).days, 0)
+        items.append(
+            to_record(
+                rt,
+                ledger.txn_model,
+                row,
+                party_name=rt.party_name(party_type, m["legal_entity"], m[ledger.account_column]),
+                days_overdue=overdue,
+                model=item_cls,
+            )
+        )
+    return page_cls(
+        **info.model_dump(),
+        items=items,
+        totals=currency_totals(totals),
+        total_amount_acct=total_acct,
+        total_open_amount_acct=total_open_acct,
+    )
+
+
+_TXN_TYPES = {
+    "customer": ("sales_invoice", "free_text_invoice", "payment", "credit_note", "adjustment"),
+    "vendor": ("invoice", "payment", "credit_note", "debit_note", "adjustment"),
+}
+
+
+@erp_tool("finance", TransactionArgs)
+def list_customer_transactions(rt: ErpRuntime, args: TransactionArgs) -> CustomerTransactionPage:
+    """Customer (AR) ledger transactions: invoices, payments, credit notes and adjustments with
+    their amounts, open amounts, due dates, cash-discount dates and settlement status. Filter by
+    customer, legal entity, type, open/closed status, transaction and due-date ranges, amount range,
+    currency, overdue as of a date, or document number; sort and page. Totals cover all matching
+    rows. Use it for invoicing history, payment history, credit notes, open or overdue invoices."""
+    return _list_transactions(
+        rt, "customer", args, CustomerTransactionItem, CustomerTransactionPage
+    )
+
+
+@erp_tool("finance", TransactionArgs)
+def list_vendor_transactions(rt: ErpRuntime, args: TransactionArgs) -> VendorTransactionPage:
+    """Vendor (AP) ledger transactions: posted vendor invoices, payments, credit and debit notes and
+    adjustments with amounts, open amounts and due dates. Filter by vendor, legal entity, type,
+    open/closed status, transaction and due-date ranges, amount range, currency, overdue as of a
+    date, or document number; sort and page. Totals cover all matching rows. Use it for AP invoice
+    history, vendor payments and what is still owed."""
+    return _list_transactions(rt, "vendor", args, VendorTransactionItem, VendorTransactionPage)
+
+
+# --------------------------------------------------------------------------------------------------
+# list_settlements
+# --------------------------------------------------------------------------------------------------
+
+
+class SettlementArgs(PageArgs):
+    party_type: PartyType = "customer"
+    account: str | None = None
+    """Party account id; omit for all."""
+    legal_entity: str | None = None
+    voucher: str | None = None
+    """A transaction voucher: settlements where it is the settled invoice or the applied
+    payment/note."""
+    date_from: dt.date | None = None
+    """Settled on or after."""
+    date_to: dt.date | None = None
+    """Settled on or before."""
+
+
+class SettlementItem(StrictModel):
+    legal_entity: str
+    settlement_id: str
+    account: str
+    party_name: str | None
+    debit_voucher: str
+    """The invoice (or adjustment) settled."""
+    credit_voucher: str
+    """The payment or note applied."""
+    settled_date: dt.date
+    amount_cur: float
+    """Amount taken off the invoice (including any cash discount)."""
+    cash_discount_taken: float
+    currency: str | None
+    debit_document_number: str | None
+    credit_document_number: str | None
+    credit_txn_type: str | None
+    url: str | None
+    debit_url: str | None
+    credit_url: str | None
+
+
+class SettlementPage(PageInfo):
+    items: list[SettlementItem]
+    total_amount_cur: dict[str, float]
+    """Sum of settled amounts per currency over all matching rows."""
+    total_cash_discount_taken: dict[str, float]
+
+
+@erp_tool("finance", SettlementArgs)
+def list_settlements(rt: ErpRuntime, args: SettlementArgs) -> SettlementPage:
+    """Settlements: which payment or credit/debit note was applied to which invoice, when, for how
+    much and with what cash discount. Filter by party type, account, legal entity, a voucher on
+    either side, and settlement date range. Use it for "when was invoice X paid", "which invoices
+    did payment Y settle", and payment-history questions."""
+    ledger = LEDGERS[args.party_type]
+    st, t = ledger.settlement, ledger.txn
+    check_range("date_from/date_to", args.date_from, args.date_to)
+    le = rt.check_legal_entity(args.legal_entity)
+    account_col = st.c[ledger.account_column]
+    clauses = []
+    if args.account:
+        le, account = rt.resolve_party(args.party_type, args.account, le)
+        clauses.append(account_col == account)
+    if le:
+        clauses.append(st.c.legal_entity == le)
+    if args.voucher:
+        clauses.append(or_(st.c.debit_voucher == args.voucher, st.c.credit_voucher == args.voucher))
+    if args.date_from:
+        clauses.append(st.c.settled_date >= args.date_from)
+    if args.date_to:
+        clauses.append(st.c.settled_date <= args.date_to)
+    debit = t.alias("debit")
+    credit = t.alias("credit")
+    stmt = (
+        select(
+            st,
+            debit.c.currency.label("d_currency"),
+            debit.c.document_number.label("d_doc"),
+            credit.c.document_number.label("c_doc"),
+            credit.c.txn_type.label("c_type"),
+        )
+        .join_from(
+            st,
+            debit,
+            and_(debit.c.legal_entity == st.c.legal_entity, debit.c.voucher == st.c.debit_voucher),
+            isouter=True,
+        )
+        .join_from(
+            st,
+            credit,
+            and_(
+                credit.c.legal_entity == st.c.legal_entity, credit.c.voucher == st.c.credit_voucher
+            ),
+            isouter=True,
+        )
+        .where(*clauses)
+    )
+    with rt.engine.connect() as conn:
+        rows, info = page_of(conn, stmt, [st.c.settled_date.desc(), st.c.settlement_id], args)
+        totals = conn.execute(
+            select(debit.c.currency, func.sum(st.c.amount_cur), func.sum(st.c.cash_discount_taken))
+            .join_from(
+                st,
+                debit,
+                and_(
+                    debit.c.legal_entity == st.c.legal_entity,
+                    debit.c.voucher == st.c.debit_voucher,
+                ),
+            )
+            .where(*clauses)
+            .group_by(debit.c.currency)
+        ).all()
+    items = [
+        SettlementItem(
+            legal_entity=r.legal_entity,
+            settlement_id=r.settlement_id,
+            account=r._mapping[ledger.account_column],
+            party_name=rt.party_name(
+                args.party_type, r.legal_entity, r._mapping[ledger.account_column]
+            ),
+            debit_voucher=r.debit_voucher,
+            credit_voucher=r.credit_voucher,
+            settled_date=r.settled_date,
+            amount_cur=money(r.amount_cur),
+            cash_discount_taken=money(r.cash_discount_taken),
+            currency=r.d_currency,
+            debit_document_number=r.d_doc,
+            credit_document_number=r.c_doc,
+            credit_txn_type=r.c_type,
+            url=rt.url(ledger.settlement_set, r.legal_entity, r.settlement_id),
+            debit_url=rt.url(ledger.txn_set, r.legal_entity, r.debit_voucher),
+            credit_url=rt.url(ledger.txn_set, r.legal_entity, r.credit_voucher),
+        )
+        for r in rows
+    ]
+    return SettlementPage(
+        **info.model_dump(),
+        items=items,
+        total_amount_cur={c: money(a) for c, a, _ in totals},
+        total_cash_discount_taken={c: money(d) for c, _, d in totals},
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# list_disputes
+# --------------------------------------------------------------------------------------------------
+
+
+class DisputeArgs(PageArgs):
+    account: str | None = None
+    legal_entity: str | None = None
+    kind: Literal["dispute", "deduction", "any"] = "any"
+    status: Literal["open", "resolved", "any"] = "any"
+    opened_from: dt.date | None = None
+    opened_to: dt.date | None = None
+
+
+class DisputeItem(record_model(s.CustomerDispute)):
+    party_name: str | None = None
+    invoice_url: str | None = None
+    """Link to the disputed invoice."""
+
+
+class DisputePage(PageInfo):
+    items: list[DisputeItem]
+    total_amount: float
+    """Sum of disputed amounts over all matching rows."""
+
+
+@erp_tool("finance", DisputeArgs)
+def list_disputes(rt: ErpRuntime, args: DisputeArgs) -> DisputePage:
+    """Customer disputes and deductions: disputed invoices and short payments with reason, amount,
+    opened date and status (open or resolved). Filter by customer, legal entity, kind, status and
+    opened-date range."""
+    d = s.CustomerDispute.__table__
+    check_range("opened_from/opened_to", args.opened_from, args.opened_to)
+    le = rt.check_legal_entity(args.legal_entity)
+    clauses = []
+    if args.account:
+        le, account = rt.resolve_party("customer", args.account, le)
+        clauses.append(d.c.customer_account == account)
+    if le:
+        clauses.append(d.c.legal_entity == le)
+    if args.kind != "any":
+        clauses.append(d.c.kind == args.kind)
+    if args.status != "any":
+        clauses.append(d.c.status == args.status)
+    if args.opened_from:
+        clauses.append(d.c.opened_date >= args.opened_from)
+    if args.opened_to:
+        clauses.append(d.c.opened_date <= args.opened_to)
+    with rt.engine.connect() as conn:
+        rows, info = page_of(
+            conn, select(d).where(*clauses), [d.c.opened_date.desc(), d.c.dispute_id], args
+        )
+        total = conn.execute(select(func.sum(d.c.amount)).where(*clauses)).scalar()
+    items = [
+        to_record(
+            rt,
+            s.CustomerDispute,
+            r,
+            party_name=rt.party_name("customer", r.legal_entity, r.customer_account),
+            invoice_url=rt.url("customer-transactions", r.legal_entity, r.voucher),
+            model=DisputeItem,
+        )
+        for r in rows
+    ]
+    return DisputePage(**info.model_dump(), items=items, total_amount=money(total))
+
+
+# --------------------------------------------------------------------------------------------------
+# list_cash_discounts
+# --------------------------------------------------------------------------------------------------
+
+
+class CashDiscountArgs(PageArgs):
+    party_type: Literal["customer", "vendor", "any"] = "any"
+    account: str | None = None
+    legal_entity: str | None = None
+    as_of: dt.date | None = None
+    """Reference date; default the ERP's today."""
+    expiring_within_days: int | None = Field(None, ge=0, le=366)
+    """Only open invoices whose discount date falls in [as_of, as_of + N days]."""
+    state: Literal["available", "expired", "taken", "missed", "any"] = "any"
+    """available: open and the discount date is on or after as_of; expired: still open and past it;
+    taken: settled with a discount; missed: fully settled without taking the discount."""
+
+
+class CashDiscountItem(StrictModel):
+    party_type: str
+    legal_entity: str
+    account: str
+    party_name: str | None
+    voucher: str
+    document_number: str
+    txn_date: dt.date
+    due_date: dt.date | None
+    currency: str
+    amount_cur: float
+    open_amount_cur: float
+    cash_discount_date: dt.date
+    cash_discount_amount: float
+    days_until_discount_date: int
+    """Negative when the discount date has passed."""
+    discount_taken: float
+    """Cash discount taken in settlements."""
+    state: str
+    url: str | None
+
+
+class CashDiscountPage(PageInfo):
+    as_of: dt.date
+    items: list[CashDiscountItem]
+    total_discount_amount: dict[str, float]
+    """Sum of cash_discount_amount per currency over all matching rows."""
+
+
+@erp_tool("finance", CashDiscountArgs)
+def list_cash_discounts(rt: ErpRuntime, args: CashDiscountArgs) -> CashDiscountPage:
+    """Invoices that carry a cash discount (e.g. 2% if paid within 10 days): discount date and
+    amount, whether it is still available, expiring within N days of a date, was taken or was
+    missed. Covers customer and vendor invoices. Use it for "which discounts expire this week",
+    "discounts missed", "how much discount can we still take"."""
+    as_of = args.as_of or rt.today
+    le = rt.check_legal_entity(args.legal_entity)
+    sides = ["customer", "vendor"] if args.party_type == "any" else [args.party_type]
+    if args.account and args.party_type == "any":
+        raise ToolError("account needs party_type customer or vendor")
+    items: list[CashDiscountItem] = []
+    totals: dict[str, float] = {}
+    total_count = 0
+    with rt.engine.connect() as conn:
+        for side in sides:
+            side_items, side_totals, count = _cash_discounts(rt, conn, side, args, le, as_of)
+            items += side_items
+            total_count += count
+            for currency, amount in side_totals.items():
+                totals[currency] = money(totals.get(currency, 0) + amount)
+    items.sort(key=lambda i: (i.cash_discount_date, i.legal_entity, i.voucher))
+    start = (args.page - 1) * args.page_size
+    return CashDiscountPage(
+        total_count=total_count,
+        page=args.page,
+        page_size=args.page_size,
+        has_more=start + args.page_size < total_count,
+        as_of=as_of,
+        items=items[start : start + args.page_size],
+        total_discount_amount=totals,
+    )
+
+
+def _cash_discounts(rt, conn, side, args, le, as_of):
+    ledger = LEDGERS[side]
+    t, st = ledger.txn, ledger.settlement
+    clauses = [t.c.cash_discount_date.is_not(None), t.c.posted.is_(True)]
+    if args.account:
+        le, account = rt.resolve_party(side, args.account, le)
+        clauses.append(ledger.account == account)
+    if le:
+        clauses.append(t.c.legal_entity == le)
+    taken = (
+        select(func.coalesce(func.sum(st.c.cash_discount_taken), 0))
+        .where(st.c.legal_entity == t.c.legal_entity, st.c.debit_voucher == t.c.voucher)
+        .scalar_subquery()
+    )
+    is_open = t.c.open_amount_cur != 0
+    has_taken = exists().where(
+        st.c.legal_entity == t.c.legal_entity,
+        st.c.debit_voucher == t.c.voucher,
+        st.c.cash_discount_taken > 0,
+    )
+    if args.expiring_within_days is not None:
+        clauses += [
+            is_open,
+            t.c.cash_discount_date >= as_of,
+            t.c.cash_discount_date <= as_of + dt.timedelta(days=args.expiring_within_days),
+        ]
+    state_clause = {
+        "available": and_(is_open, t.c.cash_discount_date >= as_of, ~has_taken),
+        "expired": and_(is_open, t.c.cash_discount_date < as_of, ~has_taken),
+        "taken": has_taken,
+        "missed": and_(~has_taken, ~is_open),
+        "any": None,
+    }[args.state]
+    if state_clause is not None:
+        clauses.append(state_clause)
+    # Each side contributes at most the rows up to the end of the requested page; counts and totals
+    # come from SQL over every matching row.
+    rows = conn.execute(
+        select(t, taken.label("taken"))
+        .where(*clauses)
+        .order_by(t.c.cash_discount_date, t.c.legal_entity, t.c.voucher)
+        .limit(args.page * args.page_size)
+    ).all()
+    count = conn.execute(select(func.count()).select_from(t).where(*clauses)).scalar()
+    totals = {
+        currency: float(amount or 0)
+        for currency, amount in conn.execute(
+            select(t.c.currency, func.sum(t.c.cash_discount_amount))
+            .where(*clauses)
+            .group_by(t.c.currency)
+        )
+    }
+    items = []
+    for r in rows:
+        m = r._mapping
+        discount_taken = money(m["taken"])
+        items.append(
+            CashDiscountItem(
+                party_type=side,
+                legal_entity=m["legal_entity"],
+                account=m[ledger.account_column],
+                party_name=rt.party_name(side, m["legal_entity"], m[ledger.account_column]),
+                voucher=m["voucher"],
+                document_number=m["document_number"],
+                txn_date=m["txn_date"],
+                due_date=m["due_date"],
+                currency=m["currency"],
+                amount_cur=money(m["amount_cur"]),
+                open_amount_cur=money(m["open_amount_cur"]),
+                cash_discount_date=m["cash_discount_date"],
+                cash_discount_amount=money(m["cash_discount_amount"]),
+                days_until_discount_date=(m["cash_discount_date"] - as_of).days,
+                discount_taken=discount_taken,
+                state=_discount_state(m, discount_taken, as_of),
+                url=rt.url(ledger.txn_set, m["legal_entity"], m["voucher"]),
+            )
+        )
+    return items, totals, int(count or 0)
+
+
+def _discount_state(m, discount_taken: float, as_of: dt.date) -> str:
+    if discount_taken > 0:
+        return "taken"
+    if m["open_amount_cur"] == 0:
+        return "missed"
+    return "available" if m["cash_discount_date"] >= as_of else "expired"

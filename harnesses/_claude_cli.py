@@ -1,0 +1,502 @@
+"""``--harness claude``: the Claude CLI as an agent subprocess, read event by event.
+
+Per question the harness runs::
+
+    claude -p --output-format stream-json --verbose --include-partial-messages
+        --no-session-persistence --model M [--effort E] --max-turns 20
+        --append-system-prompt <shared instructions>
+        --mcp-config <file holding only the ERP server> --strict-mcp-config
+        --tools WebSearch,WebFetch --allowedTools mcp__erp WebSearch WebFetch
+        --disallowedTools <every file, shell, agent and task tool> --permission-mode dontAsk
+        -- <question>
+
+Choices, and why:
+
+- ``--tools WebSearch,WebFetch`` (``--tools ""`` with ``--harness-opt web=false``): the built-in set
+  is cut to the web tools, so no file, shell or agent tool exists at all; ``--disallowedTools``
+  repeats the denial as a second lock. An explicit built-in list also makes the CLI offer the MCP
+  tools directly with their schemas, instead of deferring them behind ``ToolSearch`` (an extra
+  turn).
+- ``--permission-mode dontAsk`` with ``--allowedTools``: anything not allowed is denied and the
+  denial is recorded; permissions are never bypassed.
+- ``--disable-slash-commands``: no skills are listed in the system prompt (none could run anyway).
+- ``--include-partial-messages``: text arrives as it is typed and every API message reports its
+  output tokens, so a timeout keeps the half-written answer and the usage so far.
+- The ERP bearer token never touches the disk: the config file says ``Bearer
+  ${LEDGERBENCH_ERP_TOKEN}`` and the CLI expands it from its environment. The Anthropic key travels
+  the same way.
+- The ERP is reached over HTTP by default. ``--harness-opt erp_transport=stdio`` lets the CLI spawn
+  the server instead, but ``claude -p`` (2.1.16x and later) does not wait for a slow stdio server:
+  it starts with the server ``pending`` and no ERP tools, which fails the question (clear error).
+- Each question gets its own HOME, working directory and TMPDIR in a temporary folder under the
+  run's ``work_dir``, removed afterwards; the CLI runs in a new session (its own process group),
+  and that whole group is ended (TERM, then KILL) at the deadline, on errors and at interpreter
+  exit; Linux also kills the CLI if the runner dies (parent-death signal).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from harnesses._protocol import (
+    AgentEnvironment,
+    AgentOutcome,
+    AgentTask,
+    HarnessOptions,
+    TrajectoryDraft,
+)
+from harnesses._registry import HarnessLoadError, harness
+from harnesses._stream_json import StreamParser
+
+INSTALL_COMMAND = "npm install -g @anthropic-ai/claude-code"
+ERP_SERVER_NAME = "erp"
+DEFAULT_MAX_TURNS = 20
+EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
+WEB_TOOLS = ("WebSearch", "WebFetch")
+BLOCKED_BUILTIN_TOOLS = (
+    "Agent", "Task", "TaskCreate", "TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate",
+    "Bash", "BashOutput", "KillShell", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep",
+    "NotebookEdit", "NotebookRead", "TodoWrite", "ToolSearch", "Skill", "SlashCommand",
+    "ExitPlanMode", "EnterWorktree", "ExitWorktree", "CronCreate", "CronDelete", "CronList",
+    "ScheduleWakeup", "SendMessage", "ReportFindings", "Workflow", "ListMcpResourcesTool",
+    "ReadMcpResourceTool", "ReadMcpResourceDirTool",
+)  # fmt: skip
+"""Every built-in of CLI 2.1 that reads or writes files, runs commands or starts agents."""
+
+CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+PASSED_VARIABLES = (
+    "ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_BETAS",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "API_TIMEOUT_MS",
+    "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
+    "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "LANG", "LC_ALL", "TZ",
+)  # fmt: skip
+"""Environment the CLI inherits besides the credentials; everything else is left behind."""
+
+TOKEN_VARIABLE = "LEDGERBENCH_ERP_TOKEN"
+TERM_GRACE_S = 0.3
+EXIT_GRACE_S = 1.0
+"""After the ``result`` event, how long the CLI may take to exit before its group is ended."""
+STDERR_TAIL_CHARS = 4000
+STREAM_LINE_LIMIT = 64 * 1024 * 1024
+
+
+class ClaudeCliUnavailable(HarnessLoadError):
+    """The ``claude`` binary or its credentials are missing; the message says what to do."""
+
+
+class ClaudeCliError(RuntimeError):
+    """The CLI failed (bad exit, API error, no result event); the message carries its own words."""
+
+
+class ErpNotConnectedError(ClaudeCliError):
+    """The CLI could not reach the ERP MCP server (``system/init`` status not ``connected``)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Process-group bookkeeping: no CLI or MCP child outlives the runner
+# --------------------------------------------------------------------------------------------------
+
+_LIVE_GROUPS: set[int] = set()
+_ATEXIT_INSTALLED = False
+
+
+def _kill_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to process group ``pgid``; False when the group is gone."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    return True
+
+
+def _kill_all_live_groups() -> None:
+    for pgid in list(_LIVE_GROUPS):
+        _kill_group(pgid, signal.SIGKILL)
+        _LIVE_GROUPS.discard(pgid)
+
+
+def _install_atexit() -> None:
+    global _ATEXIT_INSTALLED
+    if not _ATEXIT_INSTALLED:
+        atexit.register(_kill_all_live_groups)
+        _ATEXIT_INSTALLED = True
+
+
+def _parent_death_signal() -> Any:
+    """A preexec function asking Linux to SIGKILL the CLI if the runner dies (kill -9 included)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def set_death_signal() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+
+    return set_death_signal
+
+
+async def _end_group(process: asyncio.subprocess.Process, grace_s: float = TERM_GRACE_S) -> None:
+    """TERM the whole process group, KILL it after ``grace_s``, reap the leader."""
+    pgid = process.pid
+    if _kill_group(pgid, signal.SIGTERM):
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and _group_alive(pgid):
+            await asyncio.sleep(0.02)
+        _kill_group(pgid, signal.SIGKILL)
+    _LIVE_GROUPS.discard(pgid)
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(process.wait(), timeout=2.0)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------------
+# Command line and environment
+# --------------------------------------------------------------------------------------------------
+
+
+def find_claude(explicit: str | None = None) -> str:
+    """Path of the ``claude`` binary, or :class:`ClaudeCliUnavailable` saying how to install it."""
+    found = shutil.which(explicit or os.environ.get("LEDGERBENCH_CLAUDE_BIN") or "claude")
+    if not found:
+        raise ClaudeCliUnavailable(
+            f"the claude CLI was not found on PATH; install it with `{INSTALL_COMMAND}` "
+            "(or point --harness-opt claude_bin=PATH at it)"
+        )
+    return found
+
+
+def check_credentials(environ: dict[str, str] | os._Environ[str] | None = None) -> None:
+    environ = os.environ if environ is None else environ
+    if not any(environ.get(name) for name in CREDENTIAL_VARIABLES):
+        raise ClaudeCliUnavailable(
+            "no Anthropic credentials for the claude CLI: set ANTHROPIC_API_KEY "
+            "(ANTHROPIC_BASE_URL for a compatible endpoint)"
+        )
+
+
+def mcp_config(env: AgentEnvironment, transport: str) -> dict[str, Any]:
+    """The ``--mcp-config`` document: the ERP server only, its token as ``${VARIABLE}``."""
+    erp = env.erp
+    if transport == "stdio":
+        if not erp.stdio_command:
+            raise ClaudeCliError("--harness-opt erp_transport=stdio: the ERP has no stdio command")
+        command, *args = erp.stdio_command
+        server: dict[str, Any] = {"type": "stdio", "command": command, "args": list(args)}
+    else:
+        server = {"type": "http", "url": erp.url}
+        if erp.token:
+            server["headers"] = {"Authorization": f"Bearer ${{{TOKEN_VARIABLE}}}"}
+    return {"mcpServers": {ERP_SERVER_NAME: server}}
+
+
+def build_command(
+    binary: str,
+    question: str,
+    *,
+    instructions: str,
+    mcp_config_path: str,
+    model: str | None,
+    effort: str | None,
+    max_turns: int,
+    web: bool,
+) -> list[str]:
+    """The CLI's argv. The question comes last, after ``--``, so variadic options cannot eat it."""
+    allowed = [f"mcp__{ERP_SERVER_NAME}", *(WEB_TOOLS if web else ())]
+    argv = [binary, "-p", "--output-format", "stream-json", "--verbose"]
+    argv += ["--include-partial-messages", "--no-session-persistence"]
+    if model:
+        argv += ["--model", model]
+    if effort:
+        argv += ["--effort", effort]
+    argv += ["--max-turns", str(max_turns)]
+    argv += ["--append-system-prompt", instructions]
+    argv += ["--mcp-config", mcp_config_path, "--strict-mcp-config"]
+    argv += ["--tools", ",".join(WEB_TOOLS) if web else ""]
+    argv += ["--allowedTools", *allowed]
+    argv += ["--disallowedTools", *BLOCKED_BUILTIN_TOOLS]
+    argv += ["--permission-mode", "dontAsk", "--disable-slash-commands"]
+    argv += ["--", question]
+    return argv
+
+
+def child_environment(
+    home: Path, *, base_url: str | None, erp_token: str | None, environ: Any = None
+) -> dict[str, str]:
+    """A minimal environment: credentials, network settings, and the question's own HOME/TMPDIR."""
+    environ = os.environ if environ is None else environ
+    env = {"PATH": environ.get("PATH", os.defpath)}
+    for name in (*CREDENTIAL_VARIABLES, *PASSED_VARIABLES):
+        if environ.get(name):
+            env[name] = environ[name]
+    if base_url:
+        env["ANTHROPIC_BASE_URL"] = base_url
+    tmp = home / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env.update(
+        HOME=str(home),
+        TMPDIR=str(tmp),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+        DISABLE_TELEMETRY="1",
+        DISABLE_ERROR_REPORTING="1",
+        CLAUDE_CODE_DISABLE_TERMINAL_TITLE="1",
+    )
+    if erp_token:
+        env[TOKEN_VARIABLE] = erp_token
+    return env
+
+
+# --------------------------------------------------------------------------------------------------
+# The harness
+# --------------------------------------------------------------------------------------------------
+
+
+@harness("claude")
+class ClaudeCliHarness:
+    """Options (``--harness-opt``): ``max_turns`` (20), ``web`` (true), ``erp_transport``
+    (``http``, or ``stdio`` to let the CLI spawn the ERP server), ``claude_bin`` (path),
+    ``keep_home`` (false: keep each question's temporary HOME for debugging), ``save_stream``
+    (true: keep each question's raw event stream under ``work_dir/claude_streams``)."""
+
+    name = "claude"
+
+    def __init__(self, options: HarnessOptions) -> None:
+        self.options = options
+        self.model = options.model
+        self.effort = options.reasoning_effort
+        if self.effort is not None and self.effort not in EFFORT_LEVELS:
+            # the CLI would only warn and silently use its default effort
+            raise ValueError(
+                f"--reasoning-effort {self.effort}: the claude CLI accepts "
+                + ", ".join(EFFORT_LEVELS)
+            )
+        self.max_turns = options.get_int("max_turns", DEFAULT_MAX_TURNS)
+        if self.max_turns < 1:
+            raise ValueError(f"--harness-opt max_turns={self.max_turns}: must be at least 1")
+        self.web = options.get_bool("web", True)
+        self.keep_home = options.get_bool("keep_home", False)
+        self.save_stream = options.get_bool("save_stream", True)
+        self.transport = options.extra.get("erp_transport", "http")
+        if self.transport not in {"http", "stdio"}:
+            raise ValueError(
+                f"--harness-opt erp_transport={self.transport}: expected http or stdio"
+            )
+        self.binary = find_claude(options.extra.get("claude_bin"))
+        check_credentials()
+        _install_atexit()
+
+    async def aclose(self) -> None:
+        return None
+
+    async def run(
+        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+    ) -> AgentOutcome:
+        Path(env.work_dir).mkdir(parents=True, exist_ok=True)
+        scratch = Path(
+            tempfile.mkdtemp(
+                prefix=f"claude-{_safe(task.question_id)}-{task.trial}-", dir=env.work_dir
+            )
+        )
+        try:
+            return await self._run_in(scratch, task, env, draft)
+        finally:
+            if not self.keep_home:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+    async def _run_in(
+        self, scratch: Path, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+    ) -> AgentOutcome:
+        home, cwd = scratch / "home", scratch / "cwd"
+        home.mkdir()
+        cwd.mkdir()
+        config_path = scratch / "mcp-config.json"
+        config_path.write_text(json.dumps(mcp_config(env, self.transport)))
+        config_path.chmod(0o600)
+        argv = build_command(
+            self.binary,
+            task.query,
+            instructions=env.instructions,
+            mcp_config_path=str(config_path),
+            model=self.model,
+            effort=self.effort,
+            max_turns=self.max_turns,
+            web=self.web,
+        )
+        child_env = child_environment(
+            home,
+            base_url=self.options.base_url,
+            erp_token=env.erp.token if self.transport == "http" else None,
+        )
+        draft.extra.update(
+            claude_options={
+                "max_turns": self.max_turns,
+                "web": self.web,
+                "effort": self.effort,
+                "erp_transport": self.transport,
+                "tools": "direct (no ToolSearch)",
+            }
+        )
+        stream_log = self._stream_log(env, task)
+        parser = StreamParser(draft)
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd,
+            env=child_env,
+            start_new_session=True,
+            preexec_fn=_parent_death_signal(),
+            limit=STREAM_LINE_LIMIT,
+        )
+        _LIVE_GROUPS.add(process.pid)
+        stderr_tail: list[str] = []
+        stderr_task = asyncio.create_task(_drain(process.stderr, stderr_tail))
+        try:
+            await self._read_stream(process, parser, stream_log)
+            returncode = await self._wait_for_exit(process, parser, draft)
+            await asyncio.wait({stderr_task}, timeout=1.0)
+        except BaseException:
+            parser.finish()
+            await _end_group(process)
+            raise
+        finally:
+            stderr_task.cancel()
+            if stream_log is not None:
+                stream_log.close()
+            await _end_group(process, grace_s=0.0)  # reap any MCP child the CLI left behind
+        parser.finish()
+        return self._outcome(parser, returncode, "".join(stderr_tail), draft)
+
+    async def _read_stream(
+        self, process: asyncio.subprocess.Process, parser: StreamParser, log: Any
+    ) -> None:
+        """Feed stdout to the parser until the ``result`` event or the end of the stream."""
+        assert process.stdout is not None
+        while True:
+            line = await process.stdout.readline()
+            if not line:
+                return
+            if log is not None:
+                log.write(line)
+            event = parser.feed_line(line)
+            if not event:
+                continue
+            if event.get("type") == "system" and event.get("subtype") == "init":
+                status = parser.erp_status(ERP_SERVER_NAME)
+                if status != "connected":
+                    raise ErpNotConnectedError(_not_connected_message(status, self.transport))
+            if event.get("type") == "result":
+                return
+
+    async def _wait_for_exit(
+        self, process: asyncio.subprocess.Process, parser: StreamParser, draft: TrajectoryDraft
+    ) -> int:
+        """The CLI's exit code; after the result, a CLI slow to exit is ended, not waited on."""
+        if parser.result is None:
+            return await process.wait()
+        try:
+            return await asyncio.wait_for(process.wait(), timeout=EXIT_GRACE_S)
+        except TimeoutError:
+            draft.extra["cli_exit_forced"] = True
+            await _end_group(process)
+            return process.returncode if process.returncode is not None else -signal.SIGKILL
+
+    def _stream_log(self, env: AgentEnvironment, task: AgentTask) -> Any:
+        if not self.save_stream:
+            return None
+        folder = Path(env.work_dir) / "claude_streams"
+        folder.mkdir(parents=True, exist_ok=True)
+        return (folder / f"{_safe(task.question_id)}__{task.trial}.jsonl").open("wb")
+
+    def _outcome(
+        self, parser: StreamParser, returncode: int, stderr: str, draft: TrajectoryDraft
+    ) -> AgentOutcome:
+        result = parser.result
+        draft.extra["exit_code"] = returncode
+        if result is None:
+            detail = _one_line(stderr)[-STDERR_TAIL_CHARS:] or "no output on stderr"
+            raise ClaudeCliError(
+                f"the claude CLI exited with code {returncode} without a result event: {detail}"
+            )
+        subtype = result.get("subtype")
+        if subtype == "error_max_turns":
+            return AgentOutcome(answer=parser.answer, max_turns_reached=True)
+        if subtype != "success" or result.get("is_error"):
+            errors = result.get("errors") or [result.get("result") or ""]
+            status = result.get("api_error_status")
+            raise ClaudeCliError(
+                f"the claude CLI ended with {subtype}"
+                + (f" (API status {status})" if status else "")
+                + f": {_one_line(' '.join(map(str, errors)))[:1000]}"
+            )
+        return AgentOutcome(answer=parser.answer)
+
+
+def _not_connected_message(status: str | None, transport: str) -> str:
+    message = (
+        f"the claude CLI could not connect to the ERP MCP server ({ERP_SERVER_NAME!r} status "
+        f"{status!r})"
+    )
+    if status == "pending":
+        # claude -p (2.1.16x+) snapshots its tools once and never waits for a slow stdio server
+        return message + (
+            ": the server had not finished starting when the CLI began; serve the ERP over "
+            "HTTP (--harness-opt erp_transport=http)"
+        )
+    if transport == "stdio":
+        return message + "; check the ERP stdio command"
+    return message + "; check the ERP URL and token"
+
+
+async def _drain(stream: asyncio.StreamReader | None, tail: list[str]) -> None:
+    """Keep the last few KB of stderr (the CLI's error messages) without blocking it."""
+    if stream is None:
+        return
+    kept = 0
+    while chunk := await stream.read(4096):
+        tail.append(chunk.decode("utf-8", "replace"))
+        kept += len(tail[-1])
+        while kept > STDERR_TAIL_CHARS and len(tail) > 1:
+            kept -= len(tail.pop(0))
+
+
+def _safe(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:60]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,881 @@
+"""``--harness custom``: LedgerBench's own finance agent, a loop we own over any chat model.
+
+The model speaks either the OpenAI Chat Completions wire format (any OpenAI-compatible server:
+``--base-url``; ``--harness-opt api=openai``, the default) or the Anthropic Messages API
+(``--harness-opt api=anthropic``). ERP tools come from the MCP server through the recording
+:class:`ErpClient`; ``web=true`` adds web search and URL fetch tools (off by default: offline).
+
+Finance practice, in the instructions and in the flow:
+
+- the ERP's context (``erp_info``: today, legal entities) and the as-of date found in the question
+  are put in front of the model before its first turn; it is told to resolve the entity first,
+  say which record it used and honour the as-of date and legal entity;
+- independent tool calls run in parallel (``asyncio.gather``);
+- answers come first, then a table with ERP record links, dates on time-sensitive figures, and a
+  plain statement of what could not be found;
+- near the deadline (less than ``final_reserve_s`` left) or at the step cap, the model is asked for
+  a final answer without tools; if even that cannot finish, the agent composes a partial answer from
+  the tool results gathered so far, so a slow model still hands back something citable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnesses._erp_client import ErpClient, ToolSpec
+from harnesses._openai import (
+    ToolCatalogue,
+    check_known_options,
+    erp_call,
+    parse_arguments,
+    read_options,
+    require_env_key,
+    retrying,
+    warm_up_offline,
+)
+from harnesses._pricing import Price, estimate_cost, parse_price
+from harnesses._protocol import (
+    AgentEnvironment,
+    AgentOutcome,
+    AgentTask,
+    HarnessOptions,
+    TrajectoryDraft,
+)
+from harnesses._registry import harness
+from harnesses.records import Usage
+
+DEFAULT_MODELS = {"openai": "gpt-5.2", "anthropic": "claude-sonnet-4-6"}
+API_KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+SERVER_LABEL = "erp"
+ANTHROPIC_WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}
+ERP_CONTEXT_TOOL = "erp_info"
+MIN_FINAL_CALL_S = 1.0
+"""Below this much time left, the final answer is composed locally instead of asked for."""
+SAFETY_S = 0.3
+"""Time kept back from the runner's deadline for writing the composed answer."""
+FETCH_LIMIT = 8_000
+
+CUSTOM_OPTIONS = {
+    "api": "openai (Chat Completions, default) or anthropic (Messages API)",
+    "max_steps": "model turns with tools before the agent must answer (default 12)",
+    "max_tool_calls": "cap on tool calls per question (default 40)",
+    "web": "offer web_search / fetch_url tools (default false: offline)",
+    "search_url": "JSON search endpoint (SearXNG ``/search``) for web_search with api=openai",
+    "final_reserve_s": "seconds kept for the final answer (default 15% of the budget, 3 to 20 s)",
+    "max_tokens": "output tokens per model turn (default: 4096 for anthropic, provider's)",
+    "stream": "stream Anthropic replies so a timeout keeps partial text (default true)",
+    "price_per_mtok": "INPUT,CACHED_INPUT,OUTPUT dollars per million tokens (default: price table)",
+}
+
+FINANCE_PRACTICE = """\
+Working method (finance practice):
+1. Resolve the entity first. Before looking up balances or transactions, find the customer or vendor
+   with the search tool: names may be misspelled, partial, or shared by several legal entities. In
+   the answer, state which record you used (name, account id, legal entity). If two records fit
+   equally, say so and show both.
+2. Honour the as-of date and the legal entity the question gives: pass them to every tool that takes
+   them (as_of, legal_entity). Without a date, use the ERP's today and say so.
+3. Call independent tools together in one turn (for example customer details and aging at once).
+4. Answer first: the direct answer in the first sentence. Then the detail; when two or more records
+   are involved, a markdown table with one row per record and its ERP record link (the `url` field).
+5. Anchor every time-sensitive figure to its date or period and give amounts with their currency.
+6. Say plainly what you could not find or check. "None" or zero is a valid answer when the data
+   shows it. Never invent figures or links: use only what the tools returned.
+7. Time is limited. When asked for your final answer, give it at once with what you have.
+"""
+
+FINAL_PROMPT = (
+    "Time or step budget is nearly used up. Write your final answer now, without calling tools: "
+    "the direct answer first, the entity and record you used, a table with record links if there "
+    "are two or more records, dates on figures, and what you could not check."
+)
+
+AS_OF_PATTERN = re.compile(
+    r"\bas (?:of|at)\s+(?P<date>\d{4}-\d{2}-\d{2}"
+    r"|[A-Z][a-z]+\.? \d{1,2},? \d{4}"
+    r"|\d{1,2} [A-Z][a-z]+ \d{4})"
+)
+RECORD_URL_PATTERN = re.compile(r"https?://[^\s\"'<>)\]]+/erp/[^\s\"'<>)\],]+")
+
+
+def as_of_date(question: str) -> str | None:
+    """The ISO date of an "as of <date>" phrase in the question, when there is one."""
+    match = AS_OF_PATTERN.search(question)
+    if not match:
+        return None
+    text = match.group("date").replace(".", "").replace(",", "")
+    for pattern in ("%Y-%m-%d", "%B %d %Y", "%b %d %Y", "%d %B %Y", "%d %b %Y"):
+        try:
+            return dt.datetime.strptime(text, pattern).date().isoformat()
+        except ValueError:
+            continue
+    return None
+
+
+@dataclass(frozen=True)
+class CustomSettings:
+    api: str
+    model: str
+    reasoning_effort: str | None
+    base_url: str | None
+    max_steps: int
+    max_tool_calls: int
+    web: bool
+    search_url: str | None
+    final_reserve_s: float | None
+    max_tokens: int | None
+    stream: bool
+    price: Price | None
+
+    @classmethod
+    def from_options(cls, options: HarnessOptions) -> CustomSettings:
+        check_known_options(options, CUSTOM_OPTIONS, "custom")
+        return read_options(lambda: cls._read(options), "custom")
+
+    @classmethod
+    def _read(cls, options: HarnessOptions) -> CustomSettings:
+        api = options.extra.get("api", "openai")
+        if api not in DEFAULT_MODELS:
+            raise ValueError(f"--harness-opt api={api}: expected openai or anthropic")
+        steps = options.get_int("max_steps", 12)
+        cap = options.get_int("max_tool_calls", 40)
+        if steps < 1 or cap < 1:
+            raise ValueError("--harness-opt max_steps and max_tool_calls must be 1 or more")
+        reserve = options.extra.get("final_reserve_s")
+        try:
+            reserve_s = float(reserve) if reserve is not None else None
+        except ValueError:
+            raise ValueError(f"--harness-opt final_reserve_s={reserve}: expected seconds") from None
+        price_text = options.extra.get("price_per_mtok")
+        return cls(
+            api=api,
+            model=options.model or DEFAULT_MODELS[api],
+            reasoning_effort=options.reasoning_effort,
+            base_url=options.base_url,
+            max_steps=steps,
+            max_tool_calls=cap,
+            web=options.get_bool("web", False),
+            search_url=options.extra.get("search_url"),
+            final_reserve_s=reserve_s,
+            max_tokens=options.get_int("max_tokens", 0) or None,
+            stream=options.get_bool("stream", True),
+            price=parse_price(price_text) if price_text else None,
+        )
+
+    def reserve_for(self, budget_s: float) -> float:
+        if self.final_reserve_s is not None:
+            return self.final_reserve_s
+        return min(20.0, max(3.0, 0.15 * budget_s))
+
+
+# --------------------------------------------------------------------------------------------------
+# One model turn, whatever the wire format
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ToolRequest:
+    id: str
+    name: str
+    raw_arguments: str
+    arguments: dict[str, Any] | None
+    problem: str | None = None
+
+
+@dataclass
+class ModelTurn:
+    text: str
+    requests: list[ToolRequest]
+    usage: Usage
+    model: str | None = None
+
+
+class OpenAIChatConversation:
+    """A conversation over Chat Completions (``client.chat.completions.create``)."""
+
+    def __init__(self, client: Any, settings: CustomSettings, system: str, user: str) -> None:
+        self.client = client
+        self.settings = settings
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user},
+        ]
+
+    def tool_entries(self, specs: list[ToolSpec]) -> list[dict[str, Any]]:
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": spec.input_schema,
+                },
+            }
+            for spec in specs
+        ]
+
+    async def complete(
+        self, specs: list[ToolSpec], *, allow_tools: bool, draft: TrajectoryDraft
+    ) -> ModelTurn:
+        request: dict[str, Any] = {"model": self.settings.model, "messages": self.messages}
+        if specs:
+            request["tools"] = self.tool_entries(specs)
+            if allow_tools:
+                request["parallel_tool_calls"] = True
+            else:
+                request["tool_choice"] = "none"
+        if self.settings.reasoning_effort:
+            request["reasoning_effort"] = self.settings.reasoning_effort
+        if self.settings.max_tokens:
+            request["max_completion_tokens"] = self.settings.max_tokens
+        # Plain JSON goes as ``extra_body`` (it overrides the placeholder ``messages``): the SDK's
+        # typed-parameter transform walks every tool schema on every request (slow, measured).
+        response = await self.client.chat.completions.create(
+            model=self.settings.model, messages=[], extra_body=request
+        )
+        message = response.choices[0].message
+        calls = [call for call in message.tool_calls or [] if call.type == "function"]
+        requests = []
+        for call in calls:
+            arguments, problem = parse_arguments(call.function.arguments)
+            requests.append(
+                ToolRequest(
+                    call.id, call.function.name, call.function.arguments, arguments, problem
+                )
+            )
+        assistant: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if calls:
+            assistant["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.function.name, "arguments": call.function.arguments},
+                }
+                for call in calls
+            ]
+        self.messages.append(assistant)
+        return ModelTurn(
+            message.content or "", requests, chat_usage(response.usage), response.model
+        )
+
+    def add_results(self, requests: list[ToolRequest], results: list[tuple[str, bool]]) -> None:
+        for request, (text, _is_error) in zip(requests, results, strict=True):
+            self.messages.append({"role": "tool", "tool_call_id": request.id, "content": text})
+
+    def add_user(self, text: str) -> None:
+        self.messages.append({"role": "user", "content": text})
+
+
+def chat_usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    prompt = getattr(usage, "prompt_tokens_details", None)
+    completion = getattr(usage, "completion_tokens_details", None)
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        reasoning_tokens=getattr(completion, "reasoning_tokens", 0) or 0,
+        cached_input_tokens=getattr(prompt, "cached_tokens", 0) or 0,
+    )
+
+
+class AnthropicConversation:
+    """A conversation over the Messages API (``client.messages.create`` / ``.stream``)."""
+
+    def __init__(self, client: Any, settings: CustomSettings, system: str, user: str) -> None:
+        self.client = client
+        self.settings = settings
+        self.system = system
+        self.messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
+
+    def tool_entries(self, specs: list[ToolSpec]) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = [
+            {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+            for spec in specs
+            if spec.name != "web_search"
+        ]
+        if any(spec.name == "web_search" for spec in specs):
+            entries.append(dict(ANTHROPIC_WEB_SEARCH))
+        return entries
+
+    async def complete(
+        self, specs: list[ToolSpec], *, allow_tools: bool, draft: TrajectoryDraft
+    ) -> ModelTurn:
+        request: dict[str, Any] = {
+            "model": self.settings.model,
+            "system": self.system,
+            "messages": self.messages,
+            "max_tokens": self.settings.max_tokens or 4096,
+        }
+        if specs:
+            request["tools"] = self.tool_entries(specs)
+            if not allow_tools:
+                request["tool_choice"] = {"type": "none"}
+        # Plain JSON goes as ``extra_body`` (overriding the placeholder ``messages``), skipping the
+        # SDK's slow typed-parameter transform of every tool schema.
+        typed = {"model": request["model"], "max_tokens": request["max_tokens"], "messages": []}
+        if self.settings.stream:
+            message = await self._streamed(typed, request, draft)
+        else:
+            message = await self.client.messages.create(**typed, extra_body=request)
+        return self._turn(message, draft)
+
+    async def _streamed(
+        self, typed: dict[str, Any], request: dict[str, Any], draft: TrajectoryDraft
+    ) -> Any:
+        text = ""
+        async with self.client.messages.stream(**typed, extra_body=request) as stream:
+            async for piece in stream.text_stream:
+                text += piece
+                draft.set_answer(text)
+            return await stream.get_final_message()
+
+    def _turn(self, message: Any, draft: TrajectoryDraft) -> ModelTurn:
+        texts: list[str] = []
+        requests: list[ToolRequest] = []
+        content: list[dict[str, Any]] = []
+        for block in message.content:
+            kind = block.type
+            if kind == "text":
+                texts.append(block.text)
+                content.append({"type": "text", "text": block.text})
+            elif kind == "tool_use":
+                arguments = block.input if isinstance(block.input, dict) else None
+                problem = None if arguments is not None else "arguments must be a JSON object"
+                raw = json.dumps(block.input, default=str)
+                requests.append(ToolRequest(block.id, block.name, raw, arguments, problem))
+                content.append(
+                    {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+                )
+            elif kind == "thinking":
+                content.append(
+                    {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+                )
+            else:
+                content.append(block.model_dump(mode="json", exclude_none=True))
+        record_server_blocks(message.content, draft)
+        self.messages.append({"role": "assistant", "content": content})
+        return ModelTurn("".join(texts), requests, anthropic_usage(message.usage), message.model)
+
+    def add_results(self, requests: list[ToolRequest], results: list[tuple[str, bool]]) -> None:
+        blocks = [
+            {"type": "tool_result", "tool_use_id": request.id, "content": text, "is_error": error}
+            for request, (text, error) in zip(requests, results, strict=True)
+        ]
+        self.messages.append({"role": "user", "content": blocks})
+
+    def add_user(self, text: str) -> None:
+        """Add ``text`` as user content, joining the last user turn (roles must alternate)."""
+        last = self.messages[-1]
+        if last["role"] != "user":
+            self.messages.append({"role": "user", "content": text})
+            return
+        if isinstance(last["content"], str):
+            last["content"] = [{"type": "text", "text": last["content"]}]
+        last["content"].append({"type": "text", "text": text})
+
+
+def record_server_blocks(blocks: list[Any], draft: TrajectoryDraft) -> None:
+    """Record Anthropic server-tool use (web search) as tool calls, and its results as sources."""
+    requested = {b.id: b for b in blocks if b.type == "server_tool_use"}
+    for block in blocks:
+        if block.type != "web_search_tool_result":
+            continue
+        use = requested.pop(block.tool_use_id, None)
+        results = block.content if isinstance(block.content, list) else []
+        urls = [result.url for result in results if getattr(result, "url", None)]
+        for result in results:
+            if getattr(result, "url", None):
+                draft.add_source(result.url, title=getattr(result, "title", None))
+        error = (
+            None if isinstance(block.content, list) else getattr(block.content, "error_code", "")
+        )
+        output = {"sources": urls} if error is None else {"error": error}
+        draft.add_tool_call(
+            use.name if use else "web_search",
+            dict(use.input or {}) if use else {},
+            json.dumps(output),
+            is_error=error is not None,
+            server="web",
+        )
+    for use in requested.values():  # a search the provider started but did not report back
+        draft.add_tool_call(use.name, dict(use.input or {}), "", is_error=True, server="web")
+
+
+def anthropic_usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    cache_read = getattr(usage, "cache_read_input_tokens", None) or 0
+    cache_write = getattr(usage, "cache_creation_input_tokens", None) or 0
+    details = getattr(usage, "output_tokens_details", None)
+    return Usage(
+        input_tokens=(usage.input_tokens or 0) + cache_read + cache_write,
+        output_tokens=usage.output_tokens or 0,
+        reasoning_tokens=getattr(details, "thinking_tokens", 0) or 0,
+        cached_input_tokens=cache_read,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Web tools (only with web=true)
+# --------------------------------------------------------------------------------------------------
+
+FETCH_SPEC = ToolSpec(
+    name="fetch_url",
+    description="Fetch a web page (public-company research only) and return its text.",
+    input_schema={
+        "type": "object",
+        "properties": {"url": {"type": "string", "description": "http(s) URL"}},
+        "required": ["url"],
+        "additionalProperties": False,
+    },
+    read_only=True,
+)
+SEARCH_SPEC = ToolSpec(
+    name="web_search",
+    description="Search the web (public-company research only); returns titles, URLs, snippets.",
+    input_schema={
+        "type": "object",
+        "properties": {"query": {"type": "string"}},
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+    read_only=True,
+)
+
+
+def html_text(html: str) -> tuple[str | None, str]:
+    """(title, visible text) of an HTML page, roughly: enough for a model to read."""
+    title_match = re.search(r"<title[^>]*>(.*?)</title>", html, re.I | re.S)
+    title = re.sub(r"\s+", " ", title_match.group(1)).strip() if title_match else None
+    body = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", html, flags=re.I | re.S)
+    body = re.sub(r"<[^>]+>", " ", body)
+    return title, re.sub(r"\s+", " ", body).strip()
+
+
+class WebTools:
+    """``fetch_url`` and (with a search endpoint) ``web_search``, recorded with their sources."""
+
+    def __init__(self, settings: CustomSettings) -> None:
+        self.settings = settings
+
+    def specs(self) -> list[ToolSpec]:
+        if not self.settings.web:
+            return []
+        has_search = self.settings.api == "anthropic" or bool(self.settings.search_url)
+        return [FETCH_SPEC, SEARCH_SPEC] if has_search else [FETCH_SPEC]
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], draft: TrajectoryDraft, timeout: float
+    ) -> tuple[str, bool]:
+        import httpx
+
+        started = draft.elapsed()
+        try:
+            async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
+                if name == "fetch_url":
+                    text, error = await self._fetch(client, str(arguments.get("url", "")), draft)
+                else:
+                    text, error = await self._search(client, str(arguments.get("query", "")), draft)
+        except httpx.HTTPError as problem:
+            text, error = f"{type(problem).__name__}: {problem}", True
+        draft.add_tool_call(
+            name,
+            arguments,
+            text,
+            is_error=error,
+            server="web",
+            started_s=started,
+            duration_s=draft.elapsed() - started,
+        )
+        return text[:FETCH_LIMIT], error
+
+    async def _fetch(self, client: Any, url: str, draft: TrajectoryDraft) -> tuple[str, bool]:
+        if not url.startswith(("http://", "https://")):
+            return "Error: fetch_url needs an http(s) URL", True
+        response = await client.get(url)
+        if response.status_code >= 400:
+            return f"Error: HTTP {response.status_code} from {url}", True
+        content_type = response.headers.get("content-type", "")
+        title, text = html_text(response.text) if "html" in content_type else (None, response.text)
+        draft.add_source(str(response.url), title=title, text=text)
+        return text, False
+
+    async def _search(self, client: Any, query: str, draft: TrajectoryDraft) -> tuple[str, bool]:
+        response = await client.get(self.settings.search_url, params={"q": query, "format": "json"})
+        if response.status_code >= 400:
+            return f"Error: HTTP {response.status_code} from the search endpoint", True
+        results = [
+            {"title": r.get("title"), "url": r.get("url"), "snippet": r.get("content")}
+            for r in response.json().get("results", [])[:8]
+        ]
+        for result in results:
+            if result["url"]:
+                draft.add_source(result["url"], title=result["title"], text=result["snippet"])
+        return json.dumps(results), False
+
+
+# --------------------------------------------------------------------------------------------------
+# SDK warm-up (see warm_up_offline)
+# --------------------------------------------------------------------------------------------------
+
+WARM_CHAT = {
+    "id": "chatcmpl-warm",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "warm-up",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "ok"},
+        }
+    ],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+WARM_MESSAGE = {
+    "id": "msg_warm",
+    "type": "message",
+    "role": "assistant",
+    "model": "warm-up",
+    "content": [{"type": "text", "text": "ok"}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 1, "output_tokens": 1},
+}
+
+
+def _anthropic_stream_body() -> bytes:
+    start = dict(WARM_MESSAGE, content=[], stop_reason=None)
+    events = [
+        ("message_start", {"type": "message_start", "message": start}),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "ok"},
+            },
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 1},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return "".join(f"event: {k}\ndata: {json.dumps(v)}\n\n" for k, v in events).encode()
+
+
+def warm_up_sdk(api: str) -> None:
+    """Exercise the SDK calls this harness makes, offline, once (see ``warm_up_offline``)."""
+    import httpx2
+
+    def answer(request: Any) -> Any:
+        if api == "openai":
+            return httpx2.Response(200, json=WARM_CHAT)
+        if b'"stream":true' in request.content.replace(b" ", b""):
+            headers = {"content-type": "text/event-stream"}
+            return httpx2.Response(200, headers=headers, content=_anthropic_stream_body())
+        return httpx2.Response(200, json=WARM_MESSAGE)
+
+    async def exercise(http_client: Any) -> None:
+        base_url = "http://warm-up.invalid"
+        if api == "openai":
+            from openai import AsyncOpenAI
+
+            client = AsyncOpenAI(api_key="warm-up", base_url=base_url, http_client=http_client)
+            await client.chat.completions.create(model="warm-up", messages=[], extra_body={})
+            return
+        from anthropic import AsyncAnthropic
+
+        client = AsyncAnthropic(api_key="warm-up", base_url=base_url, http_client=http_client)
+        typed = {"model": "warm-up", "max_tokens": 1, "messages": []}
+        await client.messages.create(**typed)
+        async with client.messages.stream(**typed) as stream:
+            async for _ in stream.text_stream:
+                pass
+            await stream.get_final_message()
+
+    warm_up_offline(exercise, answer)
+
+
+# --------------------------------------------------------------------------------------------------
+# The harness
+# --------------------------------------------------------------------------------------------------
+
+
+@harness("custom")
+class FinanceAgentHarness:
+    """Our model-agnostic finance agent (Chat Completions or Anthropic Messages)."""
+
+    name = "custom"
+
+    def __init__(self, options: HarnessOptions) -> None:
+        self.settings = CustomSettings.from_options(options)
+        self.model: str | None = self.settings.model
+        self._api_key = require_env_key(API_KEY_VARIABLES[self.settings.api], "custom")
+        self._client: Any = None
+        self.tools = ToolCatalogue()
+        warm_up_sdk(self.settings.api)
+
+    def client(self) -> Any:
+        if self._client is None:
+            if self.settings.api == "anthropic":
+                from anthropic import AsyncAnthropic
+
+                self._client = AsyncAnthropic(
+                    api_key=self._api_key, base_url=self.settings.base_url, max_retries=0
+                )
+            else:
+                from openai import AsyncOpenAI
+
+                self._client = AsyncOpenAI(
+                    api_key=self._api_key, base_url=self.settings.base_url, max_retries=0
+                )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def conversation(self, system: str, user: str) -> Any:
+        kind = AnthropicConversation if self.settings.api == "anthropic" else OpenAIChatConversation
+        return kind(self.client(), self.settings, system, user)
+
+    async def run(
+        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+    ) -> AgentOutcome:
+        settings = self.settings
+        draft.extra.update(api=settings.api, max_steps=settings.max_steps, web=settings.web)
+        agent = _FinanceAgent(self, task, env, draft)
+        try:
+            return await agent.run()
+        except asyncio.CancelledError:
+            draft.extra["cancelled_during"] = agent.phase
+            if agent.phase != "final_answer" and agent.gathered.found:
+                draft.extra["composed_answer"] = True
+                draft.set_answer(agent.compose_partial())
+            raise
+
+
+@dataclass
+class _Gathered:
+    """What the agent learned, for a composed partial answer."""
+
+    found: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+class _FinanceAgent:
+    def __init__(
+        self,
+        owner: FinanceAgentHarness,
+        task: AgentTask,
+        env: AgentEnvironment,
+        draft: TrajectoryDraft,
+    ) -> None:
+        self.owner = owner
+        self.settings = owner.settings
+        self.task = task
+        self.env = env
+        self.draft = draft
+        self.web = WebTools(owner.settings)
+        self.reserve = owner.settings.reserve_for(task.timeout_s)
+        self.phase = "start"
+        self.tool_calls_run = 0
+        self.gathered = _Gathered()
+
+    def system_prompt(self) -> str:
+        web_note = (
+            "" if self.settings.web else "\nWeb tools are not available in this run: use the ERP.\n"
+        )
+        return f"{self.env.instructions}\n\n{FINANCE_PRACTICE}{web_note}"
+
+    async def run(self) -> AgentOutcome:
+        self.phase = "mcp_list_tools"
+        async with ErpClient(self.env.erp, server_label=SERVER_LABEL) as erp:
+            self.erp = erp
+            erp_specs = await self.owner.tools.get(erp, self.env.erp.url)
+            self.erp_names = {spec.name for spec in erp_specs}
+            specs = erp_specs + self.web.specs()
+            user = await self.opening_message(erp_specs)
+            chat = self.owner.conversation(self.system_prompt(), user)
+            return await self.loop(chat, specs)
+
+    async def opening_message(self, specs: list[ToolSpec]) -> str:
+        """The question plus what a finance analyst checks first: ERP today and the as-of date."""
+        notes = [f"Time budget: about {self.task.timeout_s:.0f} seconds."]
+        date = as_of_date(self.task.query)
+        if date:
+            notes.append(
+                f"As-of date in the question: {date} (pass it as as_of where tools take it)."
+            )
+        if any(spec.name == ERP_CONTEXT_TOOL for spec in specs):
+            self.phase = "erp_context"
+            result = await erp_call(self.erp, ERP_CONTEXT_TOOL, {}, self.draft)
+            if not result.is_error:
+                notes.append(f"ERP context ({ERP_CONTEXT_TOOL}): {result.text[:2000]}")
+        return f"{self.task.query}\n\n" + "\n".join(notes)
+
+    def time_for_step(self) -> float:
+        return self.task.remaining() - self.reserve
+
+    async def loop(self, chat: Any, specs: list[ToolSpec]) -> AgentOutcome:
+        reason = "max_steps"
+        for _ in range(self.settings.max_steps):
+            budget = self.time_for_step()
+            if budget <= 0:
+                reason = "deadline_near"
+                break
+            try:
+                turn = await asyncio.wait_for(self.model_turn(chat, specs, True), budget)
+            except TimeoutError:
+                reason = "deadline_near"
+                break
+            if not turn.requests:
+                return AgentOutcome(answer=turn.text or self.draft.answer)
+            results = await self.run_tools(turn.requests)
+            chat.add_results(turn.requests, results)
+            if self.tool_calls_run >= self.settings.max_tool_calls:
+                reason = "max_tool_calls"
+                break
+        return await self.finish(chat, specs, reason)
+
+    async def model_turn(self, chat: Any, specs: list[ToolSpec], allow_tools: bool) -> ModelTurn:
+        self.phase = "model"
+        turn = await retrying(
+            lambda: chat.complete(specs, allow_tools=allow_tools, draft=self.draft),
+            self.task,
+            self.draft,
+        )
+        self.draft.turns += 1
+        cost = estimate_cost(turn.model or self.settings.model, turn.usage, self.settings.price)
+        self.draft.add_usage(turn.usage, cost)
+        if turn.model:
+            self.draft.extra["served_model"] = turn.model
+        if turn.text:
+            self.draft.set_answer(turn.text)
+        return turn
+
+    async def run_tools(self, requests: list[ToolRequest]) -> list[tuple[str, bool]]:
+        """Run the calls in parallel within the cap and the time left before the final reserve."""
+        self.phase = "tools"
+        allowance = max(0, self.settings.max_tool_calls - self.tool_calls_run)
+        self.tool_calls_run += min(allowance, len(requests))
+        jobs = [asyncio.ensure_future(self.run_tool(request)) for request in requests[:allowance]]
+        pending: set[asyncio.Future[Any]] = set()
+        if jobs:
+            _, pending = await asyncio.wait(jobs, timeout=max(0.0, self.time_for_step()))
+        for job in pending:
+            job.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        results = []
+        for position, request in enumerate(requests):
+            if position >= allowance:
+                limit = self.settings.max_tool_calls
+                results.append((f"Error: tool-call limit of {limit} reached.", True))
+            elif jobs[position] not in pending:
+                results.append(jobs[position].result())
+            else:
+                results.append(self.note_unfinished(request))
+        return results
+
+    def note_unfinished(self, request: ToolRequest) -> tuple[str, bool]:
+        """A call cut off to keep time for the answer (``erp_call`` recorded it as cancelled)."""
+        text = "Error: not finished before the time budget ran out."
+        self.gathered.failed.append(f"{request.name}({_brief(request.arguments or {})}): timed out")
+        return text, True
+
+    async def run_tool(self, request: ToolRequest) -> tuple[str, bool]:
+        known = self.erp_names | {spec.name for spec in self.web.specs()}
+        if request.problem is None and request.name not in known:
+            request.problem = f"unknown tool {request.name!r}"
+        if request.problem is not None:
+            return self.record_invalid(request)
+        arguments = request.arguments or {}
+        if request.name not in self.erp_names:
+            timeout = max(1.0, self.time_for_step())
+            return await self.web.call(request.name, arguments, self.draft, timeout)
+        result = await erp_call(self.erp, request.name, arguments, self.draft)
+        if result.is_error:
+            self.gathered.failed.append(f"{request.name}({_brief(arguments)}): {result.text[:200]}")
+            return f"Error: {result.text}", True
+        self.gathered.found.append((f"{request.name}({_brief(arguments)})", result.text))
+        return result.text, False
+
+    def record_invalid(self, request: ToolRequest) -> tuple[str, bool]:
+        text = f"Error: {request.problem}. Call the tool again with corrected arguments."
+        recorded = request.arguments
+        if recorded is None:
+            recorded = {"_raw_arguments": request.raw_arguments}
+        self.draft.add_tool_call(request.name, recorded, text, is_error=True, server=SERVER_LABEL)
+        self.gathered.failed.append(f"{request.name}: {request.problem}")
+        return text, True
+
+    async def finish(self, chat: Any, specs: list[ToolSpec], reason: str) -> AgentOutcome:
+        """Ask for a final answer without tools if there is time; else compose one."""
+        self.phase = "final_answer"
+        self.draft.extra["finished_by"] = reason
+        capped = reason != "deadline_near"
+        time_left = self.task.remaining() - SAFETY_S
+        if time_left > MIN_FINAL_CALL_S:
+            chat.add_user(FINAL_PROMPT)
+            try:
+                turn = await asyncio.wait_for(self.model_turn(chat, specs, False), time_left)
+            except TimeoutError:
+                turn = None
+            if turn is not None and turn.text.strip():
+                return AgentOutcome(answer=turn.text, max_turns_reached=capped)
+        self.draft.extra["composed_answer"] = True
+        answer = self.compose_partial()
+        self.draft.set_answer(answer)
+        return AgentOutcome(answer=answer, max_turns_reached=capped)
+
+    def compose_partial(self) -> str:
+        """A partial answer from the tool results, when the model could not write one in time."""
+        lines = [
+            "Partial answer: the time budget ran out before the analysis was finished. "
+            "What the ERP returned so far is below; figures have not been reconciled."
+        ]
+        model_text = self.draft.answer.strip()
+        if model_text and not model_text.startswith("Partial answer"):
+            lines += ["", "Analysis so far:", model_text]
+        if self.gathered.found:
+            lines += ["", "| Lookup | Result (excerpt) |", "|---|---|"]
+            for label, text in self.gathered.found:
+                excerpt = re.sub(r"\s+", " ", text)[:300].replace("|", "/")
+                lines.append(f"| {label} | {excerpt} |")
+            links = sorted(
+                {url for _, text in self.gathered.found for url in RECORD_URL_PATTERN.findall(text)}
+            )
+            if links:
+                lines += ["", "ERP records consulted:"] + [f"- <{url}>" for url in links[:20]]
+        if self.gathered.failed:
+            lines += ["", "Could not be checked:"] + [f"- {item}" for item in self.gathered.failed]
+        if not self.gathered.found:
+            lines += ["", "No ERP data was retrieved before the deadline; no figures can be given."]
+        return "\n".join(lines)
+
+
+def _brief(arguments: dict[str, Any]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in arguments.items())[:120]

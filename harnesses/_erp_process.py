@@ -1,0 +1,172 @@
+"""Serving the ERP for a run: the default SQLite ERP and an ``erp_mcp`` subprocess on a free port.
+
+``--erp-db URL`` (or no ERP option at all) makes the runner start ``python -m erp_mcp`` over
+streamable HTTP on a free loopback port with a freshly generated bearer token, wait until it
+listens, and stop it when the run ends. The token reaches the server through its environment,
+never a command line or a file.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harnesses._protocol import ErpEndpoint
+
+DEFAULT_ERP_RELATIVE_PATH = Path(".ledgerbench") / "erp.db"
+"""Where the default ERP lives, under the project root."""
+
+DEFAULT_ERP_SEED = 42
+
+
+class ErpServerError(RuntimeError):
+    """The ERP server could not be started or reached; the message says why."""
+
+
+def project_root() -> Path:
+    """The project's root (the folder holding ``pyproject.toml`` next to ``harnesses/``).
+
+    Falls back to the working directory when the package is installed outside a checkout.
+    """
+    candidate = Path(__file__).resolve().parents[1]
+    return candidate if (candidate / "pyproject.toml").exists() else Path.cwd()
+
+
+def default_erp_db_url(root: Path | None = None) -> str:
+    path = (root or project_root()) / DEFAULT_ERP_RELATIVE_PATH
+    return f"sqlite:///{path}"
+
+
+def ensure_default_erp(root: Path | None = None, *, seed: int = DEFAULT_ERP_SEED) -> str:
+    """The default SQLite ERP's URL, generating it (seed 42) first when the file does not exist."""
+    path = (root or project_root()) / DEFAULT_ERP_RELATIVE_PATH
+    url = f"sqlite:///{path}"
+    if path.exists():
+        return url
+    from synthetic_erp import generate_erp
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.unlink(missing_ok=True)
+    generate_erp(f"sqlite:///{partial}", seed=seed)
+    os.replace(partial, path)  # a crash mid-generation never leaves a half-built default ERP
+    return url
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class ErpServerProcess:
+    """A running ``erp_mcp`` subprocess from :func:`start_erp_server`; :meth:`stop` ends it."""
+
+    endpoint: ErpEndpoint
+    db_url: str
+    process: subprocess.Popen
+    log_path: Path | None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.log_path is not None and self.endpoint.token:
+            _scrub_file(self.log_path, self.endpoint.token)
+
+
+def _scrub_file(path: Path, secret: str) -> None:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return
+    if secret in text:
+        path.write_text(text.replace(secret, "***"))
+
+
+def _log_tail(path: Path | None, secret: str | None, lines: int = 5) -> str:
+    if path is None or not path.exists():
+        return ""
+    text = path.read_text(errors="replace")
+    if secret:
+        text = text.replace(secret, "***")
+    tail = [line for line in text.strip().splitlines() if line.strip()][-lines:]
+    return " | ".join(tail)
+
+
+def _wait_until_listening(
+    host: str,
+    port: int,
+    process: subprocess.Popen,
+    timeout: float,
+    log_path: Path | None,
+    token: str,
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ErpServerError(
+                f"the ERP MCP server exited with code {process.returncode} before listening: "
+                f"{_log_tail(log_path, token) or 'no output'}"
+            )
+        with socket.socket() as sock:
+            if sock.connect_ex((host, port)) == 0:
+                return
+        time.sleep(0.05)
+    raise ErpServerError(
+        f"the ERP MCP server did not listen on {host}:{port} within {timeout:.0f}s"
+    )
+
+
+def start_erp_server(
+    db_url: str,
+    *,
+    log_path: Path | None = None,
+    public_url: str | None = None,
+    host: str = "127.0.0.1",
+    startup_timeout: float = 60.0,
+) -> ErpServerProcess:
+    """Start ``python -m erp_mcp --db URL --transport http`` on a free port with a new token."""
+    port = free_port(host)
+    token = secrets.token_urlsafe(24)
+    env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
+    env["ERP_MCP_TOKEN"] = token
+    args = [sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "http"]
+    args += ["--host", host, "--port", str(port)]
+    if log_path is not None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        output = log_path.open("ab")
+    else:
+        output = subprocess.DEVNULL
+    try:
+        process = subprocess.Popen(
+            args, env=env, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+    finally:
+        if log_path is not None:
+            output.close()
+    base = f"http://{host}:{port}"
+    endpoint = ErpEndpoint(
+        url=f"{base}/mcp",
+        token=token,
+        public_url=public_url,
+        stdio_command=(sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "stdio"),
+    )
+    server = ErpServerProcess(endpoint=endpoint, db_url=db_url, process=process, log_path=log_path)
+    try:
+        _wait_until_listening(host, port, process, startup_timeout, log_path, token)
+    except BaseException:
+        server.stop()
+        raise
+    return server

@@ -1,0 +1,717 @@
+"""``--harness openai``: the OpenAI Responses API (``client.responses.create``), as in the paper.
+
+Two ways to give the model the ERP (``--harness-opt mcp_mode=...``):
+
+- ``local`` (default): the harness lists the MCP tools, offers them as function tools, runs each
+  call through the recording :class:`ErpClient` and continues with ``previous_response_id`` (or the
+  full input with ``stateless=true``) until a final message, the tool-call cap or the deadline.
+  Works with a loopback ERP and any Responses-compatible server (``--base-url``,
+  ``OPENAI_BASE_URL``).
+- ``hosted``: one request with a native ``{"type": "mcp"}`` tool pointing at ``--erp-public-url``;
+  the provider runs the loop and the harness records the ``mcp_call`` items it reports.
+
+Every output item is recorded in the draft as it arrives: function and MCP calls (arguments,
+output, structured error), web searches (query and sources), message text and its URL citations (as
+sources), reasoning and token usage with cost. Replies stream by default: a timeout keeps the text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnesses._erp_client import ErpClient, ToolSpec
+from harnesses._pricing import Price, estimate_cost, parse_price
+from harnesses._protocol import (
+    AgentEnvironment,
+    AgentOutcome,
+    AgentTask,
+    HarnessOptions,
+    TrajectoryDraft,
+    is_transient,
+    retry_delay,
+)
+from harnesses._registry import HarnessLoadError, harness
+from harnesses.records import Usage
+
+DEFAULT_MODEL = "gpt-5.2"
+DEFAULT_REASONING_EFFORT = "low"
+DEFAULT_MAX_TOOL_CALLS = 20
+SERVER_LABEL = "erp"
+RETRY_MARGIN_S = 0.5
+"""No retry wait may end closer than this to the deadline."""
+
+OPENAI_OPTIONS = {
+    "max_tool_calls": "cap on tool calls per question (default 20)",
+    "web_search": "offer the built-in web_search tool (default true)",
+    "mcp_mode": "local (default) or hosted",
+    "stateless": "resend the full input instead of previous_response_id (default false)",
+    "stream": "stream replies so a timeout keeps partial text (default true)",
+    "price_per_mtok": "INPUT,CACHED_INPUT,OUTPUT dollars per million tokens (default: price table)",
+    "max_output_tokens": "cap on output tokens per response (default: provider default)",
+}
+
+CAP_REACHED_MESSAGE = (
+    "Tool-call limit of {cap} reached: no more tool calls will run. "
+    "Answer now from the results you already have and say what you could not check."
+)
+
+
+class MissingApiKeyError(HarnessLoadError):
+    """The provider's API key is not set; the message names the variable and the offline harness."""
+
+
+class HarnessConfigError(HarnessLoadError):
+    """A ``--harness-opt`` value or setting the harness cannot work with."""
+
+
+class ProviderError(RuntimeError):
+    """The provider answered but reported a failed response."""
+
+
+class ProviderUnavailableError(RuntimeError):
+    """The provider kept failing (429/5xx/connection) until the budget left no time to retry."""
+
+
+def require_env_key(variable: str, harness_name: str) -> str:
+    """The key in ``variable``, or :class:`MissingApiKeyError` with a one-line fix."""
+    key = os.environ.get(variable, "").strip()
+    if not key:
+        raise MissingApiKeyError(
+            f"--harness {harness_name} needs an API key: set {variable} "
+            f"(for a local server any value works), or use --harness scripted to run offline"
+        )
+    return key
+
+
+def check_known_options(options: HarnessOptions, known: dict[str, str], harness_name: str) -> None:
+    unknown = sorted(set(options.extra) - set(known))
+    if unknown:
+        raise HarnessConfigError(
+            f"--harness {harness_name}: unknown --harness-opt {', '.join(unknown)}; "
+            f"known options: {', '.join(sorted(known))}"
+        )
+
+
+def read_options(read: Any, harness_name: str) -> Any:
+    """Run ``read()``; a ``ValueError`` from ``get_bool``/``get_int`` becomes a config error."""
+    try:
+        return read()
+    except HarnessLoadError:
+        raise
+    except ValueError as error:
+        raise HarnessConfigError(f"--harness {harness_name}: {error}") from None
+
+
+@dataclass(frozen=True)
+class OpenAISettings:
+    model: str
+    reasoning_effort: str
+    max_tool_calls: int
+    web_search: bool
+    mcp_mode: str
+    stateless: bool
+    stream: bool
+    base_url: str | None
+    price: Price | None
+    max_output_tokens: int | None
+
+    @classmethod
+    def from_options(cls, options: HarnessOptions) -> OpenAISettings:
+        check_known_options(options, OPENAI_OPTIONS, "openai")
+        return read_options(lambda: cls._read(options), "openai")
+
+    @classmethod
+    def _read(cls, options: HarnessOptions) -> OpenAISettings:
+        mode = options.extra.get("mcp_mode", "local")
+        if mode not in {"local", "hosted"}:
+            raise ValueError(f"--harness-opt mcp_mode={mode}: expected local or hosted")
+        cap = options.get_int("max_tool_calls", DEFAULT_MAX_TOOL_CALLS)
+        if cap < 1:
+            raise ValueError(f"--harness-opt max_tool_calls={cap}: expected 1 or more")
+        price_text = options.extra.get("price_per_mtok")
+        max_output = options.get_int("max_output_tokens", 0)
+        return cls(
+            model=options.model or DEFAULT_MODEL,
+            reasoning_effort=options.reasoning_effort or DEFAULT_REASONING_EFFORT,
+            max_tool_calls=cap,
+            web_search=options.get_bool("web_search", True),
+            mcp_mode=mode,
+            stateless=options.get_bool("stateless", False),
+            stream=options.get_bool("stream", True),
+            base_url=options.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            price=parse_price(price_text) if price_text else None,
+            max_output_tokens=max_output or None,
+        )
+
+
+def function_tool(spec: ToolSpec) -> dict[str, Any]:
+    """An MCP tool as a Responses function tool (not strict: MCP schemas have optional fields)."""
+    return {
+        "type": "function",
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.input_schema,
+        "strict": False,
+    }
+
+
+def hosted_mcp_tool(
+    public_url: str, allowed_tools: list[str], headers: dict[str, str]
+) -> dict[str, Any]:
+    """The native MCP tool entry: the provider calls ``public_url`` itself."""
+    entry: dict[str, Any] = {
+        "type": "mcp",
+        "server_label": SERVER_LABEL,
+        "server_url": public_url,
+        "require_approval": "never",
+        "allowed_tools": allowed_tools,
+    }
+    if headers:
+        entry["headers"] = headers
+    return entry
+
+
+def responses_usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    input_details = getattr(usage, "input_tokens_details", None)
+    output_details = getattr(usage, "output_tokens_details", None)
+    return Usage(
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        reasoning_tokens=getattr(output_details, "reasoning_tokens", 0) or 0,
+        cached_input_tokens=getattr(input_details, "cached_tokens", 0) or 0,
+    )
+
+
+def parse_arguments(raw: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """Tool-call arguments from the model: (dict, None) or (None, what is wrong)."""
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError as error:
+        return None, f"arguments are not valid JSON ({error.msg} at position {error.pos})"
+    if not isinstance(value, dict):
+        return None, f"arguments must be a JSON object, got {type(value).__name__}"
+    return value, None
+
+
+def retry_after_s(error: BaseException) -> float | None:
+    """The provider's ``retry-after-ms`` / ``retry-after`` header of an SDK error, in seconds."""
+    headers = getattr(getattr(error, "response", None), "headers", None)
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            try:
+                return float(value) * scale
+            except ValueError:
+                return None
+    return None
+
+
+async def retrying(make_call: Any, task: AgentTask, draft: TrajectoryDraft) -> Any:
+    """``make_call()``, retried on transient provider failures (429, 5xx, connection) in the budget.
+
+    The SDK clients retry nothing (``max_retries=0``). Waits follow the provider's Retry-After or
+    the runner's backoff. When the next wait would end within :data:`RETRY_MARGIN_S` of the
+    deadline, :class:`ProviderUnavailableError` ends the question as ``error`` (the provider
+    failed, the agent did not time out). Every failed attempt is noted in
+    ``draft.extra["provider_errors"]``.
+    """
+    attempt = 0
+    first_failure: float | None = None
+    while True:
+        attempt += 1
+        try:
+            return await make_call()
+        except Exception as error:
+            if not is_transient(error):
+                raise
+            status = getattr(error, "status_code", None)
+            label = type(error).__name__ + (f" {status}" if status else "")
+            draft.extra.setdefault("provider_errors", []).append(label)
+            first_failure = first_failure or time.monotonic()
+            wait = retry_after_s(error)
+            wait = retry_delay(attempt, error) if wait is None else min(wait, 60.0)
+            if time.monotonic() + wait > task.deadline - RETRY_MARGIN_S:
+                spent = time.monotonic() - first_failure
+                raise ProviderUnavailableError(
+                    f"{label} on {attempt} attempt(s) over {spent:.1f} s, "
+                    f"no time left in the budget to retry: {str(error)[:300]}"
+                ) from error
+            await asyncio.sleep(wait)
+
+
+def _dump(value: Any) -> Any:
+    return (
+        value.model_dump(mode="json", exclude_none=True) if hasattr(value, "model_dump") else value
+    )
+
+
+WARM_RESPONSE = {
+    "id": "resp_warm",
+    "object": "response",
+    "created_at": 0,
+    "model": "warm-up",
+    "status": "completed",
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_warm",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "ok", "annotations": []}],
+        }
+    ],
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+    "usage": {
+        "input_tokens": 1,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": 1,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 2,
+    },
+}
+
+
+def warm_up_offline(exercise: Any, answer: Any) -> None:
+    """Run ``await exercise(http_client)`` once against an in-memory transport, in a thread.
+
+    The SDKs import modules and build pydantic validators lazily on the first request (seconds on
+    a busy machine). Paying that when the harness is created keeps it out of the first questions'
+    time budgets. ``answer(request) -> httpx2.Response`` plays the server; nothing leaves the
+    process. Any failure is ignored: warming up is an optimisation only.
+    """
+    import threading
+
+    import httpx2
+
+    async def main() -> None:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(answer)) as http_client:
+            await exercise(http_client)
+
+    def target() -> None:
+        try:
+            asyncio.run(main())
+        except Exception:  # an optimisation must never break harness creation
+            return
+
+    thread = threading.Thread(target=target, name="sdk-warm-up", daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+
+
+FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+async def stream_response(
+    client: Any, request: dict[str, Any], timeout: float, on_text: Any
+) -> Any:
+    """``responses.create`` streamed; ``on_text(text_so_far)`` as deltas arrive; the final Response.
+
+    The events are read as raw server-sent events: the SDK's typed stream validates every event
+    (each carrying the echoed tool list) and costs several ms of CPU per turn. Only the final
+    response is built into SDK objects, with the same lenient ``construct`` the SDK uses for
+    non-streamed replies.
+    """
+    from openai.types.responses import Response
+
+    streamed = ""
+    final = None
+    async with client.responses.with_streaming_response.create(
+        stream=True, extra_body=request, timeout=timeout
+    ) as raw:
+        async for event in server_sent_events(raw.iter_lines()):
+            kind = event.get("type")
+            if kind == "response.output_text.delta":
+                streamed += event.get("delta", "")
+                on_text(streamed)
+            elif kind in FINAL_EVENTS:
+                final = event.get("response")
+            elif kind == "error":
+                raise ProviderError(f"stream error: {event.get('message', event)}")
+    if not isinstance(final, dict):
+        raise ProviderError("the response stream ended without a final response")
+    return Response.construct(**final)
+
+
+async def server_sent_events(lines: Any) -> Any:
+    """JSON ``data`` payloads of a server-sent event stream (``[DONE]`` and non-JSON skipped)."""
+    data: list[str] = []
+    async for line in lines:
+        if line.startswith("data:"):
+            data.append(line[5:].lstrip())
+            continue
+        if line or not data:
+            continue
+        payload, data = "\n".join(data), []
+        try:
+            event = json.loads(payload)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            yield event
+    if data:
+        try:
+            event = json.loads("\n".join(data))
+        except json.JSONDecodeError:
+            return
+        if isinstance(event, dict):
+            yield event
+
+
+def warm_up_responses_api() -> None:
+    """Exercise ``responses.create`` (plain and streamed) offline, see :func:`warm_up_offline`."""
+    import httpx2
+    from openai import AsyncOpenAI
+
+    completed = {"type": "response.completed", "sequence_number": 0, "response": WARM_RESPONSE}
+    stream_body = f"event: response.completed\ndata: {json.dumps(completed)}\n\n"
+
+    def answer(request: Any) -> Any:
+        if b'"stream"' in request.content:
+            headers = {"content-type": "text/event-stream"}
+            return httpx2.Response(200, headers=headers, content=stream_body.encode())
+        return httpx2.Response(200, json=WARM_RESPONSE)
+
+    async def exercise(http_client: Any) -> None:
+        client = AsyncOpenAI(
+            api_key="warm-up", base_url="http://warm-up.invalid/v1", http_client=http_client
+        )
+        await client.responses.create(extra_body={"model": "warm-up", "input": "hi"})
+        await stream_response(client, {"model": "warm-up"}, 30.0, lambda text: None)
+
+    warm_up_offline(exercise, answer)
+
+
+CANCELLED_CALL = "Cancelled: the time budget ran out before the tool answered."
+
+
+async def erp_call(
+    erp: ErpClient, name: str, arguments: dict[str, Any], draft: TrajectoryDraft
+) -> Any:
+    """``erp.call`` that also records a call cut off by the deadline (the runner cancels us)."""
+    started = draft.elapsed()
+    try:
+        return await erp.call(name, arguments, draft)
+    except asyncio.CancelledError:
+        draft.add_tool_call(
+            name,
+            arguments,
+            CANCELLED_CALL,
+            is_error=True,
+            server=SERVER_LABEL,
+            started_s=started,
+            duration_s=draft.elapsed() - started,
+        )
+        raise
+
+
+class ToolCatalogue:
+    """The ERP's tool list, fetched once per harness: a run talks to one server, and listing
+    costs a round trip and schema work on every question otherwise."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, list[ToolSpec]] = {}
+
+    async def get(self, erp: ErpClient, url: str) -> list[ToolSpec]:
+        if url not in self._specs:
+            self._specs[url] = await erp.list_tools()
+        return self._specs[url]
+
+
+@dataclass
+class _Turn:
+    """What one response asked for and said."""
+
+    response: Any
+    function_calls: list[Any] = field(default_factory=list)
+    text: str = ""
+    mcp_calls: int = 0
+
+
+@harness("openai")
+class OpenAIResponsesHarness:
+    """The OpenAI Responses API with the ERP as local function tools or a hosted MCP server."""
+
+    name = "openai"
+
+    def __init__(self, options: HarnessOptions) -> None:
+        self.settings = OpenAISettings.from_options(options)
+        self.model: str | None = self.settings.model
+        self._api_key = require_env_key("OPENAI_API_KEY", "openai")
+        self._client: Any = None
+        self.tools = ToolCatalogue()
+        warm_up_responses_api()
+
+    def client(self) -> Any:
+        if self._client is None:
+            from openai import AsyncOpenAI
+
+            self._client = AsyncOpenAI(
+                api_key=self._api_key, base_url=self.settings.base_url, max_retries=0
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    async def run(
+        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+    ) -> AgentOutcome:
+        settings = self.settings
+        draft.extra.update(
+            mcp_mode=settings.mcp_mode,
+            reasoning_effort=settings.reasoning_effort,
+            max_tool_calls=settings.max_tool_calls,
+            web_search=settings.web_search,
+            response_ids=[],
+        )
+        loop = _ResponsesLoop(self, task, env, draft)
+        try:
+            if settings.mcp_mode == "hosted":
+                return await loop.run_hosted()
+            return await loop.run_local()
+        except asyncio.CancelledError:
+            draft.extra["cancelled_during"] = loop.phase
+            raise
+
+
+class _ResponsesLoop:
+    """One question's conversation with the Responses API."""
+
+    def __init__(
+        self,
+        owner: OpenAIResponsesHarness,
+        task: AgentTask,
+        env: AgentEnvironment,
+        draft: TrajectoryDraft,
+    ) -> None:
+        self.owner = owner
+        self.settings = owner.settings
+        self.task = task
+        self.env = env
+        self.draft = draft
+        self.phase = "start"
+        self.tool_calls_run = 0
+
+    # --- modes -------------------------------------------------------------------------------
+
+    async def run_local(self) -> AgentOutcome:
+        self.phase = "mcp_list_tools"
+        async with ErpClient(self.env.erp, server_label=SERVER_LABEL) as erp:
+            specs = await self.owner.tools.get(erp, self.env.erp.url)
+            known = {spec.name for spec in specs}
+            tools = [function_tool(spec) for spec in specs] + self._web_tools()
+            user_input: list[dict[str, Any]] = [{"role": "user", "content": self.task.query}]
+            history: list[dict[str, Any]] = list(user_input)
+            request = self._request(tools, user_input)
+            while True:
+                turn = await self._respond(request)
+                if not turn.function_calls:
+                    capped = bool(self.draft.extra.get("tool_call_cap_reached"))
+                    return AgentOutcome(answer=self.draft.answer, max_turns_reached=capped)
+                outputs, capped = await self._run_calls(erp, known, turn.function_calls)
+                if capped and request.get("tool_choice") == "none":
+                    return AgentOutcome(answer=self.draft.answer, max_turns_reached=True)
+                next_input = self._next_input(history, turn, outputs)
+                request = self._request(tools, next_input, previous=turn.response.id)
+                if capped:
+                    request["tool_choice"] = "none"
+                    self.draft.extra["tool_call_cap_reached"] = True
+
+    async def run_hosted(self) -> AgentOutcome:
+        public_url = self.env.erp.public_url
+        if not public_url:
+            raise HarnessConfigError(
+                "--harness-opt mcp_mode=hosted needs --erp-public-url: a URL of the ERP MCP "
+                "server that the provider can reach (a loopback ERP works only with mcp_mode=local)"
+            )
+        self.phase = "mcp_list_tools"
+        async with ErpClient(self.env.erp, server_label=SERVER_LABEL) as erp:
+            specs = await self.owner.tools.get(erp, self.env.erp.url)
+        allowed = sorted(spec.name for spec in specs if spec.read_only)
+        entry = hosted_mcp_tool(public_url, allowed, self.env.erp.headers())
+        request = self._request(
+            [entry, *self._web_tools()], [{"role": "user", "content": self.task.query}]
+        )
+        turn = await self._respond(request)
+        capped = not turn.text and turn.mcp_calls >= self.settings.max_tool_calls
+        return AgentOutcome(answer=self.draft.answer, max_turns_reached=capped)
+
+    # --- requests ----------------------------------------------------------------------------
+
+    def _web_tools(self) -> list[dict[str, Any]]:
+        return [{"type": "web_search"}] if self.settings.web_search else []
+
+    def _request(
+        self, tools: list[dict[str, Any]], items: list[dict[str, Any]], previous: str | None = None
+    ) -> dict[str, Any]:
+        settings = self.settings
+        request: dict[str, Any] = {
+            "model": settings.model,
+            "instructions": self.env.instructions,
+            "input": items,
+            "tools": tools,
+            "reasoning": {"effort": settings.reasoning_effort},
+            "max_tool_calls": settings.max_tool_calls,
+            "parallel_tool_calls": True,
+        }
+        if settings.max_output_tokens:
+            request["max_output_tokens"] = settings.max_output_tokens
+        if previous and not settings.stateless:
+            request["previous_response_id"] = previous
+        if settings.stateless:
+            request["store"] = False
+        return request
+
+    def _next_input(
+        self, history: list[dict[str, Any]], turn: _Turn, outputs: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        if not self.settings.stateless:
+            return outputs
+        # Without server state, replay everything; reasoning items are dropped (they would need
+        # encrypted content, which not every compatible server supports).
+        history += [_dump(item) for item in turn.response.output if item.type != "reasoning"]
+        history += outputs
+        return list(history)
+
+    async def _respond(self, request: dict[str, Any]) -> _Turn:
+        self.phase = "model"
+        response = await retrying(lambda: self._create(request), self.task, self.draft)
+        self.draft.turns += 1
+        return self._record_response(response)
+
+    async def _create(self, request: dict[str, Any]) -> Any:
+        client = self.owner.client()
+        timeout = max(1.0, self.task.remaining() + 1.0)
+        # The body goes as ``extra_body``: it is plain JSON already, and the SDK's typed-parameter
+        # transform walks every tool schema on every request (about 100 ms per turn, measured).
+        if not self.settings.stream:
+            return await client.responses.create(extra_body=request, timeout=timeout)
+        return await stream_response(client, request, timeout, self.draft.set_answer)
+
+    # --- recording ---------------------------------------------------------------------------
+
+    def _record_response(self, response: Any) -> _Turn:
+        draft = self.draft
+        draft.extra["response_ids"].append(response.id)
+        draft.extra["served_model"] = response.model
+        usage = responses_usage(response.usage)
+        cost = estimate_cost(response.model or self.settings.model, usage, self.settings.price)
+        draft.add_usage(usage, cost)
+        if response.status == "failed":
+            error = getattr(response, "error", None)
+            raise ProviderError(f"response failed: {getattr(error, 'message', error)}")
+        if response.status == "incomplete":
+            details = getattr(response, "incomplete_details", None)
+            draft.extra["incomplete_reason"] = getattr(details, "reason", None)
+        turn = _Turn(response=response)
+        for item in response.output:
+            self._record_item(item, turn)
+        if turn.text:
+            draft.set_answer(turn.text)
+        return turn
+
+    def _record_item(self, item: Any, turn: _Turn) -> None:
+        kind = item.type
+        if kind == "function_call":
+            turn.function_calls.append(item)
+        elif kind == "message":
+            turn.text = self._record_message(item, turn.text)
+        elif kind == "mcp_call":
+            turn.mcp_calls += 1
+            self._record_mcp_call(item)
+        elif kind == "web_search_call":
+            self._record_web_search(item)
+        elif kind == "reasoning":
+            self.draft.extra["reasoning_items"] = self.draft.extra.get("reasoning_items", 0) + 1
+        elif kind == "mcp_list_tools":
+            self.draft.extra["mcp_list_tools"] = [tool.name for tool in item.tools]
+        else:
+            self.draft.extra.setdefault("other_items", []).append(kind)
+
+    def _record_message(self, item: Any, text_so_far: str) -> str:
+        parts = []
+        for content in item.content:
+            if content.type == "output_text":
+                parts.append(content.text)
+                for note in content.annotations or []:
+                    if note.type == "url_citation":
+                        self.draft.add_source(note.url, title=note.title)
+            elif content.type == "refusal":
+                parts.append(content.refusal)
+        text = "".join(parts)
+        return f"{text_so_far}\n\n{text}" if text_so_far else text
+
+    def _record_mcp_call(self, item: Any) -> None:
+        arguments, problem = parse_arguments(item.arguments)
+        error = _dump(item.error) if item.error is not None else None
+        output = item.output if error is None else json.dumps({"error": error})
+        self.draft.add_tool_call(
+            item.name,
+            arguments if problem is None else {"_raw_arguments": item.arguments},
+            output or "",
+            is_error=error is not None,
+            server=item.server_label,
+        )
+
+    def _record_web_search(self, item: Any) -> None:
+        action = item.action
+        arguments = _dump(action)
+        urls = [source.url for source in getattr(action, "sources", None) or []]
+        single = getattr(action, "url", None)
+        if single:
+            urls.append(single)
+        for url in urls:
+            self.draft.add_source(url)
+        arguments.pop("sources", None)
+        self.draft.add_tool_call(
+            "web_search",
+            arguments,
+            json.dumps({"status": item.status, "sources": urls}),
+            is_error=item.status == "failed",
+            server="web",
+        )
+
+    # --- tool execution ----------------------------------------------------------------------
+
+    async def _run_calls(
+        self, erp: ErpClient, known: set[str], calls: list[Any]
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """Run the calls (in parallel) within the cap; outputs in call order and whether capped."""
+        self.phase = "tools"
+        allowance = max(0, self.settings.max_tool_calls - self.tool_calls_run)
+        allowed, refused = calls[:allowance], calls[allowance:]
+        self.tool_calls_run += len(allowed)
+        results = await asyncio.gather(*(self._run_call(erp, known, call) for call in allowed))
+        message = CAP_REACHED_MESSAGE.format(cap=self.settings.max_tool_calls)
+        results += [message] * len(refused)
+        outputs = [
+            {"type": "function_call_output", "call_id": call.call_id, "output": text}
+            for call, text in zip(calls, results, strict=True)
+        ]
+        capped = bool(refused) or self.tool_calls_run >= self.settings.max_tool_calls
+        return outputs, capped
+
+    async def _run_call(self, erp: ErpClient, known: set[str], call: Any) -> str:
+        arguments, problem = parse_arguments(call.arguments)
+        if problem is None and call.name not in known:
+            problem = f"unknown tool {call.name!r}; available tools: {', '.join(sorted(known))}"
+        if problem is not None:
+            text = f"Error: {problem}. Call the tool again with corrected arguments."
+            recorded = arguments if arguments is not None else {"_raw_arguments": call.arguments}
+            self.draft.add_tool_call(call.name, recorded, text, is_error=True, server=SERVER_LABEL)
+            return text
+        result = await erp_call(erp, call.name, arguments, self.draft)
+        return f"Error: {result.text}" if result.is_error else result.text

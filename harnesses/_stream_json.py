@@ -1,0 +1,439 @@
+"""Incremental reader of the Claude CLI's ``--output-format stream-json`` events.
+
+Each line the CLI prints is fed to :meth:`StreamParser.feed_line` the moment it arrives, and the
+parser writes what it learns straight into the question's :class:`TrajectoryDraft`: the answer so
+far, each tool call when its result comes back, token usage, turns. A timeout therefore keeps
+everything up to the last line read. Event shapes (CLI 2.1, ``--verbose``, optionally
+``--include-partial-messages``):
+
+- ``system/init``: ``model``, ``tools``, ``mcp_servers: [{name, status}]``, ``permissionMode``;
+  ``system/api_retry``: the CLI retrying an overloaded or failing API call (kept in
+  ``draft.extra["api_retries"]``).
+- ``stream_event``: raw Messages-API stream events (``message_start``, ``content_block_delta`` ...),
+  only with ``--include-partial-messages``; they carry text as it is typed and per-message usage.
+- ``assistant``: one event per finished content block (text, thinking, tool_use); blocks of one API
+  message share ``message.id``.
+- ``user``: ``tool_result`` blocks (``is_error`` when the tool failed or was denied) plus
+  ``tool_use_result``, the CLI's structured copy of the output.
+- ``result``: ``subtype`` (``success``, ``error_max_turns``, ``error_during_execution`` ...),
+  ``is_error``, ``num_turns``, ``usage``, ``total_cost_usd``, ``duration_ms``,
+  ``permission_denials``.
+
+``draft.turns`` is the CLI's ``num_turns`` once the result arrives (the count ``--max-turns`` caps),
+before that the number of assistant API messages so far. ``draft.usage.input_tokens`` counts every
+prompt token (fresh, cache writes, cache reads); ``cached_input_tokens`` is the cache-read part.
+Tool calls are listed in the order the model issued them, even when parallel calls finish out of
+order.
+
+Events with a non-null ``parent_tool_use_id`` come from a sub-agent: their tool calls are recorded
+(and listed in ``draft.extra["subagent_tool_calls"]``), their text (the CLI 2.1 emits the
+sub-agent's prompt; its own replies reach the parent as the Agent tool's result) goes to
+``draft.extra["subagent_messages"]`` and never into the answer.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnesses._protocol import TrajectoryDraft
+from harnesses.records import Usage
+
+WEB_TOOLS = frozenset({"WebSearch", "WebFetch"})
+UNFINISHED_TOOL_OUTPUT = "(no result: the run ended before the tool returned)"
+_DENIAL = re.compile(r"^Permission to use (\S+) has been denied")
+_SUBAGENT_TEXT_LIMIT = 4000
+_MALFORMED_SAMPLE_LIMIT = 5
+
+
+def tool_server(name: str) -> str | None:
+    """``erp`` for ``mcp__erp__x``, ``web`` for WebSearch/WebFetch, else None (a built-in)."""
+    if name.startswith("mcp__"):
+        return name.split("__")[1] or None
+    if name in WEB_TOOLS:
+        return "web"
+    return None
+
+
+def _content_text(content: Any) -> str:
+    """Text of a tool_result ``content`` (a string or a list of blocks)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict):
+                if block.get("type") == "text":
+                    parts.append(str(block.get("text", "")))
+                elif block.get("type"):
+                    parts.append(f"[{block['type']} block]")
+            else:
+                parts.append(str(block))
+        return "\n".join(parts)
+    return json.dumps(content, default=str)
+
+
+def _usage_from(raw: dict[str, Any] | None) -> Usage:
+    """Anthropic usage -> our :class:`Usage`. ``input_tokens`` counts every prompt token (fresh,
+    cache writes and cache reads); ``cached_input_tokens`` is the cache-read part of it."""
+    raw = raw or {}
+    fresh = int(raw.get("input_tokens") or 0)
+    cache_write = int(raw.get("cache_creation_input_tokens") or 0)
+    cache_read = int(raw.get("cache_read_input_tokens") or 0)
+    return Usage(
+        input_tokens=fresh + cache_write + cache_read,
+        output_tokens=int(raw.get("output_tokens") or 0),
+        cached_input_tokens=cache_read,
+    )
+
+
+@dataclass
+class _Message:
+    """One top-level assistant API message being assembled."""
+
+    id: str
+    event_texts: list[str] = field(default_factory=list)
+    """Complete text blocks from ``assistant`` events."""
+    stream_texts: list[str] = field(default_factory=list)
+    """Text blocks from stream deltas (possibly still being typed), in block order."""
+    stream_block_kinds: dict[int, str] = field(default_factory=dict)
+    input_usage: dict[str, Any] = field(default_factory=dict)
+    output_tokens: int = 0
+
+    def text(self) -> str:
+        blocks = self.event_texts + self.stream_texts[len(self.event_texts) :]
+        return "".join(blocks)
+
+
+@dataclass
+class _PendingCall:
+    sequence: int
+    """Order in which the model issued the call (parallel calls may finish in any order)."""
+    name: str
+    arguments: dict[str, Any]
+    started_s: float
+    clock: float
+    parent_tool_use_id: str | None
+
+
+class StreamParser:
+    """Feeds stream-json lines into ``draft`` as they arrive.
+
+    After the run: :attr:`init` and :attr:`result` hold those events (or None), :attr:`answer` the
+    final assistant message. Call :meth:`finish` once the stream ends (normally or not) to record
+    tool calls that never got a result.
+    """
+
+    def __init__(self, draft: TrajectoryDraft) -> None:
+        self.draft = draft
+        self.init: dict[str, Any] | None = None
+        self.result: dict[str, Any] | None = None
+        self.malformed_lines = 0
+        self.events = 0
+        self._messages: dict[str, _Message] = {}
+        self._order: list[str] = []
+        self._current_stream_id: str | None = None
+        self._pending: dict[str, _PendingCall] = {}
+        self._issued = 0
+        self._recorded_sequences: list[int] = []
+        self._subagent_calls: dict[int, str] = {}
+        self._denials: list[dict[str, Any]] = []
+
+    # --- public ----------------------------------------------------------------------------------
+
+    @property
+    def answer(self) -> str:
+        """The final assistant message so far: the last top-level message that has text."""
+        for message_id in reversed(self._order):
+            text = self._messages[message_id].text()
+            if text.strip():
+                return text
+        return ""
+
+    def feed_line(self, line: str | bytes) -> dict[str, Any] | None:
+        """Parse one line; returns the event, or None for a blank or malformed line (counted)."""
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", "replace")
+        line = line.strip()
+        if not line:
+            return None
+        try:
+            event = json.loads(line)
+        except ValueError:
+            self._malformed(line)
+            return None
+        if not isinstance(event, dict):
+            self._malformed(line)
+            return None
+        self.events += 1
+        try:
+            self._dispatch(event)
+        except (TypeError, AttributeError, KeyError, ValueError):
+            # a well-formed line with an unexpected shape: count it, keep the run going
+            self._malformed(line)
+        return event
+
+    def finish(self) -> None:
+        """Record tool calls still waiting for a result (e.g. at a timeout) as unfinished errors."""
+        for tool_use_id in list(self._pending):
+            self._complete_call(tool_use_id, UNFINISHED_TOOL_OUTPUT, is_error=True)
+        self.draft.extra["stream_events"] = self.events
+
+    def erp_status(self, server: str) -> str | None:
+        """The status ``system/init`` reported for MCP server ``server`` (None before init)."""
+        if self.init is None:
+            return None
+        for entry in self.init.get("mcp_servers") or []:
+            if isinstance(entry, dict) and entry.get("name") == server:
+                return str(entry.get("status"))
+        return "missing"
+
+    # --- dispatch --------------------------------------------------------------------------------
+
+    def _malformed(self, line: str) -> None:
+        self.malformed_lines += 1
+        self.draft.extra["malformed_lines"] = self.malformed_lines
+        samples = self.draft.extra.setdefault("malformed_samples", [])
+        if len(samples) < _MALFORMED_SAMPLE_LIMIT:
+            samples.append(line[:200])
+
+    def _dispatch(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "system":
+            self._on_system(event)
+        elif kind == "stream_event":
+            self._on_stream_event(event)
+        elif kind == "assistant":
+            self._on_assistant(event)
+        elif kind == "user":
+            self._on_user(event)
+        elif kind == "result":
+            self._on_result(event)
+
+    def _on_system(self, event: dict[str, Any]) -> None:
+        if event.get("subtype") == "api_retry":
+            retry = {key: event.get(key) for key in ("attempt", "error_status", "error")}
+            retry["delay_ms"] = round(float(event.get("retry_delay_ms") or 0), 1)
+            self.draft.extra.setdefault("api_retries", []).append(retry)
+            return
+        if event.get("subtype") != "init":
+            return
+        self.init = event
+        extra = self.draft.extra
+        extra["cli_version"] = event.get("claude_code_version")
+        extra["cli_model"] = event.get("model")
+        extra["session_id"] = event.get("session_id")
+        extra["permission_mode"] = event.get("permissionMode")
+        extra["tools_offered"] = list(event.get("tools") or [])
+        extra["mcp_servers"] = list(event.get("mcp_servers") or [])
+
+    def _message(self, message_id: str) -> _Message:
+        message = self._messages.get(message_id)
+        if message is None:
+            message = self._messages[message_id] = _Message(message_id)
+            self._order.append(message_id)
+            self.draft.turns = len(self._order)
+        return message
+
+    def _on_stream_event(self, event: dict[str, Any]) -> None:
+        if event.get("parent_tool_use_id"):
+            return  # sub-agent typing: its finished messages are kept from ``assistant`` events
+        raw = event.get("event") or {}
+        kind = raw.get("type")
+        if kind == "message_start":
+            started = raw.get("message") or {}
+            message = self._message(str(started.get("id") or f"stream-{len(self._order)}"))
+            message.input_usage = dict(started.get("usage") or {})
+            message.output_tokens = int(message.input_usage.get("output_tokens") or 0)
+            self._current_stream_id = message.id
+            self._update_usage()
+            return
+        message = self._messages.get(self._current_stream_id or "")
+        if message is None:
+            return
+        if kind == "content_block_start":
+            block = raw.get("content_block") or {}
+            message.stream_block_kinds[int(raw.get("index", 0))] = str(block.get("type"))
+            if block.get("type") == "text":
+                message.stream_texts.append(str(block.get("text") or ""))
+        elif kind == "content_block_delta":
+            delta = raw.get("delta") or {}
+            if delta.get("type") == "text_delta" and message.stream_texts:
+                message.stream_texts[-1] += str(delta.get("text") or "")
+                self.draft.set_answer(self.answer)
+        elif kind == "message_delta":
+            usage = raw.get("usage") or {}
+            if "output_tokens" in usage:
+                message.output_tokens = int(usage.get("output_tokens") or 0)
+                self._update_usage()
+
+    def _on_assistant(self, event: dict[str, Any]) -> None:
+        body = event.get("message") or {}
+        parent = event.get("parent_tool_use_id")
+        blocks = body.get("content") or []
+        if parent:
+            self._on_subagent(parent, blocks)
+        else:
+            message = self._message(str(body.get("id") or f"event-{len(self._order)}"))
+            if not message.input_usage and body.get("usage"):
+                message.input_usage = dict(body["usage"])
+                message.output_tokens = int(message.input_usage.get("output_tokens") or 0)
+                self._update_usage()
+            for block in blocks:
+                if block.get("type") == "text":
+                    message.event_texts.append(str(block.get("text") or ""))
+            self.draft.set_answer(self.answer)
+        for block in blocks:
+            if block.get("type") == "tool_use":
+                self._issued += 1
+                self._pending[str(block.get("id"))] = _PendingCall(
+                    sequence=self._issued,
+                    name=str(block.get("name")),
+                    arguments=dict(block.get("input") or {}),
+                    started_s=self.draft.elapsed(),
+                    clock=time.monotonic(),
+                    parent_tool_use_id=parent,
+                )
+
+    def _on_subagent(self, parent: str, blocks: list[Any], role: str = "assistant") -> None:
+        texts = [
+            str(block.get("text") or "")
+            for block in blocks
+            if isinstance(block, dict) and block.get("type") == "text"
+        ]
+        if not any(text.strip() for text in texts):
+            return
+        self.draft.extra.setdefault("subagent_messages", []).append(
+            {
+                "parent_tool_use_id": parent,
+                "role": role,
+                "text": "".join(texts)[:_SUBAGENT_TEXT_LIMIT],
+            }
+        )
+
+    def _on_user(self, event: dict[str, Any]) -> None:
+        content = (event.get("message") or {}).get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list):
+            return
+        if event.get("parent_tool_use_id"):
+            self._on_subagent(str(event["parent_tool_use_id"]), content, role="user")
+        structured = event.get("tool_use_result")
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            text = _content_text(block.get("content"))
+            is_error = bool(block.get("is_error"))
+            tool_use_id = str(block.get("tool_use_id"))
+            call = self._complete_call(tool_use_id, text, is_error=is_error)
+            if is_error and (denied := _DENIAL.match(text)):
+                self._denials.append({"tool_name": denied.group(1), "tool_use_id": tool_use_id})
+                self.draft.extra["permission_denials"] = list(self._denials)
+            if call is not None and not is_error and call.server == "web":
+                self._record_sources(call.name, call.arguments, text, structured)
+
+    def _complete_call(self, tool_use_id: str, output: str, *, is_error: bool) -> Any:
+        pending = self._pending.pop(tool_use_id, None)
+        if pending is None:
+            return None
+        call = self.draft.add_tool_call(
+            pending.name,
+            pending.arguments,
+            output,
+            is_error=is_error,
+            server=tool_server(pending.name),
+            started_s=round(pending.started_s, 4),
+            duration_s=round(time.monotonic() - pending.clock, 4),
+        )
+        # keep the record in the order the model issued the calls, not the order they finished
+        position = bisect.bisect(self._recorded_sequences, pending.sequence)
+        self._recorded_sequences.insert(position, pending.sequence)
+        calls = self.draft.tool_calls
+        calls.insert(position, calls.pop())
+        if pending.parent_tool_use_id:
+            self._subagent_calls[pending.sequence] = pending.parent_tool_use_id
+        if self._subagent_calls:  # indexes shift as earlier-issued calls finish later
+            self.draft.extra["subagent_tool_calls"] = [
+                {"index": index, "parent_tool_use_id": self._subagent_calls[sequence]}
+                for index, sequence in enumerate(self._recorded_sequences)
+                if sequence in self._subagent_calls
+            ]
+        return call
+
+    def _record_sources(
+        self, name: str, arguments: dict[str, Any], text: str, structured: Any
+    ) -> None:
+        if name == "WebFetch" and isinstance(arguments.get("url"), str):
+            self.draft.add_source(arguments["url"], text=text)
+            return
+        for url, title in _urls_in(structured):
+            self.draft.add_source(url, title=title)
+
+    def _update_usage(self) -> None:
+        total = Usage()
+        for message in self._messages.values():
+            raw = {**message.input_usage, "output_tokens": message.output_tokens}
+            total = total.add(_usage_from(raw))
+        self.draft.usage = total
+
+    def _on_result(self, event: dict[str, Any]) -> None:
+        self.result = event
+        draft = self.draft
+        if isinstance(event.get("usage"), dict):
+            draft.usage = _usage_from(event["usage"])
+        if isinstance(event.get("total_cost_usd"), int | float):
+            draft.cost_usd = float(event["total_cost_usd"])
+        if isinstance(event.get("num_turns"), int):
+            draft.turns = event["num_turns"]
+        extra = draft.extra
+        extra["api_messages"] = len(self._order)
+        for key in (
+            "subtype",
+            "is_error",
+            "stop_reason",
+            "terminal_reason",
+            "duration_ms",
+            "duration_api_ms",
+            "num_turns",
+            "api_error_status",
+            "errors",
+        ):
+            if key in event:
+                extra[f"result_{key}" if key in {"subtype", "is_error", "errors"} else key] = event[
+                    key
+                ]
+        if isinstance(event.get("usage"), dict):
+            extra["usage_raw"] = {
+                k: v for k, v in event["usage"].items() if not isinstance(v, dict | list)
+            }
+        if event.get("modelUsage"):
+            extra["model_usage"] = event["modelUsage"]
+        if "permission_denials" in event:
+            extra["permission_denials"] = list(event.get("permission_denials") or [])
+        answer = self.answer or str(event.get("result") or "")
+        draft.set_answer(answer)
+
+
+def _urls_in(value: Any, depth: int = 0) -> list[tuple[str, str | None]]:
+    """(url, title) pairs anywhere in a structured tool result (web search hits)."""
+    found: list[tuple[str, str | None]] = []
+    if depth > 6:
+        return found
+    if isinstance(value, dict):
+        url = value.get("url")
+        if isinstance(url, str) and url.startswith(("http://", "https://")):
+            title = value.get("title")
+            found.append((url, title if isinstance(title, str) else None))
+        for child in value.values():
+            found += _urls_in(child, depth + 1)
+    elif isinstance(value, list):
+        for child in value:
+            found += _urls_in(child, depth + 1)
+    return found

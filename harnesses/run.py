@@ -1,0 +1,247 @@
+"""``python -m harnesses.run``: put a dataset's questions to an agent and record what it did.
+
+A thin layer over :func:`harnesses._runner.run`: flags become a :class:`RunConfig`. Bad input gives
+one line on stderr and exit code 2; Ctrl-C stops cleanly (exit 130) and the same command resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import SecretStr, ValidationError
+
+EXAMPLES = """\
+examples:
+  python -m harnesses.run --harness scripted --limit 5
+      offline baseline on 5 questions; serves the default ERP (.ledgerbench/erp.db) itself
+  python -m harnesses.run --harness openai --model gpt-5.2 --timeout 60 --out runs/gpt52
+  python -m harnesses.run --harness claude --model claude-haiku-4-5 --task-type obligations
+  python -m harnesses.run --harness mypkg.agents:MyAgent --harness-opt temperature=0.2 --trials 3
+  python -m harnesses.run --erp-url http://127.0.0.1:8765/mcp --erp-token "$TOKEN" --ids obl-001
+  python -m harnesses.run --erp-db postgresql://bench@localhost/erp --concurrency 10
+
+Run the same command again to resume an interrupted run (only the missing questions run).
+"""
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m harnesses.run",
+        description="Put every selected question of a dataset to an agent under a hard time "
+        "budget and record the trajectories (runs/NAME/trajectories.jsonl + manifest.json).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sel = parser.add_argument_group("questions")
+    sel.add_argument(
+        "--dataset",
+        type=Path,
+        help="dataset YAML file or directory (default: the project's datasets/); "
+        "e.g. --dataset datasets/obligations.yaml",
+    )
+    sel.add_argument(
+        "--task-type",
+        action="append",
+        default=[],
+        metavar="TYPE",
+        help="only this task type: obligations, entity_performance or business_brief "
+        "(repeatable or comma-separated); e.g. --task-type obligations",
+    )
+    sel.add_argument(
+        "--ids",
+        action="append",
+        default=[],
+        metavar="ID[,ID...]",
+        help="only these question ids (repeatable or comma-separated); e.g. --ids obl-001,obl-002",
+    )
+    sel.add_argument(
+        "--limit", type=int, help="at most N questions (first in dataset order); e.g. --limit 10"
+    )
+    sel.add_argument(
+        "--trials", type=int, default=1, help="repeat each question N times (default 1); e.g. 3"
+    )
+    sel.add_argument(
+        "--seed", type=int, help="shuffle the question order with this seed; e.g. --seed 7"
+    )
+    sel.add_argument(
+        "--concurrency",
+        type=int,
+        default=5,
+        help="questions in flight at once (default 5); e.g. --concurrency 10",
+    )
+    budget = parser.add_argument_group("time budgets (wall clock, hard)")
+    budget.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds per obligation and entity-research question (default 60); e.g. 120",
+    )
+    budget.add_argument(
+        "--brief-timeout",
+        type=float,
+        default=300.0,
+        help="seconds per business brief (default 300); an item's own timeout overrides both",
+    )
+    agent = parser.add_argument_group("harness")
+    agent.add_argument(
+        "--harness",
+        default="scripted",
+        help="scripted, openai, custom, claude, or a plug-in package.module:ClassName "
+        "(default scripted)",
+    )
+    agent.add_argument("--model", help="model name passed to the harness; e.g. gpt-5.2")
+    agent.add_argument(
+        "--reasoning-effort", help="reasoning effort for the harness; e.g. low, medium, high"
+    )
+    agent.add_argument(
+        "--base-url", help="provider API base URL; e.g. http://127.0.0.1:9000/v1 for a local server"
+    )
+    agent.add_argument(
+        "--harness-opt",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="harness-specific option (repeatable); e.g. --harness-opt max_tool_calls=20",
+    )
+    erp = parser.add_argument_group(
+        "ERP (default: serve .ledgerbench/erp.db, generated if missing)"
+    )
+    erp.add_argument(
+        "--erp-url", help="MCP endpoint of a running ERP server; e.g. http://127.0.0.1:8765/mcp"
+    )
+    erp.add_argument(
+        "--erp-token",
+        help="bearer token for --erp-url (or set ERP_MCP_TOKEN); never written to any file",
+    )
+    erp.add_argument(
+        "--erp-db",
+        help="serve this database on a free loopback port for the run; e.g. sqlite:///erp.db",
+    )
+    erp.add_argument(
+        "--erp-public-url",
+        help="MCP URL a remote provider can reach (e.g. a tunnel) when not the local one",
+    )
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "--out",
+        type=Path,
+        help="run directory (default runs/<harness>-<model>-<time>, or the latest unfinished run "
+        "with the same settings); e.g. --out runs/baseline",
+    )
+    out.add_argument(
+        "--force-new",
+        action="store_true",
+        help="start over even if --out holds a run with other settings (old files moved aside)",
+    )
+    out.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser
+
+
+def _split(values: list[str]) -> list[str]:
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def _harness_opts(values: list[str]) -> dict[str, str]:
+    opts: dict[str, str] = {}
+    for value in values:
+        key, sep, setting = value.partition("=")
+        if not sep or not key.strip():
+            raise _UsageError(f"--harness-opt {value!r}: expected KEY=VALUE, e.g. max_turns=20")
+        opts[key.strip()] = setting
+    return opts
+
+
+def _task_types(values: list[str]) -> list[str]:
+    from ledgerbench.dataset import TaskType
+
+    known = [t.value for t in TaskType]
+    chosen = _split(values)
+    for value in chosen:
+        if value not in known:
+            raise _UsageError(f"--task-type {value!r}: choose from {', '.join(known)}")
+    return chosen
+
+
+def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
+    from harnesses._runner import RunConfig
+
+    token = args.erp_token or os.environ.get("ERP_MCP_TOKEN") or None
+    try:
+        return RunConfig(
+            dataset=args.dataset,
+            task_types=_task_types(args.task_type),
+            ids=_split(args.ids),
+            limit=args.limit,
+            trials=args.trials,
+            seed=args.seed,
+            concurrency=args.concurrency,
+            timeout=args.timeout,
+            brief_timeout=args.brief_timeout,
+            harness=args.harness,
+            model=args.model,
+            reasoning_effort=args.reasoning_effort,
+            base_url=args.base_url,
+            harness_opts=_harness_opts(args.harness_opt),
+            erp_url=args.erp_url,
+            erp_token=SecretStr(token) if token else None,
+            erp_db=args.erp_db,
+            erp_public_url=args.erp_public_url,
+            out=args.out,
+            force_new=args.force_new,
+            progress=not args.no_progress and sys.stderr.isatty(),
+            command=["python", "-m", "harnesses.run", *argv],
+        )
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "input"
+        raise _UsageError(f"{field}: {first['msg']}") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # --help, or a flag argparse could not parse (already printed)
+        return int(exit_.code or 0)
+    from harnesses._runner import RunConfigError, run, summary_table
+
+    try:
+        config = config_from_args(args, argv)
+        summary = run(config)  # type: ignore[arg-type]
+    except (_UsageError, RunConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)  # a redirected summary keeps whole column names
+    console.print(summary_table(summary))
+    if summary.errors:
+        detail = ", ".join(f"{name} x{count}" for name, count in sorted(summary.errors.items()))
+        print(f"errors: {detail}", file=sys.stderr)
+    print(f"trajectories: {summary.run_dir / 'trajectories.jsonl'}", file=sys.stderr)
+    if summary.interrupted:
+        print("interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,518 @@
+"""The LLM rubric judge in DSPy: per-dimension or single-call, with validation, retries and a cache.
+
+A reply that does not parse, has the wrong number of verdicts, unknown ids or a score off the
+{0, 0.25, 0.5, 0.75, 1} grid is retried; after the last retry the dimension is ``judge_error``
+(unscored), never null and never 0. Usage and cost come from the history of a private copy of the
+LM made for each call, so concurrent calls are counted once each.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from harnesses.records import Usage
+from judge._base import (
+    ALLOWED_SCORES,
+    JudgeAbort,
+    JudgeItem,
+    JudgeOutcome,
+    dimension_from_assertions,
+    sha256_text,
+    stable_hash,
+)
+from judge._cache import DiskCache
+from judge._evidence import DEFAULT_EVIDENCE_CHARS, build_evidence
+from judge.records import AssertionScore, DimensionScore, DimensionStatus
+from ledgerbench.dataset import Assertion, Dimension, Question
+
+MAX_REASON_CHARS = 500
+
+
+class JudgeReplyError(ValueError):
+    """The judge's reply cannot be used (wrong count, unknown id, score off the grid)."""
+
+
+def _ensure_offline_cost_map() -> None:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def judge_slug(model: str) -> str:
+    """File-safe judge name from a model string: ``openai/gpt-5.2`` -> ``openai-gpt-5.2``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-") or "judge"
+
+
+@dataclass
+class CallResult:
+    """One verdict request (possibly several attempts) and what it cost."""
+
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    cost_unknown_calls: int = 0
+    calls: int = 0
+    messages: list[list[dict[str, Any]]] = field(default_factory=list)
+    """Prompts sent, one message list per model call (kept in memory for inspection and tests)."""
+
+    def absorb(self, history: list[dict[str, Any]]) -> None:
+        for entry in history:
+            self.calls += 1
+            self.usage = self.usage.add(usage_from_entry(entry.get("usage") or {}))
+            if entry.get("cost") is None:
+                self.cost_unknown_calls += 1
+            else:
+                self.cost_usd += float(entry["cost"])
+            self.messages.append(entry.get("messages") or [])
+
+
+def usage_from_entry(usage: dict[str, Any]) -> Usage:
+    """DSPy history usage (OpenAI-style keys) as our Usage."""
+    prompt_details = usage.get("prompt_tokens_details") or {}
+    completion_details = usage.get("completion_tokens_details") or {}
+    return Usage(
+        input_tokens=int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0),
+        output_tokens=int(usage.get("completion_tokens") or usage.get("output_tokens") or 0),
+        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+        cached_input_tokens=int(prompt_details.get("cached_tokens") or 0),
+    )
+
+
+def check_verdicts(verdicts: Any, assertions: list[Assertion]) -> list[AssertionScore]:
+    """The reply's verdicts as assertion scores, or JudgeReplyError naming what is wrong."""
+    if not isinstance(verdicts, list):
+        raise JudgeReplyError(f"expected a list of verdicts, got {type(verdicts).__name__}")
+    if len(verdicts) != len(assertions):
+        raise JudgeReplyError(f"expected {len(assertions)} verdicts, got {len(verdicts)}")
+    by_id: dict[str, AssertionScore] = {}
+    for verdict in verdicts:
+        data = verdict if isinstance(verdict, dict) else verdict.model_dump()
+        assertion_id = str(data.get("assertion_id", ""))
+        score = data.get("score")
+        if score is not None:
+            score = _on_grid(score, assertion_id)
+        reason = str(data.get("reason") or "")[:MAX_REASON_CHARS]
+        by_id[assertion_id] = AssertionScore(
+            assertion_id=assertion_id, score=score, reason=reason, decided_by="llm"
+        )
+    expected_ids = [a.id for a in assertions]
+    unknown = sorted(set(by_id) - set(expected_ids))
+    if unknown or len(by_id) != len(expected_ids):
+        raise JudgeReplyError(
+            f"verdict ids {sorted(by_id)} do not match assertion ids {expected_ids}"
+        )
+    return [by_id[assertion_id] for assertion_id in expected_ids]
+
+
+def _on_grid(score: Any, assertion_id: str) -> float:
+    try:
+        value = float(score)
+    except (TypeError, ValueError):
+        raise JudgeReplyError(f"score {score!r} for {assertion_id} is not a number") from None
+    for allowed in ALLOWED_SCORES:
+        if abs(value - allowed) < 1e-6:
+            return allowed
+    raise JudgeReplyError(f"score {value} for {assertion_id} is not one of 0, 0.25, 0.5, 0.75, 1")
+
+
+def ground_truth_text(question: Question) -> str:
+    lines = [question.ground_truth or "(no reference answer given)"]
+    if question.expected:
+        lines.append("Expected facts:")
+        for fact in question.expected:
+            tolerance = f" (tolerance {fact.tolerance})" if fact.tolerance else ""
+            lines.append(f"- {fact.field} [{fact.kind}]: {fact.value}{tolerance}")
+    return "\n".join(lines)
+
+
+def _redact_credentials(url: str | None) -> str | None:
+    """A URL without any ``user:password@`` part (settings are written to the manifest)."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+_FATAL_LM_ERRORS = (
+    "LMAuthError",
+    "LMBillingError",
+    "LMUnsupportedModelError",
+    "LMConfigurationError",
+)
+
+
+def _raise_if_fatal(exc: BaseException) -> None:
+    """Errors no retry can fix end the run (checked by class name: DSPy is imported lazily)."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & set(_FATAL_LM_ERRORS):
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise JudgeAbort(f"the judge model cannot be used: {first_line}") from exc
+
+
+def _error_text(exc: BaseException) -> str:
+    message = " ".join(str(exc).split())[:300]
+    return f"{type(exc).__name__}: {message}"
+
+
+class RubricJudgeProgram:
+    """Factory for the DSPy module (built lazily so importing this file does not import DSPy)."""
+
+    @staticmethod
+    def build():
+        import dspy
+
+        from judge._signatures import DIMENSION_SIGNATURES, all_dimensions_signature
+
+        class RubricJudge(dspy.Module):
+            """One predictor per dimension plus one for all dimensions at once."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                for dimension, signature in DIMENSION_SIGNATURES.items():
+                    setattr(self, f"judge_{dimension.value}", dspy.Predict(signature))
+                self.judge_all = dspy.Predict(all_dimensions_signature())
+
+            def forward(self, dimension: Dimension | None = None, **inputs: Any):
+                if dimension is None:
+                    return self.judge_all(**inputs)
+                return getattr(self, f"judge_{dimension.value}")(**inputs)
+
+        return RubricJudge()
+
+
+class DspyJudge:
+    """``--judge MODEL``: the LLM rubric judge."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        mode: str = "per-dimension",
+        temperature: float | None = 0.0,
+        max_tokens: int | None = 4000,
+        retries: int = 2,
+        evidence_chars: int = DEFAULT_EVIDENCE_CHARS,
+        lm: Any = None,
+        name: str | None = None,
+        cache_dir: str | None = None,
+        price_per_mtok: tuple[float, float] | None = None,
+        request_timeout: float | None = 120.0,
+        adapter: str = "chat",
+        program_path: str | None = None,
+    ) -> None:
+        if mode not in ("per-dimension", "single-call"):
+            raise ValueError(f"mode {mode!r}: use per-dimension or single-call")
+        self.model = model or getattr(lm, "model", None) or "dspy-context-lm"
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.mode = mode
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.retries = retries
+        self.evidence_chars = evidence_chars
+        self.price_per_mtok = price_per_mtok
+        self.request_timeout = request_timeout
+        if adapter not in ("chat", "json"):
+            raise ValueError(f"adapter {adapter!r}: use chat or json")
+        self.adapter = adapter
+        self.program_path = program_path
+        self._program_sha256 = (
+            sha256_text(Path(program_path).read_text(encoding="utf-8")) if program_path else None
+        )
+        self._lm = lm
+        self.name = name or judge_slug(self.model) + ("-single" if mode == "single-call" else "")
+        self.cache = DiskCache(cache_dir) if cache_dir else None
+        self._program = None
+        self._instructions_hash: str | None = None
+
+    # -- setup -----------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Build the program and the LM in the calling thread (workers inherit neither DSPy
+        context)."""
+        _ensure_offline_cost_map()
+        import dspy
+
+        if self._lm is None:
+            self._lm = dspy.settings.lm if self.model == "dspy-context-lm" else self._make_lm()
+            if self._lm is None:
+                raise ValueError("no judge model: pass --judge MODEL or set a DSPy LM in context")
+        if self.adapter == "json":
+            self._adapter = dspy.JSONAdapter()
+        else:
+            # Our own retry loop handles bad replies; a silent second call in another format
+            # would not be visible in the attempt count.
+            self._adapter = dspy.ChatAdapter(use_json_adapter_fallback=False)
+        if self._program is None:
+            self._program = RubricJudgeProgram.build()
+            if self.program_path:
+                # A tuned program (demos, rewritten instructions) saved with module.save(path).
+                self._program.load(self.program_path)
+
+    def _make_lm(self):
+        import dspy
+
+        kwargs: dict[str, Any] = {"cache": False, "num_retries": 2}
+        if self.base_url:
+            kwargs["api_base"] = self.base_url
+            kwargs["api_key"] = os.environ.get(self.api_key_env or "OPENAI_API_KEY") or "unused"
+        elif self.api_key_env:
+            kwargs["api_key"] = os.environ.get(self.api_key_env, "")
+        if self.request_timeout:
+            kwargs["timeout"] = self.request_timeout
+        try:
+            return dspy.LM(
+                self.model, temperature=self.temperature, max_tokens=self.max_tokens, **kwargs
+            )
+        except Exception as exc:
+            if "reasoning" not in str(exc).lower():
+                raise
+            # Reasoning models refuse temperature 0 and small budgets: use what they accept.
+            self.temperature, self.max_tokens = None, None
+            return dspy.LM(self.model, temperature=None, max_tokens=None, **kwargs)
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "judge": "dspy",
+            "model": self.model,
+            "base_url": _redact_credentials(self.base_url),
+            "mode": self.mode,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "retries": self.retries,
+            "evidence_chars": self.evidence_chars,
+            "adapter": self.adapter,
+            "program_sha256": self._program_sha256,
+        }
+
+    def instructions_hash(self) -> str:
+        if self._instructions_hash is None:
+            _ensure_offline_cost_map()
+            from judge._signatures import (
+                DIMENSION_SIGNATURES,
+                all_dimensions_signature,
+                signature_text,
+            )
+
+            texts = {d.value: signature_text(s) for d, s in DIMENSION_SIGNATURES.items()}
+            texts["all"] = signature_text(all_dimensions_signature())
+            texts["program"] = self._program_sha256 or ""
+            self._instructions_hash = stable_hash(texts)
+        return self._instructions_hash
+
+    # -- calls -----------------------------------------------------------------------------------
+
+    def _predict(
+        self, dimension: Dimension | None, inputs: dict[str, Any], result: CallResult
+    ) -> Any:
+        import dspy
+
+        lm = self._lm.copy()
+        try:
+            with dspy.context(lm=lm, adapter=self._adapter):
+                return self._program(dimension=dimension, **inputs)
+        finally:
+            result.absorb(lm.history)
+
+    def _common_inputs(self, item: JudgeItem) -> dict[str, Any]:
+        return {
+            "question": item.question.query,
+            "task_type": item.question.task_type.value,
+            "answer": item.trajectory.answer,
+        }
+
+    def _dimension_inputs(self, item: JudgeItem, dimension: Dimension) -> dict[str, Any]:
+        from judge._signatures import AssertionToJudge
+
+        inputs = self._common_inputs(item)
+        inputs["assertions"] = [
+            AssertionToJudge(id=a.id, text=a.text) for a in item.question.tags[dimension]
+        ]
+        if dimension is Dimension.accuracy:
+            inputs["ground_truth"] = ground_truth_text(item.question)
+        if dimension is Dimension.groundedness:
+            inputs["evidence"] = build_evidence(item.trajectory, self.evidence_chars).text
+        return inputs
+
+    def _cache_key(self, item: JudgeItem, dimension: Dimension, inputs: dict[str, Any]) -> str:
+        payload = {
+            "question_id": item.question.id,
+            "answer_sha256": sha256_text(item.trajectory.answer),
+            "dimension": dimension.value,
+            "inputs": {
+                k: (sha256_text(v) if isinstance(v, str) else [m.model_dump() for m in v])
+                if not isinstance(v, dict)
+                else {d: [m.model_dump() for m in ms] for d, ms in v.items()}
+                for k, v in inputs.items()
+            },
+            "settings": self.settings(),
+            "instructions": self.instructions_hash(),
+        }
+        return stable_hash(payload)
+
+    def judge_dimension(
+        self, item: JudgeItem, dimension: Dimension
+    ) -> tuple[DimensionScore, CallResult]:
+        """Score one dimension: cache, else up to 1 + retries calls, else judge_error."""
+        assertions = item.question.tags[dimension]
+        inputs = self._dimension_inputs(item, dimension)
+        key = self._cache_key(item, dimension, inputs)
+        result = CallResult()
+        if (hit := self._cache_get(key)) is not None:
+            return hit, result
+        for _attempt in range(1 + self.retries):
+            try:
+                prediction = self._predict(dimension, inputs, result)
+                scores = check_verdicts(prediction.verdicts, assertions)
+            except Exception as exc:  # parse errors, bad replies and transport failures alike
+                _raise_if_fatal(exc)
+                result.error = _error_text(exc)
+                continue
+            result.error = None
+            dimension_score = dimension_from_assertions(
+                scores, undecided_status=DimensionStatus.not_applicable
+            )
+            self._cache_put(key, dimension_score)
+            return dimension_score, result
+        attempts = 1 + self.retries
+        return (
+            DimensionScore(
+                status=DimensionStatus.judge_error,
+                error=f"after {attempts} attempts: {result.error}",
+            ),
+            result,
+        )
+
+    def judge_all(self, item: JudgeItem) -> tuple[dict[Dimension, DimensionScore], CallResult]:
+        """Single-call mode: all dimensions in one structured call; failed dimensions retried."""
+        from judge._signatures import AssertionToJudge
+
+        dimensions = [d for d, a in item.question.tags.items() if a]
+        inputs = self._common_inputs(item)
+        inputs["ground_truth"] = ground_truth_text(item.question)
+        inputs["evidence"] = build_evidence(item.trajectory, self.evidence_chars).text
+        inputs["assertions"] = {
+            d.value: [AssertionToJudge(id=a.id, text=a.text) for a in item.question.tags[d]]
+            for d in dimensions
+        }
+        keys = {d: self._cache_key(item, d, inputs) for d in dimensions}
+        done: dict[Dimension, DimensionScore] = {}
+        for d in dimensions:
+            if (hit := self._cache_get(keys[d])) is not None:
+                done[d] = hit
+        result = CallResult()
+        errors: dict[Dimension, str] = {}
+        for _attempt in range(1 + self.retries):
+            pending = [d for d in dimensions if d not in done]
+            if not pending:
+                break
+            try:
+                prediction = self._predict(None, inputs, result)
+                replies = prediction.verdicts
+                if not isinstance(replies, dict):
+                    raise JudgeReplyError("verdicts is not a mapping of dimension -> verdicts")
+            except Exception as exc:
+                _raise_if_fatal(exc)
+                errors = {d: _error_text(exc) for d in pending}
+                continue
+            for d in pending:
+                try:
+                    if d.value not in replies:
+                        raise JudgeReplyError(f"no verdicts for dimension {d.value}")
+                    scores = check_verdicts(replies[d.value], item.question.tags[d])
+                except JudgeReplyError as exc:
+                    errors[d] = _error_text(exc)
+                    continue
+                errors.pop(d, None)
+                done[d] = dimension_from_assertions(
+                    scores, undecided_status=DimensionStatus.not_applicable
+                )
+                self._cache_put(keys[d], done[d])
+        attempts = 1 + self.retries
+        for d in dimensions:
+            if d not in done:
+                done[d] = DimensionScore(
+                    status=DimensionStatus.judge_error,
+                    error=f"after {attempts} attempts: {errors.get(d, 'no reply')}",
+                )
+        return {d: done[d] for d in dimensions}, result
+
+    def _cache_get(self, key: str) -> DimensionScore | None:
+        if self.cache is None:
+            return None
+        value = self.cache.get(key)
+        return DimensionScore.model_validate(value) if value is not None else None
+
+    def _cache_put(self, key: str, score: DimensionScore) -> None:
+        if self.cache is not None:
+            self.cache.put(key, score.model_dump(mode="json"))
+
+    # -- the judge protocol --------------------------------------------------------------------
+
+    def score(self, item: JudgeItem) -> JudgeOutcome:
+        if self._program is None:
+            self.prepare()
+        total = CallResult()
+        cache_hits = 0
+        by_dimension: dict[str, dict[str, Any]] = {}
+        if self.mode == "single-call":
+            dimensions, total = self.judge_all(item)
+            if total.calls == 0:
+                cache_hits = sum(
+                    d.status is not DimensionStatus.judge_error for d in dimensions.values()
+                )
+        else:
+            dimensions = {}
+            for dimension, assertions in item.question.tags.items():
+                if not assertions:
+                    continue
+                dimensions[dimension], result = self.judge_dimension(item, dimension)
+                cache_hits += (
+                    result.calls == 0
+                    and dimensions[dimension].status != DimensionStatus.judge_error
+                )
+                total.usage = total.usage.add(result.usage)
+                total.cost_usd += result.cost_usd
+                total.cost_unknown_calls += result.cost_unknown_calls
+                total.calls += result.calls
+                total.messages += result.messages
+                by_dimension[dimension.value] = {
+                    "calls": result.calls,
+                    "input_tokens": result.usage.input_tokens,
+                    "output_tokens": result.usage.output_tokens,
+                    "cost_usd": self._cost(result),
+                }
+        extra: dict[str, Any] = {}
+        if by_dimension:
+            extra["calls_by_dimension"] = by_dimension
+        if total.cost_unknown_calls:
+            extra["cost_unknown_calls"] = total.cost_unknown_calls
+        return JudgeOutcome(
+            dimensions=dimensions,
+            usage=total.usage,
+            cost_usd=self._cost(total),
+            calls=total.calls,
+            cache_hits=cache_hits,
+            extra=extra,
+        )
+
+    def _cost(self, total: CallResult) -> float | None:
+        if self.price_per_mtok is not None:
+            price_in, price_out = self.price_per_mtok
+            usage = total.usage
+            return (usage.input_tokens * price_in + usage.output_tokens * price_out) / 1e6
+        if total.calls == 0:
+            return 0.0
+        if total.cost_unknown_calls:
+            return None
+        return total.cost_usd

@@ -1,0 +1,137 @@
+"""ERP record links in answers: find them, parse them, and resolve them against the ERP database."""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from synthetic_erp._catalog import (
+    ENTITY_SETS,
+    RecordRef,
+    entity_set,
+    parse_record_url,
+    record_path,
+)
+
+ENTITY_SET_NAMES = frozenset(spec.name for spec in ENTITY_SETS)
+
+_URL_RE = re.compile(r"https?://[^\s<>\"'`|\])]+", re.IGNORECASE)
+_PATH_RE = re.compile(r"(?<![\w/.:])/erp/[^\s<>\"'`|\]),;]+")
+_TRAILING = ".,;:!?*_"
+
+
+@dataclass(frozen=True)
+class CitedLink:
+    text: str
+    """The link as written."""
+    ref: RecordRef | None
+    """The record it addresses; None when it mentions ``/erp/`` but is not a record link."""
+
+    @property
+    def path(self) -> str | None:
+        return canonical_path(self.ref) if self.ref else None
+
+
+def canonical_path(ref: RecordRef) -> str:
+    return record_path(ref.entity_set, ref.legal_entity, ref.key)
+
+
+def parse_link(url: str) -> RecordRef | None:
+    """The record a cited link points to (see :func:`synthetic_erp.parse_record_url`)."""
+    return parse_record_url(url)
+
+
+def normalize_record_path(path: str) -> str | None:
+    """``/erp/LE/set/key`` in canonical form (quoted as the catalogue does); None if malformed."""
+    ref = parse_link(path)
+    return canonical_path(ref) if ref else None
+
+
+def find_erp_links(text: str) -> list[CitedLink]:
+    """Every URL or bare path that mentions ``/erp/``, in order, without duplicates."""
+    seen: set[str] = set()
+    links = []
+    candidates = sorted(
+        [(m.start(), m.group(0)) for m in _URL_RE.finditer(text)]
+        + [(m.start(), m.group(0)) for m in _PATH_RE.finditer(text)]
+    )
+    for _, raw in candidates:
+        link = raw.rstrip(_TRAILING)
+        if "/erp/" not in link or link in seen:
+            continue
+        if not link.startswith("/") and any(link.endswith(s) for s in seen):
+            continue
+        seen.add(link)
+        links.append(CitedLink(text=link, ref=parse_link(link)))
+    # A bare path found inside a URL already seen is the same citation.
+    urls = [link.text for link in links if "://" in link.text]
+    return [
+        link
+        for link in links
+        if "://" in link.text or not any(url.endswith(link.text) for url in urls)
+    ]
+
+
+class ErpResolver:
+    """Looks cited records up in the ERP database (opened read-only), memoising answers."""
+
+    def __init__(self, db_url: str) -> None:
+        self.db_url = db_url
+        self._engine: Engine | None = None
+        self._known: dict[RecordRef, bool] = {}
+        self._lock = threading.Lock()
+
+    def _get_engine(self) -> Engine:
+        with self._lock:
+            if self._engine is None:
+                from synthetic_erp._db import open_engine
+
+                self._engine = open_engine(self.db_url, read_only=True)
+            return self._engine
+
+    def exists(self, ref: RecordRef) -> bool:
+        if ref in self._known:
+            return self._known[ref]
+        spec = entity_set(ref.entity_set)
+        table = spec.table
+        key_column = getattr(table, spec.key_column)
+        statement = select(key_column).where(
+            table.legal_entity == ref.legal_entity, key_column == ref.key
+        )
+        with Session(self._get_engine()) as session:
+            found = session.execute(statement.limit(1)).first() is not None
+        self._known[ref] = found
+        return found
+
+    def check(self, expected_snapshot: str | None = None) -> str | None:
+        """Open the database and read its snapshot hash; ValueError when it cannot be used.
+
+        Returns a warning when the snapshot differs from the one the run was made against.
+        """
+        if "***" in self.db_url:
+            raise ValueError(
+                "the ERP database URL in the run manifest has its password redacted; "
+                "pass --erp-db with the full URL"
+            )
+        from synthetic_erp._db import read_meta
+
+        try:
+            snapshot = read_meta(self._get_engine()).get("snapshot_hash")
+        except Exception as exc:
+            message = " ".join(str(exc).split())[:200]
+            raise ValueError(f"cannot read the ERP database {self.db_url}: {message}") from None
+        if expected_snapshot and snapshot and snapshot != expected_snapshot:
+            return (
+                f"ERP database snapshot {snapshot[:12]} differs from the run's "
+                f"{expected_snapshot[:12]}: cited links are resolved against a different ERP"
+            )
+        return None
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None

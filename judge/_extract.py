@@ -1,0 +1,350 @@
+"""Reading facts out of free-text answers: amounts, percents, counts, dates, ids, names, tables.
+
+Every finder is lenient about format (agents write "$1,234.56", "USD 1.2M", "(1,234.56)",
+"1.2 million", "March 2, 2026", "02/03/2026") and strict about value: a number matches an expected
+value only within the expected tolerance or the precision the answer itself shows (``$1.2M`` is
+good to +/- 50,000).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+_SCALE_WORDS = {
+    "k": 1e3,
+    "thousand": 1e3,
+    "m": 1e6,
+    "mm": 1e6,
+    "mn": 1e6,
+    "mio": 1e6,
+    "million": 1e6,
+    "millions": 1e6,
+    "b": 1e9,
+    "bn": 1e9,
+    "billion": 1e9,
+    "billions": 1e9,
+}
+_CURRENCY = r"(?:[$€£¥]|USD|EUR|GBP|CAD|AUD|JPY|CHF|CNY|INR|MXN|BRL|US\$)"
+_NUMBER_BODY = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+,\d{1,2}|\d+(?:\.\d+)?|\.\d+)"
+_SCALE = r"(?:thousand|millions?|billions?|mio|mn|bn|mm|[kmb])\b"
+_AMOUNT_RE = re.compile(
+    rf"""
+    (?<![\w.,/-])
+    (?P<open>\()?\s*
+    (?P<sign1>[-−–])?\s*
+    (?P<cur1>{_CURRENCY})?\s*
+    (?P<sign2>[-−–])?\s*
+    (?P<num>{_NUMBER_BODY})
+    (?:\s*(?P<scale>{_SCALE}))?
+    (?![\w])
+    (?:\s*(?P<cur2>{_CURRENCY})(?![A-Za-z]))?
+    \s*(?P<close>\))?
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+_NUMBER_WORDS = {
+    "zero": 0,
+    "no": 0,
+    "none": 0,
+    "one": 1,
+    "a single": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
+
+
+@dataclass(frozen=True)
+class NumberMention:
+    """One number written in the answer."""
+
+    value: float
+    precision: float
+    """Half a unit of the last digit shown, times the scale: ``1.2M`` -> 50,000."""
+    explicit_sign: bool
+    """Written with a minus sign or in parentheses."""
+    start: int
+    end: int
+    has_currency: bool
+    is_percent: bool
+
+
+def _parse_body(body: str) -> tuple[float, float]:
+    """Value and precision of a bare number, e.g. ``1,234.5`` -> (1234.5, 0.05)."""
+    if re.fullmatch(r"\d{1,3}(?:\.\d{3})+,\d{1,2}", body):  # European: 1.234,56
+        body = body.replace(".", "").replace(",", ".")
+    else:
+        body = body.replace(",", "")
+    decimals = len(body.split(".", 1)[1]) if "." in body else 0
+    return float(body), 0.5 * 10 ** (-decimals)
+
+
+def find_numbers(text: str) -> list[NumberMention]:
+    """Every number in ``text`` with its sign, scale, currency and percent markers."""
+    found = []
+    for match in _AMOUNT_RE.finditer(text):
+        value, precision = _parse_body(match.group("num"))
+        scale_word = (match.group("scale") or "").lower()
+        scale = _SCALE_WORDS.get(scale_word, 1.0)
+        negative = bool(match.group("sign1") or match.group("sign2"))
+        negative = negative or bool(match.group("open") and match.group("close"))
+        tail = text[match.end() : match.end() + 9].lower()
+        is_percent = tail.lstrip().startswith(("%", "percent", "per cent"))
+        value *= scale
+        precision *= scale
+        found.append(
+            NumberMention(
+                value=-value if negative else value,
+                precision=precision,
+                explicit_sign=negative,
+                start=match.start("num"),
+                end=match.end(),
+                has_currency=bool(match.group("cur1") or match.group("cur2")),
+                is_percent=is_percent,
+            )
+        )
+    return found
+
+
+def _close(mention: NumberMention, expected: float, tolerance: float) -> bool:
+    allowed = max(tolerance, mention.precision) + 1e-9
+    if abs(mention.value - expected) <= allowed:
+        return True
+    # A negative balance is often written without a sign ("a credit balance of $500").
+    return not mention.explicit_sign and abs(mention.value - abs(expected)) <= allowed
+
+
+def find_amount(text: str, expected: float, tolerance: float = 0.0) -> NumberMention | None:
+    """The first money-like number equal to ``expected`` within tolerance, or None.
+
+    Zero also matches the words "zero" / "nil" / "no balance" style phrasing.
+    """
+    expected = float(expected)
+    for mention in find_numbers(text):
+        if mention.is_percent:
+            continue
+        if _close(mention, expected, tolerance):
+            return mention
+    if expected == 0 and re.search(
+        r"\b(zero|nil|nothing (?:is )?(?:due|owed|outstanding))\b", text, re.I
+    ):
+        return NumberMention(0.0, 0.0, False, 0, 0, False, False)
+    return None
+
+
+def find_percent(text: str, expected: float, tolerance: float = 0.0) -> NumberMention | None:
+    """A percentage equal to ``expected`` (in percent units, e.g. 12.5) within tolerance."""
+    for mention in find_numbers(text):
+        if mention.is_percent and _close(mention, float(expected), tolerance):
+            return mention
+    return None
+
+
+def _strip_dates(text: str) -> str:
+    for pattern in _DATE_PATTERNS:
+        text = pattern.regex.sub(" ", text)
+    return text
+
+
+def find_count(text: str, expected: int, tolerance: float = 0.0) -> bool:
+    """Whether the answer states the count ``expected`` (digits or a number word)."""
+    stripped = _strip_dates(text)
+    for mention in find_numbers(stripped):
+        if mention.has_currency or mention.is_percent or mention.precision != 0.5:
+            continue
+        if abs(abs(mention.value) - expected) <= tolerance:
+            return True
+    lowered = stripped.lower()
+    return any(
+        re.search(rf"\b{word}\b", lowered) and abs(number - expected) <= tolerance
+        for word, number in _NUMBER_WORDS.items()
+        if word not in {"no", "none"} or expected == 0
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Dates
+# ---------------------------------------------------------------------------------------------
+
+_MONTHS = {
+    name: index
+    for index, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_MONTH_RE = "(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+
+
+@dataclass(frozen=True)
+class _DatePattern:
+    regex: re.Pattern[str]
+    kind: str
+
+
+_DATE_PATTERNS = (
+    _DatePattern(re.compile(r"\b(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})\b"), "ymd"),
+    _DatePattern(re.compile(r"\b(?P<a>\d{1,2})[/.-](?P<b>\d{1,2})[/.-](?P<y>\d{4}|\d{2})\b"), "ab"),
+    _DatePattern(
+        re.compile(rf"\b{_MONTH_RE}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})\b", re.I),
+        "mdy",
+    ),
+    _DatePattern(
+        re.compile(
+            rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?[\s-]+(?:of\s+)?{_MONTH_RE}[\s,-]+(?P<y>\d{{4}})\b",
+            re.I,
+        ),
+        "dmy",
+    ),
+)
+
+
+def _safe_date(year: int, month: int, day: int) -> dt.date | None:
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return None
+
+
+def find_dates(text: str) -> set[dt.date]:
+    """Every date in a common format; ``03/02/2026`` yields both readings (Mar 2 and Feb 3)."""
+    dates: set[dt.date] = set()
+    for pattern in _DATE_PATTERNS:
+        for match in pattern.regex.finditer(text):
+            groups = match.groupdict()
+            year = int(groups["y"])
+            year = year + 2000 if year < 100 else year
+            if pattern.kind == "ymd":
+                candidates = [(int(groups["m"]), int(groups["d"]))]
+            elif pattern.kind == "ab":
+                a, b = int(groups["a"]), int(groups["b"])
+                candidates = [(a, b), (b, a)]
+            else:
+                month = _MONTHS[groups["month"].lower().rstrip(".")]
+                candidates = [(month, int(groups["d"]))]
+            for month, day in candidates:
+                if (parsed := _safe_date(year, month, day)) is not None:
+                    dates.add(parsed)
+    return dates
+
+
+def find_date(text: str, expected: str | dt.date) -> bool:
+    target = expected if isinstance(expected, dt.date) else dt.date.fromisoformat(str(expected))
+    return target in find_dates(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ids, names, phrases
+# ---------------------------------------------------------------------------------------------
+
+
+def normalize_words(text: str) -> str:
+    """Lower case, punctuation to spaces, single spaces: ``"Contoso, Inc."`` -> ``contoso inc``."""
+    return " ".join(re.sub(r"[^\w]+", " ", text.casefold()).split())
+
+
+def find_phrase_position(text: str, phrase: str) -> int | None:
+    """Position of ``phrase`` in ``text`` ignoring case, spacing and punctuation, on word bounds.
+
+    The position is in the normalized text, so it orders phrases but is not an offset into ``text``.
+    """
+    needle = normalize_words(str(phrase))
+    if not needle:
+        return None
+    match = re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", normalize_words(text))
+    return match.start() if match else None
+
+
+def find_id(text: str, expected: str) -> bool:
+    """An account or document id, case-insensitive, on word bounds (``SYNCUS-0001``)."""
+    pattern = rf"(?<![\w-]){re.escape(str(expected))}(?![\w-])"
+    return re.search(pattern, text, re.IGNORECASE) is not None or (
+        find_phrase_position(text, expected) is not None
+    )
+
+
+_NO_RECORDS_RE = re.compile(
+    r"\b(no (?:\w+ ){0,4}(?:records?|results?|matches|entries|invoices?|transactions?|orders?|"
+    r"payments?|disputes?|activities|tasks?|cases?|letters?|customers?|vendors?|balances?|"
+    r"items?|credit notes?|discounts?)\b(?: (?:were|was|are|is) )?(?:found|exist|on file|recorded)?"
+    r"|none (?:found|exist|recorded|on file)|nothing (?:found|was found|outstanding|is outstanding)"
+    r"|(?:does|do) not (?:exist|have any)|doesn't exist|don't exist|there (?:are|were|is|was) no"
+    r"|could not find|couldn't find|not find any|did not find|found no|zero (?:records|results))",
+    re.IGNORECASE,
+)
+
+
+def says_no_records(text: str) -> bool:
+    """Whether the answer says nothing was found ("no open invoices", "there are no records")."""
+    return _NO_RECORDS_RE.search(text) is not None
+
+
+def says_boolean(text: str, expected: bool) -> bool | None:
+    """True/False when the answer opens with a clear yes/no, None when it does not."""
+    opening = normalize_words(text[:200])
+    if re.match(r"^(?:\w+ ){0,3}?(yes|correct|true)\b", opening):
+        return expected is True
+    if re.match(r"^(?:\w+ ){0,3}?(no|not|false|incorrect)\b", opening):
+        return expected is False
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout
+# ---------------------------------------------------------------------------------------------
+
+_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$", re.MULTILINE)
+
+
+def has_markdown_table(text: str) -> bool:
+    """A GitHub-style table: a header row followed by a ``|---|---|`` separator row."""
+    for match in _TABLE_SEPARATOR.finditer(text):
+        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        if before.count("|") >= 1:
+            return True
+    return "<table" in text.lower()
+
+
+def opening_text(text: str, lines: int = 3) -> str:
+    """The first non-empty, non-heading lines (where an answer-first reply states its answer)."""
+    kept = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or set(stripped) <= set("-*_=|: "):
+            continue
+        kept.append(stripped)
+        if len(kept) == lines:
+            break
+    return "\n".join(kept)
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+\S", re.MULTILINE)
+
+
+def list_items(text: str) -> int:
+    """Number of bullet or numbered list items."""
+    return len(_LIST_ITEM.findall(text))

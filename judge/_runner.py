@@ -1,0 +1,579 @@
+"""Scoring a run: ``runs/NAME/trajectories.jsonl`` -> ``runs/NAME/scores/<judge>.jsonl`` + manifest.
+
+Records are appended one per trajectory as they finish, so an interrupted run resumes by skipping
+the (question id, trial) pairs already in the file. ``status: error`` trajectories are not judged
+(``infra_error``); an empty answer scores 0 on every assertion without a model call.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from harnesses.records import RunManifest, Status, TrajectoryRecord, Usage
+from judge._base import (
+    Judge,
+    JudgeAbort,
+    JudgeItem,
+    JudgeOutcome,
+    answer_is_empty,
+    dimension_from_assertions,
+    overall_score,
+    sha256_text,
+    zero_dimensions,
+)
+from judge.records import DimensionScore, DimensionStatus, JudgeManifest, ScoreRecord, ScoreStatus
+from ledgerbench.dataset import Dataset, Question
+
+
+class JudgeRunError(ValueError):
+    """A problem with the run directory, dataset or options; the message names the fix."""
+
+
+class JudgeRunConfig(BaseModel):
+    """Everything ``python -m judge.run`` takes; tests call :func:`run_judge` with one of these."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    run_dir: Path
+    judge: str = "rules"
+    """``rules``, a DSPy model string (``openai/gpt-5.2``) or a plug-in ``pkg.module:factory``."""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """Name of the environment variable holding the judge's API key (never the key itself)."""
+    mode: Literal["per-dimension", "single-call"] = "per-dimension"
+    with_rules: bool = False
+    name: str | None = None
+    erp_db: str | None = None
+    dataset: str | None = None
+    concurrency: int = 4
+    retries: int = 2
+    temperature: float | None = 0.0
+    max_tokens: int | None = 4000
+    evidence_chars: int = 60_000
+    cache: bool = True
+    cache_dir: str | None = None
+    overwrite: bool = False
+    price_per_mtok: tuple[float, float] | None = None
+    adapter: Literal["chat", "json"] = "chat"
+    program: str | None = None
+    """A tuned DSPy program state saved with ``module.save(path)`` (demos, instructions)."""
+    progress: bool = True
+
+
+@dataclass
+class JudgeRunResult:
+    scores_path: Path
+    manifest_path: Path
+    judged: int = 0
+    """Records written by this invocation."""
+    resumed: int = 0
+    """Records already in the file and skipped."""
+    counts: Counter[str] = field(default_factory=Counter)
+    calls: int = 0
+    """Model calls made by this invocation."""
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+
+
+def read_manifest(run_dir: Path) -> RunManifest:
+    path = run_dir / "manifest.json"
+    if not path.exists():
+        raise JudgeRunError(
+            f"{path} not found: pass a run directory written by python -m harnesses.run (runs/NAME)"
+        )
+    try:
+        return RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        first = str(exc).splitlines()[0]
+        raise JudgeRunError(f"{path} is not a valid run manifest ({first})") from None
+
+
+def read_trajectories(run_dir: Path) -> tuple[list[TrajectoryRecord], list[str]]:
+    path = run_dir / "trajectories.jsonl"
+    if not path.exists():
+        raise JudgeRunError(f"{path} not found: the run has no trajectories yet")
+    records, warnings = [], []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(TrajectoryRecord.model_validate_json(line))
+        except ValueError:
+            warnings.append(f"{path.name} line {number}: not a trajectory record, skipped")
+    return records, warnings
+
+
+def load_run_dataset(config: JudgeRunConfig, manifest: RunManifest) -> tuple[Dataset, list[str]]:
+    from ledgerbench.dataset import dataset_hash, load_dataset
+
+    given = config.dataset or manifest.dataset_path
+    candidates = [Path(given), config.run_dir / given]
+    path = next((p for p in candidates if p.exists()), None)
+    if path is None:
+        raise JudgeRunError(
+            f"dataset {given} not found "
+            f"(from {'--dataset' if config.dataset else 'the run manifest'}); "
+            "pass --dataset PATH to the dataset file the run used"
+        )
+    try:
+        dataset = load_dataset(path)
+    except Exception as exc:
+        raise JudgeRunError(f"cannot load dataset {path}: {str(exc).splitlines()[0]}") from None
+    warnings = []
+    if manifest.dataset_hash and dataset_hash(dataset) != manifest.dataset_hash:
+        warnings.append(
+            f"dataset {path} differs from the one the run used "
+            f"(hash {dataset_hash(dataset)[:12]} != "
+            f"{manifest.dataset_hash[:12]}); answer keys may not match the answers"
+        )
+    return dataset, warnings
+
+
+# ---------------------------------------------------------------------------------------------
+# Judges
+# ---------------------------------------------------------------------------------------------
+
+
+class CombinedJudge:
+    """``--with-rules``: the LLM judges everything; rules override the assertions they decide.
+
+    The LLM's own score for an overridden assertion is kept in ``extra.llm_overridden``.
+    """
+
+    def __init__(self, llm: Any, rules: Any) -> None:
+        self.llm, self.rules = llm, rules
+        self.name = f"{llm.name}+rules"
+        self.model = llm.model
+        self.mode = llm.mode
+
+    def prepare(self) -> None:
+        if hasattr(self.llm, "prepare"):
+            self.llm.prepare()
+
+    def settings(self) -> dict[str, Any]:
+        return {**self.llm.settings(), "with_rules": self.rules.settings()}
+
+    def instructions_hash(self) -> str:
+        return sha256_text(self.llm.instructions_hash() + self.rules.instructions_hash())
+
+    def score(self, item: JudgeItem) -> JudgeOutcome:
+        llm_outcome = self.llm.score(item)
+        rules_outcome = self.rules.score(item)
+        overridden: dict[str, dict[str, float | None]] = {}
+        for dimension, rules_dim in rules_outcome.dimensions.items():
+            decided = {a.assertion_id: a for a in rules_dim.assertions if a.decided_by}
+            if not decided:
+                continue
+            llm_dim = llm_outcome.dimensions.get(dimension)
+            if llm_dim is None or llm_dim.status is DimensionStatus.judge_error:
+                if len(decided) == len(rules_dim.assertions):
+                    llm_outcome.dimensions[dimension] = rules_dim
+                continue
+            merged = []
+            for assertion in llm_dim.assertions:
+                if assertion.assertion_id in decided:
+                    overridden.setdefault(dimension.value, {})[assertion.assertion_id] = (
+                        assertion.score
+                    )
+                    merged.append(decided[assertion.assertion_id])
+                else:
+                    merged.append(assertion)
+            llm_outcome.dimensions[dimension] = dimension_from_assertions(
+                merged, undecided_status=DimensionStatus.not_applicable
+            )
+        if overridden:
+            llm_outcome.extra["llm_overridden"] = overridden
+        return llm_outcome
+
+    def close(self) -> None:
+        self.rules.close()
+
+
+def build_judge(config: JudgeRunConfig, erp_db_url: str | None) -> Judge:
+    from judge._registry import create_judge
+
+    rules_options = {"erp_db_url": erp_db_url}
+    if config.program and not Path(config.program).is_file():
+        raise JudgeRunError(f"--program {config.program}: file not found")
+    if config.judge == "rules":
+        return create_judge("rules", name=config.name or "rules", **rules_options)
+    judge = create_judge(
+        config.judge,
+        base_url=config.base_url,
+        api_key_env=config.api_key_env,
+        mode=config.mode,
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        retries=config.retries,
+        evidence_chars=config.evidence_chars,
+        price_per_mtok=config.price_per_mtok,
+        adapter=config.adapter,
+        program_path=config.program,
+    )
+    if config.with_rules:
+        judge = CombinedJudge(judge, create_judge("rules", **rules_options))
+    if config.name:
+        judge.name = config.name
+    if config.cache:
+        _set_cache(
+            judge, config.cache_dir or str(config.run_dir / "scores" / ".cache" / judge.name)
+        )
+    return judge
+
+
+def _set_cache(judge: Any, cache_dir: str | None) -> None:
+    from judge._cache import DiskCache
+
+    target = getattr(judge, "llm", judge)
+    if hasattr(target, "cache"):
+        target.cache = DiskCache(cache_dir) if cache_dir else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring one trajectory
+# ---------------------------------------------------------------------------------------------
+
+
+def score_trajectory(judge: Judge, question: Question, trajectory: TrajectoryRecord) -> ScoreRecord:
+    """One ScoreRecord: infra_error for failed runs, zeros for empty answers, else the judge's."""
+    base = {
+        "question_id": trajectory.question_id,
+        "trial": trajectory.trial,
+        "task_type": question.task_type,
+        "judge": judge.name,
+        "answer_sha256": sha256_text(trajectory.answer),
+        "judged_at": dt.datetime.now(dt.UTC),
+    }
+    extra: dict[str, Any] = {"trajectory_status": trajectory.status.value}
+    if trajectory.status is Status.error:
+        error = trajectory.error.message if trajectory.error else "unknown error"
+        extra["infra_error"] = error[:500]
+        return ScoreRecord(status=ScoreStatus.infra_error, extra=extra, **base)
+    if answer_is_empty(trajectory.answer):
+        reason = (
+            f"empty answer (run ended with status {trajectory.status.value}): the user got nothing"
+        )
+        dimensions = zero_dimensions(question, reason)
+        return ScoreRecord(
+            status=ScoreStatus.scored,
+            dimensions=dimensions,
+            overall=overall_score(dimensions),
+            extra=extra,
+            **base,
+        )
+    try:
+        outcome = judge.score(JudgeItem(question=question, trajectory=trajectory))
+    except JudgeAbort:
+        raise
+    except Exception as exc:  # a judge bug must not lose the other records
+        message = f"{type(exc).__name__}: {exc}"[:500]
+        outcome = JudgeOutcome(
+            dimensions={
+                d: DimensionScore(status=DimensionStatus.judge_error, error=message)
+                for d, a in question.tags.items()
+                if a
+            }
+        )
+    extra.update(outcome.extra)
+    extra["calls"] = outcome.calls
+    errors = [
+        d.value for d, s in outcome.dimensions.items() if s.status is DimensionStatus.judge_error
+    ]
+    if errors:
+        extra["judge_error_dimensions"] = errors
+    cached = outcome.calls == 0 and outcome.cache_hits > 0
+    return ScoreRecord(
+        status=ScoreStatus.scored,
+        dimensions=outcome.dimensions,
+        overall=overall_score(outcome.dimensions),
+        usage=outcome.usage,
+        cost_usd=outcome.cost_usd,
+        cached=cached,
+        extra=extra,
+        **base,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------------
+
+
+def read_scores(path: str | Path) -> tuple[list[ScoreRecord], int]:
+    """Valid records of a scores file and the number of unreadable lines (e.g. cut by a kill)."""
+    path = Path(path)
+    if not path.exists():
+        return [], 0
+    records, bad = [], 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            records.append(ScoreRecord.model_validate_json(line))
+        except ValueError:
+            bad += 1
+    return records, bad
+
+
+def _check_resume(manifest_path: Path, judge: Judge) -> None:
+    if not manifest_path.exists():
+        return
+    previous = JudgeManifest.model_validate_json(manifest_path.read_text(encoding="utf-8"))
+    if previous.instructions_hash != judge.instructions_hash() or previous.settings != _jsonable(
+        judge.settings()
+    ):
+        raise JudgeRunError(
+            f"{manifest_path.parent / (previous.judge + '.jsonl')} was scored with other "
+            "judge settings "
+            "or instructions: pass --overwrite to replace it or --name NEW to score beside it"
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _totals(records: list[ScoreRecord]) -> tuple[Counter[str], Usage, float | None]:
+    counts: Counter[str] = Counter()
+    usage = Usage()
+    cost: float | None = 0.0
+    for record in records:
+        counts[record.status.value] += 1
+        counts["cached"] += record.cached
+        for dimension in record.dimensions.values():
+            counts[f"dimension_{dimension.status.value}"] += 1
+        usage = usage.add(record.usage)
+        if record.cost_usd is None and record.status is ScoreStatus.scored and not record.cached:
+            if record.extra.get("calls"):
+                cost = None
+        elif cost is not None:
+            cost += record.cost_usd or 0.0
+    counts["records"] = len(records)
+    return counts, usage, cost
+
+
+def _progress(enabled: bool, total: int):
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    progress = Progress(
+        TextColumn("[bold]judging"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        disable=not enabled,
+        transient=False,
+    )
+    return progress
+
+
+def run_judge(
+    config: JudgeRunConfig,
+    *,
+    judge: Judge | None = None,
+    dataset: Dataset | None = None,
+    on_record: Callable[[ScoreRecord], None] | None = None,
+) -> JudgeRunResult:
+    """Score every trajectory of ``config.run_dir`` not yet in the scores file."""
+    if config.concurrency < 1:
+        raise JudgeRunError("--concurrency must be at least 1")
+    manifest = read_manifest(config.run_dir)
+    warnings: list[str] = []
+    if dataset is None:
+        dataset, dataset_warnings = load_run_dataset(config, manifest)
+        warnings += dataset_warnings
+    trajectories, trajectory_warnings = read_trajectories(config.run_dir)
+    warnings += trajectory_warnings
+    erp_db_url = config.erp_db or manifest.erp_db_url
+    if judge is None:
+        judge = build_judge(config, erp_db_url)
+    elif config.name:
+        judge.name = config.name
+    if hasattr(judge, "prepare"):
+        judge.prepare()
+    warnings += _check_erp(judge, config, manifest)
+
+    scores_dir = config.run_dir / "scores"
+    scores_dir.mkdir(parents=True, exist_ok=True)
+    scores_path = scores_dir / f"{judge.name}.jsonl"
+    manifest_path = scores_dir / f"{judge.name}.manifest.json"
+    if config.overwrite:
+        scores_path.unlink(missing_ok=True)
+        manifest_path.unlink(missing_ok=True)
+    _check_resume(manifest_path, judge)
+    existing, bad_lines = read_scores(scores_path)
+    if bad_lines:  # a line cut by an interruption: rewrite the file with the good lines only
+        scores_path.write_text(
+            "".join(r.model_dump_json() + "\n" for r in existing), encoding="utf-8"
+        )
+        warnings.append(
+            f"{bad_lines} unreadable line(s) dropped from {scores_path.name}; re-judged"
+        )
+    done = {(r.question_id, r.trial) for r in existing}
+
+    questions = {q.id: q for q in dataset.items}
+    todo = []
+    for trajectory in trajectories:
+        if (trajectory.question_id, trajectory.trial) in done:
+            continue
+        if trajectory.question_id not in questions:
+            warnings.append(f"question {trajectory.question_id} is not in the dataset; not judged")
+            continue
+        todo.append(trajectory)
+
+    started = dt.datetime.now(dt.UTC)
+    judge_manifest = JudgeManifest(
+        judge=judge.name,
+        model=judge.model,
+        mode=judge.mode,
+        settings=_jsonable(judge.settings()),
+        instructions_hash=judge.instructions_hash(),
+        rubric_versions=sorted({dataset.header.rubric_version or "unversioned"}),
+        run_dir=str(config.run_dir),
+        started_at=started,
+        dataset_hash=manifest.dataset_hash,
+    )
+    manifest_path.write_text(judge_manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+    result = JudgeRunResult(scores_path=scores_path, manifest_path=manifest_path, resumed=len(done))
+    result.warnings = warnings
+    try:
+        _score_all(config, judge, questions, todo, scores_path, result, on_record)
+    finally:
+        if hasattr(judge, "close"):
+            judge.close()
+        records, _ = read_scores(scores_path)
+        counts, usage, cost = _totals(records)
+        judge_manifest.finished_at = dt.datetime.now(dt.UTC)
+        judge_manifest.counts = dict(counts)
+        judge_manifest.usage = usage
+        judge_manifest.cost_usd = cost
+        manifest_path.write_text(judge_manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        result.counts = counts
+    return result
+
+
+def _check_erp(judge: Judge, config: JudgeRunConfig, manifest: RunManifest) -> list[str]:
+    """Open the ERP for link resolution; a broken --erp-db is an error, a broken manifest URL a
+    warning (the link checks are then left to an LLM judge)."""
+    rules = getattr(judge, "rules", judge)
+    if not hasattr(rules, "check_erp"):
+        return []
+    if rules.resolver is None:
+        return ["no ERP database known (pass --erp-db): cited links are not resolved"]
+    try:
+        warning = rules.check_erp(manifest.erp_snapshot_hash)
+    except ValueError as exc:
+        if config.erp_db:
+            raise JudgeRunError(f"--erp-db: {exc}") from None
+        rules.disable_erp()
+        return [f"{exc}; cited links are not resolved"]
+    return [warning] if warning else []
+
+
+def _score_all(
+    config: JudgeRunConfig,
+    judge: Judge,
+    questions: dict[str, Question],
+    todo: list[TrajectoryRecord],
+    scores_path: Path,
+    result: JudgeRunResult,
+    on_record: Callable[[ScoreRecord], None] | None,
+) -> None:
+    status = Counter()
+    with (
+        _progress(config.progress, len(todo)) as progress,
+        scores_path.open("a", encoding="utf-8") as out,
+        ThreadPoolExecutor(max_workers=config.concurrency) as pool,
+    ):
+        task = progress.add_task("judging", total=len(todo), status="")
+        pending: set[Future[ScoreRecord]] = set()
+        queue = iter(todo)
+        try:
+            while True:
+                while len(pending) < config.concurrency * 2:
+                    trajectory = next(queue, None)
+                    if trajectory is None:
+                        break
+                    question = questions[trajectory.question_id]
+                    pending.add(pool.submit(score_trajectory, judge, question, trajectory))
+                if not pending:
+                    break
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    record = future.result()
+                    out.write(record.model_dump_json() + "\n")
+                    out.flush()
+                    _account(result, record, status)
+                    if on_record is not None:
+                        on_record(record)
+                    progress.update(task, advance=1, status=_status_text(status, result))
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+
+
+def _account(result: JudgeRunResult, record: ScoreRecord, status: Counter[str]) -> None:
+    result.judged += 1
+    result.calls += int(record.extra.get("calls", 0) or 0)
+    result.usage = result.usage.add(record.usage)
+    if record.cost_usd is None and record.extra.get("calls"):
+        result.cost_usd = None
+    elif result.cost_usd is not None:
+        result.cost_usd += record.cost_usd or 0.0
+    status[record.status.value] += 1
+    status["judge_error"] += len(record.extra.get("judge_error_dimensions", []))
+
+
+def _status_text(status: Counter[str], result: JudgeRunResult) -> str:
+    parts = [f"{status['scored']} scored"]
+    if status["infra_error"]:
+        parts.append(f"{status['infra_error']} infra errors")
+    if status["judge_error"]:
+        parts.append(f"{status['judge_error']} judge errors")
+    parts.append(f"{result.calls} calls")
+    return ", ".join(parts)
+
+
+def print_warnings(warnings: list[str]) -> None:
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
+__all__ = [
+    "CombinedJudge",
+    "JudgeRunConfig",
+    "JudgeRunError",
+    "JudgeRunResult",
+    "build_judge",
+    "read_scores",
+    "run_judge",
+    "score_trajectory",
+]

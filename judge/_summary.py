@@ -1,0 +1,117 @@
+"""Aggregating a scores file: by task type, and with task types weighted equally.
+
+Dimension score of a record = mean of its non-null assertion scores (computed when judged); a
+record's overall = mean of its scored dimensions. Here: a task type's dimension mean is the mean
+over its records where that dimension was scored; judge errors and n/a are counted, never averaged
+in. Equal weight = the mean of the task-type means, so 100 obligations do not outweigh 25 briefs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from judge._base import mean
+from judge.records import DimensionStatus, ScoreRecord, ScoreStatus
+from ledgerbench.dataset import Dimension, TaskType
+
+OVERALL = "overall"
+
+
+def _cell(values: list[float]) -> dict[str, Any]:
+    return {"mean": mean(values), "n": len(values)}
+
+
+def summarize(records: list[ScoreRecord]) -> dict[str, Any]:
+    """Summary as plain data (JSON-ready): counts, per task type means, equal-weight means."""
+    by_type: dict[TaskType, list[ScoreRecord]] = defaultdict(list)
+    for record in records:
+        by_type[record.task_type].append(record)
+    task_types: dict[str, Any] = {}
+    for task_type in TaskType:
+        group = by_type.get(task_type)
+        if group:
+            task_types[task_type.value] = _summarize_group(group)
+    columns = [d.value for d in Dimension] + [OVERALL]
+    equal_weight = {}
+    for column in columns:
+        means = [t["scores"][column]["mean"] for t in task_types.values() if column in t["scores"]]
+        means = [m for m in means if m is not None]
+        equal_weight[column] = {"mean": mean(means), "task_types": len(means)}
+    return {
+        "records": len(records),
+        "scored": sum(r.status is ScoreStatus.scored for r in records),
+        "infra_errors": sum(r.status is ScoreStatus.infra_error for r in records),
+        "judge_errors": sum(t["judge_errors"] for t in task_types.values()),
+        "task_types": task_types,
+        "equal_weight": equal_weight,
+    }
+
+
+def _summarize_group(records: list[ScoreRecord]) -> dict[str, Any]:
+    values: dict[str, list[float]] = defaultdict(list)
+    judge_errors: dict[str, int] = defaultdict(int)
+    not_applicable: dict[str, int] = defaultdict(int)
+    needs_llm: dict[str, int] = defaultdict(int)
+    scored = [r for r in records if r.status is ScoreStatus.scored]
+    for record in scored:
+        for dimension, score in record.dimensions.items():
+            if score.status is DimensionStatus.scored and score.score is not None:
+                values[dimension.value].append(score.score)
+            elif score.status is DimensionStatus.judge_error:
+                judge_errors[dimension.value] += 1
+            elif score.status is DimensionStatus.needs_llm:
+                needs_llm[dimension.value] += 1
+            else:
+                not_applicable[dimension.value] += 1
+        if record.overall is not None:
+            values[OVERALL].append(record.overall)
+    return {
+        "records": len(records),
+        "scored": len(scored),
+        "infra_errors": len(records) - len(scored),
+        "judge_errors": sum(judge_errors.values()),
+        "scores": {column: _cell(v) for column, v in values.items()},
+        "judge_error_by_dimension": dict(judge_errors),
+        "not_applicable_by_dimension": dict(not_applicable),
+        "needs_llm_by_dimension": dict(needs_llm),
+    }
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def summary_markdown(summary: dict[str, Any], title: str) -> str:
+    """The summary as a markdown table: one row per task type plus the equal-weight row."""
+    columns = [d.value for d in Dimension] + [OVERALL]
+    present = [c for c in columns if any(c in t["scores"] for t in summary["task_types"].values())]
+    lines = [
+        f"## {title}",
+        "",
+        f"{summary['records']} records: {summary['scored']} scored, "
+        f"{summary['infra_errors']} infrastructure failures (not judged), "
+        f"{summary['judge_errors']} dimension judge errors (unscored).",
+        "",
+        "| task type | n | " + " | ".join(present) + " |",
+        "|---|---:|" + "---:|" * len(present),
+    ]
+    for name, group in summary["task_types"].items():
+        cells = []
+        for column in present:
+            cell = group["scores"].get(column)
+            cells.append(f"{_fmt(cell['mean'])} ({cell['n']})" if cell else "-")
+        lines.append(f"| {name} | {group['scored']} | " + " | ".join(cells) + " |")
+    equal = [_fmt(summary["equal_weight"][c]["mean"]) for c in present]
+    lines.append("| **equal weight** | | " + " | ".join(equal) + " |")
+    lines.append("")
+    lines.append("Cells: mean (records with a score). Equal weight: mean of the task-type means.")
+    return "\n".join(lines)
+
+
+def scores_files(run_dir: Path, judge_name: str | None = None) -> list[Path]:
+    directory = run_dir / "scores"
+    if judge_name:
+        return [directory / f"{judge_name}.jsonl"]
+    return sorted(directory.glob("*.jsonl")) if directory.exists() else []

@@ -1,0 +1,206 @@
+"""``python -m judge.run runs/NAME --judge MODEL``: score a run's trajectories."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+EXAMPLES = """\
+examples:
+  python -m judge.run runs/demo --judge rules
+  python -m judge.run runs/demo --judge rules --erp-db sqlite:///erp.db
+  python -m judge.run runs/demo --judge openai/gpt-5.2 --concurrency 8
+  python -m judge.run runs/demo --judge openai/qwen3 --base-url http://127.0.0.1:8000/v1 \
+      --api-key-env LOCAL_KEY
+  python -m judge.run runs/demo --judge anthropic/claude-sonnet-4-5 --mode single-call --with-rules
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m judge.run",
+        description="Score every trajectory of a run; writes runs/NAME/scores/<judge>.jsonl and "
+        "<judge>.manifest.json. Re-running resumes: records already scored are skipped.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "run_dir",
+        type=Path,
+        help="run directory with manifest.json and trajectories.jsonl, e.g. runs/demo",
+    )
+    parser.add_argument(
+        "--judge",
+        required=True,
+        help="'rules' (offline, deterministic), a DSPy model string (e.g. openai/gpt-5.2) or "
+        "package.module:factory",
+    )
+    parser.add_argument(
+        "--base-url",
+        help="OpenAI-compatible endpoint for the judge model, e.g. http://127.0.0.1:8000/v1",
+    )
+    parser.add_argument(
+        "--api-key-env",
+        help="name of the environment variable holding the judge API key, e.g. OPENAI_API_KEY "
+        "(the key is never written)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=["per-dimension", "single-call"],
+        default="per-dimension",
+        help="one call per dimension (default, as in the paper) or all dimensions in one call "
+        "(cheaper)",
+    )
+    parser.add_argument(
+        "--with-rules",
+        action="store_true",
+        help="let the deterministic rules decide the assertions they can; the LLM judges the rest "
+        "(judge name gets '+rules')",
+    )
+    parser.add_argument(
+        "--name",
+        help="scores-file name instead of the default (model slug or 'rules'), e.g. --name "
+        "gpt52-run2",
+    )
+    parser.add_argument(
+        "--erp-db",
+        help="ERP database URL for resolving cited record links (default: the run manifest's "
+        "erp_db_url), e.g. sqlite:///erp.db",
+    )
+    parser.add_argument(
+        "--dataset",
+        help="dataset file (default: the run manifest's dataset_path), e.g. "
+        "datasets/obligations.yaml",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=4,
+        help="trajectories judged at once (default 4), e.g. --concurrency 8",
+    )
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        help="retries after an unusable judge reply before judge_error (default 2)",
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="sampling temperature (default 0; reasoning models switch to their required "
+        "setting), e.g. 0",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=4000,
+        help="reply token limit (default 4000), e.g. 16000 for reasoning models",
+    )
+    parser.add_argument(
+        "--evidence-chars",
+        type=int,
+        default=60_000,
+        help="character limit of the evidence given to the groundedness call (default 60000)",
+    )
+    parser.add_argument(
+        "--price-per-mtok",
+        nargs=2,
+        type=float,
+        metavar=("INPUT", "OUTPUT"),
+        help="USD per million input and output tokens when the price table does not know the "
+        "model, e.g. 0.15 0.60",
+    )
+    parser.add_argument(
+        "--adapter",
+        choices=["chat", "json"],
+        default="chat",
+        help="DSPy output format (default chat)",
+    )
+    parser.add_argument(
+        "--program",
+        help="load a tuned judge program (DSPy module.save JSON: demos, instructions); its hash "
+        "goes into the settings, e.g. --program judges/tuned.json",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="do not read or write the verdict cache (runs/NAME/scores/.cache/)",
+    )
+    parser.add_argument(
+        "--cache-dir", help="verdict cache directory instead of runs/NAME/scores/.cache/<judge>"
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="delete this judge's existing scores for the run and start over",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from judge._base import JudgeAbort
+    from judge._registry import JudgeLoadError
+    from judge._runner import JudgeRunConfig, JudgeRunError, print_warnings, run_judge
+    from judge._summary import summarize, summary_markdown
+
+    args = build_parser().parse_args(argv)
+    if not args.run_dir.is_dir():
+        print(f"error: run directory {args.run_dir} not found; pass runs/NAME", file=sys.stderr)
+        return 2
+    config = JudgeRunConfig(
+        run_dir=args.run_dir,
+        judge=args.judge,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        mode=args.mode,
+        with_rules=args.with_rules,
+        name=args.name,
+        erp_db=args.erp_db,
+        dataset=args.dataset,
+        concurrency=args.concurrency,
+        retries=args.retries,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        evidence_chars=args.evidence_chars,
+        price_per_mtok=tuple(args.price_per_mtok) if args.price_per_mtok else None,
+        adapter=args.adapter,
+        program=args.program,
+        cache=not args.no_cache,
+        cache_dir=args.cache_dir,
+        overwrite=args.overwrite,
+        progress=not args.no_progress and sys.stderr.isatty(),
+    )
+    try:
+        result = run_judge(config)
+    except (JudgeRunError, JudgeLoadError, JudgeAbort, ValueError) as exc:
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "interrupted: the records written so far are kept; run the same command again to "
+            "resume",
+            file=sys.stderr,
+        )
+        return 130
+    print_warnings(result.warnings)
+    from judge._runner import read_scores
+
+    records, _ = read_scores(result.scores_path)
+    cost = "unknown" if result.cost_usd is None else f"${result.cost_usd:.4f}"
+    print(
+        f"{result.scores_path}: {result.judged} judged now, {result.resumed} already scored; "
+        f"{result.calls} model calls, {result.usage.input_tokens} in / "
+        f"{result.usage.output_tokens} out "
+        f"tokens, cost {cost}"
+    )
+    print(summary_markdown(summarize(records), result.scores_path.stem))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""``python -m judge.summary runs/NAME [--judge NAME]``: scores by task type and equal-weighted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+EXAMPLES = """\
+examples:
+  python -m judge.summary runs/demo
+  python -m judge.summary runs/demo --judge rules
+  python -m judge.summary runs/demo --judge openai-gpt-5.2 --json
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m judge.summary",
+        description="Summarize scores: mean per dimension and overall, by task type and with task "
+        "types weighted equally; counts infrastructure failures and judge errors.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run_dir", type=Path, help="run directory, e.g. runs/demo")
+    parser.add_argument(
+        "--judge", help="scores-file name in runs/NAME/scores/ (default: every judge), e.g. rules"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from judge._runner import read_scores
+    from judge._summary import scores_files, summarize, summary_markdown
+
+    args = build_parser().parse_args(argv)
+    paths = scores_files(args.run_dir, args.judge)
+    missing = [p for p in paths if not p.exists()]
+    if missing or not paths:
+        where = missing[0] if missing else args.run_dir / "scores"
+        print(
+            f"error: no scores at {where}; run python -m judge.run {args.run_dir} --judge ... "
+            "first",
+            file=sys.stderr,
+        )
+        return 2
+    output = {}
+    for path in paths:
+        records, _ = read_scores(path)
+        output[path.stem] = summarize(records)
+    if args.json:
+        print(json.dumps(output, indent=2))
+    else:
+        print("\n\n".join(summary_markdown(s, name) for name, s in output.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from ledgerbench.dataset._cli import main
+
+sys.exit(main())

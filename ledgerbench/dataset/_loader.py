@@ -1,0 +1,290 @@
+"""Loading, checking, hashing and writing datasets.
+
+Three inputs load into one :class:`Dataset`: our YAML format (a mapping with ``header`` and
+``items``), the published FORCE-Bench list format, and a directory
+whose ``*.yaml`` files are merged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ledgerbench.dataset._published import convert_published, is_published_format
+from ledgerbench.dataset._records import Dataset, DatasetHeader, Dimension, Question, TaskType
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+OBLIGATION_SEGMENTS = ("AR", "AP")
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be used; ``problems`` lists every problem, each naming its item id."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        shown = "; ".join(problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        super().__init__(f"{source}: {shown}{more}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading
+# ----------------------------------------------------------------------------------------------
+
+
+def load_dataset(path: str | Path) -> Dataset:
+    """The dataset at ``path``: one YAML file (ours or the published list format) or a directory.
+
+    Raises :class:`DatasetError` listing every problem (with item ids) when anything is wrong.
+    """
+    dataset, problems = check_dataset_path(path)
+    if problems or dataset is None:
+        raise DatasetError(str(path), problems or ["no dataset found"])
+    return dataset
+
+
+def check_dataset_path(path: str | Path) -> tuple[Dataset | None, list[str]]:
+    """The dataset at ``path`` (None when it cannot be built) and every problem found in it."""
+    path = Path(path)
+    if path.is_dir():
+        return _check_directory(path)
+    if not path.exists():
+        return None, [f"{path} does not exist; pass a dataset YAML file or a directory of them"]
+    return _check_file(path)
+
+
+def _check_file(path: Path) -> tuple[Dataset | None, list[str]]:
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+    except yaml.YAMLError as exc:
+        return None, [f"{path}: not valid YAML ({_one_line(exc)})"]
+    except UnicodeDecodeError:
+        return None, [f"{path}: not UTF-8 text"]
+    if is_published_format(raw):
+        item_maps, problems = convert_published(raw)
+        header_map: Any = {
+            "name": path.stem,
+            "description": "Published FORCE-Bench items, converted on load.",
+            "created_by": f"force-bench list format: {path.name}",
+        }
+    elif isinstance(raw, dict) and "items" in raw:
+        item_maps, problems = raw.get("items") or [], []
+        header_map = raw.get("header")
+        extra = sorted(set(raw) - {"header", "items"})
+        if extra:
+            problems.append(f"{path}: unknown top-level keys {extra}; only header and items")
+    else:
+        return None, [
+            f"{path}: not a dataset; expected a mapping with 'header' and 'items' "
+            "or the published FORCE-Bench list (entries with 'plugin')"
+        ]
+    if not isinstance(item_maps, list):
+        return None, [f"{path}: 'items' must be a list"]
+    header, header_problems = _parse_header(header_map, path)
+    items, item_problems = _parse_items(item_maps)
+    problems += header_problems + item_problems
+    if header is None:
+        return None, problems
+    dataset = Dataset(header=header, items=items)
+    problems += validate_dataset(dataset)
+    return dataset, problems
+
+
+def _parse_header(raw: Any, path: Path) -> tuple[DatasetHeader | None, list[str]]:
+    if not isinstance(raw, dict):
+        return None, [f"{path}: 'header' must be a mapping with at least 'name'"]
+    try:
+        return DatasetHeader.model_validate(raw), []
+    except ValidationError as exc:
+        return None, [f"header: {problem}" for problem in _error_lines(exc)]
+
+
+def _parse_items(raw_items: list[Any]) -> tuple[list[Question], list[str]]:
+    items: list[Question] = []
+    problems: list[str] = []
+    for index, raw in enumerate(raw_items):
+        label = _item_label(raw, index)
+        if not isinstance(raw, dict):
+            problems.append(f"{label}: an item must be a mapping, got {type(raw).__name__}")
+            continue
+        try:
+            items.append(Question.model_validate(raw))
+        except ValidationError as exc:
+            problems += [f"{label}: {problem}" for problem in _error_lines(exc)]
+    return items, problems
+
+
+def _item_label(raw: Any, index: int) -> str:
+    if isinstance(raw, dict) and isinstance(raw.get("id"), str) and raw["id"]:
+        return f"item {raw['id']}"
+    return f"item #{index + 1} (no id)"
+
+
+def _error_lines(exc: ValidationError) -> list[str]:
+    lines = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "(item)"
+        lines.append(f"{where}: {error['msg']}")
+    return lines
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def _check_directory(path: Path) -> tuple[Dataset | None, list[str]]:
+    files = sorted(path.glob("*.yaml"))
+    if not files:
+        return None, [f"{path}: no *.yaml dataset files in this directory"]
+    datasets: list[Dataset] = []
+    problems: list[str] = []
+    for file in files:
+        dataset, file_problems = _check_file(file)
+        problems += [f"{file.name}: {problem}" for problem in file_problems]
+        if dataset is not None:
+            datasets.append(dataset)
+    if not datasets:
+        return None, problems
+    merged, merge_problems = merge_datasets(datasets, name=path.name)
+    return merged, problems + merge_problems
+
+
+def merge_datasets(datasets: list[Dataset], *, name: str) -> tuple[Dataset, list[str]]:
+    """One dataset holding all items; the ERP snapshot hash must agree where it is set."""
+    problems: list[str] = []
+    hashes = sorted({d.header.erp_snapshot_hash for d in datasets} - {None})
+    if len(hashes) > 1:
+        problems.append(
+            f"files disagree on erp_snapshot_hash ({', '.join(hashes)}); regenerate the "
+            "obligation questions from one ERP"
+        )
+    seeds = {d.header.generator_seed for d in datasets} - {None}
+    rubrics = {d.header.rubric_version for d in datasets} - {None}
+    header = DatasetHeader(
+        name=name,
+        description="Merged: " + ", ".join(d.header.name for d in datasets),
+        erp_snapshot_hash=hashes[0] if len(hashes) == 1 else None,
+        generator_seed=seeds.pop() if len(seeds) == 1 else None,
+        rubric_version=rubrics.pop() if len(rubrics) == 1 else None,
+        created_by="merged directory",
+    )
+    items = [item for dataset in datasets for item in dataset.items]
+    dataset = Dataset(header=header, items=items)
+    duplicates = _duplicate_ids(dataset)
+    problems += [f"item {item_id}: id appears in more than one file" for item_id in duplicates]
+    return dataset, problems
+
+
+# ----------------------------------------------------------------------------------------------
+# Semantic checks
+# ----------------------------------------------------------------------------------------------
+
+
+def validate_dataset(dataset: Dataset) -> list[str]:
+    """Problems beyond the schema: duplicate ids, misplaced tags and facts, bad record links."""
+    problems = [f"item {item_id}: duplicate id" for item_id in _duplicate_ids(dataset)]
+    for item in dataset.items:
+        problems += [f"item {item.id}: {problem}" for problem in _item_problems(item)]
+    return problems
+
+
+def _duplicate_ids(dataset: Dataset) -> list[str]:
+    counts = Counter(item.id for item in dataset.items)
+    return sorted(item_id for item_id, count in counts.items() if count > 1)
+
+
+def _item_problems(item: Question) -> list[str]:
+    problems: list[str] = []
+    if not item.query.strip():
+        problems.append("query is empty")
+    if not item.tags:
+        problems.append("no tags: every item needs assertions to judge")
+    obligations = item.task_type is TaskType.obligations
+    if obligations and item.segment not in OBLIGATION_SEGMENTS:
+        problems.append(f"segment {item.segment!r} is not AR or AP (obligations)")
+    if not obligations and Dimension.accuracy in item.tags:
+        problems.append(f"accuracy tag on a {item.task_type.value} item (obligations only)")
+    if obligations and Dimension.recency in item.tags:
+        problems.append("recency tag on an obligations item (the ERP answer is pinned by as_of)")
+    if not obligations and (item.expected or item.ground_truth):
+        problems.append(f"ground_truth/expected on a {item.task_type.value} item")
+    for dimension, assertions in item.tags.items():
+        if not assertions:
+            problems.append(f"tag {dimension.value} has no assertions")
+        ids = Counter(assertion.id for assertion in assertions)
+        problems += [
+            f"assertion id {assertion_id!r} repeats in {dimension.value}"
+            for assertion_id, count in ids.items()
+            if count > 1
+        ]
+    for fact in item.expected:
+        if fact.kind == "top_n" and not isinstance(fact.value, list):
+            problems.append(f"expected {fact.field}: top_n needs a list value")
+        if fact.kind in ("amount", "count", "percent") and not _is_number(fact.value):
+            problems.append(
+                f"expected {fact.field}: {fact.kind} needs a number, got {fact.value!r}"
+            )
+        if fact.tolerance < 0:
+            problems.append(f"expected {fact.field}: tolerance must be >= 0")
+    if item.record_refs:
+        # Imported here: the ERP catalogue pulls in the ORM, which plain dataset users never need.
+        from synthetic_erp._catalog import parse_record_url
+    for ref in item.record_refs:
+        if parse_record_url(ref) is None:
+            problems.append(f"record_ref {ref!r} is not an /erp/LE/set/key record path")
+    if item.timeout is not None and item.timeout <= 0:
+        problems.append("timeout must be positive")
+    return problems
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# ----------------------------------------------------------------------------------------------
+# Hashing and writing
+# ----------------------------------------------------------------------------------------------
+
+
+def canonical_json(dataset: Dataset) -> str:
+    return json.dumps(
+        dataset.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def dataset_hash(dataset: Dataset) -> str:
+    """sha256 (hex) of the canonical JSON of header and items: equal contents, equal hash."""
+    return hashlib.sha256(canonical_json(dataset).encode("utf-8")).hexdigest()
+
+
+def dataset_to_yaml(dataset: Dataset) -> str:
+    """Deterministic YAML text of ``dataset`` (defaults left out of items to keep files short)."""
+    document = {
+        "header": dataset.header.model_dump(mode="json"),
+        "items": [item.model_dump(mode="json", exclude_defaults=True) for item in dataset.items],
+    }
+    return yaml.dump(
+        document,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
+        default_flow_style=False,
+    )
+
+
+def write_dataset(dataset: Dataset, path: str | Path) -> Path:
+    """Write ``dataset`` as YAML to ``path`` (parent directories created)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dataset_to_yaml(dataset), encoding="utf-8")
+    return path

@@ -1,0 +1,392 @@
+"""One command from a fresh clone to a report: ``ledgerbench`` (or ``python -m ledgerbench``).
+
+The pipeline chains the documented stage commands, each as its own process, exactly as a user
+would type them: generate the ERP -> generate the obligation questions -> run the agent against the
+ERP's MCP server -> judge -> compare and report. Every stage is skipped when its output is already
+there and still valid, so a second run costs almost nothing; ``--fresh`` redoes everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+EXAMPLES = """\
+examples:
+  ledgerbench                                   # offline: scripted agent + rules judge
+  ledgerbench --workspace runs/pipeline --fresh # redo every stage
+  ledgerbench --harness openai --model gpt-5.2 --judge openai/gpt-5.2   # needs OPENAI_API_KEY
+  ledgerbench --harness custom --base-url http://127.0.0.1:8000/v1 --model qwen3   # local server
+"""
+
+
+class PipelineError(RuntimeError):
+    """A stage failed; the message names the stage and the command to re-run it alone."""
+
+
+@dataclass
+class PipelineConfig:
+    workspace: Path
+    customers: int = 1000
+    vendors: int = 1000
+    seed: int = 42
+    questions: int = 100
+    dataset: Path | None = None
+    harness: str = "scripted"
+    model: str | None = None
+    base_url: str | None = None
+    judge: str = "rules"
+    timeout: float = 60.0
+    concurrency: int = 5
+    fresh: bool = False
+    extra_run_args: list[str] = field(default_factory=list)
+
+    @property
+    def erp_db(self) -> Path:
+        return self.workspace / "erp.db"
+
+    @property
+    def erp_url(self) -> str:
+        return f"sqlite:///{self.erp_db}"
+
+    @property
+    def generated_dataset(self) -> Path:
+        return self.workspace / "obligations.yaml"
+
+    @property
+    def run_dir(self) -> Path:
+        label = self.harness.replace(":", "-").replace("/", "-")
+        if self.model:
+            label += "-" + self.model.replace("/", "-")
+        return self.workspace / "runs" / label
+
+    @property
+    def report_dir(self) -> Path:
+        return self.workspace / "report"
+
+    @property
+    def judge_name(self) -> str:
+        from judge import judge_slug
+
+        return judge_slug(self.judge)
+
+
+@dataclass(frozen=True)
+class StageResult:
+    name: str
+    skipped: bool
+    seconds: float
+    detail: str = ""
+
+
+def _python_module(module: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", module, *args]
+
+
+def _run_stage_command(stage: str, command: list[str], console: Console) -> str:
+    """Run one stage's command, streaming its progress to the terminal; return its stdout."""
+    shown = " ".join(_display_arg(arg) for arg in command[1:])
+    console.print(f"[dim]$ python {shown}[/dim]")
+    env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
+    completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=None, text=True, env=env)
+    if completed.returncode != 0:
+        raise PipelineError(
+            f"stage {stage!r} failed (exit {completed.returncode}); re-run it alone with: "
+            f"python {shown}"
+        )
+    return completed.stdout
+
+
+def _display_arg(arg: str) -> str:
+    return arg if arg and " " not in arg else json.dumps(arg)
+
+
+def _erp_stats(config: PipelineConfig) -> dict | None:
+    if not config.erp_db.exists():
+        return None
+    command = _python_module("synthetic_erp", "stats", "--db", config.erp_url, "--json")
+    completed = subprocess.run(command, capture_output=True, text=True)
+    if completed.returncode != 0:
+        return None
+    try:
+        return json.loads(completed.stdout)
+    except json.JSONDecodeError:
+        return None
+
+
+def _erp_is_valid(config: PipelineConfig) -> bool:
+    stats = _erp_stats(config)
+    return bool(
+        stats
+        and stats.get("customers") == config.customers
+        and stats.get("vendors") == config.vendors
+        and str(stats.get("seed", config.seed)) == str(config.seed)
+    )
+
+
+def _dataset_matches_erp(dataset: Path, config: PipelineConfig) -> bool:
+    if not dataset.exists():
+        return False
+    stats = _erp_stats(config)
+    if not stats:
+        return False
+    from ledgerbench.dataset import load_dataset
+
+    try:
+        header = load_dataset(dataset).header
+    except Exception:
+        return False
+    return header.erp_snapshot_hash == stats.get("snapshot_hash") and (
+        header.generator_seed == config.seed
+    )
+
+
+def stage_generate(config: PipelineConfig, console: Console) -> StageResult:
+    started = time.monotonic()
+    if not config.fresh and _erp_is_valid(config):
+        return StageResult("generate ERP", True, time.monotonic() - started, str(config.erp_db))
+    config.workspace.mkdir(parents=True, exist_ok=True)
+    command = _python_module(
+        "synthetic_erp",
+        "generate",
+        "--db",
+        config.erp_url,
+        "--customers",
+        str(config.customers),
+        "--vendors",
+        str(config.vendors),
+        "--seed",
+        str(config.seed),
+        "--overwrite",
+    )
+    _run_stage_command("generate ERP", command, console)
+    return StageResult("generate ERP", False, time.monotonic() - started, str(config.erp_db))
+
+
+def stage_questions(config: PipelineConfig, console: Console) -> StageResult:
+    started = time.monotonic()
+    if config.dataset is not None:
+        return StageResult("questions", True, 0.0, f"using {config.dataset}")
+    target = config.generated_dataset
+    if not config.fresh and _dataset_matches_erp(target, config):
+        return StageResult("questions", True, time.monotonic() - started, str(target))
+    command = _python_module(
+        "synthetic_erp",
+        "questions",
+        "--db",
+        config.erp_url,
+        "--n",
+        str(config.questions),
+        "--seed",
+        str(config.seed),
+        "--out",
+        str(target),
+    )
+    _run_stage_command("questions", command, console)
+    return StageResult("questions", False, time.monotonic() - started, str(target))
+
+
+def stage_run(config: PipelineConfig, console: Console) -> StageResult:
+    started = time.monotonic()
+    if config.fresh and config.run_dir.exists():
+        shutil.rmtree(config.run_dir)
+    dataset = config.dataset or config.generated_dataset
+    command = _python_module(
+        "harnesses.run",
+        "--harness",
+        config.harness,
+        "--dataset",
+        str(dataset),
+        "--erp-db",
+        config.erp_url,
+        "--out",
+        str(config.run_dir),
+        "--timeout",
+        str(config.timeout),
+        "--concurrency",
+        str(config.concurrency),
+    )
+    if config.model:
+        command += ["--model", config.model]
+    if config.base_url:
+        command += ["--base-url", config.base_url]
+    command += config.extra_run_args
+    _run_stage_command("run agent", command, console)
+    return StageResult("run agent", False, time.monotonic() - started, str(config.run_dir))
+
+
+def stage_judge(config: PipelineConfig, console: Console) -> StageResult:
+    started = time.monotonic()
+    command = _python_module("judge.run", str(config.run_dir), "--judge", config.judge)
+    if config.fresh:
+        command.append("--overwrite")
+    if config.base_url and config.judge != "rules":
+        command += ["--base-url", config.base_url]
+    _run_stage_command("judge", command, console)
+    return StageResult("judge", False, time.monotonic() - started, config.judge)
+
+
+def stage_report(config: PipelineConfig, console: Console) -> StageResult:
+    started = time.monotonic()
+    command = _python_module(
+        "analysis.compare",
+        str(config.run_dir),
+        "--judge",
+        config.judge_name,
+        "--out",
+        str(config.report_dir),
+    )
+    _run_stage_command("report", command, console)
+    return StageResult("report", False, time.monotonic() - started, str(config.report_dir))
+
+
+STAGES: tuple[Callable[[PipelineConfig, Console], StageResult], ...] = (
+    stage_generate,
+    stage_questions,
+    stage_run,
+    stage_judge,
+    stage_report,
+)
+
+
+def run_pipeline(config: PipelineConfig, console: Console | None = None) -> list[StageResult]:
+    """Run every stage in order; raises :class:`PipelineError` naming the stage that failed."""
+    console = console or Console(stderr=True)
+    results = []
+    for stage in STAGES:
+        result = stage(config, console)
+        state = "cached" if result.skipped else f"{result.seconds:.1f} s"
+        console.print(f"[bold green]✓[/bold green] {result.name}: {result.detail} ({state})")
+        results.append(result)
+    return results
+
+
+def headline(report_dir: Path) -> list[str]:
+    """Lines with where the report is and its headline numbers (from ``stats.json``)."""
+    lines = [f"Report: {report_dir / 'report.html'} (also report.md)"]
+    stats_path = report_dir / "stats.json"
+    if not stats_path.exists():
+        return lines
+    stats = json.loads(stats_path.read_text())
+    for provider in stats.get("headline", []):
+        name = provider.get("provider", "?")
+        parts = []
+        for metric in ("overall", "accuracy", "citations", "structure"):
+            cell = provider.get(metric)
+            if isinstance(cell, dict) and cell.get("score") is not None:
+                low, high = cell.get("ci_low"), cell.get("ci_high")
+                interval = f" [{low:.2f}, {high:.2f}]" if low is not None else ""
+                parts.append(f"{metric} {cell['score']:.2f}{interval}")
+        lines.append(f"  {name}: " + ("; ".join(parts) if parts else "no scored metrics"))
+    return lines
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ledgerbench",
+        description=(
+            "Run the whole LedgerBench pipeline: generate the synthetic ERP, generate obligation "
+            "questions from it, put them to an agent through the ERP's MCP server, judge the "
+            "answers and write a report. Stages whose output is already valid are skipped."
+        ),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--workspace",
+        type=Path,
+        default=Path("runs/pipeline"),
+        help="folder for the ERP, questions, run and report (default: runs/pipeline)",
+    )
+    parser.add_argument("--customers", type=int, default=1000, help="ERP customers (default 1000)")
+    parser.add_argument("--vendors", type=int, default=1000, help="ERP vendors (default 1000)")
+    parser.add_argument("--seed", type=int, default=42, help="ERP and question seed (default 42)")
+    parser.add_argument(
+        "--questions", type=int, default=100, help="obligation questions to generate (default 100)"
+    )
+    parser.add_argument(
+        "--dataset",
+        type=Path,
+        help="use this dataset instead of generating questions (e.g. datasets/)",
+    )
+    parser.add_argument(
+        "--harness",
+        default="scripted",
+        help="agent: scripted (offline), openai, custom, claude, or package.module:Class",
+    )
+    parser.add_argument("--model", help="model for LLM harnesses, e.g. gpt-5.2")
+    parser.add_argument("--base-url", help="OpenAI-compatible server for the harness and judge")
+    parser.add_argument(
+        "--judge",
+        default="rules",
+        help="rules (offline deterministic checks) or a DSPy model string, e.g. openai/gpt-5.2",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds per question (default 60)"
+    )
+    parser.add_argument("--concurrency", type=int, default=5, help="questions at once (default 5)")
+    parser.add_argument("--fresh", action="store_true", help="redo every stage")
+    return parser
+
+
+def _validate(args: argparse.Namespace) -> str | None:
+    for name in ("customers", "vendors", "questions", "concurrency"):
+        if getattr(args, name) <= 0:
+            return f"--{name} must be a positive integer, got {getattr(args, name)}"
+    if args.timeout <= 0:
+        return f"--timeout must be positive, got {args.timeout}"
+    if args.dataset is not None and not args.dataset.exists():
+        return f"--dataset {args.dataset} does not exist"
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    problem = _validate(args)
+    if problem:
+        print(f"ledgerbench: error: {problem}", file=sys.stderr)
+        return 2
+    config = PipelineConfig(
+        workspace=args.workspace,
+        customers=args.customers,
+        vendors=args.vendors,
+        seed=args.seed,
+        questions=args.questions,
+        dataset=args.dataset,
+        harness=args.harness,
+        model=args.model,
+        base_url=args.base_url,
+        judge=args.judge,
+        timeout=args.timeout,
+        concurrency=args.concurrency,
+        fresh=args.fresh,
+    )
+    console = Console(stderr=True)
+    started = time.monotonic()
+    try:
+        run_pipeline(config, console)
+    except PipelineError as error:
+        print(f"ledgerbench: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("ledgerbench: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    for line in headline(config.report_dir):
+        print(line)
+    print(f"Done in {time.monotonic() - started:.1f} s.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,7 @@
+"""``python -m synthetic_erp`` entry point."""
+
+import sys
+
+from synthetic_erp._cli import main
+
+sys.exit(main())

@@ -1,0 +1,509 @@
+"""A local OpenAI-compatible HTTP server driven by a scripted "model", for harness tests, benches.
+
+It speaks the real wire formats the OpenAI SDK uses:
+
+- ``POST /v1/responses`` (Responses API): ``function_call``, ``mcp_call``, ``mcp_list_tools``,
+  ``web_search_call``, ``reasoning`` and ``message`` output items with ``url_citation`` annotations,
+  ``usage`` with cached and reasoning token details, ``previous_response_id`` state, and streaming
+  (``stream: true`` -> server-sent events ending in ``response.completed``).
+- ``POST /v1/chat/completions`` (Chat Completions): assistant messages with ``tool_calls``, usage.
+- ``GET`` of any path registered in ``pages`` (for URL-fetch tools).
+
+Like the real service it rejects (HTTP 400) function tools without ``parameters`` or ``strict``, an
+unknown ``previous_response_id``, a function call left without its ``function_call_output`` and a
+chat tool call without its ``tool`` message. A missing or wrong bearer key gets 401.
+
+The model is a script: a list of :class:`Turn` (played in order) or a callable
+``(ModelRequest) -> Turn`` that can read the tool outputs it was sent and chain on them. Every
+request is kept in ``server.requests`` for assertions on the exact bodies.
+
+    with serve_openai([Turn(tool_calls=[Call("search", {"q": "x"})]), Turn(text="done")]) as fake:
+        client = AsyncOpenAI(base_url=fake.base_url, api_key="k", max_retries=0)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Call:
+    """A tool call the model makes; ``arguments`` given as a string go raw (maybe malformed)."""
+
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    call_id: str | None = None
+
+
+@dataclass
+class McpCall:
+    """A hosted MCP call the provider ran itself (Responses ``mcp_call`` item)."""
+
+    name: str
+    arguments: dict[str, Any]
+    output: str | None = None
+    error: dict[str, Any] | None = None
+    server_label: str = "erp"
+
+
+@dataclass
+class WebSearch:
+    """A built-in web search the provider ran (Responses ``web_search_call`` item)."""
+
+    query: str
+    sources: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Turn:
+    """One model reply. ``status`` other than 200 makes the request fail with that HTTP status."""
+
+    text: str | None = None
+    tool_calls: list[Call] = field(default_factory=list)
+    citations: list[tuple[str, str]] = field(default_factory=list)
+    """(url, title) pairs attached to ``text`` as ``url_citation`` annotations."""
+    mcp_calls: list[McpCall] = field(default_factory=list)
+    web_searches: list[WebSearch] = field(default_factory=list)
+    reasoning_tokens: int = 0
+    input_tokens: int = 100
+    output_tokens: int = 20
+    cached_tokens: int = 0
+    delay_s: float = 0.0
+    """Sleep before answering (a slow model)."""
+    stall_after_text_s: float = 0.0
+    """When streaming, sleep after the message text was sent (a half-finished reply)."""
+    status: int = 200
+    error_message: str = "scripted failure"
+    retry_after_ms: int | None = 20
+    incomplete_reason: str | None = None
+
+
+@dataclass
+class ModelRequest:
+    """What the scripted model sees of a request."""
+
+    api: str
+    """``responses`` or ``chat``."""
+    index: int
+    """0-based number of model requests so far (all APIs)."""
+    body: dict[str, Any]
+    tool_outputs: list[str]
+    """Outputs sent back in this request (``function_call_output`` items / ``tool`` messages)."""
+
+
+Script = Sequence[Turn] | Callable[[ModelRequest], Turn]
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+    status: int = 0
+
+
+@dataclass
+class FakeOpenAIServer:
+    """A running fake: ``base_url`` for the SDK (ends in ``/v1``) and everything it received."""
+
+    script: Script
+    base_url: str = ""
+    api_key: str | None = "test-key"
+    """Bearer key to require; None accepts any request."""
+    pages: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """GET path (query string ignored) -> (content type, body)."""
+    requests: list[RecordedRequest] = field(default_factory=list)
+    responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _counter: Iterator[int] = field(default_factory=itertools.count)
+    _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def model_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.method == "POST" and r.status == 200]
+
+    def next_turn(self, api: str, body: dict[str, Any], tool_outputs: list[str]) -> Turn:
+        with self._lock:
+            index = next(self._counter)
+        if callable(self.script):
+            return self.script(ModelRequest(api, index, body, tool_outputs))
+        if index >= len(self.script):
+            return Turn(text=f"(script exhausted after {len(self.script)} turns)")
+        return self.script[index]
+
+    def new_id(self, prefix: str) -> str:
+        with self._lock:
+            return f"{prefix}_{next(self._ids):06d}"
+
+
+class BadRequest(Exception):
+    pass
+
+
+def _check_function_tools(tools: list[dict[str, Any]]) -> None:
+    for tool in tools:
+        if tool.get("type") == "function":
+            for key in ("name", "parameters", "strict"):
+                if key not in tool:
+                    raise BadRequest(f"Missing required parameter: 'tools[].{key}'.")
+
+
+def _responses_tool_outputs(state: FakeOpenAIServer, body: dict[str, Any]) -> list[str]:
+    items = body.get("input")
+    items = items if isinstance(items, list) else []
+    outputs = {i.get("call_id"): i for i in items if i.get("type") == "function_call_output"}
+    pending: list[str] = []
+    previous_id = body.get("previous_response_id")
+    if previous_id:
+        previous = state.responses.get(previous_id)
+        if previous is None:
+            raise BadRequest(f"Previous response with id '{previous_id}' not found.")
+        pending += [o["call_id"] for o in previous["output"] if o["type"] == "function_call"]
+    pending += [i["call_id"] for i in items if i.get("type") == "function_call"]
+    for call_id in pending:
+        if call_id not in outputs:
+            raise BadRequest(f"No tool output found for function call {call_id}.")
+    return [str(outputs[c].get("output", "")) for c in outputs]
+
+
+def _usage_responses(turn: Turn) -> dict[str, Any]:
+    return {
+        "input_tokens": turn.input_tokens,
+        "input_tokens_details": {"cached_tokens": turn.cached_tokens, "cache_write_tokens": 0},
+        "output_tokens": turn.output_tokens + turn.reasoning_tokens,
+        "output_tokens_details": {"reasoning_tokens": turn.reasoning_tokens},
+        "total_tokens": turn.input_tokens + turn.output_tokens + turn.reasoning_tokens,
+    }
+
+
+def _arguments_text(call: Call) -> str:
+    return call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+
+
+def _responses_output(state: FakeOpenAIServer, turn: Turn) -> list[dict[str, Any]]:
+    output: list[dict[str, Any]] = []
+    if turn.reasoning_tokens:
+        output.append({"id": state.new_id("rs"), "type": "reasoning", "summary": []})
+    for search in turn.web_searches:
+        action = {
+            "type": "search",
+            "query": search.query,
+            "sources": [{"type": "url", "url": url} for url in search.sources],
+        }
+        output.append(
+            {
+                "id": state.new_id("ws"),
+                "type": "web_search_call",
+                "status": "completed",
+                "action": action,
+            }
+        )
+    for mcp in turn.mcp_calls:
+        output.append(
+            {
+                "id": state.new_id("mcp"),
+                "type": "mcp_call",
+                "server_label": mcp.server_label,
+                "name": mcp.name,
+                "arguments": json.dumps(mcp.arguments),
+                "output": mcp.output,
+                "error": mcp.error,
+                "status": "failed" if mcp.error else "completed",
+            }
+        )
+    if turn.text is not None:
+        annotations = []
+        for url, title in turn.citations:
+            start = max(0, turn.text.find(title))
+            annotations.append(
+                {
+                    "type": "url_citation",
+                    "url": url,
+                    "title": title,
+                    "start_index": start,
+                    "end_index": start + len(title),
+                }
+            )
+        content = [{"type": "output_text", "text": turn.text, "annotations": annotations}]
+        output.append(
+            {
+                "id": state.new_id("msg"),
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": content,
+            }
+        )
+    for call in turn.tool_calls:
+        output.append(
+            {
+                "id": state.new_id("fc"),
+                "type": "function_call",
+                "call_id": call.call_id or state.new_id("call"),
+                "name": call.name,
+                "arguments": _arguments_text(call),
+                "status": "completed",
+            }
+        )
+    return output
+
+
+def responses_body(state: FakeOpenAIServer, body: dict[str, Any], turn: Turn) -> dict[str, Any]:
+    response = {
+        "id": state.new_id("resp"),
+        "object": "response",
+        "created_at": time.time(),
+        "model": body.get("model", "fake-model"),
+        "status": "incomplete" if turn.incomplete_reason else "completed",
+        "incomplete_details": {"reason": turn.incomplete_reason}
+        if turn.incomplete_reason
+        else None,
+        "output": _responses_output(state, turn),
+        "parallel_tool_calls": True,
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools", []),
+        "previous_response_id": body.get("previous_response_id"),
+        "max_tool_calls": body.get("max_tool_calls"),
+        "reasoning": body.get("reasoning"),
+        "usage": _usage_responses(turn),
+    }
+    with state._lock:
+        state.responses[response["id"]] = response
+    return response
+
+
+def responses_events(
+    response: dict[str, Any], stall_after_text_s: float = 0.0
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The server-sent events of a streamed response, in the order the real service sends them."""
+    shell = dict(response, status="in_progress", output=[], usage=None)
+    yield "response.created", {"response": shell}
+    for index, item in enumerate(response["output"]):
+        added = dict(item, status="in_progress")
+        if item["type"] == "message":
+            added["content"] = []
+        yield "response.output_item.added", {"output_index": index, "item": added}
+        if item["type"] == "message":
+            for part in item["content"]:
+                words = part["text"].split(" ")
+                for position, word in enumerate(words):
+                    delta = word if position == 0 else " " + word
+                    yield (
+                        "response.output_text.delta",
+                        {
+                            "item_id": item["id"],
+                            "output_index": index,
+                            "content_index": 0,
+                            "delta": delta,
+                            "logprobs": [],
+                        },
+                    )
+            if stall_after_text_s:
+                time.sleep(stall_after_text_s)
+        yield "response.output_item.done", {"output_index": index, "item": item}
+    final = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
+    yield final, {"response": response}
+
+
+def _chat_tool_outputs(body: dict[str, Any]) -> list[str]:
+    messages = body.get("messages") or []
+    for position, message in enumerate(messages):
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            following = messages[position + 1 :]
+            replied = {m.get("tool_call_id") for m in following if m.get("role") == "tool"}
+            for call in message["tool_calls"]:
+                if call.get("id") not in replied:
+                    raise BadRequest(
+                        "An assistant message with 'tool_calls' must be followed by tool messages "
+                        f"responding to each 'tool_call_id'. Missing: {call.get('id')}"
+                    )
+    tail = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        tail.append(str(message.get("content", "")))
+    return list(reversed(tail))
+
+
+def chat_body(state: FakeOpenAIServer, body: dict[str, Any], turn: Turn) -> dict[str, Any]:
+    tool_calls = [
+        {
+            "id": call.call_id or state.new_id("call"),
+            "type": "function",
+            "function": {"name": call.name, "arguments": _arguments_text(call)},
+        }
+        for call in turn.tool_calls
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": turn.text}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": state.new_id("chatcmpl"),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake-model"),
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": turn.input_tokens,
+            "completion_tokens": turn.output_tokens + turn.reasoning_tokens,
+            "total_tokens": turn.input_tokens + turn.output_tokens + turn.reasoning_tokens,
+            "prompt_tokens_details": {"cached_tokens": turn.cached_tokens},
+            "completion_tokens_details": {"reasoning_tokens": turn.reasoning_tokens},
+        },
+    }
+
+
+def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def do_GET(self) -> None:
+            record = RecordedRequest("GET", self.path, dict(self.headers.items()), None)
+            with state._lock:
+                state.requests.append(record)
+            page = state.pages.get(self.path.split("?")[0])
+            if page is None:
+                record.status = 404
+                self._send_json(404, {"error": {"message": f"no page {self.path}"}})
+                return
+            record.status = 200
+            self._send_bytes(200, page[0], page[1].encode())
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw or b"{}")
+            except json.JSONDecodeError:
+                body = None
+            record = RecordedRequest("POST", self.path, dict(self.headers.items()), body)
+            with state._lock:
+                state.requests.append(record)
+            status, payload, headers, stream = self._answer(body)
+            record.status = status
+            if stream is not None:
+                self._send_events(stream)
+            else:
+                self._send_json(status, payload, headers)
+
+        def _answer(self, body: Any) -> tuple[int, Any, dict[str, str], Any]:
+            expected = f"Bearer {state.api_key}"
+            if state.api_key is not None and self.headers.get("authorization") != expected:
+                error = {"message": "Incorrect API key provided.", "code": "invalid_api_key"}
+                return 401, {"error": error}, {}, None
+            if not isinstance(body, dict):
+                return 400, {"error": {"message": "We could not parse the JSON body."}}, {}, None
+            path = self.path.split("?")[0].rstrip("/")
+            try:
+                if path.endswith("/responses"):
+                    _check_function_tools(body.get("tools") or [])
+                    outputs = _responses_tool_outputs(state, body)
+                    api = "responses"
+                elif path.endswith("/chat/completions"):
+                    outputs = _chat_tool_outputs(body)
+                    api = "chat"
+                else:
+                    return 404, {"error": {"message": f"Invalid URL (POST {self.path})"}}, {}, None
+            except BadRequest as error:
+                return (
+                    400,
+                    {"error": {"message": str(error), "type": "invalid_request_error"}},
+                    {},
+                    None,
+                )
+            turn = state.next_turn(api, body, outputs)
+            if turn.delay_s:
+                time.sleep(turn.delay_s)
+            if turn.status != 200:
+                headers = {}
+                if turn.retry_after_ms is not None:
+                    headers["retry-after-ms"] = str(turn.retry_after_ms)
+                error = {"message": turn.error_message, "type": "server_error", "code": None}
+                return turn.status, {"error": error}, headers, None
+            if api == "responses":
+                payload = responses_body(state, body, turn)
+                if body.get("stream"):
+                    return 200, None, {}, responses_events(payload, turn.stall_after_text_s)
+                return 200, payload, {}, None
+            return 200, chat_body(state, body, turn), {}, None
+
+        def _send_json(
+            self, status: int, payload: Any, headers: dict[str, str] | None = None
+        ) -> None:
+            self._send_bytes(status, "application/json", json.dumps(payload).encode(), headers)
+
+        def _send_bytes(
+            self, status: int, content_type: str, data: bytes, headers: dict[str, str] | None = None
+        ) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up (a cancelled slow request)
+
+        def _send_events(self, events: Iterator[tuple[str, dict[str, Any]]]) -> None:
+            """Server-sent events over a kept-alive connection, chunked like the real service."""
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            try:
+                for number, (kind, data) in enumerate(events):
+                    payload = dict(data, type=kind, sequence_number=number)
+                    self._chunk(f"event: {kind}\ndata: {json.dumps(payload)}\n\n".encode())
+                self._chunk(b"")
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+@contextmanager
+def serve_openai(
+    script: Script,
+    *,
+    api_key: str | None = "test-key",
+    pages: dict[str, tuple[str, str]] | None = None,
+) -> Iterator[FakeOpenAIServer]:
+    """Run a fake on a free loopback port for the duration of the ``with`` block."""
+    state = FakeOpenAIServer(script=script, api_key=api_key, pages=dict(pages or {}))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(state))
+    server.daemon_threads = True
+    server.block_on_close = False
+    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, name="fake-openai", daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()

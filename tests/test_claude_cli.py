@@ -1,0 +1,752 @@
+"""The real ``claude`` binary, driven by a scripted model on a local Anthropic-protocol server,
+against the real ERP MCP server, through the real question runner.
+
+Skipped (with the reason shown) only where the binary is not installed; ``.ci/run`` installs it with
+``npm install -g @anthropic-ai/claude-code``. Every test also checks that no CLI or MCP process is
+left over, by listing ``/proc``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnesses import AgentEnvironment, ErpEndpoint, HarnessOptions, Status, create_harness
+from harnesses._claude_cli import (
+    INSTALL_COMMAND,
+    TOKEN_VARIABLE,
+    ClaudeCliUnavailable,
+    build_command,
+    mcp_config,
+)
+from harnesses._runner import QuestionRunner, RunConfig
+from ledgerbench.dataset import Question, TaskType
+from tests.conftest import TEST_TOKEN, RunningServer
+from tests.fakes.anthropic_server import (
+    AnthropicFakeServer,
+    Reply,
+    ScriptedModel,
+    ToolUse,
+    tool_result_text,
+    tool_results,
+)
+
+CLAUDE = shutil.which("claude")
+needs_claude = pytest.mark.skipif(
+    CLAUDE is None, reason=f"claude CLI not installed (install: {INSTALL_COMMAND})"
+)
+pytestmark = [pytest.mark.claude_cli, pytest.mark.timeout(120)]
+
+API_KEY = "sk-ant-test-key"
+MODEL = "claude-sonnet-4-6"
+INSTRUCTIONS = "You are the LedgerBench test agent. ANSWER-FIRST-MARKER."
+SONNET_PRICE = (3e-6, 15e-6, 0.3e-6)
+"""USD per input, output and cache-read token (the CLI's own price table for this model)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------------
+
+
+def processes_under(folder: Path) -> list[str]:
+    """Live processes whose command line mentions ``folder`` or whose working directory is in it."""
+    marker = str(folder)
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(entry / "cwd")
+            state = next(
+                line
+                for line in (entry / "status").read_text().splitlines()
+                if line.startswith("State:")
+            )
+        except (OSError, StopIteration):
+            continue
+        if "zombie" in state:
+            continue
+        if marker in cmdline or cwd.startswith(marker):
+            found.append(f"{entry.name}: {cmdline[:160]} (cwd {cwd})")
+    return found
+
+
+def wait_no_processes(folder: Path, timeout: float = 5.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = processes_under(folder)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def files_containing(folder: Path, needle: str) -> list[Path]:
+    return [
+        path
+        for path in folder.rglob("*")
+        if path.is_file() and needle.encode() in path.read_bytes()
+    ]
+
+
+def question(query: str, timeout: float = 30.0, qid: str = "q-test-001") -> Question:
+    return Question(
+        id=qid,
+        query=query,
+        task_type=TaskType.obligations,
+        segment="AR",
+        scenario="Customer Setup",
+        timeout=timeout,
+    )
+
+
+def run_question(
+    fake: AnthropicFakeServer,
+    erp: ErpEndpoint,
+    work_dir: Path,
+    query: str,
+    *,
+    timeout: float = 30.0,
+    extra: dict[str, str] | None = None,
+    effort: str | None = None,
+) -> Any:
+    options = HarnessOptions(
+        model=MODEL, reasoning_effort=effort, base_url=fake.base_url, extra=extra or {}
+    )
+    harness = create_harness("claude", options)
+    env = AgentEnvironment(erp=erp, instructions=INSTRUCTIONS, work_dir=str(work_dir))
+    config = RunConfig(harness="claude", model=MODEL, retries=0, progress=False)
+    runner = QuestionRunner(harness, env, config)
+    return asyncio.run(runner.run(question(query, timeout), 0))
+
+
+def first_customer(db_url: str) -> dict[str, str]:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        row = conn.execute(
+            text("SELECT legal_entity, account, name FROM customer ORDER BY account LIMIT 1")
+        ).one()
+    engine.dispose()
+    return {"legal_entity": row[0], "account": row[1], "name": row[2]}
+
+
+async def direct_calls(
+    server: RunningServer, calls: list[tuple[str, dict[str, Any]]]
+) -> list[tuple[str, bool]]:
+    """The same tools called straight through an MCP client: what the CLI should have recorded."""
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    headers = {"Authorization": f"Bearer {server.token}"} if server.token else {}
+    results = []
+    async with Client(StreamableHttpTransport(server.url, headers=headers)) as client:
+        for name, arguments in calls:
+            result = await client.call_tool_mcp(name, arguments)
+            text = "\n".join(block.text for block in result.content if hasattr(block, "text"))
+            results.append((text, bool(result.is_error)))
+    return results
+
+
+def as_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def last_result_json(body: dict[str, Any]) -> Any:
+    return as_json(tool_result_text(tool_results(body)[-1]))
+
+
+@pytest.fixture
+def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+    return API_KEY
+
+
+def endpoint(server: RunningServer, token: str | None = None) -> ErpEndpoint:
+    return ErpEndpoint(url=server.url, token=token if token is not None else server.token)
+
+
+# --------------------------------------------------------------------------------------------------
+# a full conversation
+# --------------------------------------------------------------------------------------------------
+
+
+def conversation_script(customer: dict[str, str]) -> ScriptedModel:
+    """erp_info + search_parties, then get_customer with the account the search found (and a
+    lookup that fails), then an answer built from the tool output the CLI passed back."""
+
+    def script(body: dict[str, Any], turn: int) -> Reply:
+        if turn == 0:
+            return Reply(
+                text=f"Looking up {customer['name']}.",
+                tool_uses=[
+                    ToolUse("mcp__erp__erp_info", {}),
+                    ToolUse(
+                        "mcp__erp__search_parties",
+                        {"query": customer["name"], "party_type": "customer"},
+                    ),
+                ],
+                input_tokens=1000,
+                output_tokens=50,
+            )
+        if turn == 1:
+            best = last_result_json(body)["candidates"][0]
+            return Reply(
+                text="Reading the customer record.",
+                tool_uses=[
+                    ToolUse(
+                        "mcp__erp__get_customer",
+                        {"account": best["account"], "legal_entity": best["legal_entity"]},
+                    ),
+                    ToolUse("mcp__erp__get_customer", {"account": "NO-SUCH-ACCOUNT-404"}),
+                ],
+                input_tokens=2000,
+                output_tokens=60,
+                cache_read_input_tokens=500,
+            )
+        found = next(
+            parsed["customer"]
+            for parsed in map(as_json, map(tool_result_text, tool_results(body)))
+            if isinstance(parsed, dict) and "customer" in parsed
+        )
+        return Reply(
+            text=f"**{found['name']}** ({found['account']}) has credit limit "
+            f"{found.get('credit_limit')}. [record]({found.get('url')})",
+            input_tokens=3000,
+            output_tokens=70,
+        )
+
+    return ScriptedModel(script)
+
+
+@needs_claude
+def test_multi_tool_conversation_is_recorded_faithfully(
+    api_key: str, erp_server_with_token: RunningServer, tmp_path: Path
+) -> None:
+    customer = first_customer(erp_server_with_token.db_url)
+    with AnthropicFakeServer(conversation_script(customer), api_key=api_key) as fake:
+        record = run_question(
+            fake,
+            endpoint(erp_server_with_token),
+            tmp_path,
+            f"What is the credit limit of {customer['name']}?",
+            effort="low",
+        )
+    assert record.status == Status.ok, record.error
+    assert wait_no_processes(tmp_path) == []
+
+    expected_calls = [
+        ("mcp__erp__erp_info", {}),
+        ("mcp__erp__search_parties", {"query": customer["name"], "party_type": "customer"}),
+        (
+            "mcp__erp__get_customer",
+            {"account": customer["account"], "legal_entity": customer["legal_entity"]},
+        ),
+        ("mcp__erp__get_customer", {"account": "NO-SUCH-ACCOUNT-404"}),
+    ]
+    assert [(call.name, call.arguments) for call in record.tool_calls] == expected_calls
+    direct = asyncio.run(
+        direct_calls(
+            erp_server_with_token,
+            [(call.name.removeprefix("mcp__erp__"), call.arguments) for call in record.tool_calls],
+        )
+    )
+    for call, (direct_text, direct_error) in zip(record.tool_calls, direct, strict=True):
+        assert call.is_error == direct_error
+        assert call.server == "erp"
+        if call.name == "mcp__erp__erp_info":
+            continue  # holds nothing call-specific; compared below by key set only
+        assert as_json(call.output) == as_json(direct_text), call.name
+    assert [call.is_error for call in record.tool_calls] == [False, False, False, True]
+    assert "NO-SUCH-ACCOUNT-404" in record.tool_calls[3].output
+    assert set(as_json(record.tool_calls[0].output)) >= {"today"}
+
+    details = as_json(record.tool_calls[2].output)["customer"]
+    assert record.answer.startswith(f"**{details['name']}** ({customer['account']})")
+    assert str(details.get("credit_limit")) in record.answer
+
+    assert record.usage.input_tokens == 1000 + 2000 + 500 + 3000
+    assert record.usage.cached_input_tokens == 500
+    assert record.usage.output_tokens == 50 + 60 + 70
+    price_in, price_out, price_cache = SONNET_PRICE
+    assert record.cost_usd == pytest.approx(6000 * price_in + 180 * price_out + 500 * price_cache)
+    assert record.turns >= 3
+    assert record.extra["result_subtype"] == "success"
+    assert record.extra["cli_model"] == MODEL
+    assert record.extra["mcp_servers"] == [{"name": "erp", "status": "connected"}]
+
+    main = fake.main_requests()
+    assert len(main) == 3
+    for request in main:
+        assert request.headers["x-api-key"] == api_key
+        assert request.body["model"] == MODEL
+        assert request.body["output_config"]["effort"] == "low"
+        system = json.dumps(request.body["system"])
+        assert "ANSWER-FIRST-MARKER" in system
+        names = {tool["name"] for tool in request.body["tools"]}
+        builtins = {name for name in names if not name.startswith("mcp__erp__")}
+        assert builtins == {"WebSearch", "WebFetch"}
+        assert "mcp__erp__get_customer" in names
+
+    stream = tmp_path / "claude_streams" / "q-test-001__0.jsonl"
+    assert stream.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claude_streams"]  # temp HOME removed
+    assert files_containing(tmp_path, TEST_TOKEN) == []
+    assert files_containing(tmp_path, api_key) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# failures
+# --------------------------------------------------------------------------------------------------
+
+
+@needs_claude
+def test_erp_server_refusing_the_token_fails_the_question(
+    api_key: str, erp_server_with_token: RunningServer, tmp_path: Path
+) -> None:
+    model = ScriptedModel([Reply(text="I could not reach the ERP.")], all_requests_main=True)
+    with AnthropicFakeServer(model, api_key=api_key) as fake:
+        record = run_question(
+            fake, endpoint(erp_server_with_token, token="wrong-token"), tmp_path, "Any question?"
+        )
+    assert record.status == Status.error
+    assert record.error is not None
+    assert record.error.class_ == "ErpNotConnectedError"
+    assert "could not connect to the ERP MCP server" in record.error.message
+    assert record.extra["mcp_servers"] == [{"name": "erp", "status": "failed"}]
+    assert wait_no_processes(tmp_path) == []
+    assert files_containing(tmp_path, "wrong-token") == []
+
+
+@needs_claude
+def test_turn_cap_gives_max_turns(api_key: str, erp_server: RunningServer, tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [Reply(text="Checking again.", tool_uses=[ToolUse("mcp__erp__erp_info", {})])]
+    )
+    with AnthropicFakeServer(model, api_key=api_key) as fake:
+        record = run_question(
+            fake, endpoint(erp_server), tmp_path, "Loop forever", extra={"max_turns": "2"}
+        )
+        assert len(fake.main_requests()) == 2
+    assert record.status == Status.max_turns
+    assert record.answer == "Checking again."
+    assert [call.name for call in record.tool_calls] == ["mcp__erp__erp_info"] * 2
+    assert record.extra["result_subtype"] == "error_max_turns"
+    assert record.cost_usd is not None and record.cost_usd > 0
+    assert wait_no_processes(tmp_path) == []
+
+
+@needs_claude
+def test_api_error_is_an_error_not_an_answer(
+    api_key: str, erp_server: RunningServer, tmp_path: Path
+) -> None:
+    model = ScriptedModel([Reply(http_error=(400, "invalid_request_error"))])
+    with AnthropicFakeServer(model, api_key=api_key) as fake:
+        record = run_question(fake, endpoint(erp_server), tmp_path, "Anything")
+    assert record.status == Status.error
+    assert record.error is not None and record.error.class_ == "ClaudeCliError"
+    assert wait_no_processes(tmp_path) == []
+
+
+@needs_claude
+@pytest.mark.parametrize("web", [True, False])
+def test_web_search_is_recorded_or_switched_off(
+    api_key: str, erp_server: RunningServer, tmp_path: Path, web: bool
+) -> None:
+    model = ScriptedModel(
+        [
+            Reply(
+                text="Searching.", tool_uses=[ToolUse("WebSearch", {"query": "Contoso revenue"})]
+            ),
+            Reply(
+                text="Contoso revenue: see [report](https://example.com/contoso-annual-report-2025)."
+            ),
+        ]
+    )
+    with AnthropicFakeServer(model, api_key=api_key) as fake:
+        record = run_question(
+            fake,
+            endpoint(erp_server),
+            tmp_path,
+            "Contoso revenue?",
+            extra={"web": str(web).lower()},
+        )
+        offered = {tool["name"] for tool in fake.main_requests()[0].body["tools"]}
+        hits = model.web_results
+    assert record.status == Status.ok, record.error
+    (call,) = record.tool_calls
+    assert (call.name, call.server, call.arguments) == (
+        "WebSearch",
+        "web",
+        {"query": "Contoso revenue"},
+    )
+    if web:
+        assert {"WebSearch", "WebFetch"} <= offered
+        assert not call.is_error
+        assert [(s.url, s.title) for s in record.sources] == hits
+    else:
+        assert not offered & {"WebSearch", "WebFetch"}
+        assert call.is_error and record.sources == []
+    assert wait_no_processes(tmp_path) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# deadline
+# --------------------------------------------------------------------------------------------------
+
+PARTIAL = "The customer's balance, as far as I can tell, is"
+
+
+def stalling_model() -> ScriptedModel:
+    return ScriptedModel(
+        [
+            Reply(text="Checking the ERP.", tool_uses=[ToolUse("mcp__erp__erp_info", {})]),
+            Reply(text=PARTIAL, stall_s=120, stall_after_text=True),
+        ]
+    )
+
+
+@needs_claude
+def test_stalled_model_times_out_with_partial_answer_and_no_leftovers(
+    api_key: str, erp_server: RunningServer, tmp_path: Path
+) -> None:
+    budget = 8.0
+    with AnthropicFakeServer(stalling_model(), api_key=api_key) as fake:
+        started = time.monotonic()
+        record = run_question(fake, endpoint(erp_server), tmp_path, "Balance?", timeout=budget)
+        finished = time.monotonic() - started
+        left = wait_no_processes(tmp_path, timeout=3.0)
+    assert record.status == Status.timeout, record.error
+    assert record.answer == PARTIAL
+    assert [call.name for call in record.tool_calls] == ["mcp__erp__erp_info"]
+    assert not record.tool_calls[0].is_error
+    assert record.usage.input_tokens > 0
+    assert finished < budget + 3.0
+    assert left == [], left
+
+
+STDIO_MCP_SERVER = textwrap.dedent(
+    """
+    # A minimal stdio MCP server (no imports beyond json/sys: it starts at once, so the CLI's
+    # start-up race with slow stdio servers cannot hide it). One tool, erp_info.
+    import json, sys
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "id" not in request:
+            continue
+        method, result = request["method"], {}
+        if method == "initialize":
+            result = {"protocolVersion": request["params"]["protocolVersion"],
+                      "capabilities": {"tools": {}}, "serverInfo": {"name": "erp", "version": "1"}}
+        elif method == "tools/list":
+            result = {"tools": [{"name": "erp_info", "description": "ERP facts",
+                                 "inputSchema": {"type": "object", "properties": {}}}]}
+        elif method == "tools/call":
+            result = {"content": [{"type": "text", "text": '{"today": "2026-03-02"}'}]}
+        print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}), flush=True)
+    """
+)
+
+
+@needs_claude
+@pytest.mark.slow  # the stand-in test below covers child clean-up fast; this drives the real CLI
+def test_stdio_erp_child_is_ended_with_the_cli_at_the_deadline(
+    api_key: str, tmp_path: Path
+) -> None:
+    server_script = tmp_path / "stdio_erp.py"
+    server_script.write_text(STDIO_MCP_SERVER)
+    work_dir = tmp_path / "run"
+    erp = ErpEndpoint(
+        url="http://127.0.0.1:9/unused", stdio_command=(sys.executable, str(server_script))
+    )
+    with AnthropicFakeServer(stalling_model(), api_key=api_key) as fake:
+        record = run_question(
+            fake, erp, work_dir, "Balance?", timeout=8.0, extra={"erp_transport": "stdio"}
+        )
+        left = wait_no_processes(tmp_path, timeout=3.0)  # the MCP child names the script path
+    assert record.status == Status.timeout, record.error
+    assert record.answer == PARTIAL
+    assert [(c.name, c.output) for c in record.tool_calls] == [
+        ("mcp__erp__erp_info", '{"today": "2026-03-02"}')
+    ]
+    assert left == [], left
+
+
+RUNNER_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from harnesses import AgentEnvironment, AgentTask, ErpEndpoint, HarnessOptions, TrajectoryDraft
+    from harnesses import create_harness
+
+    base_url, erp_url, work_dir = sys.argv[1:4]
+
+    async def main():
+        options = HarnessOptions(model="claude-sonnet-4-5", base_url=base_url)
+        harness = create_harness("claude", options)
+        env = AgentEnvironment(erp=ErpEndpoint(url=erp_url), instructions="x", work_dir=work_dir)
+        draft = TrajectoryDraft()
+        task = AgentTask("crash", 0, "Balance?", "obligations", 300, time.monotonic() + 300)
+        run = asyncio.ensure_future(harness.run(task, env, draft))
+        while not draft.answer.startswith("The customer"):
+            await asyncio.sleep(0.05)
+        print("STALLED", flush=True)
+        await run
+
+    asyncio.run(main())
+    """
+)
+
+
+@needs_claude
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])  # SIGTERM: as SIGKILL
+def test_no_cli_survives_a_runner_crash_or_interrupt(
+    api_key: str, erp_server: RunningServer, tmp_path: Path, sig: signal.Signals
+) -> None:
+    with AnthropicFakeServer(stalling_model(), api_key=api_key) as fake:
+        runner = subprocess.Popen(
+            [sys.executable, "-c", RUNNER_SCRIPT, fake.base_url, erp_server.url, str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert runner.stdout is not None
+            line = runner.stdout.readline()
+            assert line.strip() == "STALLED", runner.stderr.read() if runner.stderr else ""
+            assert processes_under(tmp_path), "the CLI should be running now"
+            runner.send_signal(sig)
+            runner.wait(timeout=10)
+            left = wait_no_processes(tmp_path, timeout=5.0)
+        finally:
+            if runner.poll() is None:
+                runner.kill()
+                runner.wait()
+    assert left == [], left
+
+
+# --------------------------------------------------------------------------------------------------
+# command line, configuration and set-up errors (no binary needed)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_command_line_is_exactly_as_specified(tmp_path: Path) -> None:
+    argv = build_command(
+        "/bin/claude",
+        "-starts with a dash?",
+        instructions="INSTR",
+        mcp_config_path="/x/mcp.json",
+        model="claude-opus-4-7",
+        effort="high",
+        max_turns=20,
+        web=True,
+    )
+    assert argv[:5] == ["/bin/claude", "-p", "--output-format", "stream-json", "--verbose"]
+    assert argv[-2:] == ["--", "-starts with a dash?"]
+
+    def value(option: str) -> str:
+        return argv[argv.index(option) + 1]
+
+    assert value("--model") == "claude-opus-4-7"
+    assert value("--effort") == "high"
+    assert value("--max-turns") == "20"
+    assert value("--append-system-prompt") == "INSTR"
+    assert value("--mcp-config") == "/x/mcp.json"
+    assert "--strict-mcp-config" in argv and "--no-session-persistence" in argv
+    assert value("--tools") == "WebSearch,WebFetch"
+    allowed = argv[argv.index("--allowedTools") + 1 : argv.index("--disallowedTools")]
+    assert allowed == ["mcp__erp", "WebSearch", "WebFetch"]
+    denied = argv[argv.index("--disallowedTools") + 1 : argv.index("--permission-mode")]
+    assert {"Bash", "Read", "Write", "Edit", "Glob", "Grep", "Agent", "Task"} <= set(denied)
+    assert value("--permission-mode") == "dontAsk"
+    assert not any("dangerously" in arg or "bypass" in arg.lower() for arg in argv)
+
+    no_web = build_command(
+        "/bin/claude",
+        "q",
+        instructions="I",
+        mcp_config_path="/m",
+        model=None,
+        effort=None,
+        max_turns=5,
+        web=False,
+    )
+    assert "--model" not in no_web and "--effort" not in no_web
+    assert no_web[no_web.index("--tools") + 1] == ""
+    assert no_web[no_web.index("--allowedTools") + 1 : no_web.index("--disallowedTools")] == [
+        "mcp__erp"
+    ]
+
+
+def test_mcp_config_holds_only_the_erp_and_never_the_token() -> None:
+    env = AgentEnvironment(
+        erp=ErpEndpoint(
+            url="http://127.0.0.1:9/mcp",
+            token="s3cret",
+            stdio_command=("python", "-m", "erp_mcp", "--db", "sqlite:///e.db"),
+        ),
+        instructions="I",
+        work_dir="/tmp",
+    )
+    http = mcp_config(env, "http")
+    assert list(http["mcpServers"]) == ["erp"]
+    assert http["mcpServers"]["erp"] == {
+        "type": "http",
+        "url": "http://127.0.0.1:9/mcp",
+        "headers": {"Authorization": f"Bearer ${{{TOKEN_VARIABLE}}}"},
+    }
+    assert "s3cret" not in json.dumps(http)
+    stdio = mcp_config(env, "stdio")
+    assert stdio["mcpServers"]["erp"] == {
+        "type": "stdio",
+        "command": "python",
+        "args": ["-m", "erp_mcp", "--db", "sqlite:///e.db"],
+    }
+
+
+def test_missing_binary_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    with pytest.raises(ClaudeCliUnavailable) as caught:
+        create_harness("claude", HarnessOptions(extra={"claude_bin": "/nonexistent/claude"}))
+    message = str(caught.value)
+    assert INSTALL_COMMAND in message and "\n" not in message
+
+
+def test_missing_credentials_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ClaudeCliUnavailable) as caught:
+        create_harness("claude", HarnessOptions(extra={"claude_bin": sys.executable}))
+    message = str(caught.value)
+    assert "ANTHROPIC_API_KEY" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        ({"max_turns": "zero"}, "max_turns=zero"),
+        ({"max_turns": "0"}, "max_turns=0"),
+        ({"web": "maybe"}, "web=maybe"),
+        ({"erp_transport": "smoke"}, "erp_transport=smoke"),
+    ],
+)
+def test_bad_harness_options_are_one_line_errors(
+    monkeypatch: pytest.MonkeyPatch, extra: dict[str, str], fragment: str
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    with pytest.raises(ValueError, match=fragment):
+        create_harness("claude", HarnessOptions(extra={**extra, "claude_bin": sys.executable}))
+
+
+def test_unknown_effort_is_refused_before_the_cli_would_ignore_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    options = HarnessOptions(reasoning_effort="extreme", extra={"claude_bin": sys.executable})
+    with pytest.raises(ValueError, match="low, medium, high, xhigh, max"):
+        create_harness("claude", options)
+
+
+def test_child_environment_is_minimal_and_isolated(tmp_path: Path) -> None:
+    from harnesses._claude_cli import child_environment
+
+    outside = {
+        "PATH": "/usr/bin",
+        "HOME": "/root",
+        "ANTHROPIC_API_KEY": "sk-a",
+        "OPENAI_API_KEY": "sk-openai",
+        "ERP_MCP_TOKEN": "leak",
+        "HTTPS_PROXY": "http://proxy:3128",
+    }
+    env = child_environment(
+        tmp_path, base_url="http://127.0.0.1:1", erp_token="t0k", environ=outside
+    )
+    assert env["HOME"] == str(tmp_path) and env["TMPDIR"].startswith(str(tmp_path))
+    assert env["ANTHROPIC_API_KEY"] == "sk-a" and env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:1"
+    assert env[TOKEN_VARIABLE] == "t0k" and env["HTTPS_PROXY"] == "http://proxy:3128"
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert "OPENAI_API_KEY" not in env and "ERP_MCP_TOKEN" not in env
+    no_token = child_environment(tmp_path, base_url=None, erp_token=None, environ=outside)
+    assert TOKEN_VARIABLE not in no_token and "ANTHROPIC_BASE_URL" not in no_token
+
+
+# --------------------------------------------------------------------------------------------------
+# process handling with a stand-in binary (no claude needed): it replays a recorded stream, ignores
+# SIGTERM and leaves a child behind, the worst case for the clean-up
+# --------------------------------------------------------------------------------------------------
+
+STAND_IN = textwrap.dedent(
+    """
+    import signal, subprocess, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # an "MCP child"
+    with open(sys.argv[1], encoding="utf-8") as stream:
+        for line in stream:
+            print(line, end="", flush=True)
+    time.sleep(120)
+    """
+)
+
+
+def stand_in_binary(folder: Path, stream: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "replay.py"
+    script.write_text(STAND_IN)
+    binary = folder / "claude"
+    recorded = Path(__file__).parent / "data" / "claude_streams" / f"{stream}.jsonl"
+    binary.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "{recorded}"\n')
+    binary.chmod(0o755)
+    return binary
+
+
+@pytest.mark.parametrize(
+    ("stream", "status", "answer", "budget"),
+    [
+        ("multi_tool", Status.ok, "**C1 (Forest Wholesale)** owes 1,234.50 USD.", 6.0),
+        ("timeout_partial", Status.timeout, "The balance of C1 is 1,234.50 USD as of", 3.0),
+    ],
+)
+def test_stubborn_cli_and_its_children_are_killed(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    stream: str,
+    status: Status,
+    answer: str,
+    budget: float,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    binary = stand_in_binary(tmp_path / "bin", stream)
+    options = HarnessOptions(model=MODEL, extra={"claude_bin": str(binary)})
+    harness = create_harness("claude", options)
+    work_dir = tmp_path / "run"
+    env = AgentEnvironment(
+        erp=ErpEndpoint(url="http://127.0.0.1:9/mcp"), instructions="I", work_dir=str(work_dir)
+    )
+    config = RunConfig(harness="claude", retries=0, progress=False)
+    started = time.monotonic()
+    record = asyncio.run(QuestionRunner(harness, env, config).run(question("q", budget), 0))
+    elapsed = time.monotonic() - started
+    assert record.status == status, record.error
+    assert record.answer.startswith(answer)
+    assert record.tool_calls and record.tool_calls[0].name == "mcp__erp__get_customer"
+    if status == Status.ok:
+        assert record.extra["cli_exit_forced"] is True
+        assert elapsed < budget  # the result was kept without waiting for the deadline
+    assert wait_no_processes(tmp_path, timeout=3.0) == []

@@ -1,0 +1,102 @@
+"""Same seed and scale give the same snapshot; writes are atomic."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from synthetic_erp import erp_stats, generate_erp, snapshot_hash
+from synthetic_erp._db import ErpDatabaseError, open_engine
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def small(path: Path, seed: int, **kwargs) -> str:
+    url = f"sqlite:///{path}"
+    return generate_erp(url, customers=60, vendors=60, seed=seed, **kwargs).snapshot_hash
+
+
+def test_same_seed_same_hash_different_seed_different_hash(tmp_path: Path) -> None:
+    first = small(tmp_path / "a.db", 5)
+    second = small(tmp_path / "b.db", 5)
+    other = small(tmp_path / "c.db", 6)
+    assert first == second
+    assert first != other
+    assert (tmp_path / "a.db").read_bytes() != b""
+    engine = open_engine(f"sqlite:///{tmp_path / 'a.db'}", read_only=True)
+    try:
+        assert snapshot_hash(engine) == first
+    finally:
+        engine.dispose()
+
+
+def test_as_of_and_scale_change_the_snapshot(tmp_path: Path) -> None:
+    base = small(tmp_path / "a.db", 5)
+    import datetime as dt
+
+    shifted = small(tmp_path / "b.db", 5, as_of=dt.date(2026, 1, 15))
+    scaled = small(tmp_path / "c.db", 5, scale=1.5)
+    assert len({base, shifted, scaled}) == 3
+    stats = erp_stats(f"sqlite:///{tmp_path / 'c.db'}")
+    assert stats["customers"] == 90 and stats["scale"] == "1.5"
+    assert erp_stats(f"sqlite:///{tmp_path / 'b.db'}")["as_of"] == "2026-01-15"
+
+
+def test_hash_detects_a_changed_cent(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    stored = generate_erp(url, customers=30, vendors=30, seed=3).snapshot_hash
+    engine = open_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                "UPDATE customer_transaction SET amount_cur = amount_cur + 0.01 "
+                "WHERE id = (SELECT MIN(id) FROM customer_transaction)"
+            )
+        assert snapshot_hash(engine) != stored
+    finally:
+        engine.dispose()
+
+
+def test_existing_target_is_refused_and_kept(tmp_path: Path) -> None:
+    target = tmp_path / "erp.db"
+    target.write_bytes(b"not a database")
+    with pytest.raises(ErpDatabaseError, match="already exists"):
+        small(target, 1)
+    assert target.read_bytes() == b"not a database"
+    small(target, 1, overwrite=True)
+    assert erp_stats(f"sqlite:///{target}")["customers"] == 60
+    assert [p.name for p in tmp_path.iterdir()] == ["erp.db"]
+
+
+@pytest.mark.parametrize("scale", [0, -1, 101])
+def test_bad_scale_is_refused_before_writing(tmp_path: Path, scale: float) -> None:
+    with pytest.raises(ErpDatabaseError, match="scale"):
+        generate_erp(f"sqlite:///{tmp_path / 'x.db'}", scale=scale)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interrupted_generation_leaves_no_database(tmp_path: Path) -> None:
+    target = tmp_path / "big.db"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "synthetic_erp", "generate", "--scale", "20", "--quiet",
+         "--db", f"sqlite:///{target}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    temp = tmp_path / f".big.db.{process.pid}.tmp"
+    deadline = time.monotonic() + 60
+    while not temp.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    assert temp.exists(), "generation never started writing its temporary file"
+    time.sleep(0.3)
+    os.kill(process.pid, signal.SIGINT)
+    _out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and err.strip().startswith("error:")
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,418 @@
+"""The deterministic judge: every check on answers written to pass and to fail."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from harnesses.records import ToolCall
+from judge import RULES_BY_ASSERTION, RulesJudge, check_fact, rule_for
+from judge import _extract as x
+from judge._base import JudgeItem
+from judge._erp_links import find_erp_links
+from judge.records import DimensionStatus
+from ledgerbench.dataset import Dimension, ExpectedFact, TaskType
+from ledgerbench.dataset._rubric import build_tags
+from tests.fakes.judge_data import question, trajectory
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def fact(kind: str, value, field: str = "f", **kw) -> ExpectedFact:
+    return ExpectedFact(kind=kind, field=field, value=value, **kw)
+
+
+def passes(answer: str, expected: ExpectedFact) -> bool:
+    verdict = check_fact(answer, expected)
+    assert verdict.score in (0.0, 1.0), verdict
+    return verdict.score == 1.0
+
+
+# -- amounts ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The open balance is $1,234,567.89.",
+        "Balance: 1234567.89",
+        "USD 1,234,567.89 is outstanding",
+        "about $1.2M",
+        "roughly USD 1.2M in total",
+        "1.2 million dollars",
+        "€1.234.567,89",
+        "1,234,567.89 USD",
+    ],
+)
+def test_amount_in_any_common_format_passes(answer: str) -> None:
+    assert passes(answer, fact("amount", 1234567.89, tolerance=0.01))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The open balance is $1,234,576.89.",  # transposed digits
+        "about $1.3M",  # rounded the wrong way
+        "USD 12,345,678.90",
+        "The balance is 1234.56",
+        "No balance figure given.",
+    ],
+)
+def test_wrong_amount_fails(answer: str) -> None:
+    assert not passes(answer, fact("amount", 1234567.89, tolerance=0.01))
+
+
+def test_negative_amounts_parentheses_and_minus() -> None:
+    expected = fact("amount", -250.0, tolerance=0.01)
+    assert passes("Credit balance of (250.00)", expected)
+    assert passes("Balance: -$250.00", expected)
+    assert passes("a credit balance of $250.00", expected)  # sign carried by the words
+    assert not passes("Balance: (250.00)", fact("amount", 250.0, tolerance=0.01))
+
+
+def test_amount_precision_comes_from_the_answer() -> None:
+    expected = fact("amount", 1234.56, tolerance=0.01)
+    assert passes("$1,235", expected)  # whole units, rounding stated by the format
+    assert not passes("$1,234.00", expected)  # cents shown, and wrong
+
+
+def test_zero_amount_in_words() -> None:
+    assert passes("The customer owes nothing: the balance is zero.", fact("amount", 0.0))
+
+
+def test_account_ids_are_not_numbers() -> None:
+    assert not passes("Customer SYNCUS-0001 has open invoices.", fact("count", 1))
+    assert not x.find_numbers("SYNCUS-0001 INV-000123")
+
+
+# -- counts, percents, dates --------------------------------------------------------------------
+
+
+def test_counts_digits_words_and_not_dates() -> None:
+    assert passes("There are 3 overdue invoices.", fact("count", 3))
+    assert passes("Three invoices are overdue.", fact("count", 3))
+    assert not passes("As of March 3, 2026 the customer owes $3.00.", fact("count", 3))
+    assert passes("There are no open invoices.", fact("count", 0))
+    assert not passes("There are 4 overdue invoices.", fact("count", 3))
+
+
+def test_percent() -> None:
+    assert passes("A 2% cash discount applies within 10 days.", fact("percent", 2.0, tolerance=0.1))
+    assert passes("Discount: 2.0 percent", fact("percent", 2.0, tolerance=0.1))
+    assert not passes("A 3% discount applies.", fact("percent", 2.0, tolerance=0.1))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Due on 2026-03-02.",
+        "Due March 2, 2026.",
+        "due 2 Mar 2026",
+        "due 03/02/2026",
+        "2nd of March, 2026",
+    ],
+)
+def test_dates_in_common_formats(answer: str) -> None:
+    assert passes(answer, fact("date", "2026-03-02"))
+
+
+def test_wrong_date_fails() -> None:
+    assert not passes("Due March 12, 2026.", fact("date", "2026-03-02"))
+
+
+# -- ids, names, top-N, no records, booleans ----------------------------------------------------
+
+
+def test_ids_and_names() -> None:
+    assert passes("Customer syncus-0001 owes...", fact("id", "SYNCUS-0001"))
+    assert not passes("Customer SYNCUS-00011 owes...", fact("id", "SYNCUS-0001"))
+    assert passes("FOREST   wholesale, inc owes", fact("name", "Forest Wholesale, Inc."))
+    assert not passes("Forest Traders owes", fact("name", "Forest Wholesale"))
+
+
+TOP = ["SYNCUS-0003", "SYNCUS-0001", "SYNCUS-0007"]
+
+
+def test_top_n_membership_and_order() -> None:
+    in_order = (
+        "| # | customer |\n|---|---|\n| 1 | SYNCUS-0003 |\n| 2 | SYNCUS-0001 |\n| 3 | SYNCUS-0007 |"
+    )
+    swapped = in_order.replace("SYNCUS-0003", "TMP").replace("SYNCUS-0001", "SYNCUS-0003")
+    swapped = swapped.replace("TMP", "SYNCUS-0001")
+    missing = in_order.replace("SYNCUS-0007", "SYNCUS-0009")
+    assert passes(in_order, fact("top_n", TOP))
+    assert not passes(swapped, fact("top_n", TOP))
+    assert passes(swapped, fact("top_n", TOP, ordered=False))
+    assert not passes(missing, fact("top_n", TOP, ordered=False))
+
+
+def test_top_ten_out_of_order_fails() -> None:
+    ids = [f"SYNCUS-{n:04d}" for n in (12, 5, 33, 8, 41, 2, 19, 27, 3, 50)]
+    rows = "\n".join(f"| {i + 1} | {cid} |" for i, cid in enumerate(ids))
+    table = "| rank | account |\n|---|---|\n" + rows
+    assert passes(table, fact("top_n", ids))
+    reordered = [*ids[:4], ids[5], ids[4], *ids[6:]]
+    rows = "\n".join(f"| {i + 1} | {cid} |" for i, cid in enumerate(reordered))
+    assert not passes("| rank | account |\n|---|---|\n" + rows, fact("top_n", ids))
+
+
+def test_no_records_phrases() -> None:
+    expected = fact("no_records", True)
+    for answer in [
+        "There are no open invoices for SYNCUS-0001.",
+        "No records were found for that vendor.",
+        "I could not find any disputes in USMF.",
+        "The customer does not exist in USMF.",
+    ]:
+        assert passes(answer, expected), answer
+    assert not passes("SYNCUS-0001 has 2 open invoices totalling $500.", expected)
+
+
+def test_boolean() -> None:
+    assert passes("Yes - the customer is on hold.", fact("boolean", True))
+    assert not passes("No, the customer is not on hold.", fact("boolean", True))
+    assert passes("No, the customer is not on hold.", fact("boolean", False))
+
+
+def test_tables() -> None:
+    assert x.has_markdown_table("| a | b |\n|---|:---:|\n| 1 | 2 |")
+    assert not x.has_markdown_table("a | b\nno separator row")
+
+
+# -- mapping ------------------------------------------------------------------------------------
+
+
+def test_every_rule_mapping_targets_real_rubric_ids() -> None:
+    """The ids the rules decide are the ids the dataset's rubric produces."""
+    obligation = build_tags(
+        TaskType.obligations, scenario="Aged Balance", records=3, ground_truth="x", segment="AR"
+    )
+    brief = build_tags(TaskType.business_brief, scenario="Business Brief", erp_grounded=True)
+    rubric_ids = {a.id for tags in (obligation, brief) for items in tags.values() for a in items}
+    separate_parts = {
+        "citations.erp_link_present",
+        "citations.erp_link_resolves",
+        "citations.erp_link_on_topic",
+    }
+    assert set(RULES_BY_ASSERTION) - separate_parts <= rubric_ids
+    decided = {
+        a.id for d, items in obligation.items() for a in items if rule_for(d, a.id) is not None
+    }
+    assert decided == {
+        "accuracy.ground_truth",
+        "citations.erp_link",
+        "structure.answer_first",
+        "structure.table_for_many",
+        "relevance.erp_reached",
+    }
+    assert rule_for(Dimension.clarity, "clarity.acronyms") is None
+
+
+# -- the rules judge on whole items -------------------------------------------------------------
+
+
+def test_rules_judge_accuracy_partial_credit_and_needs_llm() -> None:
+    q = question(
+        tags={
+            Dimension.accuracy: ["accuracy.ground_truth"],
+            Dimension.clarity: ["clarity.acronyms"],
+        },
+        expected=[
+            fact("amount", 1234.56, field="balance", tolerance=0.01),
+            fact("id", "SYNCUS-0001", field="account"),
+            fact("count", 2, field="open_invoices"),
+            fact("date", "2026-03-02", field="as_of"),
+        ],
+    )
+    answer = "As of March 2, 2026, SYNCUS-0001 owes $1,234.56 on 5 open invoices."
+    outcome = RulesJudge().score(JudgeItem(q, trajectory(answer=answer)))
+    accuracy = outcome.dimensions[Dimension.accuracy]
+    assert accuracy.status is DimensionStatus.scored
+    assert accuracy.score == 0.75  # 3 of 4 facts
+    assert "open_invoices" in accuracy.assertions[0].reason
+    clarity = outcome.dimensions[Dimension.clarity]
+    assert clarity.status is DimensionStatus.needs_llm
+    assert clarity.score is None
+    assert clarity.assertions[0].reason == "needs an LLM judge"
+
+
+def test_rules_judge_structure_table_and_answer_first() -> None:
+    ids = ["SYNCUS-0003", "SYNCUS-0001"]
+    q = question(
+        tags={Dimension.structure: ["structure.answer_first", "structure.table_for_many"]},
+        expected=[
+            fact("top_n", ids, field="largest"),
+            fact("amount", 900.0, field="total", tolerance=0.01),
+        ],
+    )
+    good = (
+        "The two largest balances total $900.00.\n\n| account | balance |\n|---|---|\n"
+        "| SYNCUS-0003 | $600.00 |\n| SYNCUS-0001 | $300.00 |"
+    )
+    bad = (
+        "Here is some background on aging.\nBalances are computed daily.\n"
+        "We looked at all customers.\n"
+        "SYNCUS-0003 has $600.00 and SYNCUS-0001 has $300.00, $900.00 in total."
+    )
+    judge = RulesJudge()
+    scored = judge.score(JudgeItem(q, trajectory(answer=good))).dimensions[Dimension.structure]
+    assert [a.score for a in scored.assertions] == [1.0, 1.0]
+    scored = judge.score(JudgeItem(q, trajectory(answer=bad))).dimensions[Dimension.structure]
+    assert [a.score for a in scored.assertions] == [0.0, 0.0]
+    as_list = "Total: $900.00\n- SYNCUS-0003: $600.00\n- SYNCUS-0001: $300.00"
+    scored = judge.score(JudgeItem(q, trajectory(answer=as_list))).dimensions[Dimension.structure]
+    assert [a.score for a in scored.assertions] == [1.0, None]
+
+
+def test_erp_reached_fails_only_for_certain() -> None:
+    q = question(tags={Dimension.relevance: ["relevance.erp_reached"]})
+    judge = RulesJudge()
+    failed = ToolCall(name="get_customer", server="erp", is_error=True, output="connection refused")
+    ok = ToolCall(name="mcp__erp__get_customer", output="{}")
+    no_calls = judge.score(JudgeItem(q, trajectory())).dimensions[Dimension.relevance]
+    assert no_calls.assertions[0].score == 0.0
+    all_failed = judge.score(JudgeItem(q, trajectory(tool_calls=[failed]))).dimensions[
+        Dimension.relevance
+    ]
+    assert all_failed.assertions[0].score == 0.0
+    reached = judge.score(JudgeItem(q, trajectory(tool_calls=[failed, ok]))).dimensions[
+        Dimension.relevance
+    ]
+    assert reached.assertions[0].score is None
+    assert reached.status is DimensionStatus.needs_llm
+
+
+# -- ERP links, resolved against a real generated ERP -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def erp_records(erp_db_url: str) -> dict[str, str]:
+    path = erp_db_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as db:
+        le, account = db.execute(
+            "select legal_entity, account from customer order by account limit 1"
+        ).fetchone()
+        other = db.execute(
+            "select account from customer where legal_entity = ? and account != ? "
+            "order by account limit 1",
+            (le, account),
+        ).fetchone()[0]
+    return {"le": le, "account": account, "other": other}
+
+
+def _link_question(records: dict[str, str], **kw):
+    path = f"/erp/{records['le']}/customers/{records['account']}"
+    return question(
+        tags={Dimension.citations: ["citations.erp_link"]},
+        record_refs=[path],
+        expected=[fact("amount", 1234.56, tolerance=0.01)],
+        **kw,
+    )
+
+
+def _citation_score(judge: RulesJudge, q, answer: str) -> tuple[float | None, str]:
+    dim = judge.score(JudgeItem(q, trajectory(answer=answer))).dimensions[Dimension.citations]
+    return dim.assertions[0].score, dim.assertions[0].reason
+
+
+def test_erp_links_present_resolving_and_on_topic(
+    erp_db_url: str, erp_records: dict[str, str]
+) -> None:
+    judge = RulesJudge(erp_db_url=erp_db_url)
+    q = _link_question(erp_records)
+    le, account, other = erp_records["le"], erp_records["account"], erp_records["other"]
+    good = f"The balance is $1,234.56 ([{account}](http://127.0.0.1:8000/erp/{le}/customers/{account}))."
+    assert _citation_score(judge, q, good)[0] == 1.0
+    bare_path = f"Balance $1,234.56, see /erp/{le}/customers/{account}."
+    assert _citation_score(judge, q, bare_path)[0] == 1.0
+
+    score, reason = _citation_score(judge, q, "The balance is $1,234.56.")
+    assert score == 0.0 and "no ERP record link" in reason
+
+    invented = f"See http://erp.local/erp/{le}/customers/SYNCUS-9999 for details."
+    score, reason = _citation_score(judge, q, invented)
+    assert score == 0.0 and "point to no record" in reason
+
+    wrong_record = f"See http://erp.local/erp/{le}/customers/{other}."
+    score, reason = _citation_score(judge, q, wrong_record)
+    assert score == 0.0 and "but the answer is about" in reason
+
+    malformed = f"See http://erp.local/erp/{le}/no-such-set/{account}."
+    score, reason = _citation_score(judge, q, malformed)
+    assert score == 0.0 and "malformed" in reason
+    judge.close()
+
+
+def test_erp_link_not_needed_when_nothing_found(erp_db_url: str) -> None:
+    q = question(
+        tags={Dimension.citations: ["citations.erp_link"]},
+        expected=[fact("no_records", True)],
+        record_refs=[],
+    )
+    score, _ = _citation_score(RulesJudge(erp_db_url=erp_db_url), q, "There are no open invoices.")
+    assert score == 1.0
+
+
+def test_erp_link_resolution_needs_the_database(erp_records: dict[str, str]) -> None:
+    q = _link_question(erp_records)
+    answer = f"See /erp/{erp_records['le']}/customers/{erp_records['account']}."
+    score, reason = _citation_score(RulesJudge(erp_db_url=None), q, answer)
+    assert score is None and "--erp-db" in reason
+
+
+def test_find_erp_links_deduplicates_url_and_path() -> None:
+    text = "[A](http://h:1/erp/USMF/customers/SYNCUS-0001), again http://h:1/erp/USMF/customers/SYNCUS-0001."
+    links = find_erp_links(text)
+    assert [link.path for link in links] == ["/erp/USMF/customers/SYNCUS-0001"]
+
+
+def test_run_checks_the_erp_database(
+    tmp_path, erp_db_url: str, erp_records: dict[str, str]
+) -> None:
+    from judge import JudgeRunConfig, JudgeRunError, read_scores, run_judge
+    from tests.fakes.judge_data import write_run
+
+    q = _link_question(erp_records)
+    link = f"/erp/{erp_records['le']}/customers/{erp_records['account']}"
+    t = trajectory(q.id, answer=f"The balance is $1,234.56 ({link}).")
+
+    run_dir = write_run(
+        tmp_path / "ok", [q], [t], erp_db_url=erp_db_url, erp_snapshot_hash="0" * 64
+    )
+    result = run_judge(JudgeRunConfig(run_dir=run_dir, progress=False))
+    assert any("snapshot" in w and "differs" in w for w in result.warnings)
+    (record,), _ = read_scores(result.scores_path)
+    assert record.dimensions[Dimension.citations].score == 1.0  # resolved from the manifest's URL
+
+    redacted = write_run(tmp_path / "pg", [q], [t], erp_db_url="postgresql://u:***@db.example/erp")
+    result = run_judge(JudgeRunConfig(run_dir=redacted, progress=False))
+    assert any("redacted" in w for w in result.warnings)
+    (record,), _ = read_scores(result.scores_path)
+    assert record.dimensions[Dimension.citations].status is DimensionStatus.needs_llm
+
+    missing = f"sqlite:///{tmp_path / 'missing.db'}"
+    with pytest.raises(JudgeRunError, match="--erp-db"):
+        run_judge(JudgeRunConfig(run_dir=run_dir, erp_db=missing, progress=False, overwrite=True))
+
+
+def test_links_with_quoted_keys_resolve(erp_db_url: str) -> None:
+    """The catalogue quotes keys like ``2%10Net30``; such links are real records, not malformed."""
+    from synthetic_erp import record_path
+
+    path = erp_db_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as db:
+        row = db.execute(
+            "select legal_entity, terms_id from payment_terms "
+            "where instr(terms_id, '%') > 0 limit 1"
+        ).fetchone()
+    if row is None:
+        pytest.skip("the generated ERP has no payment terms with a % in their id")
+    link = record_path("payment-terms", row[0], row[1])
+    assert "%25" in link
+    q = question(tags={Dimension.citations: ["citations.erp_link"]}, record_refs=[link])
+    score, reason = _citation_score(RulesJudge(erp_db_url=erp_db_url), q, f"Terms: http://h{link}")
+    assert score == 1.0, reason
+    bogus = link.replace("payment-terms", "no-such-set")
+    score, reason = _citation_score(RulesJudge(erp_db_url=erp_db_url), q, f"See http://h{bogus}")
+    assert score == 0.0 and "malformed" in reason

@@ -1,0 +1,233 @@
+"""The ERP MCP server as real clients see it: stdio and HTTP with the official `mcp` client, bearer
+auth, record pages, the CLI, fault injection, the audit log and read-only enforcement."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import httpx2
+import pytest
+from fastmcp import Client
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
+
+from erp_mcp import TRANSIENT_PREFIX, FaultConfig, build_server, main
+from erp_mcp._runtime import ErpRuntime
+
+pytestmark = pytest.mark.timeout(120)
+
+QUIET = {"FASTMCP_LOG_LEVEL": "WARNING", "FASTMCP_SHOW_SERVER_BANNER": "false"}
+
+
+def _record(result) -> dict:
+    return result.structured_content
+
+
+async def test_official_client_over_stdio(erp_db_url):
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "erp_mcp", "--db", erp_db_url], env=QUIET
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = await session.list_tools()
+        names = {t.name for t in tools.tools}
+        assert {"get_aging", "search_parties", "query_entity_set"} <= names
+        assert all(t.annotations.read_only_hint for t in tools.tools)
+        result = await session.call_tool("erp_info", {})
+        assert not result.is_error
+        assert result.structured_content["today"]
+        bad = await session.call_tool("get_customer", {"account": "NOPE-0000"})
+        assert bad.is_error and "no customer" in bad.content[0].text
+
+
+async def _http_session_call(url: str, headers: dict, name: str, args: dict):
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return await session.call_tool(name, args)
+
+
+async def test_official_client_over_http(erp_server):
+    result = await _http_session_call(
+        erp_server.url, {}, "search_parties", {"query": "SYNCUS-0002"}
+    )
+    assert not result.is_error
+    best = result.structured_content["candidates"][0]
+    assert best["account"] == "SYNCUS-0002"
+    assert best["url"].startswith(erp_server.base_url + "/erp/")
+
+
+async def test_bearer_auth_accepts_the_token_and_refuses_others(erp_server_with_token):
+    server = erp_server_with_token
+    ok = await _http_session_call(
+        server.url, {"Authorization": f"Bearer {server.token}"}, "erp_info", {}
+    )
+    assert not ok.is_error and ok.structured_content["today"]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient() as http:
+        missing = await http.post(server.url, json=body, headers=headers)
+        wrong = await http.post(
+            server.url, json=body, headers={**headers, "Authorization": "Bearer wrong"}
+        )
+        page = await http.get(f"{server.base_url}/erp/USMF/customers/SYNCUS-0001")
+        page_ok = await http.get(
+            f"{server.base_url}/erp/USMF/customers/SYNCUS-0001",
+            headers={"Authorization": f"Bearer {server.token}", "Accept": "application/json"},
+        )
+    assert missing.status_code == 401 and wrong.status_code == 401
+    assert page.status_code == 401 and page_ok.status_code == 200
+
+
+async def test_record_urls_resolve_to_the_data_the_tool_returned(erp_server):
+    # A customer whose payment terms key needs escaping in a URL ("2%10Net30").
+    with sqlite3.connect(erp_server.db_url.removeprefix("sqlite:///")) as db:
+        account = db.execute(
+            "select account from customer where payment_terms like '%\\%%' escape '\\' "
+            "order by account limit 1"
+        ).fetchone()[0]
+    async with Client(erp_server.url) as client:
+        customer = _record(await client.call_tool("get_customer", {"account": account}))
+        txns = _record(
+            await client.call_tool("list_customer_transactions", {"page_size": 3, "status": "open"})
+        )
+        order = _record(
+            await client.call_tool("list_sales_orders", {"page_size": 1, "status": ["open"]})
+        )
+    records = [customer["customer"], *txns["items"], order["items"][0]]
+    records += [customer["payment_terms"], customer["group"]]
+    if customer["cash_discount"]:
+        records.append(customer["cash_discount"])
+    async with httpx.AsyncClient() as http:
+        for record in records:
+            response = await http.get(record["url"], headers={"Accept": "application/json"})
+            assert response.status_code == 200, record["url"]
+            page = response.json()
+            assert page["url"] == record["url"]
+            for field, value in page["record"].items():
+                assert record[field] == value, (record["url"], field)
+        html = await http.get(order["items"][0]["url"])
+        assert html.status_code == 200 and "text/html" in html.headers["content-type"]
+        assert "lines (" in html.text and "<table>" in html.text
+        so_page = (
+            await http.get(order["items"][0]["url"], headers={"Accept": "application/json"})
+        ).json()
+        assert so_page["children"]["lines"], "a sales order page lists its lines"
+        assert any(link["entity_set"] == "customers" for link in so_page["related"])
+
+
+async def test_unknown_records_and_path_tricks_give_404(erp_server):
+    base = erp_server.base_url
+    paths = [
+        "/erp/USMF/customers/SYNCUS-9999",
+        "/erp/ZZZZ/customers/SYNCUS-0001",
+        "/erp/USMF/no-such-set/X",
+        "/erp/USMF/customers/..%2F..%2Fetc%2Fpasswd",
+        "/erp/USMF/customers/%2e%2e",
+        "/erp/USMF/../customers/SYNCUS-0001",
+        "/erp/USMF/customers/SYNCUS-0001/extra",
+    ]
+    async with httpx.AsyncClient() as http:
+        for path in paths:
+            response = await http.get(base + path, headers={"Accept": "application/json"})
+            assert response.status_code == 404, path
+
+
+async def test_fault_injection_is_seeded_and_marked_transient(erp_db_url):
+    faults = FaultConfig(error_rate=0.5, latency_ms=20, seed=3)
+    outcomes = []
+    for _ in range(2):
+        async with Client(build_server(erp_db_url, faults=faults)) as client:
+            started = time.perf_counter()
+            run = []
+            for _ in range(8):
+                result = await client.call_tool("erp_info", {}, raise_on_error=False)
+                run.append(result.is_error)
+                if result.is_error:
+                    assert result.content[0].text.startswith(TRANSIENT_PREFIX)
+            assert time.perf_counter() - started >= 8 * 0.02
+            outcomes.append(run)
+    assert outcomes[0] == outcomes[1] and any(outcomes[0]) and not all(outcomes[0])
+
+
+async def test_audit_log_records_every_call(erp_db_url, tmp_path):
+    log = tmp_path / "audit.jsonl"
+    async with Client(build_server(erp_db_url, audit_log=log)) as client:
+        await client.call_tool("search_parties", {"query": "Wholesale", "limit": 2})
+        await client.call_tool("get_customer", {"account": "NOPE-1"}, raise_on_error=False)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [entry["tool"] for entry in lines] == ["search_parties", "get_customer"]
+    assert lines[0]["arguments"] == {"query": "Wholesale", "limit": 2}
+    assert lines[0]["error"] is None and lines[0]["result_chars"] > 50
+    assert lines[1]["error"].startswith("no customer") and lines[1]["duration_ms"] >= 0
+    assert {"time", "tool", "arguments", "duration_ms", "result_chars", "error"} == set(lines[0])
+
+
+def test_database_is_read_only_through_every_path(erp_db_url):
+    runtime = ErpRuntime.open(erp_db_url, None)
+    try:
+        for statement in (
+            "UPDATE customer SET credit_limit = 0",
+            "DELETE FROM customer_transaction",
+            "CREATE TABLE evil (x int)",
+        ):
+            with pytest.raises(OperationalError), runtime.engine.begin() as conn:
+                conn.execute(text(statement))
+    finally:
+        runtime.close()
+    path = erp_db_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as check:
+        assert check.execute("select count(*) from customer_transaction").fetchone()[0] > 0
+        assert check.execute("select min(credit_limit) from customer").fetchone()[0] > 0
+
+
+def test_cli_errors_are_one_line_with_exit_2(tmp_path, capsys):
+    missing = tmp_path / "nope.db"
+    assert main(["--db", f"sqlite:///{missing}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "does not exist" in err and "python -m synthetic_erp generate" in err
+    not_an_erp = tmp_path / "empty.db"
+    sqlite3.connect(not_an_erp).execute("create table t (x int)").connection.close()
+    assert main(["--db", f"sqlite:///{not_an_erp}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "cannot read an ERP" in err and "generate" in err
+    assert main(["--db", "mysql://x/y"]) == 2
+    assert "unsupported database URL" in capsys.readouterr().err
+    assert main(["--db", "sqlite:///x.db", "--error-rate", "2"]) == 2
+    assert "--error-rate" in capsys.readouterr().err
+
+
+def test_cli_tools_json_lists_the_catalogue(capsys):
+    assert main(["tools", "--json"]) == 0
+    catalogue = json.loads(capsys.readouterr().out)
+    by_name = {tool["name"]: tool for tool in catalogue}
+    assert {"erp_info", "get_aging", "query_entity_set"} <= set(by_name)
+    aging = by_name["get_aging"]
+    assert aging["annotations"]["readOnlyHint"] is True
+    assert "bucket_edges" in aging["inputSchema"]["properties"]
+    assert aging["outputSchema"]["type"] == "object"
+
+
+def test_readme_documents_every_tool_and_option():
+    readme = (Path(__file__).resolve().parents[1] / "erp_mcp" / "README.md").read_text()
+
+    async def names():
+        server = build_server("sqlite:///unused.db", check_database=False)
+        return [t.name for t in await server.list_tools()]
+
+    for name in asyncio.run(names()):
+        assert f"`{name}`" in readme, name
+    for option in ("--toolset", "--token", "--public-url", "--audit-log", "--error-rate"):
+        assert option in readme, option

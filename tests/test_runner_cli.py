@@ -1,0 +1,118 @@
+"""``python -m harnesses.run``: help, one-line user errors with exit code 2, a real run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harnesses import run as cli
+from harnesses._runner import TRAJECTORIES_FILE
+from tests.conftest import REPO_ROOT
+from tests.test_runner_plugins import numbered_dataset, snapshot_of
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_help_documents_every_option_with_an_example(capsys: pytest.CaptureFixture) -> None:
+    assert cli.main(["--help"]) == 0
+    text = capsys.readouterr().out
+    for option in (
+        "--dataset",
+        "--task-type",
+        "--ids",
+        "--limit",
+        "--trials",
+        "--seed",
+        "--concurrency",
+        "--timeout",
+        "--brief-timeout",
+        "--harness",
+        "--model",
+        "--reasoning-effort",
+        "--base-url",
+        "--harness-opt",
+        "--erp-url",
+        "--erp-token",
+        "--erp-db",
+        "--erp-public-url",
+        "--out",
+        "--force-new",
+    ):
+        assert option in text
+    assert "examples:" in text and "resume" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--timeout", "soon"], "--timeout"),
+        (["--timeout", "0"], "--timeout"),
+        (["--concurrency", "0"], "--concurrency"),
+        (["--task-type", "poetry"], "--task-type 'poetry'"),
+        (["--harness-opt", "novalue"], "KEY=VALUE"),
+        (["--dataset", "/no/such/dataset.yaml"], "no such file"),
+        (["--harness", "nope"], "unknown harness 'nope'"),
+        (["--erp-url", "http://127.0.0.1:9/mcp", "--erp-db", "sqlite:///x.db"], "exclude"),
+    ],
+)
+def test_user_errors_are_one_line_with_exit_code_2(
+    argv: list[str], fragment: str, capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    dataset = numbered_dataset(tmp_path / "ds.yaml", 2)
+    full = ["--no-progress", "--out", str(tmp_path / "run"), *argv]
+    if "--dataset" not in argv:
+        full = ["--dataset", str(dataset), *full]
+    code = cli.main(full)
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert fragment in err
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err
+
+
+def test_cli_runs_a_plugin_and_prints_the_summary(erp_server, tmp_path: Path) -> None:
+    dataset = numbered_dataset(tmp_path / "ds.yaml", 3, snapshot_of(erp_server.db_url))
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harnesses.run",
+            "--dataset",
+            str(dataset),
+            "--harness",
+            "tests.test_runner_plugins:InstantHarness",
+            "--model",
+            "m-7",
+            "--erp-url",
+            erp_server.url,
+            "--ids",
+            "q-000,q-002",
+            "--trials",
+            "2",
+            "--seed",
+            "3",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "obligations" in result.stdout and "4/4" in result.stdout
+    lines = (out / TRAJECTORIES_FILE).read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert sorted((r["question_id"], r["trial"]) for r in records) == [
+        ("q-000", 0),
+        ("q-000", 1),
+        ("q-002", 0),
+        ("q-002", 1),
+    ]
+    assert {r["model"] for r in records} == {"m-7"}
+    assert {r["harness"] for r in records} == {"instant"}

@@ -1,0 +1,204 @@
+"""Plug-in harnesses the runner tests load by import path (``tests.test_runner_plugins:Class``),
+shared helpers for the runner tests, and the tests of plug-in loading itself."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harnesses import AgentOutcome, HarnessOptions
+from harnesses._protocol import TransientError
+from harnesses._registry import HarnessLoadError, create_harness
+
+LEAKED_SECRET_ENV = "RUNNER_TEST_LEAK"
+
+
+# --------------------------------------------------------------------------------------------------
+# Plug-in harnesses
+# --------------------------------------------------------------------------------------------------
+
+
+class InstantHarness:
+    """Answers at once, echoing the question id; records one fake tool call."""
+
+    name = "instant"
+
+    def __init__(self, options: HarnessOptions) -> None:
+        self.model = options.model or "instant-model"
+        self.options = options
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        draft.add_tool_call("echo", {"id": task.question_id}, f"seen {task.question_id}")
+        return AgentOutcome(answer=f"Answer to {task.question_id} (trial {task.trial}).")
+
+    async def aclose(self) -> None:
+        return None
+
+
+class PacedHarness(InstantHarness):
+    """Takes ``delay`` seconds (``--harness-opt delay=0.3``) per question."""
+
+    name = "paced"
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        await asyncio.sleep(float(self.options.extra.get("delay", "0.3")))
+        return await super().run(task, env, draft)
+
+
+class SlowHarness(InstantHarness):
+    """Works forever in small steps, writing a partial answer and a tool call per step. When
+    cancelled it writes a marker file in its work dir (the clean-up the runner must allow)."""
+
+    name = "slow"
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        step = 0
+        try:
+            while True:
+                step += 1
+                draft.add_tool_call("step", {"n": step}, f"step {step} done")
+                draft.set_answer(f"Partial answer after {step} steps.")
+                await asyncio.sleep(0.1)
+        except asyncio.CancelledError:
+            marker = Path(env.work_dir) / f"cleaned-{task.question_id}-{task.trial}"
+            marker.write_text(str(step))
+            raise
+
+
+class StubbornHarness(InstantHarness):
+    """Ignores cancellation for a while (a badly behaved plug-in): the runner must not wait."""
+
+    name = "stubborn"
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        draft.set_answer("stubborn partial")
+        for _ in range(20):
+            try:
+                await asyncio.sleep(0.1)
+            except asyncio.CancelledError:
+                continue
+        return AgentOutcome(answer="too late")
+
+
+class FlakyHarness(InstantHarness):
+    """Fails ``fail_times`` times with a transient error (429-like), then answers."""
+
+    name = "flaky"
+
+    def __init__(self, options: HarnessOptions) -> None:
+        super().__init__(options)
+        self.calls: dict[str, int] = {}
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        key = f"{task.question_id}/{task.trial}"
+        self.calls[key] = self.calls.get(key, 0) + 1
+        if self.calls[key] <= int(self.options.extra.get("fail_times", "2")):
+            raise TransientError("429 Too Many Requests", retry_after=0.05)
+        return AgentOutcome(answer=f"Answer after {self.calls[key]} attempts.")
+
+
+class BrokenHarness(InstantHarness):
+    """Always fails with a non-transient error after recording a partial answer."""
+
+    name = "broken"
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        draft.set_answer("half an answer")
+        raise KeyError("no such field in the provider reply")
+
+
+class LeakyHarness(InstantHarness):
+    """Puts the ERP token and an API key everywhere it can: answer, tool output, error text, a
+    scratch file in its work dir. The runner must keep them out of every file it writes."""
+
+    name = "leaky"
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        token = env.erp.token or ""
+        key = self.options.extra.get("api_key", "")
+        leak = os.environ.get(LEAKED_SECRET_ENV, "")
+        Path(env.work_dir, "mcp-config.json").write_text(
+            f'{{"headers": {{"Authorization": "Bearer {token}"}}, "key": "{key}"}}'
+        )
+        draft.add_tool_call("leak", {"token": token}, f"token={token} key={key} env={leak}")
+        if task.trial == 1:
+            raise RuntimeError(f"provider said: bad key {key} with token {token}")
+        return AgentOutcome(answer=f"my token is {token}, my key is {key}, env {leak}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Helpers shared by the runner tests
+# --------------------------------------------------------------------------------------------------
+
+_TAGS = {"relevance": [{"id": "relevance.direct", "text": "The response answers the question."}]}
+
+
+def question(qid: str, query: str, task_type: str = "obligations", **extra: Any) -> dict:
+    segment = {"obligations": "AR", "entity_performance": "Financial Performance"}.get(
+        task_type, "Business Brief"
+    )
+    item = {
+        "id": qid,
+        "query": query,
+        "task_type": task_type,
+        "segment": extra.pop("segment", segment),
+        "scenario": extra.pop("scenario", "Test"),
+        "tags": _TAGS,
+    }
+    item.update(extra)
+    return item
+
+
+def write_dataset(path: Path, items: list[dict], snapshot_hash: str | None = None) -> Path:
+    header: dict[str, Any] = {"name": path.stem, "created_by": "tests", "generator_seed": 42}
+    if snapshot_hash:
+        header["erp_snapshot_hash"] = snapshot_hash
+    path.write_text(yaml.safe_dump({"header": header, "items": items}, sort_keys=False))
+    return path
+
+
+def numbered_dataset(path: Path, count: int, snapshot_hash: str | None = None) -> Path:
+    items = [question(f"q-{i:03d}", f"Test question number {i}?") for i in range(count)]
+    return write_dataset(path, items, snapshot_hash)
+
+
+def snapshot_of(db_url: str) -> str:
+    from synthetic_erp._db import open_engine, read_meta
+
+    engine = open_engine(db_url, read_only=True)
+    try:
+        return read_meta(engine)["snapshot_hash"]
+    finally:
+        engine.dispose()
+
+
+# --------------------------------------------------------------------------------------------------
+# Plug-in loading
+# --------------------------------------------------------------------------------------------------
+
+
+def test_plugin_loads_by_import_path_with_options() -> None:
+    options = HarnessOptions(model="m-1", extra={"delay": "0.01"})
+    agent = create_harness("tests.test_runner_plugins:PacedHarness", options)
+    assert isinstance(agent, PacedHarness)
+    assert agent.model == "m-1"
+    assert agent.options.extra["delay"] == "0.01"
+
+
+@pytest.mark.parametrize(
+    ("path", "fragment"),
+    [
+        ("tests.no_such_module:Thing", "cannot import module"),
+        ("tests.test_runner_plugins:NoSuchClass", "has no attribute"),
+        ("tests.test_runner_plugins", "unknown harness"),
+        ("nonsense", "unknown harness"),
+    ],
+)
+def test_bad_plugin_paths_are_refused_with_a_hint(path: str, fragment: str) -> None:
+    with pytest.raises(HarnessLoadError, match=fragment):
+        create_harness(path, HarnessOptions())
