@@ -2,8 +2,9 @@
 
 Prints questions per second at concurrency 1, 8 and 32, and the runner's overhead per question
 beyond harness time (target: under 20 ms): wall time per question minus the harness time that
-concurrency cannot hide (harness delay / concurrency). Fixed start-up costs (dataset load, ``erp_info``,
-manifest) are measured with a one-question run and subtracted.
+concurrency cannot hide (harness delay / concurrency). Fixed start-up costs (dataset load,
+``erp_info``, manifest) are measured with a one-question run and subtracted. ``--scripted N`` also
+measures the scripted agent on N generated questions (fact checks) and on the published set.
 
     .venv/bin/python bench/bench_runner.py [--questions 400] [--scripted 200]
 """

@@ -10,6 +10,8 @@ from harnesses._protocol import (
     TrajectoryDraft,
 )
 from harnesses._registry import HarnessLoadError, RegistryInfo, create_harness, harness
+# ``run`` (the sync entry point) stays in harnesses._runner: ``harnesses.run`` is the CLI module.
+from harnesses._runner import RunConfig, RunConfigError, RunSummary, run_async
 from harnesses.records import (
     ErrorInfo,
     RunManifest,
@@ -30,7 +32,10 @@ __all__ = [
     "HarnessLoadError",
     "HarnessOptions",
     "RegistryInfo",
+    "RunConfig",
+    "RunConfigError",
     "RunManifest",
+    "RunSummary",
     "Source",
     "Status",
     "ToolCall",
@@ -39,4 +44,5 @@ __all__ = [
     "Usage",
     "create_harness",
     "harness",
+    "run_async",
 ]

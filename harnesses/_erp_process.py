@@ -43,11 +43,21 @@ def default_erp_db_url(root: Path | None = None) -> str:
     return f"sqlite:///{path}"
 
 
-def ensure_default_erp(root: Path | None = None, *, seed: int = DEFAULT_ERP_SEED) -> str:
-    """The default SQLite ERP's URL, generating it (seed 42) first when the file does not exist."""
+def ensure_default_erp(
+    root: Path | None = None,
+    *,
+    seed: int = DEFAULT_ERP_SEED,
+    expected_snapshot: str | None = None,
+) -> str:
+    """The default SQLite ERP's URL, generating it first when needed.
+
+    The default ERP is a cache the runner owns: it is (re)built when the file does not exist, or
+    when ``expected_snapshot`` (the dataset's recorded ERP) differs from the file's snapshot, e.g.
+    after an upgrade changed the generator. Databases passed with ``--erp-db`` are never touched.
+    """
     path = (root or project_root()) / DEFAULT_ERP_RELATIVE_PATH
     url = f"sqlite:///{path}"
-    if path.exists():
+    if path.exists() and not _is_stale(url, expected_snapshot):
         return url
     from synthetic_erp import generate_erp
 
@@ -57,6 +67,17 @@ def ensure_default_erp(root: Path | None = None, *, seed: int = DEFAULT_ERP_SEED
     generate_erp(f"sqlite:///{partial}", seed=seed)
     os.replace(partial, path)  # a crash mid-generation never leaves a half-built default ERP
     return url
+
+
+def _is_stale(url: str, expected_snapshot: str | None) -> bool:
+    if expected_snapshot is None:
+        return False
+    from synthetic_erp import erp_stats
+
+    try:
+        return erp_stats(url).get("snapshot_hash") != expected_snapshot
+    except Exception:  # unreadable or not an ERP: rebuild it
+        return True
 
 
 def free_port(host: str = "127.0.0.1") -> int:

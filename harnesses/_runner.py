@@ -29,7 +29,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from harnesses._erp_process import ensure_default_erp, project_root, start_erp_server
+from harnesses._erp_process import (
+    DEFAULT_ERP_RELATIVE_PATH,
+    default_erp_db_url,
+    ensure_default_erp,
+    project_root,
+    start_erp_server,
+)
 from harnesses._instructions import instructions_hash, system_instructions
 from harnesses._protocol import (
     DEFAULT_OUTPUT_LIMIT,
@@ -168,10 +174,8 @@ class RunSummary(_Strict):
 
 
 def _dataset_functions() -> tuple[Any, Any]:
-    try:
-        from ledgerbench.dataset import dataset_hash, load_dataset
-    except ImportError:  # older checkouts export them from the private module only
-        from ledgerbench.dataset._loader import dataset_hash, load_dataset
+    from ledgerbench.dataset import dataset_hash, load_dataset
+
     return load_dataset, dataset_hash
 
 
@@ -530,8 +534,14 @@ class ErpInUse:
 
 
 @contextlib.asynccontextmanager
-async def serve_erp(config: RunConfig, run_dir: Path, log: Any) -> AsyncIterator[ErpInUse]:
-    """The ERP endpoint for the run: the given ``--erp-url`` or a server started for the run."""
+async def serve_erp(
+    config: RunConfig, run_dir: Path, log: Any, dataset: Dataset | None = None
+) -> AsyncIterator[ErpInUse]:
+    """The ERP endpoint for the run: the given ``--erp-url`` or a server started for the run.
+
+    Without ``--erp-url``/``--erp-db`` the default ERP is used, rebuilt when it does not match the
+    snapshot the dataset records.
+    """
     if config.erp_url:
         token = config.erp_token.get_secret_value() if config.erp_token else None
         token = token or os.environ.get("ERP_MCP_TOKEN") or None
@@ -541,7 +551,12 @@ async def serve_erp(config: RunConfig, run_dir: Path, log: Any) -> AsyncIterator
     db_url = config.erp_db
     if db_url is None:
         log("preparing the default ERP (.ledgerbench/erp.db; generated on first use)")
-        db_url = await asyncio.to_thread(ensure_default_erp)
+        header = dataset.header if dataset is not None else None
+        db_url = await asyncio.to_thread(
+            ensure_default_erp,
+            seed=(header.generator_seed if header and header.generator_seed is not None else 42),
+            expected_snapshot=header.erp_snapshot_hash if header else None,
+        )
     server = await asyncio.to_thread(
         start_erp_server, db_url, log_path=run_dir / "erp_mcp.log", public_url=config.erp_public_url
     )
@@ -560,6 +575,11 @@ async def fetch_erp_info(endpoint: ErpEndpoint, timeout: float = 30.0) -> dict[s
     try:
         async with asyncio.timeout(timeout), Client(transport) as client:
             result = await client.call_tool_mcp("erp_info", {})
+            for attempt in range(3):  # a fault-injecting server may fail this call transiently
+                if not (result.is_error and _tool_text(result).lstrip().startswith("TRANSIENT")):
+                    break
+                await asyncio.sleep(0.2 * (attempt + 1))
+                result = await client.call_tool_mcp("erp_info", {})
     except Exception as error:
         detail = _one_line(f"{type(error).__name__}: {error}")
         if endpoint.token:
@@ -583,22 +603,54 @@ async def fetch_erp_info(endpoint: ErpEndpoint, timeout: float = 30.0) -> dict[s
     return {}
 
 
+def _origins(dataset: Dataset, dataset_path: Path, snapshot: str) -> list[str]:
+    """How the dataset (or, for a directory, each file built on ``snapshot``) was made."""
+    headers: list[tuple[str, dict[str, Any]]] = []
+    if dataset_path.is_dir():
+        import yaml
+
+        for path in sorted(dataset_path.glob("*.y*ml")):
+            with contextlib.suppress(Exception), path.open(encoding="utf-8") as handle:
+                head = yaml.safe_load(handle)
+                header = head.get("header") if isinstance(head, dict) else None
+                if isinstance(header, dict) and header.get("erp_snapshot_hash") == snapshot:
+                    headers.append((path.name, header))
+    if not headers:
+        headers = [("", dataset.header.model_dump())]
+    origins = []
+    for name, header in headers:
+        parts = [name] if name else []
+        if header.get("generator_seed") is not None:
+            parts.append(f"generator seed {header['generator_seed']}")
+        if header.get("created_by"):
+            parts.append(f"made by: {_one_line(str(header['created_by']))}")
+        if parts:
+            origins.append(", ".join(parts))
+    return origins
+
+
+def _tool_text(result: Any) -> str:
+    return " ".join(getattr(block, "text", "") or "" for block in result.content or [])
+
+
 def check_snapshot(dataset: Dataset, dataset_path: Path, erp: ErpInUse) -> None:
     expected = dataset.header.erp_snapshot_hash
     actual = erp.snapshot_hash
     if not expected or expected == actual:
         return
-    origin = []
-    if dataset.header.generator_seed is not None:
-        origin.append(f"generator seed {dataset.header.generator_seed}")
-    if dataset.header.created_by:
-        origin.append(f"made by: {_one_line(dataset.header.created_by)}")
-    where = f" ({'; '.join(origin)})" if origin else ""
+    origins = _origins(dataset, dataset_path, expected)
+    where = f" ({'; '.join(origins)})" if origins else ""
     in_use = _redact_url(erp.db_url) if erp.db_url else erp.endpoint.url
+    hint = ""
+    if erp.db_url and erp.db_url == default_erp_db_url():
+        hint = (
+            "; the default ERP may come from an older generator: delete "
+            f"{DEFAULT_ERP_RELATIVE_PATH} to regenerate it"
+        )
     raise RunConfigError(
         f"dataset {dataset_path} was built from the ERP with snapshot hash {expected}{where}, "
         f"but the ERP in use ({in_use}) has snapshot {actual or 'unknown'}; serve that database "
-        "(--erp-db/--erp-url) or regenerate the dataset against this ERP"
+        f"(--erp-db/--erp-url) or regenerate the dataset against this ERP{hint}"
     )
 
 
@@ -1072,7 +1124,7 @@ async def _run_with_harness(
     secrets += environment_secrets()
     interrupted = False
     ran: list[TrajectoryRecord] = []
-    async with serve_erp(config, run_dir, log) as erp:
+    async with serve_erp(config, run_dir, log, prepared.dataset) as erp:
         if erp.endpoint.token:
             secrets.append(erp.endpoint.token)
         erp.info = await fetch_erp_info(erp.endpoint)

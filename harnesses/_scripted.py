@@ -12,6 +12,7 @@ ground truth.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import re
@@ -71,6 +72,8 @@ AR_INVOICE_TYPES = ["sales_invoice", "free_text_invoice"]
 OPEN_ACTIVITY = ["open", "in_progress"]
 PAGE = 500
 MAX_PAGES = 20
+TOOL_RETRIES = 3
+"""Retries of a tool call whose error says it is transient (``TRANSIENT ERROR ...``)."""
 MAX_ROWS = 200
 """Rows shown in a table; counts and totals always cover every matching record."""
 CONFIDENT_MATCH = 80.0
@@ -370,6 +373,11 @@ class Context:
     async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
         clean = {key: _jsonable(value) for key, value in arguments.items() if value is not None}
         result = await self.erp.call(tool, clean, self.draft)
+        for attempt in range(1, TOOL_RETRIES + 1):
+            if not (result.is_error and result.text.lstrip().startswith("TRANSIENT")):
+                break
+            await asyncio.sleep(0.2 * attempt)  # the server says the failure is temporary
+            result = await self.erp.call(tool, clean, self.draft)
         if result.is_error:
             raise ToolFailure(tool, result.text.strip() or "tool error")
         data = result.structured
@@ -2607,6 +2615,11 @@ async def _answer(ctx: Context, intent: Intent) -> str:
 
 async def _erp_info(erp: ErpClient, draft: TrajectoryDraft) -> dict[str, Any]:
     result = await erp.call("erp_info", {}, draft)
+    for attempt in range(1, TOOL_RETRIES + 1):
+        if not (result.is_error and result.text.lstrip().startswith("TRANSIENT")):
+            break
+        await asyncio.sleep(0.2 * attempt)
+        result = await erp.call("erp_info", {}, draft)
     data = result.structured
     if isinstance(data, dict) and set(data) == {"result"}:
         data = data["result"]

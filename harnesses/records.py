@@ -39,12 +39,14 @@ class ErrorInfo(_Strict):
     class_: str = Field(alias="class", serialization_alias="class")
     """Exception class or error category, e.g. ``RateLimitError``."""
     message: str
+    """What went wrong, with secrets removed."""
 
 
 class ToolCall(_Strict):
     name: str
     """Tool name as the agent saw it (e.g. ``get_customer`` or ``mcp__erp__get_customer``)."""
     arguments: dict[str, Any] = Field(default_factory=dict)
+    """Arguments as the agent sent them."""
     output: str = ""
     """Tool output, truncated to the run's limit."""
     output_sha256: str = ""
@@ -52,16 +54,20 @@ class ToolCall(_Strict):
     output_size: int = 0
     """Length of the full output in characters."""
     truncated: bool = False
+    """Whether ``output`` was cut to the limit."""
     is_error: bool = False
+    """The tool reported an error (the agent saw an error result)."""
     server: str | None = None
     """``erp``, ``web`` or another tool source, when known."""
     started_s: float | None = None
     """Offset from the question's start, seconds."""
     duration_s: float | None = None
+    """Seconds the call took; None when the deadline cut it off."""
 
 
 class Source(_Strict):
     url: str
+    """Address of the page or record."""
     title: str | None = None
     text: str | None = None
     """Captured text, truncated."""
@@ -69,9 +75,13 @@ class Source(_Strict):
 
 class Usage(_Strict):
     input_tokens: int = 0
+    """Prompt tokens, cached ones included."""
     output_tokens: int = 0
+    """Completion tokens, reasoning ones included."""
     reasoning_tokens: int = 0
+    """Reasoning tokens (part of ``output_tokens``), when the provider reports them."""
     cached_input_tokens: int = 0
+    """Prompt tokens served from the provider's cache (part of ``input_tokens``)."""
 
     def add(self, other: Usage) -> Usage:
         return Usage(
@@ -84,26 +94,41 @@ class Usage(_Strict):
 
 class TrajectoryRecord(_Strict):
     version: int = TRAJECTORY_FORMAT_VERSION
+    """Format version of this record."""
     question_id: str
+    """The dataset item's ``id``."""
     trial: int = 0
+    """0-based repeat number (``--trials``)."""
     task_type: TaskType
+    """obligations, entity_performance or business_brief."""
     harness: str
+    """Registry name or plug-in path of the agent."""
     model: str | None = None
+    """Model the harness used, as it reports it."""
     answer: str = ""
     """Final answer text; for ``timeout`` the partial answer produced before the deadline."""
     status: Status
+    """Why the run of this question ended."""
     error: ErrorInfo | None = None
+    """What failed, when ``status`` is ``error``."""
     latency_s: float
+    """Wall-clock seconds from start to the recorded end."""
     timeout_s: float
     """The budget this question ran under."""
     tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Every tool call in the order issued, including calls cut off by the deadline."""
     sources: list[Source] = Field(default_factory=list)
+    """Web pages and citations the agent captured."""
     usage: Usage = Field(default_factory=Usage)
+    """Tokens summed over every model call of the question."""
     cost_usd: float | None = None
     """Provider-reported or price-table cost; None when unknown."""
     turns: int = 0
+    """Model turns (requests) the agent made."""
     started_at: dt.datetime
+    """UTC time the question started."""
     finished_at: dt.datetime
+    """UTC time the record was closed."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Harness-specific details (e.g. permission denials, sub-agent messages, response ids)."""
 

@@ -93,18 +93,17 @@ def _python_module(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
-def _run_stage_command(stage: str, command: list[str], console: Console) -> str:
-    """Run one stage's command, streaming its progress to the terminal; return its stdout."""
+def _run_stage_command(stage: str, command: list[str], console: Console) -> None:
+    """Run one stage's command with its output (progress, summary tables) on the terminal."""
     shown = " ".join(_display_arg(arg) for arg in command[1:])
     console.print(f"[dim]$ python {shown}[/dim]")
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
-    completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=None, text=True, env=env)
+    completed = subprocess.run(command, env=env)
     if completed.returncode != 0:
         raise PipelineError(
             f"stage {stage!r} failed (exit {completed.returncode}); re-run it alone with: "
             f"python {shown}"
         )
-    return completed.stdout
 
 
 def _display_arg(arg: str) -> str:
@@ -236,8 +235,21 @@ def stage_judge(config: PipelineConfig, console: Console) -> StageResult:
     return StageResult("judge", False, time.monotonic() - started, config.judge)
 
 
+def _report_is_current(config: PipelineConfig) -> bool:
+    stats = config.report_dir / "stats.json"
+    inputs = [
+        config.run_dir / "trajectories.jsonl",
+        config.run_dir / "scores" / f"{config.judge_name}.jsonl",
+    ]
+    if not stats.exists() or not all(path.exists() for path in inputs):
+        return False
+    return stats.stat().st_mtime > max(path.stat().st_mtime for path in inputs)
+
+
 def stage_report(config: PipelineConfig, console: Console) -> StageResult:
     started = time.monotonic()
+    if not config.fresh and _report_is_current(config):
+        return StageResult("report", True, time.monotonic() - started, str(config.report_dir))
     command = _python_module(
         "analysis.compare",
         str(config.run_dir),

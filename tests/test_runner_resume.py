@@ -110,7 +110,10 @@ def test_resume_after_kill_9_loses_nothing_and_duplicates_nothing(
     assert trajectories.read_bytes() == after, "a finished run resumes to nothing"
 
 
-def test_ctrl_c_stops_cleanly_and_marks_the_manifest(erp_server, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_stops_cleanly_and_marks_the_manifest(
+    erp_server, tmp_path: Path, stop_signal: signal.Signals
+) -> None:
     dataset = numbered_dataset(tmp_path / "ds.yaml", 12, snapshot_of(erp_server.db_url))
     out = tmp_path / "run"
     process = subprocess.Popen(
@@ -123,7 +126,7 @@ def test_ctrl_c_stops_cleanly_and_marks_the_manifest(erp_server, tmp_path: Path)
     )
     try:
         _wait_for_lines(out / TRAJECTORIES_FILE, 2, process, timeout=30)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop_signal)
         _, stderr = process.communicate(timeout=20)
     finally:
         if process.poll() is None:

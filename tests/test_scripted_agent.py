@@ -169,3 +169,28 @@ def test_scripted_agent_never_sees_ground_truth(
         records = read_trajectories(tmp_path / name / TRAJECTORIES_FILE)
         answers[name] = {r.question_id: r.answer for r in records}
     assert answers["keys"] == answers["scrambled"]
+
+
+def test_scripted_agent_retries_transient_tool_errors(
+    erp_db_url: str, generated_questions: Path, tmp_path: Path
+) -> None:
+    from tests.conftest import start_mcp_server, stop_process
+
+    server, _ = start_mcp_server(erp_db_url, "--error-rate", "0.2", "--fault-seed", "3")
+    try:
+        raw = _dataset(generated_questions)
+        small = raw.model_copy(update={"items": raw.items[:10]})
+        path = tmp_path / "small.yaml"
+        from ledgerbench.dataset._loader import write_dataset
+
+        write_dataset(small, path)
+        run(
+            RunConfig(dataset=path, erp_url=server.url, out=tmp_path / "run", progress=False),
+            log=lambda _: None,
+        )
+    finally:
+        stop_process(server.process)
+    records = read_trajectories(tmp_path / "run" / TRAJECTORIES_FILE)
+    calls = [call for record in records for call in record.tool_calls]
+    assert any(call.is_error and "TRANSIENT" in call.output for call in calls)
+    assert not [r.question_id for r in records if "could not answer" in r.answer]
