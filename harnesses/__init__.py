@@ -10,6 +10,7 @@ from harnesses._protocol import (
     TrajectoryDraft,
 )
 from harnesses._registry import HarnessLoadError, RegistryInfo, create_harness, harness
+
 # ``run`` (the sync entry point) stays in harnesses._runner: ``harnesses.run`` is the CLI module.
 from harnesses._runner import RunConfig, RunConfigError, RunSummary, run_async
 from harnesses.records import (
