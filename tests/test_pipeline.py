@@ -1,4 +1,4 @@
-"""The one-command pipeline, end to end and offline: ERP -> questions -> scripted run -> rules -> report."""
+"""The one-command pipeline end to end, offline: ERP, questions, scripted run, rules, report."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The default ERP is a cache the runner owns: rebuilt when it does not match the dataset's snapshot."""
+"""The default ERP is a cache the runner owns: rebuilt when it does not match the dataset."""
 
 from __future__ import annotations
 
