@@ -77,7 +77,14 @@ def open_amounts(
     ``where`` keeps posted transactions dated on or before ``as_of`` that were still open then."""
     t = ledger.txn
     if as_of >= today:
-        where = and_(t.c.posted.is_(True), t.c.txn_date <= as_of, t.c.open_amount_cur != 0)
+        # closed_date is set only once a transaction is fully settled: "IS NULL" lets the
+        # (legal_entity, closed_date) index find the open items without scanning the ledger.
+        where = and_(
+            t.c.posted.is_(True),
+            t.c.txn_date <= as_of,
+            t.c.closed_date.is_(None),
+            t.c.open_amount_cur != 0,
+        )
         return t.c.open_amount_cur, t.c.open_amount_acct, where
     st = ledger.settlement
     later = and_(

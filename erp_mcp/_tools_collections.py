@@ -7,7 +7,7 @@ from typing import Literal
 
 from fastmcp.exceptions import ToolError
 from pydantic import Field
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, case, func, select
 
 from erp_mcp._common import PageArgs, PageInfo, check_range, page_of, to_record
 from erp_mcp._ledger import LEDGERS, open_amounts
@@ -317,6 +317,7 @@ def get_collections_worklist(rt: ErpRuntime, args: WorklistArgs) -> Worklist:
     due = func.coalesce(t.c.due_date, t.c.txn_date)
     with rt.engine.connect() as conn:
         _check_assignee(conn, args, le)
+        past_due = and_(due < as_of, open_cur > 0)
         stmt = (
             select(
                 CU.c.legal_entity,
@@ -324,6 +325,8 @@ def get_collections_worklist(rt: ErpRuntime, args: WorklistArgs) -> Worklist:
                 CU.c.collections_agent_id,
                 CU.c.collections_pool_id,
                 func.sum(open_acct).label("balance"),
+                func.sum(case((past_due, open_acct), else_=0)).label("overdue"),
+                func.min(case((past_due, due))).label("oldest"),
             )
             .join_from(
                 CU, t, and_(t.c.legal_entity == CU.c.legal_entity, ledger.account == CU.c.account)
@@ -331,22 +334,10 @@ def get_collections_worklist(rt: ErpRuntime, args: WorklistArgs) -> Worklist:
             .where(*party_clauses, where)
             .group_by(CU.c.legal_entity, CU.c.account)
         )
-        balances = {(r[0], r[1]): r for r in conn.execute(stmt)}
-        overdue_stmt = (
-            select(
-                CU.c.legal_entity,
-                CU.c.account,
-                func.sum(open_acct).label("overdue"),
-                func.min(due).label("oldest"),
-            )
-            .join_from(
-                CU, t, and_(t.c.legal_entity == CU.c.legal_entity, ledger.account == CU.c.account)
-            )
-            .where(*party_clauses, where, due < as_of, open_cur > 0)
-            .group_by(CU.c.legal_entity, CU.c.account)
-        )
+        rows = conn.execute(stmt).all()
+        balances = {(r.legal_entity, r.account): r for r in rows}
         overdue_rows = [
-            r for r in conn.execute(overdue_stmt) if float(r.overdue or 0) >= args.min_overdue
+            r for r in rows if r.oldest is not None and float(r.overdue or 0) >= args.min_overdue
         ]
         overdue_rows.sort(key=lambda r: (-float(r.overdue), r.legal_entity, r.account))
         listed = overdue_rows[: args.limit]

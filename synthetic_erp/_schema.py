@@ -232,6 +232,7 @@ class CustomerTransaction(SQLModel, table=True):
         Index("ix_custtrans_due", "legal_entity", "due_date"),
         Index("ix_custtrans_sales", "legal_entity", "sales_id"),
         Index("ix_custtrans_discount", "legal_entity", "cash_discount_date"),
+        Index("ix_custtrans_open", "legal_entity", "closed_date"),
     )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
@@ -398,6 +399,7 @@ class VendorTransaction(SQLModel, table=True):
         Index("ix_vendtrans_party", "legal_entity", "vendor_account", "txn_date"),
         Index("ix_vendtrans_due", "legal_entity", "due_date"),
         Index("ix_vendtrans_discount", "legal_entity", "cash_discount_date"),
+        Index("ix_vendtrans_open", "legal_entity", "closed_date"),
     )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
