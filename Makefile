@@ -4,21 +4,26 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
 
 .PHONY: demo test setup lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-setup: $(BIN)/python
+# Reinstall only when pyproject.toml changes, so a second `make demo` starts at once.
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
 
 demo: setup
 	$(BIN)/ledgerbench
 
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -rs
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
