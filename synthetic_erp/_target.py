@@ -59,12 +59,41 @@ def temp_path_for(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
+def remove_abandoned_temps(path: Path) -> list[Path]:
+    """Delete temporary files that a killed generation (``kill -9``) left next to ``path``.
+
+    A temporary file belongs to the process id in its name; it is abandoned when that process no
+    longer runs. Files of a generation still running are left alone.
+    """
+    removed = []
+    for temp in path.parent.glob(f".{path.name}.*.tmp"):
+        pid_text = temp.name[len(path.name) + 2 : -len(".tmp")]
+        if not pid_text.isdigit() or _process_alive(int(pid_text)):
+            continue
+        _remove(temp)
+        removed.append(temp)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def _sqlite_file(path: Path, *, overwrite: bool) -> Iterator[Connection]:
     if path.exists() and not overwrite:
         raise ErpDatabaseError(f"{path} already exists; pass --overwrite to replace it")
     if not path.parent.is_dir():
         raise ErpDatabaseError(f"directory {path.parent} does not exist; create it first")
+    remove_abandoned_temps(path)
     temp = temp_path_for(path)
     _remove(temp)
     engine = create_engine(f"sqlite:///{temp}")

@@ -122,3 +122,31 @@ def test_stats_on_a_file_that_is_not_an_erp(tmp_path: Path, capsys) -> None:
     garbage.write_text("not a database")
     code, _out, err = run(capsys, "stats", "--db", f"sqlite:///{garbage}")
     assert_one_line_error(code, err, "not a database")
+
+
+def test_kill_9_leaves_no_target_and_the_next_run_cleans_up(tmp_path: Path) -> None:
+    """A generation killed with SIGKILL leaves no half-written database; the next run removes its
+    abandoned temporary file and builds the target."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    target = tmp_path / "erp.db"
+    url = f"sqlite:///{target}"
+    args = [sys.executable, "-m", "synthetic_erp", "generate", "--db", url, "--scale", "5"]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".erp.db.*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not target.exists()
+    assert list(tmp_path.glob(".erp.db.*.tmp")), "the killed run's temporary file is there"
+
+    from synthetic_erp import erp_stats, generate_erp
+
+    generate_erp(url, customers=20, vendors=20, seed=1)
+    assert erp_stats(url)["customers"] == 20
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["erp.db"]
