@@ -258,9 +258,10 @@ async def throughput(url: str, tool: str, pool: list[dict], clients: int, second
 
 async def bench_scale(label: str, db: Path, n: int, seconds: float, tools: list[str] | None):
     rng = random.Random(7)
-    args = sample_arguments(db, rng)
+    all_args = sample_arguments(db, rng)
+    args = all_args
     if tools:
-        args = {k: v for k, v in args.items() if k.split(" ")[0] in {*tools, "ping"}}
+        args = {k: v for k, v in all_args.items() if k.split(" ")[0] in {*tools, "ping"}}
     process, url = start_server(db)
     try:
         print(f"\n== {label}: {db} ({db.stat().st_size / 1e6:.0f} MB) ==", flush=True)
@@ -268,7 +269,7 @@ async def bench_scale(label: str, db: Path, n: int, seconds: float, tools: list[
         rates = {}
         for tool in ("ping", "get_customer"):
             for clients in (1, 8, 32):
-                rate = await throughput(url, tool, args[tool], clients, seconds)
+                rate = await throughput(url, tool, all_args[tool], clients, seconds)
                 rates[f"{tool} x{clients}"] = round(rate, 1)
                 print(
                     f"  throughput {tool:14} {clients:3} clients: {rate:8.1f} calls/s", flush=True

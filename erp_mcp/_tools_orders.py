@@ -816,7 +816,13 @@ def _spend_rows(rt, conn, le: str, account: str | None, year: int, top_n: int):
             entry["credits"] += float(amount or 0)
     if account and not per_vendor:
         per_vendor[account] = {"invoiced": 0.0, "credits": 0.0, "count": 0}
-    rows = [
+    ranked = sorted(
+        per_vendor.items(),
+        key=lambda item: (-money(item[1]["invoiced"] + item[1]["credits"]), item[0]),
+    )
+    if not account:
+        ranked = ranked[:top_n]  # build rows only for what is returned: 100x has ~25k vendors
+    return [
         VendorSpendRow(
             legal_entity=le,
             account=vendor,
@@ -831,7 +837,5 @@ def _spend_rows(rt, conn, le: str, account: str | None, year: int, top_n: int):
             invoice_count=int(entry["count"]),
             url=rt.url("vendors", le, vendor),
         )
-        for vendor, entry in per_vendor.items()
+        for vendor, entry in ranked
     ]
-    rows.sort(key=lambda r: (-r.net_spend_acct, r.account))
-    return rows if account else rows[:top_n]
