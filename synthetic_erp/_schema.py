@@ -400,16 +400,6 @@ class VendorTransaction(SQLModel, table=True):
         Index("ix_vendtrans_due", "legal_entity", "due_date"),
         Index("ix_vendtrans_discount", "legal_entity", "cash_discount_date"),
         Index("ix_vendtrans_open", "legal_entity", "closed_date"),
-        # Covers vendor spend per fiscal year (erp_mcp get_vendor_spend) without touching the rows.
-        Index(
-            "ix_vendtrans_spend",
-            "legal_entity",
-            "posted",
-            "txn_type",
-            "txn_date",
-            "vendor_account",
-            "amount_acct",
-        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
