@@ -62,6 +62,20 @@ def page_of(conn: Connection, stmt: Select, order_by: list[Any], args: PageArgs)
     return rows, info
 
 
+def count_by(conn: Connection, column: Any, clauses: list[Any]) -> dict[str, int]:
+    """Rows matching ``clauses`` counted per value of ``column`` (e.g. ``count_by_status``)."""
+    stmt = select(column, func.count()).where(*clauses).group_by(column)
+    return {value: int(n) for value, n in conn.execute(stmt)}
+
+
+def sum_by_currency(
+    conn: Connection, currency: Any, amount: Any, clauses: list[Any]
+) -> dict[str, float]:
+    """``amount`` summed per currency over the rows matching ``clauses``, rounded to cents."""
+    stmt = select(currency, func.sum(amount)).where(*clauses).group_by(currency)
+    return {code: money(total) for code, total in conn.execute(stmt)}
+
+
 def to_record(
     rt: ErpRuntime, table: type[SQLModel], row: Any, *, model: type | None = None, **extra: Any
 ):

@@ -9,7 +9,7 @@ from fastmcp.exceptions import ToolError
 from pydantic import Field
 from sqlalchemy import and_, case, func, select
 
-from erp_mcp._common import PageArgs, PageInfo, check_range, page_of, to_record
+from erp_mcp._common import PageArgs, PageInfo, check_range, count_by, page_of, to_record
 from erp_mcp._ledger import LEDGERS, open_amounts
 from erp_mcp._records import StrictModel, money, record_model
 from erp_mcp._runtime import ErpRuntime
@@ -159,13 +159,11 @@ def list_collection_activities(rt: ErpRuntime, args: ActivityArgs) -> ActivityPa
         rows, info = page_of(
             conn, select(CA).where(*clauses), [CA.c.due_date, CA.c.activity_id], args
         )
-        statuses = conn.execute(
-            select(CA.c.status, func.count()).where(*clauses).group_by(CA.c.status)
-        ).all()
+        statuses = count_by(conn, CA.c.status, clauses)
     return ActivityPage(
         **info.model_dump(),
         items=[_activity_item(rt, r) for r in rows],
-        count_by_status={st: int(n) for st, n in statuses},
+        count_by_status=statuses,
     )
 
 

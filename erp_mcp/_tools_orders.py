@@ -9,7 +9,15 @@ from fastmcp.exceptions import ToolError
 from pydantic import Field
 from sqlalchemy import and_, func, select
 
-from erp_mcp._common import PageArgs, PageInfo, check_range, page_of, to_record
+from erp_mcp._common import (
+    PageArgs,
+    PageInfo,
+    check_range,
+    count_by,
+    page_of,
+    sum_by_currency,
+    to_record,
+)
 from erp_mcp._records import StrictModel, money, record_model
 from erp_mcp._runtime import ErpRuntime
 from erp_mcp._tooling import erp_tool
@@ -125,12 +133,8 @@ def list_sales_orders(rt: ErpRuntime, args: SalesOrderListArgs) -> SalesOrderPag
         rows, info = page_of(
             conn, select(SO).where(*clauses), [SO.c.order_date.desc(), SO.c.sales_id], args
         )
-        totals = conn.execute(
-            select(SO.c.currency, func.sum(SO.c.total_amount)).where(*clauses).group_by("currency")
-        ).all()
-        statuses = conn.execute(
-            select(SO.c.status, func.count()).where(*clauses).group_by(SO.c.status)
-        ).all()
+        totals = sum_by_currency(conn, SO.c.currency, SO.c.total_amount, clauses)
+        statuses = count_by(conn, SO.c.status, clauses)
     return SalesOrderPage(
         **info.model_dump(),
         items=[
@@ -143,8 +147,8 @@ def list_sales_orders(rt: ErpRuntime, args: SalesOrderListArgs) -> SalesOrderPag
             )
             for r in rows
         ],
-        total_amount={c: money(a) for c, a in totals},
-        count_by_status={st: int(n) for st, n in statuses},
+        total_amount=totals,
+        count_by_status=statuses,
     )
 
 
@@ -249,12 +253,8 @@ def list_purchase_orders(rt: ErpRuntime, args: PurchaseOrderListArgs) -> Purchas
         rows, info = page_of(
             conn, select(PO).where(*clauses), [PO.c.order_date.desc(), PO.c.po_number], args
         )
-        totals = conn.execute(
-            select(PO.c.currency, func.sum(PO.c.total_amount)).where(*clauses).group_by("currency")
-        ).all()
-        statuses = conn.execute(
-            select(PO.c.status, func.count()).where(*clauses).group_by(PO.c.status)
-        ).all()
+        totals = sum_by_currency(conn, PO.c.currency, PO.c.total_amount, clauses)
+        statuses = count_by(conn, PO.c.status, clauses)
     return PurchaseOrderPage(
         **info.model_dump(),
         items=[
@@ -267,8 +267,8 @@ def list_purchase_orders(rt: ErpRuntime, args: PurchaseOrderListArgs) -> Purchas
             )
             for r in rows
         ],
-        total_amount={c: money(a) for c, a in totals},
-        count_by_status={st: int(n) for st, n in statuses},
+        total_amount=totals,
+        count_by_status=statuses,
     )
 
 
@@ -405,17 +405,13 @@ def list_vendor_invoices(rt: ErpRuntime, args: VendorInvoiceListArgs) -> VendorI
         rows, info = page_of(
             conn, select(VI).where(*clauses), [VI.c.invoice_date.desc(), VI.c.invoice_id], args
         )
-        totals = conn.execute(
-            select(VI.c.currency, func.sum(VI.c.amount)).where(*clauses).group_by("currency")
-        ).all()
-        statuses = conn.execute(
-            select(VI.c.status, func.count()).where(*clauses).group_by(VI.c.status)
-        ).all()
+        totals = sum_by_currency(conn, VI.c.currency, VI.c.amount, clauses)
+        statuses = count_by(conn, VI.c.status, clauses)
     return VendorInvoicePage(
         **info.model_dump(),
         items=[_vendor_invoice_item(rt, r) for r in rows],
-        total_amount={c: money(a) for c, a in totals},
-        count_by_status={st: int(n) for st, n in statuses},
+        total_amount=totals,
+        count_by_status=statuses,
     )
 
 
