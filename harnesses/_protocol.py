@@ -13,7 +13,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from harnesses.records import Source, ToolCall, Usage
+from harnesses.records import (
+    Message,
+    MessageToolCall,
+    ModelEvent,
+    Source,
+    ToolCall,
+    ToolEvent,
+    Usage,
+)
 from ledgerbench.dataset import TaskType
 
 DEFAULT_OUTPUT_LIMIT = 20_000
@@ -113,9 +121,42 @@ class TrajectoryDraft:
     turns: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     output_limit: int = DEFAULT_OUTPUT_LIMIT
+    messages: list[Message] = field(default_factory=list)
+    events: list[ModelEvent | ToolEvent] = field(default_factory=list)
+    excluded_s: float = 0.0
+    """Seconds that are not the agent's working time (process start-up, retry waits)."""
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started_monotonic
+
+    def add_message(self, role: str, content: str = "", *, reasoning: str | None = None) -> Message:
+        """Append a conversation turn; tool calls added after an assistant turn attach to it."""
+        message = Message(role=role, content=content, reasoning=reasoning, started_s=self.elapsed())
+        self.messages.append(message)
+        return message
+
+    def add_model_event(
+        self,
+        started_s: float,
+        *,
+        duration_s: float | None,
+        usage: Usage | None = None,
+        retries: int = 0,
+        error: str | None = None,
+        request_id: str | None = None,
+        model: str | None = None,
+    ) -> ModelEvent:
+        event = ModelEvent(
+            started_s=round(started_s, 4),
+            duration_s=None if duration_s is None else round(duration_s, 4),
+            usage=usage or Usage(),
+            retries=retries,
+            error=error,
+            request_id=request_id,
+            model=model,
+        )
+        self.events.append(event)
+        return event
 
     def set_answer(self, text: str) -> None:
         """Record the answer so far (a partial answer survives a timeout)."""
@@ -156,7 +197,26 @@ class TrajectoryDraft:
             duration_s=duration_s,
         )
         self.tool_calls.append(call)
+        self._note_tool_call(len(self.tool_calls) - 1, call)
         return call
+
+    def _note_tool_call(self, index: int, call: ToolCall) -> None:
+        """Tie a new tool call into the conversation and the event list."""
+        if self.messages and self.messages[-1].role == "assistant":
+            self.messages[-1].tool_calls.append(MessageToolCall(index=index))
+        elif self.messages and self.messages[-1].role == "tool":
+            owner = next((m for m in reversed(self.messages) if m.role == "assistant"), None)
+            if owner is not None:
+                owner.tool_calls.append(MessageToolCall(index=index))
+        self.messages.append(Message(role="tool", tool_call_index=index, started_s=call.started_s))
+        self.events.append(
+            ToolEvent(
+                tool_call_index=index,
+                started_s=call.started_s,
+                duration_s=call.duration_s,
+                error=call.is_error,
+            )
+        )
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,14 @@ from harnesses._protocol import (
     retry_delay,
 )
 from harnesses._registry import HarnessLoadError, create_harness
-from harnesses.records import ErrorInfo, RunManifest, Status, TrajectoryRecord
+from harnesses.records import (
+    ErrorInfo,
+    RunManifest,
+    Status,
+    Termination,
+    TerminationReason,
+    TrajectoryRecord,
+)
 from ledgerbench.dataset import Dataset, Question, TaskType
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
@@ -665,6 +672,17 @@ class _Attempt:
     answer: str
     error: ErrorInfo | None = None
 
+    def termination(self) -> Termination:
+        if self.status is Status.ok:
+            return Termination.of(TerminationReason.completed)
+        if self.status is Status.timeout:
+            return Termination.of(TerminationReason.time_limit)
+        if self.status is Status.max_turns:
+            return Termination.of(TerminationReason.max_turns)
+        if self.error is not None and self.error.class_ == "EmptyAnswer":
+            return Termination.of(TerminationReason.empty_answer)
+        return Termination.of(TerminationReason.harness_error)
+
 
 class QuestionRunner:
     """Runs one (question, trial) under its budget and turns the draft into a record."""
@@ -773,6 +791,7 @@ class QuestionRunner:
             model=self.model,
             answer=outcome.answer,
             status=outcome.status,
+            termination=outcome.termination(),
             error=outcome.error,
             latency_s=round(latency, 4),
             timeout_s=budget,
@@ -784,6 +803,11 @@ class QuestionRunner:
             started_at=started_at,
             finished_at=started_at + dt.timedelta(seconds=latency),
             extra=_jsonable(dict(draft.extra)),
+            input=question.query,
+            system_prompt_hash=instructions_hash(self.env.instructions),
+            messages=list(draft.messages),
+            events=list(draft.events),
+            working_time_s=round(max(0.0, latency - draft.excluded_s), 4),
         )
 
 
@@ -1042,6 +1066,7 @@ def _manifest(
         erp_db_url=_redact_url(erp.db_url),
         erp_snapshot_hash=erp.snapshot_hash,
         system_prompt_hash=instructions_hash(instructions),
+        system_prompt=instructions,
         package_versions=package_versions(),
         git_revision=git_revision(project_root()),
         started_at=previous.started_at if previous else dt.datetime.now(dt.UTC),

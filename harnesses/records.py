@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import datetime as dt
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ledgerbench.dataset import TaskType
 
-TRAJECTORY_FORMAT_VERSION = 1
-MANIFEST_FORMAT_VERSION = 1
+TRAJECTORY_FORMAT_VERSION = 2
+"""2: ``termination``, ``previous_attempts``, ``input``, ``messages``, ``events``,
+``working_time_s``, ``system_prompt_hash``. Version-1 records still read
+(``termination`` derived from ``status``)."""
+MANIFEST_FORMAT_VERSION = 2
+"""2: ``system_prompt`` stored once per run."""
 
 
 class _Strict(BaseModel):
@@ -33,6 +37,83 @@ class Status(StrEnum):
     """The agent hit its turn or tool-call cap."""
     error = "error"
     """The harness or infrastructure failed; see ``error``. Never judged as an answer."""
+
+
+class TerminationReason(StrEnum):
+    """Why a question's run ended: a closed set. See :data:`INFRASTRUCTURE_REASONS`."""
+
+    completed = "completed"
+    """The agent finished on its own and gave an answer (right or wrong: it is judged)."""
+    empty_answer = "empty_answer"
+    """The agent finished on its own with no answer text: an agent failure, judged (scores 0)."""
+    time_limit = "time_limit"
+    """The wall-clock budget ran out; any partial answer the model wrote is judged."""
+    max_turns = "max_turns"
+    """The agent hit its turn or tool-call cap; judged."""
+    provider_unavailable = "provider_unavailable"
+    """The model provider could not be used at all: outage, refused connection, auth, quota."""
+    provider_error = "provider_error"
+    """The provider answered, but with errors or malformed output the harness could not use."""
+    erp_unavailable = "erp_unavailable"
+    """The ERP MCP server could not be reached or failed before the agent could work."""
+    harness_error = "harness_error"
+    """The harness itself (our code or a plug-in) raised."""
+    worker_lost = "worker_lost"
+    """The process or node running the question died (distributed executors)."""
+
+
+INFRASTRUCTURE_REASONS = frozenset(
+    {
+        TerminationReason.provider_unavailable,
+        TerminationReason.provider_error,
+        TerminationReason.erp_unavailable,
+        TerminationReason.harness_error,
+        TerminationReason.worker_lost,
+    }
+)
+"""Reasons that say nothing about the agent: such records are not judged and are left out of every
+score denominator; they are counted and shown apart."""
+
+_STATUS_OF_REASON = {
+    TerminationReason.completed: Status.ok,
+    TerminationReason.empty_answer: Status.ok,
+    TerminationReason.time_limit: Status.timeout,
+    TerminationReason.max_turns: Status.max_turns,
+}
+
+
+class Termination(_Strict):
+    reason: TerminationReason
+    """Why the run ended."""
+    infrastructure: bool
+    """True for failures outside the agent (never judged, out of every denominator)."""
+    detail: str | None = None
+    """One line on what happened, secrets removed (e.g. ``HTTP 503 from the provider x4``)."""
+
+    @classmethod
+    def of(cls, reason: TerminationReason, detail: str | None = None) -> Termination:
+        return cls(reason=reason, infrastructure=reason in INFRASTRUCTURE_REASONS, detail=detail)
+
+    @property
+    def status(self) -> Status:
+        """The coarse status that goes with this reason."""
+        return _STATUS_OF_REASON.get(self.reason, Status.error)
+
+
+def _termination_from_v1(record: dict[str, Any]) -> dict[str, Any]:
+    status = record.get("status")
+    reason = {
+        "ok": TerminationReason.completed,
+        "timeout": TerminationReason.time_limit,
+        "max_turns": TerminationReason.max_turns,
+    }.get(status)
+    if reason is None:
+        error = record.get("error") or {}
+        if error.get("class") == "EmptyAnswer":
+            reason = TerminationReason.empty_answer
+        else:
+            reason = TerminationReason.harness_error
+    return Termination.of(reason, "derived from a version-1 record").model_dump()
 
 
 class ErrorInfo(_Strict):
@@ -63,6 +144,8 @@ class ToolCall(_Strict):
     """Offset from the question's start, seconds."""
     duration_s: float | None = None
     """Seconds the call took; None when the deadline cut it off."""
+    cancelled: bool = False
+    """The call was still running when the deadline (or a cancellation) cut it off."""
 
 
 class Source(_Strict):
@@ -92,6 +175,73 @@ class Usage(_Strict):
         )
 
 
+class MessageToolCall(_Strict):
+    index: int
+    """Position of the call in the record's ``tool_calls`` (arguments, output, hash, size)."""
+
+
+class Message(_Strict):
+    """One turn of the conversation, in order."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    """Text of the turn: the question, the assistant's words, or (for ``tool``) empty: the result is
+    ``tool_calls[tool_call_index].output``, capped like every tool output, with length and hash."""
+    reasoning: str | None = None
+    """Reasoning summary, where the provider returns one."""
+    tool_calls: list[MessageToolCall] = Field(default_factory=list)
+    """Assistant turns: the tool calls this turn issued."""
+    tool_call_index: int | None = None
+    """Tool turns: which entry of ``tool_calls`` this is the result of."""
+    started_s: float | None = None
+    """Offset from the question's start, seconds."""
+
+
+class ModelEvent(_Strict):
+    """One request to the model (one turn)."""
+
+    type: Literal["model"] = "model"
+    started_s: float
+    """Offset from the question's start, seconds."""
+    duration_s: float | None = None
+    """None when the deadline cut the call off."""
+    usage: Usage = Field(default_factory=lambda: Usage())
+    retries: int = 0
+    """Retries of this request (transport or rate limit) before it answered or failed."""
+    error: str | None = None
+    request_id: str | None = None
+    """The provider's request id, when it sends one."""
+    model: str | None = None
+
+
+class ToolEvent(_Strict):
+    """One tool call, timed."""
+
+    type: Literal["tool"] = "tool"
+    tool_call_index: int
+    """Position in the record's ``tool_calls``."""
+    started_s: float | None = None
+    duration_s: float | None = None
+    error: bool = False
+
+
+Event = Annotated[ModelEvent | ToolEvent, Field(discriminator="type")]
+
+
+class PreviousAttempt(_Strict):
+    """An earlier run of the same (question, trial) that ended in an infrastructure failure and was
+    re-run with ``--retry-errors``."""
+
+    status: Status
+    termination: Termination
+    error: ErrorInfo | None = None
+    answer: str = ""
+    latency_s: float
+    started_at: dt.datetime
+    finished_at: dt.datetime
+    tool_call_count: int = 0
+
+
 class TrajectoryRecord(_Strict):
     version: int = TRAJECTORY_FORMAT_VERSION
     """Format version of this record."""
@@ -108,7 +258,9 @@ class TrajectoryRecord(_Strict):
     answer: str = ""
     """Final answer text; for ``timeout`` the partial answer produced before the deadline."""
     status: Status
-    """Why the run of this question ended."""
+    """Coarse outcome: ok, timeout, max_turns or error; ``termination`` says why."""
+    termination: Termination
+    """Why the run ended, and whether that was an infrastructure failure (not judged)."""
     error: ErrorInfo | None = None
     """What failed, when ``status`` is ``error``."""
     latency_s: float
@@ -130,7 +282,32 @@ class TrajectoryRecord(_Strict):
     finished_at: dt.datetime
     """UTC time the record was closed."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Harness-specific details (e.g. permission denials, sub-agent messages, response ids)."""
+    """Harness-specific details (e.g. permission denials, sub-agent messages, response ids). Text
+    the harness composed itself (never the model) goes here, never into ``answer``."""
+    input: str | None = None
+    """The question text exactly as sent to the agent."""
+    system_prompt_hash: str | None = None
+    """Hash of the system prompt; the prompt itself is stored once in the manifest."""
+    messages: list[Message] = Field(default_factory=list)
+    """The conversation: user, assistant and tool turns in order."""
+    events: list[Event] = Field(default_factory=list)
+    """One event per model call and per tool call."""
+    working_time_s: float | None = None
+    """Seconds the agent worked: ``latency_s`` less process start-up and retry waits."""
+    previous_attempts: list[PreviousAttempt] = Field(default_factory=list)
+    """Earlier infrastructure-failed attempts replaced by this one (``--retry-errors``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_version_1(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "termination" not in data:
+            data = {**data, "termination": _termination_from_v1(data)}
+        return data
+
+    @property
+    def infrastructure_failure(self) -> bool:
+        """Not judged, out of every denominator."""
+        return self.termination.infrastructure
 
 
 class RunManifest(_Strict):
@@ -155,6 +332,8 @@ class RunManifest(_Strict):
     """Database behind the ERP server, when the runner knows it (password redacted)."""
     erp_snapshot_hash: str | None = None
     system_prompt_hash: str
+    system_prompt: str | None = None
+    """The system instructions every question of the run was sent (stored once, not per record)."""
     package_versions: dict[str, str] = Field(default_factory=dict)
     git_revision: str | None = None
     started_at: dt.datetime

@@ -37,14 +37,33 @@ def render_fields(model: type[BaseModel]) -> str:
 def trajectory_models() -> list[type[BaseModel]]:
     from harnesses.records import (
         ErrorInfo,
+        Message,
+        MessageToolCall,
+        ModelEvent,
+        PreviousAttempt,
         RunManifest,
         Source,
+        Termination,
         ToolCall,
+        ToolEvent,
         TrajectoryRecord,
         Usage,
     )
 
-    return [TrajectoryRecord, ToolCall, Source, Usage, ErrorInfo, RunManifest]
+    return [
+        TrajectoryRecord,
+        Termination,
+        ToolCall,
+        Message,
+        MessageToolCall,
+        ModelEvent,
+        ToolEvent,
+        PreviousAttempt,
+        Source,
+        Usage,
+        ErrorInfo,
+        RunManifest,
+    ]
 
 
 def render_section(models: list[type[BaseModel]]) -> str:
