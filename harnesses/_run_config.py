@@ -1,0 +1,140 @@
+"""What a run is asked to do: :class:`RunConfig`, and the questions and trials it selects."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from harnesses._erp_process import project_root
+from harnesses._protocol import DEFAULT_OUTPUT_LIMIT
+from harnesses._redact import one_line
+from ledgerbench.dataset import Dataset, Question, TaskType
+
+
+class RunConfigError(ValueError):
+    """A problem with the user's input (flags, dataset, run directory); the CLI prints it on one
+    line and exits with code 2."""
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class RunConfig(StrictModel):
+    """Everything a run needs. The CLI builds one from its flags; tests and scripts build one
+    directly and call :func:`run` or :func:`run_async`."""
+
+    dataset: Path | None = None
+    """Dataset file or directory; None means the project's ``datasets/`` directory."""
+    task_types: list[TaskType] = Field(default_factory=list)
+    """Only these task types (empty: all)."""
+    ids: list[str] = Field(default_factory=list)
+    """Only these question ids (empty: all)."""
+    limit: int | None = Field(default=None, ge=1)
+    """At most this many questions (the first ones in dataset order, after the filters)."""
+    trials: int = Field(default=1, ge=1)
+    """How many times each question is put to the agent."""
+    seed: int | None = None
+    """Shuffle the (question, trial) order with this seed; None keeps dataset order."""
+    concurrency: int = Field(default=5, ge=1, le=256)
+    """Questions in flight at once."""
+    timeout: float = Field(default=60.0, gt=0)
+    """Budget in seconds for obligations and entity-performance questions."""
+    brief_timeout: float = Field(default=300.0, gt=0)
+    """Budget in seconds for business briefs."""
+    harness: str = "scripted"
+    """Registry name (scripted, openai, custom, claude) or plug-in ``package.module:ClassName``."""
+    model: str | None = None
+    reasoning_effort: str | None = None
+    base_url: str | None = None
+    harness_opts: dict[str, str] = Field(default_factory=dict)
+    """Harness-specific options (``--harness-opt key=value``)."""
+    erp_url: str | None = None
+    """MCP endpoint of a running ERP server."""
+    erp_token: SecretStr | None = Field(default=None, exclude=True)
+    """Bearer token for ``erp_url``; never written anywhere."""
+    erp_db: str | None = None
+    """Database URL: the runner serves it itself on a free loopback port."""
+    erp_public_url: str | None = None
+    """MCP URL a remote provider can reach (e.g. a tunnel), when different from the local one."""
+    out: Path | None = None
+    """Run directory; None: ``runs/<harness>-<model>-<time>`` under the project root (or the
+    latest unfinished run with the same settings, which is resumed)."""
+    runs_dir: Path | None = None
+    """Parent of default run directories (default: ``runs/`` under the project root)."""
+    force_new: bool = False
+    """Start over even if the run directory holds a run with different settings."""
+    retries: int = Field(default=3, ge=0)
+    """Retries of a question after a transient failure, while its budget lasts."""
+    cancel_grace_s: float = Field(default=0.5, ge=0)
+    """After the deadline, how long a cancelled harness may clean up before it is abandoned."""
+    output_limit: int = Field(default=DEFAULT_OUTPUT_LIMIT, ge=100)
+    """Tool outputs are truncated to this many characters in the record (hash and size kept)."""
+    progress: bool = True
+    """Show a progress bar on stderr."""
+    command: list[str] = Field(default_factory=list)
+    """The command line that started the run (recorded with secrets redacted)."""
+
+    def budget_for(self, question: Question) -> float:
+        if question.timeout is not None:
+            return float(question.timeout)
+        if question.task_type == TaskType.business_brief:
+            return self.brief_timeout
+        return self.timeout
+
+
+def _dataset_functions() -> tuple[Any, Any]:
+    from ledgerbench.dataset import dataset_hash, load_dataset
+
+    return load_dataset, dataset_hash
+
+
+def default_dataset_path() -> Path:
+    return project_root() / "datasets"
+
+
+def load_run_dataset(path: Path) -> tuple[Dataset, str]:
+    load_dataset, dataset_hash = _dataset_functions()
+    if not path.exists():
+        raise RunConfigError(f"--dataset {path}: no such file or directory")
+    try:
+        dataset = load_dataset(path)
+    except ValueError as error:
+        raise RunConfigError(f"--dataset {path}: {one_line(str(error))}") from None
+    return dataset, dataset_hash(dataset)
+
+
+def select_questions(dataset: Dataset, config: RunConfig) -> list[Question]:
+    """The questions the config selects, in dataset order."""
+    items = list(dataset.items)
+    if config.task_types:
+        wanted = set(config.task_types)
+        items = [item for item in items if item.task_type in wanted]
+    if config.ids:
+        known = {item.id for item in dataset.items}
+        unknown = [qid for qid in config.ids if qid not in known]
+        if unknown:
+            example = dataset.items[0].id if dataset.items else "none"
+            raise RunConfigError(
+                f"--ids: unknown question id(s) {', '.join(unknown[:5])}; "
+                f"ids look like {example!r} (see the dataset file)"
+            )
+        wanted_ids = set(config.ids)
+        items = [item for item in items if item.id in wanted_ids]
+    if config.limit is not None:
+        items = items[: config.limit]
+    if not items:
+        raise RunConfigError(
+            "no questions match the selection (--task-type/--ids/--limit); widen the selection"
+        )
+    return items
+
+
+def work_order(questions: list[Question], config: RunConfig) -> list[tuple[Question, int]]:
+    pairs = [(question, trial) for question in questions for trial in range(config.trials)]
+    if config.seed is not None:
+        random.Random(config.seed).shuffle(pairs)
+    return pairs

@@ -1,0 +1,426 @@
+"""The run store: one run directory's manifest, trajectory file and resume state.
+
+Everything that reads or writes a run directory lives here, so that any executor (local or
+distributed) resumes, fingerprints and records the same way. The driver alone writes records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harnesses._erp_process import project_root
+from harnesses._instructions import instructions_hash
+from harnesses._redact import (
+    REDACTED,
+    is_secret_key,
+    one_line,
+    public_harness_opts,
+    redact_command,
+    redact_url,
+)
+from harnesses._run_config import (
+    RunConfig,
+    RunConfigError,
+    default_dataset_path,
+    load_run_dataset,
+    select_questions,
+    work_order,
+)
+from harnesses.records import RunManifest, TrajectoryRecord
+from ledgerbench.dataset import Dataset, Question
+
+TRAJECTORIES_FILE = "trajectories.jsonl"
+MANIFEST_FILE = "manifest.json"
+
+
+# --------------------------------------------------------------------------------------------------
+# Fingerprints: what must match for a resume
+# --------------------------------------------------------------------------------------------------
+
+
+def fingerprint_parts(config: RunConfig, dataset_hash: str, instructions: str) -> dict[str, Any]:
+    """What must match for a resume: dataset, selection, harness settings, budgets, instructions."""
+    return {
+        "dataset": dataset_hash,
+        "selection": {
+            "task_types": sorted(str(t) for t in config.task_types),
+            "ids": sorted(config.ids),
+            "limit": config.limit,
+            "trials": config.trials,
+        },
+        "harness": {
+            "name": config.harness,
+            "model": config.model,
+            "reasoning_effort": config.reasoning_effort,
+            "base_url": redact_url(config.base_url),
+            "options": {
+                key: value
+                for key, value in sorted(config.harness_opts.items())
+                if not is_secret_key(key)
+            },
+        },
+        "budgets": {"timeout": config.timeout, "brief_timeout": config.brief_timeout},
+        "instructions": instructions_hash(instructions),
+    }
+
+
+def fingerprint(parts: dict[str, Any]) -> str:
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def describe_changes(old: dict[str, Any], new: dict[str, Any]) -> str:
+    labels = {
+        "dataset": "dataset contents",
+        "selection": "question selection",
+        "harness": "harness settings",
+        "budgets": "time budgets",
+        "instructions": "system instructions",
+        "erp": "ERP snapshot",
+    }
+    changes = []
+    for key in labels:
+        if key not in new or old.get(key) == new.get(key):
+            continue
+        before, after = old.get(key), new.get(key)
+        if isinstance(before, dict) and isinstance(after, dict):
+            keys = sorted(set(before) | set(after))
+            detail = ", ".join(
+                f"{k} {before.get(k)!r} -> {after.get(k)!r}"
+                for k in keys
+                if before.get(k) != after.get(k)
+            )
+        else:
+            detail = f"{before} -> {after}"
+        changes.append(f"{labels[key]} ({detail})")
+    return "; ".join(changes) or "unknown settings"
+
+
+# --------------------------------------------------------------------------------------------------
+# Manifest and trajectories
+# --------------------------------------------------------------------------------------------------
+
+
+def write_json_atomic(path: Path, data: str) -> None:
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with temp.open("w", encoding="utf-8") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, path)
+
+
+def read_manifest(run_dir: Path) -> RunManifest | None:
+    path = run_dir / MANIFEST_FILE
+    if not path.exists():
+        return None
+    try:
+        return RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as error:
+        raise RunConfigError(
+            f"{path} is not a valid run manifest ({one_line(str(error))}); "
+            "use another --out or --force-new"
+        ) from None
+
+
+def read_trajectories(path: Path, *, repair: bool = False) -> list[TrajectoryRecord]:
+    """Records in a trajectory file, first one per (question, trial).
+
+    A last line without its newline is what ``kill -9`` mid-write leaves; it is ignored, and with
+    ``repair=True`` cut off so that appending starts on a clean line.
+    """
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        data = data[:cut]
+        if repair:
+            with path.open("r+b") as handle:
+                handle.truncate(cut)
+    records: list[TrajectoryRecord] = []
+    seen: set[tuple[str, int]] = set()
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = TrajectoryRecord.model_validate_json(line)
+        except ValidationError:
+            continue  # a damaged line: its (question, trial) counts as missing and runs again
+        key = (record.question_id, record.trial)
+        if key not in seen:
+            seen.add(key)
+            records.append(record)
+    return records
+
+
+class TrajectoryWriter:
+    """Appends one JSON line per record, flushed and fsynced, with secrets scrubbed."""
+
+    def __init__(self, path: Path, secrets: list[str]) -> None:
+        self._handle = path.open("a", encoding="utf-8")
+        self._secrets = [secret for secret in secrets if secret]
+
+    def write(self, record: TrajectoryRecord) -> None:
+        line = record.model_dump_json(by_alias=True)
+        for secret in self._secrets:
+            if secret in line:
+                line = line.replace(secret, REDACTED)
+        self._handle.write(line + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:40] or "run"
+
+
+def default_run_dir(config: RunConfig, now: dt.datetime) -> Path:
+    runs = config.runs_dir or project_root() / "runs"
+    harness = config.harness.rsplit(":", 1)[-1]
+    parts = [slug(harness)]
+    if config.model:
+        parts.append(slug(config.model))
+    parts.append(now.strftime("%Y%m%d-%H%M%S"))
+    candidate = runs / "-".join(parts)
+    suffix = 1
+    while candidate.exists():
+        suffix += 1
+        candidate = runs / f"{'-'.join(parts)}-{suffix}"
+    return candidate
+
+
+def find_resumable_run(runs_dir: Path, config_fingerprint: str) -> Path | None:
+    """The latest unfinished run under ``runs_dir`` made with the same settings."""
+    if not runs_dir.is_dir():
+        return None
+    candidates = []
+    for manifest_path in runs_dir.glob(f"*/{MANIFEST_FILE}"):
+        try:
+            manifest = RunManifest.model_validate_json(manifest_path.read_text(encoding="utf-8"))
+        except (ValidationError, OSError):
+            continue
+        if manifest.config_fingerprint != config_fingerprint:
+            continue
+        if manifest.finished_at is not None and not manifest.interrupted:
+            continue
+        candidates.append((manifest.started_at, manifest_path.parent))
+    return max(candidates)[1] if candidates else None
+
+
+def move_aside(run_dir: Path) -> Path | None:
+    old_files = [run_dir / MANIFEST_FILE, run_dir / TRAJECTORIES_FILE]
+    if not any(path.exists() for path in old_files):
+        return None
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    aside = run_dir / f"replaced-{stamp}"
+    aside.mkdir(exist_ok=True)
+    for path in old_files:
+        if path.exists():
+            os.replace(path, aside / path.name)
+    return aside
+
+
+# --------------------------------------------------------------------------------------------------
+# Provenance
+# --------------------------------------------------------------------------------------------------
+
+_VERSIONED_PACKAGES = (
+    "ledgerbench",
+    "pydantic",
+    "mcp",
+    "fastmcp",
+    "openai",
+    "anthropic",
+    "dspy",
+    "sqlalchemy",
+    "sqlmodel",
+    "faker",
+    "rich",
+)
+
+
+def package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    versions = {"python": sys.version.split()[0]}
+    for name in _VERSIONED_PACKAGES:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[name] = metadata.version(name)
+    return versions
+
+
+def git_revision(root: Path) -> str | None:
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    revision = result.stdout.strip()
+    return revision if result.returncode == 0 and revision else None
+
+
+@dataclass(frozen=True)
+class ErpFacts:
+    """What the manifest records about the ERP in use."""
+
+    url: str
+    db_url: str | None
+    snapshot_hash: str | None
+
+
+# --------------------------------------------------------------------------------------------------
+# Opening a run directory
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PreparedRun:
+    """The selection and the run directory's state before any question runs."""
+
+    dataset_path: Path
+    dataset: Dataset
+    dataset_hash: str
+    pairs: list[tuple[Question, int]]
+    parts: dict[str, Any]
+    run_dir: Path
+    previous: RunManifest | None
+    existing: list[TrajectoryRecord]
+
+
+def prepare_run(config: RunConfig, instructions: str, log: Any) -> PreparedRun:
+    if config.erp_url and config.erp_db:
+        raise RunConfigError("--erp-url and --erp-db exclude each other; give one of them")
+    dataset_path = (config.dataset or default_dataset_path()).resolve()
+    dataset, dataset_hash = load_run_dataset(dataset_path)
+    questions = select_questions(dataset, config)
+    pairs = work_order(questions, config)
+    parts = fingerprint_parts(config, dataset_hash, instructions)
+    config_fp = fingerprint(parts)
+    run_dir = config.out
+    if run_dir is None and not config.force_new:
+        run_dir = find_resumable_run(config.runs_dir or project_root() / "runs", config_fp)
+        if run_dir is not None:
+            log(f"resuming {run_dir}")
+    run_dir = (run_dir or default_run_dir(config, dt.datetime.now(dt.UTC))).resolve()
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunConfigError(f"--out {run_dir} is a file; give a directory")
+    previous = read_manifest(run_dir)
+    if previous is not None and previous.config_fingerprint != config_fp and not config.force_new:
+        changed = describe_changes(previous.fingerprint_parts or {}, parts)
+        raise RunConfigError(
+            f"{run_dir} holds a run with different settings: {changed}; rerun with the same "
+            "settings to resume, choose another --out, or add --force-new to start over"
+        )
+    if previous is not None and config.force_new:
+        aside = move_aside(run_dir)
+        log(f"--force-new: the previous run's files moved to {aside}")
+        previous = None
+    elif previous is None and (run_dir / TRAJECTORIES_FILE).exists():
+        if not config.force_new:
+            raise RunConfigError(
+                f"{run_dir} has trajectories but no manifest; choose another --out or add "
+                "--force-new to start over"
+            )
+        move_aside(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    existing = read_trajectories(run_dir / TRAJECTORIES_FILE, repair=True)
+    return PreparedRun(
+        dataset_path, dataset, dataset_hash, pairs, parts, run_dir, previous, existing
+    )
+
+
+def build_manifest(
+    config: RunConfig,
+    prepared: PreparedRun,
+    erp: ErpFacts,
+    instructions: str,
+    secrets: list[str],
+    model: str | None,
+) -> RunManifest:
+    previous = prepared.previous
+    config_dump = config.model_dump(mode="json")
+    config_dump["base_url"] = redact_url(config.base_url)
+    config_dump["erp_db"] = redact_url(config.erp_db)
+    config_dump["harness_opts"] = public_harness_opts(config.harness_opts)
+    config_dump.pop("command", None)  # recorded once, redacted, as the manifest's command
+    config_dump["erp_token"] = REDACTED if config.erp_token else None
+    timeouts = {
+        "obligations": config.timeout,
+        "entity_performance": config.timeout,
+        "business_brief": config.brief_timeout,
+    }
+    return RunManifest(
+        run_id=previous.run_id if previous else prepared.run_dir.name,
+        command=redact_command(config.command or sys.argv, secrets),
+        config=config_dump,
+        config_fingerprint=fingerprint(prepared.parts),
+        fingerprint_parts={**prepared.parts, "erp": erp.snapshot_hash},
+        harness=config.harness,
+        model=model or config.model,
+        harness_options={
+            "model": config.model,
+            "reasoning_effort": config.reasoning_effort,
+            "base_url": redact_url(config.base_url),
+            **public_harness_opts(config.harness_opts),
+        },
+        timeouts=timeouts,
+        dataset_path=str(prepared.dataset_path),
+        dataset_hash=prepared.dataset_hash,
+        question_count=len(prepared.pairs),
+        erp_url=erp.url,
+        erp_db_url=redact_url(erp.db_url),
+        erp_snapshot_hash=erp.snapshot_hash,
+        system_prompt_hash=instructions_hash(instructions),
+        system_prompt=instructions,
+        package_versions=package_versions(),
+        git_revision=git_revision(project_root()),
+        started_at=previous.started_at if previous else dt.datetime.now(dt.UTC),
+        resume_count=(previous.resume_count + 1) if previous else 0,
+    )
+
+
+def write_manifest(run_dir: Path, manifest: RunManifest, secrets: list[str]) -> None:
+    text = manifest.model_dump_json(indent=2, by_alias=True)
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    write_json_atomic(run_dir / MANIFEST_FILE, text)
+
+
+def sweep_secrets(run_dir: Path, secrets: list[str]) -> None:
+    """Last line of defence: no file in the run directory keeps a secret (harness scratch files)."""
+    if not secrets:
+        return
+    for path in run_dir.rglob("*"):
+        if not path.is_file() or path.stat().st_size > 200_000_000:
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        cleaned = data
+        for secret in secrets:
+            cleaned = cleaned.replace(secret.encode(), REDACTED.encode())
+        if cleaned != data:
+            path.write_bytes(cleaned)
