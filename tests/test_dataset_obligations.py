@@ -13,7 +13,6 @@ from ledgerbench.dataset import Dataset, Dimension, dataset_to_yaml, load_datase
 from synthetic_erp._catalog import entity_set, parse_record_url
 from synthetic_erp._db import open_engine, read_meta
 from synthetic_erp._questions import (
-    PHRASINGS,
     SCENARIO_WEIGHTS,
     generate_questions,
     main,
@@ -75,7 +74,9 @@ def test_entities_are_referred_to_in_several_ways(default_set: Dataset) -> None:
 
 
 def test_several_phrasings_per_scenario(default_set: Dataset) -> None:
-    assert all(len(wordings) >= 2 for wordings in PHRASINGS.values())
+    from synthetic_erp.scenarios import TEMPLATES
+
+    assert all(len(template.phrasings) >= 2 for template in TEMPLATES.values())
     phrasings: dict[str, set] = defaultdict(set)
     for item in default_set.items:
         phrasings[item.scenario].add((item.metadata["template"], item.metadata["phrasing"]))

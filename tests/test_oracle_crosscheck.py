@@ -1,6 +1,6 @@
 """Every generated answer key, recomputed a second way: pandas over the raw tables.
 
-The oracle (synthetic_erp._oracle) queries with SQLAlchemy; this module re-derives the same facts
+The oracle (the keys in synthetic_erp.scenarios) queries with SQLAlchemy; this module re-derives the same facts
 from DataFrames with its own code, template by template, following the definitions documented in
 docs/dataset-format.md. Any disagreement is a bug in one of the two.
 """
@@ -1206,7 +1206,7 @@ def small_erp_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_every_template_has_an_independent_check() -> None:
-    from synthetic_erp._oracle import TEMPLATES
+    from synthetic_erp.scenarios import TEMPLATES
 
     assert sorted(TEMPLATES) == sorted(CHECKS)
 

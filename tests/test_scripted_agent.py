@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harnesses._runner import TRAJECTORIES_FILE, RunConfig, read_trajectories, run
-from harnesses._scripted import Question, match_intent, name_candidates
+from harnesses.scripted import Question, match_intent, name_candidates
 from ledgerbench.dataset import Dataset
 
 pytestmark = pytest.mark.timeout(180)

@@ -1,0 +1,27 @@
+"""Discounts (AR): phrasings, parameter choice and answer key of each question kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synthetic_erp.scenarios._base import (
+    Answer,
+    OracleContext,
+    _dispute_answer,
+    party,
+    registrar,
+)
+
+template = registrar("Discounts", "AR")
+
+
+@template(
+    "open_deductions_customer",
+    party="customer",
+    phrasings=(
+        "What deductions are open for {who} {where} {asof}?",
+        "List the open deductions taken by {who} {where} {asof}.",
+    ),
+)
+def open_deductions_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    return _dispute_answer(ctx, party(ctx, "customer", params), "deduction")
