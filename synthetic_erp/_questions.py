@@ -16,6 +16,7 @@ CLI (dispatched by ``python -m synthetic_erp questions``)::
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import math
 import random
 import re
@@ -217,6 +218,29 @@ def _reference_check(draft: Draft) -> tuple[str | None, str | None]:
     return None, None
 
 
+RELATIVE_WORDS = re.compile(
+    r"\b(today|tomorrow|yesterday|right now|at the moment|this (?:week|month|year)|"
+    r"(?:next|last|past) (?:\d+ days|12 months|month|quarter|year)|so far this|year to date|"
+    r"(?:this|current) fiscal year|fiscal year to date)\b",
+    re.I,
+)
+"""Words that only mean something against the ERP's frozen today (erp_info reports it)."""
+
+
+def _resolved(ctx: OracleContext, draft: Draft) -> dict[str, Any]:
+    """What the question's words were resolved to: the as-of date, the legal entity and any
+    window, so graders see what was meant."""
+    resolved: dict[str, Any] = {"as_of": ctx.today.isoformat()}
+    resolved["legal_entity"] = draft.params.get("legal_entity") or "all"
+    for key in ("start", "end", "date"):
+        if key in draft.params:
+            resolved[key] = draft.params[key]
+    if "days" in draft.words and "horizon" in draft.words:
+        resolved["start"] = ctx.today.isoformat()
+        resolved["end"] = (ctx.today + dt.timedelta(days=int(draft.words["days"]))).isoformat()
+    return resolved
+
+
 def _question(
     ctx: OracleContext,
     draft: Draft,
@@ -227,7 +251,8 @@ def _question(
 ) -> Question:
     template = TEMPLATES[draft.template]
     query = TEMPLATES[draft.template].phrasings[phrasing_index].format(**draft.words)
-    query = re.sub(r"\s+", " ", query).strip().replace(" ?", "?").replace(" .", ".")
+    query = re.sub(r"\s+", " ", query).strip()
+    query = re.sub(r" ([?.,:])", r"\1", query)
     given, resolved = _reference_check(draft)
     tags = build_tags(
         TaskType.obligations,
@@ -238,11 +263,15 @@ def _question(
         given_name=given,
         resolved_name=resolved,
     )
+    legal_entity = draft.params.get("legal_entity")
     metadata: dict[str, Any] = {
         "template": draft.template,
         "params": draft.params,
         "phrasing": phrasing_index,
         "answer_kind": "none" if answer.is_none else "records",
+        "resolved": _resolved(ctx, draft),
+        "relative_dates": bool(RELATIVE_WORDS.search(query)),
+        "legal_entity_stated": legal_entity is None or legal_entity in query,
     }
     if draft.reference_mode:
         metadata["reference"] = draft.reference_mode

@@ -53,6 +53,11 @@ class LegalEntityInfo:
     fiscal_year_start_month: int
 
 
+def default_legal_entity(codes: list[str], customer_counts: dict[str, int]) -> str:
+    """The legal entity with the most customers (ties: the first code in sort order)."""
+    return min(codes, key=lambda code: (-customer_counts.get(code, 0), code))
+
+
 @dataclass
 class OracleContext:
     """An open session on the ERP plus the facts every template needs."""
@@ -60,6 +65,8 @@ class OracleContext:
     session: Session
     today: dt.date
     legal_entities: dict[str, LegalEntityInfo]
+    default_legal_entity: str
+    """Where a question that names no legal entity is answered (docs/conventions.md)."""
     cache: dict[Any, Any] = field(default_factory=dict)
     """Per-context memo of legal-entity-wide queries (the ERP is read-only while answering)."""
 
@@ -71,7 +78,13 @@ class OracleContext:
             le.code: LegalEntityInfo(le.code, le.accounting_currency, le.fiscal_year_start_month)
             for le in session.scalars(select(s.LegalEntity).order_by(s.LegalEntity.code))
         }
-        return cls(session, dt.date.fromisoformat(meta["as_of"]), entities)
+        counts = dict(
+            session.execute(
+                select(s.Customer.legal_entity, func.count()).group_by(s.Customer.legal_entity)
+            ).all()
+        )
+        default = default_legal_entity(list(entities), counts)
+        return cls(session, dt.date.fromisoformat(meta["as_of"]), entities, default)
 
     def close(self) -> None:
         self.session.close()
@@ -120,6 +133,9 @@ class Template:
     """Entity-level templates: ``Chooser -> Draft`` proposing one parameter set."""
     extra: Callable[[Any], tuple[dict[str, Any], dict[str, str]]] | None = None
     """One-party templates: ``Chooser -> (params, words)`` added to the party reference."""
+    having: Callable[[OracleContext], list[tuple[str, str]]] | None = None
+    """One-party templates about rare records: the (legal entity, account) pairs that have any,
+    so that the set also holds items whose answer is not "none"."""
 
 
 TEMPLATES: dict[str, Template] = {}
@@ -135,13 +151,14 @@ def registrar(scenario: str, segment: str):
         phrasings: tuple[str, ...],
         choose: Callable[[Any], Any] | None = None,
         extra: Callable[[Any], tuple[dict[str, Any], dict[str, str]]] | None = None,
+        having: Callable[[OracleContext], list[tuple[str, str]]] | None = None,
     ):
         if (party is None) == (choose is None):
             raise ValueError(f"template {name}: give party= or choose=, not both")
 
         def register(function: Callable[[OracleContext, dict[str, Any]], Answer]):
             TEMPLATES[name] = Template(
-                name, scenario, segment, party, function, phrasings, choose, extra
+                name, scenario, segment, party, function, phrasings, choose, extra, having
             )
             return function
 

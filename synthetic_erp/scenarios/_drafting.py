@@ -22,6 +22,21 @@ from synthetic_erp import _schema as s
 from synthetic_erp.scenarios._base import TEMPLATES, OracleContext, long_date
 
 ATTEMPTS = 12
+UNSTATED_ENTITY_SHARE = 0.2
+"""Of the questions about the default legal entity, the share that leave the entity unstated."""
+ENTITY_WORDS = ("in {le}", "in {le}", "in legal entity {le}", "within {le}", "in the {le} company")
+ALL_ENTITIES_WORDS = ("across all legal entities", "in all legal entities", "in every legal entity")
+AS_OF_WORDS = (
+    "as of {date}",
+    "as of {date}",
+    "as of {iso}",
+    "on {date}",
+    "today",
+    "as of today",
+    "right now",
+    "at the moment",
+    "",
+)
 NONEXISTENT_SHARE = 0.35
 """Of the none items about one party, the share that name a party that does not exist."""
 
@@ -62,6 +77,7 @@ class ErpView:
         }
         self.all_names = {p.name.lower() for ps in self.parties.values() for p in ps}
         self.legal_entities = sorted(ctx.legal_entities)
+        self.default_le = ctx.default_legal_entity
         self.le_weights = [len(self.parties[("customer", le)]) for le in self.legal_entities]
         self.twin_names = sorted(
             name
@@ -237,25 +253,72 @@ class Chooser:
         self.today = view.ctx.today
 
     def where(self, le: str | None) -> str:
+        """How the question names the legal entity; "" leaves the default one unstated."""
         if le is None:
-            return "across all legal entities"
-        return self.rng.choice((f"in {le}", f"in {le}", f"in legal entity {le}"))
+            return self.rng.choice(ALL_ENTITIES_WORDS)
+        if le == self.view.default_le and self.rng.random() < UNSTATED_ENTITY_SHARE:
+            return ""
+        return self.rng.choice(ENTITY_WORDS).format(le=le)
 
     def base(self, le: str | None) -> dict[str, str]:
-        return {"where": self.where(le), "asof": f"as of {long_date(self.today)}"}
+        return {"where": self.where(le), "asof": self.asof()}
 
-    def window(self) -> tuple[Any, Any]:
-        choice = self.rng.randrange(4)
-        if choice == 0:
-            return dt.date(self.today.year - 1, 1, 1), dt.date(self.today.year - 1, 12, 31)
-        if choice == 1:
-            return self.today - dt.timedelta(days=364), self.today
-        if choice == 2:
-            quarter_start = dt.date(self.today.year - 1, self.rng.choice((1, 4, 7, 10)), 1)
-            end = (quarter_start + dt.timedelta(days=95)).replace(day=1) - dt.timedelta(days=1)
-            return quarter_start, end
-        start = (self.today.replace(day=1) - dt.timedelta(days=1)).replace(day=1)
-        return start, self.today
+    def asof(self) -> str:
+        """How the question says "as of today": the date in one of several forms, or in words."""
+        form = self.rng.choice(AS_OF_WORDS)
+        return form.format(date=long_date(self.today), iso=self.today.isoformat())
+
+    def period(self) -> tuple[dt.date, dt.date, dict[str, str]]:
+        """A past window inside the ERP's history (which starts 365 days before today), with
+        how the question names it: relative ("last month") or by its dates."""
+        today = self.today
+        this_month = today.replace(day=1)
+        last_month_end = this_month - dt.timedelta(days=1)
+        quarter_start = dt.date(today.year, 3 * ((today.month - 1) // 3) + 1, 1)
+        last_quarter_end = quarter_start - dt.timedelta(days=1)
+        last_quarter_start = dt.date(
+            last_quarter_end.year, 3 * ((last_quarter_end.month - 1) // 3) + 1, 1
+        )
+        year_start = dt.date(today.year, 1, 1)
+        windows = [
+            (last_month_end.replace(day=1), last_month_end, ("last month",)),
+            (
+                today - dt.timedelta(days=364),
+                today,
+                ("over the last 12 months", "in the past year"),
+            ),
+            (last_quarter_start, last_quarter_end, ("last quarter",)),
+            (year_start, today, ("so far this year", "year to date")),
+            (this_month, today, ("so far this month", "this month")),
+        ]
+        start, end, relative = windows[self.rng.randrange(len(windows))]
+        explicit = (
+            f"between {long_date(start)} and {long_date(end)}",
+            f"from {long_date(start)} to {long_date(end)}",
+        )
+        text = self.rng.choice(relative + explicit)
+        return start, end, {"period": text}
+
+    def horizon(self, days: int) -> dict[str, str]:
+        """The next ``days`` days (today through today + days), in words or by dates."""
+        end = self.today + dt.timedelta(days=days)
+        text = self.rng.choice(
+            (
+                f"in the next {days} days",
+                f"over the next {days} days",
+                f"within the next {days} days",
+                f"between {long_date(self.today)} and {long_date(end)}",
+                f"by {long_date(end)}",
+            )
+        )
+        return {"horizon": text, "days": str(days)}
+
+    def day(self, day: dt.date) -> str:
+        """One day: "today", "yesterday", "tomorrow" or "on <date>"."""
+        relative = {0: "today", -1: "yesterday", 1: "tomorrow"}.get((day - self.today).days)
+        if relative and self.rng.random() < 0.7:
+            return relative
+        return f"on {long_date(day)}"
 
     def proposals(self, template: str, want_none: bool) -> Iterator[Draft]:
         spec = TEMPLATES[template]
@@ -278,9 +341,14 @@ class Chooser:
             params = {"legal_entity": le, "name": name, **extra[0]}
             words = {**self.base(le), "who": name, **extra[1]}
             yield Draft(template, params, words, "nonexistent")
+        having = sorted(spec.having(self.view.ctx)) if spec.having and not want_none else []
         for _ in range(ATTEMPTS):
-            le = self.view.pick_le(self.rng, kind)
-            party = self.rng.choice(self.view.parties[(kind, le)])
+            if having:
+                le, account = self.rng.choice(having)
+                party = next(p for p in self.view.parties[(kind, le)] if p.account == account)
+            else:
+                le = self.view.pick_le(self.rng, kind)
+                party = self.rng.choice(self.view.parties[(kind, le)])
             who, mode = reference(self.view, party, self.rng)
             params = {"legal_entity": le, "account": party.account, **extra[0]}
             words = {**self.base(le), "who": who, **extra[1]}
@@ -290,12 +358,9 @@ class Chooser:
         n = self.rng.choice((3, 5, 10))
         return {"n": n}, {"n": str(n)}
 
-    def window_extra(self) -> tuple[dict[str, Any], dict[str, str]]:
-        start, end = self.window()
-        return {"start": _iso(start), "end": _iso(end)}, {
-            "start": long_date(start),
-            "end": long_date(end),
-        }
+    def period_extra(self) -> tuple[dict[str, Any], dict[str, str]]:
+        start, end, words = self.period()
+        return {"start": _iso(start), "end": _iso(end)}, words
 
     # ---- entity-level templates ----------------------------------------------------------------
 
@@ -309,7 +374,3 @@ class Chooser:
         return self.rng.choice(
             ("10", "20", "30", "80", "90") if kind == "customer" else ("10", "20", "30", "40", "50")
         )
-
-    def next_days(self, choices=(7, 14)) -> tuple[int, Any]:
-        days = self.rng.choice(choices)
-        return days, self.today + dt.timedelta(days=days)

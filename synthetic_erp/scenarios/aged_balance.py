@@ -74,22 +74,17 @@ def _choose_past_due_total_entity(c: Chooser) -> Draft:
 
 def _coming_due_extra(c: Chooser) -> tuple[dict[str, Any], dict[str, str]]:
     days = c.rng.choice((7, 14, 30))
-    end = c.today + dt.timedelta(days=days)
-    return {"days": days}, {
-        "days": str(days),
-        "start": long_date(c.today),
-        "end": long_date(end),
-    }
+    return {"days": days}, c.horizon(days)
 
 
 @template(
     "aging_customer",
     party="customer",
     phrasings=(
-        "What is the aged balance for {who} {where} {asof}?",
-        "Show me the aging breakdown for {who} {where} {asof}: current, 1-30, 31-60, 61-90 and "
-        "over 90 days past due.",
-        "Could you break down the overdue receivables of {who} {where} {asof}?",
+        "How is the balance of {who} {where} spread across the aging buckets {asof}?",
+        "Break down what {who} owes us {where} by days past due {asof}: current, 1-30, "
+        "31-60, 61-90 and 90+.",
+        "Can you age the open receivables of {who} {where} {asof}?",
     ),
 )
 def aging_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -117,8 +112,9 @@ def aging_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "balance_all_entities",
     choose=_choose_balance_all_entities,
     phrasings=(
-        "What is the aged balance for {who} in all legal entities combined {asof}?",
-        "Give me the outstanding balance of {who} across all legal entities {asof}.",
+        "Add up what {who} owes us {where} {asof}.",
+        "What does {who} owe {where}, company by company, {asof}?",
+        "Give me the open balance of {who} summed {where} {asof}.",
     ),
 )
 def balance_all_entities(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -147,10 +143,10 @@ def balance_all_entities(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "top_past_due_group",
     choose=_choose_top_past_due_group,
     phrasings=(
-        "Of the customers in group {group_id} {where} with unpaid invoices more than {days} days "
-        "past due, which are the top {n} by past-due amount {asof}?",
-        "List the {n} customers in customer group {group_id} {where} with the most invoice value "
-        "over {days} days overdue {asof}.",
+        "In customer group {group_id} {where}, which {n} customers have the most invoice "
+        "value more than {days} days late {asof}?",
+        "Rank the customers of group {group_id} {where} by unpaid invoices over {days} days "
+        "late and give me the top {n} {asof}.",
     ),
 )
 def top_past_due_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -191,8 +187,9 @@ def top_past_due_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "aging_totals_entity",
     choose=Chooser.entity_only,
     phrasings=(
-        "What is the total balance of unpaid customer transactions by aging bucket {where} {asof}?",
-        "Give me the receivables aging summary for all customers {where} {asof}.",
+        "Summarise our receivables {where} by aging bucket {asof}.",
+        "How do the open customer balances {where} split into current, 1-30, 31-60, 61-90 "
+        "and 90+ days {asof}?",
     ),
 )
 def aging_totals_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -215,9 +212,8 @@ def aging_totals_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "past_due_total_entity",
     choose=_choose_past_due_total_entity,
     phrasings=(
-        "What is the total of unpaid customer receivables more than {days} days past due {where} "
-        "{asof}?",
-        "How much in customer invoices is over {days} days overdue {where} {asof}?",
+        "How much of our receivables {where} is more than {days} days overdue {asof}?",
+        "Total up the customer invoices {where} that are over {days} days late {asof}.",
     ),
 )
 def past_due_total_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -246,9 +242,9 @@ def past_due_total_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     party="customer",
     extra=_coming_due_extra,
     phrasings=(
-        "Which transactions for {who} are coming due in the next {days} days ({start} to {end}) "
-        "{where} {asof}?",
-        "Does {who} have any open invoices falling due between {start} and {end} {where}?",
+        "Which open items of {who} {where} fall due {horizon}?",
+        "Is anything from {who} {where} coming due {horizon}?",
+        "List what {who} {where} has to pay us {horizon}.",
     ),
 )
 def coming_due_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:

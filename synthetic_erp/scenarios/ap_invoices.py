@@ -52,18 +52,15 @@ def _choose_ap_due_in_window(c: Chooser) -> Draft:
     days = c.rng.choice((6, 13))
     start = c.today + dt.timedelta(days=c.rng.choice((0, 7)))
     end = start + dt.timedelta(days=days)
-    return c.le_draft(
-        {"legal_entity": c.view.pick_le(c.rng), "start": _iso(start), "end": _iso(end)},
-        start=long_date(start),
-        end=long_date(end),
-    )
+    params = {"legal_entity": c.view.pick_le(c.rng), "start": _iso(start), "end": _iso(end)}
+    if start == c.today:
+        return c.le_draft(params, **c.horizon(days))
+    return c.le_draft(params, horizon=f"between {long_date(start)} and {long_date(end)}")
 
 
 def _choose_ap_posted_on_date(c: Chooser) -> Draft:
     day = c.today - dt.timedelta(days=c.rng.randrange(0, 20))
-    return c.le_draft(
-        {"legal_entity": c.view.pick_le(c.rng), "date": _iso(day)}, date=long_date(day)
-    )
+    return c.le_draft({"legal_entity": c.view.pick_le(c.rng), "date": _iso(day)}, day=c.day(day))
 
 
 def _vendor_invoices(ctx: OracleContext, *conditions) -> list[s.VendorInvoice]:
@@ -87,8 +84,8 @@ def _vi_path(row: s.VendorInvoice) -> str:
     "pending_approval_vendor",
     party="vendor",
     phrasings=(
-        "What invoices are pending approval for {who} {where} {asof}?",
         "Are there invoices from {who} waiting for approval {where} {asof}?",
+        "Which invoices of {who} {where} still need approval {asof}?",
     ),
 )
 def pending_approval_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -126,8 +123,8 @@ def pending_approval_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answe
     "invoices_by_status_entity",
     choose=_choose_invoices_by_status_entity,
     phrasings=(
-        "How many vendor invoices are {status_label} {where} {asof}?",
-        "What is the total value of {status_label} vendor invoices {where} {asof}?",
+        "How many vendor invoices are {status_label} {where} {asof}, and what are they worth?",
+        "Count the vendor invoices {where} that are {status_label} {asof}, and total their value.",
     ),
 )
 def invoices_by_status_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -152,6 +149,7 @@ def invoices_by_status_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
         for r in rows:
             by_cur[r.currency] += r.amount
         text += " worth " + ", ".join(money(v, c) for c, v in sorted(by_cur.items()))
+        facts += [_amount(f"total_{c}", v) for c, v in sorted(by_cur.items())]
     lines = [_vi_line(r) for r in rows]
     return Answer(
         text=text + f": {_listing(lines, len(rows))}.",
@@ -165,8 +163,8 @@ def invoices_by_status_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
     "ap_due_in_window",
     choose=_choose_ap_due_in_window,
     phrasings=(
-        "Which vendor invoices are due for payment between {start} and {end} {where}?",
-        "List the open vendor invoices falling due from {start} to {end} {where}.",
+        "Which vendor invoices {where} are due for payment {horizon}?",
+        "List the open vendor invoices {where} falling due {horizon}.",
     ),
 )
 def ap_due_in_window(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -198,8 +196,8 @@ def ap_due_in_window(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "ap_posted_on_date",
     choose=_choose_ap_posted_on_date,
     phrasings=(
-        "What is the total value of vendor invoices posted on {date} {where}?",
-        "How many vendor invoices were posted on {date} {where}?",
+        "How many vendor invoices were posted {day} {where}, and for how much?",
+        "What did the vendor invoices posted {day} {where} add up to?",
     ),
 )
 def ap_posted_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -237,8 +235,8 @@ def ap_posted_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "latest_invoice_match_vendor",
     party="vendor",
     phrasings=(
-        "What is the three-way match status of the latest invoice from {who} {where} {asof}?",
         "Did the most recent invoice of {who} pass three-way matching {where} {asof}?",
+        "How did the latest invoice from {who} {where} come out of the three-way match?",
     ),
 )
 def latest_invoice_match_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:

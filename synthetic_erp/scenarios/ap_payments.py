@@ -45,19 +45,12 @@ def _choose_payment_accounts_methods(c: Chooser) -> Draft:
 
 def _choose_proposal_vendors_on_date(c: Chooser) -> Draft:
     day = c.today - dt.timedelta(days=c.rng.choice((0, 0, 1, 3)))
-    return c.le_draft(
-        {"legal_entity": c.view.pick_le(c.rng), "date": _iso(day)}, date=long_date(day)
-    )
+    return c.le_draft({"legal_entity": c.view.pick_le(c.rng), "date": _iso(day)}, day=c.day(day))
 
 
 def _choose_ap_obligation_next_days(c: Chooser) -> Draft:
-    days, end = c.next_days((7, 14, 30))
-    return c.le_draft(
-        {"legal_entity": c.view.pick_le(c.rng), "days": days},
-        days=str(days),
-        start=long_date(c.today),
-        end=long_date(end),
-    )
+    days = c.rng.choice((7, 14, 30))
+    return c.le_draft({"legal_entity": c.view.pick_le(c.rng), "days": days}, **c.horizon(days))
 
 
 def _choose_payment_journal_total(c: Chooser) -> Draft:
@@ -72,8 +65,9 @@ def _choose_payment_journal_total(c: Chooser) -> Draft:
     "payment_accounts_methods",
     choose=_choose_payment_accounts_methods,
     phrasings=(
-        "What are the payment accounts used by the {codes} vendor methods of payment {where}?",
         "Which ledger accounts do the vendor payment methods {codes} post to {where}?",
+        "For the {codes} methods of payment used with vendors {where}, which payment "
+        "accounts are set?",
     ),
 )
 def payment_accounts_methods(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -107,8 +101,8 @@ def payment_accounts_methods(ctx: OracleContext, params: dict[str, Any]) -> Answ
     "proposal_vendors_on_date",
     choose=_choose_proposal_vendors_on_date,
     phrasings=(
-        "Which vendors are included in the payment proposal created on {date} {where}?",
-        "Which vendors does the {date} payment proposal {where} pay?",
+        "Which vendors does the payment proposal created {day} {where} pay?",
+        "Who gets paid in the payment proposal we made {day} {where}?",
     ),
 )
 def proposal_vendors_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -150,28 +144,32 @@ def proposal_vendors_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answ
     "ap_obligation_next_days",
     choose=_choose_ap_obligation_next_days,
     phrasings=(
-        "What is the total AP payment obligation for the next {days} days ({start} to {end}) "
-        "{where}?",
-        "How much in vendor invoices falls due between {start} and {end} {where}?",
+        "What do we have to pay vendors {where} {horizon}, including anything already overdue?",
+        "What is our total AP payment obligation {horizon} {where}, overdue invoices included?",
     ),
 )
 def ap_obligation_next_days(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, days = params["legal_entity"], params["days"]
     end = ctx.today + dt.timedelta(days=days)
-    rows = _open_ap_due(ctx, le, ctx.today, end)
-    window = f"{long_date(ctx.today)} to {long_date(end)}"
+    rows = _open_ap_due(ctx, le, dt.date.min, end)  # overdue invoices are still to be paid
+    overdue = _sum(r.open_amount_acct for r in rows if r.due_date < ctx.today)
+    window = f"by {long_date(end)}"
     currency = ctx.currency(le)
     if not rows:
         return Answer(
-            text=f"There is no AP payment obligation in {le} falling due {window}.",
+            text=f"There is no AP payment obligation in {le} due {window}, overdue or not.",
             facts=[_none("invoices"), _amount("total_due", 0)],
         )
     total = _sum(r.open_amount_acct for r in rows)
     return Answer(
-        text=f"The AP payment obligation in {le} falling due {window} is {money(total, currency)} "
-        f"(accounting currency) across {len(rows)} open vendor invoice(s) of "
-        f"{len({r.vendor_account for r in rows})} vendor(s).",
-        facts=[_amount("total_due", total), _count("invoices", len(rows))],
+        text=f"The AP payment obligation in {le} due {window} is {money(total, currency)} "
+        f"(accounting currency, {money(overdue, currency)} of it already overdue) across "
+        f"{len(rows)} open vendor invoice(s) of {len({r.vendor_account for r in rows})} vendor(s).",
+        facts=[
+            _amount("total_due", total),
+            _amount("overdue", overdue),
+            _count("invoices", len(rows)),
+        ],
         refs=[_txn_path("vendor", r) for r in rows[:LIST_LIMIT]],
         records=1,
     )
@@ -180,10 +178,10 @@ def ap_obligation_next_days(ctx: OracleContext, params: dict[str, Any]) -> Answe
 @template(
     "vendor_payments_range",
     party="vendor",
-    extra=Chooser.window_extra,
+    extra=Chooser.period_extra,
     phrasings=(
-        "What is the payment history of {who} between {start} and {end} {where}?",
-        "How much did we pay {who} from {start} to {end} {where}?",
+        "How much did we pay {who} {period} {where}?",
+        "Which payments went out to {who} {where} {period}?",
     ),
 )
 def vendor_payments_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -213,8 +211,8 @@ def vendor_payments_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "payment_journal_total",
     choose=_choose_payment_journal_total,
     phrasings=(
-        "What is the total value of payment journal {journal_id} {where} {asof}?",
         "How much does payment journal {journal_id} {where} pay out, and over how many lines?",
+        "What's the total of the payment lines in journal {journal_id} {where} {asof}?",
     ),
 )
 def payment_journal_total(ctx: OracleContext, params: dict[str, Any]) -> Answer:

@@ -28,8 +28,11 @@ template = registrar("AP Purchase Orders", "AP")
     "open_pos_vendor",
     party="vendor",
     phrasings=(
-        "What purchase orders are open for {who} {where} {asof}?",
         "List the open purchase orders with {who} {where} {asof}.",
+        "Which purchase orders to {who} {where} are still open {asof}?",
+        "Do we have any open POs with {who} {where} {asof}?",
+        "What is still on order from {who} {where}: which purchase orders are open {asof}?",
+        "Show me the purchase orders for {who} {where} that have not been closed {asof}.",
     ),
 )
 def open_pos_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:

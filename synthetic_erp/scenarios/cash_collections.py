@@ -27,8 +27,11 @@ template = registrar("Cash Collections", "AR")
     "collected_fiscal_year",
     party="customer",
     phrasings=(
-        "What is the total amount collected from {who} in the current fiscal year {where} {asof}?",
         "How much cash have we collected from {who} so far this fiscal year {where} {asof}?",
+        "What have we received from {who} {where} since the start of the current fiscal year?",
+        "Fiscal year to date, how much has {who} paid us {where}?",
+        "Total the collections from {who} {where} in this fiscal year {asof}.",
+        "How much money came in from {who} {where} during the current fiscal year?",
     ),
 )
 def collected_fiscal_year(ctx: OracleContext, params: dict[str, Any]) -> Answer:

@@ -35,22 +35,16 @@ template = registrar("Cash Discounts", "AR")
 
 
 def _choose_discounts_expiring_entity(c: Chooser) -> Draft:
-    days, end = c.next_days((3, 5, 7, 10))
-    return c.le_draft(
-        {"legal_entity": c.view.pick_le(c.rng), "days": days},
-        days=str(days),
-        start=long_date(c.today),
-        end=long_date(end),
-    )
+    days = c.rng.choice((3, 5, 7, 10))
+    return c.le_draft({"legal_entity": c.view.pick_le(c.rng), "days": days}, **c.horizon(days))
 
 
 @template(
     "discounts_expiring_entity",
     choose=_choose_discounts_expiring_entity,
     phrasings=(
-        "Which open customer invoices have a cash discount expiring in the next {days} days "
-        "({start} to {end}) {where}?",
-        "List customer invoices {where} whose cash discount runs out between {start} and {end}.",
+        "List customer invoices {where} whose cash discount runs out {horizon}.",
+        "Which open customer invoices {where} lose their early-payment discount {horizon}?",
     ),
 )
 def discounts_expiring_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -91,11 +85,10 @@ def discounts_expiring_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
 @template(
     "discounts_taken_customer",
     party="customer",
-    extra=Chooser.window_extra,
+    extra=Chooser.period_extra,
     phrasings=(
-        "How many times has {who} paid within the cash discount window between {start} and "
-        "{end} {where}?",
-        "Did {who} take any cash discounts from {start} to {end} {where}? How much?",
+        "Did {who} take any cash discounts {period} {where}? How much?",
+        "How often did {who} {where} pay early enough to earn the cash discount {period}?",
     ),
 )
 def discounts_taken_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -138,8 +131,8 @@ def discounts_taken_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
     "open_discount_invoices_customer",
     party="customer",
     phrasings=(
-        "Does {who} have any cash discount still available on its open invoices {where} {asof}?",
         "Which open invoices of {who} still qualify for a cash discount {where} {asof}?",
+        "Can {who} {where} still take an early-payment discount on any open invoice {asof}?",
     ),
 )
 def open_discount_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:

@@ -46,8 +46,8 @@ def _letter_line(letter: s.CollectionLetter, currency: str) -> str:
     "last_letter_customer",
     party="customer",
     phrasings=(
-        "When was the last collection letter sent to {who} {where} {asof}?",
         "What collection letter level is {who} currently at {where} {asof}?",
+        "When did we last send a dunning letter to {who} {where}, and at which level {asof}?",
     ),
 )
 def last_letter_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -78,8 +78,8 @@ def last_letter_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "letters_customer",
     party="customer",
     phrasings=(
-        "What collection letters have been sent to {who} {where} {asof}?",
         "List the collection letters issued to {who} {where} {asof}.",
+        "Which dunning letters has {who} received from us {where} {asof}?",
     ),
 )
 def letters_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -111,8 +111,8 @@ def letters_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "unassigned_pool_count",
     choose=Chooser.entity_only,
     phrasings=(
-        "How many customers are unassigned to any collections pool {where} {asof}?",
         "Are there customers {where} without a collections pool {asof}? How many?",
+        "How many customers {where} sit outside every collections pool {asof}?",
     ),
 )
 def unassigned_pool_count(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -140,7 +140,7 @@ def unassigned_pool_count(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     party="customer",
     phrasings=(
         "Which collections agent and pool handle {who} {where}?",
-        "Who is the collections agent for {who} {where} {asof}?",
+        "Who chases {who} for payment {where}: which collections agent and pool?",
     ),
 )
 def collections_agent_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:

@@ -34,22 +34,16 @@ def _choose_agent_worklist(c: Chooser) -> Draft:
     agent = c.rng.choice(c.view.agents[le] or ["CA001"])
     day = c.today + dt.timedelta(days=c.rng.choice((0, 0, 1, 2)))
     return c.le_draft(
-        {"legal_entity": le, "agent_id": agent, "date": _iso(day)},
-        agent=agent,
-        date=long_date(day),
+        {"legal_entity": le, "agent_id": agent, "date": _iso(day)}, agent=agent, day=c.day(day)
     )
 
 
 def _choose_open_tasks_due_entity(c: Chooser) -> Draft:
-    _, end = c.next_days((3, 7, 14))
+    days = c.rng.choice((3, 7, 14))
+    end = c.today + dt.timedelta(days=days)
     return c.le_draft(
-        {
-            "legal_entity": c.view.pick_le(c.rng),
-            "start": _iso(c.today),
-            "end": _iso(end),
-        },
-        start=long_date(c.today),
-        end=long_date(end),
+        {"legal_entity": c.view.pick_le(c.rng), "start": _iso(c.today), "end": _iso(end)},
+        **c.horizon(days),
     )
 
 
@@ -65,8 +59,8 @@ def _activity_line(row: s.CollectionActivity, name: str | None = None) -> str:
     "open_activities_customer",
     party="customer",
     phrasings=(
-        "What are the open collections activities for {who} {where} {asof}?",
         "List the open collections tasks and activities of {who} {where} {asof}.",
+        "What collections follow-ups are still open for {who} {where} {asof}?",
     ),
 )
 def open_activities_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -109,8 +103,8 @@ def open_activities_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
     "open_cases_customer",
     party="customer",
     phrasings=(
-        "What open collections cases exist for {who} {where} {asof}?",
         "Does {who} have any open collections case {where} {asof}?",
+        "Is a collections case still running against {who} {where} {asof}?",
     ),
 )
 def open_cases_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -155,8 +149,8 @@ def open_cases_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "agent_worklist",
     choose=_choose_agent_worklist,
     phrasings=(
-        "Which customers are on the worklist of collections agent {agent} for {date} {where}?",
-        "Show me the open collections activities due on {date} for agent {agent} {where}.",
+        "Which customers are on the worklist of collections agent {agent} {where} {day}?",
+        "Show me the open collections activities agent {agent} has due {day} {where}.",
     ),
 )
 def agent_worklist(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -205,8 +199,8 @@ def agent_worklist(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "open_tasks_due_entity",
     choose=_choose_open_tasks_due_entity,
     phrasings=(
-        "How many open collections tasks are due between {start} and {end} {where}?",
-        "List the open collections tasks due from {start} to {end} {where}.",
+        "How many open collections tasks are due {horizon} {where}?",
+        "List the open collections tasks {where} that fall due {horizon}.",
     ),
 )
 def open_tasks_due_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:

@@ -51,19 +51,20 @@ def _choose_over_limit_group_top(c: Chooser) -> Draft:
     "credit_limit",
     party="customer",
     phrasings=(
-        "What is the credit limit for {who} {where} {asof}?",
-        "What is the credit limit and available credit for {who} {where} {asof}?",
+        "How much credit does {who} have left {where} {asof}, and what is its limit?",
+        "What limit have we set for {who} {where}, and how much of it is still available {asof}?",
     ),
 )
 def credit_limit(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
-    balance = _sum(row.open_amount_cur for row in _cust_items(ctx, p))
+    balance = _sum(row.open_amount_acct for row in _cust_items(ctx, p))
     limit = p.row.credit_limit
     available = limit - balance
+    acct = ctx.currency(p.legal_entity)
     return Answer(
-        text=f"{p.label} in {p.legal_entity} has a credit limit of {money(limit, p.currency)}; "
-        f"with a balance of {money(balance, p.currency)} as of {long_date(ctx.today)}, the "
-        f"available credit is {money(available, p.currency)}"
+        text=f"{p.label} in {p.legal_entity} has a credit limit of {money(limit, acct)}; "
+        f"with a balance of {money(balance, acct)} as of {long_date(ctx.today)}, the "
+        f"available credit is {money(available, acct)} (accounting currency)"
         + (" (over the limit)." if available < 0 else "."),
         facts=[
             _amount("credit_limit", limit),
@@ -79,18 +80,19 @@ def credit_limit(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "credit_utilization",
     party="customer",
     phrasings=(
-        "What percentage of the credit limit of {who} is currently used {where} {asof}?",
         "How much of its credit limit has {who} used up {where} {asof}, as a percentage?",
+        "What share of the credit line of {who} {where} is in use {asof}?",
     ),
 )
 def credit_utilization(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
-    balance = _sum(row.open_amount_cur for row in _cust_items(ctx, p))
+    balance = _sum(row.open_amount_acct for row in _cust_items(ctx, p))
     limit = p.row.credit_limit
+    acct = ctx.currency(p.legal_entity)
     if limit == 0:
         return Answer(
             text=f"{p.label} has no credit limit (0), so utilisation is undefined; the balance is "
-            f"{money(balance, p.currency)}.",
+            f"{money(balance, acct)}.",
             facts=[_amount("credit_limit", 0), _amount("balance", balance)],
             refs=[p.path],
             records=1,
@@ -98,8 +100,8 @@ def credit_utilization(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     percent = balance / limit * 100
     return Answer(
         text=f"{p.label} in {p.legal_entity} uses {percent:.1f}% of its credit limit as of "
-        f"{long_date(ctx.today)}: balance {money(balance, p.currency)} against a limit of "
-        f"{money(limit, p.currency)}.",
+        f"{long_date(ctx.today)}: balance {money(balance, acct)} against a limit of "
+        f"{money(limit, acct)} (accounting currency).",
         facts=[
             ExpectedFact(
                 kind="percent",
@@ -119,8 +121,8 @@ def credit_utilization(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "credit_hold_list",
     choose=_choose_credit_hold_list,
     phrasings=(
-        "Which customers are on credit hold {where} {asof}?",
-        "List all customers currently on credit hold {where} {asof}.",
+        "Who is blocked on credit hold {where} {asof}?",
+        "List every customer {where} that we have put on credit hold {asof}.",
     ),
 )
 def credit_hold_list(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -154,10 +156,10 @@ def credit_hold_list(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "over_limit_group_top",
     choose=_choose_over_limit_group_top,
     phrasings=(
-        "Which are the top {n} customers in customer group {group_id} that are over their credit "
-        "limit {where} {asof}, ranked by the amount over the limit?",
-        "Give me the {n} customers in group {group_id} {where} exceeding their credit limit by "
-        "the most {asof}.",
+        "Which {n} customers in group {group_id} {where} are furthest over their credit "
+        "limit {asof}?",
+        "Rank the customers of group {group_id} {where} that exceed their credit limit and "
+        "give me the top {n} {asof}.",
     ),
 )
 def over_limit_group_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -170,7 +172,7 @@ def over_limit_group_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     balances: dict[str, Decimal] = defaultdict(lambda: Decimal("0.00"))
     for row in ledger_open_items(ctx, "customer", le):
         if row.customer_account in customers:
-            balances[row.customer_account] += row.open_amount_cur
+            balances[row.customer_account] += row.open_amount_acct
     over = [
         (balances[a] - r.credit_limit, a)
         for a, r in customers.items()
@@ -184,9 +186,7 @@ def over_limit_group_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
             f"{long_date(ctx.today)}.",
             facts=[_none("customers")],
         )
-    lines = [
-        f"{customers[a].name} ({a}) over by {money(v, customers[a].currency)}" for v, a in over
-    ]
+    lines = [f"{customers[a].name} ({a}) over by {money(v, ctx.currency(le))}" for v, a in over]
     return Answer(
         text=f"Customers in group {group} in {le} over their credit limit as of "
         f"{long_date(ctx.today)}, largest excess first: " + "; ".join(lines) + ".",

@@ -30,6 +30,9 @@ template = registrar("Credit Notes", "AR")
     phrasings=(
         "Which credit notes for {who} are still unapplied {where} {asof}?",
         "Does {who} have credit notes that have not been fully applied {where} {asof}?",
+        "Are any credit notes of {who} {where} still waiting to be used against invoices {asof}?",
+        "List the open credit memos on the account of {who} {where} {asof}.",
+        "How much unapplied credit in credit notes does {who} hold with us {where} {asof}?",
     ),
 )
 def unapplied_credit_notes_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:

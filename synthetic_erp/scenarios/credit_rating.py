@@ -36,8 +36,9 @@ def _choose_rating_count_group(c: Chooser) -> Draft:
     "credit_rating",
     party="customer",
     phrasings=(
-        "What is the credit rating of {who} in our ERP {where} {asof}?",
-        "How is {who} rated for credit {where}?",
+        "Which credit rating do we keep on file for {who} {where} {asof}?",
+        "What credit score band is {who} in {where}?",
+        "Tell me how {who} {where} is graded for credit {asof}.",
     ),
 )
 def credit_rating(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -54,9 +55,8 @@ def credit_rating(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "rating_count_group",
     choose=_choose_rating_count_group,
     phrasings=(
-        "How many customers in customer group {group_id} have a {rating} credit rating {where} "
-        "{asof}?",
-        "Which customers in group {group_id} {where} are rated {rating}?",
+        "How many customers in group {group_id} {where} carry a {rating} credit rating {asof}?",
+        "Which members of customer group {group_id} {where} are graded {rating}?",
     ),
 )
 def rating_count_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:

@@ -39,7 +39,7 @@ def _choose_customers_by_currency(c: Chooser) -> Draft:
     "payment_terms_customer",
     party="customer",
     phrasings=(
-        "What payment terms are assigned to {who} {where} {asof}?",
+        "On what payment terms does {who} buy from us {where}?",
         "Which terms of payment does {who} have {where}?",
     ),
 )
@@ -52,8 +52,8 @@ def payment_terms_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer
     "contact_customer",
     party="customer",
     phrasings=(
-        "What is the phone number for {who} {where} {asof}?",
-        "What is the contact information for {who} {where} {asof}?",
+        "How can I reach {who} {where}? I need the contact name, phone and email.",
+        "Who is our contact at {who} {where}, and what is their phone number?",
     ),
 )
 def contact_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -77,8 +77,8 @@ def contact_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "customers_in_group",
     choose=_choose_customers_in_group,
     phrasings=(
-        "Which customers are in customer group {group_id} {where} {asof}?",
         "How many customers belong to customer group {group_id} {where}?",
+        "List the members of customer group {group_id} {where} {asof}.",
     ),
 )
 def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -108,8 +108,8 @@ def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "customers_by_currency",
     choose=_choose_customers_by_currency,
     phrasings=(
-        "Which customers {where} have {currency} as their currency {asof}?",
         "How many customers {where} are billed in {currency}?",
+        "Which of our customers {where} trade with us in {currency} {asof}?",
     ),
 )
 def customers_by_currency(ctx: OracleContext, params: dict[str, Any]) -> Answer:

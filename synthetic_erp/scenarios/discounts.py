@@ -19,8 +19,11 @@ template = registrar("Discounts", "AR")
     "open_deductions_customer",
     party="customer",
     phrasings=(
-        "What deductions are open for {who} {where} {asof}?",
         "List the open deductions taken by {who} {where} {asof}.",
+        "Has {who} {where} short-paid us with deductions that are still open {asof}?",
+        "Which unresolved deductions does {who} have {where} {asof}?",
+        "How much in open deductions is outstanding for {who} {where} {asof}?",
+        "Show me the deductions of {who} {where} that nobody has cleared yet {asof}.",
     ),
 )
 def open_deductions_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:

@@ -19,8 +19,11 @@ template = registrar("Dispute", "AR")
     "open_disputes_customer",
     party="customer",
     phrasings=(
-        "Show me all transactions {who} has open disputes on {where} {asof}.",
         "Which invoices of {who} are currently disputed {where} {asof}?",
+        "Is {who} {where} disputing any transactions {asof}?",
+        "List the open disputes raised by {who} {where} {asof}.",
+        "What is {who} contesting with us {where} {asof}?",
+        "Show the unresolved disputes on the account of {who} {where} {asof}.",
     ),
 )
 def open_disputes_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:

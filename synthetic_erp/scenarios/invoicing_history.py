@@ -38,11 +38,9 @@ template = registrar("Invoicing History", "AR")
 
 
 def _choose_largest_invoice_entity(c: Chooser) -> Draft:
-    start, end = c.window()
+    start, end, words = c.period()
     return c.le_draft(
-        {"legal_entity": c.view.pick_le(c.rng), "start": _iso(start), "end": _iso(end)},
-        start=long_date(start),
-        end=long_date(end),
+        {"legal_entity": c.view.pick_le(c.rng), "start": _iso(start), "end": _iso(end)}, **words
     )
 
 
@@ -61,10 +59,10 @@ def _invoices(
 @template(
     "invoices_in_range_customer",
     party="customer",
-    extra=Chooser.window_extra,
+    extra=Chooser.period_extra,
     phrasings=(
-        "Provide a list of the invoices issued to {who} between {start} and {end} {where}.",
-        "How many invoices did we send {who} from {start} to {end} {where}, and for how much?",
+        "Which invoices did we issue to {who} {where} {period}?",
+        "How many invoices did we send {who} {period} {where}, and for how much?",
     ),
 )
 def invoices_in_range_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -93,8 +91,8 @@ def invoices_in_range_customer(ctx: OracleContext, params: dict[str, Any]) -> An
     "invoice_count_customer",
     party="customer",
     phrasings=(
-        "What is the total number of invoices for {who} {where} {asof}?",
         "How many invoices have been posted for {who} {where} {asof}?",
+        "Count the invoices we have billed {who} {where} {asof}.",
     ),
 )
 def invoice_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -120,8 +118,8 @@ def invoice_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer
     "largest_invoice_entity",
     choose=_choose_largest_invoice_entity,
     phrasings=(
-        "Which customer invoice posted between {start} and {end} has the largest amount {where}?",
-        "What was our biggest customer invoice {where} from {start} to {end}?",
+        "What was our biggest customer invoice {where} {period}?",
+        "Which single customer invoice {where} had the highest amount {period}?",
     ),
 )
 def largest_invoice_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -167,8 +165,8 @@ def largest_invoice_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer
     "top_invoiced_customer_entity",
     choose=_choose_largest_invoice_entity,
     phrasings=(
-        "Which customer has the highest total invoiced amount between {start} and {end} {where}?",
-        "Who was our top customer by invoiced amount {where} from {start} to {end}?",
+        "Who was our top customer by invoiced amount {where} {period}?",
+        "Which customer did we bill the most {where} {period}?",
     ),
 )
 def top_invoiced_customer_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import select
+
 from synthetic_erp import _schema as s
 from synthetic_erp.scenarios._base import (
     LIST_LIMIT,
@@ -56,13 +58,20 @@ def _vendor_doc_answer(ctx: OracleContext, params: dict[str, Any], txn_type: str
     )
 
 
+def _vendors_with(ctx: OracleContext, txn_type: str) -> list[tuple[str, str]]:
+    t = s.VendorTransaction
+    query = select(t.legal_entity, t.vendor_account).where(t.txn_type == txn_type).distinct()
+    return [tuple(row) for row in ctx.session.execute(query)]
+
+
 @template(
     "vendor_credit_notes",
     party="vendor",
-    extra=Chooser.window_extra,
+    having=lambda ctx: _vendors_with(ctx, "credit_note"),
+    extra=Chooser.period_extra,
     phrasings=(
-        "What credit notes have been received from {who} between {start} and {end} {where}?",
-        "Did {who} issue us any credit notes from {start} to {end} {where}?",
+        "Did {who} issue us any credit notes {period} {where}?",
+        "Which credit notes have we received from {who} {where} {period}?",
     ),
 )
 def vendor_credit_notes(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -73,8 +82,8 @@ def vendor_credit_notes(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "vendor_debit_notes",
     party="vendor",
     phrasings=(
-        "Are there any debit notes issued to {who} {where} {asof}?",
         "List the debit notes we have raised against {who} {where} {asof}.",
+        "Have we issued any debit notes to {who} {where} {asof}?",
     ),
 )
 def vendor_debit_notes(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -85,28 +94,28 @@ def vendor_debit_notes(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "vendor_spend_fiscal_year",
     party="vendor",
     phrasings=(
-        "What is the total spend with {who} this fiscal year {where} {asof}?",
-        "How much have we been invoiced by {who} in the current fiscal year {where} {asof}?",
+        "How much have we spent with {who} in the current fiscal year {where} {asof}?",
+        "What is our net spend with {who} {where} so far this fiscal year?",
     ),
 )
 def vendor_spend_fiscal_year(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    """Spend = posted invoices net of credit and debit notes, in accounting currency."""
     p = party(ctx, "vendor", params)
     start, _ = ctx.fiscal_year(p.legal_entity)
     t = s.VendorTransaction
-    rows = _vendor_txns(ctx, p, t.txn_type == "invoice", t.txn_date >= start)
+    kinds = ("invoice", "credit_note", "debit_note")
+    rows = _vendor_txns(ctx, p, t.txn_type.in_(kinds), t.txn_date >= start)
+    invoices = [r for r in rows if r.txn_type == "invoice"]
     window = f"in the current fiscal year ({long_date(start)} to {long_date(ctx.today)})"
+    acct = ctx.currency(p.legal_entity)
+    total = _sum(r.amount_acct for r in rows)
+    facts = [_amount("spend", total), _count("invoices", len(invoices))]
     if not rows:
-        return Answer(
-            text=f"No invoices from {p.label} were posted in {p.legal_entity} {window}: spend is "
-            f"{money(0, p.currency)}.",
-            facts=[_none("invoices"), _amount("spend", 0)],
-            refs=[p.path],
-        )
-    total = _sum(r.amount_cur for r in rows)
+        facts.insert(0, _none("invoices"))
     return Answer(
-        text=f"Spend with {p.label} in {p.legal_entity} {window} is {money(total, p.currency)} "
-        f"over {len(rows)} posted invoice(s).",
-        facts=[_amount("spend", total), _count("invoices", len(rows))],
+        text=f"Net spend with {p.label} in {p.legal_entity} {window} is {money(total, acct)} "
+        f"(accounting currency): {len(invoices)} posted invoice(s) less credit and debit notes.",
+        facts=facts,
         refs=[p.path],
-        records=1,
+        records=1 if rows else 0,
     )

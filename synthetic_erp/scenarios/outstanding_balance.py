@@ -30,8 +30,9 @@ template = registrar("Outstanding Balance", "AR")
     "unpaid_invoices_customer",
     party="customer",
     phrasings=(
-        "What are the unpaid invoices for {who} {where} {asof}?",
-        "List the open invoices of {who} {where} {asof}, with their remaining amounts.",
+        "Which invoices of {who} {where} are still unpaid {asof}?",
+        "Show the open invoices for {who} {where} with what is left to pay on each {asof}.",
+        "Has {who} {where} left any invoices unpaid {asof}?",
     ),
 )
 def unpaid_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -73,9 +74,9 @@ def unpaid_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
     "customer_balance",
     party="customer",
     phrasings=(
-        "What is the total unpaid customer balance for {who} {where} {asof}?",
-        "Can you provide the outstanding receivables balance for {who} {where} {asof}?",
         "How much does {who} owe us {where} {asof}?",
+        "Tell me the open AR balance of {who} {where} {asof}.",
+        "What's the outstanding receivable from {who} {where} {asof}?",
     ),
 )
 def customer_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:

@@ -35,8 +35,8 @@ template = registrar("Payment History", "AR")
     "largest_payment",
     party="customer",
     phrasings=(
-        "What is the largest payment made by {who} {asof} {where}?",
         "Which was the biggest single payment we received from {who} {where} {asof}?",
+        "What is the largest amount {who} {where} has paid us in one go {asof}?",
     ),
 )
 def largest_payment(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -68,8 +68,8 @@ def largest_payment(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     party="customer",
     extra=Chooser.top_n_extra,
     phrasings=(
-        "Provide a list of the top {n} payments made by {who} {where} {asof}.",
-        "What are the {n} largest payments made by {who} {asof} {where}?",
+        "Show the {n} biggest payments we got from {who} {where} {asof}.",
+        "List the top {n} receipts from {who} {where} by amount {asof}.",
     ),
 )
 def top_payments(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -99,11 +99,10 @@ def top_payments(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 @template(
     "payments_in_range",
     party="customer",
-    extra=Chooser.window_extra,
+    extra=Chooser.period_extra,
     phrasings=(
-        "How many payments did {who} make between {start} and {end} {where}, and what was the "
-        "total?",
-        "What payments has {who} made from {start} to {end} {where}?",
+        "How many payments did {who} {where} make {period}, and what did they add up to?",
+        "What has {who} paid us {period} {where}?",
     ),
 )
 def payments_in_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:

@@ -46,9 +46,10 @@ def _choose_orders_by_release_status(c: Chooser) -> Draft:
     )
 
 
-def _orders(ctx: OracleContext, *conditions) -> list[s.SalesOrder]:
+def _orders(ctx: OracleContext, *conditions, order_type: str = "sales") -> list[s.SalesOrder]:
+    """Orders of one type: a "sales order" is an order of type sales, never a return order."""
     o = s.SalesOrder
-    query = select(o).where(o.order_date <= ctx.today, *conditions)
+    query = select(o).where(o.order_date <= ctx.today, o.order_type == order_type, *conditions)
     return list(ctx.session.scalars(query.order_by(o.legal_entity, o.sales_id)))
 
 
@@ -68,8 +69,8 @@ def _order_path(order: s.SalesOrder) -> str:
     "open_orders_customer",
     party="customer",
     phrasings=(
-        "What are the open sales orders for {who} {where} {asof}?",
         "List the sales orders of {who} that are still open {where} {asof}.",
+        "Which sales orders from {who} {where} are still waiting to be delivered {asof}?",
     ),
 )
 def open_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -102,8 +103,8 @@ def open_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "order_count_customer",
     party="customer",
     phrasings=(
-        "How many sales orders does {who} have {where} {asof}?",
         "Give me a count of the sales orders of {who} by status {where} {asof}.",
+        "How many sales orders has {who} placed with us {where} {asof}?",
     ),
 )
 def order_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -134,8 +135,8 @@ def order_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "do_not_process_orders",
     choose=_choose_do_not_process_orders,
     phrasings=(
-        "Which sales orders are marked 'Do not process' {where} {asof}?",
         "Are there any sales orders flagged do-not-process {where} {asof}?",
+        "Which orders {where} carry the do-not-process flag {asof}?",
     ),
 )
 def do_not_process_orders(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -164,8 +165,8 @@ def do_not_process_orders(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "most_open_orders_entity",
     choose=Chooser.entity_only,
     phrasings=(
-        "Which customer has the most open sales orders {where} {asof}?",
         "Who has the largest number of open sales orders {where} {asof}?",
+        "Which customer {where} is waiting on the most open sales orders {asof}?",
     ),
 )
 def most_open_orders_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -195,8 +196,8 @@ def most_open_orders_entity(ctx: OracleContext, params: dict[str, Any]) -> Answe
     party="customer",
     extra=Chooser.top_n_extra,
     phrasings=(
-        "What are the {n} largest sales orders for {who} {where} {asof}?",
         "List the top {n} sales orders of {who} by amount {where} {asof}.",
+        "Show me the {n} biggest sales orders {who} {where} has placed {asof}.",
     ),
 )
 def largest_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -206,7 +207,6 @@ def largest_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answe
         ctx,
         o.legal_entity == p.legal_entity,
         o.customer_account == p.account,
-        o.order_type == "sales",
         o.status != "canceled",
     )
     rows.sort(key=lambda row: (-row.total_amount, row.sales_id))
@@ -237,14 +237,14 @@ def largest_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answe
     "return_orders_entity",
     choose=Chooser.entity_only,
     phrasings=(
-        "How many return orders are there {where} {asof}?",
-        "List the return orders {where} {asof}.",
+        "Count the return orders on the books {where} {asof}.",
+        "What goods have customers sent back {where}: list the return orders {asof}.",
     ),
 )
 def return_orders_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le = params["legal_entity"]
     o = s.SalesOrder
-    rows = _orders(ctx, o.legal_entity == le, o.order_type == "return")
+    rows = _orders(ctx, o.legal_entity == le, order_type="return")
     if not rows:
         return Answer(text=f"There are no return orders in {le}.", facts=[_none("orders")])
     by_status: dict[str, int] = defaultdict(int)
@@ -264,8 +264,8 @@ def return_orders_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "orders_by_release_status",
     choose=_choose_orders_by_release_status,
     phrasings=(
-        "Which open sales orders have release status '{release_label}' {where} {asof}?",
         "How many open sales orders have the release status {release_label} {where} {asof}?",
+        "Which open sales orders {where} show release status '{release_label}' {asof}?",
     ),
 )
 def orders_by_release_status(ctx: OracleContext, params: dict[str, Any]) -> Answer:

@@ -28,7 +28,7 @@ from synthetic_erp.scenarios._base import (
     party,
     registrar,
 )
-from synthetic_erp.scenarios._drafting import Chooser, Draft
+from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
 
 template = registrar("Vendor Balance", "AP")
 
@@ -42,11 +42,11 @@ def _choose_ap_due_next_month_top(c: Chooser) -> Draft:
     n = c.rng.choice((3, 5))
     start = (c.today.replace(day=1) + dt.timedelta(days=32)).replace(day=1)
     end = (start + dt.timedelta(days=32)).replace(day=1) - dt.timedelta(days=1)
+    label = c.rng.choice(("next month", f"in {start:%B} {start.year}"))
     return c.le_draft(
-        {"legal_entity": c.view.pick_le(c.rng), "n": n},
+        {"legal_entity": c.view.pick_le(c.rng), "n": n, "start": _iso(start), "end": _iso(end)},
         n=str(n),
-        start=long_date(start),
-        end=long_date(end),
+        next_month=label,
     )
 
 
@@ -66,9 +66,9 @@ def _vendor_group_totals(ctx: OracleContext, le: str) -> dict[str, Decimal]:
     "vendor_balance",
     party="vendor",
     phrasings=(
-        "What is the total AP balance for {who} {where} {asof}?",
-        "What is the total outstanding balance owed to {who} {where} {asof}?",
         "How much do we owe {who} {where} {asof}?",
+        "What is our open payable to {who} {where} {asof}?",
+        "What's the outstanding AP balance with {who} {where} {asof}?",
     ),
 )
 def vendor_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -93,8 +93,8 @@ def vendor_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "ap_by_group_entity",
     choose=Chooser.entity_only,
     phrasings=(
-        "What is the total AP liability by vendor group {where} {asof}?",
         "Break down our open AP balance by vendor group {where} {asof}.",
+        "How is what we owe vendors {where} split across vendor groups {asof}?",
     ),
 )
 def ap_by_group_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -118,9 +118,8 @@ def ap_by_group_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "ap_group_balance",
     choose=_choose_ap_group_balance,
     phrasings=(
-        "What is the combined AP balance across all vendors in vendor group {group_id} {where} "
-        "{asof}?",
         "How much do we owe the vendors of group {group_id} in total {where} {asof}?",
+        "Sum the open payables for vendor group {group_id} {where} {asof}.",
     ),
 )
 def ap_group_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -146,8 +145,8 @@ def ap_group_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "ap_by_currency_entity",
     choose=Chooser.entity_only,
     phrasings=(
-        "What is the total AP balance by currency {where} {asof}?",
         "Split our open vendor balance by transaction currency {where} {asof}.",
+        "In which currencies do we owe vendors money {where}, and how much in each {asof}?",
     ),
 )
 def ap_by_currency_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -178,8 +177,8 @@ def ap_by_currency_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "ap_overdue_entity",
     choose=Chooser.entity_only,
     phrasings=(
-        "What is the total overdue AP balance {where} {asof}?",
         "How much in vendor invoices is past due {where} {asof}?",
+        "What do we owe vendors {where} that is already overdue {asof}?",
     ),
 )
 def ap_overdue_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -211,9 +210,8 @@ def ap_overdue_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "ap_due_next_month_top",
     choose=_choose_ap_due_next_month_top,
     phrasings=(
-        "What are the {n} largest AP balances due next month ({start} to {end}) {where}?",
-        "Which {n} vendors have the most open invoice value falling due between {start} and "
-        "{end} {where}?",
+        "Which {n} vendors have the most open invoice value falling due {next_month} {where}?",
+        "Rank vendors {where} by open invoices due {next_month} and give me the top {n}.",
     ),
 )
 def ap_due_next_month_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:

@@ -45,7 +45,8 @@ def _choose_vendors_created_in_month(c: Chooser) -> Draft:
     while month < 1:
         month += 12
         year -= 1
-    label = f"{dt.date(year, month, 1):%B} {year}"
+    label = {0: "this month", 1: "last month"}.get(back) if c.rng.random() < 0.6 else None
+    label = label or f"in {dt.date(year, month, 1):%B} {year}"
     return c.le_draft(
         {"legal_entity": c.view.pick_le(c.rng), "year": year, "month": month}, month=label
     )
@@ -60,8 +61,8 @@ def _choose_vendors_terms_longer_than(c: Chooser) -> Draft:
     "payment_terms_vendor",
     party="vendor",
     phrasings=(
-        "What are the payment terms for {who} {where}?",
         "Which terms of payment do we have with {who} {where} {asof}?",
+        "On what payment terms do we buy from {who} {where}?",
     ),
 )
 def payment_terms_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -72,8 +73,8 @@ def payment_terms_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "vendor_cash_discount",
     party="vendor",
     phrasings=(
-        "Does {who} {where} offer early payment discounts, and what is the discount percentage?",
         "Can we get a cash discount from {who} {where} for paying early?",
+        "Does {who} {where} give us a discount for early payment, and how much is it?",
     ),
 )
 def vendor_cash_discount(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -116,8 +117,8 @@ def vendor_cash_discount(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "vendors_on_hold",
     choose=_choose_vendors_on_hold,
     phrasings=(
-        "Which vendors are on payment hold {where} {asof}?",
         "List the vendors that are currently blocked for payment {where} {asof}.",
+        "Which suppliers {where} have a payment hold on them {asof}?",
     ),
 )
 def vendors_on_hold(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -153,8 +154,8 @@ def vendors_on_hold(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     "vendors_created_in_month",
     choose=_choose_vendors_created_in_month,
     phrasings=(
-        "Were any new vendors created in {month} {where}?",
-        "Which vendors were set up in {month} {where}?",
+        "Which vendors were set up {month} {where}?",
+        "Did we add any new vendors {where} {month}?",
     ),
 )
 def vendors_created_in_month(ctx: OracleContext, params: dict[str, Any]) -> Answer:
@@ -189,8 +190,8 @@ def vendors_created_in_month(ctx: OracleContext, params: dict[str, Any]) -> Answ
     "vendors_terms_longer_than",
     choose=_choose_vendors_terms_longer_than,
     phrasings=(
-        "Which vendors have payment terms longer than net {days} days {where}?",
         "Do we have vendors {where} on terms beyond {days} days net?",
+        "Which suppliers {where} give us more than {days} days to pay?",
     ),
 )
 def vendors_terms_longer_than(ctx: OracleContext, params: dict[str, Any]) -> Answer:
