@@ -24,6 +24,7 @@ _FACTORIES: dict[str, HarnessFactory] = {}
 
 BUILTIN_MODULES: dict[str, str] = {
     "scripted": "harnesses.scripted",
+    "nothing": "harnesses._nothing",
     "openai": "harnesses._openai",
     "custom": "harnesses._custom",
     "claude": "harnesses._claude_cli",

@@ -1,8 +1,8 @@
 """Every generated answer key, recomputed a second way: pandas over the raw tables.
 
-The oracle (the keys in synthetic_erp.scenarios) queries with SQLAlchemy; this module re-derives the same facts
-from DataFrames with its own code, template by template, following the definitions documented in
-docs/dataset-format.md. Any disagreement is a bug in one of the two.
+The oracle (the keys in synthetic_erp.scenarios) queries with SQLAlchemy; this module re-derives
+the same facts from DataFrames with its own code, template by template, following the definitions
+in docs/conventions.md. Any disagreement is a bug in one of the two.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from harnesses.scripted._base import (
     ToolFailure,
     where,
 )
+from harnesses.scripted._grammar import question_from, read
 from harnesses.scripted.aged_balance import (
     aging_customer,
     aging_top_customers,
@@ -376,6 +377,20 @@ def match_intent(question: Question) -> Intent | None:
     return next((intent for intent in INTENTS if intent.matches(question)), None)
 
 
+def understand(
+    text: str, today: dt.date, legal_entities: list[str], default_le: str | None
+) -> tuple[Question, Intent | None]:
+    """The question and its solver: by the generator's grammar when the text is one of its
+    phrasings, else by the keyword rules (published and hand-written questions)."""
+    reading = read(text)
+    if reading is not None:
+        by_name = {intent.name: intent for intent in INTENTS}
+        question = question_from(text, reading, today, legal_entities, default_le)
+        return question, by_name[reading.template]
+    question = Question.parse(text, legal_entities)
+    return question, match_intent(question)
+
+
 # --------------------------------------------------------------------------------------------------
 # The agent
 # --------------------------------------------------------------------------------------------------
@@ -418,12 +433,13 @@ class ScriptedAgent:
         async with ErpClient(env.erp, transport=self.transport) as erp:
             info = await _erp_info(erp, draft)
             entities = {le["code"]: le for le in info.get("legal_entities", [])}
-            question = Question.parse(task.query, list(entities))
-            intent = match_intent(question)
+            today = dt.date.fromisoformat(str(info.get("today") or dt.date.today())[:10])
+            question, intent = understand(
+                task.query, today, list(entities), info.get("default_legal_entity")
+            )
             if intent is None:
                 draft.set_answer(NOT_UNDERSTOOD)
                 return AgentOutcome(answer=NOT_UNDERSTOOD)
-            today = dt.date.fromisoformat(str(info.get("today") or dt.date.today())[:10])
             ctx = Context(
                 erp, draft, question, today, entities, url_pattern=info.get("record_url_pattern")
             )

@@ -139,6 +139,8 @@ class Question:
     days: int | None
     currency: str | None
     group_id: str | None
+    who: str | None = None
+    """The party reference, when the question was read with the generator's grammar."""
 
     @classmethod
     def parse(cls, text: str, legal_entities: list[str]) -> Question:
@@ -285,6 +287,9 @@ _NOT_A_NAME = re.compile(
 
 def name_candidates(question: Question) -> list[str]:
     """Phrases that may name the party, best guesses first."""
+    if question.who:
+        who = re.sub(r"\s*\([A-Z]{2,8}-\d+\)", "", question.who)
+        return [re.sub(r"^(?:customer|vendor) account\s+", "", who, flags=re.I).strip()]
     text = question.text
     found: list[tuple[int, str]] = []
     for lead in _LEADS:

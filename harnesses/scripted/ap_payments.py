@@ -24,22 +24,24 @@ from harnesses.scripted._base import (
 
 
 async def ap_obligation_next_days(ctx: Context) -> str:
-    start, end = ctx.as_of, ctx.as_of + dt.timedelta(days=ctx.question.days or 7)
-    if ctx.question.start and ctx.question.end and not ctx.question.days:
-        start, end = ctx.question.start, ctx.question.end
-    items = await _open_ap(ctx, due_from=start, due_to=end)
-    span = f"{long_date(start)} to {long_date(end)}"
+    """Everything open that must be paid by the horizon's last day, overdue invoices included."""
+    end = ctx.question.end or ctx.as_of + dt.timedelta(days=ctx.question.days or 7)
+    items = await _open_ap(ctx, due_to=end)
     acct = ctx.accounting_currency(ctx.legal_entity)
     if not items:
-        return (
-            f"No vendor invoices fall due {span} {where(ctx)}: the obligation is {money(0, acct)}."
-        )
+        return f"No open vendor invoices are due by {long_date(end)} {where(ctx)}: nothing to pay."
     total = sum(float(i.get("open_amount_acct") or 0) for i in items)
+    overdue = sum(
+        float(i.get("open_amount_acct") or 0)
+        for i in items
+        if str(i.get("due_date") or "") < ctx.as_of.isoformat()
+    )
     vendors = len({i.get("vendor_account") for i in items})
     head = (
-        f"The AP payment obligation for {span} {where(ctx)} is **{money(total, acct)}** "
-        f"(accounting currency) across {plural(len(items), 'open vendor invoice')} of "
-        f"{plural(vendors, 'vendor')}."
+        f"The AP payment obligation due by {long_date(end)} {where(ctx)} is "
+        f"**{money(total, acct)}** (accounting currency; {money(overdue, acct)} of it already "
+        "overdue) across "
+        f"{plural(len(items), 'open vendor invoice')} of {plural(vendors, 'vendor')}."
     )
     return with_table(head, AP_HEADERS, _ap_rows(items))
 

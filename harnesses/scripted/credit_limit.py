@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from harnesses.scripted._base import (
     Context,
+    Party,
     _customer,
     _customer_list,
     doc_link,
@@ -18,37 +17,29 @@ from harnesses.scripted._base import (
 )
 
 
-def _balance_cur(data: dict[str, Any], currency: str | None) -> float:
-    balance = data.get("balance", {})
-    by_currency = balance.get("balance_by_currency") or {}
-    if currency and currency in by_currency:
-        return float(by_currency[currency])
-    if by_currency:
-        return float(sum(by_currency.values()))
-    return 0.0
+async def _credit(ctx: Context) -> tuple[Party, float, float, str | None]:
+    """(party, credit limit, balance, accounting currency): limits are set in the legal entity's
+    accounting currency and compared with the balance in it (docs/conventions.md)."""
+    party, data = await _customer(ctx)
+    limit = float(data["customer"].get("credit_limit") or 0)
+    balance = float(data.get("balance", {}).get("balance_acct") or 0)
+    return party, limit, balance, ctx.accounting_currency(party.legal_entity)
 
 
 async def credit_limit(ctx: Context) -> str:
-    party, data = await _customer(ctx)
-    customer = data["customer"]
-    currency = customer.get("currency")
-    limit = float(customer.get("credit_limit") or 0)
-    balance = _balance_cur(data, currency)
+    party, limit, balance, currency = await _credit(ctx)
     available = limit - balance
     over = " (over the limit)" if available < 0 else ""
     return (
         f"The credit limit of {party.link} in {party.legal_entity} is "
         f"**{money(limit, currency)}**. With an open balance of {money(balance, currency)} "
-        f"{when(ctx)}, the available credit is **{money(available, currency)}**{over}."
+        f"{when(ctx)}, the available credit is **{money(available, currency)}**{over} "
+        "(accounting currency)."
     )
 
 
 async def credit_utilization(ctx: Context) -> str:
-    party, data = await _customer(ctx)
-    customer = data["customer"]
-    currency = customer.get("currency")
-    limit = float(customer.get("credit_limit") or 0)
-    balance = _balance_cur(data, currency)
+    party, limit, balance, currency = await _credit(ctx)
     if not limit:
         return (
             f"{party.link} has no credit limit (limit {money(0, currency)}), so utilisation is "
@@ -57,8 +48,8 @@ async def credit_utilization(ctx: Context) -> str:
     used = balance / limit * 100
     return (
         f"{party.link} in {party.legal_entity} uses **{used:.1f}%** of its credit limit "
-        f"{when(ctx)}:"
-        f" balance {money(balance, currency)} against a credit limit of {money(limit, currency)}."
+        f"{when(ctx)}: balance {money(balance, currency)} against a credit limit of "
+        f"{money(limit, currency)} (accounting currency)."
     )
 
 
@@ -77,7 +68,8 @@ async def over_limit_group_top(ctx: Context) -> str:
         as_of=ctx.as_of,
         limit=1000,
     )
-    balance = {row.get("account"): float(row.get("balance_cur") or 0) for row in aging["rows"]}
+    balance = {row.get("account"): float(row.get("balance_acct") or 0) for row in aging["rows"]}
+    currency = ctx.accounting_currency(ctx.legal_entity)
     over = []
     for c in customers:
         excess = balance.get(c["account"], 0.0) - float(c.get("credit_limit") or 0)
@@ -94,9 +86,7 @@ async def over_limit_group_top(ctx: Context) -> str:
         f"{plural(len(over), 'customer')} in group {group} {where(ctx)} "
         f"{'is' if len(over) == 1 else 'are'} over the credit limit {when(ctx)}, largest excess "
         "first: "
-        + listing(
-            [f"{doc_link(c, 'account')} over by {money(x, c.get('currency'))}" for x, c in over]
-        )
+        + listing([f"{doc_link(c, 'account')} over by {money(x, currency)}" for x, c in over])
         + "."
     )
     rows = [

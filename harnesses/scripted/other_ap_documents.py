@@ -45,22 +45,26 @@ async def vendor_debit_notes(ctx: Context) -> str:
 
 
 async def vendor_spend_fiscal_year(ctx: Context) -> str:
+    """Net spend (get_vendor_spend): invoices less credit and debit notes, accounting currency."""
     party = await ctx.party("vendor")
-    start = ctx.fiscal_year_start(party.legal_entity)
-    items, _ = await ctx.all_items(
-        "list_vendor_transactions",
-        account=party.account,
-        legal_entity=party.legal_entity,
-        txn_type=["invoice"],
-        date_from=start,
-        date_to=ctx.as_of,
+    data = await ctx.call(
+        "get_vendor_spend", account=party.account, legal_entity=party.legal_entity
     )
-    span = f"in the current fiscal year ({long_date(start)} to {long_date(ctx.as_of)})"
-    if not items:
-        return f"There are no invoices from {party.link} {span}: the spend is 0.00."
-    total = sum(float(i.get("amount_cur") or 0) for i in items)
-    head = (
-        f"The spend with {party.link} {span} is **{money(total, items[0].get('currency'))}** over "
-        f"{plural(len(items), 'posted invoice')}."
+    year_start = ctx.fiscal_year_start(party.legal_entity)
+    row = next(
+        (
+            r
+            for r in data.get("rows", [])
+            if str(r.get("fiscal_year_start")) == year_start.isoformat()
+        ),
+        {},
     )
-    return with_table(head, ["Invoice", "Date", "Amount"], _txn_rows(items))
+    currency = row.get("accounting_currency") or ctx.accounting_currency(party.legal_entity)
+    span = f"in the current fiscal year ({long_date(year_start)} to {long_date(ctx.as_of)})"
+    count = int(row.get("invoice_count") or 0)
+    spend = float(row.get("net_spend_acct") or 0)
+    none = "" if count or spend else " There are no invoices or notes from them in that period."
+    return (
+        f"The net spend with {party.link} {span} is **{money(spend, currency)}** (accounting "
+        f"currency): {plural(count, 'posted invoice')} less credit and debit notes.{none}"
+    )

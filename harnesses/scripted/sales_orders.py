@@ -35,8 +35,11 @@ def _order_rows(items: list[dict[str, Any]]) -> list[list[Any]]:
 ORDER_HEADERS = ["Sales order", "Customer", "Type", "Status", "Order date", "Amount"]
 
 
-async def _orders(ctx: Context, **args: Any) -> list[dict[str, Any]]:
-    items, _ = await ctx.all_items("list_sales_orders", date_to=ctx.as_of, **args)
+async def _orders(ctx: Context, order_type: str = "sales", **args: Any) -> list[dict[str, Any]]:
+    """A "sales order" is an order of type sales; return orders only when asked for by name."""
+    items, _ = await ctx.all_items(
+        "list_sales_orders", date_to=ctx.as_of, order_type=order_type, **args
+    )
     return items
 
 
@@ -70,7 +73,10 @@ async def order_count_customer(ctx: Context) -> str:
 
 async def do_not_process_orders(ctx: Context) -> str:
     items, _ = await ctx.query(
-        "sales-orders", ("do_not_process", "eq", True), ("order_date", "le", ctx.as_of.isoformat())
+        "sales-orders",
+        ("do_not_process", "eq", True),
+        ("order_type", "eq", "sales"),
+        ("order_date", "le", ctx.as_of.isoformat()),
     )
     if not items:
         return f"There are no sales orders marked 'Do not process' {where(ctx)} {when(ctx)}."
@@ -131,6 +137,7 @@ async def orders_by_release_status(ctx: Context) -> str:
         "sales-orders",
         ("release_status", "eq", status),
         ("status", "eq", "open"),
+        ("order_type", "eq", "sales"),
         ("order_date", "le", ctx.as_of.isoformat()),
     )
     label = status.replace("_", " ")
