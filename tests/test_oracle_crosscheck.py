@@ -1227,12 +1227,36 @@ def test_every_template_has_an_independent_check() -> None:
     assert sorted(TEMPLATES) == sorted(CHECKS)
 
 
-@pytest.mark.parametrize("which", ["default_seed_42", "small_seed_7"])
-def test_oracle_matches_pandas_for_every_item(which: str, request: pytest.FixtureRequest) -> None:
-    url = request.getfixturevalue("erp_db_url" if which == "default_seed_42" else "small_erp_url")
-    dataset = generate_questions(url, n=300, seed=11 if which == "default_seed_42" else 5)
+SETS = {"default_seed_42": ("erp_db_url", 300, 11), "small_seed_7": ("small_erp_url", 500, 5)}
+"""ERP fixture, items and question seed per checked set: together they use every phrasing."""
+
+
+@pytest.fixture(scope="module")
+def checked_sets(request: pytest.FixtureRequest) -> dict[str, tuple[str, Dataset]]:
+    sets = {}
+    for which, (fixture, n, seed) in SETS.items():
+        url = request.getfixturevalue(fixture)
+        sets[which] = (url, generate_questions(url, n=n, seed=seed))
+    return sets
+
+
+@pytest.mark.parametrize("which", list(SETS))
+def test_oracle_matches_pandas_for_every_item(which: str, checked_sets) -> None:
+    url, dataset = checked_sets[which]
     frames = Frames(url)
     problems = mismatches(frames, dataset)
     assert not problems, "\n".join(problems[:20])
     templates = {item.metadata["template"] for item in dataset.items}
     assert len(templates) >= 60, f"only {len(templates)} templates exercised"
+
+
+def test_the_checked_sets_cover_every_template_and_phrasing(checked_sets) -> None:
+    from synthetic_erp.scenarios import TEMPLATES
+
+    used = {
+        (item.metadata["template"], item.metadata["phrasing"])
+        for _, dataset in checked_sets.values()
+        for item in dataset.items
+    }
+    every = {(name, i) for name, t in TEMPLATES.items() for i in range(len(t.phrasings))}
+    assert every <= used, sorted(every - used)

@@ -120,9 +120,10 @@ def test_scripted_agent_answers_generated_questions_correctly(
         ),
         log=lambda _: None,
     )
-    assert summary.by_status == {"ok": 80}
-    questions = {q.id: q for q in _dataset(generated_questions).items}
     records = read_trajectories(out / TRAJECTORIES_FILE)
+    failed = [(r.question_id, r.termination, r.error) for r in records if r.status != "ok"]
+    assert summary.by_status == {"ok": 80}, failed
+    questions = {q.id: q for q in _dataset(generated_questions).items}
     correct, failures = 0, []
     for record in records:
         question = questions[record.question_id]
