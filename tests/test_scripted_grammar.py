@@ -56,6 +56,7 @@ def test_every_phrasing_is_read_back_to_its_kind_party_and_entity(where: str, en
     ("words", "window"),
     [
         ("last month", (dt.date(2026, 2, 1), dt.date(2026, 2, 28))),
+        ("this week", (dt.date(2026, 3, 2), dt.date(2026, 3, 8))),
         ("next month", (dt.date(2026, 4, 1), dt.date(2026, 4, 30))),
         ("last quarter", (dt.date(2025, 10, 1), dt.date(2025, 12, 31))),
         ("so far this year", (dt.date(2026, 1, 1), TODAY)),

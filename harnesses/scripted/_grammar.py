@@ -35,7 +35,8 @@ SLOTS: dict[str, str] = {
     "period": r"last month|over the last 12 months|in the past year|last quarter|so far this year|"
     rf"year to date|so far this month|this month|between {_DATE} and {_DATE}|"
     rf"from {_DATE} to {_DATE}",
-    "horizon": rf"(?:in|over|within) the next \d+ days|between {_DATE} and {_DATE}|by {_DATE}",
+    "horizon": rf"(?:in|over|within) the next \d+ days|between {_DATE} and {_DATE}|by {_DATE}|"
+    r"this week",
     "day": rf"today|yesterday|tomorrow|on {_DATE}",
     "month": r"this month|last month|in [A-Z][a-z]+ \d{4}",
     "next_month": r"next month|in [A-Z][a-z]+ \d{4}",
@@ -167,6 +168,9 @@ def resolve_window(text: str, today: dt.date) -> tuple[dt.date, dt.date]:
     match = re.search(r"next (\d+) days", lower)
     if match:
         return today, today + dt.timedelta(days=int(match.group(1)))
+    if "this week" in lower:
+        monday = today - dt.timedelta(days=today.weekday())
+        return monday, monday + dt.timedelta(days=6)
     if "last month" in lower:
         return _month_bounds((this_month - dt.timedelta(days=1)).replace(day=1))
     if "next month" in lower:

@@ -39,12 +39,16 @@ def _choose_agent_worklist(c: Chooser) -> Draft:
 
 
 def _choose_open_tasks_due_entity(c: Chooser) -> Draft:
-    days = c.rng.choice((3, 7, 14))
+    days = c.rng.choice((3, 7, 14, 0))
+    le = c.view.pick_le(c.rng)
+    if not days:  # this week: Monday to Sunday of the week holding today
+        monday = c.today - dt.timedelta(days=c.today.weekday())
+        sunday = monday + dt.timedelta(days=6)
+        params = {"legal_entity": le, "start": _iso(monday), "end": _iso(sunday)}
+        return c.le_draft(params, horizon="this week")
     end = c.today + dt.timedelta(days=days)
-    return c.le_draft(
-        {"legal_entity": c.view.pick_le(c.rng), "start": _iso(c.today), "end": _iso(end)},
-        **c.horizon(days),
-    )
+    params = {"legal_entity": le, "start": _iso(c.today), "end": _iso(end)}
+    return c.le_draft(params, **c.horizon(days))
 
 
 def _activity_line(row: s.CollectionActivity, name: str | None = None) -> str:
