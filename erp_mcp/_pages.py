@@ -158,8 +158,23 @@ def _authorized(request: Request, token: str | None) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(supplied.strip(), token)
 
 
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+"""Record pages render data, never scripts: nothing may load, frame or sniff them."""
+
+
 def make_page_endpoint(holder: RuntimeHolder, token: str | None):
     async def page(request: Request) -> Response:
+        response = await _page(request)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+    async def _page(request: Request) -> Response:
         if not _authorized(request, token):
             return JSONResponse(
                 {"error": "unauthorized: send Authorization: Bearer <token>"},
