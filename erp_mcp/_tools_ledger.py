@@ -146,6 +146,9 @@ class AgingReport(StrictModel):
     totals_by_currency: list[AgingTotal]
     """Totals per transaction currency over all rows."""
     transactions: list[AgingItem] | None = None
+    truncated: bool = False
+    """True when a list was cut to stay within the result budget (about 100,000 characters):
+    narrow the call (account, legal_entity, a smaller limit) for the rest."""
 
 
 @erp_tool("finance", AgingArgs)

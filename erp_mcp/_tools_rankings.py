@@ -66,7 +66,7 @@ class PartyRanking(StrictModel):
     parties_counted: dict[str, int]
     """Parties with a non-zero amount, per legal entity."""
     truncated: bool = False
-    """True when rows were cut to stay within the result budget."""
+    """True when rows were cut to stay within the result budget (about 100,000 characters)."""
 
 
 @erp_tool("finance", RankArgs)
