@@ -23,6 +23,7 @@ examples:
   python -m erp_mcp --transport http --error-rate 0.1 --fault-seed 7 --audit-log calls.jsonl
   python -m erp_mcp --transport http --host 0.0.0.0 --allowed-host erp.internal  # serve a name
   python -m erp_mcp tools --json                                           # tool catalogue
+  ERP_MCP_TOKEN=secret python -m erp_mcp link http://127.0.0.1:8765/erp/USMF/customers/SYNCUS-0001
 """
 
 
@@ -34,7 +35,8 @@ def _serve_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m erp_mcp",
         description="Serve the synthetic ERP read-only over MCP (stdio or streamable HTTP). "
-        "Subcommand: `tools [--json]` prints the tool catalogue.",
+        "Subcommands: `tools [--json]` prints the tool catalogue; `link URL` prints a "
+        "short-lived signed record link for a token-protected server.",
         epilog=SERVE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -125,6 +127,43 @@ def _tools_parser() -> argparse.ArgumentParser:
         "--toolset", choices=TOOLSETS, default="all", help="which toolset (default all)"
     )
     return parser
+
+
+def _link_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m erp_mcp link",
+        description="Print a short-lived signed link to one record page of a token-protected "
+        "server, to open in a browser without the token (the token itself never goes in a URL). "
+        "Use the server's token (--token or $ERP_MCP_TOKEN).",
+        epilog="example:\n  ERP_MCP_TOKEN=s3cret python -m erp_mcp link "
+        "http://127.0.0.1:8765/erp/USMF/customers/SYNCUS-0001 --ttl 600",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("url", help="a record link returned by a tool (http://.../erp/LE/set/key)")
+    parser.add_argument(
+        "--ttl", type=int, default=900, help="seconds the link works, 1-86400 (default 900)"
+    )
+    parser.add_argument("--token", help="the server's token (default: $ERP_MCP_TOKEN)")
+    return parser
+
+
+def _run_link(argv: list[str]) -> int:
+    from erp_mcp._pages import MAX_LINK_TTL_S, signed_link
+    from synthetic_erp._catalog import parse_record_url
+
+    args = _link_parser().parse_args(argv)
+    token = args.token or os.environ.get("ERP_MCP_TOKEN")
+    if not token:
+        raise UsageError("no token: pass --token or set ERP_MCP_TOKEN (the server's token)")
+    if not args.url.startswith(("http://", "https://")) or parse_record_url(args.url) is None:
+        raise UsageError(
+            f"{args.url!r} is not a record link; give one like "
+            "http://127.0.0.1:8765/erp/USMF/customers/SYNCUS-0001"
+        )
+    if not 1 <= args.ttl <= MAX_LINK_TTL_S:
+        raise UsageError(f"--ttl must be 1-{MAX_LINK_TTL_S} seconds, got {args.ttl}")
+    print(signed_link(args.url, token, args.ttl))
+    return 0
 
 
 def tool_catalog(toolset: str = "all") -> list[dict]:
@@ -257,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[:1] == ["tools"]:
             return _run_tools(argv[1:])
+        if argv[:1] == ["link"]:
+            return _run_link(argv[1:])
         return _serve(argv)
     except (UsageError, ErpDatabaseError) as error:
         print(f"erp_mcp: error: {error}", file=sys.stderr)

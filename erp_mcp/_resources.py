@@ -9,6 +9,7 @@ account ids and collections agent ids for the template and the prompts.
 from __future__ import annotations
 
 import json
+import logging
 
 import anyio
 import mcp_types
@@ -39,15 +40,15 @@ def register_resources(mcp: FastMCP, holder: RuntimeHolder) -> None:
         runtime = await anyio.to_thread.run_sync(holder.get)
         if legal_entity not in runtime.legal_entities:
             known = ", ".join(runtime.legal_entities)
-            raise ResourceError(f"unknown legal entity {legal_entity!r}; known: {known}")
+            raise _not_found(f"unknown legal entity {legal_entity!r}; known: {known}")
         if entity_set not in {es.name for es in ENTITY_SETS}:
             known = ", ".join(es.name for es in ENTITY_SETS)
-            raise ResourceError(f"unknown entity set {entity_set!r}; known: {known}")
+            raise _not_found(f"unknown entity set {entity_set!r}; known: {known}")
         if len(key) > 100 or "\x00" in key:
-            raise ResourceError("key: at most 100 characters, no NUL")
+            raise _not_found("key: at most 100 characters, no NUL")
         page = await anyio.to_thread.run_sync(record_page, runtime, legal_entity, entity_set, key)
         if page is None:
-            raise ResourceError(f"no {entity_set} record {key!r} in {legal_entity}")
+            raise _not_found(f"no {entity_set} record {key!r} in {legal_entity}")
         return json.dumps(page, default=str)
 
     @mcp.completion
@@ -58,6 +59,11 @@ def register_resources(mcp: FastMCP, holder: RuntimeHolder) -> None:
         )
 
     _register_prompts(mcp)
+
+
+def _not_found(message: str) -> ResourceError:
+    """A client error: logged at info level, not as a server failure."""
+    return ResourceError(message, log_level=logging.INFO)
 
 
 def _completion(

@@ -243,7 +243,6 @@ def largest_arguments(sql) -> dict[str, list[dict]]:
         "exchange_rates", "legal_entities",
     ]  # fmt: skip
     return {
-        "ping": [{}],
         "erp_info": [{}],
         "search_parties": [{"query": "co", "limit": 50, "min_score": 0}],
         "get_customer": [{"legal_entity": busy_customer[0], "account": busy_customer[1]}],
@@ -295,43 +294,39 @@ def largest_arguments(sql) -> dict[str, list[dict]]:
     }
 
 
-async def test_no_result_exceeds_the_budget_at_the_largest_allowed_arguments(erp_db_url, sql):
-    server, _ = start_mcp_server(erp_db_url, "--bench-tools")
-    try:
-        async with http_session(server.url) as (session, _):
-            tools = {t.name for t in (await session.list_tools()).tools}
-            calls = largest_arguments(sql)
-            sets = (await session.call_tool("list_entity_sets", {})).structured_content
-            for es in sets["entity_sets"]:
-                calls["describe_entity_set"].append({"entity_set": es["name"]})
-                calls["query_entity_set"].append({"entity_set": es["name"], "top": 500})
-            calls["query_entity_set"].append(
-                {
-                    "entity_set": "customer-transactions",
-                    "group_by": ["legal_entity", "customer_account", "currency"],
-                    "aggregates": [
-                        {"op": "sum", "field": "amount_acct"},
-                        {"op": "count"},
-                        {"op": "min", "field": "txn_date"},
-                        {"op": "max", "field": "txn_date"},
-                    ],
-                    "top": 500,
-                }
-            )
-            assert set(calls) == tools, set(calls) ^ tools
-            sizes = {}
-            for tool, arg_list in calls.items():
-                for args in arg_list:
-                    result = await session.call_tool(tool, args)
-                    assert not result.is_error, (tool, args, result.content[0].text)
-                    size = len(result.content[0].text)
-                    sizes[(tool, json.dumps(args))] = size
-                    assert size <= RESULT_BUDGET, (tool, args, size)
-                    content = result.structured_content
-                    if size > 0.9 * RESULT_BUDGET:  # cut by the budget: the result says so
-                        assert content.get("truncated") is True, (tool, args)
-    finally:
-        stop_process(server.process)
+async def test_no_result_exceeds_the_budget_at_the_largest_allowed_arguments(erp_server, sql):
+    async with http_session(erp_server.url) as (session, _):
+        tools = {t.name for t in (await session.list_tools()).tools}
+        calls = largest_arguments(sql)
+        sets = (await session.call_tool("list_entity_sets", {})).structured_content
+        for es in sets["entity_sets"]:
+            calls["describe_entity_set"].append({"entity_set": es["name"]})
+            calls["query_entity_set"].append({"entity_set": es["name"], "top": 500})
+        calls["query_entity_set"].append(
+            {
+                "entity_set": "customer-transactions",
+                "group_by": ["legal_entity", "customer_account", "currency"],
+                "aggregates": [
+                    {"op": "sum", "field": "amount_acct"},
+                    {"op": "count"},
+                    {"op": "min", "field": "txn_date"},
+                    {"op": "max", "field": "txn_date"},
+                ],
+                "top": 500,
+            }
+        )
+        assert set(calls) == tools, set(calls) ^ tools
+        sizes = {}
+        for tool, arg_list in calls.items():
+            for args in arg_list:
+                result = await session.call_tool(tool, args)
+                assert not result.is_error, (tool, args, result.content[0].text)
+                size = len(result.content[0].text)
+                sizes[(tool, json.dumps(args))] = size
+                assert size <= RESULT_BUDGET, (tool, args, size)
+                content = result.structured_content
+                if size > 0.9 * RESULT_BUDGET:  # cut by the budget: the result says so
+                    assert content.get("truncated") is True, (tool, args)
     largest = max(sizes.items(), key=lambda item: item[1])
     print(f"\nlargest result: {largest[1]} characters ({largest[0][0]} {largest[0][1]})")
     assert largest[1] > 50_000  # the budget, not small data, is what bounds the largest results
@@ -613,3 +608,28 @@ def test_help_mentions_the_new_options():
         [sys.executable, "-m", "erp_mcp", "--help"], capture_output=True, text=True, timeout=60
     ).stdout
     assert "--allowed-host" in out and "erp://" in out
+
+
+async def test_signed_links_open_one_record_for_a_short_time(erp_server_with_token):
+    from erp_mcp._pages import signed_link
+
+    server = erp_server_with_token
+    url = f"{server.base_url}/erp/USMF/customers/SYNCUS-0001"
+    link = signed_link(url, server.token, 60)
+    assert server.token not in link
+    other = link.replace("SYNCUS-0001", "SYNCUS-0002")
+    expired = signed_link(url, server.token, 60, now=0)
+    forged = signed_link(url, "not-the-token", 60)
+    async with httpx.AsyncClient() as http:
+        ok = await http.get(link, headers={"Accept": "application/json"})
+        refused = [await http.get(u) for u in (url, other, expired, forged)]
+    assert ok.status_code == 200 and ok.json()["record"]["account"] == "SYNCUS-0001"
+    assert [r.status_code for r in refused] == [401, 401, 401, 401]
+    out = subprocess.run(
+        [sys.executable, "-m", "erp_mcp", "link", url, "--ttl", "30"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "ERP_MCP_TOKEN": server.token},
+    )
+    assert out.returncode == 0 and out.stdout.startswith(url + "?expires=")
