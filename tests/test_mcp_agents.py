@@ -86,6 +86,11 @@ async def test_foreign_host_gets_421_and_foreign_origin_403_on_every_route(erp_s
                 method, url, headers={**accept, "Origin": erp_server.base_url}, **kwargs
             )
             assert same_origin.status_code not in (403, 421), url
+        huge = {**body, "method": "tools/call", "params": {"name": "query_entity_set",
+                 "arguments": {"entity_set": "customers", "filters": [{"field": "name",
+                 "op": "in", "value": ["x" * 20] * 20_000}]}}}  # fmt: skip
+        too_big = await http.post(erp_server.url, json=huge, headers=accept)
+        assert too_big.status_code == 413
         page_response = await http.get(page)
     assert page_response.status_code == 200
     assert "default-src 'none'" in page_response.headers["content-security-policy"]
