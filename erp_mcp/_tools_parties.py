@@ -93,7 +93,7 @@ def erp_info(rt: ErpRuntime, args: ErpInfoArgs) -> ErpInfo:
         ],
         currencies=[CurrencyInfo(code=c, name=n) for c, n in rt.currencies.items()],
         entity_sets=[es.name for es in ENTITY_SETS],
-        record_url_pattern=f"{rt.base_url}/erp/{{legal_entity}}/{{entity_set}}/{{key}}",
+        record_url_pattern=rt.url_pattern,
     )
 
 
