@@ -144,7 +144,7 @@ async def test_an_obligation_for_the_next_days_includes_what_is_overdue(server, 
         total = fact(oracle, "ap_obligation_next_days", params, "total_due")
         overdue = fact(oracle, "ap_obligation_next_days", params, "overdue")
         end = oracle.today + dt.timedelta(days=days)
-        items, page = [], 1
+        items, paging = [], {}
         while True:
             data = await call(
                 server,
@@ -153,13 +153,13 @@ async def test_an_obligation_for_the_next_days_includes_what_is_overdue(server, 
                 status="open",
                 txn_type=["invoice"],
                 due_to=end.isoformat(),
-                page=page,
                 page_size=500,
+                **paging,
             )
             items += data["items"]
             if not data["has_more"]:
                 break
-            page += 1
+            paging = {"cursor": data["next_cursor"]}
         owed = [i for i in items if i["open_amount_cur"] > 0]
         assert total == pytest.approx(sum(i["open_amount_acct"] for i in owed), abs=0.05)
         late = [i for i in owed if i["due_date"] < oracle.today.isoformat()]

@@ -392,12 +392,16 @@ class Context:
         """Every item of a paged list tool (and the first page, for its totals)."""
         items: list[dict] = []
         first: dict[str, Any] = {}
-        for page in range(1, MAX_PAGES + 1):
-            data = await self.call(tool, page=page, page_size=PAGE, **arguments)
+        paging: dict[str, Any] = {"page": 1}
+        for _ in range(MAX_PAGES):
+            data = await self.call(tool, page_size=PAGE, **paging, **arguments)
             first = first or data
             items += [item for item in data.get("items", []) if isinstance(item, dict)]
-            if not data.get("has_more"):
+            # A page cut by the server's result budget continues at next_cursor, not at page + 1.
+            cursor = data.get("next_cursor")
+            if not data.get("has_more") or not cursor:
                 break
+            paging = {"cursor": cursor}
         return items, first
 
     async def query(self, entity_set: str, *filters: tuple[str, str, Any], **extra: Any):
