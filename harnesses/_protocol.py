@@ -145,7 +145,11 @@ class TrajectoryDraft:
         error: str | None = None,
         request_id: str | None = None,
         model: str | None = None,
+        output: Message | None = None,
     ) -> ModelEvent:
+        """Record one model call; ``output`` is the assistant turn it produced (from
+        :meth:`add_message`), when there is one."""
+        index = next((n for n, m in enumerate(self.messages) if m is output), None)
         event = ModelEvent(
             started_s=round(started_s, 4),
             duration_s=None if duration_s is None else round(duration_s, 4),
@@ -154,6 +158,7 @@ class TrajectoryDraft:
             error=error,
             request_id=request_id,
             model=model,
+            message_index=index,
         )
         self.events.append(event)
         return event

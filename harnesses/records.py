@@ -212,6 +212,9 @@ class ModelEvent(_Strict):
     request_id: str | None = None
     """The provider's request id, when it sends one."""
     model: str | None = None
+    message_index: int | None = None
+    """Position in ``messages`` of the assistant turn this call produced, when known (exports use
+    it to show each call's input and output; without it calls pair with turns in order)."""
 
 
 class ToolEvent(_Strict):

@@ -21,6 +21,7 @@ COMMANDS = [
     ["erp_mcp"],
     ["ledgerbench.dataset"],
     ["harnesses.run"],
+    ["harnesses.export"],
     ["judge.run"],
     ["judge.summary"],
     ["judge.compare"],
