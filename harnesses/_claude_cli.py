@@ -370,6 +370,7 @@ class ClaudeCliHarness:
             }
         )
         stream_log = self._stream_log(env, task)
+        draft.add_message("user", task.query)
         parser = StreamParser(draft)
         process = await asyncio.create_subprocess_exec(
             *argv,

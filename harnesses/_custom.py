@@ -34,8 +34,9 @@ from harnesses._openai import (
     erp_call,
     parse_arguments,
     read_options,
+    record_model_event,
+    recorded_call,
     require_env_key,
-    retrying,
     warm_up_offline,
 )
 from harnesses._pricing import Price, estimate_cost, parse_price
@@ -193,6 +194,9 @@ class ModelTurn:
     requests: list[ToolRequest]
     usage: Usage
     model: str | None = None
+    reasoning: str | None = None
+    """Reasoning the provider returned (thinking blocks, ``reasoning_content``)."""
+    request_id: str | None = None
 
 
 class OpenAIChatConversation:
@@ -259,8 +263,16 @@ class OpenAIChatConversation:
                 for call in calls
             ]
         self.messages.append(assistant)
+        reasoning = getattr(message, "reasoning_content", None) or getattr(
+            message, "reasoning", None
+        )
         return ModelTurn(
-            message.content or "", requests, chat_usage(response.usage), response.model
+            message.content or "",
+            requests,
+            chat_usage(response.usage),
+            response.model,
+            reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
+            request_id=getattr(response, "_request_id", None),
         )
 
     def add_results(self, requests: list[ToolRequest], results: list[tuple[str, bool]]) -> None:
@@ -333,10 +345,13 @@ class AnthropicConversation:
             async for piece in stream.text_stream:
                 text += piece
                 draft.set_answer(text)
-            return await stream.get_final_message()
+            message = await stream.get_final_message()
+            message._request_id = stream.request_id  # as the SDK sets it on non-streamed replies
+            return message
 
     def _turn(self, message: Any, draft: TrajectoryDraft) -> ModelTurn:
         texts: list[str] = []
+        thoughts: list[str] = []
         requests: list[ToolRequest] = []
         content: list[dict[str, Any]] = []
         for block in message.content:
@@ -353,6 +368,7 @@ class AnthropicConversation:
                     {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
                 )
             elif kind == "thinking":
+                thoughts.append(block.thinking)
                 content.append(
                     {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
                 )
@@ -360,7 +376,14 @@ class AnthropicConversation:
                 content.append(block.model_dump(mode="json", exclude_none=True))
         record_server_blocks(message.content, draft)
         self.messages.append({"role": "assistant", "content": content})
-        return ModelTurn("".join(texts), requests, anthropic_usage(message.usage), message.model)
+        return ModelTurn(
+            "".join(texts),
+            requests,
+            anthropic_usage(message.usage),
+            message.model,
+            reasoning="\n\n".join(t for t in thoughts if t) or None,
+            request_id=getattr(message, "_request_id", None),
+        )
 
     def add_results(self, requests: list[ToolRequest], results: list[tuple[str, bool]]) -> None:
         blocks = [
@@ -718,6 +741,7 @@ class _FinanceAgent:
             self.erp_names = {spec.name for spec in erp_specs}
             specs = erp_specs + self.web.specs()
             user = await self.opening_message(erp_specs)
+            self.draft.add_message("user", user)
             chat = self.owner.conversation(self.system_prompt(), user)
             return await self.loop(chat, specs)
 
@@ -762,10 +786,20 @@ class _FinanceAgent:
 
     async def model_turn(self, chat: Any, specs: list[ToolSpec], allow_tools: bool) -> ModelTurn:
         self.phase = "model"
-        turn = await retrying(
+        turn, timing = await recorded_call(
             lambda: chat.complete(specs, allow_tools=allow_tools, draft=self.draft),
             self.task,
             self.draft,
+            self.settings.model,
+        )
+        message = self.draft.add_message("assistant", turn.text, reasoning=turn.reasoning)
+        record_model_event(
+            self.draft,
+            timing,
+            model=turn.model or self.settings.model,
+            usage=turn.usage,
+            request_id=turn.request_id,
+            output=message,
         )
         self.draft.turns += 1
         cost = estimate_cost(turn.model or self.settings.model, turn.usage, self.settings.price)
@@ -840,6 +874,7 @@ class _FinanceAgent:
         time_left = self.task.remaining() - SAFETY_S
         if time_left > MIN_FINAL_CALL_S:
             chat.add_user(FINAL_PROMPT)
+            self.draft.add_message("user", FINAL_PROMPT)
             try:
                 turn = await asyncio.wait_for(self.model_turn(chat, specs, False), time_left)
             except TimeoutError:

@@ -105,6 +105,11 @@ class _Message:
     stream_block_kinds: dict[int, str] = field(default_factory=dict)
     input_usage: dict[str, Any] = field(default_factory=dict)
     output_tokens: int = 0
+    thinking: list[str] = field(default_factory=list)
+    transcript: Any = None
+    """The ``Message`` of this turn in the draft's conversation."""
+    event: Any = None
+    """The ``ModelEvent`` of the API call that produced this turn."""
 
     def text(self) -> str:
         blocks = self.event_texts + self.stream_texts[len(self.event_texts) :]
@@ -144,6 +149,10 @@ class StreamParser:
         self._recorded_sequences: list[int] = []
         self._subagent_calls: dict[int, str] = {}
         self._denials: list[dict[str, Any]] = []
+        self._spawned_s = draft.elapsed()
+        self._call_started_s = self._spawned_s
+        """When the next API call began: at init, then when the CLI sent tool results back."""
+        self._retries = 0
 
     # --- public ----------------------------------------------------------------------------------
 
@@ -221,9 +230,15 @@ class StreamParser:
             retry = {key: event.get(key) for key in ("attempt", "error_status", "error")}
             retry["delay_ms"] = round(float(event.get("retry_delay_ms") or 0), 1)
             self.draft.extra.setdefault("api_retries", []).append(retry)
+            self._retries += 1
+            self.draft.excluded_s += retry["delay_ms"] / 1000  # waiting is not working
             return
         if event.get("subtype") != "init":
             return
+        if self.init is None:  # the CLI's start-up (node, MCP connections) is not working time
+            now = self.draft.elapsed()
+            self.draft.excluded_s += max(0.0, now - self._spawned_s)
+            self._call_started_s = now
         self.init = event
         extra = self.draft.extra
         extra["cli_version"] = event.get("claude_code_version")
@@ -239,7 +254,33 @@ class StreamParser:
             message = self._messages[message_id] = _Message(message_id)
             self._order.append(message_id)
             self.draft.turns = len(self._order)
+            self._open_turn(message)
         return message
+
+    def _open_turn(self, message: _Message) -> None:
+        """A new API message: a turn in the conversation and the model call that produced it."""
+        draft = self.draft
+        message.transcript = draft.add_message("assistant")
+        started = self._call_started_s
+        message.event = draft.add_model_event(
+            started,
+            duration_s=draft.elapsed() - started,
+            retries=self._retries,
+            request_id=message.id if not message.id.startswith(("stream-", "event-")) else None,
+            model=self.draft.extra.get("cli_model"),
+            output=message.transcript,
+        )
+        self._retries = 0
+
+    def _refresh_turn(self, message: _Message) -> None:
+        """Bring the turn's text, reasoning, usage and duration up to date."""
+        if message.transcript is None:
+            return
+        message.transcript.content = message.text()
+        message.transcript.reasoning = "\n\n".join(message.thinking) or None
+        raw = {**message.input_usage, "output_tokens": message.output_tokens}
+        message.event.usage = _usage_from(raw)
+        message.event.duration_s = round(self.draft.elapsed() - message.event.started_s, 4)
 
     def _on_stream_event(self, event: dict[str, Any]) -> None:
         if event.get("parent_tool_use_id"):
@@ -266,12 +307,14 @@ class StreamParser:
             delta = raw.get("delta") or {}
             if delta.get("type") == "text_delta" and message.stream_texts:
                 message.stream_texts[-1] += str(delta.get("text") or "")
+                self._refresh_turn(message)
                 self.draft.set_answer(self.answer)
         elif kind == "message_delta":
             usage = raw.get("usage") or {}
             if "output_tokens" in usage:
                 message.output_tokens = int(usage.get("output_tokens") or 0)
                 self._update_usage()
+                self._refresh_turn(message)
 
     def _on_assistant(self, event: dict[str, Any]) -> None:
         body = event.get("message") or {}
@@ -288,6 +331,9 @@ class StreamParser:
             for block in blocks:
                 if block.get("type") == "text":
                     message.event_texts.append(str(block.get("text") or ""))
+                elif block.get("type") == "thinking" and block.get("thinking"):
+                    message.thinking.append(str(block["thinking"]))
+            self._refresh_turn(message)
             self.draft.set_answer(self.answer)
         for block in blocks:
             if block.get("type") == "tool_use":
@@ -326,6 +372,8 @@ class StreamParser:
         if event.get("parent_tool_use_id"):
             self._on_subagent(str(event["parent_tool_use_id"]), content, role="user")
         structured = event.get("tool_use_result")
+        if not event.get("parent_tool_use_id"):
+            self._call_started_s = self.draft.elapsed()  # results go back: the next call begins
         for block in content:
             if not isinstance(block, dict) or block.get("type") != "tool_result":
                 continue
