@@ -153,19 +153,34 @@ def _dataset_questions(
     warnings: list[str] = []
     for path in candidates:
         try:
-            dataset = load_dataset(path)
-        except Exception as error:  # a broken dataset must not stop the viewer: answers still show
-            warnings.append(
-                f"dataset {path} could not be read ({error}); questions shown without it"
-            )
-            continue
-        for item in dataset.items:
-            questions.setdefault(item.id, item)
+            items = [item.model_dump(mode="json") for item in load_dataset(path).items]
+        except Exception as error:  # a dataset that fails validation can still name its questions
+            items = _raw_items(path)
+            if not items:
+                warnings.append(
+                    f"dataset {path} could not be read ({error}); questions shown without it"
+                )
+        for item in items:
+            questions.setdefault(str(item["id"]), item)
     if not candidates:
         warnings.append(
             "no dataset found (pass --dataset): reference answers and scenarios unknown"
         )
     return questions, warnings
+
+
+def _raw_items(path: Path) -> list[dict[str, Any]]:
+    """Items straight from a dataset YAML in our format, without validation."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return []
+    items = raw.get("items") if isinstance(raw, dict) else None
+    if not isinstance(items, list):
+        return []
+    return [item for item in items if isinstance(item, dict) and item.get("id")]
 
 
 def _unique_names(paths: list[Path]) -> list[str]:
@@ -175,21 +190,20 @@ def _unique_names(paths: list[Path]) -> list[str]:
     return [f"{p.parent.name}/{p.name}" if names.count(p.name) > 1 else p.name for p in paths]
 
 
-def _question_info(question_id: str, item: Any | None, record: Record | None) -> dict[str, Any]:
+def _question_info(
+    question_id: str, item: dict[str, Any] | None, record: Record | None
+) -> dict[str, Any]:
+    data = record.data if record is not None else {}
     if item is not None:
+        fields = ["segment", "scenario", "as_of", "legal_entity", "ground_truth"]
         return {
             "id": question_id,
             "known": True,
-            "query": item.query,
-            "task_type": item.task_type.value,
-            "segment": item.segment,
-            "scenario": item.scenario,
-            "as_of": item.as_of.isoformat() if item.as_of else None,
-            "legal_entity": item.legal_entity,
-            "ground_truth": item.ground_truth,
-            "expected": [fact.model_dump(mode="json") for fact in item.expected],
+            "query": item.get("query") or data.get("input"),
+            "task_type": item.get("task_type") or data.get("task_type"),
+            **{name: None if item.get(name) is None else str(item[name]) for name in fields},
+            "expected": item.get("expected") or [],
         }
-    data = record.data if record is not None else {}
     return {
         "id": question_id,
         "known": False,
