@@ -679,7 +679,7 @@ class _ResponsesLoop:
         event = {
             "model": response.model or self.settings.model,
             "usage": usage,
-            "request_id": getattr(response, "_request_id", None) or response.id,
+            "request_id": getattr(response, "_request_id", None),
         }
         if response.status == "failed":
             error = getattr(response, "error", None)
