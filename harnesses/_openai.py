@@ -31,9 +31,14 @@ from harnesses._protocol import (
     AgentOutcome,
     AgentTask,
     HarnessOptions,
+    ProviderError,
+    ProviderUnavailableError,
     TrajectoryDraft,
+    is_refused_access,
     is_transient,
+    is_unreachable,
     retry_delay,
+    retry_window_s,
 )
 from harnesses._registry import HarnessLoadError, harness
 from harnesses.records import Usage
@@ -67,14 +72,6 @@ class MissingApiKeyError(HarnessLoadError):
 
 class HarnessConfigError(HarnessLoadError):
     """A ``--harness-opt`` value or setting the harness cannot work with."""
-
-
-class ProviderError(RuntimeError):
-    """The provider answered but reported a failed response."""
-
-
-class ProviderUnavailableError(RuntimeError):
-    """The provider kept failing (429/5xx/connection) until the budget left no time to retry."""
 
 
 def require_env_key(variable: str, harness_name: str) -> str:
@@ -226,12 +223,14 @@ class CallTiming:
 async def retrying(
     make_call: Any, task: AgentTask, draft: TrajectoryDraft, timing: CallTiming | None = None
 ) -> Any:
-    """``make_call()``, retried on transient provider failures (429, 5xx, connection) in the budget.
+    """``make_call()``, retried on transient provider failures (429, 5xx, timeouts) in the budget.
 
-    The SDK clients retry nothing (``max_retries=0``). Waits follow the provider's Retry-After or
-    the runner's backoff. When the next wait would end within :data:`RETRY_MARGIN_S` of the
-    deadline, :class:`ProviderUnavailableError` ends the question as ``error`` (the provider
-    failed, the agent did not time out). Every failed attempt is noted in
+    The SDK clients retry nothing (``max_retries=0``). A provider that cannot be used at all
+    (connection refused, DNS, 401/403, exhausted quota) fails at once; transient failures are
+    retried with the provider's Retry-After or the runner's backoff for at most
+    :func:`retry_window_s` of the budget, and never past :data:`RETRY_MARGIN_S` before the
+    deadline. Then :class:`ProviderUnavailableError` ends the question as an infrastructure
+    failure (the provider failed, not the agent). Every failed attempt is noted in
     ``draft.extra["provider_errors"]``.
     """
     attempt = 0
@@ -241,19 +240,24 @@ async def retrying(
         try:
             return await make_call()
         except Exception as error:
-            if not is_transient(error):
-                raise
             status = getattr(error, "status_code", None)
             label = type(error).__name__ + (f" {status}" if status else "")
+            if is_unreachable(error) or is_refused_access(error):
+                draft.extra.setdefault("provider_errors", []).append(label)
+                raise ProviderUnavailableError(f"{label}: {str(error)[:300]}") from error
+            if not is_transient(error):
+                raise
             draft.extra.setdefault("provider_errors", []).append(label)
             first_failure = first_failure or time.monotonic()
             wait = retry_after_s(error)
             wait = retry_delay(attempt, error) if wait is None else min(wait, 60.0)
-            if time.monotonic() + wait > task.deadline - RETRY_MARGIN_S:
-                spent = time.monotonic() - first_failure
+            spent = time.monotonic() - first_failure
+            window_closes = first_failure + retry_window_s(task.timeout_s)
+            resume_at = time.monotonic() + wait
+            if resume_at > task.deadline - RETRY_MARGIN_S or resume_at > window_closes:
                 raise ProviderUnavailableError(
                     f"{label} on {attempt} attempt(s) over {spent:.1f} s, "
-                    f"no time left in the budget to retry: {str(error)[:300]}"
+                    f"retry window closed: {str(error)[:300]}"
                 ) from error
             if timing is not None:
                 timing.retries += 1
@@ -454,27 +458,11 @@ def warm_up_responses_api() -> None:
     warm_up_offline(exercise, answer)
 
 
-CANCELLED_CALL = "Cancelled: the time budget ran out before the tool answered."
-
-
 async def erp_call(
     erp: ErpClient, name: str, arguments: dict[str, Any], draft: TrajectoryDraft
 ) -> Any:
-    """``erp.call`` that also records a call cut off by the deadline (the runner cancels us)."""
-    started = draft.elapsed()
-    try:
-        return await erp.call(name, arguments, draft)
-    except asyncio.CancelledError:
-        draft.add_tool_call(
-            name,
-            arguments,
-            CANCELLED_CALL,
-            is_error=True,
-            server=SERVER_LABEL,
-            started_s=started,
-            duration_s=draft.elapsed() - started,
-        )
-        raise
+    """``erp.call``; a call cut off by the deadline is recorded by the client as cancelled."""
+    return await erp.call(name, arguments, draft)
 
 
 class ToolCatalogue:
