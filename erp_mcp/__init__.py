@@ -2,15 +2,17 @@
 
 from erp_mcp._cli import main, tool_catalog
 from erp_mcp._middleware import TRANSIENT_PREFIX, FaultConfig
-from erp_mcp._server import INSTRUCTIONS, build_server
-from erp_mcp._tooling import TOOLSETS
+from erp_mcp._server import INSTRUCTIONS, build_server, http_app
+from erp_mcp._tooling import RESULT_BUDGET, TOOLSETS
 
 __all__ = [
     "INSTRUCTIONS",
+    "RESULT_BUDGET",
     "TOOLSETS",
     "TRANSIENT_PREFIX",
     "FaultConfig",
     "build_server",
+    "http_app",
     "main",
     "tool_catalog",
 ]

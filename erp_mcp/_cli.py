@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from erp_mcp._middleware import FaultConfig
+from erp_mcp._middleware import MAX_LATENCY_MS, FaultConfig
 from erp_mcp._tooling import TOOLSETS
 from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
 
@@ -20,7 +21,9 @@ examples:
   python -m erp_mcp --db sqlite:///erp.db --transport http --port 8765     # http://127.0.0.1:8765/mcp
   ERP_MCP_TOKEN=secret python -m erp_mcp --transport http                  # bearer auth
   python -m erp_mcp --transport http --error-rate 0.1 --fault-seed 7 --audit-log calls.jsonl
+  python -m erp_mcp --transport http --host 0.0.0.0 --allowed-host erp.internal  # serve a name
   python -m erp_mcp tools --json                                           # tool catalogue
+  ERP_MCP_TOKEN=secret python -m erp_mcp link http://127.0.0.1:8765/erp/USMF/customers/SYNCUS-0001
 """
 
 
@@ -32,7 +35,8 @@ def _serve_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m erp_mcp",
         description="Serve the synthetic ERP read-only over MCP (stdio or streamable HTTP). "
-        "Subcommand: `tools [--json]` prints the tool catalogue.",
+        "Subcommands: `tools [--json]` prints the tool catalogue; `link URL` prints a "
+        "short-lived signed record link for a token-protected server.",
         epilog=SERVE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -55,7 +59,16 @@ def _serve_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--public-url",
         help="base URL of record links when behind a proxy, e.g. https://erp.example.org "
-        "(default http://HOST:PORT)",
+        "(default http://HOST:PORT over http; over stdio links are erp:// MCP resources unless "
+        "this is given)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name (besides localhost, 127.0.0.1, ::1) that requests may name in Host and "
+        "Origin, repeatable, e.g. --allowed-host erp.internal (others get 421 / 403)",
     )
     parser.add_argument(
         "--token",
@@ -74,7 +87,10 @@ def _serve_parser() -> argparse.ArgumentParser:
         help="also expose the no-op `ping` tool (benchmark floor), e.g. --bench-tools",
     )
     parser.add_argument(
-        "--latency-ms", type=float, default=0.0, help="inject latency per call, e.g. 200"
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="inject latency per valid tool call, 0-600000, e.g. 200",
     )
     parser.add_argument(
         "--jitter-ms", type=float, default=0.0, help="extra random latency 0..N ms, e.g. 50"
@@ -83,7 +99,7 @@ def _serve_parser() -> argparse.ArgumentParser:
         "--error-rate",
         type=float,
         default=0.0,
-        help="share of calls failing with a TRANSIENT ERROR, e.g. 0.05",
+        help="share of valid tool calls failing with a TRANSIENT ERROR, 0-1, e.g. 0.05",
     )
     parser.add_argument(
         "--fault-seed", type=int, default=0, help="seed of the injected faults, e.g. 7"
@@ -111,6 +127,43 @@ def _tools_parser() -> argparse.ArgumentParser:
         "--toolset", choices=TOOLSETS, default="all", help="which toolset (default all)"
     )
     return parser
+
+
+def _link_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m erp_mcp link",
+        description="Print a short-lived signed link to one record page of a token-protected "
+        "server, to open in a browser without the token (the token itself never goes in a URL). "
+        "Use the server's token (--token or $ERP_MCP_TOKEN).",
+        epilog="example:\n  ERP_MCP_TOKEN=s3cret python -m erp_mcp link "
+        "http://127.0.0.1:8765/erp/USMF/customers/SYNCUS-0001 --ttl 600",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("url", help="a record link returned by a tool (http://.../erp/LE/set/key)")
+    parser.add_argument(
+        "--ttl", type=int, default=900, help="seconds the link works, 1-86400 (default 900)"
+    )
+    parser.add_argument("--token", help="the server's token (default: $ERP_MCP_TOKEN)")
+    return parser
+
+
+def _run_link(argv: list[str]) -> int:
+    from erp_mcp._pages import MAX_LINK_TTL_S, signed_link
+    from synthetic_erp._catalog import parse_record_url
+
+    args = _link_parser().parse_args(argv)
+    token = args.token or os.environ.get("ERP_MCP_TOKEN")
+    if not token:
+        raise UsageError("no token: pass --token or set ERP_MCP_TOKEN (the server's token)")
+    if not args.url.startswith(("http://", "https://")) or parse_record_url(args.url) is None:
+        raise UsageError(
+            f"{args.url!r} is not a record link; give one like "
+            "http://127.0.0.1:8765/erp/USMF/customers/SYNCUS-0001"
+        )
+    if not 1 <= args.ttl <= MAX_LINK_TTL_S:
+        raise UsageError(f"--ttl must be 1-{MAX_LINK_TTL_S} seconds, got {args.ttl}")
+    print(signed_link(args.url, token, args.ttl))
+    return 0
 
 
 def tool_catalog(toolset: str = "all") -> list[dict]:
@@ -141,10 +194,14 @@ def _run_tools(argv: list[str]) -> int:
 
 
 def _faults(args: argparse.Namespace) -> FaultConfig:
-    if not 0 <= args.error_rate <= 1:
+    if not (math.isfinite(args.error_rate) and 0 <= args.error_rate <= 1):
         raise UsageError(f"--error-rate must be between 0 and 1, got {args.error_rate}")
-    if args.latency_ms < 0 or args.jitter_ms < 0:
-        raise UsageError("--latency-ms and --jitter-ms must be >= 0")
+    for flag, value in (("--latency-ms", args.latency_ms), ("--jitter-ms", args.jitter_ms)):
+        if not (math.isfinite(value) and 0 <= value <= MAX_LATENCY_MS):
+            raise UsageError(
+                f"{flag} must be a finite number of milliseconds from 0 to {MAX_LATENCY_MS:.0f}, "
+                f"got {value}"
+            )
     return FaultConfig(
         latency_ms=args.latency_ms,
         jitter_ms=args.jitter_ms,
@@ -154,6 +211,10 @@ def _faults(args: argparse.Namespace) -> FaultConfig:
 
 
 def _public_url(args: argparse.Namespace) -> str:
+    if args.public_url is None and args.transport == "stdio":
+        from erp_mcp._runtime import RESOURCE_LINKS
+
+        return RESOURCE_LINKS
     if args.public_url:
         parts = urlsplit(args.public_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -195,7 +256,19 @@ def _serve(argv: list[str]) -> int:
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be 1-65535, got {args.port}")
     token = args.token or os.environ.get("ERP_MCP_TOKEN") or None
-    from erp_mcp._server import build_server
+    from erp_mcp._security import normalize_host
+    from erp_mcp._server import build_server, http_app
+
+    for name in args.allowed_host:
+        if normalize_host(name) is None:
+            raise UsageError(
+                f"--allowed-host {name!r} is not a host name; give a name like erp.internal"
+            )
+    extra_hosts = list(args.allowed_host)
+    if args.public_url:
+        extra_hosts.append(urlsplit(args.public_url).hostname or "")
+    if args.host not in ("0.0.0.0", "::", ""):
+        extra_hosts.append(args.host)  # an explicit bind address is reachable under its own name
 
     server = build_server(
         args.db,
@@ -212,7 +285,7 @@ def _serve(argv: list[str]) -> int:
         return 0
     import uvicorn
 
-    app = server.http_app(path="/mcp")
+    app = http_app(server, [h for h in extra_hosts if h])
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0
 
@@ -223,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[:1] == ["tools"]:
             return _run_tools(argv[1:])
+        if argv[:1] == ["link"]:
+            return _run_link(argv[1:])
         return _serve(argv)
     except (UsageError, ErpDatabaseError) as error:
         print(f"erp_mcp: error: {error}", file=sys.stderr)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import hashlib
+import json
 from typing import Any
 
 from fastmcp.exceptions import ToolError
@@ -15,22 +18,75 @@ from erp_mcp._runtime import ErpRuntime
 from synthetic_erp._catalog import entity_set_for
 
 MAX_PAGE_SIZE = 500
+MAX_PAGE = 100_000
+"""Far beyond the last page at 100x scale; keeps offsets inside 64-bit SQL integers."""
+MAX_CURSOR_CHARS = 200
+_PAGING_FIELDS = frozenset({"page", "page_size", "cursor", "top", "skip"})
 
 
 class PageArgs(StrictModel):
-    page: int = Field(1, ge=1)
-    """1-based page number."""
+    page: int = Field(1, ge=1, le=MAX_PAGE)
+    """1-based page number (ignored when cursor is given)."""
     page_size: int = Field(50, ge=1, le=MAX_PAGE_SIZE)
-    """Rows per page (1-500)."""
+    """Rows per page (1-500). A page that would exceed the result budget is cut short: then
+    truncated is true and next_cursor continues exactly after the last row returned."""
+    cursor: str | None = Field(None, max_length=MAX_CURSOR_CHARS)
+    """next_cursor from the previous result of the same call: continues where it stopped. Pass
+    the same filters; page is ignored."""
 
 
 class PageInfo(StrictModel):
     total_count: int
     """Rows matching the filters, over all pages."""
     page: int
+    """Page number of the first row returned (page_size rows per page)."""
     page_size: int
+    """Rows per page asked for."""
+    offset: int = 0
+    """Rows before the first one returned."""
     has_more: bool
-    """True when later pages hold more rows."""
+    """True when later rows exist (follow next_cursor)."""
+    truncated: bool = False
+    """True when fewer than page_size rows were returned to stay within the result budget
+    (about 100,000 characters); next_cursor continues after the last row returned."""
+    next_cursor: str | None = None
+    """Opaque cursor for the next rows (pass it as cursor with the same filters); null on the
+    last page."""
+
+
+def _query_fingerprint(args: StrictModel) -> str:
+    """Short hash of the filters of a paged call, so a cursor only continues the same query."""
+    filters = args.model_dump(mode="json", exclude=set(_PAGING_FIELDS))
+    blob = json.dumps([type(args).__name__, filters], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def encode_cursor(args: StrictModel, offset: int) -> str:
+    payload = json.dumps({"o": offset, "q": _query_fingerprint(args)}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+
+
+def cursor_offset(args: PageArgs, *, fingerprint_of: StrictModel | None = None) -> int:
+    """Rows to skip: from ``cursor`` when given (checked against the filters of
+    ``fingerprint_of``, default ``args``), else from page."""
+    if args.cursor is None:
+        return (args.page - 1) * args.page_size
+    try:
+        raw = base64.urlsafe_b64decode(args.cursor + "=" * (-len(args.cursor) % 4))
+        payload = json.loads(raw)
+        offset, fingerprint = int(payload["o"]), str(payload["q"])
+    except (ValueError, KeyError, TypeError):
+        raise ToolError(
+            "cursor: not a cursor this server issued; pass next_cursor unchanged"
+        ) from None
+    if fingerprint != _query_fingerprint(fingerprint_of or args):
+        raise ToolError(
+            "cursor: it continues a call with different filters; repeat the filters of the call "
+            "that returned it, or drop cursor to start again"
+        )
+    if not 0 <= offset <= MAX_PAGE * MAX_PAGE_SIZE:
+        raise ToolError("cursor: offset out of range; pass next_cursor unchanged")
+    return offset
 
 
 class CurrencyTotal(StrictModel):
@@ -49,17 +105,25 @@ def check_range(name: str, low: Any, high: Any) -> None:
 
 def page_of(conn: Connection, stmt: Select, order_by: list[Any], args: PageArgs):
     """``(rows, PageInfo)`` for one page of ``stmt`` (count over all matching rows)."""
-    total = conn.execute(select(func.count()).select_from(stmt.order_by(None).subquery())).scalar()
-    rows = conn.execute(
-        stmt.order_by(*order_by).limit(args.page_size).offset((args.page - 1) * args.page_size)
-    ).all()
-    info = PageInfo(
-        total_count=int(total or 0),
-        page=args.page,
-        page_size=args.page_size,
-        has_more=args.page * args.page_size < int(total or 0),
+    offset = cursor_offset(args)
+    total = int(
+        conn.execute(select(func.count()).select_from(stmt.order_by(None).subquery())).scalar() or 0
     )
-    return rows, info
+    rows = conn.execute(stmt.order_by(*order_by).limit(args.page_size).offset(offset)).all()
+    return rows, page_info(args, offset, len(rows), total)
+
+
+def page_info(args: PageArgs, offset: int, returned: int, total: int) -> PageInfo:
+    """Paging facts of ``returned`` rows starting at ``offset`` out of ``total``."""
+    has_more = offset + returned < total
+    return PageInfo(
+        total_count=total,
+        page=offset // args.page_size + 1,
+        page_size=args.page_size,
+        offset=offset,
+        has_more=has_more,
+        next_cursor=encode_cursor(args, offset + returned) if has_more else None,
+    )
 
 
 def count_by(conn: Connection, column: Any, clauses: list[Any]) -> dict[str, int]:

@@ -6,9 +6,12 @@ to related records. Unknown records and malformed paths give 404; with a token, 
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import html
+import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from sqlalchemy import or_, select
@@ -150,19 +153,72 @@ def _related(rt: ErpRuntime, set_name: str, le: str, record: dict) -> list[dict]
     return out
 
 
+MAX_LINK_TTL_S = 86_400
+"""Longest life of a signed record link (one day)."""
+
+
+def link_signature(token: str, path: str, expires: int) -> str:
+    """HMAC of a record path and its expiry time under the server token (never the token)."""
+    message = f"{path}\n{expires}".encode()
+    return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()[:32]
+
+
+def signed_link(url: str, token: str, ttl_s: int, *, now: float | None = None) -> str:
+    """``url`` with ``expires`` and ``signature`` query parameters: a person can open it in a
+    browser for ``ttl_s`` seconds without the token (and it opens that one record only)."""
+    if not 1 <= ttl_s <= MAX_LINK_TTL_S:
+        raise ValueError(f"the lifetime must be 1-{MAX_LINK_TTL_S} seconds, got {ttl_s}")
+    parts = urlsplit(url)
+    expires = int(now if now is not None else time.time()) + ttl_s
+    signature = link_signature(token, parts.path, expires)
+    return parts._replace(query=f"expires={expires}&signature={signature}", fragment="").geturl()
+
+
+def _signed(request: Request, token: str, raw_path: str) -> bool:
+    expires_text = request.query_params.get("expires", "")
+    signature = request.query_params.get("signature", "")
+    if not (expires_text.isdigit() and len(expires_text) <= 12 and signature):
+        return False
+    expires, now = int(expires_text), time.time()
+    if not now <= expires <= now + MAX_LINK_TTL_S:
+        return False
+    return hmac.compare_digest(signature, link_signature(token, raw_path, expires))
+
+
 def _authorized(request: Request, token: str | None) -> bool:
     if not token:
         return True
     header = request.headers.get("authorization", "")
     scheme, _, supplied = header.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(supplied.strip(), token)
+    if scheme.lower() == "bearer" and hmac.compare_digest(supplied.strip(), token):
+        return True
+    raw = request.scope.get("raw_path", b"").decode("latin-1") or request.url.path
+    return _signed(request, token, raw)
+
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+"""Record pages render data, never scripts: nothing may load, frame or sniff them."""
 
 
 def make_page_endpoint(holder: RuntimeHolder, token: str | None):
     async def page(request: Request) -> Response:
+        response = await _page(request)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+    async def _page(request: Request) -> Response:
         if not _authorized(request, token):
             return JSONResponse(
-                {"error": "unauthorized: send Authorization: Bearer <token>"},
+                {
+                    "error": "unauthorized: send Authorization: Bearer <token>, or open a signed "
+                    "link from: python -m erp_mcp link URL"
+                },
                 status_code=401,
                 headers={"WWW-Authenticate": "Bearer"},
             )

@@ -13,6 +13,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from fastmcp.exceptions import ToolError
 from rapidfuzz import fuzz, process, utils
@@ -23,6 +24,14 @@ from synthetic_erp._catalog import record_url
 from synthetic_erp._db import open_engine, read_meta
 
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8765"
+RESOURCE_LINKS = "erp://"
+"""``public_url`` value that makes record links MCP resource URIs (stdio: no HTTP server)."""
+RESOURCE_TEMPLATE = "erp://{legal_entity}/{entity_set}/{key}"
+
+
+def resource_uri(entity_set: str, legal_entity: str, key: str) -> str:
+    """The MCP resource URI of a record, e.g. ``erp://USMF/customers/SYNCUS-0001``."""
+    return f"erp://{quote(legal_entity, safe='')}/{entity_set}/{quote(key, safe='')}"
 
 
 @dataclass(frozen=True)
@@ -259,7 +268,9 @@ class ErpRuntime:
             }
         return cls(
             engine=engine,
-            base_url=(public_url or DEFAULT_PUBLIC_URL).rstrip("/"),
+            base_url=public_url
+            if public_url == RESOURCE_LINKS
+            else (public_url or DEFAULT_PUBLIC_URL).rstrip("/"),
             today=dt.date.fromisoformat(meta["as_of"]),
             meta=meta,
             legal_entities=les,
@@ -275,7 +286,21 @@ class ErpRuntime:
     def url(self, entity_set: str, legal_entity: str, key: Any) -> str | None:
         if key is None or key == "":
             return None
+        if self.resource_links:
+            return resource_uri(entity_set, legal_entity, str(key))
         return record_url(self.base_url, entity_set, legal_entity, str(key))
+
+    @property
+    def resource_links(self) -> bool:
+        """True when record links are ``erp://`` resource URIs (read with resources/read)."""
+        return self.base_url == RESOURCE_LINKS
+
+    @property
+    def url_pattern(self) -> str:
+        """The pattern of record links, e.g. ``{base}/erp/{legal_entity}/{entity_set}/{key}``."""
+        if self.resource_links:
+            return RESOURCE_TEMPLATE
+        return f"{self.base_url}/erp/{{legal_entity}}/{{entity_set}}/{{key}}"
 
     # -- argument checks -------------------------------------------------------------------------
 

@@ -4,20 +4,106 @@
 turns each into a FastMCP tool whose flat arguments are the input model's fields (so the input
 schema is the model's, with its field docstrings as descriptions) and whose output schema is the
 output model's.
+
+Every input model is hardened once (``bounded_model``): each string, number, date and list gets a
+bound in the schema when the model gave none, NUL characters are refused, and parameters without a
+docstring get the shared description of their name. Results go through ``fit_budget``, so no
+result exceeds ``RESULT_BUDGET`` characters.
 """
 
 from __future__ import annotations
 
+import copy
+import datetime as dt
 import inspect
+import logging
 import re
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_type_hints
+from functools import cache
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from annotated_types import Ge, Gt, Le, Lt, MaxLen
 from fastmcp.exceptions import ToolError
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, AllowInfNan, BaseModel, Field, ValidationError, create_model
+from pydantic_core import to_json
 
 from erp_mcp._runtime import ErpRuntime, RuntimeHolder
+
+logger = logging.getLogger("erp_mcp")
+
+RESULT_BUDGET = 100_000
+"""Most characters of a tool result's JSON text (about 25k tokens: Claude Code's default cap)."""
+_TRIM_TARGET = 95_000
+MIN_DATE = dt.date(1900, 1, 1)
+MAX_DATE = dt.date(2100, 12, 31)
+MAX_TEXT = 100
+"""Default longest string argument (ids, codes, names); a model may set its own."""
+MAX_LIST = 50
+MAX_INT = 1_000_000_000
+MAX_NUMBER = 1e15
+
+
+class ClientError(ToolError):
+    """A bad call: the arguments or the records they name are wrong (logged at debug level)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, log_level=logging.DEBUG)
+
+
+class InternalError(ToolError):
+    """The server failed on a valid call; the message says so without internals (the cause was
+    logged once, as one line, where it happened)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, log_level=logging.DEBUG)
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("NUL characters are not allowed")
+    return value
+
+
+Text = Annotated[str, MaxLen(MAX_TEXT), AfterValidator(_no_nul)]
+ErpDate = Annotated[
+    dt.date,
+    Ge(MIN_DATE),
+    Le(MAX_DATE),
+    Field(json_schema_extra={"formatMinimum": str(MIN_DATE), "formatMaximum": str(MAX_DATE)}),
+]
+
+SHARED_DESCRIPTIONS = {
+    "legal_entity": "Legal entity (company code, e.g. USMF; erp_info lists them); omit for all.",
+    "account": "Party account id, e.g. SYNCUS-0001 (an exact name also works); omit for all.",
+    "party_type": "customer (accounts receivable) or vendor (accounts payable).",
+    "date_from": "On or after this date (YYYY-MM-DD).",
+    "date_to": "On or before this date (YYYY-MM-DD).",
+    "due_from": "Due on or after this date (YYYY-MM-DD).",
+    "due_to": "Due on or before this date (YYYY-MM-DD).",
+    "opened_from": "Opened on or after this date (YYYY-MM-DD).",
+    "opened_to": "Opened on or before this date (YYYY-MM-DD).",
+    "as_of": "Reference date (YYYY-MM-DD); default the ERP's today.",
+    "status": "Only rows with this status.",
+    "kind": "Which kind of rows.",
+    "owner_agent_id": "Collections agent id that owns the row (list_reference_data kind "
+    "collections_agents lists them).",
+    "case_id": "Collections case id.",
+    "sequence": "Collection letter sequence id.",
+    "category": "activity, task or any.",
+    "activity_type": "Only this activity type.",
+    "order_type": "sales, return or any.",
+    "approver": "Only invoices with this approver (user id).",
+    "po_number": "Purchase order number.",
+    "method_of_payment": "Method of payment code (list_reference_data kind methods_of_payment).",
+    "limit": "Most rows to return.",
+    "journal_id": "Payment journal id, as listed by list_payment_journals.",
+    "descending": "Sort descending (true) or ascending (false).",
+}
+"""Descriptions of parameters whose model gives none (the same meaning in every tool)."""
+
 
 Toolset = Literal["finance", "generic", "bench"]
 TOOLSETS = ("finance", "generic", "all")
@@ -59,6 +145,7 @@ def registered_tools() -> list[ToolDef]:
         _tools_ledger,
         _tools_orders,
         _tools_parties,
+        _tools_rankings,
     )
 
     order = {name: i for i, name in enumerate(_MODULE_ORDER)}
@@ -69,6 +156,7 @@ def registered_tools() -> list[ToolDef]:
 _MODULE_ORDER = (
     "_tools_parties",
     "_tools_ledger",
+    "_tools_rankings",
     "_tools_orders",
     "_tools_collections",
     "_tools_generic",
@@ -89,17 +177,103 @@ def tools_for(toolset: str, *, include_bench: bool = False) -> list[ToolDef]:
 
 
 def validation_message(error: ValidationError) -> str:
+    """One line naming each bad field and what is allowed, never echoing the input.
+
+    Union members (``value`` may be text, number, boolean or list) are folded into one entry per
+    field, keeping the most specific message."""
+    by_field: dict[str, list[str]] = {}
+    for item in error.errors(include_url=False, include_input=False):
+        where = ".".join(_short(str(p), 40) for p in item["loc"] if _is_field_part(p))
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown argument (see the tool's input schema)"
+        by_field.setdefault(where or "arguments", []).append(message)
     parts = []
-    for item in error.errors(include_url=False):
-        where = ".".join(str(p) for p in item["loc"]) or "arguments"
-        parts.append(f"{where}: {item['msg']}")
+    for where, messages in list(by_field.items())[:5]:
+        specific = [m for m in messages if not m.startswith("Input should be a valid")]
+        parts.append(f"{where}: {_short((specific or messages)[0], 200)}")
     return "invalid arguments: " + "; ".join(parts)
 
 
+def _is_field_part(part: Any) -> bool:
+    """Field names and list indexes, not the union-member tags pydantic adds to a location."""
+    if isinstance(part, int):
+        return True
+    return not any(ch in part for ch in "[]-") and part not in _TYPE_TAGS
+
+
+_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "list", "date", "none", "dict"})
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_arguments(tool: ToolDef, arguments: dict[str, Any]) -> BaseModel:
+    """The validated input model, or a ClientError naming the bad fields."""
+    try:
+        return bounded_model(tool.input_model).model_validate(arguments)
+    except ValidationError as error:
+        raise ClientError(validation_message(error)) from None
+    except Exception as error:
+        logger.error("argument check of %s failed: %s: %s", tool.name, type(error).__name__,
+                     _short(str(error), 200))  # fmt: skip
+        raise InternalError(f"internal error checking the arguments of {tool.name}") from None
+
+
+# -- hardening of input models ---------------------------------------------------------------------
+
+
+@cache
+def bounded_model(model: type[BaseModel]) -> type[BaseModel]:
+    """A subclass of ``model`` where every field has bounds and a description (see module doc)."""
+    fields: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        kinds = {type(m) for m in info.metadata}
+        hardened = copy.copy(info)
+        hardened.annotation = _bounded_type(info.annotation, kinds)
+        if not info.description and name in SHARED_DESCRIPTIONS:
+            hardened.description = SHARED_DESCRIPTIONS[name]
+        fields[name] = (hardened.annotation, hardened)
+    return create_model(
+        model.__name__, __base__=model, __module__=model.__module__, __doc__=model.__doc__, **fields
+    )
+
+
+def _bounded_type(annotation: Any, field_kinds: frozenset | set = frozenset()) -> Any:
+    """``annotation`` with default bounds; ``field_kinds`` are constraints the field already has."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        return Union[tuple(_bounded_type(a, field_kinds) for a in get_args(annotation))]  # noqa: UP007
+    if origin is Literal or origin is typing.Annotated:
+        return annotation
+    if annotation is type(None) or annotation is bool:
+        return annotation
+    if origin is list:
+        (item,) = get_args(annotation)
+        bounded = list[_bounded_type(item)]
+        return bounded if MaxLen in field_kinds else Annotated[bounded, MaxLen(MAX_LIST)]
+    if annotation is str:
+        return Text if MaxLen not in field_kinds else Annotated[str, AfterValidator(_no_nul)]
+    if annotation is dt.date:
+        return ErpDate
+    if annotation in (int, float):
+        limit = MAX_INT if annotation is int else MAX_NUMBER
+        bounds: list[Any] = [] if field_kinds & {Le, Lt} else [Le(limit)]
+        bounds += [] if field_kinds & {Ge, Gt} else [Ge(-limit)]
+        if annotation is float:
+            bounds.append(AllowInfNan(False))
+        return Annotated[annotation, *bounds] if bounds else annotation
+    return annotation
+
+
 def as_callable(tool: ToolDef, holder: RuntimeHolder) -> Callable[..., BaseModel]:
-    """A function with the input model's fields as keyword parameters, for FastMCP."""
+    """A function with the (bounded) input model's fields as keyword parameters, for FastMCP.
+
+    Client errors pass through as they are; any other failure is logged as one line (no traceback
+    rendering on the event loop: this runs in a worker thread) and becomes an InternalError."""
     params = []
-    for name, info in tool.input_model.model_fields.items():
+    for name, info in bounded_model(tool.input_model).model_fields.items():
         default = inspect.Parameter.empty if info.is_required() else info.get_default()
         params.append(
             inspect.Parameter(
@@ -111,14 +285,74 @@ def as_callable(tool: ToolDef, holder: RuntimeHolder) -> Callable[..., BaseModel
         )
 
     def call(**kwargs: Any) -> BaseModel:
+        params_model = check_arguments(tool, kwargs)
         try:
-            params_model = tool.input_model(**kwargs)
-        except ValidationError as error:
-            raise ToolError(validation_message(error)) from None
-        return tool.fn(holder.get(), params_model)
+            result = tool.fn(holder.get(), params_model)
+        except ClientError:
+            raise
+        except ToolError as error:
+            raise ClientError(str(error)) from None
+        except Exception as error:
+            first_line = (str(error).splitlines() or [""])[0]
+            logger.error("internal error in tool %s: %s: %s", tool.name, type(error).__name__,
+                         _short(first_line, 300))  # fmt: skip
+            raise InternalError(
+                f"internal error in {tool.name}: the ERP could not answer this call (logged on "
+                "the server); the arguments were valid, retrying will not help"
+            ) from None
+        return fit_budget(result, params_model)
 
     call.__name__ = tool.name
     call.__doc__ = tool.description
     call.__signature__ = inspect.Signature(params, return_annotation=tool.output_model)
     call.__annotations__ = {p.name: p.annotation for p in params} | {"return": tool.output_model}
     return call
+
+
+# -- the result budget -----------------------------------------------------------------------------
+
+
+def fit_budget(result: BaseModel, args: BaseModel) -> BaseModel:
+    """``result``, cut to at most ``RESULT_BUDGET`` characters of JSON.
+
+    The longest list (``items`` of a page, else the largest list field) keeps its first rows; a page
+    then says ``truncated`` with a ``next_cursor`` right after the last row kept, other results set
+    their ``truncated`` flag."""
+    size = len(result.model_dump_json())
+    if size <= RESULT_BUDGET:
+        return result
+    name = _largest_list(result)
+    if name is None:
+        return result
+    rows = getattr(result, name)
+    row_sizes = [len(to_json(row)) + 1 for row in rows]
+    keep, room = 0, _TRIM_TARGET - (size - sum(row_sizes))
+    while keep < len(rows) and room - row_sizes[keep] >= 0:
+        room -= row_sizes[keep]
+        keep += 1
+    fields = type(result).model_fields
+    updates: dict[str, Any] = {name: rows[:keep]}
+    if "truncated" in fields:
+        updates["truncated"] = True
+    if "next_cursor" in fields:
+        from erp_mcp._common import encode_cursor
+
+        updates["next_cursor"] = encode_cursor(args, getattr(result, "offset", 0) + keep)
+        updates["has_more"] = True
+    if "returned" in fields:
+        updates["returned"] = keep
+    trimmed = result.model_copy(update=updates)
+    if len(trimmed.model_dump_json()) > RESULT_BUDGET:  # one huge row: drop the list
+        return trimmed.model_copy(update={name: []})
+    return trimmed
+
+
+def _largest_list(result: BaseModel) -> str | None:
+    if isinstance(getattr(result, "items", None), list):
+        return "items"
+    sizes = {
+        name: len(value.__repr__())
+        for name in type(result).model_fields
+        if isinstance(value := getattr(result, name), list) and value
+    }
+    return max(sizes, key=sizes.__getitem__) if sizes else None

@@ -290,6 +290,9 @@ class Worklist(StrictModel):
     customer_count: int
     total_overdue_acct: dict[str, float]
     """Overdue per accounting currency over all listed customers."""
+    truncated: bool = False
+    """True when a list was cut to stay within the result budget (about 100,000 characters):
+    narrow the call (account, legal_entity, a smaller limit) for the rest."""
 
 
 @erp_tool("finance", WorklistArgs)

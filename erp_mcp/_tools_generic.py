@@ -9,19 +9,39 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from annotated_types import Ge, Le, MaxLen
 from fastmcp.exceptions import ToolError
-from pydantic import Field
+from pydantic import AfterValidator, AllowInfNan, Field
 from sqlalchemy import func, select
 
-from erp_mcp._common import to_record
-from erp_mcp._records import StrictModel, column_description, python_type, visible_columns
+from erp_mcp._common import PageArgs, cursor_offset, encode_cursor, to_record
+from erp_mcp._records import (
+    StrictModel,
+    column_description,
+    plain_value,
+    python_type,
+    visible_columns,
+)
 from erp_mcp._runtime import ErpRuntime
-from erp_mcp._tooling import erp_tool
+from erp_mcp._tooling import MAX_DATE, MAX_NUMBER, MIN_DATE, _no_nul, erp_tool
 from synthetic_erp._catalog import ENTITY_SETS, EntitySet
 
 MAX_TOP = 500
+MAX_SKIP = 50_000_000
+FilterScalar = (
+    Annotated[str, MaxLen(200), AfterValidator(_no_nul)]
+    | Annotated[float, AllowInfNan(False), Ge(-MAX_NUMBER), Le(MAX_NUMBER)]
+    | Annotated[int, Ge(-MAX_NUMBER), Le(MAX_NUMBER)]
+    | bool
+)
+ENTITY_SET_NAMES = [es.name for es in ENTITY_SETS]
+EntitySetName = Annotated[
+    str, Field(min_length=1, max_length=60, json_schema_extra={"enum": ENTITY_SET_NAMES})
+]
+MAX_IN_VALUES = 500
+AggregateOp = Literal["count", "sum", "min", "max"]
 FilterOp = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "contains", "startswith"]
 
 
@@ -67,7 +87,7 @@ def list_entity_sets(rt: ErpRuntime, args: ListEntitySetsArgs) -> EntitySetList:
 
 
 class DescribeArgs(StrictModel):
-    entity_set: str = Field(min_length=1, max_length=60)
+    entity_set: EntitySetName
     """Entity set name from list_entity_sets, e.g. customer-transactions."""
 
 
@@ -118,7 +138,9 @@ def describe_entity_set(rt: ErpRuntime, args: DescribeArgs) -> EntitySetDescript
         ],
         filter_ops=list(FilterOp.__args__),
         row_count=int(count or 0),
-        example_url=f"{rt.base_url}/erp/{{legal_entity}}/{es.name}/{{{es.key_column}}}",
+        example_url=rt.url_pattern.replace("{entity_set}", es.name).replace(
+            "{key}", "{" + es.key_column + "}"
+        ),
     )
 
 
@@ -127,29 +149,50 @@ class QueryFilter(StrictModel):
     """A field of the entity set (describe_entity_set lists them)."""
     op: FilterOp = "eq"
     """eq, ne, lt, le, gt, ge, in (value is a list), contains, startswith (strings)."""
-    value: str | float | int | bool | list[str | float | int | bool] | None
-    """Compared with the field; dates as YYYY-MM-DD; null only with eq / ne."""
+    value: FilterScalar | Annotated[list[FilterScalar], MaxLen(MAX_IN_VALUES)] | None
+    """Compared with the field; dates as YYYY-MM-DD; a list (up to 500 values) only with in;
+    null only with eq / ne; text up to 200 characters."""
 
 
 class OrderBy(StrictModel):
     field: str = Field(min_length=1, max_length=60)
+    """A field of the entity set, or with aggregates a group_by field or an aggregate's name
+    (count, sum_amount_acct, ...)."""
     descending: bool = False
+    """Largest / latest first."""
+
+
+class Aggregate(StrictModel):
+    op: AggregateOp
+    """count (rows; field optional: counts non-null values), sum, min or max."""
+    field: str | None = Field(None, min_length=1, max_length=60)
+    """The field to aggregate (numbers for sum; numbers, dates or text for min/max)."""
 
 
 class QueryArgs(StrictModel):
-    entity_set: str = Field(min_length=1, max_length=60)
-    """Entity set name from list_entity_sets."""
+    entity_set: EntitySetName
+    """Entity set name from list_entity_sets, e.g. customer-transactions."""
     legal_entity: str | None = None
     """Company code; omit for all legal entities."""
     filters: list[QueryFilter] = Field(default_factory=list, max_length=20)
     """All must hold (AND)."""
-    select: list[str] | None = Field(None, max_length=60)
-    """Fields to return (default all); url is always included."""
+    select: list[Annotated[str, MaxLen(60)]] | None = Field(None, max_length=60)
+    """Fields to return (default all); url is always included. Ignored with aggregates."""
+    group_by: list[Annotated[str, MaxLen(60)]] | None = Field(None, max_length=3)
+    """Group rows by these fields (1-3); each item is then one group with its aggregates. Without
+    aggregates a group gets its row count."""
+    aggregates: list[Aggregate] | None = Field(None, max_length=10)
+    """Aggregates per group (or over all matching rows without group_by), named op_field (e.g.
+    sum_amount_acct) or count."""
     order_by: list[OrderBy] = Field(default_factory=list, max_length=5)
+    """Sort keys, in order; ties break on the key (or on the group fields)."""
     top: int = Field(50, ge=1, le=MAX_TOP)
-    """Most rows to return (max 500)."""
-    skip: int = Field(0, ge=0)
-    """Rows to skip, for paging."""
+    """Most rows (or groups) to return (max 500)."""
+    skip: int = Field(0, ge=0, le=MAX_SKIP)
+    """Rows (or groups) to skip, for paging; cursor is easier."""
+    cursor: str | None = Field(None, max_length=200)
+    """next_cursor of the previous result of the same query: continues after its last row
+    (skip is ignored)."""
     count_only: bool = False
     """Return only total_count."""
 
@@ -157,11 +200,20 @@ class QueryArgs(StrictModel):
 class QueryResult(StrictModel):
     entity_set: str
     total_count: int
-    """Rows matching the filters."""
+    """Rows (or groups, with group_by) matching the filters."""
     returned: int
+    """Rows (or groups) in items."""
+    offset: int = 0
+    """Rows (or groups) before the first one returned."""
     has_more: bool
+    """True when more rows follow (use next_cursor)."""
+    truncated: bool = False
+    """True when fewer than top rows came back to stay within the result budget."""
+    next_cursor: str | None = None
+    """Pass as cursor (same query) for the next rows; null on the last page."""
     items: list[dict[str, Any]]
-    """Rows with the selected fields and their url."""
+    """Rows with the selected fields and their url; with aggregates, one item per group: the
+    group fields and the aggregates."""
 
 
 def _column(table, es: EntitySet, name: str):
@@ -179,7 +231,12 @@ def _coerce(column, value: Any, field: str):
         return None
     try:
         if kind is dt.date:
-            return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
+            if isinstance(value, dt.date):
+                return value
+            parsed = dt.date.fromisoformat(str(value))
+            if not MIN_DATE <= parsed <= MAX_DATE:
+                raise ValueError(value)
+            return parsed
         if kind is bool:
             if isinstance(value, str):
                 if value.lower() not in ("true", "false"):
@@ -187,11 +244,16 @@ def _coerce(column, value: Any, field: str):
                 return value.lower() == "true"
             return bool(value)
         if kind in (float, int):
-            return kind(value)
+            number = kind(value)
+            if not -MAX_NUMBER <= number <= MAX_NUMBER:
+                raise ValueError(value)
+            return number
         return str(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
         raise ToolError(
-            f"filter on {field!r}: {value!r} is not a valid {_TYPE_NAMES[kind]}"
+            f"filter on {field!r}: {shown} is not a valid {_TYPE_NAMES[kind]}"
+            + (f" from {MIN_DATE} to {MAX_DATE}" if kind is dt.date else "")
         ) from None
 
 
@@ -230,17 +292,31 @@ def _condition(column, flt: QueryFilter):
     }[op]
 
 
+def _query_offset(args: QueryArgs) -> int:
+    if args.cursor is None:
+        return args.skip
+    paging = PageArgs(page_size=args.top, cursor=args.cursor)
+    return cursor_offset(paging, fingerprint_of=args)
+
+
 @erp_tool("generic", QueryArgs)
 def query_entity_set(rt: ErpRuntime, args: QueryArgs) -> QueryResult:
     """Read rows of one entity set with structured filters ([{field, op, value}], AND-ed; ops eq,
     ne, lt, le, gt, ge, in, contains, startswith), selected fields, order_by, top (max 500) and
-    skip. Every row carries its record url. Fields are validated against the entity set (see
-    describe_entity_set); there is no free-form SQL."""
+    skip or cursor; or aggregate them: group_by fields with aggregates count, sum, min, max (e.g.
+    invoiced amount per customer: entity_set customer-transactions, filters txn_type eq
+    sales_invoice, group_by [customer_account], aggregates [{op: sum, field: amount_acct}],
+    order_by [{field: sum_amount_acct, descending: true}], top 10). Every row carries its record
+    url. Fields are validated against the entity set (see describe_entity_set); there is no
+    free-form SQL."""
     es = _entity_set(args.entity_set)
     table = es.table.__table__
     le = rt.check_legal_entity(args.legal_entity)
     conditions = [table.c.legal_entity == le] if le and "legal_entity" in table.c else []
     conditions += [_condition(_column(table, es, f.field), f) for f in args.filters]
+    offset = _query_offset(args)
+    if args.group_by or args.aggregates:
+        return _aggregate(rt, es, table, conditions, args, offset)
     order = [
         _column(table, es, o.field).desc() if o.descending else _column(table, es, o.field)
         for o in args.order_by
@@ -260,7 +336,7 @@ def query_entity_set(rt: ErpRuntime, args: QueryArgs) -> QueryResult:
             []
             if args.count_only
             else conn.execute(
-                select(table).where(*conditions).order_by(*order).limit(args.top).offset(args.skip)
+                select(table).where(*conditions).order_by(*order).limit(args.top).offset(offset)
             ).all()
         )
     items = []
@@ -269,14 +345,74 @@ def query_entity_set(rt: ErpRuntime, args: QueryArgs) -> QueryResult:
         if selected:
             record = {k: record[k] for k in [*selected, "url"]}
         items.append(record)
-    total = int(total or 0)
+    return _result(es, args, offset, items, int(total or 0))
+
+
+def _result(
+    es: EntitySet, args: QueryArgs, offset: int, items: list[dict], total: int
+) -> QueryResult:
+    has_more = not args.count_only and offset + len(items) < total
     return QueryResult(
         entity_set=es.name,
         total_count=total,
         returned=len(items),
-        has_more=args.skip + len(items) < total,
+        offset=offset,
+        has_more=has_more,
+        next_cursor=encode_cursor(args, offset + len(items)) if has_more else None,
         items=items,
     )
+
+
+def _aggregate(rt, es: EntitySet, table, conditions, args: QueryArgs, offset: int) -> QueryResult:
+    keys = [_column(table, es, name) for name in args.group_by or []]
+    measures = []
+    for agg in args.aggregates or [Aggregate(op="count")]:
+        if agg.field is None:
+            if agg.op != "count":
+                raise ToolError(f"aggregates: {agg.op} needs a field")
+            measures.append(func.count().label("count"))
+            continue
+        column = _column(table, es, agg.field)
+        if agg.op == "sum" and python_type(column) not in (float, int):
+            raise ToolError(f"aggregates: sum of {agg.field!r} needs a number field")
+        expression = {"count": func.count, "sum": func.sum, "min": func.min, "max": func.max}
+        measures.append(expression[agg.op](column).label(f"{agg.op}_{agg.field}"))
+    names = [k.name for k in keys] + [m.name for m in measures]
+    if len(set(names)) != len(names):
+        raise ToolError("aggregates: each aggregate and group field may appear only once")
+    grouped = select(*keys, *measures).where(*conditions)
+    if keys:
+        grouped = grouped.group_by(*keys)
+    sub = grouped.subquery()
+    order = []
+    for o in args.order_by:
+        if o.field not in sub.c:
+            raise ToolError(
+                f"order_by: {o.field!r} is neither a group_by field nor an aggregate; "
+                f"use one of {', '.join(names)}"
+            )
+        order.append(sub.c[o.field].desc() if o.descending else sub.c[o.field])
+    order += [sub.c[k.name] for k in keys]
+    with rt.engine.connect() as conn:
+        total = conn.execute(select(func.count()).select_from(sub)).scalar() if keys else 1
+        rows = (
+            []
+            if args.count_only
+            else conn.execute(select(sub).order_by(*order).limit(args.top).offset(offset)).all()
+        )
+    money_columns = {
+        m.name for m in measures if m.name != "count" and not m.name.startswith("count_")
+    }
+    items = []
+    for row in rows:
+        item = {}
+        for name, value in row._mapping.items():
+            value = plain_value(value)
+            if name in money_columns and isinstance(value, float):
+                value = round(value, 6)
+            item[name] = value.isoformat() if isinstance(value, dt.date) else value
+        items.append(item)
+    return _result(es, args, offset, items, int(total or 0))
 
 
 class PingArgs(StrictModel):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastmcp.exceptions import ToolError
 from pydantic import Field, field_validator
-from sqlalchemy import and_, exists, func, or_, select
+from sqlalchemy import and_, exists, func, literal, or_, select, union_all
 
 from erp_mcp._common import (
     CurrencyTotal,
@@ -15,6 +15,8 @@ from erp_mcp._common import (
     PageInfo,
     check_range,
     currency_totals,
+    cursor_offset,
+    page_info,
     page_of,
     to_record,
 )
@@ -29,6 +31,10 @@ PartyType = Literal["customer", "vendor"]
 # --------------------------------------------------------------------------------------------------
 # get_aging
 # --------------------------------------------------------------------------------------------------
+
+
+MAX_BUCKET_DAYS = 36_500
+"""A century: the widest aging bucket that fits the date range of an ERP."""
 
 
 class AgingArgs(StrictModel):
@@ -46,7 +52,9 @@ class AgingArgs(StrictModel):
     """Only transactions in this currency."""
     group_by: Literal["party", "group", "currency", "legal_entity"] = "party"
     """One row per party, per party group, per transaction currency or per legal entity."""
-    bucket_edges: list[int] = Field(default_factory=lambda: [30, 60, 90])
+    bucket_edges: list[Annotated[int, Field(ge=1, le=MAX_BUCKET_DAYS)]] = Field(
+        default_factory=lambda: [30, 60, 90], min_length=1, max_length=10
+    )
     """Ascending day edges of the overdue buckets: the default [30, 60, 90] gives current, 1-30,
     31-60, 61-90 and over 90 days past due; [30, 60, 90, 120] adds 91-120."""
     aging_basis: Literal["due_date", "txn_date"] = "due_date"
@@ -138,6 +146,9 @@ class AgingReport(StrictModel):
     totals_by_currency: list[AgingTotal]
     """Totals per transaction currency over all rows."""
     transactions: list[AgingItem] | None = None
+    truncated: bool = False
+    """True when a list was cut to stay within the result budget (about 100,000 characters):
+    narrow the call (account, legal_entity, a smaller limit) for the rest."""
 
 
 @erp_tool("finance", AgingArgs)
@@ -359,12 +370,23 @@ def _aging_items(rt, conn, ledger, args, clauses, open_cur, open_acct, as_of) ->
 # --------------------------------------------------------------------------------------------------
 
 
+TxnType = Literal[
+    "sales_invoice",
+    "free_text_invoice",
+    "invoice",
+    "payment",
+    "credit_note",
+    "debit_note",
+    "adjustment",
+]
+
+
 class TransactionArgs(PageArgs):
     account: str | None = None
     """Party account id (exact name also works); omit for all parties."""
     legal_entity: str | None = None
     """Company code; omit for all legal entities."""
-    txn_type: list[str] | None = None
+    txn_type: list[TxnType] | None = Field(None, max_length=7)
     """Only these types. Customers: sales_invoice, free_text_invoice, payment, credit_note,
     adjustment. Vendors: invoice, payment, credit_note, debit_note, adjustment."""
     status: Literal["open", "closed", "any"] = "any"
@@ -390,6 +412,8 @@ class TransactionArgs(PageArgs):
     sort_by: Literal["txn_date", "due_date", "amount", "open_amount", "voucher", "account"] = (
         "txn_date"
     )
+    """Order rows by transaction date, due date, absolute amount, open amount, voucher or account
+    (ties break on voucher)."""
     descending: bool = True
     """Newest / largest first by default."""
 
@@ -825,30 +849,35 @@ def list_cash_discounts(rt: ErpRuntime, args: CashDiscountArgs) -> CashDiscountP
     sides = ["customer", "vendor"] if args.party_type == "any" else [args.party_type]
     if args.account and args.party_type == "any":
         raise ToolError("account needs party_type customer or vendor")
-    items: list[CashDiscountItem] = []
+    offset = cursor_offset(args)
     totals: dict[str, float] = {}
     total_count = 0
+    selects = []
     with rt.engine.connect() as conn:
         for side in sides:
-            side_items, side_totals, count = _cash_discounts(rt, conn, side, args, le, as_of)
-            items += side_items
+            stmt, side_totals, count = _cash_discounts(rt, conn, side, args, le, as_of)
+            selects.append(stmt)
             total_count += count
             for currency, amount in side_totals.items():
                 totals[currency] = money(totals.get(currency, 0) + amount)
-    items.sort(key=lambda i: (i.cash_discount_date, i.legal_entity, i.voucher))
-    start = (args.page - 1) * args.page_size
+        both = union_all(*selects).subquery() if len(selects) > 1 else selects[0].subquery()
+        rows = conn.execute(
+            select(both)
+            .order_by(both.c.cash_discount_date, both.c.legal_entity, both.c.voucher)
+            .limit(args.page_size)
+            .offset(offset)
+        ).all()
+    items = [_cash_discount_item(rt, r._mapping, as_of) for r in rows]
     return CashDiscountPage(
-        total_count=total_count,
-        page=args.page,
-        page_size=args.page_size,
-        has_more=start + args.page_size < total_count,
+        **page_info(args, offset, len(items), total_count).model_dump(),
         as_of=as_of,
-        items=items[start : start + args.page_size],
+        items=items,
         total_discount_amount=totals,
     )
 
 
 def _cash_discounts(rt, conn, side, args, le, as_of):
+    """The labelled row select of one side's discounted invoices, its totals and its count."""
     ledger = LEDGERS[side]
     t, st = ledger.txn, ledger.settlement
     clauses = [t.c.cash_discount_date.is_not(None), t.c.posted.is_(True)]
@@ -883,14 +912,21 @@ def _cash_discounts(rt, conn, side, args, le, as_of):
     }[args.state]
     if state_clause is not None:
         clauses.append(state_clause)
-    # Each side contributes at most the rows up to the end of the requested page; counts and totals
-    # come from SQL over every matching row.
-    rows = conn.execute(
-        select(t, taken.label("taken"))
-        .where(*clauses)
-        .order_by(t.c.cash_discount_date, t.c.legal_entity, t.c.voucher)
-        .limit(args.page * args.page_size)
-    ).all()
+    stmt = select(
+        literal(side).label("party_type"),
+        t.c.legal_entity,
+        ledger.account.label("account"),
+        t.c.voucher,
+        t.c.document_number,
+        t.c.txn_date,
+        t.c.due_date,
+        t.c.currency,
+        t.c.amount_cur,
+        t.c.open_amount_cur,
+        t.c.cash_discount_date,
+        t.c.cash_discount_amount,
+        taken.label("taken"),
+    ).where(*clauses)
     count = conn.execute(select(func.count()).select_from(t).where(*clauses)).scalar()
     totals = {
         currency: float(amount or 0)
@@ -900,32 +936,39 @@ def _cash_discounts(rt, conn, side, args, le, as_of):
             .group_by(t.c.currency)
         )
     }
-    items = []
-    for r in rows:
-        m = r._mapping
-        discount_taken = money(m["taken"])
-        items.append(
-            CashDiscountItem(
-                party_type=side,
-                legal_entity=m["legal_entity"],
-                account=m[ledger.account_column],
-                party_name=rt.party_name(side, m["legal_entity"], m[ledger.account_column]),
-                voucher=m["voucher"],
-                document_number=m["document_number"],
-                txn_date=m["txn_date"],
-                due_date=m["due_date"],
-                currency=m["currency"],
-                amount_cur=money(m["amount_cur"]),
-                open_amount_cur=money(m["open_amount_cur"]),
-                cash_discount_date=m["cash_discount_date"],
-                cash_discount_amount=money(m["cash_discount_amount"]),
-                days_until_discount_date=(m["cash_discount_date"] - as_of).days,
-                discount_taken=discount_taken,
-                state=_discount_state(m, discount_taken, as_of),
-                url=rt.url(ledger.txn_set, m["legal_entity"], m["voucher"]),
-            )
-        )
-    return items, totals, int(count or 0)
+    return stmt, totals, int(count or 0)
+
+
+def _cash_discount_item(rt: ErpRuntime, m, as_of: dt.date) -> CashDiscountItem:
+    side = m["party_type"]
+    discount_taken = money(m["taken"])
+    cash_discount_date = _as_date(m["cash_discount_date"])
+    return CashDiscountItem(
+        party_type=side,
+        legal_entity=m["legal_entity"],
+        account=m["account"],
+        party_name=rt.party_name(side, m["legal_entity"], m["account"]),
+        voucher=m["voucher"],
+        document_number=m["document_number"],
+        txn_date=_as_date(m["txn_date"]),
+        due_date=_as_date(m["due_date"]),
+        currency=m["currency"],
+        amount_cur=money(m["amount_cur"]),
+        open_amount_cur=money(m["open_amount_cur"]),
+        cash_discount_date=cash_discount_date,
+        cash_discount_amount=money(m["cash_discount_amount"]),
+        days_until_discount_date=(cash_discount_date - as_of).days,
+        discount_taken=discount_taken,
+        state=_discount_state(m, discount_taken, as_of),
+        url=rt.url(LEDGERS[side].txn_set, m["legal_entity"], m["voucher"]),
+    )
+
+
+def _as_date(value) -> dt.date | None:
+    """A date from a union row (SQLite returns the text of a date column in a compound select)."""
+    if value is None or isinstance(value, dt.date):
+        return value
+    return dt.date.fromisoformat(str(value)[:10])
 
 
 def _discount_state(m, discount_taken: float, as_of: dt.date) -> str:
@@ -933,4 +976,4 @@ def _discount_state(m, discount_taken: float, as_of: dt.date) -> str:
         return "taken"
     if m["open_amount_cur"] == 0:
         return "missed"
-    return "available" if m["cash_discount_date"] >= as_of else "expired"
+    return "available" if _as_date(m["cash_discount_date"]) >= as_of else "expired"

@@ -725,6 +725,9 @@ class VendorSpend(StrictModel):
     """Largest net spend first within a fiscal year."""
     basis: str
     """How spend is measured."""
+    truncated: bool = False
+    """True when a list was cut to stay within the result budget (about 100,000 characters):
+    narrow the call (account, legal_entity, a smaller limit) for the rest."""
 
 
 def fiscal_year_bounds(start_month: int, year: int) -> tuple[dt.date, dt.date]:

@@ -48,7 +48,10 @@ class ErpInfo(StrictModel):
     """Facts about the ERP snapshot the server is serving."""
 
     today: dt.date
-    """The ERP's frozen "today": the default as-of date of every tool."""
+    """The ERP's frozen "today": the default as-of date of every tool, and what "today", "this
+    week", "last month" or "the next 7 days" in a question are counted from."""
+    default_legal_entity: str | None
+    """The legal entity a question means when it names none: the one with the most customers."""
     snapshot_hash: str | None
     """Hash of the snapshot: a dataset built on another snapshot does not match it."""
     source: str | None
@@ -65,11 +68,15 @@ class ErpInfo(StrictModel):
 def erp_info(rt: ErpRuntime, args: ErpInfoArgs) -> ErpInfo:
     """ERP facts: today's date in the ERP (the default as-of date for every question that does not
     give one), the legal entities (company codes such as USMF) with their accounting currencies and
-    fiscal years, the currencies, and the snapshot hash. Call it first when a question depends on
-    "today" or on which companies exist."""
+    fiscal years, the default legal entity (meant when a question names none), the currencies,
+    and the snapshot hash. Call it first when a question depends on "today" or on which
+    companies exist."""
     counts = rt.party_counts
+    codes = list(rt.legal_entities)
+    default = min(codes, key=lambda c: (-counts.get((c, "customer"), 0), c)) if codes else None
     return ErpInfo(
         today=rt.today,
+        default_legal_entity=default,
         snapshot_hash=rt.meta.get("snapshot_hash"),
         source=rt.meta.get("source"),
         legal_entities=[
@@ -86,7 +93,7 @@ def erp_info(rt: ErpRuntime, args: ErpInfoArgs) -> ErpInfo:
         ],
         currencies=[CurrencyInfo(code=c, name=n) for c, n in rt.currencies.items()],
         entity_sets=[es.name for es in ENTITY_SETS],
-        record_url_pattern=f"{rt.base_url}/erp/{{legal_entity}}/{{entity_set}}/{{key}}",
+        record_url_pattern=rt.url_pattern,
     )
 
 

@@ -212,7 +212,11 @@ def start_erp_server(
         url=f"{base}/mcp",
         token=token,
         public_url=public_url,
-        stdio_command=(sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "stdio"),
+        # Record links over stdio point at this HTTP server, so they stay citable http links.
+        stdio_command=(
+            *(sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "stdio"),
+            *("--public-url", public_url or base),
+        ),
     )
     server = ErpServerProcess(endpoint=endpoint, db_url=db_url, process=process, log_path=log_path)
     try:

@@ -23,7 +23,8 @@ class RegistryInfo:
 _FACTORIES: dict[str, HarnessFactory] = {}
 
 BUILTIN_MODULES: dict[str, str] = {
-    "scripted": "harnesses._scripted",
+    "scripted": "harnesses.scripted",
+    "nothing": "harnesses._nothing",
     "openai": "harnesses._openai",
     "custom": "harnesses._custom",
     "claude": "harnesses._claude_cli",

@@ -40,7 +40,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 90.0) -> None:
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Wait until the server listens; a loaded 2-core machine can take over 30 s to import it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:

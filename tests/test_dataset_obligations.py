@@ -13,7 +13,6 @@ from ledgerbench.dataset import Dataset, Dimension, dataset_to_yaml, load_datase
 from synthetic_erp._catalog import entity_set, parse_record_url
 from synthetic_erp._db import open_engine, read_meta
 from synthetic_erp._questions import (
-    PHRASINGS,
     SCENARIO_WEIGHTS,
     generate_questions,
     main,
@@ -70,16 +69,106 @@ def test_entities_are_referred_to_in_several_ways(default_set: Dataset) -> None:
         if mode == "nonexistent":
             assert "relevance.no_substitute" in relevance, item.id
     all_entities = [i for i in default_set.items if i.legal_entity is None]
-    assert all_entities and all("all legal entities" in i.query for i in all_entities)
+    assert all_entities and all(
+        "all legal entities" in i.query or "every legal entity" in i.query for i in all_entities
+    )
     assert all("2026" in item.query or item.as_of for item in default_set.items)
 
 
 def test_several_phrasings_per_scenario(default_set: Dataset) -> None:
-    assert all(len(wordings) >= 2 for wordings in PHRASINGS.values())
+    from synthetic_erp.scenarios import TEMPLATES
+
+    assert all(len(template.phrasings) >= 2 for template in TEMPLATES.values())
+    per_scenario: Counter = Counter()
+    for template in TEMPLATES.values():
+        per_scenario[template.scenario] += len(template.phrasings)
+    assert min(per_scenario.values()) >= 5, per_scenario
     phrasings: dict[str, set] = defaultdict(set)
     for item in default_set.items:
         phrasings[item.scenario].add((item.metadata["template"], item.metadata["phrasing"]))
     assert all(len(variants) >= 2 for variants in phrasings.values()), phrasings
+
+
+@pytest.fixture(scope="module")
+def large_set(erp_db_url: str) -> Dataset:
+    return generate_questions(erp_db_url, n=300, seed=11)
+
+
+def test_questions_read_like_peoples(large_set: Dataset) -> None:
+    """Relative dates resolved against today, unstated legal entities answered for the default
+    one, and what each was resolved to kept in the metadata."""
+    items = large_set.items
+    relative = [i for i in items if i.metadata["relative_dates"]]
+    unstated = [i for i in items if not i.metadata["legal_entity_stated"]]
+    assert len(relative) >= 0.15 * len(items)
+    assert len(unstated) >= 0.05 * len(items)
+    assert all(i.metadata["resolved"]["legal_entity"] == "USMF" for i in unstated)
+    assert all(
+        not any(code in i.query for code in ("USMF", "USPI", "DEMF", "GBSI")) for i in unstated
+    )
+    assert all(i.metadata["resolved"]["as_of"] == "2026-03-02" for i in items)
+    modes = Counter(i.metadata.get("reference") for i in items)
+    assert modes["misspelled"] >= 5 and modes["partial"] >= 5
+
+
+FORCE_BENCH = REPO.parent.parent / "shared" / "reference" / "force-bench" / "dataset.yaml"
+
+
+def _published_questions() -> list[str]:
+    import yaml
+
+    for path in (
+        REPO.parent / "shared" / "reference" / "force-bench" / "dataset.yaml",
+        FORCE_BENCH,
+    ):
+        if path.exists():
+            items = yaml.safe_load(path.read_text(encoding="utf-8"))
+            return [item["query"].lower() for item in items if item.get("plugin") == "erp_qa"]
+    pytest.skip("the published FORCE-Bench dataset is not in ../shared/reference")
+
+
+def test_no_question_repeats_a_published_one(large_set: Dataset) -> None:
+    """Every phrasing is our own: no generated question is 80% the same text as a published one."""
+    import difflib
+
+    published = _published_questions()
+    close = []
+    for item in large_set.items:
+        matcher = difflib.SequenceMatcher(None, "", item.query.lower())
+        for text in published:
+            matcher.set_seq1(text)
+            quick = matcher.real_quick_ratio() >= 0.8 and matcher.quick_ratio() >= 0.8
+            if quick and matcher.ratio() >= 0.8:
+                close.append((item.query, text))
+    assert not close, close[:5]
+
+
+def test_a_fresh_erp_seed_gives_a_private_set_sharing_no_answer(
+    default_set: Dataset, tmp_path: Path
+) -> None:
+    """A new ERP seed and question seed: new figures and a new mix of phrasings, and no item with
+    records has the same answer as any item of the shipped seed."""
+    from synthetic_erp import generate_erp
+
+    url = f"sqlite:///{tmp_path / 'private.db'}"
+    generate_erp(url, seed=913, scale=0.3)
+    private = generate_questions(url, n=100, seed=913)
+
+    def answers(dataset: Dataset) -> set[str]:
+        # Methods of payment are the same configuration in every ERP, whatever its seed.
+        return {
+            i.ground_truth
+            for i in dataset.items
+            if i.metadata["answer_kind"] == "records"
+            and i.metadata["template"] != "payment_accounts_methods"
+        }
+
+    assert not answers(private) & answers(default_set)
+    mix = Counter((i.metadata["template"], i.metadata["phrasing"]) for i in private.items)
+    assert mix != Counter(
+        (i.metadata["template"], i.metadata["phrasing"]) for i in default_set.items
+    )
+    assert private.header.erp_snapshot_hash != default_set.header.erp_snapshot_hash
 
 
 def test_keys_agree_with_an_independent_pandas_computation(

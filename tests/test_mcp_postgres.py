@@ -28,6 +28,10 @@ CALLS = [
     ("list_settlements", {"page_size": 5}),
     ("list_disputes", {"status": "open"}),
     ("list_cash_discounts", {"expiring_within_days": 30}),
+    ("list_cash_discounts", {"page_size": 5, "page": 3}),
+    ("rank_parties", {"measure": "invoiced", "date_from": "2025-01-01", "top_n": 3}),
+    ("rank_parties", {"measure": "paid", "party_type": "vendor", "top_n": 3}),
+    ("rank_parties", {"measure": "open", "ascending": True, "top_n": 3}),
     ("list_sales_orders", {"status": ["open"], "page_size": 5}),
     ("list_vendor_invoices", {"status": ["pending_approval"], "page_size": 5}),
     ("list_payment_journals", {"source": "proposal", "page_size": 5}),
@@ -38,6 +42,9 @@ CALLS = [
     ("query_entity_set", {"entity_set": "customers", "filters": [
         {"field": "credit_hold", "op": "eq", "value": True},
         {"field": "name", "op": "contains", "value": "a"}], "top": 5}),
+    ("query_entity_set", {"entity_set": "vendor-transactions", "group_by": ["legal_entity",
+        "vendor_account"], "aggregates": [{"op": "sum", "field": "amount_acct"}, {"op": "count"},
+        {"op": "max", "field": "txn_date"}], "order_by": [{"field": "sum_amount_acct"}], "top": 5}),
 ]  # fmt: skip
 
 

@@ -115,6 +115,7 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
             "list_customer_transactions": [
                 "account",
                 "currency",
+                "cursor",
                 "date_from",
                 "date_to",
                 "descending",
@@ -134,6 +135,7 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
             "list_vendor_transactions": [
                 "account",
                 "currency",
+                "cursor",
                 "date_from",
                 "date_to",
                 "descending",
@@ -152,6 +154,7 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
             ],
             "list_settlements": [
                 "account",
+                "cursor",
                 "date_from",
                 "date_to",
                 "legal_entity",
@@ -162,6 +165,7 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
             ],
             "list_disputes": [
                 "account",
+                "cursor",
                 "kind",
                 "legal_entity",
                 "opened_from",
@@ -173,6 +177,7 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
             "list_cash_discounts": [
                 "account",
                 "as_of",
+                "cursor",
                 "expiring_within_days",
                 "legal_entity",
                 "page",
@@ -180,8 +185,18 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
                 "party_type",
                 "state",
             ],
+            "rank_parties": [
+                "ascending",
+                "date_from",
+                "date_to",
+                "legal_entity",
+                "measure",
+                "party_type",
+                "top_n",
+            ],
             "list_sales_orders": [
                 "account",
+                "cursor",
                 "date_from",
                 "date_to",
                 "legal_entity",
@@ -194,6 +209,7 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
             "get_sales_order": ["legal_entity", "sales_id"],
             "list_purchase_orders": [
                 "account",
+                "cursor",
                 "date_from",
                 "date_to",
                 "legal_entity",
@@ -205,6 +221,7 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
             "list_vendor_invoices": [
                 "account",
                 "approver",
+                "cursor",
                 "date_from",
                 "date_to",
                 "due_from",
@@ -219,6 +236,7 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
             "get_vendor_invoice": ["invoice_id", "legal_entity"],
             "list_payment_journals": [
                 "account",
+                "cursor",
                 "date_from",
                 "date_to",
                 "legal_entity",
@@ -232,6 +250,7 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
             "get_vendor_spend": ["account", "fiscal_year", "legal_entity", "top_n"],
             "list_collection_letters": [
                 "account",
+                "cursor",
                 "date_from",
                 "date_to",
                 "legal_entity",
@@ -245,6 +264,7 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
                 "activity_type",
                 "case_id",
                 "category",
+                "cursor",
                 "due_from",
                 "due_to",
                 "legal_entity",
@@ -255,6 +275,7 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
             ],
             "list_collection_cases": [
                 "account",
+                "cursor",
                 "legal_entity",
                 "opened_from",
                 "opened_to",
@@ -274,9 +295,12 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
             "list_entity_sets": [],
             "describe_entity_set": ["entity_set"],
             "query_entity_set": [
+                "aggregates",
                 "count_only",
+                "cursor",
                 "entity_set",
                 "filters",
+                "group_by",
                 "legal_entity",
                 "order_by",
                 "select",

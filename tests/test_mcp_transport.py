@@ -172,7 +172,17 @@ async def test_audit_log_records_every_call(erp_db_url, tmp_path):
     assert lines[0]["arguments"] == {"query": "Wholesale", "limit": 2}
     assert lines[0]["error"] is None and lines[0]["result_chars"] > 50
     assert lines[1]["error"].startswith("no customer") and lines[1]["duration_ms"] >= 0
-    assert {"time", "tool", "arguments", "duration_ms", "result_chars", "error"} == set(lines[0])
+    assert lines[1]["error_kind"] == "client" and lines[0]["error_kind"] is None
+    assert {
+        "time",
+        "session_id",
+        "tool",
+        "arguments",
+        "duration_ms",
+        "result_chars",
+        "error",
+        "error_kind",
+    } == set(lines[0])
 
 
 def test_database_is_read_only_through_every_path(erp_db_url):

@@ -1,8 +1,8 @@
 """Every generated answer key, recomputed a second way: pandas over the raw tables.
 
-The oracle (synthetic_erp._oracle) queries with SQLAlchemy; this module re-derives the same facts
-from DataFrames with its own code, template by template, following the definitions documented in
-docs/dataset-format.md. Any disagreement is a bug in one of the two.
+The oracle (the keys in synthetic_erp.scenarios) queries with SQLAlchemy; this module re-derives
+the same facts from DataFrames with its own code, template by template, following the definitions
+in docs/conventions.md. Any disagreement is a bug in one of the two.
 """
 
 from __future__ import annotations
@@ -312,7 +312,8 @@ def _(f, p):
 
 
 def _customer_balance(f: Frames, c: pd.Series) -> float:
-    return round(party_open(f, "customer_transaction", c).open_amount_cur.sum(), 2)
+    """In accounting currency: credit limits are set in it (docs/conventions.md)."""
+    return round(party_open(f, "customer_transaction", c).open_amount_acct.sum(), 2)
 
 
 @check("credit_limit")
@@ -355,7 +356,7 @@ def _(f, p):
     cust = f.t["customer"]
     members = cust[(cust.legal_entity == p["legal_entity"]) & (cust.group_id == p["group_id"])]
     items = f.open_items("customer_transaction", p["legal_entity"])
-    balances = items.groupby("customer_account").open_amount_cur.sum()
+    balances = items.groupby("customer_account").open_amount_acct.sum()
     excess = {
         row.account: round(balances.get(row.account, 0.0) - row.credit_limit, 2)
         for row in members.itertuples()
@@ -540,9 +541,12 @@ def _(f, p):
     return [("id", "customer_account", account), amount("total_invoiced", value)]
 
 
-def _orders(f: Frames, le: str | None = None, account: str | None = None) -> pd.DataFrame:
+def _orders(
+    f: Frames, le: str | None = None, account: str | None = None, order_type: str = "sales"
+) -> pd.DataFrame:
+    """A "sales order" is an order of type sales; return orders only when asked for by name."""
     so = f.t["sales_order"]
-    so = so[so.order_date <= f.today]
+    so = so[(so.order_date <= f.today) & (so.order_type == order_type)]
     if le:
         so = so[so.legal_entity == le]
     if account:
@@ -596,7 +600,7 @@ def _(f, p):
 def _(f, p):
     c = find_party(f, "customer", p)
     rows = _orders(f, c.legal_entity, c.account)
-    rows = rows[(rows.order_type == "sales") & (rows.status != "canceled")]
+    rows = rows[rows.status != "canceled"]
     if rows.empty:
         return [none("orders")]
     ranked = sort_desc(rows, rows.total_amount, "sales_id").head(p["n"])
@@ -605,8 +609,7 @@ def _(f, p):
 
 @check("return_orders_entity")
 def _(f, p):
-    rows = _orders(f, p["legal_entity"])
-    n = int((rows.order_type == "return").sum())
+    n = len(_orders(f, p["legal_entity"], order_type="return"))
     return [none("orders")] if n == 0 else [count("return_orders", n)]
 
 
@@ -985,6 +988,8 @@ def _(f, p):
     facts = [count("invoices", len(rows))]
     if rows.currency.nunique() == 1:
         facts.append(amount("total", rows.amount.sum()))
+    else:
+        facts += [amount(f"total_{c}", v) for c, v in rows.groupby("currency").amount.sum().items()]
     return facts
 
 
@@ -1064,10 +1069,16 @@ def _(f, p):
 
 @check("ap_obligation_next_days")
 def _(f, p):
-    rows = _ap_due(f, p["legal_entity"], f.today, f.today + dt.timedelta(days=p["days"]))
+    end = f.today + dt.timedelta(days=p["days"])
+    rows = _ap_due(f, p["legal_entity"], dt.date.min, end)  # overdue invoices included
     if rows.empty:
         return [none("invoices"), amount("total_due", 0)]
-    return [amount("total_due", rows.open_amount_acct.sum()), count("invoices", len(rows))]
+    overdue = rows[rows.due_date.map(lambda d: d < f.today).astype(bool)]
+    return [
+        amount("total_due", rows.open_amount_acct.sum()),
+        amount("overdue", overdue.open_amount_acct.sum()),
+        count("invoices", len(rows)),
+    ]
 
 
 def _vendor_docs(f: Frames, v: pd.Series, txn_type: str, start=None, end=None) -> pd.DataFrame:
@@ -1115,11 +1126,16 @@ def _(f, p):
 
 @check("vendor_spend_fiscal_year")
 def _(f, p):
+    """Net spend: invoices less credit and debit notes, accounting currency."""
     v = find_party(f, "vendor", p)
-    rows = _vendor_docs(f, v, "invoice", f.fy_start(v.legal_entity), f.today)
-    if rows.empty:
-        return [none("invoices"), amount("spend", 0)]
-    return [amount("spend", rows.amount_cur.sum()), count("invoices", len(rows))]
+    rows = f.posted_txns("vendor_transaction", v)
+    rows = rows[
+        rows.txn_type.isin(["invoice", "credit_note", "debit_note"])
+        & in_window(rows.txn_date, f.fy_start(v.legal_entity), f.today)
+    ]
+    invoices = int((rows.txn_type == "invoice").sum())
+    facts = [amount("spend", rows.amount_acct.sum()), count("invoices", invoices)]
+    return ([none("invoices")] if rows.empty else []) + facts
 
 
 @check("open_pos_vendor")
@@ -1206,17 +1222,41 @@ def small_erp_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_every_template_has_an_independent_check() -> None:
-    from synthetic_erp._oracle import TEMPLATES
+    from synthetic_erp.scenarios import TEMPLATES
 
     assert sorted(TEMPLATES) == sorted(CHECKS)
 
 
-@pytest.mark.parametrize("which", ["default_seed_42", "small_seed_7"])
-def test_oracle_matches_pandas_for_every_item(which: str, request: pytest.FixtureRequest) -> None:
-    url = request.getfixturevalue("erp_db_url" if which == "default_seed_42" else "small_erp_url")
-    dataset = generate_questions(url, n=300, seed=11 if which == "default_seed_42" else 5)
+SETS = {"default_seed_42": ("erp_db_url", 300, 11), "small_seed_7": ("small_erp_url", 500, 5)}
+"""ERP fixture, items and question seed per checked set: together they use every phrasing."""
+
+
+@pytest.fixture(scope="module")
+def checked_sets(request: pytest.FixtureRequest) -> dict[str, tuple[str, Dataset]]:
+    sets = {}
+    for which, (fixture, n, seed) in SETS.items():
+        url = request.getfixturevalue(fixture)
+        sets[which] = (url, generate_questions(url, n=n, seed=seed))
+    return sets
+
+
+@pytest.mark.parametrize("which", list(SETS))
+def test_oracle_matches_pandas_for_every_item(which: str, checked_sets) -> None:
+    url, dataset = checked_sets[which]
     frames = Frames(url)
     problems = mismatches(frames, dataset)
     assert not problems, "\n".join(problems[:20])
     templates = {item.metadata["template"] for item in dataset.items}
     assert len(templates) >= 60, f"only {len(templates)} templates exercised"
+
+
+def test_the_checked_sets_cover_every_template_and_phrasing(checked_sets) -> None:
+    from synthetic_erp.scenarios import TEMPLATES
+
+    used = {
+        (item.metadata["template"], item.metadata["phrasing"])
+        for _, dataset in checked_sets.values()
+        for item in dataset.items
+    }
+    every = {(name, i) for name, t in TEMPLATES.items() for i in range(len(t.phrasings))}
+    assert every <= used, sorted(every - used)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harnesses._runner import TRAJECTORIES_FILE, RunConfig, read_trajectories, run
-from harnesses._scripted import Question, match_intent, name_candidates
+from harnesses.scripted import Question, match_intent, name_candidates
 from ledgerbench.dataset import Dataset
 
 pytestmark = pytest.mark.timeout(180)
@@ -120,9 +120,10 @@ def test_scripted_agent_answers_generated_questions_correctly(
         ),
         log=lambda _: None,
     )
-    assert summary.by_status == {"ok": 80}
-    questions = {q.id: q for q in _dataset(generated_questions).items}
     records = read_trajectories(out / TRAJECTORIES_FILE)
+    failed = [(r.question_id, r.termination, r.error) for r in records if r.status != "ok"]
+    assert summary.by_status == {"ok": 80}, failed
+    questions = {q.id: q for q in _dataset(generated_questions).items}
     correct, failures = 0, []
     for record in records:
         question = questions[record.question_id]
@@ -194,3 +195,31 @@ def test_scripted_agent_retries_transient_tool_errors(
     calls = [call for record in records for call in record.tool_calls]
     assert any(call.is_error and "TRANSIENT" in call.output for call in calls)
     assert not [r.question_id for r in records if "could not answer" in r.answer]
+
+
+def test_nothing_baseline_never_asks_the_erp_and_scores_only_the_none_items(
+    erp_server, generated_questions: Path, tmp_path: Path
+) -> None:
+    from judge import check_fact
+
+    run(
+        RunConfig(
+            dataset=generated_questions,
+            harness="nothing",
+            erp_url=erp_server.url,
+            out=tmp_path / "run",
+            progress=False,
+        ),
+        log=lambda _: None,
+    )
+    questions = {q.id: q for q in _dataset(generated_questions).items}
+    records = read_trajectories(tmp_path / "run" / TRAJECTORIES_FILE)
+    assert len(records) == len(questions)
+    right = set()
+    for record in records:
+        assert record.tool_calls == []
+        facts = questions[record.question_id].expected
+        if facts and all(check_fact(record.answer, f).score == 1.0 for f in facts):
+            right.add(record.question_id)
+    nones = {q.id for q in questions.values() if q.metadata["answer_kind"] == "none"}
+    assert right and right <= nones

@@ -1,0 +1,152 @@
+"""Ranking parties by money: which customers (or vendors) were invoiced, paid or still owe most."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import Field
+from sqlalchemy import func, select
+
+from erp_mcp._common import check_range
+from erp_mcp._ledger import LEDGERS
+from erp_mcp._records import StrictModel, money
+from erp_mcp._runtime import ErpRuntime
+from erp_mcp._tooling import erp_tool
+
+INVOICE_TYPES = {
+    "customer": ("sales_invoice", "free_text_invoice"),
+    "vendor": ("invoice",),
+}
+
+
+class RankArgs(StrictModel):
+    party_type: Literal["customer", "vendor"] = "customer"
+    """customer (accounts receivable) or vendor (accounts payable)."""
+    measure: Literal["invoiced", "paid", "open"] = "invoiced"
+    """invoiced: sum of invoices dated in the period; paid: sum of payments dated in the period;
+    open: what is still open today on transactions dated in the period (the balance when no
+    period is given). All in the legal entity's accounting currency."""
+    date_from: dt.date | None = None
+    """Transactions dated on or after this date (YYYY-MM-DD); omit for no lower bound."""
+    date_to: dt.date | None = None
+    """Transactions dated on or before this date (YYYY-MM-DD); omit for up to today."""
+    legal_entity: str | None = None
+    """Company code; omit to rank within every legal entity (amounts stay per accounting
+    currency, so parties of different legal entities are never compared)."""
+    top_n: int = Field(10, ge=1, le=100)
+    """How many parties per legal entity."""
+    ascending: bool = False
+    """Smallest first instead of largest first."""
+
+
+class RankedParty(StrictModel):
+    rank: int
+    """1 = largest (smallest with ascending) within its legal entity."""
+    legal_entity: str
+    account: str
+    name: str | None
+    amount_acct: float
+    """The measure in the accounting currency."""
+    accounting_currency: str
+    transactions: int
+    """Transactions that make up the amount."""
+    url: str | None
+    """The party's record link."""
+
+
+class PartyRanking(StrictModel):
+    party_type: str
+    measure: str
+    date_from: dt.date | None
+    date_to: dt.date | None
+    rows: list[RankedParty]
+    totals_acct: dict[str, float]
+    """The measure over every party (not just the top), per accounting currency."""
+    parties_counted: dict[str, int]
+    """Parties with a non-zero amount, per legal entity."""
+    truncated: bool = False
+    """True when rows were cut to stay within the result budget (about 100,000 characters)."""
+
+
+@erp_tool("finance", RankArgs)
+def rank_parties(rt: ErpRuntime, args: RankArgs) -> PartyRanking:
+    """Rank customers or vendors by invoiced, paid or open amount in a period (accounting
+    currency, top_n per legal entity), e.g. "which customer has the highest total invoiced amount
+    in 2025" or "the vendors we paid most last quarter". Totals cover every party."""
+    check_range("date_from/date_to", args.date_from, args.date_to)
+    le = rt.check_legal_entity(args.legal_entity)
+    ledger = LEDGERS[args.party_type]
+    t = ledger.txn
+    clauses = [t.c.posted.is_(True)]
+    if le:
+        clauses.append(t.c.legal_entity == le)
+    if args.date_from:
+        clauses.append(t.c.txn_date >= args.date_from)
+    if args.date_to:
+        clauses.append(t.c.txn_date <= args.date_to)
+    if args.measure == "invoiced":
+        clauses.append(t.c.txn_type.in_(INVOICE_TYPES[args.party_type]))
+        amount = func.sum(t.c.amount_acct)
+    elif args.measure == "paid":
+        clauses.append(t.c.txn_type == "payment")
+        amount = -func.sum(t.c.amount_acct)
+    else:
+        clauses.append(t.c.open_amount_cur != 0)
+        amount = func.sum(t.c.open_amount_acct)
+    per_party = (
+        select(
+            t.c.legal_entity,
+            ledger.account.label("account"),
+            amount.label("amount"),
+            func.count().label("n"),
+        )
+        .where(*clauses)
+        .group_by(t.c.legal_entity, ledger.account)
+        .subquery()
+    )
+    ordered = per_party.c.amount.asc() if args.ascending else per_party.c.amount.desc()
+    ranked = select(
+        per_party,
+        func.row_number()
+        .over(partition_by=per_party.c.legal_entity, order_by=[ordered, per_party.c.account])
+        .label("rank"),
+    ).subquery()
+    with rt.engine.connect() as conn:
+        rows = conn.execute(
+            select(ranked)
+            .where(ranked.c.rank <= args.top_n)
+            .order_by(ranked.c.legal_entity, ranked.c.rank)
+        ).all()
+        summary = conn.execute(
+            select(per_party.c.legal_entity, func.sum(per_party.c.amount), func.count())
+            .where(per_party.c.amount != 0)
+            .group_by(per_party.c.legal_entity)
+        ).all()
+    totals: dict[str, float] = {}
+    counted: dict[str, int] = {}
+    for code, total, n in summary:
+        currency = rt.legal_entities[code].accounting_currency
+        totals[currency] = money(totals.get(currency, 0) + float(total or 0))
+        counted[code] = int(n)
+    return PartyRanking(
+        party_type=args.party_type,
+        measure=args.measure,
+        date_from=args.date_from,
+        date_to=args.date_to,
+        rows=[
+            RankedParty(
+                rank=int(r.rank),
+                legal_entity=r.legal_entity,
+                account=r.account,
+                name=rt.party_name(args.party_type, r.legal_entity, r.account),
+                amount_acct=money(r.amount),
+                accounting_currency=rt.legal_entities[r.legal_entity].accounting_currency,
+                transactions=int(r.n),
+                url=rt.url(ledger.party_set, r.legal_entity, r.account),
+            )
+            for r in rows
+        ],
+        totals_acct=totals,
+        parties_counted=counted,
+    )

@@ -1,0 +1,232 @@
+"""Aged Balance: the scripted agent's solvers for this scenario's questions."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from typing import Any
+
+from harnesses.scripted._base import (
+    AR_INVOICE_TYPES,
+    Context,
+    _aging_row,
+    doc_link,
+    listing,
+    long_date,
+    md_link,
+    money,
+    plural,
+    table,
+    when,
+    where,
+    with_table,
+)
+
+
+def _bucket_rows(row: dict[str, Any], currency: str | None, use_cur: bool = True) -> list[list]:
+    out = []
+    for bucket in row.get("buckets") or []:
+        amount = bucket.get("amount_cur") if use_cur else None
+        if amount is None:
+            amount = bucket.get("amount_acct")
+        out.append([bucket.get("label", ""), money(amount, currency)])
+    return out
+
+
+async def aging_customer(ctx: Context) -> str:
+    party = await ctx.party("customer")
+    row = await _aging_row(ctx, party)
+    currency = row.get("currency") or None
+    balance = row.get("balance_cur", row.get("balance_acct", 0)) or 0
+    if not row or not row.get("open_transaction_count"):
+        return (
+            f"{party.link} has no open transactions {where(ctx, party.legal_entity)} "
+            f"{when(ctx)}: the balance is {money(0, currency)}."
+        )
+    head = (
+        f"The aged balance of {party.link} {where(ctx, party.legal_entity)} {when(ctx)} is "
+        f"**{money(balance, currency)}** over "
+        f"{plural(row.get('open_transaction_count', 0), 'open transaction')}, aged by days "
+        "past due:"
+    )
+    return head + "\n\n" + table(["Aging bucket", "Amount"], _bucket_rows(row, currency))
+
+
+async def balance_all_entities(ctx: Context) -> str:
+    parties = await ctx.parties("customer", every_entity=True)
+    rows, totals = [], defaultdict(float)
+    for party in parties:
+        row = await _aging_row(ctx, party)
+        currency = row.get("currency") or ""
+        balance = float(row.get("balance_cur", 0) or 0)
+        totals[currency] += balance
+        rows.append([party.link, party.legal_entity, money(balance, currency or None)])
+    head = (
+        f"Open balances of customers named {parties[0].name} across all legal entities {when(ctx)}"
+    )
+    if len(parties) == 1:
+        return f"{head}: {rows[0][0]} in {rows[0][1]} owes **{rows[0][2]}**."
+    combined = ""
+    if len(totals) == 1:
+        currency, total = next(iter(totals.items()))
+        combined = f" Combined: **{money(total, currency or None)}**."
+    return (
+        head
+        + f": {len(parties)} accounts.{combined}\n\n"
+        + table(["Customer", "Legal entity", "Balance"], rows)
+    )
+
+
+async def coming_due_customer(ctx: Context) -> str:
+    party = await ctx.party("customer")
+    start = ctx.as_of if ctx.question.days else (ctx.question.start or ctx.as_of)
+    end = ctx.question.end or start + dt.timedelta(days=ctx.question.days or 7)
+    if ctx.question.days:
+        end = start + dt.timedelta(days=ctx.question.days)
+    items, _ = await ctx.all_items(
+        "list_customer_transactions",
+        account=party.account,
+        legal_entity=party.legal_entity,
+        status="open",
+        due_from=start,
+        due_to=end,
+        sort_by="due_date",
+        descending=False,
+    )
+    items = [i for i in items if float(i.get("open_amount_cur") or 0) > 0]
+    span = f"between {long_date(start)} and {long_date(end)}"
+    if not items:
+        return f"No open transactions of {party.link} fall due {span}."
+    currency = items[0].get("currency")
+    total = sum(float(i["open_amount_cur"]) for i in items)
+    head = (
+        f"{plural(len(items), 'open transaction')} of {party.link} fall due {span}, totalling "
+        f"**{money(total, currency)}**: "
+        + listing(
+            [f"{doc_link(i, 'document_number')} due {long_date(i['due_date'])}" for i in items]
+        )
+        + "."
+    )
+    rows = [
+        [doc_link(i, "document_number"), long_date(i.get("due_date")), money(i["open_amount_cur"])]
+        for i in items
+    ]
+    return with_table(head, ["Document", "Due date", "Open amount"], rows)
+
+
+async def top_past_due_group(ctx: Context) -> str:
+    q = ctx.question
+    group, days = q.group_id, q.days or 90
+    customers, _ = await ctx.query(
+        "customers", ("group_id", "eq", group), select=["account", "name"]
+    )
+    names = {c["account"]: c for c in customers}
+    items, _ = await ctx.all_items(
+        "list_customer_transactions",
+        legal_entity=ctx.legal_entity,
+        status="open",
+        txn_type=AR_INVOICE_TYPES,
+        due_to=ctx.as_of - dt.timedelta(days=days + 1),
+    )
+    totals: dict[str, float] = defaultdict(float)
+    for item in items:
+        if item.get("customer_account") in names and float(item.get("open_amount_cur") or 0) > 0:
+            totals[item["customer_account"]] += float(item.get("open_amount_acct") or 0)
+    ranked = sorted(
+        ((round(v, 2), a) for a, v in totals.items() if v > 0), key=lambda x: (-x[0], x[1])
+    )
+    ranked = ranked[: q.n or 10]
+    if not ranked:
+        return (
+            f"No customer in group {group} {where(ctx)} has invoices more than {days} days past "
+            f"due {when(ctx)}."
+        )
+    acct = ctx.accounting_currency(ctx.legal_entity)
+    lines = [
+        f"{md_link(names[a].get('name', a) + f' ({a})', names[a].get('url'))} {money(v, acct)}"
+        for v, a in ranked
+    ]
+    head = (
+        f"Top {len(ranked)} customers in group {group} {where(ctx)} by balance more than {days} "
+        f"days past due {when(ctx)} (accounting currency): " + "; ".join(lines) + "."
+    )
+    rows = [[names[a].get("name", a), a, money(v, acct)] for v, a in ranked]
+    return with_table(head, ["Customer", "Account", "Past due"], rows)
+
+
+def _row_link(row: dict[str, Any]) -> str:
+    return md_link(f"{row.get('name')} ({row.get('account')})", row.get("url"))
+
+
+async def aging_top_customers(ctx: Context) -> str:
+    n = ctx.question.n or 10
+    data = await ctx.call(
+        "get_aging",
+        party_type="customer",
+        legal_entity=ctx.legal_entity,
+        as_of=ctx.as_of,
+        bucket_edges=[30, 60, 90],
+        sort_by="balance",
+        limit=n,
+    )
+    rows = data.get("rows") or []
+    if not rows:
+        return f"There are no customers with open balances {where(ctx)} {when(ctx)}."
+    labels = [b.get("label", "") for b in rows[0].get("buckets", [])]
+    head = (
+        f"The {plural(len(rows), 'customer')} with the largest outstanding balances {where(ctx)} "
+        f"{when(ctx)} (accounting currency): "
+        + "; ".join(
+            f"{_row_link(r)} {money(r.get('balance_acct'), r.get('accounting_currency'))}"
+            for r in rows
+        )
+        + "."
+    )
+    table_rows = [
+        [_row_link(r), money(r.get("balance_acct"))]
+        + [money(b.get("amount_acct")) for b in r.get("buckets", [])]
+        for r in rows
+    ]
+    return with_table(head, ["Customer", "Balance", *labels], table_rows)
+
+
+async def aging_totals_entity(ctx: Context) -> str:
+    data = await ctx.call(
+        "get_aging",
+        party_type="customer",
+        legal_entity=ctx.legal_entity,
+        as_of=ctx.as_of,
+        bucket_edges=[30, 60, 90],
+        group_by="legal_entity",
+    )
+    acct = ctx.accounting_currency(ctx.legal_entity)
+    row = (data.get("rows") or [{}])[0]
+    total = row.get("balance_acct", 0)
+    buckets = [[b.get("label"), money(b.get("amount_acct"), acct)] for b in row.get("buckets", [])]
+    head = (
+        f"Open customer balances {where(ctx)} {when(ctx)} total **{money(total, acct)}** "
+        "(accounting currency), by days past due:"
+    )
+    return head + "\n\n" + table(["Aging bucket", "Amount"], buckets)
+
+
+async def past_due_total_entity(ctx: Context) -> str:
+    days = ctx.question.days or 90
+    items, _ = await ctx.all_items(
+        "list_customer_transactions",
+        legal_entity=ctx.legal_entity,
+        status="open",
+        txn_type=AR_INVOICE_TYPES,
+        due_to=ctx.as_of - dt.timedelta(days=days + 1),
+    )
+    items = [i for i in items if float(i.get("open_amount_cur") or 0) > 0]
+    acct = ctx.accounting_currency(ctx.legal_entity)
+    if not items:
+        return f"There are no customer transactions more than {days} days past due {where(ctx)}."
+    total = sum(float(i.get("open_amount_acct") or 0) for i in items)
+    customers = len({i.get("customer_account") for i in items})
+    return (
+        f"Unpaid customer receivables more than {days} days past due {where(ctx)} {when(ctx)} "
+        f"total **{money(total, acct)}** (accounting currency) across "
+        f"{plural(len(items), 'open transaction')} of {plural(customers, 'customer')}."
+    )

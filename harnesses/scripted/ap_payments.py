@@ -1,0 +1,145 @@
+"""AP Payments: the scripted agent's solvers for this scenario's questions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from harnesses.scripted._base import (
+    AP_HEADERS,
+    Context,
+    ToolFailure,
+    _ap_rows,
+    _open_ap,
+    _txn_rows,
+    doc_link,
+    long_date,
+    md_link,
+    money,
+    plural,
+    where,
+    window,
+    with_table,
+)
+
+
+async def ap_obligation_next_days(ctx: Context) -> str:
+    """Everything open that must be paid by the horizon's last day, overdue invoices included."""
+    end = ctx.question.end or ctx.as_of + dt.timedelta(days=ctx.question.days or 7)
+    items = await _open_ap(ctx, due_to=end)
+    acct = ctx.accounting_currency(ctx.legal_entity)
+    if not items:
+        return f"No open vendor invoices are due by {long_date(end)} {where(ctx)}: nothing to pay."
+    total = sum(float(i.get("open_amount_acct") or 0) for i in items)
+    overdue = sum(
+        float(i.get("open_amount_acct") or 0)
+        for i in items
+        if str(i.get("due_date") or "") < ctx.as_of.isoformat()
+    )
+    vendors = len({i.get("vendor_account") for i in items})
+    head = (
+        f"The AP payment obligation due by {long_date(end)} {where(ctx)} is "
+        f"**{money(total, acct)}** (accounting currency; {money(overdue, acct)} of it already "
+        "overdue) across "
+        f"{plural(len(items), 'open vendor invoice')} of {plural(vendors, 'vendor')}."
+    )
+    return with_table(head, AP_HEADERS, _ap_rows(items))
+
+
+async def payment_accounts_methods(ctx: Context) -> str:
+    data = await ctx.call(
+        "list_reference_data",
+        kind="methods_of_payment",
+        legal_entity=ctx.legal_entity,
+        party_type="vendor",
+    )
+    methods = {m.get("code", "").upper(): m for m in data.get("items", [])}
+    codes = [
+        c
+        for c in re.findall(r"\b[A-Z][A-Z0-9_]{1,15}\b", ctx.question.text)
+        if c not in {"USMF", "USPI", "DEMF", "GBSI", "AP", "AR", "ERP"}
+        and c not in (ctx.legal_entity,)
+    ]
+    if not codes:
+        codes = sorted(methods)
+    rows, lines = [], []
+    for code in codes:
+        m = methods.get(code.upper())
+        if m is None:
+            lines.append(f"{code}: no such vendor method of payment {where(ctx)}")
+            rows.append([code, "no such method", "-"])
+        else:
+            link = md_link(code, m.get("url"))
+            lines.append(
+                f"{link} ({m.get('description')}) posts to payment account "
+                f"**{m.get('payment_account')}**"
+            )
+            rows.append([link, m.get("description"), m.get("payment_account")])
+    return with_table("; ".join(lines) + ".", ["Method", "Description", "Payment account"], rows)
+
+
+async def proposal_vendors_on_date(ctx: Context) -> str:
+    day = ctx.question.single_date or ctx.question.as_of or ctx.today
+    journals, _ = await ctx.all_items(
+        "list_payment_journals",
+        legal_entity=ctx.legal_entity,
+        source="proposal",
+        date_from=day,
+        date_to=day,
+    )
+    if not journals:
+        return f"No payment proposal was created on {long_date(day)} {where(ctx)}: no vendors."
+    vendors: set[str] = set()
+    for journal in journals:
+        data = await ctx.call(
+            "get_payment_journal",
+            journal_id=journal["journal_id"],
+            legal_entity=journal["legal_entity"],
+        )
+        vendors |= {line.get("vendor_account") for line in data.get("lines", [])}
+    ordered = sorted(v for v in vendors if v)
+    links = ", ".join(doc_link(j, "journal_id") for j in journals)
+    return (
+        f"The payment proposal(s) of {long_date(day)} {where(ctx)} ({links}) include "
+        f"**{plural(len(ordered), 'vendor')}**: "
+        f"{', '.join(ctx.link('vendors', journals[0].get('legal_entity'), v) for v in ordered)}."
+    )
+
+
+async def vendor_payments_range(ctx: Context) -> str:
+    party = await ctx.party("vendor")
+    q = ctx.question
+    items, _ = await ctx.all_items(
+        "list_vendor_transactions",
+        account=party.account,
+        legal_entity=party.legal_entity,
+        txn_type=["payment"],
+        date_from=q.start,
+        date_to=q.end or ctx.as_of,
+    )
+    if not items:
+        return f"No payments were made to {party.link} {window(ctx)}."
+    total = sum(-float(i.get("amount_cur") or 0) for i in items)
+    head = (
+        f"We made **{plural(len(items), 'payment')}** to {party.link} {window(ctx)}, totalling "
+        f"**{money(total, items[0].get('currency'))}**."
+    )
+    return with_table(head, ["Payment", "Date", "Amount"], _txn_rows(items))
+
+
+async def payment_journal_total(ctx: Context) -> str:
+    match = re.search(r"journal\s+#?([A-Za-z0-9-]+)", ctx.question.text)
+    journal_id = match.group(1) if match else ""
+    try:
+        data = await ctx.call(
+            "get_payment_journal", journal_id=journal_id, legal_entity=ctx.legal_entity
+        )
+    except ToolFailure:
+        return f"There is no payment journal {journal_id} {where(ctx)}: no such record was found."
+    journal = data.get("journal", {})
+    return (
+        f"Payment journal **{doc_link(journal, 'journal_id')}** {where(ctx)} (status "
+        f"{journal.get('status')}, created {long_date(journal.get('created_date'))}) totals "
+        f"**{money(journal.get('total_amount'), journal.get('currency'))}** over "
+        f"**{plural(int(data.get('line_count') or journal.get('line_count') or 0), 'line')}**."
+    )

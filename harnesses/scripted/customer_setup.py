@@ -1,0 +1,63 @@
+"""Customer Setup: the scripted agent's solvers for this scenario's questions."""
+
+from __future__ import annotations
+
+from harnesses.scripted._base import (
+    Context,
+    _customer,
+    _customer_list,
+    md_link,
+    payment_terms,
+    with_table,
+)
+
+
+async def payment_terms_customer(ctx: Context) -> str:
+    return await payment_terms(ctx, "customer")
+
+
+async def contact_customer(ctx: Context) -> str:
+    party, data = await _customer(ctx)
+    c = data["customer"]
+    address = ", ".join(
+        str(c[k])
+        for k in ("address_street", "address_city", "address_state", "address_zip")
+        if c.get(k)
+    )
+    head = (
+        f"{party.link} in {party.legal_entity}: phone **{c.get('contact_phone')}**, contact "
+        f"{c.get('contact_name')}, email {c.get('contact_email')}."
+    )
+    rows = [
+        ["Contact", c.get("contact_name")],
+        ["Phone", c.get("contact_phone")],
+        ["Email", c.get("contact_email")],
+        ["Address", f"{address}, {c.get('address_country', '')}"],
+    ]
+    return with_table(head, ["Field", "Value"], rows)
+
+
+async def method_of_payment_customer(ctx: Context) -> str:
+    party, data = await _customer(ctx)
+    method = data["customer"].get("method_of_payment")
+    if not method:
+        return (
+            f"{party.link} in {party.legal_entity} has no method of payment set: no records "
+            "were found."
+        )
+    detail = data.get("method_of_payment") or {}
+    description = f" ({detail.get('description')})" if detail.get("description") else ""
+    return (
+        f"{party.link} in {party.legal_entity} pays by method of payment "
+        f"**{md_link(method, detail.get('url'))}**{description}."
+    )
+
+
+async def customers_in_group(ctx: Context) -> str:
+    group = ctx.question.group_id
+    return await _customer_list(ctx, f"in customer group {group}", ("group_id", "eq", group))
+
+
+async def customers_by_currency(ctx: Context) -> str:
+    currency = ctx.question.currency
+    return await _customer_list(ctx, f"with currency {currency}", ("currency", "eq", currency))

@@ -1,0 +1,135 @@
+"""Vendor Balance: the scripted agent's solvers for this scenario's questions."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from harnesses.scripted._base import (
+    Context,
+    _aging_row,
+    _due_window,
+    _open_ap,
+    long_date,
+    money,
+    plural,
+    when,
+    where,
+    with_table,
+)
+
+
+async def vendor_balance(ctx: Context) -> str:
+    party = await ctx.party("vendor")
+    row = await _aging_row(ctx, party)
+    currency = row.get("currency")
+    count = int(row.get("open_transaction_count", 0) or 0)
+    if not count:
+        return (
+            f"There are no open transactions with {party.link} {where(ctx, party.legal_entity)} "
+            f"{when(ctx)}: the AP balance is {money(0, currency)}."
+        )
+    text = (
+        f"The open AP balance owed to {party.link} {where(ctx, party.legal_entity)} {when(ctx)} is "
+        f"**{money(row.get('balance_cur'), currency)}**"
+    )
+    acct = ctx.accounting_currency(party.legal_entity)
+    if acct and acct != currency:
+        text += f" ({money(row.get('balance_acct'), acct)} in accounting currency)"
+    return text + f", over {plural(count, 'open transaction')}."
+
+
+async def _vendor_aging(ctx: Context, **args: Any) -> dict[str, Any]:
+    return await ctx.call(
+        "get_aging", party_type="vendor", legal_entity=ctx.legal_entity, as_of=ctx.as_of, **args
+    )
+
+
+async def ap_by_group_entity(ctx: Context) -> str:
+    data = await _vendor_aging(ctx, group_by="group", limit=1000)
+    acct = ctx.accounting_currency(ctx.legal_entity)
+    rows = sorted(data.get("rows", []), key=lambda r: str(r.get("group_id")))
+    total = sum(float(r.get("balance_acct") or 0) for r in rows)
+    if not rows:
+        return f"There are no open vendor balances {where(ctx)} {when(ctx)}."
+    head = f"Open AP balance {where(ctx)} {when(ctx)} by vendor group (accounting currency): "
+    head += "; ".join(
+        f"group {ctx.link('vendor-groups', ctx.legal_entity, str(r.get('group_id')))} "
+        f"{money(r.get('balance_acct'), acct)}"
+        for r in rows
+    )
+    head += f"; total **{money(total, acct)}**."
+    table_rows = [
+        [r.get("group_id"), r.get("name") or "", money(r.get("balance_acct"))] for r in rows
+    ]
+    return with_table(head, ["Vendor group", "Name", "Balance"], table_rows)
+
+
+async def ap_group_balance(ctx: Context) -> str:
+    group = ctx.question.group_id
+    data = await _vendor_aging(ctx, group_id=group, group_by="group")
+    acct = ctx.accounting_currency(ctx.legal_entity)
+    total = sum(float(r.get("balance_acct") or 0) for r in data.get("rows", []))
+    if not data.get("rows") or not round(total, 2):
+        return (
+            f"There are no open items for the vendors of vendor group {group} {where(ctx)}: "
+            f"the combined AP balance is {money(0, acct)}."
+        )
+    return (
+        f"The combined AP balance of vendor group "
+        f"{ctx.link('vendor-groups', ctx.legal_entity, str(group))} {where(ctx)} {when(ctx)} is "
+        f"**{money(total, acct)}** (accounting currency)."
+    )
+
+
+async def ap_by_currency_entity(ctx: Context) -> str:
+    data = await _vendor_aging(ctx, group_by="currency")
+    acct = ctx.accounting_currency(ctx.legal_entity)
+    rows = sorted(data.get("rows", []), key=lambda r: str(r.get("currency")))
+    if not rows:
+        return f"There are no open vendor balances {where(ctx)} {when(ctx)}."
+    total = sum(float(r.get("balance_acct") or 0) for r in rows)
+    head = f"Open AP balance {where(ctx)} {when(ctx)} by transaction currency: " + "; ".join(
+        f"{r.get('currency')} {money(r.get('balance_cur'), r.get('currency'))} "
+        f"({money(r.get('balance_acct'), acct)} accounting)"
+        for r in rows
+    )
+    head += f"; total **{money(total, acct)}** in accounting currency."
+    table_rows = [
+        [r.get("currency"), money(r.get("balance_cur")), money(r.get("balance_acct"))] for r in rows
+    ]
+    return with_table(head, ["Currency", "Balance", f"Balance ({acct})"], table_rows)
+
+
+async def ap_overdue_entity(ctx: Context) -> str:
+    items = await _open_ap(ctx, overdue_as_of=ctx.as_of)
+    acct = ctx.accounting_currency(ctx.legal_entity)
+    if not items:
+        return f"There are no overdue vendor invoices {where(ctx)} {when(ctx)}: {money(0, acct)}."
+    total = sum(float(i.get("open_amount_acct") or 0) for i in items)
+    vendors = len({i.get("vendor_account") for i in items})
+    return (
+        f"The overdue AP balance {where(ctx)} {when(ctx)} is **{money(total, acct)}** (accounting "
+        f"currency) across {plural(len(items), 'open vendor invoice')} of "
+        f"{plural(vendors, 'vendor')}."
+    )
+
+
+async def ap_due_next_month_top(ctx: Context) -> str:
+    start, end = await _due_window(ctx)
+    items = await _open_ap(ctx, due_from=start, due_to=end)
+    totals: dict[str, float] = defaultdict(float)
+    for i in items:
+        totals[i["vendor_account"]] += float(i.get("open_amount_acct") or 0)
+    ranked = sorted(((round(v, 2), a) for a, v in totals.items()), key=lambda x: (-x[0], x[1]))
+    ranked = ranked[: ctx.question.n or 5]
+    span = f"between {long_date(start)} and {long_date(end)}"
+    if not ranked:
+        return f"There are no open vendor balances falling due {span} {where(ctx)}."
+    acct = ctx.accounting_currency(ctx.legal_entity)
+    le = ctx.legal_entity
+    head = f"The {plural(len(ranked), 'largest AP balance')} due {span} {where(ctx)}: " + "; ".join(
+        f"{ctx.link('vendors', le, a)} {money(v, acct)}" for v, a in ranked
+    )
+    rows = [[ctx.link("vendors", le, a), money(v, acct)] for v, a in ranked]
+    return with_table(head + ".", ["Vendor", "Due"], rows)

@@ -1,0 +1,97 @@
+"""Vendors: the scripted agent's solvers for this scenario's questions."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from harnesses.scripted._base import (
+    MONTH_YEAR,
+    Context,
+    _month_number,
+    _vendor,
+    doc_link,
+    listing,
+    long_date,
+    md_link,
+    payment_terms,
+    plural,
+    where,
+    with_table,
+)
+
+
+async def payment_terms_vendor(ctx: Context) -> str:
+    return await payment_terms(ctx, "vendor")
+
+
+async def vendor_cash_discount(ctx: Context) -> str:
+    party, data = await _vendor(ctx)
+    terms = data["vendor"].get("payment_terms")
+    discount = data.get("cash_discount")
+    if not discount:
+        return (
+            f"No. {party.link} in {party.legal_entity} has payment terms **{terms}**, which carry "
+            "no early-payment (cash) discount."
+        )
+    percent = float(discount.get("percent") or 0)
+    return (
+        f"Yes. {party.link} in {party.legal_entity} has payment terms **{terms}** with cash "
+        f"discount {md_link(discount.get('code'), discount.get('url'))}: **{percent:g}%** if paid "
+        f"within {discount.get('days')} days ({discount.get('description')})."
+    )
+
+
+async def _vendor_list(ctx: Context, label: str, *filters: tuple[str, str, Any]) -> str:
+    items, data = await ctx.query("vendors", *filters)
+    count = int(data.get("total_count", len(items)))
+    if not count:
+        return f"There are no vendors {label} {where(ctx)}."
+    head = f"**{plural(count, 'vendor')}** {label} {where(ctx)}: " + listing(
+        [md_link(f"{i.get('name')} ({i.get('account')})", i.get("url")) for i in items]
+    )
+    rows = [
+        [
+            doc_link(i, "account"),
+            i.get("name"),
+            i.get("payment_terms"),
+            i.get("hold_reason") or "",
+            long_date(i.get("created_date")),
+        ]
+        for i in items
+    ]
+    return with_table(head + ".", ["Vendor", "Name", "Terms", "Hold reason", "Created"], rows)
+
+
+async def vendors_on_hold(ctx: Context) -> str:
+    return await _vendor_list(ctx, "on payment hold", ("payment_hold", "eq", True))
+
+
+async def vendors_created_in_month(ctx: Context) -> str:
+    match = MONTH_YEAR.search(ctx.question.text)
+    if match:
+        start = dt.date(int(match.group(2)), _month_number(match.group(1)), 1)
+    else:
+        start = ctx.as_of.replace(day=1)
+    end = (start + dt.timedelta(days=32)).replace(day=1) - dt.timedelta(days=1)
+    return await _vendor_list(
+        ctx,
+        f"created in {start:%B} {start.year}",
+        ("created_date", "ge", start.isoformat()),
+        ("created_date", "le", end.isoformat()),
+    )
+
+
+async def vendors_terms_longer_than(ctx: Context) -> str:
+    days = ctx.question.days or 60
+    data = await ctx.call(
+        "list_reference_data", kind="payment_terms", legal_entity=ctx.legal_entity
+    )
+    long_terms = sorted(
+        {t["terms_id"] for t in data.get("items", []) if int(t.get("net_days") or 0) > days}
+    )
+    if not long_terms:
+        return f"There are no vendors with payment terms longer than net {days} days {where(ctx)}."
+    return await _vendor_list(
+        ctx, f"on payment terms longer than net {days} days", ("payment_terms", "in", long_terms)
+    )

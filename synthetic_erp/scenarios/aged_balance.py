@@ -1,0 +1,283 @@
+"""Aged Balance (AR): phrasings, parameter choice and answer key of each question kind."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import select
+
+from synthetic_erp import _schema as s
+from synthetic_erp._catalog import record_path
+from synthetic_erp.scenarios._base import (
+    AR_INVOICE_TYPES,
+    BUCKETS,
+    LIST_LIMIT,
+    Answer,
+    OracleContext,
+    UnknownParty,
+    _aging,
+    _amount,
+    _bucket_facts,
+    _bucket_text,
+    _count,
+    _cust_items,
+    _listing,
+    _names,
+    _none,
+    _sum,
+    _top,
+    _txn_path,
+    days_overdue,
+    ledger_open_items,
+    long_date,
+    money,
+    parties_named,
+    party,
+    registrar,
+)
+from synthetic_erp.scenarios._drafting import Chooser, Draft, fake_party_name
+
+template = registrar("Aged Balance", "AR")
+
+
+def _choose_balance_all_entities(c: Chooser) -> Draft:
+    names = c.view.twin_names or sorted({p.name for p in c.view.parties[("customer", "USMF")]})
+    name = c.rng.choice(names)
+    if c.rng.random() < 0.3:
+        name = fake_party_name(c.view, c.rng)
+        return Draft("", {"name": name}, {**c.base(None), "who": name}, "nonexistent")
+    return Draft("", {"name": name}, {**c.base(None), "who": name})
+
+
+def _choose_top_past_due_group(c: Chooser) -> Draft:
+    le, n, days, group = (
+        c.view.pick_le(c.rng),
+        c.rng.choice((5, 10)),
+        c.rng.choice((30, 60, 90)),
+        c.group(),
+    )
+    return c.le_draft(
+        {"legal_entity": le, "group_id": group, "days": days, "n": n},
+        group_id=group,
+        days=str(days),
+        n=str(n),
+    )
+
+
+def _choose_past_due_total_entity(c: Chooser) -> Draft:
+    days = c.rng.choice((30, 60, 90, 180))
+    return c.le_draft({"legal_entity": c.view.pick_le(c.rng), "days": days}, days=str(days))
+
+
+def _coming_due_extra(c: Chooser) -> tuple[dict[str, Any], dict[str, str]]:
+    days = c.rng.choice((7, 14, 30))
+    return {"days": days}, c.horizon(days)
+
+
+@template(
+    "aging_customer",
+    party="customer",
+    phrasings=(
+        "How is the balance of {who} {where} spread across the aging buckets {asof}?",
+        "Break down what {who} owes us {where} by days past due {asof}: current, 1-30, "
+        "31-60, 61-90 and 90+.",
+        "Can you age the open receivables of {who} {where} {asof}?",
+    ),
+)
+def aging_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    items = _cust_items(ctx, p)
+    if not items:
+        return Answer(
+            text=f"{p.label} in {p.legal_entity} has no open transactions as of "
+            f"{long_date(ctx.today)}: the balance is {money(0, p.currency)}.",
+            facts=[_none("open_items"), _amount("balance", 0)],
+            refs=[p.path],
+        )
+    buckets = _aging(ctx, items)
+    total = _sum(buckets.values())
+    return Answer(
+        text=f"{p.label} in {p.legal_entity} has an open balance of {money(total, p.currency)} "
+        f"as of {long_date(ctx.today)}, aged by days overdue: {_bucket_text(buckets, p.currency)}.",
+        facts=[_amount("balance", total), *_bucket_facts(buckets)],
+        refs=[p.path, *(_txn_path("customer", row) for row in items[:LIST_LIMIT])],
+        records=1,
+    )
+
+
+@template(
+    "balance_all_entities",
+    choose=_choose_balance_all_entities,
+    phrasings=(
+        "Add up what {who} owes us {where} {asof}.",
+        "What does {who} owe {where}, company by company, {asof}?",
+        "Give me the open balance of {who} summed {where} {asof}.",
+    ),
+)
+def balance_all_entities(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    found = parties_named(ctx, "customer", params["name"])
+    if not found:
+        raise UnknownParty("customer", params["name"], None)
+    lines, facts, refs = [], [], []
+    for p in found:
+        balance = _sum(row.open_amount_cur for row in _cust_items(ctx, p))
+        lines.append(f"{p.label} in {p.legal_entity}: {money(balance, p.currency)}")
+        facts.append(_amount(f"balance_{p.legal_entity}_{p.account}", balance))
+        refs.append(p.path)
+    currencies = {p.currency for p in found}
+    text = f"Open balances for customers named {found[0].name} across all legal entities as of "
+    text += f"{long_date(ctx.today)}: " + "; ".join(lines) + "."
+    if len(found) > 1 and len(currencies) == 1:
+        total = _sum(Decimal(str(f.value)) for f in facts)
+        text += f" Combined: {money(total, currencies.pop())}."
+        facts.append(_amount("balance_combined", total))
+    elif len(found) > 1:
+        text += " The balances are in different currencies, so they are not added up."
+    return Answer(text=text, facts=facts, refs=refs, records=len(found))
+
+
+@template(
+    "top_past_due_group",
+    choose=_choose_top_past_due_group,
+    phrasings=(
+        "In customer group {group_id} {where}, which {n} customers have the most invoice "
+        "value more than {days} days late {asof}?",
+        "Rank the customers of group {group_id} {where} by unpaid invoices over {days} days "
+        "late and give me the top {n} {asof}.",
+    ),
+)
+def top_past_due_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le, group, days, n = params["legal_entity"], params["group_id"], params["days"], params["n"]
+    c = s.Customer
+    accounts = set(
+        ctx.session.scalars(select(c.account).where(c.legal_entity == le, c.group_id == group))
+    )
+    totals: dict[str, Decimal] = defaultdict(lambda: Decimal("0.00"))
+    for row in ledger_open_items(ctx, "customer", le):
+        overdue = days_overdue(ctx.today, row.due_date, row.txn_date) > days
+        invoice = row.txn_type in AR_INVOICE_TYPES and row.open_amount_cur > 0
+        if row.customer_account in accounts and invoice and overdue:
+            totals[row.customer_account] += row.open_amount_acct
+    ranked = sorted(((v, a) for a, v in totals.items() if v > 0), key=lambda x: (-x[0], x[1]))[:n]
+    currency = ctx.currency(le)
+    if not ranked:
+        return Answer(
+            text=f"No customer in group {group} in {le} has unpaid invoices more than {days} "
+            f"days past due as of {long_date(ctx.today)}.",
+            facts=[_none("customers")],
+        )
+    names = _names(ctx, "customer", le, [a for _, a in ranked])
+    lines = [f"{names[a]} ({a}) {money(v, currency)}" for v, a in ranked]
+    return Answer(
+        text=f"Top {len(ranked)} customers in group {group} in {le} by unpaid invoices more than "
+        f"{days} days past due as of {long_date(ctx.today)} (accounting currency): "
+        + "; ".join(lines)
+        + ".",
+        facts=[_top("customers", [a for _, a in ranked])]
+        + [_amount(f"past_due_{a}", v) for v, a in ranked[:3]],
+        refs=[record_path("customers", le, a) for _, a in ranked],
+        records=len(ranked),
+    )
+
+
+@template(
+    "aging_totals_entity",
+    choose=Chooser.entity_only,
+    phrasings=(
+        "Summarise our receivables {where} by aging bucket {asof}.",
+        "How do the open customer balances {where} split into current, 1-30, 31-60, 61-90 "
+        "and 90+ days {asof}?",
+    ),
+)
+def aging_totals_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le = params["legal_entity"]
+    items = ledger_open_items(ctx, "customer", le)
+    buckets = _aging(ctx, items, "open_amount_acct")
+    total = _sum(buckets.values())
+    currency = ctx.currency(le)
+    return Answer(
+        text=f"Open customer balances in {le} as of {long_date(ctx.today)} by days overdue "
+        f"(accounting currency): {_bucket_text(buckets, currency)}; "
+        f"total {money(total, currency)}.",
+        facts=[_amount("total", total), *_bucket_facts(buckets)],
+        refs=[],
+        records=len(BUCKETS),
+    )
+
+
+@template(
+    "past_due_total_entity",
+    choose=_choose_past_due_total_entity,
+    phrasings=(
+        "How much of our receivables {where} is more than {days} days overdue {asof}?",
+        "Total up the customer invoices {where} that are over {days} days late {asof}.",
+    ),
+)
+def past_due_total_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le, days = params["legal_entity"], params["days"]
+    items = [
+        row
+        for row in ledger_open_items(ctx, "customer", le)
+        if row.txn_type in AR_INVOICE_TYPES
+        and row.open_amount_cur > 0
+        and days_overdue(ctx.today, row.due_date, row.txn_date) > days
+    ]
+    total = _sum(row.open_amount_acct for row in items)
+    currency = ctx.currency(le)
+    customers = len({row.customer_account for row in items})
+    return Answer(
+        text=f"Unpaid customer invoices in {le} more than {days} days past due as of "
+        f"{long_date(ctx.today)} total {money(total, currency)} (accounting currency) across "
+        f"{len(items)} open invoice(s) of {customers} customer(s).",
+        facts=[_amount("total_past_due", total), _count("invoices", len(items))],
+        records=1,
+    )
+
+
+@template(
+    "coming_due_customer",
+    party="customer",
+    extra=_coming_due_extra,
+    phrasings=(
+        "Which open items of {who} {where} fall due {horizon}?",
+        "Is anything from {who} {where} coming due {horizon}?",
+        "List what {who} {where} has to pay us {horizon}.",
+    ),
+)
+def coming_due_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    end = ctx.today + dt.timedelta(days=params["days"])
+    items = [
+        row
+        for row in _cust_items(ctx, p)
+        if row.open_amount_cur > 0 and row.due_date and ctx.today <= row.due_date <= end
+    ]
+    items.sort(key=lambda row: (row.due_date, row.voucher))
+    window = f"{long_date(ctx.today)} and {long_date(end)}"
+    if not items:
+        return Answer(
+            text=f"No open transactions of {p.label} in {p.legal_entity} fall due between "
+            f"{window}.",
+            facts=[_none("transactions_due")],
+            refs=[p.path],
+        )
+    lines = [
+        f"{row.document_number} due {long_date(row.due_date)}, open "
+        f"{money(row.open_amount_cur, p.currency)}"
+        for row in items
+    ]
+    total = _sum(row.open_amount_cur for row in items)
+    return Answer(
+        text=f"{len(items)} open transaction(s) of {p.label} in {p.legal_entity} fall due between "
+        f"{window}, totalling {money(total, p.currency)}: {_listing(lines, len(items))}.",
+        facts=[
+            _count("transactions_due", len(items)),
+            _amount("total_due", total),
+            _top("documents", [row.document_number for row in items], ordered=False),
+        ],
+        refs=[p.path, *(_txn_path("customer", row) for row in items[:LIST_LIMIT])],
+        records=len(items),
+    )

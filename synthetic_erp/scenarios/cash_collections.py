@@ -1,0 +1,55 @@
+"""Cash Collections (AR): phrasings, parameter choice and answer key of each question kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synthetic_erp.scenarios._base import (
+    LIST_LIMIT,
+    Answer,
+    OracleContext,
+    _amount,
+    _count,
+    _none,
+    _payments,
+    _sum,
+    _txn_path,
+    long_date,
+    money,
+    party,
+    registrar,
+)
+
+template = registrar("Cash Collections", "AR")
+
+
+@template(
+    "collected_fiscal_year",
+    party="customer",
+    phrasings=(
+        "How much cash have we collected from {who} so far this fiscal year {where} {asof}?",
+        "What have we received from {who} {where} since the start of the current fiscal year?",
+        "Fiscal year to date, how much has {who} paid us {where}?",
+        "Total the collections from {who} {where} in this fiscal year {asof}.",
+        "How much money came in from {who} {where} during the current fiscal year?",
+    ),
+)
+def collected_fiscal_year(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    start, _ = ctx.fiscal_year(p.legal_entity)
+    rows = _payments(ctx, p, start, ctx.today)
+    window = f"in the current fiscal year ({long_date(start)} to {long_date(ctx.today)})"
+    if not rows:
+        return Answer(
+            text=f"Nothing was collected from {p.label} in {p.legal_entity} {window}: no payments.",
+            facts=[_none("payments"), _amount("total_collected", 0)],
+            refs=[p.path],
+        )
+    total = -_sum(row.amount_cur for row in rows)
+    return Answer(
+        text=f"{money(total, p.currency)} was collected from {p.label} in {p.legal_entity} "
+        f"{window}, in {len(rows)} payment(s).",
+        facts=[_amount("total_collected", total), _count("payments", len(rows))],
+        refs=[p.path, *(_txn_path("customer", row) for row in rows[:LIST_LIMIT])],
+        records=1,
+    )

@@ -1,0 +1,178 @@
+"""Collections (AR): phrasings, parameter choice and answer key of each question kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+
+from synthetic_erp import _schema as s
+from synthetic_erp._catalog import record_path
+from synthetic_erp.scenarios._base import (
+    Answer,
+    OracleContext,
+    Party,
+    _count,
+    _fact,
+    _listing,
+    _none,
+    _top,
+    long_date,
+    money,
+    party,
+    registrar,
+)
+from synthetic_erp.scenarios._drafting import Chooser
+
+template = registrar("Collections", "AR")
+
+
+def _letters(ctx: OracleContext, p: Party) -> list[s.CollectionLetter]:
+    c = s.CollectionLetter
+    query = select(c).where(
+        c.legal_entity == p.legal_entity, c.customer_account == p.account, c.sent_date <= ctx.today
+    )
+    return list(ctx.session.scalars(query.order_by(c.sent_date, c.letter_id)))
+
+
+def _letter_line(letter: s.CollectionLetter, currency: str) -> str:
+    return (
+        f"{letter.letter_id} level {letter.level} ({letter.sequence}) sent "
+        f"{long_date(letter.sent_date)} for {money(letter.amount, currency)}"
+    )
+
+
+@template(
+    "last_letter_customer",
+    party="customer",
+    phrasings=(
+        "What collection letter level is {who} currently at {where} {asof}?",
+        "When did we last send a dunning letter to {who} {where}, and at which level {asof}?",
+    ),
+)
+def last_letter_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    letters = _letters(ctx, p)
+    if not letters:
+        return Answer(
+            text=f"No collection letters have been sent to {p.label} in {p.legal_entity}.",
+            facts=[_none("collection_letters")],
+            refs=[p.path],
+        )
+    last = letters[-1]
+    currency = ctx.currency(p.legal_entity)
+    return Answer(
+        text=f"The last collection letter sent to {p.label} in {p.legal_entity} was "
+        f"{_letter_line(last, currency)}; the customer is at collection letter level {last.level}.",
+        facts=[
+            _fact("date", "sent_date", last.sent_date.isoformat()),
+            _count("level", last.level),
+            _fact("id", "letter", last.letter_id),
+        ],
+        refs=[p.path, record_path("collection-letters", p.legal_entity, last.letter_id)],
+        records=1,
+    )
+
+
+@template(
+    "letters_customer",
+    party="customer",
+    phrasings=(
+        "List the collection letters issued to {who} {where} {asof}.",
+        "Which dunning letters has {who} received from us {where} {asof}?",
+    ),
+)
+def letters_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    letters = _letters(ctx, p)
+    if not letters:
+        return Answer(
+            text=f"No collection letters have been sent to {p.label} in {p.legal_entity} as of "
+            f"{long_date(ctx.today)}.",
+            facts=[_none("collection_letters"), _count("collection_letters", 0)],
+            refs=[p.path],
+        )
+    currency = ctx.currency(p.legal_entity)
+    lines = [_letter_line(letter, currency) for letter in letters]
+    return Answer(
+        text=f"{len(letters)} collection letter(s) have been sent to {p.label} in "
+        f"{p.legal_entity}: {_listing(lines, len(letters))}.",
+        facts=[
+            _count("collection_letters", len(letters)),
+            _top("letters", [letter.letter_id for letter in letters], ordered=False),
+        ],
+        refs=[p.path]
+        + [record_path("collection-letters", p.legal_entity, x.letter_id) for x in letters[:10]],
+        records=len(letters),
+    )
+
+
+@template(
+    "unassigned_pool_count",
+    choose=Chooser.entity_only,
+    phrasings=(
+        "Are there customers {where} without a collections pool {asof}? How many?",
+        "How many customers {where} sit outside every collections pool {asof}?",
+    ),
+)
+def unassigned_pool_count(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le = params["legal_entity"]
+    c = s.Customer
+    count = ctx.session.scalar(
+        select(func.count()).where(c.legal_entity == le, c.collections_pool_id.is_(None))
+    )
+    total = ctx.session.scalar(select(func.count()).where(c.legal_entity == le))
+    if not count:
+        return Answer(
+            text=f"Every customer in {le} ({total}) is assigned to a collections pool; none is "
+            "unassigned.",
+            facts=[_none("customers"), _count("unassigned_customers", 0)],
+        )
+    return Answer(
+        text=f"{count} of the {total} customers in {le} are not assigned to any collections pool.",
+        facts=[_count("unassigned_customers", count)],
+        records=1,
+    )
+
+
+@template(
+    "collections_agent_customer",
+    party="customer",
+    phrasings=(
+        "Which collections agent and pool handle {who} {where}?",
+        "Who chases {who} for payment {where}: which collections agent and pool?",
+    ),
+)
+def collections_agent_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    agent_id, pool_id = p.row.collections_agent_id, p.row.collections_pool_id
+    if not agent_id and not pool_id:
+        return Answer(
+            text=f"{p.label} in {p.legal_entity} has no collections agent or pool assigned.",
+            facts=[_none("collections_agent")],
+            refs=[p.path],
+        )
+    refs = [p.path]
+    parts = []
+    facts = []
+    if agent_id:
+        a = s.CollectionsAgent
+        agent = ctx.session.scalars(
+            select(a).where(a.legal_entity == p.legal_entity, a.agent_id == agent_id)
+        ).first()
+        name = agent.name if agent else agent_id
+        parts.append(f"collections agent {name} ({agent_id})")
+        facts.append(_fact("name", "agent", name))
+        refs.append(record_path("collections-agents", p.legal_entity, agent_id))
+    else:
+        parts.append("no collections agent")
+    if pool_id:
+        parts.append(f"collections pool {pool_id}")
+        facts.append(_fact("id", "pool", pool_id))
+        refs.append(record_path("collections-pools", p.legal_entity, pool_id))
+    return Answer(
+        text=f"{p.label} in {p.legal_entity} is handled by " + " in ".join(parts) + ".",
+        facts=facts,
+        refs=refs,
+        records=1,
+    )

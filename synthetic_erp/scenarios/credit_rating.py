@@ -1,0 +1,84 @@
+"""Credit Rating (AR): phrasings, parameter choice and answer key of each question kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from synthetic_erp import _schema as s
+from synthetic_erp._catalog import record_path
+from synthetic_erp.scenarios._base import (
+    LIST_LIMIT,
+    Answer,
+    OracleContext,
+    _count,
+    _fact,
+    _listing,
+    _none,
+    party,
+    registrar,
+)
+from synthetic_erp.scenarios._drafting import Chooser, Draft
+
+template = registrar("Credit Rating", "AR")
+
+
+def _choose_rating_count_group(c: Chooser) -> Draft:
+    le, group = c.view.pick_le(c.rng), c.group()
+    rating = c.rng.choice(("Excellent", "Good", "Fair", "Poor"))
+    return c.le_draft(
+        {"legal_entity": le, "group_id": group, "rating": rating}, group_id=group, rating=rating
+    )
+
+
+@template(
+    "credit_rating",
+    party="customer",
+    phrasings=(
+        "Which credit rating do we keep on file for {who} {where} {asof}?",
+        "What credit score band is {who} in {where}?",
+        "Tell me how {who} {where} is graded for credit {asof}.",
+    ),
+)
+def credit_rating(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    return Answer(
+        text=f"The credit rating of {p.label} in {p.legal_entity} is {p.row.credit_rating}.",
+        facts=[_fact("text", "credit_rating", p.row.credit_rating)],
+        refs=[p.path],
+        records=1,
+    )
+
+
+@template(
+    "rating_count_group",
+    choose=_choose_rating_count_group,
+    phrasings=(
+        "How many customers in group {group_id} {where} carry a {rating} credit rating {asof}?",
+        "Which members of customer group {group_id} {where} are graded {rating}?",
+    ),
+)
+def rating_count_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le, rating, group = params["legal_entity"], params["rating"], params["group_id"]
+    c = s.Customer
+    rows = list(
+        ctx.session.scalars(
+            select(c)
+            .where(c.legal_entity == le, c.group_id == group, c.credit_rating == rating)
+            .order_by(c.account)
+        )
+    )
+    if not rows:
+        return Answer(
+            text=f"No customer in group {group} in {le} has the credit rating {rating}.",
+            facts=[_none("customers"), _count("customers", 0)],
+        )
+    lines = [f"{r.name} ({r.account})" for r in rows]
+    return Answer(
+        text=f"{len(rows)} customer(s) in group {group} in {le} are rated {rating}: "
+        f"{_listing(lines, len(rows))}.",
+        facts=[_count("customers", len(rows))],
+        refs=[record_path("customers", le, r.account) for r in rows[:LIST_LIMIT]],
+        records=len(rows),
+    )

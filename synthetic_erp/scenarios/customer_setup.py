@@ -1,0 +1,159 @@
+"""Customer Setup (AR): phrasings, parameter choice and answer key of each question kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from synthetic_erp import _schema as s
+from synthetic_erp._catalog import record_path
+from synthetic_erp.scenarios._base import (
+    LIST_LIMIT,
+    Answer,
+    OracleContext,
+    _count,
+    _fact,
+    _listing,
+    _none,
+    _terms_answer,
+    party,
+    registrar,
+)
+from synthetic_erp.scenarios._drafting import Chooser, Draft
+
+template = registrar("Customer Setup", "AR")
+
+
+def _choose_customers_in_group(c: Chooser) -> Draft:
+    le, group = c.view.pick_le(c.rng), c.group()
+    return c.le_draft({"legal_entity": le, "group_id": group}, group_id=group)
+
+
+def _choose_customers_by_currency(c: Chooser) -> Draft:
+    le, currency = c.view.pick_le(c.rng), c.rng.choice(("USD", "EUR", "GBP", "CAD"))
+    return c.le_draft({"legal_entity": le, "currency": currency}, currency=currency)
+
+
+@template(
+    "payment_terms_customer",
+    party="customer",
+    phrasings=(
+        "On what payment terms does {who} buy from us {where}?",
+        "Which terms of payment does {who} have {where}?",
+    ),
+)
+def payment_terms_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    return _terms_answer(ctx, p)
+
+
+@template(
+    "contact_customer",
+    party="customer",
+    phrasings=(
+        "How can I reach {who} {where}? I need the contact name, phone and email.",
+        "Who is our contact at {who} {where}, and what is their phone number?",
+    ),
+)
+def contact_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    r = p.row
+    return Answer(
+        text=f"{p.label} in {p.legal_entity}: contact {r.contact_name}, phone {r.contact_phone}, "
+        f"email {r.contact_email}, address {r.address_street}, {r.address_city}, "
+        f"{r.address_state} {r.address_zip}, {r.address_country}.",
+        facts=[
+            _fact("text", "phone", r.contact_phone),
+            _fact("text", "email", r.contact_email),
+            _fact("name", "contact_name", r.contact_name),
+        ],
+        refs=[p.path],
+        records=1,
+    )
+
+
+@template(
+    "customers_in_group",
+    choose=_choose_customers_in_group,
+    phrasings=(
+        "How many customers belong to customer group {group_id} {where}?",
+        "List the members of customer group {group_id} {where} {asof}.",
+    ),
+)
+def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le, group = params["legal_entity"], params["group_id"]
+    c = s.Customer
+    rows = list(
+        ctx.session.scalars(
+            select(c).where(c.legal_entity == le, c.group_id == group).order_by(c.account)
+        )
+    )
+    if not rows:
+        return Answer(
+            text=f"No customers are in customer group {group} in {le}.",
+            facts=[_none("customers"), _count("customers", 0)],
+        )
+    lines = [f"{r.name} ({r.account})" for r in rows]
+    return Answer(
+        text=f"{len(rows)} customer(s) are in customer group {group} in {le}; by account: "
+        f"{_listing(lines, len(rows))}.",
+        facts=[_count("customers", len(rows))],
+        refs=[record_path("customers", le, r.account) for r in rows[:LIST_LIMIT]],
+        records=len(rows),
+    )
+
+
+@template(
+    "customers_by_currency",
+    choose=_choose_customers_by_currency,
+    phrasings=(
+        "How many customers {where} are billed in {currency}?",
+        "Which of our customers {where} trade with us in {currency} {asof}?",
+    ),
+)
+def customers_by_currency(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le, currency = params["legal_entity"], params["currency"]
+    c = s.Customer
+    rows = list(
+        ctx.session.scalars(
+            select(c).where(c.legal_entity == le, c.currency == currency).order_by(c.account)
+        )
+    )
+    if not rows:
+        return Answer(
+            text=f"No customers in {le} use {currency} as their currency.",
+            facts=[_none("customers"), _count("customers", 0)],
+        )
+    lines = [f"{r.name} ({r.account})" for r in rows]
+    return Answer(
+        text=f"{len(rows)} customer(s) in {le} use {currency}: {_listing(lines, len(rows))}.",
+        facts=[_count("customers", len(rows))],
+        refs=[record_path("customers", le, r.account) for r in rows[:LIST_LIMIT]],
+        records=len(rows),
+    )
+
+
+@template(
+    "method_of_payment_customer",
+    party="customer",
+    phrasings=(
+        "What method of payment is set up for {who} {where}?",
+        "How does {who} pay us {where}: which method of payment is on the account?",
+    ),
+)
+def method_of_payment_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    method = p.row.method_of_payment
+    if not method:
+        return Answer(
+            text=f"{p.label} in {p.legal_entity} has no method of payment set.",
+            facts=[_none("method_of_payment")],
+            refs=[p.path],
+        )
+    return Answer(
+        text=f"{p.label} in {p.legal_entity} pays by method of payment {method}.",
+        facts=[_fact("id", "method_of_payment", method)],
+        refs=[p.path],
+        records=1,
+    )

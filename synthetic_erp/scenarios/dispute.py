@@ -1,0 +1,30 @@
+"""Dispute (AR): phrasings, parameter choice and answer key of each question kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synthetic_erp.scenarios._base import (
+    Answer,
+    OracleContext,
+    _dispute_answer,
+    party,
+    registrar,
+)
+
+template = registrar("Dispute", "AR")
+
+
+@template(
+    "open_disputes_customer",
+    party="customer",
+    phrasings=(
+        "Which invoices of {who} are currently disputed {where} {asof}?",
+        "Is {who} {where} disputing any transactions {asof}?",
+        "List the open disputes raised by {who} {where} {asof}.",
+        "What is {who} contesting with us {where} {asof}?",
+        "Show the unresolved disputes on the account of {who} {where} {asof}.",
+    ),
+)
+def open_disputes_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    return _dispute_answer(ctx, party(ctx, "customer", params), "dispute")

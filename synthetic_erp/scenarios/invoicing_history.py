@@ -1,0 +1,202 @@
+"""Invoicing History (AR): phrasings, parameter choice and answer key of each question kind."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import func, select
+
+from synthetic_erp import _schema as s
+from synthetic_erp._catalog import record_path
+from synthetic_erp.scenarios._base import (
+    AR_INVOICE_TYPES,
+    LIST_LIMIT,
+    Answer,
+    OracleContext,
+    Party,
+    _amount,
+    _count,
+    _customer_txns,
+    _d,
+    _fact,
+    _listing,
+    _names,
+    _none,
+    _sum,
+    _txn_line,
+    _txn_path,
+    long_date,
+    money,
+    party,
+    registrar,
+)
+from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
+
+template = registrar("Invoicing History", "AR")
+
+
+def _choose_largest_invoice_entity(c: Chooser) -> Draft:
+    start, end, words = c.period()
+    return c.le_draft(
+        {"legal_entity": c.view.pick_le(c.rng), "start": _iso(start), "end": _iso(end)}, **words
+    )
+
+
+def _invoices(
+    ctx: OracleContext, p: Party, start: dt.date | None = None, end: dt.date | None = None
+):
+    t = s.CustomerTransaction
+    conditions = [t.txn_type.in_(AR_INVOICE_TYPES)]
+    if start:
+        conditions.append(t.txn_date >= start)
+    if end:
+        conditions.append(t.txn_date <= end)
+    return _customer_txns(ctx, p, *conditions)
+
+
+@template(
+    "invoices_in_range_customer",
+    party="customer",
+    extra=Chooser.period_extra,
+    phrasings=(
+        "Which invoices did we issue to {who} {where} {period}?",
+        "How many invoices did we send {who} {period} {where}, and for how much?",
+    ),
+)
+def invoices_in_range_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    start, end = _d(params["start"]), _d(params["end"])
+    rows = _invoices(ctx, p, start, end)
+    window = f"between {long_date(start)} and {long_date(end)}"
+    if not rows:
+        return Answer(
+            text=f"No invoices were issued to {p.label} in {p.legal_entity} {window}.",
+            facts=[_none("invoices"), _count("invoices", 0)],
+            refs=[p.path],
+        )
+    total = _sum(row.amount_cur for row in rows)
+    lines = [_txn_line(row, p.currency) for row in rows]
+    return Answer(
+        text=f"{len(rows)} invoice(s) were issued to {p.label} in {p.legal_entity} {window}, "
+        f"totalling {money(total, p.currency)}: {_listing(lines, len(rows))}.",
+        facts=[_count("invoices", len(rows)), _amount("total_invoiced", total)],
+        refs=[p.path, *(_txn_path("customer", row) for row in rows[:LIST_LIMIT])],
+        records=len(rows),
+    )
+
+
+@template(
+    "invoice_count_customer",
+    party="customer",
+    phrasings=(
+        "How many invoices have been posted for {who} {where} {asof}?",
+        "Count the invoices we have billed {who} {where} {asof}.",
+    ),
+)
+def invoice_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    rows = _invoices(ctx, p)
+    if not rows:
+        return Answer(
+            text=f"{p.label} in {p.legal_entity} has no invoices as of {long_date(ctx.today)}.",
+            facts=[_none("invoices"), _count("invoices", 0)],
+            refs=[p.path],
+        )
+    total = _sum(row.amount_cur for row in rows)
+    return Answer(
+        text=f"{p.label} in {p.legal_entity} has {len(rows)} posted invoice(s) as of "
+        f"{long_date(ctx.today)}, totalling {money(total, p.currency)}.",
+        facts=[_count("invoices", len(rows)), _amount("total_invoiced", total)],
+        refs=[p.path],
+        records=1,
+    )
+
+
+@template(
+    "largest_invoice_entity",
+    choose=_choose_largest_invoice_entity,
+    phrasings=(
+        "What was our biggest customer invoice {where} {period}?",
+        "Which single customer invoice {where} had the highest amount {period}?",
+    ),
+)
+def largest_invoice_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le = params["legal_entity"]
+    start, end = _d(params["start"]), _d(params["end"])
+    t = s.CustomerTransaction
+    row = ctx.session.scalars(
+        select(t)
+        .where(
+            t.legal_entity == le,
+            t.posted.is_(True),
+            t.txn_type.in_(AR_INVOICE_TYPES),
+            t.txn_date >= start,
+            t.txn_date <= end,
+        )
+        .order_by(t.amount_acct.desc(), t.txn_date, t.voucher)
+    ).first()
+    window = f"between {long_date(start)} and {long_date(end)}"
+    if row is None:
+        return Answer(text=f"No invoices were posted in {le} {window}.", facts=[_none("invoices")])
+    name = _names(ctx, "customer", le, [row.customer_account])[row.customer_account]
+    currency = ctx.currency(le)
+    return Answer(
+        text=f"The largest customer invoice in {le} {window} is {row.document_number} to {name} "
+        f"({row.customer_account}) on {long_date(row.txn_date)}: "
+        f"{money(row.amount_cur, row.currency)}"
+        + (
+            f" ({money(row.amount_acct, currency)} in accounting currency)."
+            if row.currency != currency
+            else "."
+        ),
+        facts=[
+            _fact("id", "invoice", row.document_number),
+            _fact("id", "customer_account", row.customer_account),
+            _amount("amount", row.amount_cur),
+        ],
+        refs=[_txn_path("customer", row), record_path("customers", le, row.customer_account)],
+        records=1,
+    )
+
+
+@template(
+    "top_invoiced_customer_entity",
+    choose=_choose_largest_invoice_entity,
+    phrasings=(
+        "Who was our top customer by invoiced amount {where} {period}?",
+        "Which customer did we bill the most {where} {period}?",
+    ),
+)
+def top_invoiced_customer_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le = params["legal_entity"]
+    start, end = _d(params["start"]), _d(params["end"])
+    t = s.CustomerTransaction
+    rows = ctx.session.execute(
+        select(t.customer_account, func.sum(t.amount_acct), func.count())
+        .where(
+            t.legal_entity == le,
+            t.posted.is_(True),
+            t.txn_type.in_(AR_INVOICE_TYPES),
+            t.txn_date >= start,
+            t.txn_date <= end,
+        )
+        .group_by(t.customer_account)
+    ).all()
+    window = f"between {long_date(start)} and {long_date(end)}"
+    if not rows:
+        return Answer(text=f"No invoices were posted in {le} {window}.", facts=[_none("invoices")])
+    ranked = sorted(
+        ((Decimal(total), account, n) for account, total, n in rows), key=lambda x: (-x[0], x[1])
+    )
+    total, account, count = ranked[0]
+    name = _names(ctx, "customer", le, [account])[account]
+    currency = ctx.currency(le)
+    return Answer(
+        text=f"{name} ({account}) has the highest total invoiced in {le} {window}: "
+        f"{money(total, currency)} (accounting currency) over {count} invoice(s).",
+        facts=[_fact("id", "customer_account", account), _amount("total_invoiced", total)],
+        refs=[record_path("customers", le, account)],
+        records=1,
+    )

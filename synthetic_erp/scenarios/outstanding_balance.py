@@ -1,0 +1,97 @@
+"""Outstanding Balance (AR): phrasings, parameter choice and answer key of each question kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synthetic_erp.scenarios._base import (
+    AR_INVOICE_TYPES,
+    LIST_LIMIT,
+    Answer,
+    OracleContext,
+    _amount,
+    _count,
+    _cust_items,
+    _listing,
+    _none,
+    _sum,
+    _top,
+    _txn_path,
+    long_date,
+    money,
+    party,
+    registrar,
+)
+
+template = registrar("Outstanding Balance", "AR")
+
+
+@template(
+    "unpaid_invoices_customer",
+    party="customer",
+    phrasings=(
+        "Which invoices of {who} {where} are still unpaid {asof}?",
+        "Show the open invoices for {who} {where} with what is left to pay on each {asof}.",
+        "Has {who} {where} left any invoices unpaid {asof}?",
+    ),
+)
+def unpaid_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    items = [
+        row
+        for row in _cust_items(ctx, p)
+        if row.txn_type in AR_INVOICE_TYPES and row.open_amount_cur > 0
+    ]
+    items.sort(key=lambda row: (-row.open_amount_cur, row.voucher))
+    if not items:
+        return Answer(
+            text=f"{p.label} in {p.legal_entity} has no unpaid invoices as of "
+            f"{long_date(ctx.today)}.",
+            facts=[_none("unpaid_invoices")],
+            refs=[p.path],
+        )
+    total = _sum(row.open_amount_cur for row in items)
+    lines = [
+        f"{row.document_number} ({long_date(row.txn_date)}) open "
+        f"{money(row.open_amount_cur, p.currency)}"
+        for row in items
+    ]
+    return Answer(
+        text=f"{p.label} in {p.legal_entity} has {len(items)} unpaid invoice(s) totalling "
+        f"{money(total, p.currency)} as of {long_date(ctx.today)}, largest first: "
+        f"{_listing(lines, len(items))}.",
+        facts=[
+            _count("unpaid_invoices", len(items)),
+            _amount("unpaid_total", total),
+            _top("largest_unpaid", [row.document_number for row in items[:3]]),
+        ],
+        refs=[p.path, *(_txn_path("customer", row) for row in items[:LIST_LIMIT])],
+        records=len(items),
+    )
+
+
+@template(
+    "customer_balance",
+    party="customer",
+    phrasings=(
+        "How much does {who} owe us {where} {asof}?",
+        "Tell me the open AR balance of {who} {where} {asof}.",
+        "What's the outstanding receivable from {who} {where} {asof}?",
+    ),
+)
+def customer_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    items = _cust_items(ctx, p)
+    total = _sum(row.open_amount_cur for row in items)
+    total_acct = _sum(row.open_amount_acct for row in items)
+    facts = [_amount("balance", total)]
+    text = f"The outstanding balance of {p.label} in {p.legal_entity} as of "
+    text += f"{long_date(ctx.today)} is {money(total, p.currency)}"
+    acct = ctx.currency(p.legal_entity)
+    if acct != p.currency and total:
+        text += f" ({money(total_acct, acct)} in accounting currency)"
+        facts.append(_amount("balance_accounting", total_acct))
+    text += f", over {len(items)} open transaction(s)."
+    if not items:
+        facts.append(_none("open_items"))
+    return Answer(text=text, facts=facts, refs=[p.path], records=1 if items else 0)

@@ -1,0 +1,160 @@
+"""Payment History (AR): phrasings, parameter choice and answer key of each question kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synthetic_erp.scenarios._base import (
+    LIST_LIMIT,
+    Answer,
+    OracleContext,
+    _amount,
+    _by_amount_desc,
+    _count,
+    _d,
+    _fact,
+    _listing,
+    _none,
+    _only,
+    _payments,
+    _sum,
+    _top,
+    _txn_line,
+    _txn_path,
+    long_date,
+    money,
+    party,
+    registrar,
+)
+from synthetic_erp.scenarios._drafting import Chooser
+
+template = registrar("Payment History", "AR")
+
+
+@template(
+    "largest_payment",
+    party="customer",
+    phrasings=(
+        "Which was the biggest single payment we received from {who} {where} {asof}?",
+        "What is the largest amount {who} {where} has paid us in one go {asof}?",
+    ),
+)
+def largest_payment(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    rows = _by_amount_desc(_payments(ctx, p))
+    if not rows:
+        return Answer(
+            text=f"{p.label} in {p.legal_entity} has made no payments as of "
+            f"{long_date(ctx.today)}.",
+            facts=[_none("payments")],
+            refs=[p.path],
+        )
+    top = rows[0]
+    return Answer(
+        text=f"The largest payment by {p.label} in {p.legal_entity} as of {long_date(ctx.today)} "
+        f"is {_txn_line(top, p.currency)} (voucher {top.voucher}).",
+        facts=[
+            _fact("id", "payment", top.document_number),
+            _amount("amount", -top.amount_cur),
+            _fact("date", "payment_date", top.txn_date.isoformat()),
+        ],
+        refs=[p.path, _txn_path("customer", top)],
+        records=1,
+    )
+
+
+@template(
+    "top_payments",
+    party="customer",
+    extra=Chooser.top_n_extra,
+    phrasings=(
+        "Show the {n} biggest payments we got from {who} {where} {asof}.",
+        "List the top {n} receipts from {who} {where} by amount {asof}.",
+    ),
+)
+def top_payments(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    n = params["n"]
+    rows = _by_amount_desc(_payments(ctx, p))[:n]
+    if not rows:
+        return Answer(
+            text=f"{p.label} in {p.legal_entity} has made no payments as of "
+            f"{long_date(ctx.today)}.",
+            facts=[_none("payments")],
+            refs=[p.path],
+        )
+    lines = [_txn_line(row, p.currency) for row in rows]
+    return Answer(
+        text=f"The {len(rows)} largest payment(s) by {p.label} in {p.legal_entity} as of "
+        f"{long_date(ctx.today)}{_only(n, len(rows), 'payments')}: " + "; ".join(lines) + ".",
+        facts=[
+            _top("payments", [row.document_number for row in rows]),
+            _amount("largest_amount", -rows[0].amount_cur),
+        ],
+        refs=[p.path, *(_txn_path("customer", row) for row in rows)],
+        records=len(rows),
+    )
+
+
+@template(
+    "payments_in_range",
+    party="customer",
+    extra=Chooser.period_extra,
+    phrasings=(
+        "How many payments did {who} {where} make {period}, and what did they add up to?",
+        "What has {who} paid us {period} {where}?",
+    ),
+)
+def payments_in_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    start, end = _d(params["start"]), _d(params["end"])
+    rows = _payments(ctx, p, start, end)
+    window = f"between {long_date(start)} and {long_date(end)}"
+    if not rows:
+        return Answer(
+            text=f"{p.label} in {p.legal_entity} made no payments {window}.",
+            facts=[_none("payments"), _count("payments", 0)],
+            refs=[p.path],
+        )
+    total = -_sum(row.amount_cur for row in rows)
+    lines = [_txn_line(row, p.currency) for row in rows]
+    return Answer(
+        text=f"{p.label} in {p.legal_entity} made {len(rows)} payment(s) {window} totalling "
+        f"{money(total, p.currency)}: {_listing(lines, len(rows))}.",
+        facts=[_count("payments", len(rows)), _amount("total_paid", total)],
+        refs=[p.path, *(_txn_path("customer", row) for row in rows[:LIST_LIMIT])],
+        records=len(rows),
+    )
+
+
+@template(
+    "last_payment",
+    party="customer",
+    phrasings=(
+        "When did {who} last pay us {where} {asof}, and how much?",
+        "What was the most recent payment from {who} {where} {asof}?",
+    ),
+)
+def last_payment(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    rows = _payments(ctx, p)
+    if not rows:
+        return Answer(
+            text=f"{p.label} in {p.legal_entity} has made no payments as of "
+            f"{long_date(ctx.today)}.",
+            facts=[_none("payments")],
+            refs=[p.path],
+        )
+    last_day = max(row.txn_date for row in rows)
+    last = [row for row in rows if row.txn_date == last_day]
+    lines = [_txn_line(row, p.currency) for row in last]
+    return Answer(
+        text=f"The most recent payment by {p.label} in {p.legal_entity} was on "
+        f"{long_date(last_day)}: " + "; ".join(lines) + ".",
+        facts=[
+            _fact("date", "last_payment_date", last_day.isoformat()),
+            _amount("amount", -_sum(row.amount_cur for row in last)),
+        ],
+        refs=[p.path, *(_txn_path("customer", row) for row in last)],
+        records=len(last),
+    )

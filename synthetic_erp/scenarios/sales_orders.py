@@ -1,0 +1,288 @@
+"""Sales Orders (AR): phrasings, parameter choice and answer key of each question kind."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import select
+
+from synthetic_erp import _schema as s
+from synthetic_erp._catalog import record_path
+from synthetic_erp.scenarios._base import (
+    LIST_LIMIT,
+    Answer,
+    OracleContext,
+    _amount,
+    _count,
+    _le_filter,
+    _listing,
+    _names,
+    _none,
+    _only,
+    _top,
+    _where,
+    long_date,
+    money,
+    party,
+    registrar,
+)
+from synthetic_erp.scenarios._drafting import Chooser, Draft
+
+template = registrar("Sales Orders", "AR")
+
+
+def _choose_do_not_process_orders(c: Chooser) -> Draft:
+    le = None if c.rng.random() < 0.2 else c.view.pick_le(c.rng)
+    return c.le_draft({"legal_entity": le})
+
+
+def _choose_orders_by_release_status(c: Chooser) -> Draft:
+    # Released orders are delivered or invoiced, so open orders are open or partly released.
+    status = c.rng.choice(("open", "partially_released"))
+    return c.le_draft(
+        {"legal_entity": c.view.pick_le(c.rng), "release_status": status},
+        release_label=status.replace("_", " "),
+    )
+
+
+def _orders(ctx: OracleContext, *conditions, order_type: str = "sales") -> list[s.SalesOrder]:
+    """Orders of one type: a "sales order" is an order of type sales, never a return order."""
+    o = s.SalesOrder
+    query = select(o).where(o.order_date <= ctx.today, o.order_type == order_type, *conditions)
+    return list(ctx.session.scalars(query.order_by(o.legal_entity, o.sales_id)))
+
+
+def _order_line(order: s.SalesOrder, name: str | None = None) -> str:
+    who = f" for {name} ({order.customer_account})" if name else ""
+    return (
+        f"{order.sales_id}{who}, {order.order_type} order, status {order.status}, "
+        f"{money(order.total_amount, order.currency)}, ordered {long_date(order.order_date)}"
+    )
+
+
+def _order_path(order: s.SalesOrder) -> str:
+    return record_path("sales-orders", order.legal_entity, order.sales_id)
+
+
+@template(
+    "open_orders_customer",
+    party="customer",
+    phrasings=(
+        "List the sales orders of {who} that are still open {where} {asof}.",
+        "Which sales orders from {who} {where} are still waiting to be delivered {asof}?",
+    ),
+)
+def open_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    o = s.SalesOrder
+    rows = _orders(
+        ctx, o.legal_entity == p.legal_entity, o.customer_account == p.account, o.status == "open"
+    )
+    if not rows:
+        return Answer(
+            text=f"{p.label} in {p.legal_entity} has no open sales orders as of "
+            f"{long_date(ctx.today)}.",
+            facts=[_none("open_orders"), _count("open_orders", 0)],
+            refs=[p.path],
+        )
+    lines = [_order_line(row) for row in rows]
+    return Answer(
+        text=f"{p.label} in {p.legal_entity} has {len(rows)} open sales order(s): "
+        f"{_listing(lines, len(rows))}.",
+        facts=[
+            _count("open_orders", len(rows)),
+            _top("orders", [row.sales_id for row in rows], ordered=False),
+        ],
+        refs=[p.path, *(_order_path(row) for row in rows[:LIST_LIMIT])],
+        records=len(rows),
+    )
+
+
+@template(
+    "order_count_customer",
+    party="customer",
+    phrasings=(
+        "Give me a count of the sales orders of {who} by status {where} {asof}.",
+        "How many sales orders has {who} placed with us {where} {asof}?",
+    ),
+)
+def order_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    o = s.SalesOrder
+    rows = _orders(ctx, o.legal_entity == p.legal_entity, o.customer_account == p.account)
+    if not rows:
+        return Answer(
+            text=f"{p.label} in {p.legal_entity} has no sales orders.",
+            facts=[_none("orders"), _count("orders", 0)],
+            refs=[p.path],
+        )
+    by_status: dict[str, int] = defaultdict(int)
+    for row in rows:
+        by_status[row.status] += 1
+    split = ", ".join(f"{count} {status}" for status, count in sorted(by_status.items()))
+    return Answer(
+        text=f"{p.label} in {p.legal_entity} has {len(rows)} sales order(s) as of "
+        f"{long_date(ctx.today)}: {split}.",
+        facts=[_count("orders", len(rows))]
+        + [_count(f"orders_{status}", count) for status, count in sorted(by_status.items())],
+        refs=[p.path],
+        records=len(by_status),
+    )
+
+
+@template(
+    "do_not_process_orders",
+    choose=_choose_do_not_process_orders,
+    phrasings=(
+        "Are there any sales orders flagged do-not-process {where} {asof}?",
+        "Which orders {where} carry the do-not-process flag {asof}?",
+    ),
+)
+def do_not_process_orders(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le = params.get("legal_entity")
+    o = s.SalesOrder
+    rows = _orders(ctx, o.do_not_process.is_(True), *_le_filter(o, le))
+    if not rows:
+        return Answer(
+            text=f"No sales orders are marked 'Do not process' {_where(le)}.",
+            facts=[_none("orders"), _count("orders", 0)],
+        )
+    lines = [_order_line(row) + f" ({row.customer_account}, {row.legal_entity})" for row in rows]
+    return Answer(
+        text=f"{len(rows)} sales order(s) are marked 'Do not process' {_where(le)}: "
+        f"{_listing(lines, len(rows))}.",
+        facts=[
+            _count("orders", len(rows)),
+            _top("orders", [row.sales_id for row in rows], ordered=False),
+        ],
+        refs=[_order_path(row) for row in rows[:LIST_LIMIT]],
+        records=len(rows),
+    )
+
+
+@template(
+    "most_open_orders_entity",
+    choose=Chooser.entity_only,
+    phrasings=(
+        "Who has the largest number of open sales orders {where} {asof}?",
+        "Which customer {where} is waiting on the most open sales orders {asof}?",
+    ),
+)
+def most_open_orders_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le = params["legal_entity"]
+    o = s.SalesOrder
+    counts: dict[str, int] = defaultdict(int)
+    for row in _orders(ctx, o.legal_entity == le, o.status == "open"):
+        counts[row.customer_account] += 1
+    if not counts:
+        return Answer(text=f"There are no open sales orders in {le}.", facts=[_none("orders")])
+    best = max(counts.values())
+    leaders = sorted(a for a, n in counts.items() if n == best)
+    names = _names(ctx, "customer", le, leaders)
+    who = ", ".join(f"{names[a]} ({a})" for a in leaders)
+    return Answer(
+        text=f"The customer(s) with the most open sales orders in {le} as of "
+        f"{long_date(ctx.today)}: {who}, with {best} open order(s)"
+        + (" each." if len(leaders) > 1 else "."),
+        facts=[_count("open_orders", best), _top("customers", leaders, ordered=False)],
+        refs=[record_path("customers", le, a) for a in leaders],
+        records=len(leaders),
+    )
+
+
+@template(
+    "largest_orders_customer",
+    party="customer",
+    extra=Chooser.top_n_extra,
+    phrasings=(
+        "List the top {n} sales orders of {who} by amount {where} {asof}.",
+        "Show me the {n} biggest sales orders {who} {where} has placed {asof}.",
+    ),
+)
+def largest_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "customer", params)
+    o = s.SalesOrder
+    rows = _orders(
+        ctx,
+        o.legal_entity == p.legal_entity,
+        o.customer_account == p.account,
+        o.status != "canceled",
+    )
+    rows.sort(key=lambda row: (-row.total_amount, row.sales_id))
+    found = len(rows)
+    rows = rows[: params["n"]]
+    if not rows:
+        return Answer(
+            text=f"{p.label} in {p.legal_entity} has no sales orders (canceled ones excluded).",
+            facts=[_none("orders")],
+            refs=[p.path],
+        )
+    lines = [_order_line(row) for row in rows]
+    return Answer(
+        text=f"The {len(rows)} largest sales order(s) of {p.label} in {p.legal_entity}, "
+        f"canceled orders excluded{_only(params['n'], found, 'such orders')}: "
+        + "; ".join(lines)
+        + ".",
+        facts=[
+            _top("orders", [row.sales_id for row in rows]),
+            _amount("largest_amount", rows[0].total_amount),
+        ],
+        refs=[p.path, *(_order_path(row) for row in rows)],
+        records=len(rows),
+    )
+
+
+@template(
+    "return_orders_entity",
+    choose=Chooser.entity_only,
+    phrasings=(
+        "Count the return orders on the books {where} {asof}.",
+        "What goods have customers sent back {where}: list the return orders {asof}.",
+    ),
+)
+def return_orders_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le = params["legal_entity"]
+    o = s.SalesOrder
+    rows = _orders(ctx, o.legal_entity == le, order_type="return")
+    if not rows:
+        return Answer(text=f"There are no return orders in {le}.", facts=[_none("orders")])
+    by_status: dict[str, int] = defaultdict(int)
+    for row in rows:
+        by_status[row.status] += 1
+    split = ", ".join(f"{count} {status}" for status, count in sorted(by_status.items()))
+    return Answer(
+        text=f"There are {len(rows)} return order(s) in {le} as of {long_date(ctx.today)} "
+        f"({split}).",
+        facts=[_count("return_orders", len(rows))],
+        refs=[_order_path(row) for row in rows[:LIST_LIMIT]],
+        records=len(rows),
+    )
+
+
+@template(
+    "orders_by_release_status",
+    choose=_choose_orders_by_release_status,
+    phrasings=(
+        "How many open sales orders have the release status {release_label} {where} {asof}?",
+        "Which open sales orders {where} show release status '{release_label}' {asof}?",
+    ),
+)
+def orders_by_release_status(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le, status = params["legal_entity"], params["release_status"]
+    o = s.SalesOrder
+    rows = _orders(ctx, o.legal_entity == le, o.release_status == status, o.status == "open")
+    label = status.replace("_", " ")
+    if not rows:
+        return Answer(
+            text=f"No open sales orders in {le} have release status '{label}'.",
+            facts=[_none("orders"), _count("orders", 0)],
+        )
+    lines = [_order_line(row) + f" ({row.customer_account})" for row in rows]
+    return Answer(
+        text=f"{len(rows)} open sales order(s) in {le} have release status '{label}': "
+        f"{_listing(lines, len(rows))}.",
+        facts=[_count("orders", len(rows))],
+        refs=[_order_path(row) for row in rows[:LIST_LIMIT]],
+        records=len(rows),
+    )

@@ -1,0 +1,226 @@
+"""Vendors (AP): phrasings, parameter choice and answer key of each question kind."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import select
+
+from ledgerbench.dataset._records import ExpectedFact
+from synthetic_erp import _schema as s
+from synthetic_erp._catalog import record_path
+from synthetic_erp.scenarios._base import (
+    LIST_LIMIT,
+    Answer,
+    OracleContext,
+    _count,
+    _fact,
+    _le_filter,
+    _listing,
+    _none,
+    _num,
+    _terms_answer,
+    _top,
+    _where,
+    long_date,
+    party,
+    registrar,
+)
+from synthetic_erp.scenarios._drafting import Chooser, Draft
+
+template = registrar("Vendors", "AP")
+
+
+def _choose_vendors_on_hold(c: Chooser) -> Draft:
+    le = None if c.rng.random() < 0.2 else c.view.pick_le(c.rng)
+    return c.le_draft({"legal_entity": le})
+
+
+def _choose_vendors_created_in_month(c: Chooser) -> Draft:
+    year, month = c.today.year, c.today.month
+    back = c.rng.randrange(0, 12)
+    month -= back
+    while month < 1:
+        month += 12
+        year -= 1
+    label = {0: "this month", 1: "last month"}.get(back) if c.rng.random() < 0.6 else None
+    label = label or f"in {dt.date(year, month, 1):%B} {year}"
+    return c.le_draft(
+        {"legal_entity": c.view.pick_le(c.rng), "year": year, "month": month}, month=label
+    )
+
+
+def _choose_vendors_terms_longer_than(c: Chooser) -> Draft:
+    days = c.rng.choice((30, 45, 60))
+    return c.le_draft({"legal_entity": c.view.pick_le(c.rng), "days": days}, days=str(days))
+
+
+@template(
+    "payment_terms_vendor",
+    party="vendor",
+    phrasings=(
+        "Which terms of payment do we have with {who} {where} {asof}?",
+        "On what payment terms do we buy from {who} {where}?",
+    ),
+)
+def payment_terms_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    return _terms_answer(ctx, party(ctx, "vendor", params))
+
+
+@template(
+    "vendor_cash_discount",
+    party="vendor",
+    phrasings=(
+        "Can we get a cash discount from {who} {where} for paying early?",
+        "Does {who} {where} give us a discount for early payment, and how much is it?",
+    ),
+)
+def vendor_cash_discount(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    p = party(ctx, "vendor", params)
+    pt, cd = s.PaymentTerms, s.CashDiscount
+    terms = ctx.session.scalars(
+        select(pt).where(pt.legal_entity == p.legal_entity, pt.terms_id == p.row.payment_terms)
+    ).first()
+    code = terms.cash_discount_code if terms else None
+    discount = (
+        ctx.session.scalars(
+            select(cd).where(cd.legal_entity == p.legal_entity, cd.code == code)
+        ).first()
+        if code
+        else None
+    )
+    if discount is None:
+        return Answer(
+            text=f"No. {p.label} in {p.legal_entity} is on payment terms {p.row.payment_terms}, "
+            "which carry no early-payment (cash) discount.",
+            facts=[_fact("boolean", "offers_discount", False)],
+            refs=[p.path],
+            records=1,
+        )
+    return Answer(
+        text=f"Yes. {p.label} in {p.legal_entity} is on payment terms {p.row.payment_terms} with "
+        f"cash discount {discount.code}: {Decimal(discount.percent):g}% if paid within "
+        f"{discount.days} days ({discount.description}).",
+        facts=[
+            _fact("boolean", "offers_discount", True),
+            ExpectedFact(kind="percent", field="discount_percent", value=_num(discount.percent)),
+            _count("discount_days", discount.days),
+        ],
+        refs=[p.path, record_path("cash-discounts", p.legal_entity, discount.code)],
+        records=1,
+    )
+
+
+@template(
+    "vendors_on_hold",
+    choose=_choose_vendors_on_hold,
+    phrasings=(
+        "List the vendors that are currently blocked for payment {where} {asof}.",
+        "Which suppliers {where} have a payment hold on them {asof}?",
+    ),
+)
+def vendors_on_hold(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le = params.get("legal_entity")
+    v = s.Vendor
+    rows = list(
+        ctx.session.scalars(
+            select(v)
+            .where(v.payment_hold.is_(True), *_le_filter(v, le))
+            .order_by(v.legal_entity, v.account)
+        )
+    )
+    if not rows:
+        return Answer(
+            text=f"No vendors are on payment hold {_where(le)}.", facts=[_none("vendors")]
+        )
+    lines = [
+        f"{r.name} ({r.account}, {r.legal_entity}): {r.hold_reason or 'no reason'}" for r in rows
+    ]
+    return Answer(
+        text=f"{len(rows)} vendor(s) are on payment hold {_where(le)} as of "
+        f"{long_date(ctx.today)}: {_listing(lines, len(rows))}.",
+        facts=[
+            _count("vendors_on_hold", len(rows)),
+            _top("vendors", [r.account for r in rows], ordered=False),
+        ],
+        refs=[record_path("vendors", r.legal_entity, r.account) for r in rows[:LIST_LIMIT]],
+        records=len(rows),
+    )
+
+
+@template(
+    "vendors_created_in_month",
+    choose=_choose_vendors_created_in_month,
+    phrasings=(
+        "Which vendors were set up {month} {where}?",
+        "Did we add any new vendors {where} {month}?",
+    ),
+)
+def vendors_created_in_month(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le, year, month = params["legal_entity"], params["year"], params["month"]
+    start = dt.date(year, month, 1)
+    end = (start + dt.timedelta(days=32)).replace(day=1) - dt.timedelta(days=1)
+    v = s.Vendor
+    rows = list(
+        ctx.session.scalars(
+            select(v)
+            .where(v.legal_entity == le, v.created_date >= start, v.created_date <= end)
+            .order_by(v.created_date, v.account)
+        )
+    )
+    label = f"{start:%B} {start.year}"
+    if not rows:
+        return Answer(
+            text=f"No vendors were created in {le} in {label}.",
+            facts=[_none("vendors"), _count("vendors", 0)],
+        )
+    lines = [f"{r.name} ({r.account}) on {long_date(r.created_date)}" for r in rows]
+    return Answer(
+        text=f"{len(rows)} vendor(s) were created in {le} in {label}: "
+        f"{_listing(lines, len(rows))}.",
+        facts=[_count("vendors", len(rows))],
+        refs=[record_path("vendors", le, r.account) for r in rows[:LIST_LIMIT]],
+        records=len(rows),
+    )
+
+
+@template(
+    "vendors_terms_longer_than",
+    choose=_choose_vendors_terms_longer_than,
+    phrasings=(
+        "Do we have vendors {where} on terms beyond {days} days net?",
+        "Which suppliers {where} give us more than {days} days to pay?",
+    ),
+)
+def vendors_terms_longer_than(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+    le, days = params["legal_entity"], params["days"]
+    v, pt = s.Vendor, s.PaymentTerms
+    long_terms = set(
+        ctx.session.scalars(select(pt.terms_id).where(pt.legal_entity == le, pt.net_days > days))
+    )
+    rows = (
+        list(
+            ctx.session.scalars(
+                select(v)
+                .where(v.legal_entity == le, v.payment_terms.in_(long_terms))
+                .order_by(v.account)
+            )
+        )
+        if long_terms
+        else []
+    )
+    if not rows:
+        return Answer(
+            text=f"No vendors in {le} have payment terms longer than {days} days net.",
+            facts=[_none("vendors"), _count("vendors", 0)],
+        )
+    lines = [f"{r.name} ({r.account}) {r.payment_terms}" for r in rows]
+    return Answer(
+        text=f"{len(rows)} vendor(s) in {le} have payment terms longer than {days} days net: "
+        f"{_listing(lines, len(rows))}.",
+        facts=[_count("vendors", len(rows))],
+        refs=[record_path("vendors", le, r.account) for r in rows[:LIST_LIMIT]],
+        records=len(rows),
+    )
