@@ -31,6 +31,9 @@ class CompareConfig(BaseModel):
     latency_budget: dict[str, float] = Field(default_factory=dict)
     pass_threshold: float = 1.0
     min_observations: int = 5
+    viewer: str | None = None
+    """Where ``ledgerbench view`` wrote its viewer (relative to ``out``, or a URL): the report
+    links each task type, scenario and contrast to its questions there."""
 
 
 def compare(config: CompareConfig, progress: bool = False) -> Stats:
@@ -64,7 +67,7 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
         config.out.mkdir(parents=True, exist_ok=True)
         for name, png in images.items():
             (config.out / name).write_bytes(png)
-        report = build_report(stats, list(images))
+        report = build_report(stats, list(images), viewer=config.viewer)
         (config.out / "stats.json").write_text(stats.model_dump_json(indent=1), encoding="utf-8")
         (config.out / "report.md").write_text(to_markdown(report), encoding="utf-8")
         (config.out / "report.html").write_text(to_html(report, images), encoding="utf-8")

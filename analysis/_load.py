@@ -11,6 +11,7 @@ Each provider becomes two tables:
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
     trajectories = list({(r.question_id, r.trial): r for r in records}.values())
     scores_path = _scores_path(run_dir, judge)
     score_records = {(s.question_id, s.trial): s for s in _read_jsonl(scores_path, ScoreRecord)}
+    _check_scores_belong(run_dir, scores_path, trajectories, score_records)
     traj_rows, score_rows = [], []
     for record in trajectories:
         traj_rows.append(_trajectory_row(record))
@@ -90,6 +92,38 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
     return ProviderData(
         info, pd.DataFrame(score_rows, columns=SCORE_COLUMNS), traj_df, scenarios, caveats
     )
+
+
+def _score_mismatch(trajectory: Any, score: Any) -> str | None:
+    """What differs between a trajectory and the score made for it, or None when it matches."""
+    if score.answer_sha256 != hashlib.sha256(trajectory.answer.encode("utf-8")).hexdigest():
+        return "the answer changed"
+    status = score.extra.get("trajectory_status")
+    if status is not None and status != str(trajectory.status):
+        return f"status {status} -> {trajectory.status}"
+    reason = score.extra.get("termination_reason")
+    if reason is not None and reason != str(trajectory.termination.reason):
+        return f"termination {reason} -> {trajectory.termination.reason}"
+    return None
+
+
+def _check_scores_belong(
+    run_dir: Path, scores_path: Path, trajectories: list[Any], scores: dict[Any, Any]
+) -> None:
+    """Refuse scores that were made for other answers than the run holds now (never reuse them)."""
+    mismatches = []
+    for record in trajectories:
+        score = scores.get((record.question_id, record.trial))
+        problem = None if score is None else _score_mismatch(record, score)
+        if problem is not None:
+            mismatches.append(f"{record.question_id} trial {record.trial}: {problem}")
+    if mismatches:
+        raise InputError(
+            f"run {run_dir}, judge {scores_path.stem}: {len(mismatches)} score(s) do not match "
+            f"the trajectories they were made for (first: {mismatches[0]}); re-judge the run "
+            f"(python -m judge.run {run_dir} --judge ... with the same options: a resume "
+            "re-judges exactly the changed records)"
+        )
 
 
 def default_name(harness: str, model: str | None) -> str:
@@ -169,8 +203,10 @@ def _score_rows(trajectory: Any, score: Any | None) -> list[dict[str, Any]]:
         "trial": trajectory.trial,
         "task_type": str(trajectory.task_type),
     }
+    if trajectory.infrastructure_failure:  # never judged, out of every denominator
+        return [{**base, "metric": m, "status": "infra_error", "score": math.nan} for m in METRICS]
     if score is None:
-        status = "infra_error" if str(trajectory.status) == "error" else "no_score_record"
+        status = "no_score_record"
         return [{**base, "metric": m, "status": status, "score": math.nan} for m in METRICS]
     if str(score.status) == "infra_error":
         return [{**base, "metric": m, "status": "infra_error", "score": math.nan} for m in METRICS]

@@ -59,6 +59,13 @@ class Details:
 
 
 @dataclass
+class Links:
+    """(label, address) pairs: links into the trajectory viewer."""
+
+    items: list[tuple[str, str]]
+
+
+@dataclass
 class Report:
     title: str
     blocks: list = field(default_factory=list)
@@ -114,7 +121,7 @@ def task_label(scope: str) -> str:
 # ----------------------------------------------------------------------------------------------
 
 
-def build_report(stats: Stats, images: list[str]) -> Report:
+def build_report(stats: Stats, images: list[str], viewer: str | None = None) -> Report:
     report = Report(title=_title(stats))
     report.add(Heading("Summary"), Bullets(summary_lines(stats)))
     report.add(*headline_section(stats))
@@ -126,6 +133,8 @@ def build_report(stats: Stats, images: list[str]) -> Report:
         if "scenarios.png" in images:
             report.add(Image("scenarios.png", IMAGE_TITLES["scenarios.png"]))
     report.add(*contrast_section(stats))
+    if viewer:
+        report.add(*viewer_section(stats, viewer))
     report.add(*operations_section(stats, images))
     report.add(*trials_section(stats))
     report.add(*missing_section(stats))
@@ -377,6 +386,36 @@ def contrast_section(stats: Stats) -> list:
             [Table(["Provider", "Metric", "Task type", *tail], per_task)],
         ),
     ]
+
+
+def viewer_section(stats: Stats, viewer: str) -> list:
+    """Links from each task type, scenario and contrast to its questions in ``ledgerbench view``."""
+    from urllib.parse import urlencode
+
+    page = viewer if viewer.endswith(".html") else viewer.rstrip("/") + "/index.html"
+
+    def href(**filters: str) -> str:
+        return f"{page}#/?{urlencode({'judge': stats.settings.judge, **filters})}"
+
+    tasks = [(f"{task_label(t)}: every question", href(type=t)) for t in stats.task_types]
+    scenarios = sorted({cell.scenario for cell in stats.scenarios})
+    by_scenario = [(f"Obligations / {s}", href(type="obligations", scenario=s)) for s in scenarios]
+    contrasts, seen = [], set()
+    for contrast in (c for m in stats.models for c in m.contrasts):
+        if (contrast.provider, contrast.scope) in seen:
+            continue
+        seen.add((contrast.provider, contrast.scope))
+        filters = {} if contrast.scope == EQUAL_WEIGHT else {"type": contrast.scope}
+        label = f"{contrast.provider} vs {stats.settings.reference} ({task_label(contrast.scope)})"
+        contrasts.append(
+            (f"{label}: questions where the runs differ", href(**filters, score="differ"))
+        )
+    blocks: list = [Heading("Questions behind the numbers"), Links(tasks)]
+    if by_scenario:
+        blocks += [Heading("By scenario", 3), Links(by_scenario)]
+    if contrasts:
+        blocks += [Heading("By contrast", 3), Links(contrasts)]
+    return blocks
 
 
 def operations_section(stats: Stats, images: list[str]) -> list:
@@ -641,6 +680,8 @@ def _md_blocks(blocks: list) -> list[str]:
             out += ["", f"_{block.note}_", ""] if block.note else [""]
         elif isinstance(block, Image):
             out += [f"![{block.title}]({block.name})", ""]
+        elif isinstance(block, Links):
+            out += [f"- [{label}](<{address}>)" for label, address in block.items] + [""]
         elif isinstance(block, Details):
             out += [f"#### {block.summary}", "", *_md_blocks(block.blocks)]
     return out
@@ -714,6 +755,12 @@ def _html_blocks(blocks: list, images: dict[str, bytes]) -> list[str]:
                 f'<figure><img alt="{html.escape(block.title)}" src="data:image/png;base64,{data}">'
                 f"<figcaption>{html.escape(block.title)}</figcaption></figure>"
             )
+        elif isinstance(block, Links):
+            items = "".join(
+                f'<li><a href="{html.escape(address)}">{html.escape(label)}</a></li>'
+                for label, address in block.items
+            )
+            parts.append(f"<ul>{items}</ul>")
         elif isinstance(block, Details):
             parts.append(f"<details><summary>{html.escape(block.summary)}</summary>")
             parts += _html_blocks(block.blocks, images)

@@ -105,6 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=5,
         help="fewer scored observations than this for a provider: not tested (default 5)",
     )
+    parser.add_argument(
+        "--viewer",
+        metavar="DIR_OR_URL",
+        help="the folder `ledgerbench view` wrote (relative to --out, or a URL): the report "
+        "links each task type, scenario and contrast to its questions there, e.g. ../viewer",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     return parser
 
@@ -131,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             latency_budget=parse_budget(args.latency_budget),
             pass_threshold=args.pass_threshold,
             min_observations=args.min_observations,
+            viewer=args.viewer,
         )
         stats = compare(config, progress=not args.quiet and sys.stderr.isatty())
     except InputError as exc:

@@ -28,6 +28,13 @@ Choices, and why:
 - The ERP is reached over HTTP by default. ``--harness-opt erp_transport=stdio`` lets the CLI spawn
   the server instead, but ``claude -p`` (2.1.16x and later) does not wait for a slow stdio server:
   it starts with the server ``pending`` and no ERP tools, which fails the question (clear error).
+- Provider failures: ``CLAUDE_CODE_MAX_RETRIES`` and ``API_TIMEOUT_MS`` are sized to the question's
+  budget (:func:`retry_settings`). The CLI's ``system/api_retry`` events and its synthetic
+  "API Error" messages (model ``<synthetic>``) are read from the stream, never taken as the model's
+  answer: no model output plus API errors ends as ``provider_unavailable`` (401/403/429/5xx,
+  refused connection) or ``provider_error`` (other 4xx), an infrastructure failure, not a timeout.
+- Without ``--model`` the record's model is the one the CLI's ``system/init`` reports; a question
+  with no ``result`` event (timeout) is priced from the price table.
 - Each question gets its own HOME, working directory and TMPDIR in a temporary folder under the
   run's ``work_dir``, removed afterwards; the CLI runs in a new session (its own process group),
   and that whole group is ended (TERM, then KILL) at the deadline, on errors and at interpreter
@@ -40,26 +47,34 @@ import asyncio
 import atexit
 import contextlib
 import json
+import math
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from harnesses._erp_process import parent_death_signal
+from harnesses._pricing import estimate_cost
 from harnesses._protocol import (
     AgentEnvironment,
     AgentOutcome,
     AgentTask,
+    ErpUnavailableError,
     HarnessOptions,
+    ProviderError,
+    ProviderUnavailableError,
     TrajectoryDraft,
+    retry_window_s,
 )
 from harnesses._registry import HarnessLoadError, harness
 from harnesses._stream_json import StreamParser
 
-INSTALL_COMMAND = "npm install -g @anthropic-ai/claude-code"
+PINNED_CLI_VERSION = "2.1.332"
+"""The CLI version the harness is tested against (.ci/run installs it; README says so)."""
+INSTALL_COMMAND = f"npm install -g @anthropic-ai/claude-code@{PINNED_CLI_VERSION}"
 ERP_SERVER_NAME = "erp"
 DEFAULT_MAX_TURNS = 20
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
@@ -78,7 +93,7 @@ CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_COD
 PASSED_VARIABLES = (
     "ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_BETAS",
     "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
-    "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "API_TIMEOUT_MS",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
     "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
     "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "LANG", "LC_ALL", "TZ",
 )  # fmt: skip
@@ -100,7 +115,7 @@ class ClaudeCliError(RuntimeError):
     """The CLI failed (bad exit, API error, no result event); the message carries its own words."""
 
 
-class ErpNotConnectedError(ClaudeCliError):
+class ErpNotConnectedError(ClaudeCliError, ErpUnavailableError):
     """The CLI could not reach the ERP MCP server (``system/init`` status not ``connected``)."""
 
 
@@ -134,24 +149,6 @@ def _install_atexit() -> None:
     if not _ATEXIT_INSTALLED:
         atexit.register(_kill_all_live_groups)
         _ATEXIT_INSTALLED = True
-
-
-def _parent_death_signal() -> Any:
-    """A preexec function asking Linux to SIGKILL the CLI if the runner dies (kill -9 included)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-
-    def set_death_signal() -> None:
-        prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-
-    return set_death_signal
 
 
 async def _end_group(process: asyncio.subprocess.Process, grace_s: float = TERM_GRACE_S) -> None:
@@ -360,6 +357,7 @@ class ClaudeCliHarness:
             base_url=self.options.base_url,
             erp_token=env.erp.token if self.transport == "http" else None,
         )
+        child_env.update(retry_settings(task.timeout_s, task.remaining()))
         draft.extra.update(
             claude_options={
                 "max_turns": self.max_turns,
@@ -370,6 +368,7 @@ class ClaudeCliHarness:
             }
         )
         stream_log = self._stream_log(env, task)
+        draft.add_message("user", task.query)
         parser = StreamParser(draft)
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -379,18 +378,19 @@ class ClaudeCliHarness:
             cwd=cwd,
             env=child_env,
             start_new_session=True,
-            preexec_fn=_parent_death_signal(),
+            preexec_fn=parent_death_signal(),
             limit=STREAM_LINE_LIMIT,
         )
         _LIVE_GROUPS.add(process.pid)
         stderr_tail: list[str] = []
         stderr_task = asyncio.create_task(_drain(process.stderr, stderr_tail))
         try:
-            await self._read_stream(process, parser, stream_log)
+            await self._read_stream(process, parser, stream_log, retry_window_s(task.timeout_s))
             returncode = await self._wait_for_exit(process, parser, draft)
             await asyncio.wait({stderr_task}, timeout=1.0)
         except BaseException:
             parser.finish()
+            self._estimate_cost(draft)  # before any await: the runner may not wait for us
             await _end_group(process)
             raise
         finally:
@@ -399,10 +399,20 @@ class ClaudeCliHarness:
                 stream_log.close()
             await _end_group(process, grace_s=0.0)  # reap any MCP child the CLI left behind
         parser.finish()
-        return self._outcome(parser, returncode, "".join(stderr_tail), draft)
+        try:
+            return self._outcome(parser, returncode, "".join(stderr_tail), draft)
+        finally:
+            self._estimate_cost(draft)
+
+    def _estimate_cost(self, draft: TrajectoryDraft) -> None:
+        """No ``result`` event (timeout, crash): the cost of the tokens so far, by price table."""
+        if draft.cost_usd is None and (draft.usage.input_tokens or draft.usage.output_tokens):
+            draft.cost_usd = estimate_cost(self.model or draft.model, draft.usage)
+            if draft.cost_usd is not None:
+                draft.extra["cost_estimated"] = True
 
     async def _read_stream(
-        self, process: asyncio.subprocess.Process, parser: StreamParser, log: Any
+        self, process: asyncio.subprocess.Process, parser: StreamParser, log: Any, window_s: float
     ) -> None:
         """Feed stdout to the parser until the ``result`` event or the end of the stream."""
         assert process.stdout is not None
@@ -421,6 +431,19 @@ class ClaudeCliHarness:
                     raise ErpNotConnectedError(_not_connected_message(status, self.transport))
             if event.get("type") == "result":
                 return
+            self._check_retry_window(parser, window_s)
+
+    @staticmethod
+    def _check_retry_window(parser: StreamParser, window_s: float) -> None:
+        """A provider that failed for the whole retry window before the model said anything is
+        unavailable: stop now rather than burn the budget."""
+        if parser.has_model_output or parser.first_retry is None:
+            return
+        if time.monotonic() - parser.first_retry > window_s:
+            raise ProviderUnavailableError(
+                f"the provider kept failing for {window_s:.0f} s before any model output: "
+                f"{parser.draft.provider_failure or 'API errors'}"
+            )
 
     async def _wait_for_exit(
         self, process: asyncio.subprocess.Process, parser: StreamParser, draft: TrajectoryDraft
@@ -447,8 +470,15 @@ class ClaudeCliHarness:
     ) -> AgentOutcome:
         result = parser.result
         draft.extra["exit_code"] = returncode
+        if stderr.strip():
+            draft.extra["stderr_tail"] = _one_line(stderr)[-1000:]
         if result is None:
             detail = _one_line(stderr)[-STDERR_TAIL_CHARS:] or "no output on stderr"
+            if not parser.has_model_output and (parser.retries or _mentions_api_error(stderr)):
+                raise ProviderUnavailableError(
+                    f"the claude CLI exited with code {returncode} after API errors: "
+                    f"{draft.provider_failure or detail}"
+                )
             raise ClaudeCliError(
                 f"the claude CLI exited with code {returncode} without a result event: {detail}"
             )
@@ -458,12 +488,39 @@ class ClaudeCliHarness:
         if subtype != "success" or result.get("is_error"):
             errors = result.get("errors") or [result.get("result") or ""]
             status = result.get("api_error_status")
-            raise ClaudeCliError(
+            message = (
                 f"the claude CLI ended with {subtype}"
                 + (f" (API status {status})" if status else "")
                 + f": {_one_line(' '.join(map(str, errors)))[:1000]}"
             )
+            if status is not None or result.get("terminal_reason") == "api_error":
+                raise _api_failure(status, message)
+            raise ClaudeCliError(message)
         return AgentOutcome(answer=parser.answer)
+
+
+def retry_settings(budget_s: float, remaining_s: float) -> dict[str, str]:
+    """``CLAUDE_CODE_MAX_RETRIES`` and ``API_TIMEOUT_MS`` sized to the question's budget.
+
+    The CLI's backoff starts near 0.5 s and doubles (with jitter): ``n`` retries wait about
+    ``0.5 * (2**n - 1) * 1.25`` s, kept within the retry window of :func:`retry_window_s`. One API
+    request may not outlast the time left."""
+    window = retry_window_s(budget_s)
+    retries = max(1, min(10, int(math.log2(window / 0.625 + 1))))
+    timeout_ms = int(max(1.0, remaining_s) * 1000)
+    return {"CLAUDE_CODE_MAX_RETRIES": str(retries), "API_TIMEOUT_MS": str(timeout_ms)}
+
+
+def _api_failure(status: Any, message: str) -> Exception:
+    """The provider failed (outage, auth, quota: unavailable) or refused the request (error)."""
+    if isinstance(status, int) and 400 <= status < 500 and status not in (401, 403, 408, 429):
+        return ProviderError(message)
+    return ProviderUnavailableError(message)
+
+
+def _mentions_api_error(stderr: str) -> bool:
+    lowered = stderr.lower()
+    return "api error" in lowered or "econnrefused" in lowered or "fetch failed" in lowered
 
 
 def _not_connected_message(status: str | None, transport: str) -> str:

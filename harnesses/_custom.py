@@ -14,8 +14,10 @@ Finance practice, in the instructions and in the flow:
 - answers come first, then a table with ERP record links, dates on time-sensitive figures, and a
   plain statement of what could not be found;
 - near the deadline (less than ``final_reserve_s`` left) or at the step cap, the model is asked for
-  a final answer without tools; if even that cannot finish, the agent composes a partial answer from
-  the tool results gathered so far, so a slow model still hands back something citable.
+  a final answer without tools; the record is then ``timeout`` (deadline) or ``max_turns`` (cap),
+  and its answer is only what the model wrote. If even that call cannot finish, the agent composes
+  a summary of the tool results gathered so far into ``extra["composed_answer"]`` for the reader;
+  it is never the answer, so it is never judged as the model's.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from harnesses._openai import (
     erp_call,
     parse_arguments,
     read_options,
+    record_model_event,
+    recorded_call,
     require_env_key,
-    retrying,
     warm_up_offline,
 )
 from harnesses._pricing import Price, estimate_cost, parse_price
@@ -193,6 +196,9 @@ class ModelTurn:
     requests: list[ToolRequest]
     usage: Usage
     model: str | None = None
+    reasoning: str | None = None
+    """Reasoning the provider returned (thinking blocks, ``reasoning_content``)."""
+    request_id: str | None = None
 
 
 class OpenAIChatConversation:
@@ -259,8 +265,16 @@ class OpenAIChatConversation:
                 for call in calls
             ]
         self.messages.append(assistant)
+        reasoning = getattr(message, "reasoning_content", None) or getattr(
+            message, "reasoning", None
+        )
         return ModelTurn(
-            message.content or "", requests, chat_usage(response.usage), response.model
+            message.content or "",
+            requests,
+            chat_usage(response.usage),
+            response.model,
+            reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
+            request_id=getattr(response, "_request_id", None),
         )
 
     def add_results(self, requests: list[ToolRequest], results: list[tuple[str, bool]]) -> None:
@@ -328,22 +342,40 @@ class AnthropicConversation:
     async def _streamed(
         self, typed: dict[str, Any], request: dict[str, Any], draft: TrajectoryDraft
     ) -> Any:
-        text = ""
-        async with self.client.messages.stream(**typed, extra_body=request) as stream:
-            async for piece in stream.text_stream:
-                text += piece
-                draft.set_answer(text)
-            return await stream.get_final_message()
+        """The reply, assembled from the raw stream events (text reaches the draft as it comes).
+
+        Tool inputs are parsed here rather than by the SDK, which raises on malformed JSON and
+        loses the whole turn: a bad input becomes a tool call the model is told to correct."""
+        from anthropic.types import Message
+
+        stream = await self.client.messages.create(**typed, extra_body=request, stream=True)
+        builder = _StreamedMessage(draft)
+        async for event in stream:
+            builder.feed(event)
+        self._raw_inputs = builder.invalid_inputs
+        message = Message.model_validate(builder.message())
+        response = getattr(stream, "response", None)
+        message._request_id = response.headers.get("request-id") if response else None
+        return message
 
     def _turn(self, message: Any, draft: TrajectoryDraft) -> ModelTurn:
         texts: list[str] = []
+        thoughts: list[str] = []
         requests: list[ToolRequest] = []
         content: list[dict[str, Any]] = []
+        invalid = getattr(self, "_raw_inputs", {})
+        self._raw_inputs: dict[str, str] = {}
         for block in message.content:
             kind = block.type
             if kind == "text":
                 texts.append(block.text)
                 content.append({"type": "text", "text": block.text})
+            elif kind == "tool_use" and block.id in invalid:
+                raw = invalid[block.id]
+                problem = "arguments are not valid JSON"
+                requests.append(ToolRequest(block.id, block.name, raw, None, problem))
+                entry = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
+                content.append(entry)
             elif kind == "tool_use":
                 arguments = block.input if isinstance(block.input, dict) else None
                 problem = None if arguments is not None else "arguments must be a JSON object"
@@ -353,6 +385,7 @@ class AnthropicConversation:
                     {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
                 )
             elif kind == "thinking":
+                thoughts.append(block.thinking)
                 content.append(
                     {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
                 )
@@ -360,7 +393,14 @@ class AnthropicConversation:
                 content.append(block.model_dump(mode="json", exclude_none=True))
         record_server_blocks(message.content, draft)
         self.messages.append({"role": "assistant", "content": content})
-        return ModelTurn("".join(texts), requests, anthropic_usage(message.usage), message.model)
+        return ModelTurn(
+            "".join(texts),
+            requests,
+            anthropic_usage(message.usage),
+            message.model,
+            reasoning="\n\n".join(t for t in thoughts if t) or None,
+            request_id=getattr(message, "_request_id", None),
+        )
 
     def add_results(self, requests: list[ToolRequest], results: list[tuple[str, bool]]) -> None:
         blocks = [
@@ -378,6 +418,72 @@ class AnthropicConversation:
         if isinstance(last["content"], str):
             last["content"] = [{"type": "text", "text": last["content"]}]
         last["content"].append({"type": "text", "text": text})
+
+
+class _StreamedMessage:
+    """A Messages-API reply put together from its raw stream events."""
+
+    def __init__(self, draft: TrajectoryDraft) -> None:
+        self.draft = draft
+        self.head: dict[str, Any] = {}
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.json_parts: dict[int, list[str]] = {}
+        self.invalid_inputs: dict[str, str] = {}
+        """Tool-use id -> the raw input text that is not a JSON object."""
+        self.text = ""
+
+    def feed(self, event: Any) -> None:
+        kind = event.type
+        if kind == "message_start":
+            self.head = event.message.model_dump(mode="json", exclude_none=True)
+        elif kind == "content_block_start":
+            block = event.content_block.model_dump(mode="json", exclude_none=True)
+            self.blocks[event.index] = block
+        elif kind == "content_block_delta":
+            self._delta(event.index, event.delta)
+        elif kind == "content_block_stop":
+            self._close(event.index)
+        elif kind == "message_delta":
+            self.head.update(event.delta.model_dump(mode="json", exclude_none=True))
+            usage = self.head.setdefault("usage", {})
+            usage.update(event.usage.model_dump(mode="json", exclude_none=True))
+
+    def _delta(self, index: int, delta: Any) -> None:
+        block = self.blocks.setdefault(index, {"type": "text", "text": ""})
+        if delta.type == "text_delta":
+            block["text"] = block.get("text", "") + delta.text
+            self.text += delta.text
+            self.draft.set_answer(self.text)
+        elif delta.type == "input_json_delta":
+            self.json_parts.setdefault(index, []).append(delta.partial_json)
+        elif delta.type == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta.thinking
+        elif delta.type == "signature_delta":
+            block["signature"] = delta.signature
+        elif delta.type == "citations_delta":
+            citation = delta.citation.model_dump(mode="json", exclude_none=True)
+            block.setdefault("citations", []).append(citation)
+
+    def _close(self, index: int) -> None:
+        block = self.blocks.get(index, {})
+        if index not in self.json_parts:
+            return
+        raw = "".join(self.json_parts.pop(index))
+        try:
+            parsed = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            block["input"] = parsed
+        else:
+            block["input"] = {}
+            self.invalid_inputs[str(block.get("id"))] = raw
+
+    def message(self) -> dict[str, Any]:
+        for index in list(self.json_parts):  # a stream cut before content_block_stop
+            self._close(index)
+        content = [self.blocks[index] for index in sorted(self.blocks)]
+        return {**self.head, "content": content}
 
 
 def record_server_blocks(blocks: list[Any], draft: TrajectoryDraft) -> None:
@@ -609,10 +715,9 @@ def warm_up_sdk(api: str) -> None:
         client = AsyncAnthropic(api_key="warm-up", base_url=base_url, http_client=http_client)
         typed = {"model": "warm-up", "max_tokens": 1, "messages": []}
         await client.messages.create(**typed)
-        async with client.messages.stream(**typed) as stream:
-            async for _ in stream.text_stream:
-                pass
-            await stream.get_final_message()
+        stream = await client.messages.create(**typed, stream=True)
+        async for _ in stream:
+            pass
 
     warm_up_offline(exercise, answer)
 
@@ -671,9 +776,8 @@ class FinanceAgentHarness:
             return await agent.run()
         except asyncio.CancelledError:
             draft.extra["cancelled_during"] = agent.phase
-            if agent.phase != "final_answer" and agent.gathered.found:
-                draft.extra["composed_answer"] = True
-                draft.set_answer(agent.compose_partial())
+            if agent.gathered.found:  # for the reader; the answer stays the model's own text
+                draft.extra["composed_answer"] = agent.compose_partial()
             raise
 
 
@@ -718,6 +822,7 @@ class _FinanceAgent:
             self.erp_names = {spec.name for spec in erp_specs}
             specs = erp_specs + self.web.specs()
             user = await self.opening_message(erp_specs)
+            self.draft.add_message("user", user)
             chat = self.owner.conversation(self.system_prompt(), user)
             return await self.loop(chat, specs)
 
@@ -762,10 +867,20 @@ class _FinanceAgent:
 
     async def model_turn(self, chat: Any, specs: list[ToolSpec], allow_tools: bool) -> ModelTurn:
         self.phase = "model"
-        turn = await retrying(
+        turn, timing = await recorded_call(
             lambda: chat.complete(specs, allow_tools=allow_tools, draft=self.draft),
             self.task,
             self.draft,
+            self.settings.model,
+        )
+        message = self.draft.add_message("assistant", turn.text, reasoning=turn.reasoning)
+        record_model_event(
+            self.draft,
+            timing,
+            model=turn.model or self.settings.model,
+            usage=turn.usage,
+            request_id=turn.request_id,
+            output=message,
         )
         self.draft.turns += 1
         cost = estimate_cost(turn.model or self.settings.model, turn.usage, self.settings.price)
@@ -833,23 +948,31 @@ class _FinanceAgent:
         return text, True
 
     async def finish(self, chat: Any, specs: list[ToolSpec], reason: str) -> AgentOutcome:
-        """Ask for a final answer without tools if there is time; else compose one."""
+        """Ask for a final answer without tools if there is time.
+
+        Stopped by the deadline, the outcome is a timeout; by a cap, max turns. The answer is only
+        ever text the model wrote: when the model cannot write one in time, the summary of the
+        tool results the agent composes goes to ``extra["composed_answer"]``, not the answer.
+        """
         self.phase = "final_answer"
         self.draft.extra["finished_by"] = reason
         capped = reason != "deadline_near"
         time_left = self.task.remaining() - SAFETY_S
         if time_left > MIN_FINAL_CALL_S:
             chat.add_user(FINAL_PROMPT)
+            self.draft.add_message("user", FINAL_PROMPT)
             try:
                 turn = await asyncio.wait_for(self.model_turn(chat, specs, False), time_left)
             except TimeoutError:
                 turn = None
             if turn is not None and turn.text.strip():
-                return AgentOutcome(answer=turn.text, max_turns_reached=capped)
-        self.draft.extra["composed_answer"] = True
-        answer = self.compose_partial()
-        self.draft.set_answer(answer)
-        return AgentOutcome(answer=answer, max_turns_reached=capped)
+                return AgentOutcome(
+                    answer=turn.text, max_turns_reached=capped, deadline_reached=not capped
+                )
+        self.draft.extra["composed_answer"] = self.compose_partial()
+        return AgentOutcome(
+            answer=self.draft.answer, max_turns_reached=capped, deadline_reached=not capped
+        )
 
     def compose_partial(self) -> str:
         """A partial answer from the tool results, when the model could not write one in time."""

@@ -6,12 +6,15 @@ and timing, so a harness cannot forget to record a call and a timeout keeps ever
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from harnesses._protocol import ErpEndpoint, TrajectoryDraft
+from harnesses._protocol import ErpEndpoint, ErpUnavailableError, TrajectoryDraft
+
+CANCELLED_OUTPUT = "Cancelled: the time budget ran out before the tool answered."
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,14 @@ class ErpClient:
         from fastmcp import Client
 
         self._client = Client(self._make_transport())
-        await self._client.__aenter__()
+        try:
+            await self._client.__aenter__()
+        except Exception as error:
+            self._client = None
+            where = self._endpoint.url if self._transport == "http" else "its stdio command"
+            raise ErpUnavailableError(
+                f"cannot connect to the ERP MCP server at {where}: {type(error).__name__}: {error}"
+            ) from error
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -108,11 +118,24 @@ class ErpClient:
         *,
         recorded_name: str | None = None,
     ) -> ToolResultText:
-        """Call an ERP tool and record it. Tool errors come back as ``is_error`` results."""
+        """Call an ERP tool and record it. Tool errors come back as ``is_error`` results; a call the
+        deadline cuts off is recorded as ``cancelled`` (no duration) before the cancellation goes
+        on."""
         started = draft.elapsed()
         clock = time.monotonic()
         try:
             result = await self._client.call_tool_mcp(name, arguments or {})
+        except asyncio.CancelledError:
+            draft.add_tool_call(
+                recorded_name or name,
+                arguments,
+                CANCELLED_OUTPUT,
+                is_error=True,
+                server=self._server_label,
+                started_s=started,
+                cancelled=True,
+            )
+            raise
         except Exception as error:  # transport failures are recorded, then re-raised
             draft.add_tool_call(
                 recorded_name or name,

@@ -3,17 +3,21 @@
 ``--erp-db URL`` (or no ERP option at all) makes the runner start ``python -m erp_mcp`` over
 streamable HTTP on a free loopback port with a freshly generated bearer token, wait until it
 listens, and stop it when the run ends. The token reaches the server through its environment,
-never a command line or a file.
+never a command line or a file. On Linux the server also dies with the runner, ``kill -9``
+included: it is started with a parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), which
+fires when the thread that started it ends, so the runner starts it from its main thread.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +82,27 @@ def _is_stale(url: str, expected_snapshot: str | None) -> bool:
         return erp_stats(url).get("snapshot_hash") != expected_snapshot
     except Exception:  # unreadable or not an ERP: rebuild it
         return True
+
+
+def parent_death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking Linux to SIGKILL the child when its parent dies (None elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+    parent = os.getpid()
+
+    def set_death_signal() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl: go now
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return set_death_signal
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -172,7 +197,12 @@ def start_erp_server(
         output = subprocess.DEVNULL
     try:
         process = subprocess.Popen(
-            args, env=env, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            args,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=parent_death_signal(),
         )
     finally:
         if log_path is not None:

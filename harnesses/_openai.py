@@ -31,9 +31,14 @@ from harnesses._protocol import (
     AgentOutcome,
     AgentTask,
     HarnessOptions,
+    ProviderError,
+    ProviderUnavailableError,
     TrajectoryDraft,
+    is_refused_access,
     is_transient,
+    is_unreachable,
     retry_delay,
+    retry_window_s,
 )
 from harnesses._registry import HarnessLoadError, harness
 from harnesses.records import Usage
@@ -67,14 +72,6 @@ class MissingApiKeyError(HarnessLoadError):
 
 class HarnessConfigError(HarnessLoadError):
     """A ``--harness-opt`` value or setting the harness cannot work with."""
-
-
-class ProviderError(RuntimeError):
-    """The provider answered but reported a failed response."""
-
-
-class ProviderUnavailableError(RuntimeError):
-    """The provider kept failing (429/5xx/connection) until the budget left no time to retry."""
 
 
 def require_env_key(variable: str, harness_name: str) -> str:
@@ -215,13 +212,25 @@ def retry_after_s(error: BaseException) -> float | None:
     return None
 
 
-async def retrying(make_call: Any, task: AgentTask, draft: TrajectoryDraft) -> Any:
-    """``make_call()``, retried on transient provider failures (429, 5xx, connection) in the budget.
+@dataclass
+class CallTiming:
+    """One model call as the transcript records it: when it started and how often it was retried."""
 
-    The SDK clients retry nothing (``max_retries=0``). Waits follow the provider's Retry-After or
-    the runner's backoff. When the next wait would end within :data:`RETRY_MARGIN_S` of the
-    deadline, :class:`ProviderUnavailableError` ends the question as ``error`` (the provider
-    failed, the agent did not time out). Every failed attempt is noted in
+    started_s: float
+    retries: int = 0
+
+
+async def retrying(
+    make_call: Any, task: AgentTask, draft: TrajectoryDraft, timing: CallTiming | None = None
+) -> Any:
+    """``make_call()``, retried on transient provider failures (429, 5xx, timeouts) in the budget.
+
+    The SDK clients retry nothing (``max_retries=0``). A provider that cannot be used at all
+    (connection refused, DNS, 401/403, exhausted quota) fails at once; transient failures are
+    retried with the provider's Retry-After or the runner's backoff for at most
+    :func:`retry_window_s` of the budget, and never past :data:`RETRY_MARGIN_S` before the
+    deadline. Then :class:`ProviderUnavailableError` ends the question as an infrastructure
+    failure (the provider failed, not the agent). Every failed attempt is noted in
     ``draft.extra["provider_errors"]``.
     """
     attempt = 0
@@ -231,21 +240,75 @@ async def retrying(make_call: Any, task: AgentTask, draft: TrajectoryDraft) -> A
         try:
             return await make_call()
         except Exception as error:
-            if not is_transient(error):
-                raise
             status = getattr(error, "status_code", None)
             label = type(error).__name__ + (f" {status}" if status else "")
+            if is_unreachable(error) or is_refused_access(error):
+                draft.extra.setdefault("provider_errors", []).append(label)
+                raise ProviderUnavailableError(f"{label}: {str(error)[:300]}") from error
+            if not is_transient(error):
+                raise
             draft.extra.setdefault("provider_errors", []).append(label)
             first_failure = first_failure or time.monotonic()
             wait = retry_after_s(error)
             wait = retry_delay(attempt, error) if wait is None else min(wait, 60.0)
-            if time.monotonic() + wait > task.deadline - RETRY_MARGIN_S:
-                spent = time.monotonic() - first_failure
+            spent = time.monotonic() - first_failure
+            window_closes = first_failure + retry_window_s(task.timeout_s)
+            resume_at = time.monotonic() + wait
+            if resume_at > task.deadline - RETRY_MARGIN_S or resume_at > window_closes:
                 raise ProviderUnavailableError(
                     f"{label} on {attempt} attempt(s) over {spent:.1f} s, "
-                    f"no time left in the budget to retry: {str(error)[:300]}"
+                    f"retry window closed: {str(error)[:300]}"
                 ) from error
+            if timing is not None:
+                timing.retries += 1
+            draft.excluded_s += wait  # a retry wait is not the agent's working time
             await asyncio.sleep(wait)
+
+
+async def recorded_call(
+    make_call: Any, task: AgentTask, draft: TrajectoryDraft, model: str | None
+) -> tuple[Any, CallTiming]:
+    """:func:`retrying`, timed; a call that fails or is cut off still gets its ModelEvent. The
+    caller records the event of a call that answered, with :func:`record_model_event`."""
+    timing = CallTiming(draft.elapsed())
+    try:
+        return await retrying(make_call, task, draft, timing), timing
+    except asyncio.CancelledError:
+        draft.add_model_event(
+            timing.started_s,
+            duration_s=None,
+            retries=timing.retries,
+            error="cut off by the deadline",
+            model=model,
+        )
+        raise
+    except Exception as error:
+        record_model_event(draft, timing, model=model, error=error)
+        raise
+
+
+def record_model_event(
+    draft: TrajectoryDraft,
+    timing: CallTiming,
+    *,
+    model: str | None,
+    usage: Usage | None = None,
+    request_id: str | None = None,
+    output: Any = None,
+    error: BaseException | str | None = None,
+) -> None:
+    if isinstance(error, BaseException):
+        error = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+    draft.add_model_event(
+        timing.started_s,
+        duration_s=draft.elapsed() - timing.started_s,
+        usage=usage,
+        retries=timing.retries,
+        error=error,
+        request_id=request_id,
+        model=model,
+        output=output,
+    )
 
 
 def _dump(value: Any) -> Any:
@@ -329,6 +392,7 @@ async def stream_response(
     async with client.responses.with_streaming_response.create(
         stream=True, extra_body=request, timeout=timeout
     ) as raw:
+        request_id = raw.headers.get("x-request-id")
         async for event in server_sent_events(raw.iter_lines()):
             kind = event.get("type")
             if kind == "response.output_text.delta":
@@ -340,7 +404,9 @@ async def stream_response(
                 raise ProviderError(f"stream error: {event.get('message', event)}")
     if not isinstance(final, dict):
         raise ProviderError("the response stream ended without a final response")
-    return Response.construct(**final)
+    response = Response.construct(**final)
+    response._request_id = request_id  # as the SDK sets it on non-streamed replies
+    return response
 
 
 async def server_sent_events(lines: Any) -> Any:
@@ -392,27 +458,11 @@ def warm_up_responses_api() -> None:
     warm_up_offline(exercise, answer)
 
 
-CANCELLED_CALL = "Cancelled: the time budget ran out before the tool answered."
-
-
 async def erp_call(
     erp: ErpClient, name: str, arguments: dict[str, Any], draft: TrajectoryDraft
 ) -> Any:
-    """``erp.call`` that also records a call cut off by the deadline (the runner cancels us)."""
-    started = draft.elapsed()
-    try:
-        return await erp.call(name, arguments, draft)
-    except asyncio.CancelledError:
-        draft.add_tool_call(
-            name,
-            arguments,
-            CANCELLED_CALL,
-            is_error=True,
-            server=SERVER_LABEL,
-            started_s=started,
-            duration_s=draft.elapsed() - started,
-        )
-        raise
+    """``erp.call``; a call cut off by the deadline is recorded by the client as cancelled."""
+    return await erp.call(name, arguments, draft)
 
 
 class ToolCatalogue:
@@ -514,6 +564,7 @@ class _ResponsesLoop:
             known = {spec.name for spec in specs}
             tools = [function_tool(spec) for spec in specs] + self._web_tools()
             user_input: list[dict[str, Any]] = [{"role": "user", "content": self.task.query}]
+            self.draft.add_message("user", self.task.query)
             history: list[dict[str, Any]] = list(user_input)
             request = self._request(tools, user_input)
             while True:
@@ -545,6 +596,7 @@ class _ResponsesLoop:
         request = self._request(
             [entry, *self._web_tools()], [{"role": "user", "content": self.task.query}]
         )
+        self.draft.add_message("user", self.task.query)
         turn = await self._respond(request)
         capped = not turn.text and turn.mcp_calls >= self.settings.max_tool_calls
         return AgentOutcome(answer=self.draft.answer, max_turns_reached=capped)
@@ -588,9 +640,11 @@ class _ResponsesLoop:
 
     async def _respond(self, request: dict[str, Any]) -> _Turn:
         self.phase = "model"
-        response = await retrying(lambda: self._create(request), self.task, self.draft)
+        response, timing = await recorded_call(
+            lambda: self._create(request), self.task, self.draft, self.settings.model
+        )
         self.draft.turns += 1
-        return self._record_response(response)
+        return self._record_response(response, timing)
 
     async def _create(self, request: dict[str, Any]) -> Any:
         client = self.owner.client()
@@ -603,19 +657,31 @@ class _ResponsesLoop:
 
     # --- recording ---------------------------------------------------------------------------
 
-    def _record_response(self, response: Any) -> _Turn:
+    def _record_response(self, response: Any, timing: CallTiming) -> _Turn:
         draft = self.draft
         draft.extra["response_ids"].append(response.id)
         draft.extra["served_model"] = response.model
         usage = responses_usage(response.usage)
         cost = estimate_cost(response.model or self.settings.model, usage, self.settings.price)
         draft.add_usage(usage, cost)
+        event = {
+            "model": response.model or self.settings.model,
+            "usage": usage,
+            "request_id": getattr(response, "_request_id", None),
+        }
         if response.status == "failed":
             error = getattr(response, "error", None)
-            raise ProviderError(f"response failed: {getattr(error, 'message', error)}")
+            failure = ProviderError(f"response failed: {getattr(error, 'message', error)}")
+            record_model_event(draft, timing, error=failure, **event)
+            raise failure
         if response.status == "incomplete":
             details = getattr(response, "incomplete_details", None)
             draft.extra["incomplete_reason"] = getattr(details, "reason", None)
+        # The turn goes into the transcript before its items, so hosted MCP calls attach to it.
+        message = draft.add_message(
+            "assistant", _output_text(response), reasoning=_reasoning_summary(response)
+        )
+        record_model_event(draft, timing, output=message, **event)
         turn = _Turn(response=response)
         for item in response.output:
             self._record_item(item, turn)
@@ -715,3 +781,28 @@ class _ResponsesLoop:
             return text
         result = await erp_call(erp, call.name, arguments, self.draft)
         return f"Error: {result.text}" if result.is_error else result.text
+
+
+def _output_text(response: Any) -> str:
+    """The text of every message item of a response (what :meth:`_record_message` joins)."""
+    parts = []
+    for item in response.output:
+        if item.type == "message":
+            for content in item.content:
+                if content.type == "output_text":
+                    parts.append(content.text)
+                elif content.type == "refusal":
+                    parts.append(content.refusal)
+    return "\n\n".join(part for part in parts if part)
+
+
+def _reasoning_summary(response: Any) -> str | None:
+    """The reasoning summaries a response carries (only when the request asked for them)."""
+    texts = [
+        getattr(part, "text", "")
+        for item in response.output
+        if item.type == "reasoning"
+        for part in getattr(item, "summary", None) or []
+    ]
+    joined = "\n\n".join(text for text in texts if text)
+    return joined or None

@@ -18,6 +18,7 @@ from harnesses.records import (
     MessageToolCall,
     ModelEvent,
     Source,
+    TerminationReason,
     ToolCall,
     ToolEvent,
     Usage,
@@ -125,6 +126,12 @@ class TrajectoryDraft:
     events: list[ModelEvent | ToolEvent] = field(default_factory=list)
     excluded_s: float = 0.0
     """Seconds that are not the agent's working time (process start-up, retry waits)."""
+    model: str | None = None
+    """The model the provider reported, when the harness learns it (recorded as the model)."""
+    provider_failure: str | None = None
+    """Set by a harness while the provider keeps failing (retries), cleared when it answers: a
+    question stopped at its deadline in that state with no answer is an infrastructure failure
+    (``provider_unavailable``), not a time limit of the agent."""
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started_monotonic
@@ -145,7 +152,11 @@ class TrajectoryDraft:
         error: str | None = None,
         request_id: str | None = None,
         model: str | None = None,
+        output: Message | None = None,
     ) -> ModelEvent:
+        """Record one model call; ``output`` is the assistant turn it produced (from
+        :meth:`add_message`), when there is one."""
+        index = next((n for n, m in enumerate(self.messages) if m is output), None)
         event = ModelEvent(
             started_s=round(started_s, 4),
             duration_s=None if duration_s is None else round(duration_s, 4),
@@ -154,6 +165,7 @@ class TrajectoryDraft:
             error=error,
             request_id=request_id,
             model=model,
+            message_index=index,
         )
         self.events.append(event)
         return event
@@ -183,7 +195,9 @@ class TrajectoryDraft:
         server: str | None = None,
         started_s: float | None = None,
         duration_s: float | None = None,
+        cancelled: bool = False,
     ) -> ToolCall:
+        """Record a tool call; ``cancelled`` for one the deadline cut off (its duration None)."""
         call = ToolCall(
             name=name,
             arguments=arguments or {},
@@ -194,7 +208,8 @@ class TrajectoryDraft:
             is_error=is_error,
             server=server,
             started_s=started_s,
-            duration_s=duration_s,
+            duration_s=None if cancelled else duration_s,
+            cancelled=cancelled,
         )
         self.tool_calls.append(call)
         self._note_tool_call(len(self.tool_calls) - 1, call)
@@ -224,7 +239,10 @@ class AgentOutcome:
     """How a harness that finished on its own ended."""
 
     answer: str
+    """Text the model wrote; never text the harness composed (that goes to ``draft.extra``)."""
     max_turns_reached: bool = False
+    deadline_reached: bool = False
+    """The harness stopped early because the deadline was near: recorded as ``timeout``."""
 
 
 @runtime_checkable
@@ -326,3 +344,105 @@ async def call_with_retries(
             if time.monotonic() + delay >= deadline:
                 raise
             await asyncio.sleep(delay)
+
+
+# --------------------------------------------------------------------------------------------------
+# Failure classes: why a question failed, in the closed set of termination reasons
+# --------------------------------------------------------------------------------------------------
+
+
+class ProviderUnavailableError(RuntimeError):
+    """The model provider could not be used: refused connection, DNS, auth, quota, or 429/5xx
+    until the retry window closed. An infrastructure failure (never judged)."""
+
+    termination_reason = TerminationReason.provider_unavailable
+
+
+class ProviderError(RuntimeError):
+    """The provider answered, but with an error or output the harness cannot use."""
+
+    termination_reason = TerminationReason.provider_error
+
+
+class ErpUnavailableError(RuntimeError):
+    """The ERP MCP server could not be reached (down, refused, wrong token) when the agent began."""
+
+    termination_reason = TerminationReason.erp_unavailable
+
+
+_UNREACHABLE_CLASS_NAMES = frozenset({"ConnectError", "ConnectionRefusedError", "gaierror"})
+_AUTH_CLASS_NAMES = frozenset({"AuthenticationError", "PermissionDeniedError"})
+_PROVIDER_ERROR_CLASS_NAMES = frozenset(
+    {
+        "BadRequestError",
+        "NotFoundError",
+        "UnprocessableEntityError",
+        "ConflictError",
+        "APIResponseValidationError",
+        "APIStatusError",
+        "JSONDecodeError",
+    }
+)
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """``error`` and its causes / contexts, nearest first (bounded)."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and len(seen) < 8 and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def status_code_of(error: BaseException) -> int | None:
+    status = getattr(error, "status_code", None)
+    if status is None:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_unreachable(error: BaseException) -> bool:
+    """The provider cannot be reached at all: connection refused, DNS failure (not a timeout)."""
+    for link in _chain(error):
+        names = {cls.__name__ for cls in type(link).__mro__}
+        if names & _UNREACHABLE_CLASS_NAMES:
+            return True
+    return False
+
+
+def is_refused_access(error: BaseException) -> bool:
+    """Auth failure (401/403) or an exhausted quota: retrying cannot help."""
+    status = status_code_of(error)
+    if status in (401, 403):
+        return True
+    if any(cls.__name__ in _AUTH_CLASS_NAMES for cls in type(error).__mro__):
+        return True
+    text = str(error).lower()
+    return "insufficient_quota" in text or "quota exceeded" in text
+
+
+def termination_reason_of(error: BaseException) -> TerminationReason:
+    """The closed-set reason for a question that ended with ``error`` (after any retries).
+
+    Exceptions may carry their own ``termination_reason`` (the classes above); otherwise SDK
+    errors are recognised by status code and class name. Whatever is left is our (or the
+    plug-in's) code failing: ``harness_error``.
+    """
+    own = getattr(error, "termination_reason", None)
+    if isinstance(own, TerminationReason):
+        return own
+    if is_unreachable(error) or is_refused_access(error) or is_transient(error):
+        return TerminationReason.provider_unavailable
+    status = status_code_of(error)
+    if status is not None and 400 <= status < 500:
+        return TerminationReason.provider_error
+    if any(cls.__name__ in _PROVIDER_ERROR_CLASS_NAMES for cls in type(error).__mro__):
+        return TerminationReason.provider_error
+    return TerminationReason.harness_error
+
+
+def retry_window_s(budget_s: float) -> float:
+    """How long a question may keep retrying a failing provider: a quarter of its budget, at
+    least 2 s and at most 30 s, so a dead provider never eats most of the budget."""
+    return min(30.0, max(2.0, 0.25 * budget_s))

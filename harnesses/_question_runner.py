@@ -10,16 +10,22 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from harnesses._harness_loop import HarnessLoop
 from harnesses._instructions import instructions_hash
 from harnesses._protocol import (
     AgentEnvironment,
     AgentTask,
     Harness,
     TrajectoryDraft,
+    is_refused_access,
     is_transient,
+    is_unreachable,
     retry_delay,
+    retry_window_s,
+    termination_reason_of,
 )
 from harnesses._redact import one_line
+from harnesses._registry import is_builtin
 from harnesses._run_config import RunConfig
 from harnesses.records import (
     ErrorInfo,
@@ -30,27 +36,32 @@ from harnesses.records import (
 )
 from ledgerbench.dataset import Question
 
+OVERRUN_GRACE_S = 1.0
+"""A harness that returns later than budget + cancel grace + this is recorded as ``timeout``."""
+
 
 @dataclass
 class _Attempt:
-    status: Status
+    reason: TerminationReason
     answer: str
     error: ErrorInfo | None = None
+    detail: str | None = None
+
+    @property
+    def status(self) -> Status:
+        return self.termination().status
 
     def termination(self) -> Termination:
-        if self.status is Status.ok:
-            return Termination.of(TerminationReason.completed)
-        if self.status is Status.timeout:
-            return Termination.of(TerminationReason.time_limit)
-        if self.status is Status.max_turns:
-            return Termination.of(TerminationReason.max_turns)
-        if self.error is not None and self.error.class_ == "EmptyAnswer":
-            return Termination.of(TerminationReason.empty_answer)
-        return Termination.of(TerminationReason.harness_error)
+        return Termination.of(self.reason, self.detail)
 
 
 class QuestionRunner:
-    """Runs one (question, trial) under its budget and turns the draft into a record."""
+    """Runs one (question, trial) under its budget and turns the draft into a record.
+
+    Built-in harnesses run on the runner's event loop; any other harness (a plug-in) runs on a
+    :class:`HarnessLoop` of its own unless it sets ``shares_runner_loop = True``, so a plug-in
+    that blocks cannot stop the runner's clock.
+    """
 
     def __init__(self, harness: Harness, env: AgentEnvironment, config: RunConfig) -> None:
         self.harness = harness
@@ -58,6 +69,24 @@ class QuestionRunner:
         self.config = config
         self.harness_name = getattr(harness, "name", None) or config.harness
         self.model = getattr(harness, "model", None) or config.model
+        shares = getattr(harness, "shares_runner_loop", None)
+        if shares is None:
+            shares = is_builtin(config.harness)
+        self._own_loop: HarnessLoop | None = None if shares else HarnessLoop(self.harness_name)
+
+    async def aclose(self) -> None:
+        """Close the harness (on its own loop) and stop that loop."""
+        closer = getattr(self.harness, "aclose", None)
+        try:
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    if self._own_loop is None:
+                        await closer()
+                    else:
+                        await asyncio.wait_for(self._own_loop.call(closer), timeout=5.0)
+        finally:
+            if self._own_loop is not None:
+                self._own_loop.close()
 
     async def run(self, question: Question, trial: int) -> TrajectoryRecord:
         budget = self.config.budget_for(question)
@@ -73,10 +102,24 @@ class QuestionRunner:
             deadline=start + budget,
         )
         outcome = await self._attempts(task, draft)
+        outcome = self._past_budget(outcome, draft, budget)
         return self._record(question, trial, budget, started_at, draft, outcome)
+
+    def _past_budget(self, outcome: _Attempt, draft: TrajectoryDraft, budget: float) -> _Attempt:
+        """A harness that finished well past its deadline (it blocked the clock) is not ``ok``."""
+        overrun = draft.elapsed() - budget
+        if (
+            outcome.status is not Status.ok
+            or overrun <= self.config.cancel_grace_s + OVERRUN_GRACE_S
+        ):
+            return outcome
+        draft.extra["overran_budget_s"] = round(overrun, 3)
+        detail = f"finished {overrun:.1f} s past its {budget:g} s budget"
+        return _Attempt(TerminationReason.time_limit, outcome.answer, detail=detail)
 
     async def _attempts(self, task: AgentTask, draft: TrajectoryDraft) -> _Attempt:
         attempt = 0
+        first_failure: float | None = None
         while True:
             attempt += 1
             if attempt > 1:
@@ -85,27 +128,44 @@ class QuestionRunner:
             if result is not None:
                 return result
             assert error is not None
+            first_failure = first_failure or time.monotonic()
             delay = retry_delay(attempt, error)
-            retryable = is_transient(error) and attempt <= self.config.retries
-            if retryable and time.monotonic() + delay < task.deadline:
+            retryable = (
+                is_transient(error)
+                and not is_unreachable(error)
+                and not is_refused_access(error)
+                and attempt <= self.config.retries
+            )
+            resume_at = time.monotonic() + delay
+            window_closes = first_failure + retry_window_s(task.timeout_s)
+            if retryable and resume_at < task.deadline and resume_at < window_closes:
                 draft.extra.setdefault("retried_errors", []).append(
                     f"{type(error).__name__}: {one_line(str(error))[:300]}"
                 )
+                draft.excluded_s += delay
                 await asyncio.sleep(delay)
                 continue
+            message = _error_message(error)
             return _Attempt(
-                Status.error,
+                termination_reason_of(error),
                 draft.answer,
-                ErrorInfo(**{"class": type(error).__name__, "message": _error_message(error)}),
+                ErrorInfo(**{"class": type(error).__name__, "message": message}),
+                detail=f"{type(error).__name__}: {message}"[:300],
             )
+
+    def _start(self, task: AgentTask, draft: TrajectoryDraft) -> asyncio.Task:
+        if self._own_loop is None:
+            return asyncio.create_task(self.harness.run(task, self.env, draft))
+        own_loop = self._own_loop
+        return asyncio.create_task(own_loop.call(lambda: self.harness.run(task, self.env, draft)))
 
     async def _one_attempt(
         self, task: AgentTask, draft: TrajectoryDraft
     ) -> tuple[_Attempt | None, BaseException | None]:
         remaining = task.deadline - time.monotonic()
         if remaining <= 0:
-            return _Attempt(Status.timeout, draft.answer), None
-        agent = asyncio.create_task(self.harness.run(task, self.env, draft))
+            return _Attempt(TerminationReason.time_limit, draft.answer), None
+        agent = self._start(task, draft)
         try:
             done, _ = await asyncio.wait({agent}, timeout=remaining)
         except asyncio.CancelledError:
@@ -113,7 +173,11 @@ class QuestionRunner:
             raise
         if not done:
             await self._stop(agent)
-            return _Attempt(Status.timeout, draft.answer), None
+            if draft.provider_failure and not draft.answer.strip():
+                detail = f"the provider kept failing until the deadline: {draft.provider_failure}"
+                error = ErrorInfo(**{"class": "ProviderUnavailable", "message": detail[:2000]})
+                return _Attempt(TerminationReason.provider_unavailable, "", error, detail), None
+            return _Attempt(TerminationReason.time_limit, draft.answer), None
         if agent.cancelled():
             return None, asyncio.CancelledError("the harness task was cancelled")
         error = agent.exception()
@@ -121,14 +185,14 @@ class QuestionRunner:
             return None, error
         outcome = agent.result()
         answer = (getattr(outcome, "answer", None) or draft.answer or "").strip()
+        if getattr(outcome, "deadline_reached", False):
+            return _Attempt(TerminationReason.time_limit, answer), None
         if getattr(outcome, "max_turns_reached", False):
-            return _Attempt(Status.max_turns, answer), None
+            return _Attempt(TerminationReason.max_turns, answer), None
         if not answer:
-            empty = ErrorInfo(
-                **{"class": "EmptyAnswer", "message": "the harness finished without an answer"}
-            )
-            return _Attempt(Status.error, "", empty), None
-        return _Attempt(Status.ok, answer), None
+            detail = "the agent finished without an answer"
+            return _Attempt(TerminationReason.empty_answer, "", detail=detail), None
+        return _Attempt(TerminationReason.completed, answer), None
 
     async def _stop(self, agent: asyncio.Task) -> None:
         """Cancel the harness and give it a moment to clean up (subprocesses, connections)."""
@@ -153,7 +217,7 @@ class QuestionRunner:
             trial=trial,
             task_type=question.task_type,
             harness=self.harness_name,
-            model=self.model,
+            model=self.model or draft.model,
             answer=outcome.answer,
             status=outcome.status,
             termination=outcome.termination(),

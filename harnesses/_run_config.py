@@ -69,6 +69,11 @@ class RunConfig(StrictModel):
     """Start over even if the run directory holds a run with different settings."""
     retries: int = Field(default=3, ge=0)
     """Retries of a question after a transient failure, while its budget lasts."""
+    retry_errors: bool = False
+    """On resume, run again the records that ended in an infrastructure failure (the earlier
+    attempts are kept in the new record's ``previous_attempts``)."""
+    max_consecutive_infra_failures: int = Field(default=5, ge=0)
+    """Stop the run after this many infrastructure failures in a row (0: never stop)."""
     cancel_grace_s: float = Field(default=0.5, ge=0)
     """After the deadline, how long a cancelled harness may clean up before it is abandoned."""
     output_limit: int = Field(default=DEFAULT_OUTPUT_LIMIT, ge=100)

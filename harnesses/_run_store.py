@@ -43,6 +43,8 @@ from ledgerbench.dataset import Dataset, Question
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
 MANIFEST_FILE = "manifest.json"
+SCORES_DIR = "scores"
+LOCK_FILE = ".runner.lock"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -136,9 +138,11 @@ def read_manifest(run_dir: Path) -> RunManifest | None:
 
 
 def read_trajectories(path: Path, *, repair: bool = False) -> list[TrajectoryRecord]:
-    """Records in a trajectory file, first one per (question, trial).
+    """Records in a trajectory file, the last one per (question, trial), in first-seen order.
 
-    A last line without its newline is what ``kill -9`` mid-write leaves; it is ignored, and with
+    A (question, trial) appears twice only when ``--retry-errors`` re-ran an infrastructure
+    failure: the later record replaces it (and lists it in ``previous_attempts``). A last line
+    without its newline is what ``kill -9`` mid-write leaves; it is ignored, and with
     ``repair=True`` cut off so that appending starts on a clean line.
     """
     if not path.exists():
@@ -150,8 +154,7 @@ def read_trajectories(path: Path, *, repair: bool = False) -> list[TrajectoryRec
         if repair:
             with path.open("r+b") as handle:
                 handle.truncate(cut)
-    records: list[TrajectoryRecord] = []
-    seen: set[tuple[str, int]] = set()
+    records: dict[tuple[str, int], TrajectoryRecord] = {}
     for line in data.splitlines():
         if not line.strip():
             continue
@@ -159,11 +162,8 @@ def read_trajectories(path: Path, *, repair: bool = False) -> list[TrajectoryRec
             record = TrajectoryRecord.model_validate_json(line)
         except ValidationError:
             continue  # a damaged line: its (question, trial) counts as missing and runs again
-        key = (record.question_id, record.trial)
-        if key not in seen:
-            seen.add(key)
-            records.append(record)
-    return records
+        records[(record.question_id, record.trial)] = record
+    return list(records.values())
 
 
 class TrajectoryWriter:
@@ -224,7 +224,9 @@ def find_resumable_run(runs_dir: Path, config_fingerprint: str) -> Path | None:
 
 
 def move_aside(run_dir: Path) -> Path | None:
-    old_files = [run_dir / MANIFEST_FILE, run_dir / TRAJECTORIES_FILE]
+    """Move the run's manifest, trajectories and scores (they belong to those answers) into
+    ``replaced-<time>/``."""
+    old_files = [run_dir / MANIFEST_FILE, run_dir / TRAJECTORIES_FILE, run_dir / SCORES_DIR]
     if not any(path.exists() for path in old_files):
         return None
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
@@ -234,6 +236,43 @@ def move_aside(run_dir: Path) -> Path | None:
         if path.exists():
             os.replace(path, aside / path.name)
     return aside
+
+
+class RunLock:
+    """One runner per run directory: an exclusive ``flock`` on ``.runner.lock``, which holds the
+    owner's pid. The kernel drops the lock when the process dies, ``kill -9`` included."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / LOCK_FILE
+        self._handle: Any = None
+
+    def acquire(self) -> None:
+        import fcntl
+
+        handle = self.path.open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            handle.close()
+            raise RunConfigError(
+                f"{self.path.parent} is in use by another runner (pid {owner}); wait for it to "
+                f"finish or stop it (kill {owner}), or choose another --out"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._handle = handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            with contextlib.suppress(OSError):
+                self._handle.seek(0)
+                self._handle.truncate()
+            self._handle.close()  # closing the descriptor drops the flock
+            self._handle = None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -307,6 +346,24 @@ class PreparedRun:
     run_dir: Path
     previous: RunManifest | None
     existing: list[TrajectoryRecord]
+    """The records already in the run directory (the last one per question and trial)."""
+    lock: RunLock | None = None
+    """Held from :func:`prepare_run` until the driver releases it at the end of the run."""
+
+    def pending(self, retry_errors: bool) -> list[tuple[Question, int]]:
+        """Pairs still to run: the missing ones, and with ``retry_errors`` the infrastructure
+        failures."""
+        kept = {
+            (r.question_id, r.trial)
+            for r in self.existing
+            if not (retry_errors and r.infrastructure_failure)
+        }
+        return [(q, t) for q, t in self.pairs if (q.id, t) not in kept]
+
+    def earlier(self, question_id: str, trial: int) -> TrajectoryRecord | None:
+        return next(
+            (r for r in self.existing if (r.question_id, r.trial) == (question_id, trial)), None
+        )
 
 
 def prepare_run(config: RunConfig, instructions: str, log: Any) -> PreparedRun:
@@ -326,6 +383,30 @@ def prepare_run(config: RunConfig, instructions: str, log: Any) -> PreparedRun:
     run_dir = (run_dir or default_run_dir(config, dt.datetime.now(dt.UTC))).resolve()
     if run_dir.exists() and not run_dir.is_dir():
         raise RunConfigError(f"--out {run_dir} is a file; give a directory")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock = RunLock(run_dir)
+    lock.acquire()
+    try:
+        return _open_locked(
+            config, run_dir, lock, parts, log, dataset_path, dataset, dataset_hash, pairs
+        )
+    except BaseException:
+        lock.release()
+        raise
+
+
+def _open_locked(
+    config: RunConfig,
+    run_dir: Path,
+    lock: RunLock,
+    parts: dict[str, Any],
+    log: Any,
+    dataset_path: Path,
+    dataset: Dataset,
+    dataset_hash: str,
+    pairs: list[tuple[Question, int]],
+) -> PreparedRun:
+    config_fp = fingerprint(parts)
     previous = read_manifest(run_dir)
     if previous is not None and previous.config_fingerprint != config_fp and not config.force_new:
         changed = describe_changes(previous.fingerprint_parts or {}, parts)
@@ -344,10 +425,9 @@ def prepare_run(config: RunConfig, instructions: str, log: Any) -> PreparedRun:
                 "--force-new to start over"
             )
         move_aside(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     existing = read_trajectories(run_dir / TRAJECTORIES_FILE, repair=True)
     return PreparedRun(
-        dataset_path, dataset, dataset_hash, pairs, parts, run_dir, previous, existing
+        dataset_path, dataset, dataset_hash, pairs, parts, run_dir, previous, existing, lock
     )
 
 

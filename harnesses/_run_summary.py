@@ -10,7 +10,7 @@ from pydantic import Field
 
 from harnesses._run_config import StrictModel
 from harnesses._run_store import TRAJECTORIES_FILE, PreparedRun, read_trajectories
-from harnesses.records import RunManifest, Status, TrajectoryRecord
+from harnesses.records import RunManifest, Status, TerminationReason, TrajectoryRecord
 from ledgerbench.dataset import TaskType
 
 
@@ -18,7 +18,11 @@ class TaskTypeSummary(StrictModel):
     task_type: str
     total: int
     answered: int
-    """Status ok."""
+    """Finished on their own with an answer (termination ``completed``)."""
+    empty_answers: int = 0
+    """Finished on their own without an answer (an agent failure: judged, scores 0)."""
+    infrastructure: int = 0
+    """Infrastructure failures (provider, ERP, harness): not judged, shown apart."""
     timeouts: int
     max_turns: int
     errors: int
@@ -50,6 +54,12 @@ class RunSummary(StrictModel):
     by_task_type: list[TaskTypeSummary]
     errors: dict[str, int] = Field(default_factory=dict)
     """Error class -> count."""
+    by_termination: dict[str, int] = Field(default_factory=dict)
+    """Termination reason -> count."""
+    infrastructure_failures: int = 0
+    """Records that ended in an infrastructure failure (not judged, out of every denominator)."""
+    stopped: str | None = None
+    """Why the circuit breaker stopped the run (with the command to resume), if it did."""
 
 
 def _percentile(values: list[float], fraction: float) -> float | None:
@@ -73,7 +83,11 @@ def summarize_records(records: list[TrajectoryRecord]) -> list[TaskTypeSummary]:
             TaskTypeSummary(
                 task_type=task_type,
                 total=len(group),
-                answered=sum(r.status == Status.ok for r in group),
+                answered=sum(r.termination.reason == TerminationReason.completed for r in group),
+                empty_answers=sum(
+                    r.termination.reason == TerminationReason.empty_answer for r in group
+                ),
+                infrastructure=sum(r.infrastructure_failure for r in group),
                 timeouts=sum(r.status == Status.timeout for r in group),
                 max_turns=sum(r.status == Status.max_turns for r in group),
                 errors=sum(r.status == Status.error for r in group),
@@ -100,9 +114,10 @@ def summary_table(summary: RunSummary) -> Any:
     for header in (
         "task type",
         "answered",
+        "empty",
         "timeout",
         "max turns",
-        "error",
+        "infra failure",
         "p50 s",
         "p90 s",
         "tools/q",
@@ -114,9 +129,10 @@ def summary_table(summary: RunSummary) -> Any:
         table.add_row(
             row.task_type,
             f"{row.answered}/{row.total}",
+            str(row.empty_answers),
             str(row.timeouts),
             str(row.max_turns),
-            str(row.errors),
+            str(row.infrastructure),
             _fmt(row.latency_median_s),
             _fmt(row.latency_p90_s),
             _fmt(row.tool_calls_mean),
@@ -134,15 +150,19 @@ def build_run_summary(
     prepared: PreparedRun, manifest: RunManifest, ran: list[TrajectoryRecord], interrupted: bool
 ) -> RunSummary:
     selected = {(q.id, t) for q, t in prepared.pairs}
+    retried = [r for r in ran if r.previous_attempts]
     records = [
         r
         for r in read_trajectories(prepared.run_dir / TRAJECTORIES_FILE)
         if (r.question_id, r.trial) in selected
     ]
     by_status: dict[str, int] = {}
+    by_termination: dict[str, int] = {}
     errors: dict[str, int] = {}
     for record in records:
         by_status[record.status.value] = by_status.get(record.status.value, 0) + 1
+        reason = record.termination.reason.value
+        by_termination[reason] = by_termination.get(reason, 0) + 1
         if record.error is not None:
             errors[record.error.class_] = errors.get(record.error.class_, 0) + 1
     return RunSummary(
@@ -150,10 +170,12 @@ def build_run_summary(
         run_id=manifest.run_id,
         expected=len(prepared.pairs),
         recorded=len(records),
-        resumed=len(prepared.existing),
+        resumed=len(prepared.existing) - len(retried),
         ran=len(ran),
         interrupted=interrupted,
         by_status=by_status,
         by_task_type=summarize_records(records),
         errors=errors,
+        by_termination=by_termination,
+        infrastructure_failures=sum(r.infrastructure_failure for r in records),
     )

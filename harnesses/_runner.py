@@ -23,8 +23,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import shlex
 import signal
 import sys
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harnesses._erp_serving import (
@@ -83,7 +86,7 @@ from harnesses._run_summary import (
     summarize_records,
     summary_table,
 )
-from harnesses.records import TrajectoryRecord
+from harnesses.records import PreviousAttempt, TrajectoryRecord
 
 __all__ = [
     "MANIFEST_FILE",
@@ -147,19 +150,27 @@ async def run_async(
         raise RunConfigError(one_line(str(error))) from None
     try:
         prepared = prepare_run(config, instructions, log)
-        executor = executor or LocalExecutor(config.concurrency)
-        return await _run_with_harness(config, prepared, harness, instructions, log, executor)
-    finally:
+    except BaseException:
         closer = getattr(harness, "aclose", None)
         if closer is not None:
             with contextlib.suppress(Exception):
                 await closer()
+        raise
+    executor = executor or LocalExecutor(config.concurrency)
+    return await _run_with_harness(config, prepared, harness, instructions, log, executor)
 
 
 def _run_secrets(config: RunConfig) -> list[str]:
     secrets = [s for s in [config.erp_token.get_secret_value() if config.erp_token else None] if s]
     secrets += [v for k, v in config.harness_opts.items() if is_secret_key(k) and v]
     return secrets + environment_secrets()
+
+
+async def _close_harness(harness: Harness) -> None:
+    closer = getattr(harness, "aclose", None)
+    if closer is not None:
+        with contextlib.suppress(Exception):
+            await closer()
 
 
 async def _run_with_harness(
@@ -171,34 +182,97 @@ async def _run_with_harness(
     executor: Executor,
 ) -> RunSummary:
     run_dir = prepared.run_dir
-    done = {(r.question_id, r.trial) for r in prepared.existing}
-    pending = [(q, t) for q, t in prepared.pairs if (q.id, t) not in done]
+    pending = prepared.pending(config.retry_errors)
     secrets = _run_secrets(config)
-    interrupted = False
-    ran: list[TrajectoryRecord] = []
-    async with serve_erp(config, run_dir, log, prepared.dataset) as erp:
-        if erp.endpoint.token:
-            secrets.append(erp.endpoint.token)
-        erp.info = await fetch_erp_info(erp.endpoint)
-        check_snapshot(prepared.dataset, prepared.dataset_path, erp)
-        check_erp_unchanged(prepared.previous, erp, config.force_new)
-        model = getattr(harness, "model", None)
-        manifest = build_manifest(config, prepared, erp.facts(), instructions, secrets, model)
-        write_manifest(run_dir, manifest, secrets)
-        work_dir = run_dir / "work"
-        work_dir.mkdir(exist_ok=True)
-        env = AgentEnvironment(erp=erp.endpoint, instructions=instructions, work_dir=str(work_dir))
-        runner = QuestionRunner(harness, env, config)
-        writer = TrajectoryWriter(run_dir / TRAJECTORIES_FILE, secrets)
-        try:
-            interrupted = await _execute(config, pending, prepared, runner, executor, writer, ran)
-        finally:
-            writer.close()
-            manifest.finished_at = dt.datetime.now(dt.UTC)
-            manifest.interrupted = interrupted
+    outcome = _Outcome()
+    runner: QuestionRunner | None = None
+    try:
+        async with serve_erp(config, run_dir, log, prepared.dataset) as erp:
+            if erp.endpoint.token:
+                secrets.append(erp.endpoint.token)
+            erp.info = await fetch_erp_info(erp.endpoint)
+            check_snapshot(prepared.dataset, prepared.dataset_path, erp)
+            check_erp_unchanged(prepared.previous, erp, config.force_new)
+            model = getattr(harness, "model", None)
+            manifest = build_manifest(config, prepared, erp.facts(), instructions, secrets, model)
             write_manifest(run_dir, manifest, secrets)
+            work_dir = run_dir / "work"
+            work_dir.mkdir(exist_ok=True)
+            env = AgentEnvironment(
+                erp=erp.endpoint, instructions=instructions, work_dir=str(work_dir)
+            )
+            runner = QuestionRunner(harness, env, config)
+            writer = TrajectoryWriter(run_dir / TRAJECTORIES_FILE, secrets)
+            try:
+                await _execute(config, pending, prepared, runner, executor, writer, outcome)
+            finally:
+                writer.close()
+                manifest.finished_at = dt.datetime.now(dt.UTC)
+                manifest.interrupted = outcome.interrupted or outcome.stopped is not None
+                if manifest.model is None:  # e.g. claude without --model: what it reported
+                    manifest.model = next((r.model for r in outcome.ran if r.model), None)
+                write_manifest(run_dir, manifest, secrets)
+    finally:
+        if runner is not None:
+            await runner.aclose()
+        else:
+            await _close_harness(harness)
+        if prepared.lock is not None:
+            prepared.lock.release()
     sweep_secrets(run_dir, secrets)
-    return build_run_summary(prepared, manifest, ran, interrupted)
+    if outcome.stopped is not None:
+        outcome.stopped += "; resume with: " + resume_command(manifest, run_dir)
+        log(outcome.stopped)
+    summary = build_run_summary(prepared, manifest, outcome.ran, outcome.interrupted)
+    summary.stopped = outcome.stopped
+    return summary
+
+
+@dataclass
+class _Outcome:
+    ran: list[TrajectoryRecord] = field(default_factory=list)
+    interrupted: bool = False
+    """Ctrl-C, SIGTERM or cancellation."""
+    stopped: str | None = None
+    """Why the circuit breaker stopped the run."""
+
+
+class CircuitBreaker:
+    """Counts infrastructure failures in a row; trips at ``limit`` (0: never)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.streak: list[TrajectoryRecord] = []
+
+    def record(self, record: TrajectoryRecord) -> str | None:
+        """The reason to stop the run, once ``limit`` failures came in a row, else None."""
+        if not record.infrastructure_failure:
+            self.streak.clear()
+            return None
+        self.streak.append(record)
+        if not self.limit or len(self.streak) < self.limit:
+            return None
+        termination = record.termination
+        detail = f": {termination.detail}" if termination.detail else ""
+        return (
+            f"stopped after {len(self.streak)} infrastructure failures in a row "
+            f"({termination.reason.value}{detail}); fix the cause"
+        )
+
+
+def resume_command(manifest: Any, run_dir: Path) -> str:
+    """The command that resumes this run and re-runs its infrastructure failures."""
+    command = list(manifest.command)
+    if not command or command[:3] != ["python", "-m", "harnesses.run"]:
+        return "the same configuration with --retry-errors (RunConfig(retry_errors=True))"
+    if "--retry-errors" not in command:
+        command.append("--retry-errors")
+    if "--out" not in command and not any(arg.startswith("--out=") for arg in command):
+        command += ["--out", str(run_dir)]
+    text = shlex.join(command)
+    if REDACTED in text:
+        text += "  (secrets shown as *** come from your environment or your own copy)"
+    return text
 
 
 async def _execute(
@@ -208,28 +282,52 @@ async def _execute(
     runner: QuestionRunner,
     executor: Executor,
     writer: TrajectoryWriter,
-    ran: list[TrajectoryRecord],
-) -> bool:
-    """Run the pending pairs and write each record as it comes; returns True when interrupted
-    (Ctrl-C, SIGTERM, cancellation)."""
+    outcome: _Outcome,
+) -> None:
+    """Run the pending pairs and write each record as it comes. Sets ``outcome.interrupted`` on
+    Ctrl-C, SIGTERM or cancellation, ``outcome.stopped`` when the circuit breaker trips."""
     counts: dict[str, int] = {}
+    retried = {(q.id, t) for q, t in pending}
     for record in prepared.existing:
-        counts[record.status.value] = counts.get(record.status.value, 0) + 1
+        if (record.question_id, record.trial) not in retried:
+            counts[record.status.value] = counts.get(record.status.value, 0) + 1
     total = len(prepared.pairs)
     already = total - len(pending)
+    breaker = CircuitBreaker(config.max_consecutive_infra_failures)
     with RunProgress(config.progress, total, already, counts) as progress, _terminate_as_cancel():
         try:
             async with contextlib.aclosing(executor.execute(pending, runner.run)) as records:
                 async for record in records:
+                    record = _with_earlier_attempts(record, prepared)
                     writer.write(record)
-                    ran.append(record)
+                    outcome.ran.append(record)
                     progress.advance(record.status)
+                    outcome.stopped = breaker.record(record)
+                    if outcome.stopped is not None:
+                        break
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None:
                 current.uncancel()
-            return True
-    return False
+            outcome.interrupted = True
+
+
+def _with_earlier_attempts(record: TrajectoryRecord, prepared: PreparedRun) -> TrajectoryRecord:
+    """A re-run of an infrastructure failure keeps the earlier attempts in the new record."""
+    earlier = prepared.earlier(record.question_id, record.trial)
+    if earlier is None:
+        return record
+    attempt = PreviousAttempt(
+        status=earlier.status,
+        termination=earlier.termination,
+        error=earlier.error,
+        answer=earlier.answer,
+        latency_s=earlier.latency_s,
+        started_at=earlier.started_at,
+        finished_at=earlier.finished_at,
+        tool_call_count=len(earlier.tool_calls),
+    )
+    return record.model_copy(update={"previous_attempts": [*earlier.previous_attempts, attempt]})
 
 
 @contextlib.contextmanager

@@ -8,7 +8,8 @@ everything up to the last line read. Event shapes (CLI 2.1, ``--verbose``, optio
 
 - ``system/init``: ``model``, ``tools``, ``mcp_servers: [{name, status}]``, ``permissionMode``;
   ``system/api_retry``: the CLI retrying an overloaded or failing API call (kept in
-  ``draft.extra["api_retries"]``).
+  ``draft.extra["api_retries"]``; ``draft.provider_failure`` says the provider is failing until
+  an assistant message arrives). The model of ``system/init`` becomes ``draft.model``.
 - ``stream_event``: raw Messages-API stream events (``message_start``, ``content_block_delta`` ...),
   only with ``--include-partial-messages``; they carry text as it is typed and per-message usage.
 - ``assistant``: one event per finished content block (text, thinking, tool_use); blocks of one API
@@ -45,6 +46,8 @@ from harnesses.records import Usage
 
 WEB_TOOLS = frozenset({"WebSearch", "WebFetch"})
 UNFINISHED_TOOL_OUTPUT = "(no result: the run ended before the tool returned)"
+SYNTHETIC_MODEL = "<synthetic>"
+"""``message.model`` of the assistant messages the CLI writes itself (e.g. "API Error: 500 ...")."""
 _DENIAL = re.compile(r"^Permission to use (\S+) has been denied")
 _SUBAGENT_TEXT_LIMIT = 4000
 _MALFORMED_SAMPLE_LIMIT = 5
@@ -105,6 +108,11 @@ class _Message:
     stream_block_kinds: dict[int, str] = field(default_factory=dict)
     input_usage: dict[str, Any] = field(default_factory=dict)
     output_tokens: int = 0
+    thinking: list[str] = field(default_factory=list)
+    transcript: Any = None
+    """The ``Message`` of this turn in the draft's conversation."""
+    event: Any = None
+    """The ``ModelEvent`` of the API call that produced this turn."""
 
     def text(self) -> str:
         blocks = self.event_texts + self.stream_texts[len(self.event_texts) :]
@@ -144,6 +152,18 @@ class StreamParser:
         self._recorded_sequences: list[int] = []
         self._subagent_calls: dict[int, str] = {}
         self._denials: list[dict[str, Any]] = []
+        self._spawned_s = draft.elapsed()
+        self._call_started_s = self._spawned_s
+        """When the next API call began: at init, then when the CLI sent tool results back."""
+        self._retries_since_call = 0
+        self.retries = 0
+        self.has_model_output = False
+        """Whether any message came from the model (not the CLI's synthetic error messages)."""
+        self.api_error: dict[str, Any] | None = None
+        """The CLI's synthetic message after an API call failed for good (status, text)."""
+        """``system/api_retry`` events so far (the CLI retrying a failing API call)."""
+        self.first_retry: float | None = None
+        """``time.monotonic()`` of the first retry event."""
 
     # --- public ----------------------------------------------------------------------------------
 
@@ -221,13 +241,29 @@ class StreamParser:
             retry = {key: event.get(key) for key in ("attempt", "error_status", "error")}
             retry["delay_ms"] = round(float(event.get("retry_delay_ms") or 0), 1)
             self.draft.extra.setdefault("api_retries", []).append(retry)
+            self._retries_since_call += 1
+            self.draft.excluded_s += retry["delay_ms"] / 1000  # waiting is not working
+            self.retries += 1
+            self.first_retry = self.first_retry or time.monotonic()
+            status = retry.get("error_status")
+            self.draft.provider_failure = (
+                f"API {'HTTP ' + str(status) if status else 'error'}"
+                f" ({retry.get('error') or 'no detail'}), {self.retries} retr"
+                + ("y" if self.retries == 1 else "ies")
+            )
             return
         if event.get("subtype") != "init":
             return
+        if self.init is None:  # the CLI's start-up (node, MCP connections) is not working time
+            now = self.draft.elapsed()
+            self.draft.excluded_s += max(0.0, now - self._spawned_s)
+            self._call_started_s = now
         self.init = event
         extra = self.draft.extra
         extra["cli_version"] = event.get("claude_code_version")
         extra["cli_model"] = event.get("model")
+        if self.draft.model is None and event.get("model"):
+            self.draft.model = str(event["model"])
         extra["session_id"] = event.get("session_id")
         extra["permission_mode"] = event.get("permissionMode")
         extra["tools_offered"] = list(event.get("tools") or [])
@@ -239,7 +275,33 @@ class StreamParser:
             message = self._messages[message_id] = _Message(message_id)
             self._order.append(message_id)
             self.draft.turns = len(self._order)
+            self._open_turn(message)
         return message
+
+    def _open_turn(self, message: _Message) -> None:
+        """A new API message: a turn in the conversation and the model call that produced it."""
+        draft = self.draft
+        message.transcript = draft.add_message("assistant")
+        started = self._call_started_s
+        message.event = draft.add_model_event(
+            started,
+            duration_s=draft.elapsed() - started,
+            retries=self._retries_since_call,
+            request_id=message.id if not message.id.startswith(("stream-", "event-")) else None,
+            model=self.draft.extra.get("cli_model"),
+            output=message.transcript,
+        )
+        self._retries_since_call = 0
+
+    def _refresh_turn(self, message: _Message) -> None:
+        """Bring the turn's text, reasoning, usage and duration up to date."""
+        if message.transcript is None:
+            return
+        message.transcript.content = message.text()
+        message.transcript.reasoning = "\n\n".join(message.thinking) or None
+        raw = {**message.input_usage, "output_tokens": message.output_tokens}
+        message.event.usage = _usage_from(raw)
+        message.event.duration_s = round(self.draft.elapsed() - message.event.started_s, 4)
 
     def _on_stream_event(self, event: dict[str, Any]) -> None:
         if event.get("parent_tool_use_id"):
@@ -247,6 +309,8 @@ class StreamParser:
         raw = event.get("event") or {}
         kind = raw.get("type")
         if kind == "message_start":
+            self.draft.provider_failure = None  # the provider answers again
+            self.has_model_output = True
             started = raw.get("message") or {}
             message = self._message(str(started.get("id") or f"stream-{len(self._order)}"))
             message.input_usage = dict(started.get("usage") or {})
@@ -266,15 +330,22 @@ class StreamParser:
             delta = raw.get("delta") or {}
             if delta.get("type") == "text_delta" and message.stream_texts:
                 message.stream_texts[-1] += str(delta.get("text") or "")
+                self._refresh_turn(message)
                 self.draft.set_answer(self.answer)
         elif kind == "message_delta":
             usage = raw.get("usage") or {}
             if "output_tokens" in usage:
                 message.output_tokens = int(usage.get("output_tokens") or 0)
                 self._update_usage()
+                self._refresh_turn(message)
 
     def _on_assistant(self, event: dict[str, Any]) -> None:
         body = event.get("message") or {}
+        if body.get("model") == SYNTHETIC_MODEL:
+            self._on_api_error(event, body)
+            return
+        self.draft.provider_failure = None
+        self.has_model_output = True
         parent = event.get("parent_tool_use_id")
         blocks = body.get("content") or []
         if parent:
@@ -288,6 +359,9 @@ class StreamParser:
             for block in blocks:
                 if block.get("type") == "text":
                     message.event_texts.append(str(block.get("text") or ""))
+                elif block.get("type") == "thinking" and block.get("thinking"):
+                    message.thinking.append(str(block["thinking"]))
+            self._refresh_turn(message)
             self.draft.set_answer(self.answer)
         for block in blocks:
             if block.get("type") == "tool_use":
@@ -300,6 +374,19 @@ class StreamParser:
                     clock=time.monotonic(),
                     parent_tool_use_id=parent,
                 )
+
+    def _on_api_error(self, event: dict[str, Any], body: dict[str, Any]) -> None:
+        """The CLI's own message after an API call failed for good: not the model's words."""
+        text = " ".join(
+            str(block.get("text") or "")
+            for block in body.get("content") or []
+            if isinstance(block, dict) and block.get("type") == "text"
+        ).strip()
+        status = event.get("api_error_status") or body.get("api_error_status")
+        self.api_error = {"status": status, "message": text[:1000]}
+        self.draft.extra["api_error"] = self.api_error
+        detail = f"API HTTP {status}: {text}" if status else text or "API error"
+        self.draft.provider_failure = detail[:500]
 
     def _on_subagent(self, parent: str, blocks: list[Any], role: str = "assistant") -> None:
         texts = [
@@ -326,6 +413,8 @@ class StreamParser:
         if event.get("parent_tool_use_id"):
             self._on_subagent(str(event["parent_tool_use_id"]), content, role="user")
         structured = event.get("tool_use_result")
+        if not event.get("parent_tool_use_id"):
+            self._call_started_s = self.draft.elapsed()  # results go back: the next call begins
         for block in content:
             if not isinstance(block, dict) or block.get("type") != "tool_result":
                 continue
@@ -417,8 +506,10 @@ class StreamParser:
             extra["model_usage"] = event["modelUsage"]
         if "permission_denials" in event:
             extra["permission_denials"] = list(event.get("permission_denials") or [])
-        answer = self.answer or str(event.get("result") or "")
-        draft.set_answer(answer)
+        if event.get("is_error"):
+            draft.set_answer(self.answer)  # an error result's text is the CLI's, not the model's
+        else:
+            draft.set_answer(self.answer or str(event.get("result") or ""))
 
 
 def _urls_in(value: Any, depth: int = 0) -> list[tuple[str, str | None]]:

@@ -210,8 +210,12 @@ class ModelEvent(_Strict):
     """Retries of this request (transport or rate limit) before it answered or failed."""
     error: str | None = None
     request_id: str | None = None
-    """The provider's request id, when it sends one."""
+    """The provider's request id, when it sends one (the Claude CLI exposes none: there it is the
+    API message id, ``msg_...``)."""
     model: str | None = None
+    message_index: int | None = None
+    """Position in ``messages`` of the assistant turn this call produced, when known (exports use
+    it to show each call's input and output; without it calls pair with turns in order)."""
 
 
 class ToolEvent(_Strict):

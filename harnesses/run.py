@@ -24,7 +24,9 @@ examples:
   python -m harnesses.run --erp-url http://127.0.0.1:8765/mcp --erp-token "$TOKEN" --ids obl-001
   python -m harnesses.run --erp-db postgresql://bench@localhost/erp --concurrency 10
 
-Run the same command again to resume an interrupted run (only the missing questions run).
+Run the same command again to resume an interrupted run (only the missing questions run); add
+--retry-errors to re-run infrastructure failures too. Exit codes: 0 done, 2 bad input, 3 stopped
+after repeated infrastructure failures, 130 interrupted.
 """
 
 
@@ -144,7 +146,22 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument(
         "--force-new",
         action="store_true",
-        help="start over even if --out holds a run with other settings (old files moved aside)",
+        help="start over even if --out holds a run with other settings (old manifest, "
+        "trajectories and scores moved to replaced-<time>/)",
+    )
+    out.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="on resume, run again the questions that ended in an infrastructure failure "
+        "(provider or ERP unavailable, harness error); earlier attempts are kept in the record",
+    )
+    out.add_argument(
+        "--max-consecutive-infra-failures",
+        type=int,
+        default=5,
+        metavar="N",
+        help="stop the run after N infrastructure failures in a row, printing the command to "
+        "resume (default 5; 0: never stop)",
     )
     out.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
@@ -201,6 +218,8 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             erp_public_url=args.erp_public_url,
             out=args.out,
             force_new=args.force_new,
+            retry_errors=args.retry_errors,
+            max_consecutive_infra_failures=args.max_consecutive_infra_failures,
             progress=not args.no_progress and sys.stderr.isatty(),
             command=["python", "-m", "harnesses.run", *argv],
         )
@@ -236,7 +255,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if summary.errors:
         detail = ", ".join(f"{name} x{count}" for name, count in sorted(summary.errors.items()))
         print(f"errors: {detail}", file=sys.stderr)
+    if summary.infrastructure_failures:
+        print(
+            f"infrastructure failures (not judged): {summary.infrastructure_failures}; "
+            "re-run them with --retry-errors",
+            file=sys.stderr,
+        )
     print(f"trajectories: {summary.run_dir / 'trajectories.jsonl'}", file=sys.stderr)
+    if summary.stopped:
+        return 3
     if summary.interrupted:
         print("interrupted; run the same command again to resume", file=sys.stderr)
         return 130

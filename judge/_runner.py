@@ -1,8 +1,13 @@
 """Scoring a run: ``runs/NAME/trajectories.jsonl`` -> ``runs/NAME/scores/<judge>.jsonl`` + manifest.
 
 Records are appended one per trajectory as they finish, so an interrupted run resumes by skipping
-the (question id, trial) pairs already in the file. ``status: error`` trajectories are not judged
-(``infra_error``); an empty answer scores 0 on every assertion without a model call.
+the (question id, trial) pairs already in the file, as long as each score still belongs to its
+answer: a score whose answer hash, status or termination reason no longer matches the trajectory
+(the run was redone with ``--retry-errors`` or rewritten) is stale, dropped and re-judged, so a
+plain resume re-judges every changed record. Trajectories that ended in an infrastructure failure
+(``termination.infrastructure``: provider or ERP unavailable, harness error) are not judged
+(``infra_error``); an empty answer (an agent failure) scores 0 on every assertion without a model
+call.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from harnesses.records import RunManifest, Status, TrajectoryRecord, Usage
+from harnesses.records import RunManifest, TrajectoryRecord, Usage
 from judge._base import (
     Judge,
     JudgeAbort,
@@ -105,18 +110,36 @@ def read_manifest(run_dir: Path) -> RunManifest:
 
 
 def read_trajectories(run_dir: Path) -> tuple[list[TrajectoryRecord], list[str]]:
+    """The run's records, the last one per (question, trial) (a ``--retry-errors`` re-run
+    replaces the earlier one)."""
     path = run_dir / "trajectories.jsonl"
     if not path.exists():
         raise JudgeRunError(f"{path} not found: the run has no trajectories yet")
-    records, warnings = [], []
+    records: dict[tuple[str, int], TrajectoryRecord] = {}
+    warnings = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            records.append(TrajectoryRecord.model_validate_json(line))
+            record = TrajectoryRecord.model_validate_json(line)
         except ValueError:
             warnings.append(f"{path.name} line {number}: not a trajectory record, skipped")
-    return records, warnings
+            continue
+        records[(record.question_id, record.trial)] = record
+    return list(records.values()), warnings
+
+
+def score_matches(score: ScoreRecord, trajectory: TrajectoryRecord) -> bool:
+    """Whether ``score`` was made for this trajectory's answer, status and termination.
+
+    Scores written before the termination reason was stored are checked on hash and status."""
+    if score.answer_sha256 != sha256_text(trajectory.answer):
+        return False
+    status = score.extra.get("trajectory_status")
+    if status is not None and status != trajectory.status.value:
+        return False
+    reason = score.extra.get("termination_reason")
+    return reason is None or reason == trajectory.termination.reason.value
 
 
 def load_run_dataset(config: JudgeRunConfig, manifest: RunManifest) -> tuple[Dataset, list[str]]:
@@ -251,7 +274,8 @@ def _set_cache(judge: Any, cache_dir: str | None) -> None:
 
 
 def score_trajectory(judge: Judge, question: Question, trajectory: TrajectoryRecord) -> ScoreRecord:
-    """One ScoreRecord: infra_error for failed runs, zeros for empty answers, else the judge's."""
+    """One ScoreRecord: infra_error for infrastructure failures (``termination.infrastructure``),
+    zeros for empty answers, else the judge's."""
     base = {
         "question_id": trajectory.question_id,
         "trial": trajectory.trial,
@@ -260,10 +284,13 @@ def score_trajectory(judge: Judge, question: Question, trajectory: TrajectoryRec
         "answer_sha256": sha256_text(trajectory.answer),
         "judged_at": dt.datetime.now(dt.UTC),
     }
-    extra: dict[str, Any] = {"trajectory_status": trajectory.status.value}
-    if trajectory.status is Status.error:
-        error = trajectory.error.message if trajectory.error else "unknown error"
-        extra["infra_error"] = error[:500]
+    extra: dict[str, Any] = {
+        "trajectory_status": trajectory.status.value,
+        "termination_reason": trajectory.termination.reason.value,
+    }
+    if trajectory.infrastructure_failure:
+        error = trajectory.error.message if trajectory.error else None
+        extra["infra_error"] = (error or trajectory.termination.detail or "unknown error")[:500]
         return ScoreRecord(status=ScoreStatus.infra_error, extra=extra, **base)
     if answer_is_empty(trajectory.answer):
         reason = (
@@ -329,6 +356,21 @@ def read_scores(path: str | Path) -> tuple[list[ScoreRecord], int]:
         except ValueError:
             bad += 1
     return records, bad
+
+
+def _drop_stale(
+    scores: list[ScoreRecord], trajectories: list[TrajectoryRecord]
+) -> tuple[list[ScoreRecord], int]:
+    """The scores that still belong to their trajectory (one per question and trial, the last),
+    and how many were dropped."""
+    current = {(t.question_id, t.trial): t for t in trajectories}
+    latest = {(s.question_id, s.trial): s for s in scores}
+    kept = [
+        score
+        for key, score in latest.items()
+        if key not in current or score_matches(score, current[key])
+    ]
+    return kept, len(scores) - len(kept)
 
 
 def _check_resume(manifest_path: Path, judge: Judge) -> None:
@@ -434,6 +476,15 @@ def run_judge(
         )
         warnings.append(
             f"{bad_lines} unreadable line(s) dropped from {scores_path.name}; re-judged"
+        )
+    existing, stale = _drop_stale(existing, trajectories)
+    if stale:  # the answer behind these scores changed: keep only the scores that still match
+        scores_path.write_text(
+            "".join(r.model_dump_json() + "\n" for r in existing), encoding="utf-8"
+        )
+        warnings.append(
+            f"{stale} score(s) in {scores_path.name} no longer matched their trajectory (answer, "
+            "status or termination changed); re-judged"
         )
     done = {(r.question_id, r.trial) for r in existing}
 

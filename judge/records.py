@@ -55,7 +55,8 @@ class DimensionScore(_Strict):
 class ScoreStatus(StrEnum):
     scored = "scored"
     infra_error = "infra_error"
-    """The trajectory had ``status: error``; not judged, reported as an infrastructure failure."""
+    """The trajectory ended in an infrastructure failure (``termination.infrastructure``); not
+    judged, reported apart."""
 
 
 class ScoreRecord(_Strict):

@@ -27,6 +27,7 @@ examples:
   ledgerbench --workspace runs/pipeline --fresh # redo every stage
   ledgerbench --harness openai --model gpt-5.2 --judge openai/gpt-5.2   # needs OPENAI_API_KEY
   ledgerbench --harness custom --base-url http://127.0.0.1:8000/v1 --model qwen3   # local server
+  ledgerbench view runs/pipeline/runs/scripted --out runs/viewer   # trajectory viewer (view --help)
 """
 
 
@@ -363,6 +364,11 @@ def _validate(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["view"]:  # subcommand: the static trajectory viewer
+        from ledgerbench.viewer import main as view_main
+
+        return view_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     problem = _validate(args)

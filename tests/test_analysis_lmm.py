@@ -232,10 +232,16 @@ def test_guard_constant_within_providers_gives_undefined_se():
     data = simulate({"A": 0, "B": 0}, {"obligations": 10}, seed=0)
     data["score"] = np.where(data["provider"] == "A", 0.5, 0.75)
     model, guards = analyse(data, ["obligations"], ["A", "B"])
-    assert {GuardKind.constant_provider, GuardKind.undefined_se} <= kinds(guards)
+    assert GuardKind.constant_provider in kinds(guards)
+    # The degenerate fit ends as "no standard error" or "did not converge" depending on the
+    # statsmodels/BLAS build; either way the guard refuses the test and says why.
+    assert kinds(guards) & {GuardKind.undefined_se, GuardKind.not_converged}
     c = contrast(model, "B", EQUAL_WEIGHT)
-    assert not c.tested and "standard error is undefined" in c.not_tested_reason
-    assert c.p_value is None
+    assert not c.tested and c.p_value is None
+    assert (
+        "standard error is undefined" in c.not_tested_reason
+        or c.not_tested_reason == "the mixed model did not converge"
+    )
 
 
 def test_guard_not_converged_and_warning_captured():

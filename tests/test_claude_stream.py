@@ -365,3 +365,57 @@ def test_api_retries_are_recorded() -> None:
         {"attempt": 2, "error_status": 529, "error": "overloaded", "delay_ms": 1117.8},
     ]
     assert parser.init is None
+
+
+@pytest.mark.parametrize("name", ["multi_tool", "no_partials"])
+def test_transcript_has_every_turn_and_one_model_event_per_api_message(name: str) -> None:
+    _, draft = parse(name)
+    turns = [(m.role, m.content) for m in draft.messages]
+    assert turns == [
+        ("assistant", "I'll look up the customer first."),
+        ("tool", ""),
+        ("tool", ""),
+        ("assistant", "Now the invoices."),
+        ("tool", ""),
+        ("assistant", FINAL_TABLE_ANSWER),
+    ]
+    assert [[t.index for t in m.tool_calls] for m in draft.messages if m.role == "assistant"] == [
+        [0, 1],
+        [2],
+        [],
+    ]
+    models = [e for e in draft.events if e.type == "model"]
+    assert [e.message_index for e in models] == [0, 3, 5]
+    assert all(e.request_id.startswith("msg_") for e in models)
+    if name == "multi_tool":  # per-message output tokens come only with partial messages
+        assert sum(e.usage.output_tokens for e in models) == draft.usage.output_tokens
+    assert all(e.usage.input_tokens > 0 for e in models)
+    assert all(e.duration_s is not None and e.duration_s >= 0 for e in models)
+
+
+def test_thinking_retries_and_start_up_are_captured() -> None:
+    import time
+
+    lines = lines_of("no_partials")
+    retry = {
+        "type": "system",
+        "subtype": "api_retry",
+        "attempt": 1,
+        "error_status": 529,
+        "error": "overloaded",
+        "retry_delay_ms": 1500,
+    }
+    thinking = json.loads(lines[1])
+    thinking["message"]["content"] = [
+        {"type": "thinking", "thinking": "C1 first.", "signature": ""}
+    ]
+    draft = TrajectoryDraft()
+    parser = StreamParser(draft)
+    time.sleep(0.05)  # the CLI starting up before its init event
+    for line in [lines[0], json.dumps(retry), json.dumps(thinking), *lines[1:]]:
+        parser.feed_line(line)
+    parser.finish()
+    first = next(e for e in draft.events if e.type == "model")
+    assert first.retries == 1
+    assert draft.messages[0].reasoning == "C1 first."
+    assert draft.excluded_s >= 1.5 + 0.05  # the retry wait and the start-up

@@ -12,6 +12,7 @@ from tests.conftest import REPO_ROOT
 
 COMMANDS = [
     ["ledgerbench"],
+    ["ledgerbench", "view"],
     ["synthetic_erp"],
     ["synthetic_erp", "generate"],
     ["synthetic_erp", "stats"],
@@ -20,6 +21,7 @@ COMMANDS = [
     ["erp_mcp"],
     ["ledgerbench.dataset"],
     ["harnesses.run"],
+    ["harnesses.export"],
     ["judge.run"],
     ["judge.summary"],
     ["judge.compare"],

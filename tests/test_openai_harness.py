@@ -191,15 +191,17 @@ async def test_server_errors_until_the_deadline_end_as_error(erp_server):
         lambda r: Turn(status=500, error_message="boom", retry_after_ms=None)
     ) as fake:
         harness = create_harness("openai", HarnessOptions(base_url=fake.base_url))
-        started = time.monotonic()
-        record = await run_question(harness, environment(erp_server), timeout=3.0)
+        record = await run_question(harness, environment(erp_server), timeout=20.0)
     assert record.status == Status.error
+    assert record.termination.reason == "provider_unavailable"
+    assert record.termination.infrastructure
     assert record.error.class_ == "ProviderUnavailableError"
     assert "InternalServerError 500" in record.error.message
-    assert len(fake.requests) > 2
+    assert len(fake.requests) >= 3, "backoff 0.5, 1, 2 s fits the 5 s retry window"
     assert record.extra["provider_errors"] == ["InternalServerError 500"] * len(fake.requests)
     assert all(request.status == 500 for request in fake.requests)
-    assert time.monotonic() - started < 3.0 + 1.0
+    # Retries stop when the window (a quarter of the budget) closes, far before the deadline.
+    assert record.latency_s < 20.0 / 2, record.latency_s
 
 
 async def test_malformed_arguments_go_back_to_the_model_as_an_error(erp_server):
@@ -258,16 +260,18 @@ async def test_deadline_stops_a_slow_model_and_keeps_the_partial_answer(erp_serv
         Turn(
             text="Interim: the ERP answered; checking the balance.", tool_calls=[Call("erp_info")]
         ),
-        Turn(delay_s=6.0, text="never sent"),
+        Turn(delay_s=60.0, text="never sent"),
     ]
+    # A budget generous enough for the first turn and the ERP call on a loaded machine; the
+    # second turn never comes, so the deadline always falls while the model is thinking.
     with serve_openai(script) as fake:
         harness = create_harness("openai", HarnessOptions(base_url=fake.base_url))
-        record = await run_question(harness, environment(erp_server), timeout=2.0)
+        record = await run_question(harness, environment(erp_server), timeout=6.0)
     assert record.status == Status.timeout
     assert record.answer == "Interim: the ERP answered; checking the balance."
     assert [call.name for call in record.tool_calls] == ["erp_info"]
     assert record.extra["cancelled_during"] == "model"
-    assert record.latency_s < 2.0 + 1.0
+    assert record.latency_s < 6.0 + 2.0
 
 
 async def test_deadline_keeps_the_text_streamed_so_far(erp_server):

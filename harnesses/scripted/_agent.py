@@ -427,6 +427,15 @@ class ScriptedAgent:
     async def run(
         self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
     ) -> AgentOutcome:
+        # Transcript: the question, the tool calls as they happen, the answer (no model calls).
+        draft.add_message("user", task.query)
+        outcome = await self._answer_question(task, env, draft)
+        draft.add_message("assistant", outcome.answer)
+        return outcome
+
+    async def _answer_question(
+        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+    ) -> AgentOutcome:
         if task.task_type != TaskType.obligations:
             draft.set_answer(WEB_NEEDED)
             return AgentOutcome(answer=WEB_NEEDED)

@@ -45,6 +45,8 @@ class ToolUse:
     input: dict[str, Any] = field(default_factory=dict)
     id: str | None = None
     """Tool-use id; generated (unique per request) when None."""
+    raw_input: str | None = None
+    """When streaming, sent verbatim as the input JSON instead of ``input`` (e.g. malformed)."""
 
 
 @dataclass(frozen=True)
@@ -367,9 +369,10 @@ class _Handler(BaseHTTPRequestHandler):
             first, deltas = block, []
         else:
             first = {**block, "input": {}}
+            raw = self.fake.raw_inputs.get(block.get("id", ""))
             deltas = [
                 {"type": "input_json_delta", "partial_json": piece}
-                for piece in _pieces(json.dumps(block["input"]))
+                for piece in _pieces(raw if raw is not None else json.dumps(block["input"]))
             ]
         self._event(
             "content_block_start",
@@ -414,6 +417,8 @@ class AnthropicFakeServer:
         self.lock = threading.Lock()
         self._closing = threading.Event()
         self._ids = itertools.count(1)
+        self.raw_inputs: dict[str, str] = {}
+        """Tool-use id -> raw input JSON to stream (``ToolUse.raw_input``)."""
         self._httpd = _HTTPServer((host, port), _Handler)
         self._httpd.fake = self
         self._thread: threading.Thread | None = None
@@ -492,13 +497,11 @@ class AnthropicFakeServer:
         if reply.text:
             content.append({"type": "text", "text": reply.text})
         for number, use in enumerate(reply.tool_uses):
+            block_id = use.id or f"toolu_{serial:04d}_{number}_{uuid.uuid4().hex[:8]}"
+            if use.raw_input is not None:
+                self.raw_inputs[block_id] = use.raw_input
             content.append(
-                {
-                    "type": "tool_use",
-                    "id": use.id or f"toolu_{serial:04d}_{number}_{uuid.uuid4().hex[:8]}",
-                    "name": use.name,
-                    "input": use.input,
-                }
+                {"type": "tool_use", "id": block_id, "name": use.name, "input": use.input}
             )
         if not content:
             content.append({"type": "text", "text": ""})

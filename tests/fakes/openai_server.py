@@ -73,6 +73,8 @@ class Turn:
     mcp_calls: list[McpCall] = field(default_factory=list)
     web_searches: list[WebSearch] = field(default_factory=list)
     reasoning_tokens: int = 0
+    reasoning_summary: str | None = None
+    """Responses: a reasoning item with this summary text; chat: ``reasoning_content``."""
     input_tokens: int = 100
     output_tokens: int = 20
     cached_tokens: int = 0
@@ -191,8 +193,15 @@ def _arguments_text(call: Call) -> str:
 
 def _responses_output(state: FakeOpenAIServer, turn: Turn) -> list[dict[str, Any]]:
     output: list[dict[str, Any]] = []
-    if turn.reasoning_tokens:
-        output.append({"id": state.new_id("rs"), "type": "reasoning", "summary": []})
+    if turn.reasoning_tokens or turn.reasoning_summary:
+        summary = [{"type": "summary_text", "text": turn.reasoning_summary}]
+        output.append(
+            {
+                "id": state.new_id("rs"),
+                "type": "reasoning",
+                "summary": summary if turn.reasoning_summary else [],
+            }
+        )
     for search in turn.web_searches:
         action = {
             "type": "search",
@@ -344,6 +353,8 @@ def chat_body(state: FakeOpenAIServer, body: dict[str, Any], turn: Turn) -> dict
         for call in turn.tool_calls
     ]
     message: dict[str, Any] = {"role": "assistant", "content": turn.text}
+    if turn.reasoning_summary:
+        message["reasoning_content"] = turn.reasoning_summary  # as vLLM and DeepSeek send it
     if tool_calls:
         message["tool_calls"] = tool_calls
     return {
@@ -401,7 +412,7 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             status, payload, headers, stream = self._answer(body)
             record.status = status
             if stream is not None:
-                self._send_events(stream)
+                self._send_events(stream, headers)
             else:
                 self._send_json(status, payload, headers)
 
@@ -439,12 +450,14 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     headers["retry-after-ms"] = str(turn.retry_after_ms)
                 error = {"message": turn.error_message, "type": "server_error", "code": None}
                 return turn.status, {"error": error}, headers, None
+            request_id = {"x-request-id": state.new_id("req")}
             if api == "responses":
                 payload = responses_body(state, body, turn)
                 if body.get("stream"):
-                    return 200, None, {}, responses_events(payload, turn.stall_after_text_s)
-                return 200, payload, {}, None
-            return 200, chat_body(state, body, turn), {}, None
+                    events = responses_events(payload, turn.stall_after_text_s)
+                    return 200, None, request_id, events
+                return 200, payload, request_id, None
+            return 200, chat_body(state, body, turn), request_id, None
 
         def _send_json(
             self, status: int, payload: Any, headers: dict[str, str] | None = None
@@ -465,9 +478,13 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client gave up (a cancelled slow request)
 
-        def _send_events(self, events: Iterator[tuple[str, dict[str, Any]]]) -> None:
+        def _send_events(
+            self, events: Iterator[tuple[str, dict[str, Any]]], headers: dict[str, str]
+        ) -> None:
             """Server-sent events over a kept-alive connection, chunked like the real service."""
             self.send_response(200)
+            for key, value in headers.items():
+                self.send_header(key, value)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
             self.send_header("transfer-encoding", "chunked")

@@ -1,0 +1,3 @@
+from ledgerbench.viewer._cli import main
+
+raise SystemExit(main())
