@@ -92,9 +92,7 @@ def score_bars(stats: Stats) -> bytes | None:
     )
     ax.set_ylim(0, 1.12)
     ax.set_ylabel("Equal-weight score (95% bootstrap CI)")
-    ax.set_title(
-        "Scores by metric" + (" — stars: mixed-model test vs reference" if len(names) > 1 else "")
-    )
+    ax.set_title("Scores by metric" + (" — stars: tests vs reference" if len(names) > 1 else ""))
     if len(names) > 1:
         ax.legend(
             ncols=min(4, len(names)),

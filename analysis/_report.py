@@ -343,7 +343,7 @@ def headline_section(stats: Stats) -> list:
     if len(names) > 1:
         note += (
             " Marks against the reference: * p<0.05, ** p<0.01, *** p<0.001 (mixed-model Wald "
-            "test); (n.t.) = not tested, see Guards."
+            "test; Overall: paired bootstrap); (n.t.) = not tested, see Guards."
         )
     blocks: list = [Heading("Headline scores"), Table(header, rows, note)]
     if len(names) > 1:

@@ -324,7 +324,7 @@ def stage_run(config: PipelineConfig, console: Console) -> StageResult:
             str(config.concurrency),
         )
         command += config.extra_run_args
-        _run_stage_command(f"run agent {agent.label}", command, console)
+        _run_stage_command("run agent", command, console)  # the command names the agent
     runs = ", ".join(str(config.run_dir(a)) for a in config.agents)
     return StageResult("run agents", False, time.monotonic() - started, runs)
 
