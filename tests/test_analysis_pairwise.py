@@ -150,3 +150,17 @@ def test_scenarios_below_five_answers_show_no_interval():
     cells = {c.scenario: c for c in stats.scenarios}
     assert cells["Dispute"].n == 3 and cells["Dispute"].accuracy.ci_low is None
     assert cells["Aged Balance"].n == 6 and cells["Aged Balance"].accuracy.ci_low is not None
+
+
+def test_providers_on_different_dimension_sets_are_flagged():
+    rows_a = [row(f"q{q}", m, 0.5 + 0.02 * q) for q in range(8) for m in ("clarity", "depth")]
+    rows_b = [row(f"q{q}", "clarity", 0.6 + 0.02 * q) for q in range(8)]
+    stats = compute_stats(
+        [provider("A", rows_a), provider("B", rows_b)],
+        Settings(reference="A", judge="x", bootstrap=100),
+    )
+    guard = next(g for g in stats.guards if g.kind == GuardKind.different_dimensions)
+    assert "B lacks depth" in guard.message
+    # The Overall difference uses the dimensions both have (clarity): +0.1.
+    overall = contrast(stats, "B", "A", metric="overall")
+    assert overall.bootstrap.estimate == pytest.approx(0.1)
