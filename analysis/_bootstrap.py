@@ -59,6 +59,14 @@ def bootstrap_stratum(
     return StratumResult(point, resampled_means(values, counts), present)
 
 
+def stratum_from_counts(values: np.ndarray, counts: np.ndarray) -> StratumResult:
+    """Like :func:`bootstrap_stratum`, with the resample (``counts``) drawn by the caller."""
+    n = values.shape[1]
+    point = resampled_means(values, np.ones((1, n)))[0]
+    present = (~np.isnan(values)).sum(axis=1)
+    return StratumResult(point, resampled_means(values, counts), present)
+
+
 def equal_weight(strata: list[StratumResult]) -> StratumResult:
     """Mean over strata, each weighing the same, per provider; strata a provider lacks are skipped.
 

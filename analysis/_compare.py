@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from analysis._data import TASK_TYPES, InputError, ProviderData
-from analysis._schema import Correction, Settings, Stats
+from analysis._schema import Correction, InfraFailures, ModelKind, Settings, Stats
 
 
 class CompareConfig(BaseModel):
@@ -34,6 +34,10 @@ class CompareConfig(BaseModel):
     viewer: str | None = None
     """Where ``ledgerbench view`` wrote its viewer (relative to ``out``, or a URL): the report
     links each task type, scenario and contrast to its questions there."""
+    model: ModelKind = ModelKind.pairwise
+    """``pairwise`` (each pair on its own data) or ``pooled`` (the paper's single model)."""
+    infra_failures: InfraFailures = InfraFailures.exclude
+    """``exclude`` infrastructure failures from the scores, or score them ``zero`` (the paper)."""
 
 
 def compare(config: CompareConfig, progress: bool = False) -> Stats:
@@ -59,8 +63,10 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
             latency_budget=config.latency_budget,
             pass_threshold=config.pass_threshold,
             min_observations=config.min_observations,
+            model=config.model,
+            infra_failures=config.infra_failures,
         )
-        combined = combine(providers, config.latency_budget)
+        combined = combine(providers, config.latency_budget, config.infra_failures)
         stats = compute_stats(providers, settings, progress=bar.step, combined=combined)
         images = all_plots(stats, combined.trajectories)
         bar.step("plots")
@@ -118,8 +124,14 @@ def resolve_reference(
     raise InputError(f"--reference {reference!r} matches no provider; use one of: {names}")
 
 
+PAPER_BUDGET = {"obligations": 60.0, "entity_performance": 60.0, "business_brief": 300.0}
+"""The paper's time budgets (``--latency-budget paper``)."""
+
+
 def parse_budget(text: str) -> dict[str, float]:
-    """``obligations=60,entity_performance=60`` -> {task type: seconds}."""
+    """``obligations=60,entity_performance=60`` (or ``paper``) -> {task type: seconds}."""
+    if text.strip() == "paper":
+        return dict(PAPER_BUDGET)
     budget = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         task, _, seconds = part.partition("=")

@@ -23,10 +23,16 @@ DIMENSIONS = (
     "structure",
 )
 METRICS = ("overall", *DIMENSIONS)
+"""Metric names in loaded score rows (``overall`` there is the judge's per-answer mean)."""
+OVERALL = "overall"
+ANSWER_MEAN = "answer_mean"
+"""The judge's per-answer mean; :func:`analysis._stats.combine` renames the loaders' ``overall``."""
+REPORT_METRICS = (OVERALL, *DIMENSIONS, ANSWER_MEAN)
+"""Metrics in the report: the paper's Overall (derived), the dimensions, the per-answer mean."""
 TASK_TYPES = ("obligations", "entity_performance", "business_brief")
-INCLUDED = ("scored", "rescored")
-"""Dimension statuses that enter the statistics (``rescored``: over the latency budget, scored 0).
-"""
+INCLUDED = ("scored", "rescored", "infra_as_zero")
+"""Dimension statuses that enter the statistics (``rescored``: over the latency budget, scored 0;
+``infra_as_zero``: an infrastructure failure scored 0 with ``--infra-failures zero``)."""
 TASK_LABELS = {
     "obligations": "Financial obligations",
     "entity_performance": "Entity performance",

@@ -101,10 +101,17 @@ class Fit:
 
 
 def fit_mixed_model(data: pd.DataFrame, exog: pd.DataFrame, fit_options: dict | None = None) -> Fit:
-    """MixedLM with a random intercept per question, ML; warnings captured, not printed.
+    """Random intercept per question, maximum likelihood; warnings captured, not printed.
 
-    ``fit_options`` go to ``MixedLM.fit`` (e.g. ``maxiter``); ``reml`` is always False.
+    Without ``fit_options`` the exact profile-likelihood fit (:func:`fit_random_intercept`) is used:
+    the same estimates as statsmodels MixedLM in milliseconds (the tests check the two agree).
+    ``fit_options`` (e.g. ``maxiter``, ``method``) select statsmodels ``MixedLM.fit``; ``reml`` is
+    always False.
     """
+    if not fit_options:
+        return fit_random_intercept(
+            data["score"].to_numpy(float), exog, data["question_id"].to_numpy()
+        )
     from statsmodels.regression.mixed_linear_model import MixedLM
 
     fe_names = list(exog.columns)
@@ -112,7 +119,7 @@ def fit_mixed_model(data: pd.DataFrame, exog: pd.DataFrame, fit_options: dict | 
     with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
         warnings.simplefilter("always")
         model = MixedLM(data["score"].to_numpy(float), exog, groups=data["question_id"].to_numpy())
-        result = model.fit(**{**(fit_options or {}), "reml": False})
+        result = model.fit(**{**fit_options, "reml": False})
         fit = Fit(
             fe_names=fe_names,
             params=np.asarray(result.fe_params, dtype=float),
@@ -124,6 +131,65 @@ def fit_mixed_model(data: pd.DataFrame, exog: pd.DataFrame, fit_options: dict | 
         )
     fit.warnings = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
     return fit
+
+
+LOG_RATIO_BOUNDS = (-18.0, 9.0)
+"""Search range of log(group variance / residual variance) for the profile likelihood."""
+
+
+def fit_random_intercept(y: np.ndarray, exog: pd.DataFrame, groups: np.ndarray) -> Fit:
+    """ML fit of ``y = X b + u_question + e`` by profiling out b and the residual variance.
+
+    With ``lam = var(u) / var(e)`` each question's covariance block is ``var(e) (I + lam J)``,
+    whose inverse is ``I - w J`` with ``w = lam / (1 + n lam)``. Everything then reduces to
+    per-question sums, so one likelihood evaluation costs O(questions x effects^2), and the
+    one-dimensional maximum over ``lam`` (boundary ``lam = 0`` included) is found by a bounded
+    scalar search. The fixed-effect covariance is ``var(e) (X' V^-1 X)^-1`` at the optimum.
+    """
+    from scipy.optimize import minimize_scalar
+
+    x = exog.to_numpy(dtype=float)
+    codes, _ = pd.factorize(pd.Series(groups), sort=False)
+    n_groups = int(codes.max()) + 1
+    sizes = np.bincount(codes, minlength=n_groups).astype(float)
+    x_sums = np.zeros((n_groups, x.shape[1]))
+    np.add.at(x_sums, codes, x)
+    y_sums = np.bincount(codes, weights=y, minlength=n_groups)
+    xtx, xty, yty = x.T @ x, x.T @ y, float(y @ y)
+    n_obs = len(y)
+
+    def solve(lam: float) -> tuple[float, np.ndarray, np.ndarray, float]:
+        w = lam / (1.0 + sizes * lam)
+        a = xtx - (x_sums * w[:, None]).T @ x_sums
+        b = xty - x_sums.T @ (w * y_sums)
+        beta = np.linalg.solve(a, b)
+        quad = max(yty - float(w @ y_sums**2) - float(b @ beta), 0.0)
+        sigma2 = quad / n_obs
+        if sigma2 <= 0:
+            return math.inf, beta, a, 0.0
+        loglik = -0.5 * n_obs * (math.log(2 * math.pi * sigma2) + 1.0) - 0.5 * float(
+            np.log1p(sizes * lam).sum()
+        )
+        return -loglik, beta, a, sigma2
+
+    with np.errstate(all="ignore"):
+        search = minimize_scalar(
+            lambda t: solve(math.exp(t))[0], bounds=LOG_RATIO_BOUNDS, method="bounded"
+        )
+        best_lam = math.exp(float(search.x))
+        if solve(0.0)[0] <= solve(best_lam)[0]:
+            best_lam = 0.0
+        negloglik, beta, a, sigma2 = solve(best_lam)
+        cov = sigma2 * np.linalg.inv(a)
+    return Fit(
+        fe_names=list(exog.columns),
+        params=beta,
+        cov=cov,
+        converged=bool(search.success) and math.isfinite(negloglik),
+        log_likelihood=-negloglik,
+        group_variance=best_lam * sigma2,
+        residual_variance=sigma2,
+    )
 
 
 def wald(fit: Fit, c: np.ndarray) -> tuple[float, float, float, float]:
@@ -150,6 +216,8 @@ class MetricInput:
     min_observations: int = 5
     fit_options: dict = field(default_factory=dict)
     """Extra ``MixedLM.fit`` arguments (tests use ``maxiter``)."""
+    all_pairs: bool = False
+    """Also test every pair of non-reference providers from the same fit (pooled model)."""
 
 
 def analyse_metric(inp: MetricInput) -> tuple[MetricModel, list[Guard]]:
@@ -171,12 +239,20 @@ def analyse_metric(inp: MetricInput) -> tuple[MetricModel, list[Guard]]:
         reason = _fit_and_test(inp, data, kept, model, guards)
     model.not_tested_reason = reason
     for provider in others:
-        if not any(c.provider == provider for c in model.contrasts):
+        if not any(
+            c.provider == provider and c.reference == inp.reference for c in model.contrasts
+        ):
             why = excluded.get(provider, reason or "not tested")
             model.contrasts.extend(_untested(inp, provider, why))
+    if inp.all_pairs:
+        for i, first in enumerate(others):
+            for second in others[i + 1 :]:
+                if not any((c.provider, c.reference) == (second, first) for c in model.contrasts):
+                    why = excluded.get(first) or excluded.get(second) or reason or "not tested"
+                    model.contrasts.extend(_untested(inp, second, why, against=first))
     order = {p: i for i, p in enumerate(inp.providers)}
     scopes = {s: i for i, s in enumerate([EQUAL_WEIGHT, *inp.task_types])}
-    model.contrasts.sort(key=lambda c: (order[c.provider], scopes[c.scope]))
+    model.contrasts.sort(key=lambda c: (order[c.reference], order[c.provider], scopes[c.scope]))
     return model, guards
 
 
@@ -280,25 +356,38 @@ def _fit_and_test(
         return why
     for provider in kept:
         model.contrasts.extend(_tested(inp, data, fit, provider, guards))
+    if inp.all_pairs:
+        for i, first in enumerate(kept):
+            for second in kept[i + 1 :]:
+                model.contrasts.extend(_tested(inp, data, fit, second, guards, against=first))
     return None
 
 
 def _tested(
-    inp: MetricInput, data: pd.DataFrame, fit: Fit, provider: str, guards: list[Guard]
+    inp: MetricInput,
+    data: pd.DataFrame,
+    fit: Fit,
+    provider: str,
+    guards: list[Guard],
+    against: str | None = None,
 ) -> list[Contrast]:
+    """Contrasts of ``provider`` against the reference, or against ``against`` (another
+    non-reference provider of the same fit: the difference of the two contrast vectors)."""
     contrasts = []
     counts = data.groupby(["provider", "task_type"]).size()
     for scope in [EQUAL_WEIGHT, *inp.task_types]:
         c = contrast_vector(fit.fe_names, provider, inp.task_types, scope)
+        if against is not None:
+            c = c - contrast_vector(fit.fe_names, against, inp.task_types, scope)
         contrast = Contrast(
             provider=provider,
-            reference=inp.reference,
+            reference=against or inp.reference,
             metric=inp.metric,
             scope=scope,
             tested=True,
             contrast_vector={n: float(v) for n, v in zip(fit.fe_names, c, strict=True) if v},
         )
-        few = _few_in_scope(inp, counts, provider, scope)
+        few = _few_in_scope(inp, counts, provider, scope, against)
         estimate, se, z, p = wald(fit, c)
         contrast.lmm_estimate = finite_or_none(estimate)
         if few:
@@ -317,10 +406,12 @@ def _tested(
     return contrasts
 
 
-def _few_in_scope(inp: MetricInput, counts: pd.Series, provider: str, scope: str) -> str | None:
+def _few_in_scope(
+    inp: MetricInput, counts: pd.Series, provider: str, scope: str, against: str | None = None
+) -> str | None:
     if scope == EQUAL_WEIGHT:
         return None
-    for who in (provider, inp.reference):
+    for who in (provider, against or inp.reference):
         n = int(counts.get((who, scope), 0))
         if n < inp.min_observations:
             return (
@@ -330,11 +421,13 @@ def _few_in_scope(inp: MetricInput, counts: pd.Series, provider: str, scope: str
     return None
 
 
-def _untested(inp: MetricInput, provider: str, why: str) -> list[Contrast]:
+def _untested(
+    inp: MetricInput, provider: str, why: str, against: str | None = None
+) -> list[Contrast]:
     return [
         Contrast(
             provider=provider,
-            reference=inp.reference,
+            reference=against or inp.reference,
             metric=inp.metric,
             scope=scope,
             tested=False,

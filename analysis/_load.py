@@ -84,6 +84,13 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
         dataset_path=manifest.dataset_path,
         dataset_hash=manifest.dataset_hash,
     )
+    fault_rate = (manifest.config or {}).get("erp_fault_rate")
+    if fault_rate:
+        seed = manifest.config.get("erp_fault_seed")
+        caveats.append(
+            f"{run_dir.name}: the ERP failed {fault_rate:.0%} of tool calls transiently on "
+            f"purpose (injected faults, seed {seed})."
+        )
     if manifest.interrupted or manifest.finished_at is None:
         caveats.append(
             f"{info.name}: the run did not finish ({len(traj_df)} of "

@@ -92,9 +92,7 @@ def score_bars(stats: Stats) -> bytes | None:
     )
     ax.set_ylim(0, 1.12)
     ax.set_ylabel("Equal-weight score (95% bootstrap CI)")
-    ax.set_title(
-        "Scores by metric" + (" — stars: mixed-model test vs reference" if len(names) > 1 else "")
-    )
+    ax.set_title("Scores by metric" + (" — stars: tests vs reference" if len(names) > 1 else ""))
     if len(names) > 1:
         ax.legend(
             ncols=min(4, len(names)),
@@ -153,7 +151,7 @@ def scenario_bars(stats: Stats) -> bytes | None:
     ax.set_yticks(range(len(scenarios)), [f"{s} (n={counts[s]})" for s in scenarios])
     ax.invert_yaxis()
     ax.set_xlim(-0.01, 1.06)
-    ax.set_xlabel("Obligations accuracy (95% bootstrap CI)")
+    ax.set_xlabel("Obligations accuracy (95% bootstrap CI; none below 5 answers)")
     ax.set_title("Financial obligations: accuracy by scenario")
     if len(names) > 1:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)

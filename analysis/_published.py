@@ -1,7 +1,21 @@
 """Importer for published FORCE-Bench evaluation files (``eval_results_<name>.json``).
 
-No sample of the published files is available, so the importer follows the paper's description
-(per-question, per-metric scores) and accepts the plausible shapes listed in docs/statistics.md:
+The FORCE-Bench files (``eval_results_answers_<model>_<run>_<eval>.json``) hold ``metadata``
+(``judge_deployment``, ``answers_file``, ``inference_metadata.model`` / ``provider``),
+``summary`` and ``results``: one item per question with ``question`` (the text, the only
+identifier: items are shuffled per run), ``plugin`` (task type), ``tag_scores``,
+``assertion_scores``, ``overall_score``, ``inference_time_secs``, ``token_usage``, ``skipped``
+and ``reason``. Items are keyed by task type plus a hash of the question text, so two files pair
+by question, never by position. Tool-call counts come from the answers file the metadata names
+(``answers_<model>_<run>.json``).
+
+Skipped answers: a ``reason`` naming a timeout makes a ``timeout`` (scored 0, as published); any
+other reason (``Unknown error``, HTTP 429) an infrastructure failure (status ``error``, unscored;
+``--infra-failures zero`` scores it 0 as the paper did). An answer the upstream evaluation zeroed
+because it was slower than its budget (every tag score 0 while the judge's assertion scores are
+not) gets its judged tag scores back from the assertions; ``--latency-budget`` zeroes it again.
+
+Other shapes are accepted too:
 
 * top level: a list of items; or an object holding the list under ``results``, ``items``,
   ``evaluations``, ``questions`` or ``data``; or an object mapping question id -> item. Top-level
@@ -24,8 +38,10 @@ No sample of the published files is available, so the importer follows the paper
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -49,7 +65,16 @@ ID_KEYS = ("question_id", "id", "qid", "item_id", "index")
 TASK_KEYS = ("plugin", "task_type", "type", "category")
 SCORE_KEYS = ("scores", "metrics", "tag_scores", "tags")
 OVERALL_KEYS = ("overall", "overall_score", "score")
-LATENCY_KEYS = ("latency_s", "latency", "duration_s", "elapsed_s", "elapsed", "time_s")
+LATENCY_KEYS = (
+    "latency_s",
+    "inference_time_secs",
+    "latency",
+    "duration_s",
+    "elapsed_s",
+    "elapsed",
+    "time_s",
+)
+TIMEOUT_WORDS = ("timeout", "timed out")
 TASK_ALIASES = {
     "erp_qa": "obligations",
     "finance_qa": "entity_performance",
@@ -62,7 +87,7 @@ ERROR = "judge_error"
 def load_published(path: Path) -> ProviderData:
     raw = read_json(path)
     items = _items(raw, path)
-    answers, answers_path = _answers(path)
+    answers, answers_path = _answers(path, raw)
     name = _provider_name(raw, path)
     parsed = [_parse_item(item, position, path) for position, item in enumerate(items)]
     repeated = sorted(q for q, n in Counter(q for q, _, _, _ in parsed).items() if n > 1)
@@ -73,26 +98,37 @@ def load_published(path: Path) -> ProviderData:
     scale = 100.0 if _max_score(parsed) > 1.0 else 1.0
     score_rows, traj_rows, scenarios = [], [], {}
     for qid, task_type, metric_values, ops in parsed:
-        ops = {**ops, **_answer_ops(answers.get(qid, {}))}
+        answer = answers.get(qid) or answers.get(_text_key(ops.get("question_text")), {})
+        ops = _merge_ops(ops, _answer_ops(answer))
         if ops.get("scenario"):
             scenarios[qid] = str(ops["scenario"])
         traj_rows.append(_trajectory_row(qid, task_type, ops))
-        score_rows.extend(_metric_rows(qid, task_type, metric_values, scale))
+        score_rows.extend(_metric_rows(qid, task_type, metric_values, scale, ops.get("status")))
     traj = pd.DataFrame(traj_rows, columns=TRAJECTORY_COLUMNS)
     caveats = [f"{name}: imported from the published file {path.name}."]
     if scale != 1.0:
         caveats.append(f"{name}: scores were on a 0-100 scale and were divided by 100.")
-    if answers_path is None and traj["latency_s"].isna().all():
+    if answers_path is None and traj["tool_calls"].isna().all():
+        caveats.append(f"{name}: no answers file next to {path.name}; tool calls unknown.")
+    caveats.extend(_skip_caveats(name, parsed))
+    restored = sum(1 for _, _, _, ops in parsed if ops.get("restored"))
+    if restored:
         caveats.append(
-            f"{name}: no answers file next to {path.name}; latency and tool calls unknown."
+            f"{name}: the published evaluation had zeroed {restored} answer(s) slower than its "
+            "budget (all tag scores 0, assertion scores not); their judged scores were restored "
+            "from the assertion scores. Pass --latency-budget (e.g. paper) to count them as 0."
         )
+    if traj["tokens"].isna().all() and any("token_usage" in i for i in items):
+        caveats.append(f"{name}: token usage is recorded as 0 for every answer: unknown.")
+    meta = _metadata(raw)
+    inference = meta.get("inference_metadata") or {}
     info = ProviderInfo(
         name=name,
         source="published",
         path=str(path),
-        harness=str(raw.get("harness")) if isinstance(raw, dict) and raw.get("harness") else None,
-        model=str(raw.get("model")) if isinstance(raw, dict) and raw.get("model") else None,
-        judge=str(raw.get("judge")) if isinstance(raw, dict) and raw.get("judge") else None,
+        harness=_text(inference.get("provider")) or _text(_top(raw, "harness")),
+        model=_text(inference.get("model")) or _text(_top(raw, "model")),
+        judge=_text(meta.get("judge_deployment")) or _text(_top(raw, "judge")),
         trajectories=len(traj),
         questions=traj["question_id"].nunique(),
         trials=1,
@@ -100,6 +136,56 @@ def load_published(path: Path) -> ProviderData:
     return ProviderData(
         info, pd.DataFrame(score_rows, columns=SCORE_COLUMNS), traj, scenarios, caveats
     )
+
+
+def _metadata(raw: Any) -> dict[str, Any]:
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _top(raw: Any, key: str) -> Any:
+    return raw.get(key) if isinstance(raw, dict) else None
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value else None
+
+
+def _merge_ops(item_ops: dict[str, Any], answer_ops: dict[str, Any]) -> dict[str, Any]:
+    """The answers file wins on operations, except the status the evaluation file decided."""
+    merged = {**item_ops, **answer_ops}
+    for key in ("status", "skipped", "reason", "restored"):
+        if key in item_ops:
+            merged[key] = item_ops[key]
+    return merged
+
+
+def _text_key(question: Any) -> str:
+    return "text:" + " ".join(str(question).split()) if question else ""
+
+
+def question_key(task_type: str, question: str) -> str:
+    """Stable id of a published item: task type plus a hash of the whitespace-normalised text."""
+    text = " ".join(str(question).split())
+    return f"{task_type}:{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+
+
+def _skip_caveats(name: str, parsed: list) -> list[str]:
+    reasons = Counter(
+        (ops.get("status"), ops.get("reason") or "no reason")
+        for _, _, _, ops in parsed
+        if ops.get("skipped")
+    )
+    if not reasons:
+        return []
+    timeouts = sum(n for (status, _), n in reasons.items() if status == "timeout")
+    failures = sum(n for (status, _), n in reasons.items() if status == "error")
+    listed = "; ".join(f"{n} {reason[:60]}" for (_, reason), n in reasons.most_common())
+    return [
+        f"{name}: {timeouts + failures} answer(s) skipped ({listed}). {timeouts} timeout(s) "
+        f"score 0 as published; {failures} infrastructure failure(s) are left out of the scores "
+        "(the paper scored them 0: --infra-failures zero)."
+    ]
 
 
 def _items(raw: Any, path: Path) -> list[dict[str, Any]]:
@@ -119,6 +205,9 @@ def _items(raw: Any, path: Path) -> list[dict[str, Any]]:
 
 
 def _provider_name(raw: Any, path: Path) -> str:
+    model = (_metadata(raw).get("inference_metadata") or {}).get("model")
+    if isinstance(model, str) and model:
+        return model
     if isinstance(raw, dict):
         for key in ("provider", "agent", "model"):
             if isinstance(raw.get(key), str) and raw[key]:
@@ -127,11 +216,18 @@ def _provider_name(raw: Any, path: Path) -> str:
     return stem[len("eval_results_") :] if stem.startswith("eval_results_") else stem
 
 
-def _answers(path: Path) -> tuple[dict[str, dict[str, Any]], Path | None]:
+def _answers(path: Path, raw: Any) -> tuple[dict[str, dict[str, Any]], Path | None]:
+    """The answers file: the one the metadata names (looked up next to ``path``), else by name."""
     stem = path.stem.removeprefix("eval_results_")
-    for name in (f"answers_{stem}.json", f"answers_{stem}.jsonl", f"{stem}_answers.json"):
+    names = [f"answers_{stem}.json", f"answers_{stem}.jsonl", f"{stem}_answers.json"]
+    if stem.startswith("answers_"):  # eval_results_answers_<model>_<run>_<eval>.json
+        names += [f"{stem}.json", f"{stem.rsplit('_', 1)[0]}.json"]
+    named = _metadata(raw).get("answers_file")
+    if isinstance(named, str) and named:
+        names.insert(0, Path(named).name)
+    for name in names:
         candidate = path.with_name(name)
-        if candidate.exists():
+        if candidate.exists() and candidate != path:
             return _read_answers(candidate), candidate
     return {}, None
 
@@ -145,28 +241,79 @@ def _read_answers(path: Path) -> dict[str, dict[str, Any]]:
             raise InputError(f"{path}: not valid JSON lines ({exc})") from None
     else:
         items = _items(read_json(path), path)
-    return {_item_id(item, position): item for position, item in enumerate(items)}
+    keyed = {}
+    for position, item in enumerate(items):
+        task_type = _task_type(item)
+        keyed[_item_id(item, position, task_type)] = item
+        if isinstance(item.get("question"), str):  # skipped answers may lack their task type
+            keyed[_text_key(item["question"])] = item
+    return keyed
 
 
-def _item_id(item: dict[str, Any], position: int) -> str:
+def _item_id(item: dict[str, Any], position: int, task_type: str | None) -> str:
     for key in ID_KEYS:
         if item.get(key) is not None:
             return str(item[key])
+    if isinstance(item.get("question"), str) and task_type:
+        return question_key(task_type, item["question"])
     return f"q{position}"
+
+
+def _task_type(item: dict[str, Any]) -> str | None:
+    raw_task = next((item[k] for k in TASK_KEYS if item.get(k) is not None), None)
+    return TASK_ALIASES.get(str(raw_task).strip().lower()) if raw_task is not None else None
 
 
 def _parse_item(
     item: dict[str, Any], position: int, path: Path
 ) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
-    qid = _item_id(item, position)
-    raw_task = next((item[k] for k in TASK_KEYS if item.get(k) is not None), None)
-    task_type = TASK_ALIASES.get(str(raw_task).strip().lower()) if raw_task is not None else None
+    task_type = _task_type(item)
+    qid = _item_id(item, position, task_type)
     if task_type is None:
+        raw_task = next((item[k] for k in TASK_KEYS if item.get(k) is not None), None)
         raise InputError(
             f"{path}: item {qid} has task type {raw_task!r}; expected one of "
             f"{', '.join(sorted(TASK_ALIASES))} under {'/'.join(TASK_KEYS)}"
         )
-    return qid, task_type, _metric_values(item), _answer_ops(item)
+    ops = _answer_ops(item)
+    if isinstance(item.get("question"), str):
+        ops["question_text"] = item["question"]
+    values = _metric_values(item)
+    restored = _restore_zeroed(item, values, ops)
+    if restored is not None:
+        values, ops["restored"] = restored, True
+    return qid, task_type, values, ops
+
+
+def _restore_zeroed(
+    item: dict[str, Any], values: dict[str, Any], ops: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Judged tag scores of an answer the upstream evaluation zeroed (over its budget), or None.
+
+    Zeroed: not skipped, every tag score 0, yet the judge's assertion scores for a tag are not all
+    0. A tag score is the mean of its non-null assertion scores.
+    """
+    tags = item.get("tag_scores")
+    assertions = item.get("assertion_scores")
+    if ops.get("skipped") or not isinstance(tags, dict) or not isinstance(assertions, dict):
+        return None
+    if not tags or any(v != 0 for v in tags.values()):
+        return None
+    judged = {}
+    for tag in tags:
+        scores = assertions.get(tag)
+        numbers = (
+            [v for v in scores.values() if isinstance(v, int | float)]
+            if isinstance(scores, dict)
+            else []
+        )
+        judged[str(tag).lower()] = sum(numbers) / len(numbers) if numbers else 0.0
+    if not any(judged.values()):
+        return None
+    restored = {**values, **{k: v for k, v in judged.items() if k in values}}
+    dims = [v for k, v in restored.items() if k in DIMENSIONS and isinstance(v, float)]
+    restored["overall"] = sum(dims) / len(dims) if dims else None
+    return restored
 
 
 def _metric_values(item: dict[str, Any]) -> dict[str, Any]:
@@ -222,7 +369,7 @@ def _max_score(parsed: list[tuple[str, str, dict[str, Any], dict[str, Any]]]) ->
 
 
 def _metric_rows(
-    qid: str, task_type: str, values: dict[str, Any], scale: float
+    qid: str, task_type: str, values: dict[str, Any], scale: float, status: str | None = None
 ) -> list[dict[str, Any]]:
     if "overall" not in values:
         scored = [v for k, v in values.items() if isinstance(v, float)]
@@ -230,7 +377,9 @@ def _metric_rows(
     rows = []
     for metric, value in values.items():
         base = {"question_id": qid, "trial": 0, "task_type": task_type, "metric": metric}
-        if isinstance(value, float):
+        if status == "error":  # an infrastructure failure: the published 0 is not a judgement
+            rows.append({**base, "status": "infra_error", "score": math.nan})
+        elif isinstance(value, float):
             rows.append({**base, "status": "scored", "score": value / scale})
         else:
             status = ERROR if value == ERROR else "not_applicable"
@@ -243,14 +392,27 @@ def _answer_ops(item: dict[str, Any]) -> dict[str, Any]:
     latency = next((item[k] for k in LATENCY_KEYS if isinstance(item.get(k), int | float)), None)
     if latency is not None:
         ops["latency_s"] = float(latency)
-    calls = item.get("tool_calls")
+    calls = item.get("tool_call_count", item.get("tool_calls"))
     if isinstance(calls, list):
         ops["tool_calls"] = len(calls)
-    elif isinstance(calls, int | float):
+    elif isinstance(calls, int | float) and not isinstance(calls, bool):
         ops["tool_calls"] = int(calls)
     status = _status(item)
     if status is not None:
         ops["status"] = status
+    if item.get("skipped") is True:
+        ops["skipped"] = True
+        ops["reason"] = str(item.get("reason") or "")
+        match = re.search(r"after (\d+(?:\.\d+)?)\s*s", ops["reason"])
+        if match:
+            ops["timeout_s"] = float(match.group(1))
+    usage = item.get("token_usage")
+    if isinstance(usage, dict):
+        total = usage.get("total_tokens") or (
+            (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+        )
+        if isinstance(total, int | float) and total > 0:
+            ops["tokens"] = float(total)
     for key in ("cost_usd", "tokens", "timeout_s"):
         if isinstance(item.get(key), int | float):
             ops[key] = float(item[key])
@@ -262,6 +424,9 @@ def _answer_ops(item: dict[str, Any]) -> dict[str, Any]:
 def _status(item: dict[str, Any]) -> str | None:
     if item.get("timed_out") is True:
         return "timeout"
+    if item.get("skipped") is True:
+        reason = str(item.get("reason") or "").lower()
+        return "timeout" if any(word in reason for word in TIMEOUT_WORDS) else "error"
     status = item.get("status")
     if isinstance(status, str) and status.lower() in {"ok", "timeout", "max_turns", "error"}:
         return status.lower()

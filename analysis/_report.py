@@ -157,19 +157,31 @@ def _score(stats: Stats, provider: str, metric: str, scope: str) -> ScoreCell | 
     return None
 
 
-def _contrast(stats: Stats, provider: str, metric: str, scope: str) -> Contrast | None:
+def _contrast(
+    stats: Stats, provider: str, metric: str, scope: str, reference: str | None = None
+) -> Contrast | None:
+    reference = reference or stats.settings.reference
     for model in stats.models:
         if model.metric != metric:
             continue
         for contrast in model.contrasts:
-            if (contrast.provider, contrast.scope) == (provider, scope):
+            if (contrast.provider, contrast.scope, contrast.reference) == (
+                provider,
+                scope,
+                reference,
+            ):
                 return contrast
     return None
 
 
+def _pairs(stats: Stats) -> list[tuple[str, str]]:
+    """(reference, provider) for every pair, in provider order (reference first)."""
+    names = [p.name for p in stats.providers]
+    return [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+
+
 def summary_lines(stats: Stats) -> list[str]:
     names = [p.name for p in stats.providers]
-    ref = stats.settings.reference
     lines: list[str] = []
     metric = (
         "overall" if "overall" in stats.metrics else (stats.metrics[0] if stats.metrics else None)
@@ -197,8 +209,8 @@ def summary_lines(stats: Stats) -> list[str]:
             f"Highest equal-weight {metric} score: **{best}** at {_ci_text(cell)}. "
             "Ranking: " + ", ".join(f"{n} {fmt(_est(stats, n, metric))}" for n in ranked) + "."
         )
-        for name in names[1:]:
-            lines.append(_provider_summary(stats, name, ref))
+        for first, second in _pairs(stats):
+            lines.append(_provider_summary(stats, second, first))
     lines.extend(_task_summary(stats, metric))
     acc = [n for n in names if _score(stats, n, "accuracy", "obligations")]
     if acc:
@@ -213,16 +225,49 @@ def summary_lines(stats: Stats) -> list[str]:
     correction = stats.settings.correction.value
     how = f"How sure: intervals are 95% bootstrap intervals (B = {stats.settings.bootstrap})"
     if len(names) > 1:
+        fit = (
+            "each pair fitted on its own data"
+            if stats.settings.model.value == "pairwise"
+            else "one pooled model for all providers"
+        )
         how += (
-            ", paired across providers; stars come from the mixed model's Wald test "
-            f"({'no correction across metrics' if correction == 'none' else correction})"
+            f", paired across providers; dimension stars come from mixed-model Wald tests ({fit}; "
+            f"{'no correction across metrics' if correction == 'none' else correction}), "
+            "Overall's from the paired bootstrap"
         )
     lines.append(how + ".")
+    mdd = _mdd_line(stats)
+    if mdd:
+        lines.append(mdd)
+    disagree = [g for g in stats.guards if g.kind.value == "verdicts_disagree"]
+    if disagree:
+        lines.append(
+            f"{len(disagree)} contrast(s) where the bootstrap interval and the p-value disagree "
+            "are flagged with the reason (Guards and caveats)."
+        )
     if stats.settings.latency_budget:
         lines.append(
             "**Latency budget applied**: answers slower than the budget count as failures here."
         )
     return lines
+
+
+def _mdd_line(stats: Stats) -> str | None:
+    names = [p.name for p in stats.providers]
+    if len(names) < 2:
+        return None
+    parts = []
+    for metric in ("overall", "accuracy"):
+        contrast = _contrast(stats, names[1], metric, EQUAL_WEIGHT, names[0])
+        if contrast and contrast.mdd is not None:
+            parts.append(f"{metric} {contrast.mdd:.3f}")
+    if not parts:
+        return None
+    return (
+        f"Smallest difference these data detect with {stats.settings.power:.0%} power "
+        f"({names[1]} vs {names[0]}): " + ", ".join(parts) + "; a smaller true difference may "
+        "go unseen (table under Contrasts)."
+    )
 
 
 def _est(stats: Stats, name: str, metric: str, scope: str = EQUAL_WEIGHT) -> float | None:
@@ -237,23 +282,22 @@ def _ci_text(cell: ScoreCell | None) -> str:
 
 
 def _provider_summary(stats: Stats, name: str, ref: str) -> str:
-    overall = _contrast(stats, name, "overall", EQUAL_WEIGHT)
-    cell = _score(stats, name, "overall", EQUAL_WEIGHT)
+    overall = _contrast(stats, name, "overall", EQUAL_WEIGHT, ref)
     correction = stats.settings.correction.value
     head = f"**{name}** vs {ref}"
-    if cell and cell.difference and cell.difference.estimate is not None:
-        d = cell.difference
-        head += f": overall {fmt_signed_ci(d.estimate, d.ci_low, d.ci_high)}"
-        if overall and overall.tested:
+    if overall and overall.bootstrap and overall.bootstrap.estimate is not None:
+        d = overall.bootstrap
+        head += f": Overall {fmt_signed_ci(d.estimate, d.ci_low, d.ci_high)}"
+        if overall.tested:
             sure = "significant" if overall.significance else "not significant"
-            head += f" ({sure}, {p_text(overall.p_adjusted, correction)})"
-        elif overall:
+            head += f" ({sure}, bootstrap {p_text(overall.p_adjusted, correction)})"
+        else:
             head += f" (not tested: {overall.not_tested_reason})"
     better, worse = [], []
     for metric in stats.metrics:
-        if metric == "overall":
+        if metric in ("overall", "answer_mean"):
             continue
-        contrast = _contrast(stats, name, metric, EQUAL_WEIGHT)
+        contrast = _contrast(stats, name, metric, EQUAL_WEIGHT, ref)
         if contrast and contrast.tested and contrast.significance:
             target = better if (contrast.raw_difference or 0) > 0 else worse
             p = p_text(contrast.p_adjusted, correction)
@@ -263,7 +307,7 @@ def _provider_summary(stats: Stats, name: str, ref: str) -> str:
     if worse:
         head += "; significantly lower on " + ", ".join(worse)
     if not better and not worse:
-        head += "; no metric differs significantly"
+        head += "; no dimension differs significantly"
     return head + "."
 
 
@@ -299,11 +343,16 @@ def headline_section(stats: Stats) -> list:
         row = [name + (" (ref.)" if name == stats.settings.reference and len(names) > 1 else "")]
         row += [_marked_score(stats, name, metric, EQUAL_WEIGHT) for metric in stats.metrics]
         rows.append(row)
-    note = "Equal-weight means across task types with 95% bootstrap intervals."
+    note = (
+        "Equal-weight means across task types with 95% bootstrap intervals. Overall = the mean of "
+        "the provider's dimension scores (the paper's Overall); Answer_mean = the judge's "
+        "per-answer mean of scored dimensions, averaged like a dimension (it weighs accuracy by "
+        "the few answers it applies to)."
+    )
     if len(names) > 1:
         note += (
             " Marks against the reference: * p<0.05, ** p<0.01, *** p<0.001 (mixed-model Wald "
-            "test); (n.t.) = not tested, see Guards."
+            "test; Overall: paired bootstrap); (n.t.) = not tested, see Guards."
         )
     blocks: list = [Heading("Headline scores"), Table(header, rows, note)]
     if len(names) > 1:
@@ -342,19 +391,21 @@ def task_type_sections(stats: Stats) -> list:
 
 def _contrast_row(c: Contrast, with_scope: bool) -> list[str]:
     status = "tested" if c.tested else f"not tested: {c.not_tested_reason}"
-    row = [c.provider, c.metric]
+    b = c.bootstrap
+    row = [f"{c.provider} vs {c.reference}", c.metric]
     if with_scope:
         row.append(task_label(c.scope))
     return [
         *row,
+        fmt_signed_ci(b.estimate, b.ci_low, b.ci_high) if b else "–",
         fmt(c.lmm_estimate, 3),
         fmt(c.lmm_se, 3),
-        fmt(c.z, 2),
         fmt_p(c.p_value),
         fmt_p(c.p_adjusted),
         c.significance or "",
-        c.direction or "–",
-        status,
+        fmt(c.mdd, 3),
+        c.fit or "–",
+        c.disagreement or status,
     ]
 
 
@@ -362,28 +413,70 @@ def contrast_section(stats: Stats) -> list:
     contrasts = [c for m in stats.models for c in m.contrasts]
     if not contrasts:
         return [
-            Heading("Mixed-model contrasts"),
+            Heading("Contrasts"),
             Paragraph(
                 "No contrasts: a single provider has nothing to be compared with. The models "
                 "are fitted only when there are at least two providers."
             ),
         ]
     order = {p.name: i for i, p in enumerate(stats.providers)}
-    contrasts.sort(key=lambda c: order[c.provider])
-    tail = ["Estimate", "SE", "z", "p", "p adj.", "", "Direction", "Status"]
+    contrasts.sort(key=lambda c: (order[c.reference], order[c.provider]))
+    tail = [
+        "Difference [95% CI]",
+        "Model estimate",
+        "SE",
+        "p",
+        "p adj.",
+        "",
+        "MDD 80%",
+        "Fit",
+        "Status",
+    ]
     marginal = [_contrast_row(c, False) for c in contrasts if c.scope == EQUAL_WEIGHT]
     per_task = [_contrast_row(c, True) for c in contrasts if c.scope != EQUAL_WEIGHT]
+    fit = (
+        "each pair is fitted on its own data, one random-intercept model per task type (question "
+        "and residual variances differ by task type), so no third provider changes a pair's "
+        "verdict"
+        if stats.settings.model.value == "pairwise"
+        else "one pooled model with every provider (the paper's), one residual variance"
+    )
     note = (
-        f"Against {stats.settings.reference}: beta_B + (1/K) * sum of the provider x task-type "
-        "interactions (K task types in the metric's model), Wald test on the fixed effects. "
-        "Direction comes from the raw equal-weight score difference, significance from the model."
+        "Every pair, later provider minus earlier. Difference: paired bootstrap of the raw "
+        f"equal-weight scores, over the task types both have. Model: {fit}; equal-weight contrast "
+        "= mean of the task-type contrasts, Wald test. Overall has no single-outcome model: its p "
+        "is the bootstrap's. MDD 80% = the smallest true difference the test finds with 80% "
+        "power at the 5% level, (1.96 + 0.84) x SE, from the fitted variance components. "
+        "Direction comes from the raw difference, significance from the test."
     )
     return [
-        Heading("Mixed-model contrasts"),
-        Table(["Provider", "Metric", *tail], marginal, note),
+        Heading("Contrasts"),
+        Table(["Pair", "Metric", *tail], marginal, note),
+        *power_section(stats),
         Details(
             f"Per-task-type contrasts ({len(per_task)})",
-            [Table(["Provider", "Metric", "Task type", *tail], per_task)],
+            [Table(["Pair", "Metric", "Task type", *tail], per_task)],
+        ),
+    ]
+
+
+def power_section(stats: Stats) -> list:
+    pairs = _pairs(stats)
+    rows = []
+    for metric in stats.metrics:
+        row = [metric]
+        for first, second in pairs:
+            c = _contrast(stats, second, metric, EQUAL_WEIGHT, first)
+            row.append(fmt(c.mdd, 3) if c else "–")
+        rows.append(row)
+    return [
+        Heading("How sure is sure enough", 3),
+        Table(
+            ["Metric", *[f"{b} vs {a}" for a, b in pairs]],
+            rows,
+            f"Minimum detectable difference (equal-weight, {stats.settings.power:.0%} power, "
+            "two-sided 5% test) with these questions: differences smaller than this can exist "
+            "and still show as not significant.",
         ),
     ]
 
@@ -546,7 +639,7 @@ def missing_section(stats: Stats) -> list:
             )
         key = (m.provider, m.task_type)
         total = totals.setdefault(key, [0, 0, 0, 0, 0, 0, 0])
-        if m.metric == "overall":
+        if m.metric == "answer_mean":
             total[0], total[4], total[5], total[6] = (
                 m.scored,
                 m.infra_error,
@@ -638,15 +731,31 @@ def method_section(stats: Stats) -> list:
         for p in stats.providers
     ]
     budget = ", ".join(f"{k}={v:g}s" for k, v in s.latency_budget.items()) or "none"
+    model = (
+        "Per metric and pair of providers, on that pair's data only: a linear mixed model "
+        "score ~ provider with a random intercept per question in each task type (maximum "
+        "likelihood), i.e. score ~ provider * task_type with question and residual variances "
+        "per task type; the equal-weight contrast is the mean of the task-type contrasts."
+        if s.model.value == "pairwise"
+        else "Per metric, one linear mixed model score ~ provider * task_type with a random "
+        "intercept per question over all providers, maximum likelihood (the paper's model); "
+        "pairs without the reference are differences of two contrasts of the same fit."
+    )
     return [
         Heading("Method"),
         Bullets(
             [
-                "Per metric, a linear mixed model score ~ provider * task_type with a random "
-                "intercept per question, fitted by maximum likelihood (statsmodels MixedLM, "
-                "reml=False); metrics present in one task type fit score ~ provider.",
+                model,
+                "Overall (the paper's): the mean of a provider's dimension scores, each an "
+                "equal-weight mean over the task types it applies to; its interval and its "
+                "differences come from the same bootstrap resamples. Answer_mean: the judge's "
+                "per-answer mean of the scored dimensions, averaged over answers and task types "
+                "like a dimension.",
+                f"Infrastructure failures: {s.infra_failures.value} "
+                "(exclude = left out of every score; zero = scored 0, the paper's convention).",
                 f"Bootstrap: B = {s.bootstrap}, seed {s.seed}, questions resampled within task "
-                "type, the same resample for every provider (paired); percentile intervals.",
+                "type, the same resample for every provider and metric (paired); percentile "
+                "intervals.",
                 f"Judge: {s.judge}. Correction across metrics: {s.correction.value}. Minimum "
                 f"observations per provider: {s.min_observations}. Latency budget: {budget}.",
                 *providers,

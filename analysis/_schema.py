@@ -2,15 +2,21 @@
 
 Conventions used throughout:
 
-* ``metric`` is one of the eight judge dimensions or ``overall`` (the judge's mean of scored
-  dimensions).
+* ``metric`` is one of the eight judge dimensions, ``overall`` or ``answer_mean``. ``overall`` is
+  the paper's Overall: the mean of the provider's dimension scores, each dimension an equal-weight
+  mean over the task types it applies to (interval from the same bootstrap resamples).
+  ``answer_mean`` is the judge's per-answer mean of the scored dimensions, averaged like a
+  dimension (it weighs a dimension by how many answers it applies to: accuracy counts 1/21).
 * ``scope`` is a task type (``obligations``, ``entity_performance``, ``business_brief``) or
   ``equal_weight``: the mean over the task types in which the metric exists, each task type weighing
   the same whatever its number of questions (the paper's headline convention).
 * Scores are in [0, 1]. Only dimension scores with status ``scored`` enter any statistic; missing
   scores (judge error, needs LLM, not applicable, no judge record) are counted, never treated as 0.
 * Intervals are percentile bootstrap intervals (questions resampled within task type, the same
-  resample for every provider, so differences are paired).
+  resample for every provider and every metric, so differences are paired).
+* Contrasts compare every pair of providers. By default (``model: pairwise``) each pair's mixed
+  model is fitted on that pair's data only, so a third provider cannot change the pair's verdict;
+  ``pooled`` fits all providers in one model (the paper's choice).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-STATS_FORMAT_VERSION = 1
+STATS_FORMAT_VERSION = 2
 EQUAL_WEIGHT = "equal_weight"
 """``scope`` value for the equal-weight mean across task types."""
 
@@ -36,6 +42,20 @@ class Correction(StrEnum):
     """Holm-Bonferroni across metrics (family-wise error)."""
     bh = "bh"
     """Benjamini-Hochberg across metrics (false discovery rate)."""
+
+
+class ModelKind(StrEnum):
+    pairwise = "pairwise"
+    """One mixed model per pair of providers, on that pair's data only (default)."""
+    pooled = "pooled"
+    """One mixed model with every provider, one residual variance (the paper's model)."""
+
+
+class InfraFailures(StrEnum):
+    exclude = "exclude"
+    """Infrastructure failures are left out of every score (default)."""
+    zero = "zero"
+    """Infrastructure failures score 0 on every dimension that applies (the paper's choice)."""
 
 
 class Settings(_Strict):
@@ -54,6 +74,10 @@ class Settings(_Strict):
     """An obligations answer counts as correct when its accuracy score is at least this."""
     latency_budget: dict[str, float] = Field(default_factory=dict)
     """Task type -> seconds; answers slower than this were re-scored as failures (0)."""
+    model: ModelKind = ModelKind.pairwise
+    infra_failures: InfraFailures = InfraFailures.exclude
+    power: float = 0.8
+    """Power for the minimum detectable difference (two-sided test at 1 - confidence)."""
 
 
 class ProviderInfo(_Strict):
@@ -86,6 +110,9 @@ class GuardKind(StrEnum):
     missing_scores = "missing_scores"
     direction_disagrees = "direction_disagrees"
     unpaired_questions = "unpaired_questions"
+    verdicts_disagree = "verdicts_disagree"
+    missing_task_type = "missing_task_type"
+    different_dimensions = "different_dimensions"
 
 
 class Severity(StrEnum):
@@ -150,6 +177,36 @@ class Contrast(_Strict):
     """``higher``, ``lower`` or ``equal``: from the raw difference, never from the model."""
     contrast_vector: dict[str, float] = Field(default_factory=dict)
     """Non-zero entries of c, keyed by fixed-effect name (for checking by hand)."""
+    fit: str = ""
+    """Which fit the test came from: ``pairwise`` (this pair's data), ``pooled`` (all providers)
+    or ``bootstrap`` (``overall``: no single-outcome model, the paired bootstrap tests it)."""
+    task_types: list[str] = Field(default_factory=list)
+    """Task types the contrast averages over (those both providers have)."""
+    bootstrap: Interval | None = None
+    """Paired bootstrap difference (provider minus reference) with its percentile interval."""
+    bootstrap_p: float | None = None
+    """Two-sided bootstrap p-value: twice the smaller share of resampled differences on either
+    side of 0."""
+    mdd: float | None = None
+    """Minimum detectable difference: the smallest true difference this test would find with
+    the chosen power (default 80%) at the 5% level, (z_0.975 + z_0.8) x standard error."""
+    group_variance: float | None = None
+    """Question (random intercept) variance of the fit behind this contrast."""
+    residual_variance: float | None = None
+    disagreement: str | None = None
+    """Set when the bootstrap interval and the p-value disagree (one excludes 0 at 95%, the
+    other is not below 0.05): one sentence saying why."""
+
+
+class FitSummary(_Strict):
+    providers: list[str]
+    task_types: list[str] = Field(default_factory=list)
+    observations: int = 0
+    questions: int = 0
+    converged: bool | None = None
+    log_likelihood: float | None = None
+    group_variance: float | None = None
+    residual_variance: float | None = None
 
 
 class MetricModel(_Strict):
@@ -171,6 +228,8 @@ class MetricModel(_Strict):
     """Warnings raised during the fit (ConvergenceWarning and others), captured verbatim."""
     not_tested_reason: str | None = None
     contrasts: list[Contrast] = Field(default_factory=list)
+    fits: list[FitSummary] = Field(default_factory=list)
+    """Every fit behind the contrasts (one per pair with ``pairwise``, one with ``pooled``)."""
 
 
 class MissingCount(_Strict):
@@ -253,6 +312,7 @@ class ScenarioCell(_Strict):
     scenario: str
     n: int
     accuracy: Interval
+    """No interval below 5 answers (a percentile interval of 1-4 values means nothing)."""
 
 
 class HeadlineCell(_Strict):
@@ -274,6 +334,7 @@ class HeadlineRow(_Strict):
     provider: str
     is_reference: bool = False
     overall: HeadlineCell | None = None
+    answer_mean: HeadlineCell | None = None
     accuracy: HeadlineCell | None = None
     citations: HeadlineCell | None = None
     clarity: HeadlineCell | None = None

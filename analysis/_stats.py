@@ -10,21 +10,42 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 
-from analysis._bootstrap import StratumResult, bootstrap_stratum, equal_weight, percentile_interval
-from analysis._data import INCLUDED, METRICS, TASK_TYPES, ProviderData, finite_or_none
-from analysis._lmm import MetricInput, analyse_metric
+from analysis._bootstrap import (
+    StratumResult,
+    bootstrap_stratum,
+    draw_indices,
+    equal_weight,
+    index_counts,
+    percentile_interval,
+    stratum_from_counts,
+)
+from analysis._data import (
+    ANSWER_MEAN,
+    DIMENSIONS,
+    INCLUDED,
+    OVERALL,
+    REPORT_METRICS,
+    TASK_TYPES,
+    ProviderData,
+    finite_or_none,
+)
+from analysis._lmm import RESIDUAL_FLOOR, MetricInput, analyse_metric, fit_random_intercept
 from analysis._ops import missing_counts, operations, pass_k, trial_stats
 from analysis._schema import (
     EQUAL_WEIGHT,
     Contrast,
     Correction,
+    FitSummary,
     Guard,
     GuardKind,
     HeadlineCell,
     HeadlineRow,
+    InfraFailures,
     Interval,
     MetricModel,
+    ModelKind,
     ProviderInfo,
     ScenarioCell,
     ScoreCell,
@@ -34,6 +55,8 @@ from analysis._schema import (
 )
 
 Progress = Callable[[str], None]
+MIN_SCENARIO_INTERVAL = 5
+"""Scenario cells with fewer answers show n and the mean, no interval."""
 
 
 @dataclass
@@ -54,39 +77,49 @@ def compute_stats(
 ) -> Stats:
     """Every statistic of the report. ``providers[i].info.name`` must be unique.
 
-    ``combined`` (from :func:`combine` with the same budget) saves combining twice.
+    ``combined`` (from :func:`combine` with the same settings) saves combining twice.
     """
     progress = progress or (lambda _step: None)
     names = [p.info.name for p in providers]
     if settings.reference not in names:
         raise ValueError(f"reference {settings.reference!r} is not one of {names}")
     names = [settings.reference, *[n for n in names if n != settings.reference]]
-    combined = combined or combine(providers, settings.latency_budget)
-    metrics = [m for m in METRICS if m in set(combined.per_question["metric"])]
+    combined = combined or combine(providers, settings.latency_budget, settings.infra_failures)
+    present = set(combined.per_question["metric"])
+    modelled = [m for m in REPORT_METRICS if m in present]
+    has_dimensions = any(m in DIMENSIONS for m in modelled)
+    metrics = ([OVERALL] if has_dimensions else []) + modelled
     task_types = [t for t in TASK_TYPES if t in set(combined.trajectories["task_type"])]
     guards: list[Guard] = []
     timings: dict[str, float] = {}
 
     started = time.perf_counter()
-    scores = bootstrap_scores(combined.per_question, names, metrics, settings)
+    boot = Bootstrap.run(combined.per_question, names, modelled, settings)
+    scores = boot.score_cells(metrics, settings.confidence)
     timings["bootstrap"] = time.perf_counter() - started
     progress("bootstrap")
 
     started = time.perf_counter()
     models = []
-    for metric in metrics:
-        models.append(fit_metric(combined.per_question, metric, names, settings, guards))
+    for metric in modelled:
+        models.append(fit_metric(combined.per_question, metric, names, settings, guards, boot))
         progress(f"model {metric}")
+    if has_dimensions and len(names) > 1:
+        models.insert(0, overall_model(boot, names, settings))
     timings["lmm"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    attach_directions(models, scores, guards)
+    for model in models:
+        for contrast in model.contrasts:
+            attach_bootstrap(contrast, boot, names, settings, guards)
+    attach_directions(models, guards)
     apply_correction(models, settings.correction)
     guards.extend(unpaired_guards(combined.per_question, names))
+    guards.extend(coverage_guards(boot, names))
     parts = {
         "headline": headline(names, metrics, scores, models),
         "missing": missing_counts(combined.scores, names),
-        "trials": trial_stats(combined.scores, names, metrics),
+        "trials": trial_stats(combined.scores, names, modelled),
         "pass_k": pass_k(combined.scores, names, settings.pass_threshold),
         "operations": operations(combined, names, settings),
         "scenarios": scenario_accuracy(combined, names, settings),
@@ -101,10 +134,21 @@ def compute_stats(
         task_types=task_types,
         scores=scores,
         models=models,
-        guards=guards,
+        guards=_unique(guards),
         timings_s=timings,
         **parts,
     )
+
+
+def _unique(guards: list[Guard]) -> list[Guard]:
+    """Pairwise fits repeat provider-level guards; keep each one once."""
+    seen, out = set(), []
+    for guard in guards:
+        key = (guard.kind, guard.metric, guard.provider, guard.task_type, guard.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(guard)
+    return out
 
 
 def _info(providers: list[ProviderData], name: str) -> ProviderInfo:
@@ -116,16 +160,24 @@ def _info(providers: list[ProviderData], name: str) -> ProviderInfo:
 # ----------------------------------------------------------------------------------------------
 
 
-def combine(providers: list[ProviderData], budget: dict[str, float]) -> Combined:
+def combine(
+    providers: list[ProviderData],
+    budget: dict[str, float],
+    infra_failures: InfraFailures = InfraFailures.exclude,
+) -> Combined:
     scores = pd.concat(
         [p.scores.assign(provider=p.info.name) for p in providers], ignore_index=True
     )
+    # The loaders call the judge's per-answer mean "overall"; here Overall is the paper's.
+    scores["metric"] = scores["metric"].replace({OVERALL: ANSWER_MEAN})
     trajectories = pd.concat(
         [p.trajectories.assign(provider=p.info.name) for p in providers], ignore_index=True
     )
     trajectories["over_budget"] = _over_budget(trajectories, budget)
     if budget:
         scores = rescore_over_budget(scores, trajectories)
+    if infra_failures == InfraFailures.zero:
+        scores = infra_as_zero(scores)
     included = scores[scores["status"].isin(INCLUDED)]
     per_question = (
         included.groupby(["provider", "metric", "task_type", "question_id"], sort=False)["score"]
@@ -136,6 +188,26 @@ def combine(providers: list[ProviderData], budget: dict[str, float]) -> Combined
     for provider in providers:
         scenarios.update(provider.scenarios)
     return Combined(scores, trajectories, per_question, scenarios)
+
+
+def _applies_mask(scores: pd.DataFrame) -> np.ndarray:
+    """Rows whose (metric, task type) has a scored value from some provider."""
+    applies = set(
+        map(tuple, scores.loc[scores["status"] == "scored", ["metric", "task_type"]].to_numpy())
+    )
+    return np.array(
+        [(m, t) in applies for m, t in zip(scores["metric"], scores["task_type"], strict=True)],
+        dtype=bool,
+    )
+
+
+def infra_as_zero(scores: pd.DataFrame) -> pd.DataFrame:
+    """The paper's convention: a failed run scores 0 on every metric that applies to its task."""
+    hit = (scores["status"] == "infra_error").to_numpy() & _applies_mask(scores)
+    scores = scores.copy()
+    scores.loc[hit, "status"] = "infra_as_zero"
+    scores.loc[hit, "score"] = 0.0
+    return scores
 
 
 def _over_budget(trajectories: pd.DataFrame, budget: dict[str, float]) -> pd.Series:
@@ -181,66 +253,152 @@ def metric_task_types(per_question: pd.DataFrame, metric: str) -> list[str]:
     return [t for t in TASK_TYPES if t in present]
 
 
-def score_matrix(
-    per_question: pd.DataFrame, metric: str, task_type: str, names: list[str]
-) -> np.ndarray:
-    """``[P, n]`` per-question scores (NaN = missing), questions sorted by id."""
-    cell = per_question[
-        (per_question["metric"] == metric) & (per_question["task_type"] == task_type)
-    ]
-    wide = cell.pivot(index="provider", columns="question_id", values="score")
-    wide = wide.reindex(index=names, columns=sorted(wide.columns))
-    return wide.to_numpy(dtype=float)
+@dataclass
+class Bootstrap:
+    """Paired, stratified bootstrap of every metric: one draw of questions per task type and
+    resample, shared by every provider and every metric (so differences are paired and the
+    Overall, a mean over dimensions, is resampled consistently)."""
 
+    names: list[str]
+    metrics: list[str]
+    """Per-question metrics (dimensions and answer_mean); Overall is derived from them."""
+    strata: dict[tuple[str, str], StratumResult]
+    """(metric, task type) -> observed and resampled means per provider."""
+    values: dict[tuple[str, str], np.ndarray]
+    """(metric, task type) -> ``[P, n]`` per-question scores (NaN = missing)."""
 
-def bootstrap_scores(
-    per_question: pd.DataFrame, names: list[str], metrics: list[str], settings: Settings
-) -> list[ScoreCell]:
-    """Score and difference intervals per metric, for each task type and equal-weight."""
-    cells: list[ScoreCell] = []
-    for m_index, metric in enumerate(metrics):
-        per_task = []
-        for task_type in metric_task_types(per_question, metric):
-            rng = np.random.default_rng([settings.seed, m_index, TASK_TYPES.index(task_type)])
-            values = score_matrix(per_question, metric, task_type, names)
-            result = bootstrap_stratum(values, rng, settings.bootstrap)
-            per_task.append(result)
-            cells.extend(score_cells(result, names, metric, task_type, settings.confidence))
-        result = equal_weight(per_task)
-        cells.extend(score_cells(result, names, metric, EQUAL_WEIGHT, settings.confidence))
-    return cells
-
-
-def score_cells(
-    result: StratumResult, names: list[str], metric: str, scope: str, confidence: float
-) -> list[ScoreCell]:
-    low, high = percentile_interval(result.resampled, confidence)
-    diffs = result.resampled - result.resampled[:, [0]]
-    d_low, d_high = percentile_interval(diffs, confidence)
-    cells = []
-    for i, name in enumerate(names):
-        difference = None
-        if i > 0:
-            difference = Interval(
-                estimate=finite_or_none(result.point[i] - result.point[0]),
-                ci_low=finite_or_none(d_low[i]),
-                ci_high=finite_or_none(d_high[i]),
+    @classmethod
+    def run(
+        cls, per_question: pd.DataFrame, names: list[str], metrics: list[str], settings: Settings
+    ) -> Bootstrap:
+        strata: dict[tuple[str, str], StratumResult] = {}
+        matrices: dict[tuple[str, str], np.ndarray] = {}
+        for task_index, task_type in enumerate(TASK_TYPES):
+            cell = per_question[per_question["task_type"] == task_type]
+            if cell.empty:
+                continue
+            wide = cell.pivot_table(
+                index=["metric", "provider"], columns="question_id", values="score", aggfunc="first"
             )
-        cells.append(
-            ScoreCell(
-                provider=name,
-                metric=metric,
-                scope=scope,
-                n=int(result.n[i]),
-                score=Interval(
-                    estimate=finite_or_none(result.point[i]),
-                    ci_low=finite_or_none(low[i]),
-                    ci_high=finite_or_none(high[i]),
-                ),
-                difference=difference,
+            n = wide.shape[1]
+            rng = np.random.default_rng([settings.seed, task_index])
+            counts = index_counts(draw_indices(rng, n, settings.bootstrap), n)
+            for metric in metrics:
+                if metric not in wide.index.get_level_values(0):
+                    continue
+                values = wide.loc[metric].reindex(names).to_numpy(dtype=float)
+                strata[(metric, task_type)] = stratum_from_counts(values, counts)
+                matrices[(metric, task_type)] = values
+        return cls(names, metrics, strata, matrices)
+
+    def tasks(self, metric: str) -> list[str]:
+        return [t for t in TASK_TYPES if (metric, t) in self.strata]
+
+    def dimensions(self) -> list[str]:
+        return [m for m in self.metrics if m in DIMENSIONS]
+
+    def has(self, metric: str, task_type: str, i: int) -> bool:
+        cell = self.strata.get((metric, task_type))
+        return cell is not None and bool(np.isfinite(cell.point[i]))
+
+    def single(self, metric: str, scope: str) -> StratumResult | None:
+        """Every provider's own score (each over the task types / dimensions it has)."""
+        if metric == OVERALL:
+            parts = [self.single(d, scope) for d in self.dimensions()]
+            parts = [p for p in parts if p is not None]
+            if not parts:
+                return None
+            result = equal_weight(parts)
+            result.n = np.max([p.n for p in parts], axis=0)  # answers, not answers x dimensions
+            return result
+        if scope == EQUAL_WEIGHT:
+            parts = [self.strata[(metric, t)] for t in self.tasks(metric)]
+            return equal_weight(parts) if parts else None
+        return self.strata.get((metric, scope))
+
+    def common_tasks(self, metric: str, i: int, j: int) -> list[str]:
+        if metric == OVERALL:
+            found = {t for d in self.dimensions() for t in self.common_tasks(d, i, j)}
+            return [t for t in TASK_TYPES if t in found]
+        return [t for t in self.tasks(metric) if self.has(metric, t, i) and self.has(metric, t, j)]
+
+    def difference(
+        self, metric: str, scope: str, i: int, j: int
+    ) -> tuple[float, np.ndarray] | None:
+        """Provider j minus provider i (point, ``[B]`` resampled), over what both have."""
+        if metric == OVERALL:
+            parts = [self.difference(d, scope, i, j) for d in self.dimensions()]
+            parts = [p for p in parts if p is not None]
+        elif scope == EQUAL_WEIGHT:
+            parts = [self.difference(metric, t, i, j) for t in self.common_tasks(metric, i, j)]
+        else:
+            if not (self.has(metric, scope, i) and self.has(metric, scope, j)):
+                return None
+            cell = self.strata[(metric, scope)]
+            return (
+                float(cell.point[j] - cell.point[i]),
+                cell.resampled[:, j] - cell.resampled[:, i],
             )
-        )
-    return cells
+        if not parts:
+            return None
+        point = float(np.mean([p[0] for p in parts]))
+        return point, np.mean(np.stack([p[1] for p in parts]), axis=0)
+
+    def score_cells(self, metrics: list[str], confidence: float) -> list[ScoreCell]:
+        cells: list[ScoreCell] = []
+        for metric in metrics:
+            tasks = (
+                sorted({t for d in self.dimensions() for t in self.tasks(d)}, key=TASK_TYPES.index)
+                if metric == OVERALL
+                else self.tasks(metric)
+            )
+            for scope in [*tasks, EQUAL_WEIGHT]:
+                result = self.single(metric, scope)
+                if result is not None:
+                    cells.extend(self._cells(result, metric, scope, confidence))
+        return cells
+
+    def _cells(
+        self, result: StratumResult, metric: str, scope: str, confidence: float
+    ) -> list[ScoreCell]:
+        low, high = percentile_interval(result.resampled, confidence)
+        cells = []
+        for i, name in enumerate(self.names):
+            if not np.isfinite(result.point[i]):
+                continue
+            difference = None
+            found = self.difference(metric, scope, 0, i) if i > 0 else None
+            if found is not None:
+                d_low, d_high = percentile_interval(found[1][:, None], confidence)
+                difference = Interval(
+                    estimate=finite_or_none(found[0]),
+                    ci_low=finite_or_none(d_low[0]),
+                    ci_high=finite_or_none(d_high[0]),
+                )
+            cells.append(
+                ScoreCell(
+                    provider=name,
+                    metric=metric,
+                    scope=scope,
+                    n=int(result.n[i]),
+                    score=Interval(
+                        estimate=finite_or_none(result.point[i]),
+                        ci_low=finite_or_none(low[i]),
+                        ci_high=finite_or_none(high[i]),
+                    ),
+                    difference=difference,
+                )
+            )
+        return cells
+
+
+def bootstrap_p(resampled: np.ndarray) -> float | None:
+    """Two-sided bootstrap p-value for a zero difference (add-one so it is never exactly 0)."""
+    clean = resampled[np.isfinite(resampled)]
+    if not len(clean):
+        return None
+    below, above = int((clean <= 0).sum()), int((clean >= 0).sum())
+    return float(min(1.0, 2.0 * (min(below, above) + 1) / (len(clean) + 1)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -254,31 +412,355 @@ def fit_metric(
     names: list[str],
     settings: Settings,
     guards: list[Guard],
+    boot: Bootstrap | None = None,
 ) -> MetricModel:
-    data = per_question.loc[per_question["metric"] == metric]
-    inp = MetricInput(
-        metric=metric,
-        data=data[["provider", "question_id", "task_type", "score"]],
-        reference=settings.reference,
-        providers=names,
-        task_types=metric_task_types(per_question, metric),
-        min_observations=settings.min_observations,
+    """Contrasts between every pair of providers for one metric.
+
+    ``pairwise``: one fit per pair on that pair's data and the task types both have, so no other
+    provider's data can move the pair's estimate, its standard error or its verdict.
+    ``pooled``: one fit with every provider (the paper's model); pairs without the reference are
+    differences of two contrasts from the same fit.
+    """
+    data = per_question.loc[
+        per_question["metric"] == metric, ["provider", "question_id", "task_type", "score"]
+    ]
+    tasks = metric_task_types(per_question, metric)
+    if settings.model == ModelKind.pooled or len(names) < 2:
+        inp = MetricInput(
+            metric=metric,
+            data=data,
+            reference=settings.reference,
+            providers=names,
+            task_types=tasks,
+            min_observations=settings.min_observations,
+            all_pairs=True,
+        )
+        model, metric_guards = analyse_metric(inp)
+        guards.extend(metric_guards)
+        for contrast in model.contrasts:
+            contrast.fit = "pooled"
+        return model
+    model = MetricModel(metric=metric, task_types=tasks, providers=names)
+    model.formula = (
+        "per pair and task type: score ~ provider + (1 | question_id); the equal-weight "
+        "contrast is the mean of the task-type contrasts"
     )
-    model, metric_guards = analyse_metric(inp)
-    guards.extend(metric_guards)
+    model.observations, model.questions = len(data), data["question_id"].nunique()
+    boot = boot or Bootstrap.run(
+        per_question, names, [metric], settings.model_copy(update={"bootstrap": 1})
+    )
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            contrasts, fits = pair_contrasts(boot, metric, i, j, tasks, settings, guards)
+            model.contrasts.extend(contrasts)
+            model.fits.extend(fits)
+    tested = [f for f in model.fits if f.converged is not None]
+    model.fitted = bool(tested)
+    model.converged = all(f.converged for f in tested) if tested else None
     return model
 
 
-def attach_directions(models: list[MetricModel], scores: list[ScoreCell], guards: list[Guard]):
+def pair_contrasts(
+    boot: Bootstrap,
+    metric: str,
+    i: int,
+    j: int,
+    tasks: list[str],
+    settings: Settings,
+    guards: list[Guard],
+) -> tuple[list[Contrast], list[FitSummary]]:
+    """Provider j vs provider i on their own data, one fit per task type.
+
+    Questions nest in task types and the fixed effects hold every provider x task-type cell, so
+    separate fits per task type are one mixed model whose question and residual variances differ
+    by task type (business briefs vary far less than obligations). The equal-weight contrast is
+    the mean of the task-type contrasts; its variance the sum of theirs over K^2.
+    """
+    first, second = boot.names[i], boot.names[j]
+    per_task: list[Contrast] = []
+    fits: list[FitSummary] = []
+    for task_type in tasks:
+        values = boot.values.get((metric, task_type))
+        contrast = Contrast(
+            provider=second, reference=first, metric=metric, scope=task_type, tested=False
+        )
+        contrast.fit = "pairwise"
+        per_task.append(contrast)
+        if values is None:
+            contrast.not_tested_reason = f"no {metric} scores in {task_type}"
+            continue
+        fit = _fit_pair_cell(values[[i, j]], (first, second), metric, task_type, guards)
+        if isinstance(fit, str):
+            contrast.not_tested_reason = fit
+            continue
+        fits.append(fit[1])
+        estimate, se = fit[0]
+        contrast.lmm_estimate, contrast.lmm_se = estimate, se
+        contrast.group_variance = fit[1].group_variance
+        contrast.residual_variance = fit[1].residual_variance
+        contrast.contrast_vector = {f"provider[T.{second}]": 1.0}
+        few = _too_few(values[[i, j]], (first, second), metric, task_type, settings)
+        if few:  # still estimated, for the equal-weight contrast; not tested on its own
+            contrast.not_tested_reason = few
+            guards.append(_not_tested(GuardKind.few_observations, metric, second, task_type, few))
+            continue
+        contrast.tested = True
+        contrast.z = estimate / se
+        contrast.p_value = float(2.0 * scipy_stats.norm.sf(abs(contrast.z)))
+    marginal = Contrast(
+        provider=second, reference=first, metric=metric, scope=EQUAL_WEIGHT, tested=False
+    )
+    marginal.fit = "pairwise"
+    compared = [c for c in per_task if c.scope in boot.common_tasks(metric, i, j)]
+    untested = [c for c in compared if c.lmm_se is None]
+    if not compared:
+        marginal.not_tested_reason = f"{first} and {second} share no task type with {metric} scores"
+    elif untested:
+        marginal.not_tested_reason = f"{untested[0].scope}: {untested[0].not_tested_reason}"
+    else:
+        k = len(compared)
+        estimate = sum(c.lmm_estimate for c in compared) / k
+        se = math.sqrt(sum(c.lmm_se**2 for c in compared)) / k
+        marginal.tested, marginal.lmm_estimate, marginal.lmm_se = True, estimate, se
+        marginal.z = estimate / se
+        marginal.p_value = float(2.0 * scipy_stats.norm.sf(abs(marginal.z)))
+        marginal.contrast_vector = {f"{c.scope}: provider[T.{second}]": 1.0 / k for c in compared}
+    return [marginal, *per_task], fits
+
+
+MIN_TO_FIT = 2
+"""Observations per provider and task type below which a pair's cell is not even estimated."""
+
+
+def _not_tested(
+    kind: GuardKind, metric: str, provider: str | None, task_type: str, why: str
+) -> Guard:
+    return Guard(
+        kind=kind,
+        severity=Severity.not_tested,
+        metric=metric,
+        provider=provider,
+        task_type=task_type,
+        message=why,
+    )
+
+
+def _too_few(
+    values: np.ndarray, pair: tuple[str, str], metric: str, task_type: str, minimum: int | Settings
+) -> str | None:
+    minimum = minimum if isinstance(minimum, int) else minimum.min_observations
+    for row, name in reversed(list(enumerate(pair))):  # the provider first, then its reference
+        count = int((~np.isnan(values[row])).sum())
+        if count < minimum:
+            return (
+                f"{name} has {count} scored {metric} observation(s) in {task_type}; at least "
+                f"{minimum} are needed"
+            )
+    return None
+
+
+def _fit_pair_cell(
+    values: np.ndarray,
+    pair: tuple[str, str],
+    metric: str,
+    task_type: str,
+    guards: list[Guard],
+) -> tuple[tuple[float, float], FitSummary] | str:
+    """``score ~ provider + (1 | question)`` for two providers in one task type (``values`` is
+    ``[2, n]``): ((estimate, se), summary), or the reason it was not estimated (guard recorded)."""
+
+    def stop(kind: GuardKind, why: str, provider: str | None = None) -> str:
+        guards.append(_not_tested(kind, metric, provider, task_type, why))
+        return why
+
+    present = ~np.isnan(values)
+    few = _too_few(values, pair, metric, task_type, MIN_TO_FIT)
+    if few:
+        return stop(GuardKind.few_observations, few)
+    scores = values[present]
+    if np.ptp(scores) == 0:
+        return stop(
+            GuardKind.zero_variance,
+            f"every {metric} score in {task_type} is {scores[0]:g}: zero variance, nothing to test",
+        )
+    for row, name in enumerate(pair):
+        own = values[row][present[row]]
+        if np.ptp(own) == 0:
+            guards.append(
+                Guard(
+                    kind=GuardKind.constant_provider,
+                    severity=Severity.warning,
+                    metric=metric,
+                    provider=name,
+                    task_type=task_type,
+                    message=(
+                        f"every {metric} score of {name} in {task_type} is {own[0]:g}; the "
+                        "model's equal-variance assumption is strained, read its p-values with care"
+                    ),
+                )
+            )
+    rows, questions = np.nonzero(present)
+    exog = pd.DataFrame({"Intercept": np.ones(len(rows)), "second": rows.astype(float)})
+    fit = fit_random_intercept(values[rows, questions], exog, questions)
+    se = math.sqrt(fit.cov[1, 1]) if fit.cov[1, 1] > 0 else math.nan
+    if not fit.residual_variance > RESIDUAL_FLOOR or not math.isfinite(se):
+        return stop(
+            GuardKind.undefined_se,
+            "the standard error is undefined: the fit has no residual variance left "
+            "(scores constant within each provider)",
+        )
+    summary = FitSummary(
+        providers=list(pair),
+        task_types=[task_type],
+        observations=len(rows),
+        questions=int(present.any(axis=0).sum()),
+        converged=fit.converged,
+        log_likelihood=finite_or_none(fit.log_likelihood),
+        group_variance=finite_or_none(fit.group_variance),
+        residual_variance=finite_or_none(fit.residual_variance),
+    )
+    if not fit.converged:
+        return stop(GuardKind.not_converged, "the mixed model did not converge")
+    return (float(fit.params[1]), se), summary
+
+
+def overall_model(boot: Bootstrap, names: list[str], settings: Settings) -> MetricModel:
+    """The paper's Overall has no single-outcome model: each pair is tested by the bootstrap."""
+    model = MetricModel(
+        metric=OVERALL,
+        formula=None,
+        task_types=sorted(
+            {t for d in boot.dimensions() for t in boot.tasks(d)}, key=TASK_TYPES.index
+        ),
+        providers=names,
+        not_tested_reason=None,
+    )
+    for i, first in enumerate(names):
+        for j in range(i + 1, len(names)):
+            for scope in [EQUAL_WEIGHT, *model.task_types]:
+                found = boot.difference(OVERALL, scope, i, j)
+                contrast = Contrast(
+                    provider=names[j],
+                    reference=first,
+                    metric=OVERALL,
+                    scope=scope,
+                    tested=found is not None,
+                    not_tested_reason=None if found else "no dimension both providers have",
+                    fit="bootstrap",
+                )
+                few = _few_answers(boot, scope, (i, j), settings.min_observations)
+                if found is not None and few and scope != EQUAL_WEIGHT:
+                    contrast.tested, contrast.not_tested_reason = False, few
+                elif found is not None:
+                    contrast.p_value = bootstrap_p(found[1])
+                model.contrasts.append(contrast)
+    return model
+
+
+def _few_answers(boot: Bootstrap, scope: str, pair: tuple[int, int], minimum: int) -> str | None:
+    """Too few answers of one of the pair in a task type for a test of its Overall there."""
+    if scope == EQUAL_WEIGHT:
+        return None
+    for index in pair:
+        counts = [
+            int(boot.strata[(d, scope)].n[index])
+            for d in boot.dimensions()
+            if (d, scope) in boot.strata
+        ]
+        n = max(counts, default=0)
+        if n < minimum:
+            return (
+                f"{boot.names[index]} has {n} scored answer(s) in {scope}; at least {minimum} "
+                "are needed"
+            )
+    return None
+
+
+def attach_bootstrap(
+    contrast: Contrast, boot: Bootstrap, names: list[str], settings: Settings, guards: list[Guard]
+) -> None:
+    """Paired bootstrap difference, bootstrap p, minimum detectable difference, agreement check."""
+    i, j = names.index(contrast.reference), names.index(contrast.provider)
+    found = boot.difference(contrast.metric, contrast.scope, i, j)
+    if contrast.scope == EQUAL_WEIGHT:
+        contrast.task_types = boot.common_tasks(contrast.metric, i, j)
+    else:
+        contrast.task_types = [contrast.scope]
+    if found is None:
+        return
+    point, resampled = found
+    low, high = percentile_interval(resampled[:, None], settings.confidence)
+    contrast.bootstrap = Interval(
+        estimate=finite_or_none(point),
+        ci_low=finite_or_none(low[0]),
+        ci_high=finite_or_none(high[0]),
+    )
+    contrast.bootstrap_p = bootstrap_p(resampled)
+    z_alpha = float(scipy_stats.norm.ppf(1 - (1 - settings.confidence) / 2))
+    z_power = float(scipy_stats.norm.ppf(settings.power))
+    se = contrast.lmm_se
+    if se is None:
+        spread = resampled[np.isfinite(resampled)]
+        se = float(np.std(spread, ddof=1)) if len(spread) > 1 else None
+    contrast.mdd = finite_or_none((z_alpha + z_power) * se) if se is not None else None
+    if contrast.tested and contrast.p_value is not None:
+        contrast.disagreement = disagreement(contrast, settings.confidence)
+        if contrast.disagreement:
+            guards.append(
+                Guard(
+                    kind=GuardKind.verdicts_disagree,
+                    severity=Severity.warning,
+                    metric=contrast.metric,
+                    provider=contrast.provider,
+                    task_type=None if contrast.scope == EQUAL_WEIGHT else contrast.scope,
+                    message=f"{contrast.provider} vs {contrast.reference}: {contrast.disagreement}",
+                )
+            )
+
+
+def disagreement(contrast: Contrast, confidence: float) -> str | None:
+    """One sentence when the interval and the p-value give different verdicts, else None."""
+    interval = contrast.bootstrap
+    if interval is None or interval.ci_low is None or interval.ci_high is None:
+        return None
+    alpha = 1 - confidence
+    excludes = interval.ci_low > 0 or interval.ci_high < 0
+    significant = contrast.p_value < alpha
+    if excludes == significant:
+        return None
+    shown = (
+        f"the {confidence:.0%} bootstrap interval [{interval.ci_low:+.3f}, "
+        f"{interval.ci_high:+.3f}] {'excludes' if excludes else 'includes'} 0 "
+        f"but p = {contrast.p_value:.3g}"
+    )
+    boot_se = (interval.ci_high - interval.ci_low) / (2 * 1.96)
+    raw, est, se = interval.estimate, contrast.lmm_estimate, contrast.lmm_se
+    if est is not None and raw is not None and abs(est - raw) > max(0.5 * boot_se, 0.01):
+        why = (
+            f"the model estimate ({est:+.3f}) differs from the raw difference ({raw:+.3f}) "
+            "because missing scores make the two average over different questions"
+        )
+    elif se is not None and boot_se > 0 and se > 1.25 * boot_se:
+        why = (
+            f"the model's standard error ({se:.3f}) is {se / boot_se:.1f}x the bootstrap's: the "
+            "model assumes one residual variance for every provider and task type in its fit, the "
+            "paired bootstrap uses this pair's own question-by-question differences"
+        )
+    elif se is not None and boot_se > 0 and boot_se > 1.25 * se:
+        why = (
+            f"the bootstrap's spread ({boot_se:.3f}) is {boot_se / se:.1f}x the model's standard "
+            f"error ({se:.3f}): skewed or bounded scores widen the percentile interval"
+        )
+    else:
+        why = "both sit at the edge of the 5% level and differ only in approximation"
+    return f"{shown}: {why}."
+
+
+def attach_directions(models: list[MetricModel], guards: list[Guard]) -> None:
     """Direction from the raw score difference; a model estimate of the other sign is flagged."""
-    diffs = {
-        (c.provider, c.metric, c.scope): c.difference.estimate
-        for c in scores
-        if c.difference is not None
-    }
     for model in models:
         for contrast in model.contrasts:
-            raw = diffs.get((contrast.provider, contrast.metric, contrast.scope))
+            raw = contrast.bootstrap.estimate if contrast.bootstrap else None
             contrast.raw_difference = raw
             contrast.direction = _direction(raw)
             est = contrast.lmm_estimate
@@ -309,13 +791,59 @@ def _direction(raw: float | None) -> str | None:
     return "higher" if raw > 0 else "lower"
 
 
+def coverage_guards(boot: Bootstrap, names: list[str]) -> list[Guard]:
+    """A provider missing a task type, and providers scored on different dimension sets."""
+    guards: list[Guard] = []
+    all_tasks = sorted({t for (_, t) in boot.strata}, key=TASK_TYPES.index)
+    dims = boot.dimensions()
+    own_dims = {}
+    for i, name in enumerate(names):
+        have = [t for t in all_tasks if any(boot.has(m, t, i) for m in boot.metrics)]
+        lacking = [t for t in all_tasks if t not in have]
+        if lacking and have:
+            guards.append(
+                Guard(
+                    kind=GuardKind.missing_task_type,
+                    severity=Severity.warning,
+                    provider=name,
+                    message=(
+                        f"{name} has no scores for {', '.join(lacking)}: its equal-weight scores "
+                        f"average over {', '.join(have)} only, and each comparison with it uses "
+                        "the task types both providers have"
+                    ),
+                )
+            )
+        own_dims[name] = {d for d in dims if any(boot.has(d, t, i) for t in all_tasks)}
+    if len({frozenset(v) for v in own_dims.values()}) > 1:
+        union = set().union(*own_dims.values())
+        parts = [
+            f"{n} lacks {', '.join(sorted(union - have))}"
+            for n, have in own_dims.items()
+            if union - have
+        ]
+        guards.append(
+            Guard(
+                kind=GuardKind.different_dimensions,
+                severity=Severity.warning,
+                metric=OVERALL,
+                message=(
+                    "providers are scored on different dimension sets (" + "; ".join(parts) + "): "
+                    "each Overall averages the provider's own dimensions, so Overall scores are "
+                    "not like for like; the Overall differences use the dimensions both have"
+                ),
+            )
+        )
+    return guards
+
+
 def apply_correction(models: list[MetricModel], correction: Correction) -> None:
     """Adjust p-values across metrics, separately for each provider and scope."""
     families: dict[tuple[str, str], list[Contrast]] = {}
     for model in models:
         for contrast in model.contrasts:
             if contrast.tested and contrast.p_value is not None:
-                families.setdefault((contrast.provider, contrast.scope), []).append(contrast)
+                key = (contrast.provider, contrast.reference, contrast.scope)
+                families.setdefault(key, []).append(contrast)
     for family in families.values():
         adjusted = adjust_p([c.p_value for c in family], correction)
         for contrast, p in zip(family, adjusted, strict=True):
@@ -375,7 +903,10 @@ def headline(
 ) -> list[HeadlineRow]:
     by_key = {(c.provider, c.metric): c for c in scores if c.scope == EQUAL_WEIGHT}
     contrasts = {
-        (c.provider, c.metric): c for m in models for c in m.contrasts if c.scope == EQUAL_WEIGHT
+        (c.provider, c.metric): c
+        for m in models
+        for c in m.contrasts
+        if c.scope == EQUAL_WEIGHT and c.reference == names[0]
     }
     rows = []
     for i, name in enumerate(names):
@@ -423,6 +954,8 @@ def scenario_accuracy(
         low, high = percentile_interval(result.resampled, settings.confidence)
         for i, name in enumerate(names):
             if result.n[i]:
+                if result.n[i] < MIN_SCENARIO_INTERVAL:
+                    low[i] = high[i] = math.nan
                 cells.append(
                     ScenarioCell(
                         provider=name,

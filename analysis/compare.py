@@ -14,7 +14,7 @@ from typing import NoReturn
 
 from analysis._compare import CompareConfig, compare, parse_budget
 from analysis._data import InputError
-from analysis._schema import Correction
+from analysis._schema import Correction, InfraFailures, ModelKind
 
 EXAMPLES = """\
 examples:
@@ -27,6 +27,10 @@ examples:
         rename providers in order (or --label runs/x=GPT)
   python -m analysis.compare runs/A published/eval_results_finance_agent.json --out reports/pub
         a published FORCE-Bench evaluation file as one more provider
+  python -m analysis.compare ../shared/reference/force-bench/results/eval_results_answers_*.json \
+        --label Haiku --label Opus --label GPT --model pooled --latency-budget paper \
+        --infra-failures zero --out reports/table1
+        the paper's Table 1 (its pooled model, 60/60/300 s budgets, failures scored 0)
   python -m analysis.compare runs/A runs/B --correction holm --bootstrap 2000 --seed 7 \\
         --out reports/holm
   python -m analysis.compare runs/A runs/B --out reports/budget \\
@@ -91,7 +95,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--latency-budget",
         default="",
         help="re-score answers slower than these budgets as failures, "
-        "e.g. obligations=60,entity_performance=60,business_brief=300",
+        "e.g. obligations=60,entity_performance=60,business_brief=300 (or: paper, the same)",
+    )
+    parser.add_argument(
+        "--model",
+        choices=[m.value for m in ModelKind],
+        default="pairwise",
+        help="pairwise (default): each pair of providers fitted on its own data, so a third "
+        "provider cannot change a pair's verdict; pooled: one model for all (the paper's)",
+    )
+    parser.add_argument(
+        "--infra-failures",
+        choices=[m.value for m in InfraFailures],
+        default="exclude",
+        help="exclude (default): failed runs are left out of every score; zero: they score 0 "
+        "(the paper's convention, for reproducing its tables)",
     )
     parser.add_argument(
         "--pass-threshold",
@@ -138,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass_threshold=args.pass_threshold,
             min_observations=args.min_observations,
             viewer=args.viewer,
+            model=ModelKind(args.model),
+            infra_failures=InfraFailures(args.infra_failures),
         )
         stats = compare(config, progress=not args.quiet and sys.stderr.isatty())
     except InputError as exc:

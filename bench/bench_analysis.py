@@ -1,6 +1,7 @@
-"""Benchmark: whole analysis, 4 providers x 251 questions x 8 dimensions + overall, B = 1000.
+"""Benchmark: whole analysis, 4 providers x 251 questions x 8 dimensions + answer mean, B = 1000.
 
-Run: ``.venv/bin/python bench/bench_analysis.py`` (optionally ``--bootstrap 1000 --repeat 3``).
+Run: ``.venv/bin/python bench/bench_analysis.py`` (optionally ``--bootstrap 1000 --repeat 3
+--model pooled``). The default model is pairwise: 6 pairs x 9 metrics x 3 task types = 162 fits.
 Prints wall and CPU seconds for each part: loading the runs, the bootstrap, the mixed models, the
 rest of the statistics, plots + report, and the whole ``compare`` call. The work is single-threaded,
 so on a busy shared machine the CPU time is the better estimate of the unloaded wall time.
@@ -19,6 +20,7 @@ from pathlib import Path
 from analysis import CompareConfig, Settings, compare, compute_stats, load_provider
 from analysis._plots import all_plots
 from analysis._report import build_report, to_html, to_markdown
+from analysis._schema import ModelKind
 from analysis._stats import combine
 from analysis._synthetic import ProviderSpec, SyntheticConfig, write_runs
 
@@ -51,7 +53,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples B (default 1000)")
     parser.add_argument("--repeat", type=int, default=3, help="repetitions (median shown)")
+    parser.add_argument(
+        "--model", choices=[m.value for m in ModelKind], default="pairwise", help="contrast model"
+    )
     args = parser.parse_args()
+    model = ModelKind(args.model)
     clock = Clock()
     with tempfile.TemporaryDirectory() as tmp:
         runs = synthetic_runs(Path(tmp) / "runs")
@@ -59,7 +65,7 @@ def main() -> None:
             providers = clock.measure(
                 "load 4 runs", lambda: [load_provider(run, "rules") for run in runs]
             )
-            settings = Settings(reference="A", judge="rules", bootstrap=args.bootstrap)
+            settings = Settings(reference="A", judge="rules", bootstrap=args.bootstrap, model=model)
             cpu = time.process_time()
             stats = clock.measure(
                 "statistics (all)", lambda p=providers, s=settings: compute_stats(p, s)
@@ -70,7 +76,7 @@ def main() -> None:
             total = sum(timings.values())
             for key, label in (
                 ("bootstrap", "  bootstrap"),
-                ("lmm", "  mixed models (9 metrics)"),
+                ("lmm", f"  mixed models (9 metrics, {model.value})"),
                 ("other", "  other statistics"),
             ):
                 clock.add(label, timings[key], cpu * timings[key] / total)
@@ -87,9 +93,13 @@ def main() -> None:
                 judge="rules",
                 reference="A",
                 bootstrap=args.bootstrap,
+                model=model,
             )
             clock.measure("WHOLE compare (load+stats+plots+files)", lambda c=config: compare(c))
-    print(f"4 providers x 251 questions (1,004 answers) x 9 metrics, B = {args.bootstrap}")
+    print(
+        f"4 providers x 251 questions (1,004 answers) x 9 metrics, B = {args.bootstrap}, "
+        f"model {model.value}"
+    )
     print(f"median of {args.repeat} runs; load average now {os.getloadavg()[0]:.1f}")
     print(f"  {'part':<42} {'wall s':>7} {'CPU s':>7}")
     for name, values in clock.parts.items():

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,14 +183,18 @@ def start_erp_server(
     public_url: str | None = None,
     host: str = "127.0.0.1",
     startup_timeout: float = 60.0,
+    extra_args: Sequence[str] = (),
 ) -> ErpServerProcess:
-    """Start ``python -m erp_mcp --db URL --transport http`` on a free port with a new token."""
+    """Start ``python -m erp_mcp --db URL --transport http`` on a free port with a new token.
+
+    ``extra_args`` go to the server as given (e.g. fault injection: ``--error-rate 0.3``).
+    """
     port = free_port(host)
     token = secrets.token_urlsafe(24)
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
     env["ERP_MCP_TOKEN"] = token
     args = [sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "http"]
-    args += ["--host", host, "--port", str(port)]
+    args += ["--host", host, "--port", str(port), *extra_args]
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         output = log_path.open("ab")

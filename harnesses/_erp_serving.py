@@ -64,9 +64,17 @@ async def serve_erp(
             seed=(header.generator_seed if header and header.generator_seed is not None else 42),
             expected_snapshot=header.erp_snapshot_hash if header else None,
         )
+    faults = (
+        ["--error-rate", str(config.erp_fault_rate), "--fault-seed", str(config.erp_fault_seed)]
+        if config.erp_fault_rate
+        else []
+    )
     # Started from the main thread: its parent-death signal is tied to the thread that forks it.
     server = start_erp_server(
-        db_url, log_path=run_dir / "erp_mcp.log", public_url=config.erp_public_url
+        db_url,
+        log_path=run_dir / "erp_mcp.log",
+        public_url=config.erp_public_url,
+        extra_args=faults,
     )
     try:
         yield ErpInUse(endpoint=server.endpoint, db_url=db_url)

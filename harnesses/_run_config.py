@@ -60,6 +60,11 @@ class RunConfig(StrictModel):
     """Database URL: the runner serves it itself on a free loopback port."""
     erp_public_url: str | None = None
     """MCP URL a remote provider can reach (e.g. a tunnel), when different from the local one."""
+    erp_fault_rate: float = Field(default=0.0, ge=0, le=1)
+    """Share of ERP tool calls that fail with a TRANSIENT ERROR (``erp_mcp --error-rate``) on the
+    server the runner starts; 0 = no injected faults."""
+    erp_fault_seed: int = 0
+    """Seed of the injected faults (``erp_mcp --fault-seed``)."""
     out: Path | None = None
     """Run directory; None: ``runs/<harness>-<model>-<time>`` under the project root (or the
     latest unfinished run with the same settings, which is resumed)."""

@@ -75,6 +75,11 @@ def fingerprint_parts(config: RunConfig, dataset_hash: str, instructions: str) -
         },
         "budgets": {"timeout": config.timeout, "brief_timeout": config.brief_timeout},
         "instructions": instructions_hash(instructions),
+        **(
+            {"erp_faults": {"rate": config.erp_fault_rate, "seed": config.erp_fault_seed}}
+            if config.erp_fault_rate
+            else {}
+        ),
     }
 
 
@@ -369,6 +374,11 @@ class PreparedRun:
 def prepare_run(config: RunConfig, instructions: str, log: Any) -> PreparedRun:
     if config.erp_url and config.erp_db:
         raise RunConfigError("--erp-url and --erp-db exclude each other; give one of them")
+    if config.erp_url and config.erp_fault_rate:
+        raise RunConfigError(
+            "--erp-fault-rate needs a server the runner starts; use --erp-db (or no ERP flag) "
+            "instead of --erp-url, or start that server with --error-rate"
+        )
     dataset_path = (config.dataset or default_dataset_path()).resolve()
     dataset, dataset_hash = load_run_dataset(dataset_path)
     questions = select_questions(dataset, config)

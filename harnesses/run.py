@@ -136,6 +136,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--erp-public-url",
         help="MCP URL a remote provider can reach (e.g. a tunnel) when not the local one",
     )
+    erp.add_argument(
+        "--erp-fault-rate",
+        type=float,
+        default=0.0,
+        help="inject transient tool failures into the ERP server the runner starts "
+        "(passed to erp_mcp --error-rate; recorded in the manifest); e.g. 0.3",
+    )
+    erp.add_argument(
+        "--erp-fault-seed",
+        type=int,
+        default=0,
+        help="seed of the injected faults (erp_mcp --fault-seed); e.g. 7",
+    )
     out = parser.add_argument_group("output")
     out.add_argument(
         "--out",
@@ -216,6 +229,8 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             erp_token=SecretStr(token) if token else None,
             erp_db=args.erp_db,
             erp_public_url=args.erp_public_url,
+            erp_fault_rate=args.erp_fault_rate,
+            erp_fault_seed=args.erp_fault_seed,
             out=args.out,
             force_new=args.force_new,
             retry_errors=args.retry_errors,

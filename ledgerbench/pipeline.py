@@ -1,9 +1,14 @@
 """One command from a fresh clone to a report: ``ledgerbench`` (or ``python -m ledgerbench``).
 
 The pipeline chains the documented stage commands, each as its own process, exactly as a user
-would type them: generate the ERP -> generate the obligation questions -> run the agent against the
+would type them: generate the ERP -> generate the obligation questions -> run each agent against the
 ERP's MCP server -> judge -> compare and report. Every stage is skipped when its output is already
 there and still valid, so a second run costs almost nothing; ``--fresh`` redoes everything.
+
+Agents come from ``--agent SPEC`` (repeatable). With none, the offline demo runs two: the scripted
+agent against the clean ERP, and the same agent against the ERP with injected transient tool
+failures (fixed rate and seed, recorded in the run's manifest); the report is then a robustness
+comparison with tested contrasts.
 """
 
 from __future__ import annotations
@@ -16,19 +21,125 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
 
 EXAMPLES = """\
 examples:
-  ledgerbench                                   # offline: scripted agent + rules judge
+  ledgerbench                                   # offline demo: scripted agent on a clean ERP vs
+                                                # the same agent on an ERP with injected faults
   ledgerbench --workspace runs/pipeline --fresh # redo every stage
-  ledgerbench --harness openai --model gpt-5.2 --judge openai/gpt-5.2   # needs OPENAI_API_KEY
-  ledgerbench --harness custom --base-url http://127.0.0.1:8000/v1 --model qwen3   # local server
   ledgerbench view runs/pipeline/runs/scripted --out runs/viewer   # trajectory viewer (view --help)
+  ledgerbench --agent openai:gpt-5.2 --agent claude:claude-haiku-4-5,effort=low \\
+              --judge openai/gpt-5.2            # two agents compared (needs API keys)
+  ledgerbench --agent scripted --agent scripted,faults=0.5,fault_seed=3,label=flaky-erp
+  ledgerbench --agent custom:qwen3,base_url=http://127.0.0.1:8000/v1   # local server
+
+agent SPEC: HARNESS[:MODEL][,KEY=VALUE...]; keys: label (name in the report), effort (reasoning
+effort), base_url, faults (share of ERP tool calls that fail transiently), fault_seed; any other
+key is a harness option (--harness-opt KEY=VALUE), e.g. max_turns=20. A plug-in harness is
+package.module:Class (give its model as model=NAME).
 """
+
+DEMO_FAULT_RATE = 0.5
+"""Share of ERP tool calls that fail transiently for the demo's second agent."""
+DEMO_FAULT_SEED = 36
+
+
+class SpecError(ValueError):
+    """An ``--agent`` spec that cannot be read; the message says how to write it."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One agent of the pipeline: a harness, its model and options, and the ERP it meets."""
+
+    harness: str
+    model: str | None = None
+    label: str = ""
+    reasoning_effort: str | None = None
+    base_url: str | None = None
+    options: tuple[tuple[str, str], ...] = ()
+    """Harness options (``--harness-opt KEY=VALUE``)."""
+    fault_rate: float = 0.0
+    fault_seed: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> AgentSpec:
+        head, *pairs = [part.strip() for part in text.split(",")]
+        if not head:
+            raise SpecError(f"--agent {text!r}: name a harness first, e.g. openai:gpt-5.2")
+        harness, model = head, None
+        prefix, sep, rest = head.partition(":")
+        if sep and "." not in prefix:  # package.module:Class is a plug-in, not harness:model
+            harness, model = prefix, rest or None
+        fields: dict = {"harness": harness, "model": model}
+        options = []
+        for pair in pairs:
+            key, eq, value = pair.partition("=")
+            key = key.strip().replace("-", "_")
+            if not eq or not key or not value.strip():
+                raise SpecError(f"--agent {text!r}: {pair!r} is not KEY=VALUE, e.g. effort=low")
+            value = value.strip()
+            if key in ("label", "base_url", "model"):
+                fields[key] = value
+            elif key in ("effort", "reasoning_effort"):
+                fields["reasoning_effort"] = value
+            elif key in ("faults", "fault_rate"):
+                fields["fault_rate"] = _number(text, key, value, float)
+                if not 0 <= fields["fault_rate"] <= 1:
+                    raise SpecError(f"--agent {text!r}: faults must be between 0 and 1")
+            elif key == "fault_seed":
+                fields["fault_seed"] = _number(text, key, value, int)
+            else:
+                options.append((key, value))
+        spec = cls(**fields, options=tuple(options))
+        return spec if spec.label else replace(spec, label=spec.default_label())
+
+    def default_label(self) -> str:
+        label = self.harness.replace(":", "-").replace("/", "-")
+        if self.model:
+            label += "-" + self.model.replace("/", "-")
+        if self.fault_rate:
+            label += "-faulty-erp"
+        return label
+
+    def run_args(self) -> list[str]:
+        args = ["--harness", self.harness]
+        if self.model:
+            args += ["--model", self.model]
+        if self.reasoning_effort:
+            args += ["--reasoning-effort", self.reasoning_effort]
+        if self.base_url:
+            args += ["--base-url", self.base_url]
+        for key, value in self.options:
+            args += ["--harness-opt", f"{key}={value}"]
+        if self.fault_rate:
+            args += ["--erp-fault-rate", f"{self.fault_rate:g}", "--erp-fault-seed"]
+            args.append(str(self.fault_seed))
+        return args
+
+
+def _number(text: str, key: str, value: str, kind: type) -> float | int:
+    try:
+        return kind(value)
+    except ValueError:
+        raise SpecError(f"--agent {text!r}: {key}={value!r} is not a number") from None
+
+
+def demo_agents() -> list[AgentSpec]:
+    """The offline demo: the scripted agent on the clean ERP and on an ERP with faults."""
+    return [
+        AgentSpec("scripted", label="scripted"),
+        AgentSpec(
+            "scripted",
+            label="scripted-faulty-erp",
+            fault_rate=DEMO_FAULT_RATE,
+            fault_seed=DEMO_FAULT_SEED,
+        ),
+    ]
 
 
 class PipelineError(RuntimeError):
@@ -43,9 +154,9 @@ class PipelineConfig:
     seed: int = 42
     questions: int = 100
     dataset: Path | None = None
-    harness: str = "scripted"
-    model: str | None = None
+    agents: list[AgentSpec] = field(default_factory=demo_agents)
     base_url: str | None = None
+    """The judge's OpenAI-compatible server (an agent's own is in its spec)."""
     judge: str = "rules"
     timeout: float = 60.0
     concurrency: int = 5
@@ -64,12 +175,8 @@ class PipelineConfig:
     def generated_dataset(self) -> Path:
         return self.workspace / "obligations.yaml"
 
-    @property
-    def run_dir(self) -> Path:
-        label = self.harness.replace(":", "-").replace("/", "-")
-        if self.model:
-            label += "-" + self.model.replace("/", "-")
-        return self.workspace / "runs" / label
+    def run_dir(self, agent: AgentSpec) -> Path:
+        return self.workspace / "runs" / agent.label.replace("/", "-").replace(":", "-")
 
     @property
     def report_dir(self) -> Path:
@@ -198,51 +305,60 @@ def stage_questions(config: PipelineConfig, console: Console) -> StageResult:
 
 def stage_run(config: PipelineConfig, console: Console) -> StageResult:
     started = time.monotonic()
-    if config.fresh and config.run_dir.exists():
-        shutil.rmtree(config.run_dir)
     dataset = config.dataset or config.generated_dataset
-    command = _python_module(
-        "harnesses.run",
-        "--harness",
-        config.harness,
-        "--dataset",
-        str(dataset),
-        "--erp-db",
-        config.erp_url,
-        "--out",
-        str(config.run_dir),
-        "--timeout",
-        str(config.timeout),
-        "--concurrency",
-        str(config.concurrency),
-    )
-    if config.model:
-        command += ["--model", config.model]
-    if config.base_url:
-        command += ["--base-url", config.base_url]
-    command += config.extra_run_args
-    _run_stage_command("run agent", command, console)
-    return StageResult("run agent", False, time.monotonic() - started, str(config.run_dir))
+    for agent in config.agents:
+        run_dir = config.run_dir(agent)
+        if config.fresh and run_dir.exists():
+            shutil.rmtree(run_dir)
+        command = _python_module(
+            "harnesses.run",
+            *agent.run_args(),
+            "--dataset",
+            str(dataset),
+            "--erp-db",
+            config.erp_url,
+            "--out",
+            str(run_dir),
+            "--timeout",
+            str(config.timeout),
+            "--concurrency",
+            str(config.concurrency),
+        )
+        command += config.extra_run_args
+        _run_stage_command("run agent", command, console)  # the command names the agent
+    runs = ", ".join(str(config.run_dir(a)) for a in config.agents)
+    return StageResult("run agents", False, time.monotonic() - started, runs)
 
 
 def stage_judge(config: PipelineConfig, console: Console) -> StageResult:
     started = time.monotonic()
-    command = _python_module("judge.run", str(config.run_dir), "--judge", config.judge)
-    if config.fresh:
-        command.append("--overwrite")
-    if config.base_url and config.judge != "rules":
-        command += ["--base-url", config.base_url]
-    _run_stage_command("judge", command, console)
+    for agent in config.agents:
+        command = _python_module("judge.run", str(config.run_dir(agent)), "--judge", config.judge)
+        if config.fresh:
+            command.append("--overwrite")
+        if config.base_url and config.judge != "rules":
+            command += ["--base-url", config.base_url]
+        _run_stage_command("judge", command, console)
     return StageResult("judge", False, time.monotonic() - started, config.judge)
 
 
 def _report_is_current(config: PipelineConfig) -> bool:
     stats = config.report_dir / "stats.json"
     inputs = [
-        config.run_dir / "trajectories.jsonl",
-        config.run_dir / "scores" / f"{config.judge_name}.jsonl",
+        path
+        for agent in config.agents
+        for path in (
+            config.run_dir(agent) / "trajectories.jsonl",
+            config.run_dir(agent) / "scores" / f"{config.judge_name}.jsonl",
+        )
     ]
     if not stats.exists() or not all(path.exists() for path in inputs):
+        return False
+    try:
+        providers = [p["name"] for p in json.loads(stats.read_text()).get("providers", [])]
+    except (json.JSONDecodeError, OSError):
+        return False
+    if providers != [agent.label for agent in config.agents]:
         return False
     return stats.stat().st_mtime > max(path.stat().st_mtime for path in inputs)
 
@@ -253,12 +369,14 @@ def stage_report(config: PipelineConfig, console: Console) -> StageResult:
         return StageResult("report", True, time.monotonic() - started, str(config.report_dir))
     command = _python_module(
         "analysis.compare",
-        str(config.run_dir),
+        *[str(config.run_dir(agent)) for agent in config.agents],
         "--judge",
         config.judge_name,
         "--out",
         str(config.report_dir),
     )
+    for agent in config.agents:
+        command += ["--label", f"{config.run_dir(agent)}={agent.label}"]
     _run_stage_command("report", command, console)
     return StageResult("report", False, time.monotonic() - started, str(config.report_dir))
 
@@ -301,6 +419,38 @@ def headline(report_dir: Path) -> list[str]:
                 interval = f" [{low:.2f}, {high:.2f}]" if low is not None else ""
                 parts.append(f"{metric} {cell['score']:.2f}{interval}")
         lines.append(f"  {name}: " + ("; ".join(parts) if parts else "no scored metrics"))
+    lines.extend(_contrast_lines(stats))
+    return lines
+
+
+def _contrast_lines(stats: dict) -> list[str]:
+    """One line per pair: the Overall and accuracy differences with their intervals and p."""
+    lines = []
+    contrasts = [
+        c
+        for model in stats.get("models", [])
+        for c in model.get("contrasts", [])
+        if c.get("scope") == "equal_weight" and c.get("metric") in ("overall", "accuracy")
+    ]
+    pairs = dict.fromkeys((c["provider"], c["reference"]) for c in contrasts)
+    for provider, reference in pairs:
+        parts = []
+        for c in contrasts:
+            if (c["provider"], c["reference"]) != (provider, reference):
+                continue
+            boot = c.get("bootstrap") or {}
+            if boot.get("estimate") is None:
+                continue
+            text = f"{c['metric']} {boot['estimate']:+.2f}"
+            if boot.get("ci_low") is not None:
+                text += f" [{boot['ci_low']:+.2f}, {boot['ci_high']:+.2f}]"
+            p = c.get("p_value")
+            if c.get("tested") and p is not None:
+                verdict = "significant" if p < 0.05 else "not significant"
+                text += f", {'p < 0.001' if p < 0.001 else f'p = {p:.3f}'} ({verdict})"
+            parts.append(text)
+        if parts:
+            lines.append(f"  {provider} vs {reference}: " + "; ".join(parts))
     return lines
 
 
@@ -333,12 +483,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="use this dataset instead of generating questions (e.g. datasets/)",
     )
     parser.add_argument(
-        "--harness",
-        default="scripted",
-        help="agent: scripted (offline), openai, custom, claude, or package.module:Class",
+        "--agent",
+        action="append",
+        default=[],
+        dest="agents",
+        metavar="SPEC",
+        help="an agent to run and compare (repeatable): HARNESS[:MODEL][,KEY=VALUE...], e.g. "
+        "--agent openai:gpt-5.2 --agent claude:claude-haiku-4-5,effort=low; default: the "
+        "offline demo (scripted agent on a clean ERP vs on an ERP with injected faults)",
     )
-    parser.add_argument("--model", help="model for LLM harnesses, e.g. gpt-5.2")
-    parser.add_argument("--base-url", help="OpenAI-compatible server for the harness and judge")
+    parser.add_argument(
+        "--harness",
+        help="a single agent, the old way: scripted, openai, custom, claude or "
+        "package.module:Class (same as --agent HARNESS[:MODEL])",
+    )
+    parser.add_argument("--model", help="model for --harness, e.g. gpt-5.2")
+    parser.add_argument("--base-url", help="OpenAI-compatible server for --harness and the judge")
     parser.add_argument(
         "--judge",
         default="rules",
@@ -360,7 +520,26 @@ def _validate(args: argparse.Namespace) -> str | None:
         return f"--timeout must be positive, got {args.timeout}"
     if args.dataset is not None and not args.dataset.exists():
         return f"--dataset {args.dataset} does not exist"
+    if args.agents and (args.harness or args.model):
+        return "give agents with --agent, or one with --harness/--model, not both"
+    if args.model and not args.harness:
+        return "--model needs --harness (or use --agent HARNESS:MODEL)"
     return None
+
+
+def agents_from(args: argparse.Namespace) -> list[AgentSpec]:
+    if args.agents:
+        agents = [AgentSpec.parse(text) for text in args.agents]
+    elif args.harness:
+        agents = [AgentSpec(args.harness, args.model, base_url=args.base_url)]
+        agents = [replace(agents[0], label=agents[0].default_label())]
+    else:
+        return demo_agents()
+    labels = [agent.label for agent in agents]
+    duplicate = next((label for label in labels if labels.count(label) > 1), None)
+    if duplicate:
+        raise SpecError(f"two agents are both called {duplicate!r}; add label=NAME to one of them")
+    return agents
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -372,6 +551,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     problem = _validate(args)
+    try:
+        agents = agents_from(args) if problem is None else []
+    except SpecError as error:
+        problem = str(error)
     if problem:
         print(f"ledgerbench: error: {problem}", file=sys.stderr)
         return 2
@@ -382,8 +565,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         questions=args.questions,
         dataset=args.dataset,
-        harness=args.harness,
-        model=args.model,
+        agents=agents,
         base_url=args.base_url,
         judge=args.judge,
         timeout=args.timeout,

@@ -15,7 +15,9 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = REPO_ROOT.parent / "shared"
-REFERENCE_DIR = SHARED_DIR / "reference"
+REFERENCE_DIR = Path(os.environ.get("LEDGERBENCH_REFERENCE_DIR") or SHARED_DIR / "reference")
+"""``../shared/reference`` next to the repository; ``LEDGERBENCH_REFERENCE_DIR`` overrides it (e.g.
+for a git worktree that sits one level deeper)."""
 
 TEST_SEED = 42
 TEST_TOKEN = "test-token-not-a-secret"

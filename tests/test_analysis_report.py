@@ -72,25 +72,33 @@ def test_outputs_exist_and_stats_follow_the_schema(report: Path):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     stats = load_stats(report)
     assert [p.name for p in stats.providers] == ["A", "B", "C"]
-    assert stats.metrics[0] == "overall" and len(stats.metrics) == 9
+    assert stats.metrics[0] == "overall" and stats.metrics[-1] == "answer_mean"
+    assert len(stats.metrics) == 10
     assert stats.task_types == list(QUESTIONS)
     accuracy = next(m for m in stats.models if m.metric == "accuracy")
-    assert accuracy.task_types == ["obligations"] and "*" not in accuracy.formula
-    overall = next(m for m in stats.models if m.metric == "overall")
-    assert "* C(task_type, Treatment('obligations'))" in overall.formula
+    assert accuracy.task_types == ["obligations"]
+    answer_mean = next(m for m in stats.models if m.metric == "answer_mean")
+    # Pairwise default: one fit per pair and task type, three pairs of three providers.
+    assert len(answer_mean.fits) == 3 * len(QUESTIONS)
+    assert {tuple(f.providers) for f in answer_mean.fits} == {("A", "B"), ("A", "C"), ("B", "C")}
 
 
 def test_planted_effect_recovered_by_model_and_bootstrap(report: Path):
     stats = load_stats(report)
-    c = ew_contrast(stats, "B", "overall")
+    c = ew_contrast(stats, "B", "answer_mean")
     assert c.tested and c.significance == "***" and c.direction == "higher"
     assert c.lmm_estimate - 1.96 * c.lmm_se <= PLANTED <= c.lmm_estimate + 1.96 * c.lmm_se
     diff = ew_score(stats, "B", "overall").difference
     assert diff.ci_low <= PLANTED <= diff.ci_high
-    null = ew_contrast(stats, "C", "overall")
+    # Overall (the paper's) is tested by the paired bootstrap; with B = 300 its smallest
+    # p-value is 2/301, hence two stars at most.
+    overall = ew_contrast(stats, "B", "overall")
+    assert overall.fit == "bootstrap" and overall.significance == "**"
+    assert overall.bootstrap.ci_low <= PLANTED <= overall.bootstrap.ci_high
+    null = ew_contrast(stats, "C", "answer_mean")
     assert null.tested and null.p_value > 0.01
     row = next(r for r in stats.headline if r.provider == "B")
-    assert row.overall.significance == "***" and row.overall.difference > 0
+    assert row.overall.significance == "**" and row.overall.difference > 0
 
 
 def test_missing_scores_are_counted_not_zeroed(report: Path):
@@ -129,20 +137,21 @@ def test_report_reads_like_a_report(report: Path):
     text = (report / "report.md").read_text()
     summary = text.split("## Headline scores")[0]
     assert "Highest equal-weight overall score: **B**" in summary
-    assert "**B** vs A: overall +" in summary and "significant" in summary
+    assert "**B** vs A: Overall +" in summary and "significant" in summary
     for heading in (
         "## Headline scores",
         "### Differences from the reference",
         "## By task type",
         "### Financial obligations",
-        "## Mixed-model contrasts",
+        "## Contrasts",
+        "### How sure is sure enough",
         "## Operations",
         "## Missing scores",
         "## Guards and caveats",
         "No multiple-comparison correction",
     ):
         assert heading in text, heading
-    assert re.search(r"\| B \| 0\.\d\d \[0\.\d\d, 0\.\d\d\] \*\*\*", text)
+    assert re.search(r"\| B \| 0\.\d\d \[0\.\d\d, 0\.\d\d\] \*\*", text)
     html = (report / "report.html").read_text()
     assert "http://" not in html and "https://" not in html and "<link" not in html
     assert html.count('src="data:image/png;base64,') == len(list(report.glob("*.png")))
@@ -329,5 +338,6 @@ def test_guards_show_as_not_tested_in_plain_words(tmp_path: Path):
     guards = text.split("## Guards and caveats")[1]
     assert "**Not tested** (a check stopped the comparison):" in guards
     assert (
-        "B has 3 scored overall observation(s) in business_brief; at least 5 are needed" in guards
+        "B has 3 scored answer_mean observation(s) in business_brief; at least 5 are needed"
+        in guards
     )

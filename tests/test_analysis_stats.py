@@ -109,7 +109,12 @@ def test_direction_follows_raw_scores_and_a_disagreeing_model_is_flagged():
         [provider("A", a_rows), provider("B", b_rows)],
         Settings(reference="A", judge="x", bootstrap=100),
     )
-    contrast = next(c for m in stats.models for c in m.contrasts if c.scope == "equal_weight")
+    contrast = next(
+        c
+        for m in stats.models
+        for c in m.contrasts
+        if c.scope == "equal_weight" and m.metric == "structure"
+    )
     assert contrast.lmm_estimate > 0 and contrast.raw_difference < 0
     assert contrast.direction == "lower"
     assert any(g.kind == GuardKind.direction_disagrees for g in stats.guards)

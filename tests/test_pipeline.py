@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from ledgerbench.pipeline import main
+from harnesses.records import RunManifest
+from ledgerbench.pipeline import DEMO_FAULT_RATE, DEMO_FAULT_SEED, AgentSpec, SpecError, main
 
 SMALL = ["--customers", "150", "--vendors", "150", "--questions", "25", "--concurrency", "4"]
 
@@ -18,16 +19,37 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
     first = capsys.readouterr()
     assert "report.html" in first.out
     assert "scripted: overall" in first.out
+    assert "scripted-faulty-erp vs scripted: overall" in first.out
 
     report = workspace / "report"
     stats = json.loads((report / "stats.json").read_text())
-    assert [row["provider"] for row in stats["headline"]] == ["scripted"]
+    assert [row["provider"] for row in stats["headline"]] == ["scripted", "scripted-faulty-erp"]
     assert (report / "report.html").stat().st_size > 10_000
+    overall = next(
+        c
+        for m in stats["models"]
+        for c in m["contrasts"]
+        if m["metric"] == "overall" and c["scope"] == "equal_weight"
+    )
+    assert overall["tested"] and overall["p_value"] is not None
+    assert "scripted-faulty-erp vs scripted" in (report / "report.md").read_text()
     run_dir = workspace / "runs" / "scripted"
     lines = (run_dir / "trajectories.jsonl").read_text().splitlines()
     assert len(lines) == 25
     scores = (run_dir / "scores" / "rules.jsonl").read_text().splitlines()
     assert len(scores) == 25
+    # The second agent met an ERP whose tool calls failed transiently: the rate and seed are in
+    # its manifest, and it needed more tool calls (retries) for the same questions.
+    faulty = workspace / "runs" / "scripted-faulty-erp"
+    manifest = RunManifest.model_validate_json((faulty / "manifest.json").read_text())
+    assert manifest.config["erp_fault_rate"] == DEMO_FAULT_RATE
+    assert manifest.config["erp_fault_seed"] == DEMO_FAULT_SEED
+    calls = {
+        row["provider"]: row["tool_calls"]["mean"]
+        for row in stats["operations"]
+        if row["task_type"] == "obligations"
+    }
+    assert calls["scripted-faulty-erp"] > 1.3 * calls["scripted"]
 
     stats_mtime = (report / "stats.json").stat().st_mtime
     assert main(["--workspace", str(workspace), *SMALL]) == 0
@@ -37,6 +59,51 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
     assert second.err.count("(cached)") == 3
     assert (report / "stats.json").stat().st_mtime == stats_mtime
     assert len((run_dir / "trajectories.jsonl").read_text().splitlines()) == 25
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("openai:gpt-5.2", ["--harness", "openai", "--model", "gpt-5.2"]),
+        (
+            "claude:claude-haiku-4-5,effort=low,max_turns=20",
+            [
+                "--harness",
+                "claude",
+                "--model",
+                "claude-haiku-4-5",
+                "--reasoning-effort",
+                "low",
+                "--harness-opt",
+                "max_turns=20",
+            ],
+        ),
+        ("mypkg.agents:MyAgent,model=m1", ["--harness", "mypkg.agents:MyAgent", "--model", "m1"]),
+        (
+            "scripted,faults=0.25,fault_seed=3",
+            ["--harness", "scripted", "--erp-fault-rate", "0.25", "--erp-fault-seed", "3"],
+        ),
+    ],
+)
+def test_agent_specs_become_runner_arguments(text, expected) -> None:
+    assert AgentSpec.parse(text).run_args() == expected
+
+
+def test_agent_spec_labels_and_errors(tmp_path, capsys) -> None:
+    assert AgentSpec.parse("openai:gpt-5.2").label == "openai-gpt-5.2"
+    assert AgentSpec.parse("scripted,faults=0.5").label == "scripted-faulty-erp"
+    assert AgentSpec.parse("scripted,label=mine").label == "mine"
+    for bad, message in (
+        ("openai:gpt-5.2,effort", "is not KEY=VALUE"),
+        ("scripted,faults=lots", "is not a number"),
+        ("scripted,faults=2", "between 0 and 1"),
+    ):
+        with pytest.raises(SpecError, match=message):
+            AgentSpec.parse(bad)
+    code = main(["--workspace", str(tmp_path), "--agent", "scripted", "--agent", "scripted"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "add label=NAME" in err
 
 
 def test_pipeline_rejects_bad_input_in_one_line(tmp_path, capsys) -> None:

@@ -39,6 +39,8 @@ def test_help_documents_every_option_with_an_example(capsys: pytest.CaptureFixtu
         "--erp-token",
         "--erp-db",
         "--erp-public-url",
+        "--erp-fault-rate",
+        "--erp-fault-seed",
         "--out",
         "--force-new",
     ):
@@ -57,6 +59,11 @@ def test_help_documents_every_option_with_an_example(capsys: pytest.CaptureFixtu
         (["--dataset", "/no/such/dataset.yaml"], "no such file"),
         (["--harness", "nope"], "unknown harness 'nope'"),
         (["--erp-url", "http://127.0.0.1:9/mcp", "--erp-db", "sqlite:///x.db"], "exclude"),
+        (["--erp-fault-rate", "2"], "--erp-fault-rate"),
+        (
+            ["--erp-url", "http://127.0.0.1:9/mcp", "--erp-fault-rate", "0.3"],
+            "--erp-fault-rate needs a server the runner starts",
+        ),
     ],
 )
 def test_user_errors_are_one_line_with_exit_code_2(
