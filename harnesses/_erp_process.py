@@ -17,8 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
