@@ -1,14 +1,21 @@
 """Reading facts out of free-text answers: amounts, percents, counts, dates, ids, names, tables.
 
-Every finder is lenient about format (agents write "$1,234.56", "USD 1.2M", "(1,234.56)",
-"1.2 million", "March 2, 2026", "02/03/2026") and strict about value: a number matches an expected
-value only within the expected tolerance or the precision the answer itself shows (``$1.2M`` is
-good to +/- 50,000).
+Every finder is lenient about format (agents write "$1,234.56", "USD 1,234.56", "(1,234.56)",
+"1.234,56 EUR", "March 2, 2026", "02/03/2026") and strict about value, as an auditor reads:
+
+- amounts match to the cent (or the item's tolerance); a figure written with fewer digits
+  ("$1,235", "$1.2M") matches only when its value is right to the cent, or when the answer says it
+  rounds ("about", "approximately", "rounded", ...) and it is then right to the whole unit;
+- negated or contrasted mentions ("1,234.56 is NOT the figure", "instead of 83", "(83 in the
+  previous run)") are not statements of the figure (:func:`is_affirmative`);
+- ids inside URLs are not stated in the answer (:func:`prose`).
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass
 
@@ -27,20 +34,23 @@ _SCALE_WORDS = {
     "billions": 1e9,
 }
 _CURRENCY = r"(?:[$€£¥]|USD|EUR|GBP|CAD|AUD|JPY|CHF|CNY|INR|MXN|BRL|US\$)"
-_NUMBER_BODY = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+,\d{1,2}|\d+(?:\.\d+)?|\.\d+)"
+_NUMBER_BODY = (
+    r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+,\d{1,2}"
+    r"|\d{1,3},\d{2}(?![\d,.])|\d+(?:\.\d+)?|\.\d+)"
+)
 _SCALE = r"(?:thousand|millions?|billions?|mio|mn|bn|mm|[kmb])\b"
 _AMOUNT_RE = re.compile(
     rf"""
     (?<![\w.,/-])
-    (?P<open>\()?\s*
-    (?P<sign1>[-−–])?\s*
-    (?P<cur1>{_CURRENCY})?\s*
-    (?P<sign2>[-−–])?\s*
+    (?P<open>\()?\s{{0,2}}
+    (?P<sign1>[-−–])?\s{{0,2}}
+    (?P<cur1>{_CURRENCY})?\s{{0,2}}
+    (?P<sign2>[-−–])?\s{{0,2}}
     (?P<num>{_NUMBER_BODY})
-    (?:\s*(?P<scale>{_SCALE}))?
+    (?:\s{{0,2}}(?P<scale>{_SCALE}))?
     (?![\w])
-    (?:\s*(?P<cur2>{_CURRENCY})(?![A-Za-z]))?
-    \s*(?P<close>\))?
+    (?:\s{{0,2}}(?P<cur2>{_CURRENCY})(?![A-Za-z]))?
+    \s{{0,2}}(?P<close>\))?
     """,
     re.VERBOSE | re.IGNORECASE,
 )
@@ -77,11 +87,15 @@ class NumberMention:
     end: int
     has_currency: bool
     is_percent: bool
+    affirmative: bool = True
+    """False for a negated or contrasted mention (see :func:`is_affirmative`)."""
+    rounded: bool = False
+    """The answer says this figure is rounded ("about", "approximately", "rounded")."""
 
 
 def _parse_body(body: str) -> tuple[float, float]:
     """Value and precision of a bare number, e.g. ``1,234.5`` -> (1234.5, 0.05)."""
-    if re.fullmatch(r"\d{1,3}(?:\.\d{3})+,\d{1,2}", body):  # European: 1.234,56
+    if re.fullmatch(r"\d{1,3}(?:\.\d{3})+,\d{1,2}|\d{1,3},\d{2}", body):  # 1.234,56 / 340,97
         body = body.replace(".", "").replace(",", ".")
     else:
         body = body.replace(",", "")
@@ -91,6 +105,11 @@ def _parse_body(body: str) -> tuple[float, float]:
 
 def find_numbers(text: str) -> list[NumberMention]:
     """Every number in ``text`` with its sign, scale, currency and percent markers."""
+    return list(_numbers(text))
+
+
+@functools.lru_cache(maxsize=512)
+def _numbers(text: str) -> tuple[NumberMention, ...]:
     found = []
     for match in _AMOUNT_RE.finditer(text):
         value, precision = _parse_body(match.group("num"))
@@ -111,17 +130,104 @@ def find_numbers(text: str) -> list[NumberMention]:
                 end=match.end(),
                 has_currency=bool(match.group("cur1") or match.group("cur2")),
                 is_percent=is_percent,
+                affirmative=is_affirmative(text, match.start(), match.end()),
+                rounded=says_rounded(text, match.start(), match.end()),
             )
         )
-    return found
+    return tuple(found)
+
+
+# ---------------------------------------------------------------------------------------------
+# How a figure is stated: affirmed, denied, contrasted, rounded
+# ---------------------------------------------------------------------------------------------
+
+_CLAUSE_BREAK = re.compile(r"[\n;:()|\[\]]|[.!?](?=\s|$)|,\s|\s[-–—]\s")
+_DENIED_BEFORE = re.compile(
+    r"\b(?:instead\s+of|rather\s+than|previously|formerly|earlier|prior|previous|old|"
+    r"wrongly|incorrectly|mistakenly|superseded)\s*(?:\w+\s+){0,3}\S{0,4}\s*$",
+    re.IGNORECASE,
+)
+_NOT_JUST_BEFORE = re.compile(r"\b(?:not|never|no\s+longer)\s+(?:the\s+|a\s+)?\S{0,4}\s*$", re.I)
+_DENIED_AFTER = re.compile(
+    r"^\s*\S{0,4}\s*(?:(?:is|was|are|were)\s*(?:not|n't)\s+(?:the|a|an|correct|right|accurate|"
+    r"valid|current)\b|isn't\b|is\s+(?:incorrect|wrong|outdated|superseded)\b|"
+    r"(?:\w+\s+){0,3}(?:previous(?:ly)?|prior|earlier|formerly|before\s+correction|"
+    r"last\s+run|superseded)\b)",
+    re.IGNORECASE,
+)
+_ROUNDED_NEAR = re.compile(
+    r"(?:\b(?:about|approximately|approx\.?|around|roughly|nearly|almost|circa|ca\.|some|"
+    r"rounded|round)\s+(?:\w+\s+)?$|[~≈]\s*$)",
+    re.IGNORECASE,
+)
+_ROUNDED_AFTER = re.compile(r"^\s*\)?\s*\(?(?:rounded|approx(?:\.|imately)?|about)\b", re.I)
+_ROUNDING_NOTE = re.compile(
+    r"\b(?:rounded|rounding)\b(?:\s+\w+){0,5}\s+(?:whole|nearest|units?|dollars?|euros?|"
+    r"thousands?|cents?)|\b(?:amounts|figures|totals|numbers)\s+(?:are\s+)?rounded\b",
+    re.IGNORECASE,
+)
+
+
+def _clause_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """The clause around ``text[start:end]``: between line, sentence, semicolon, colon,
+    bracket, table-cell and comma-space breaks (a comma inside ``1,234.56`` is no break)."""
+    starts, ends = _clause_breaks(text)
+    before = bisect.bisect_right(ends, start) - 1
+    left = ends[before] if before >= 0 else 0
+    after = bisect.bisect_left(starts, end)
+    return left, starts[after] if after < len(starts) else len(text)
+
+
+@functools.lru_cache(maxsize=512)
+def _clause_breaks(text: str) -> tuple[list[int], list[int]]:
+    matches = list(_CLAUSE_BREAK.finditer(text))
+    return [m.start() for m in matches], [m.end() for m in matches]
+
+
+def is_affirmative(text: str, start: int, end: int) -> bool:
+    """False when the mention at ``text[start:end]`` is negated or contrasted in its clause:
+    "not 1,234.56", "instead of 83", "previously 1,234.56", "1,234.56 is NOT the figure",
+    "(83 in the previous run)". Only the words between the mention and its neighbours count,
+    so "USD 1,246.90 instead of USD 1,234.56" affirms the first figure and denies the second."""
+    left, right = _clause_bounds(text, start, end)
+    before = _NUMBER_SPLIT.split(text[left:start])[-1]
+    after = _NUMBER_SPLIT.split(text[end:right])[0]
+    if _DENIED_BEFORE.search(before) or _NOT_JUST_BEFORE.search(before):
+        return False
+    return _DENIED_AFTER.search(after) is None
+
+
+_NUMBER_SPLIT = re.compile(r"\d[\d,.]*\d|\d")
+
+
+def says_rounded(text: str, start: int, end: int) -> bool:
+    """Whether the answer says the figure at ``text[start:end]`` is rounded: a word just before
+    ("about", "approximately", "~") or after ("(rounded)"), or a note anywhere ("amounts are
+    rounded to whole dollars")."""
+    if _ROUNDED_NEAR.search(text[max(0, start - 30) : start]):
+        return True
+    if _ROUNDED_AFTER.search(text[end : end + 20]):
+        return True
+    return _has_rounding_note(text)
+
+
+@functools.lru_cache(maxsize=512)
+def _has_rounding_note(text: str) -> bool:
+    return _ROUNDING_NOTE.search(text) is not None
 
 
 def _close(mention: NumberMention, expected: float, tolerance: float) -> bool:
-    allowed = max(tolerance, mention.precision) + 1e-9
+    """Equal within tolerance; a rounded figure within its precision only up to whole units."""
+    allowed = max(tolerance, min(mention.precision, 0.5) if mention.rounded else 0.0) + 1e-9
     if abs(mention.value - expected) <= allowed:
         return True
     # A negative balance is often written without a sign ("a credit balance of $500").
     return not mention.explicit_sign and abs(mention.value - abs(expected)) <= allowed
+
+
+def amount_matches(mention: NumberMention, expected: float, tolerance: float = 0.0) -> bool:
+    """Whether a (non-percent) mention states ``expected`` (see the module docstring)."""
+    return not mention.is_percent and _close(mention, float(expected), tolerance)
 
 
 def find_amount(text: str, expected: float, tolerance: float = 0.0) -> NumberMention | None:
@@ -131,7 +237,7 @@ def find_amount(text: str, expected: float, tolerance: float = 0.0) -> NumberMen
     """
     expected = float(expected)
     for mention in find_numbers(text):
-        if mention.is_percent:
+        if mention.is_percent or not mention.affirmative:
             continue
         if _close(mention, expected, tolerance):
             return mention
@@ -145,7 +251,11 @@ def find_amount(text: str, expected: float, tolerance: float = 0.0) -> NumberMen
 def find_percent(text: str, expected: float, tolerance: float = 0.0) -> NumberMention | None:
     """A percentage equal to ``expected`` (in percent units, e.g. 12.5) within tolerance."""
     for mention in find_numbers(text):
-        if mention.is_percent and _close(mention, float(expected), tolerance):
+        if (
+            mention.is_percent
+            and mention.affirmative
+            and _close(mention, float(expected), tolerance)
+        ):
             return mention
     return None
 
@@ -158,18 +268,19 @@ def _strip_dates(text: str) -> str:
 
 def find_count(text: str, expected: int, tolerance: float = 0.0) -> bool:
     """Whether the answer states the count ``expected`` (digits or a number word)."""
-    stripped = _strip_dates(text)
+    stripped = _strip_dates(prose(text))
     for mention in find_numbers(stripped):
         if mention.has_currency or mention.is_percent or mention.precision != 0.5:
             continue
-        if abs(abs(mention.value) - expected) <= tolerance:
+        if mention.affirmative and abs(abs(mention.value) - expected) <= tolerance:
             return True
-    lowered = stripped.lower()
-    return any(
-        re.search(rf"\b{word}\b", lowered) and abs(number - expected) <= tolerance
-        for word, number in _NUMBER_WORDS.items()
-        if word not in {"no", "none"} or expected == 0
-    )
+    for word, number in _NUMBER_WORDS.items():
+        if (word in {"no", "none"} and expected != 0) or abs(number - expected) > tolerance:
+            continue
+        for match in re.finditer(rf"\b{word}\b", stripped, re.IGNORECASE):
+            if is_affirmative(stripped, match.start(), match.end()):
+                return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,19 +379,46 @@ def normalize_words(text: str) -> str:
 
 
 def find_phrase_position(text: str, phrase: str) -> int | None:
-    """Position of ``phrase`` in ``text`` ignoring case, spacing and punctuation, on word bounds.
+    """Position of ``phrase`` in ``text`` (outside link targets) ignoring case, spacing and
+    punctuation, on word bounds.
 
     The position is in the normalized text, so it orders phrases but is not an offset into ``text``.
     """
     needle = normalize_words(str(phrase))
     if not needle:
         return None
-    match = re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", normalize_words(text))
+    match = re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", normalize_words(prose(text)))
     return match.start() if match else None
 
 
+_LINK_RE = re.compile(r"https?://[^\s<>\"'`|\])]+|(?<![\w/.:])/erp/[^\s<>\"'`|\]),;]+", re.I)
+_MARKDOWN_LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
+
+
+_FILL = "\x00"
+
+
+@functools.lru_cache(maxsize=512)
+def prose(text: str) -> str:
+    """The answer without link targets: ids inside URLs are not stated in the answer. Links are
+    blanked (same length, with a filler that is neither a word nor a space, so that regexes do
+    not scan long blank runs), so offsets into the result are offsets into ``text``."""
+    text = _MARKDOWN_LINK_TARGET.sub(lambda m: "]" + _FILL * (len(m.group(0)) - 1), text)
+    return _LINK_RE.sub(lambda m: _FILL * len(m.group(0)), text)
+
+
+_ID_TOKEN = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*)-(\d[\w-]*)(?![\w-])")
+
+
+def find_id_tokens(text: str) -> list[str]:
+    """Account and document ids (``SYNCUS-0001``, ``INV-000123``) stated in the prose."""
+    return [m.group(0) for m in _ID_TOKEN.finditer(prose(text))]
+
+
 def find_id(text: str, expected: str) -> bool:
-    """An account or document id, case-insensitive, on word bounds (``SYNCUS-0001``)."""
+    """An account or document id, case-insensitive, on word bounds (``SYNCUS-0001``), outside
+    link targets."""
+    text = prose(text)
     pattern = rf"(?<![\w-]){re.escape(str(expected))}(?![\w-])"
     return re.search(pattern, text, re.IGNORECASE) is not None or (
         find_phrase_position(text, expected) is not None

@@ -24,6 +24,8 @@ Every other assertion is null with the reason "needs an LLM judge".
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,17 +39,27 @@ from judge._base import (
     dimension_from_assertions,
     stable_hash,
 )
-from judge._erp_links import CitedLink, ErpResolver, find_erp_links, normalize_record_path
+from judge._erp_links import (
+    CitedLink,
+    ErpResolver,
+    find_erp_links,
+    normalize_record_path,
+    parse_link,
+)
 from judge.records import AssertionScore, DimensionStatus
 from ledgerbench.dataset import Dimension, ExpectedFact, Question, TaskType
 
-RULES_VERSION = "rules-1"
+RULES_VERSION = "rules-2"
 
 
 @dataclass(frozen=True)
 class Verdict:
     score: float | None
     reason: str
+    certain: bool = True
+    """Whether a program can be sure (a figure not found may be written in a form the rules do
+    not read; a wrong figure stated is certain). With ``--with-rules`` only certain verdicts
+    replace the LLM's."""
 
 
 @dataclass
@@ -67,21 +79,74 @@ Rule = Callable[[RuleContext], Verdict]
 # ---------------------------------------------------------------------------------------------
 
 
-def check_fact(answer: str, fact: ExpectedFact) -> Verdict:
-    """Whether one expected fact is in the answer: 1 found, 0 missing or wrong."""
-    checker = _FACT_CHECKERS[fact.kind]
-    return checker(answer, fact)
+def check_fact(answer: str, fact: ExpectedFact, siblings: tuple[ExpectedFact, ...] = ()) -> Verdict:
+    """Whether one expected fact is stated in the answer: 1 stated right, 0 missing or wrong.
+
+    ``siblings`` are the item's other facts: an amount equal to one of them is not a competing
+    statement of this one.
+    """
+    if fact.kind == "amount":
+        return _check_amount(answer, fact, siblings)
+    return _FACT_CHECKERS[fact.kind](answer, fact)
 
 
 def _found(ok: bool, fact: ExpectedFact, detail: str = "") -> Verdict:
     shown = fact.value if not isinstance(fact.value, list) else ", ".join(map(str, fact.value))
     if ok:
         return Verdict(1.0, f"{fact.field}: {shown} found{detail}")
-    return Verdict(0.0, f"{fact.field}: expected {fact.kind} {shown} not found{detail}")
+    # Not found may be a form the rules cannot read: only an LLM can be sure.
+    return Verdict(0.0, f"{fact.field}: expected {fact.kind} {shown} not found{detail}", False)
 
 
-def _check_amount(answer: str, fact: ExpectedFact) -> Verdict:
-    return _found(x.find_amount(answer, float(fact.value), fact.tolerance) is not None, fact)
+def _wrong(fact: ExpectedFact, detail: str) -> Verdict:
+    return Verdict(0.0, f"{fact.field}: {detail}", True)
+
+
+NEAR_MISS = 0.10
+"""A stated amount within 10% of the expected one (and equal to no other expected amount) is a
+competing statement of it: the first such statement must be the right one."""
+
+
+def _record_scope(answer: str, fact: ExpectedFact) -> tuple[str, str]:
+    """The lines about the record the fact is for (``excess_SYNCUS-0507`` -> lines naming
+    SYNCUS-0507: its table row or sentence), or the whole answer for answer-level facts."""
+    qualifiers = fact.field.split("_")[1:]
+    ids = [q for q in qualifiers if x.find_id_tokens(q)]
+    if not ids:
+        return answer, ""
+    lines = [line for line in answer.splitlines() if all(x.find_id(line, i) for i in ids)]
+    others = [q for q in qualifiers if q not in ids and len(q) > 1]
+    narrowed = [
+        line for line in lines if all(x.find_phrase_position(line, q) is not None for q in others)
+    ]
+    lines = narrowed or lines
+    scoped = "\n".join(line for line in lines if x.find_numbers(line))
+    if not scoped:
+        return answer, ""
+    return scoped, f" (in the line for {', '.join(ids)})"
+
+
+def _check_amount(
+    answer: str, fact: ExpectedFact, siblings: tuple[ExpectedFact, ...] = ()
+) -> Verdict:
+    expected = float(fact.value)
+    text, where = _record_scope(answer, fact)
+    others = [float(f.value) for f in siblings if f.kind == "amount" and f is not fact]
+    stated = [m for m in x.find_numbers(text) if not m.is_percent and m.affirmative]
+    for mention in stated:
+        if x.amount_matches(mention, expected, fact.tolerance):
+            return _found(True, fact, where)
+        if any(x.amount_matches(mention, other, fact.tolerance) for other in others):
+            continue
+        if expected and abs(abs(mention.value) - abs(expected)) <= NEAR_MISS * abs(expected):
+            shown = text[mention.start : mention.end].strip()
+            return _wrong(fact, f"states {shown} where {expected:,.2f} is expected{where}")
+    if expected == 0 and x.find_amount(text, 0.0) is not None:
+        return _found(True, fact, where)
+    denied = [m for m in x.find_numbers(text) if not m.affirmative]
+    if any(x.amount_matches(m, expected, fact.tolerance) for m in denied):
+        return _wrong(fact, f"{expected:,.2f} appears only negated or contrasted{where}")
+    return _found(False, fact, where)
 
 
 def _check_percent(answer: str, fact: ExpectedFact) -> Verdict:
@@ -168,15 +233,117 @@ def _facts_for(ctx: RuleContext) -> list[ExpectedFact]:
     return specific or facts
 
 
+PARTY_SETS = frozenset({"customers", "vendors"})
+_NAME_BEFORE = r"((?:[A-Z0-9&][\w'.&-]*,?\s+)*?[A-Z0-9&][\w'.&-]*)\s*\(\s*"
+
+
+def party_keys(question: Question) -> list[str]:
+    """Customers or vendors the question asks about: those of ``record_refs`` the query names,
+    by id or by name (spelling slips allowed: queries are phrased as users type)."""
+    keys = []
+    for ref in question.record_refs:
+        parsed = parse_link(ref)
+        if parsed is None or parsed.entity_set not in PARTY_SETS or parsed.key in keys:
+            continue
+        named = x.find_id(question.query, parsed.key) or any(
+            _named_in(name, question.query) for name in party_names(question, parsed.key)
+        )
+        if named:
+            keys.append(parsed.key)
+    return keys
+
+
+_LEGAL_FORMS = frozenset(
+    {
+        "inc",
+        "llc",
+        "ltd",
+        "plc",
+        "co",
+        "corp",
+        "gmbh",
+        "kg",
+        "ag",
+        "sa",
+        "bv",
+        "the",
+        "and",
+        "of",
+        "company",
+        "limited",
+    }
+)
+
+
+def _named_in(name: str, query: str) -> bool:
+    """Whether the query names ``name``: most of its distinctive words, each spelled closely."""
+    words = [w for w in x.normalize_words(name).split() if w not in _LEGAL_FORMS and len(w) > 1]
+    query_words = x.normalize_words(query).split()
+    if not words:
+        return False
+    close = sum(
+        any(difflib.SequenceMatcher(None, w, q).ratio() >= 0.8 for q in query_words) for w in words
+    )
+    return close == len(words)
+
+
+def party_names(question: Question, key: str) -> list[str]:
+    """The party's exact name as the reference answer writes it (``Rios Hardware (SYNCUS-0713``)."""
+    names = []
+    for match in re.finditer(_NAME_BEFORE + re.escape(key), question.ground_truth or ""):
+        name = match.group(1).strip()
+        names.append(name)
+        names.append(re.sub(r"^(?:Yes|No|The)\.?\s+", "", name))
+    return [n for n in dict.fromkeys(names) if len(n) > 2]
+
+
+def check_party(question: Question, answer: str) -> Verdict | None:
+    """The answer names the party asked about (its id or exact name, outside links) and states
+    no other id of the same kind (an id the reference answer does not mention). None when the
+    question is about no single party."""
+    keys = party_keys(question)
+    if not keys:
+        return None
+    known = {t.casefold() for t in x.find_id_tokens(question.ground_truth or "")}
+    known |= {k.casefold() for k in keys}
+    for fact in question.expected:
+        values = fact.value if isinstance(fact.value, list) else [fact.value]
+        known |= {str(v).casefold() for v in values}
+    prefixes = {k.split("-", 1)[0].casefold() for k in keys}
+    wrong = [
+        token
+        for token in x.find_id_tokens(answer)
+        if token.split("-", 1)[0].casefold() in prefixes and token.casefold() not in known
+    ]
+    if wrong:
+        return Verdict(0.0, f"names {wrong[0]} but the question is about {', '.join(keys)}")
+    for key in keys:
+        names = party_names(question, key)
+        if x.find_id(answer, key) or any(
+            x.find_phrase_position(answer, n) is not None for n in names
+        ):
+            return None
+    shown = f"{keys[0]}" + (
+        f" ({party_names(question, keys[0])[0]})" if party_names(question, keys[0]) else ""
+    )
+    return Verdict(0.0, f"does not name {shown}, the party asked about (links do not count)")
+
+
 def rule_expected_facts(ctx: RuleContext) -> Verdict:
     facts = _facts_for(ctx)
     if ctx.question.task_type is not TaskType.obligations or not facts:
         return Verdict(None, NEEDS_LLM)
-    verdicts = [check_fact(ctx.answer, fact) for fact in facts]
+    party = check_party(ctx.question, ctx.answer)
+    if party is not None:
+        return party
+    siblings = tuple(ctx.question.expected)
+    verdicts = [check_fact(ctx.answer, fact, siblings) for fact in facts]
     found = sum(1 for v in verdicts if v.score == 1.0)
     reasons = "; ".join(v.reason for v in verdicts)
     return Verdict(
-        _quarter_floor(found / len(verdicts)), f"{found}/{len(verdicts)} facts: {reasons}"
+        _quarter_floor(found / len(verdicts)),
+        f"{found}/{len(verdicts)} facts: {reasons}",
+        certain=all(v.certain for v in verdicts),
     )
 
 
@@ -227,10 +394,43 @@ def rule_link_resolves(ctx: RuleContext) -> Verdict:
     return Verdict(1.0, f"all {len(links)} links resolve to ERP records")
 
 
+_MARKDOWN_LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s]+)\)")
+
+
+def mislabeled_links(answer: str) -> list[tuple[str, str]]:
+    """Markdown links whose label names another record of the kind they point to
+    (``[SYNCUS-0002](.../customers/SYNCUS-0001)``): (label id, target path)."""
+    found = []
+    for match in _MARKDOWN_LINK.finditer(answer):
+        ref = parse_link(match.group(2))
+        if ref is None:
+            continue
+        prefix = ref.key.split("-", 1)[0].casefold()
+        labels = [
+            t for t in x.find_id_tokens(match.group(1)) if t.split("-", 1)[0].casefold() == prefix
+        ]
+        if labels and all(t.casefold() != ref.key.casefold() for t in labels):
+            found.append((labels[0], normalize_record_path(match.group(2)) or match.group(2)))
+    return found
+
+
+MAX_REQUIRED_CITATIONS = 5
+"""An answer reporting many records must cite all of them up to this many."""
+
+
+def _entity_set(path: str) -> str:
+    return path.split("/")[3] if path.count("/") >= 4 else ""
+
+
 def rule_link_on_topic(ctx: RuleContext) -> Verdict:
+    """The citations point at the records the answer reports: at least one of the item's
+    records, every one the answer names by id (up to five), and no customer or vendor the answer
+    is not about."""
     if not _link_rule_applies(ctx):
         return Verdict(None, NEEDS_LLM)
-    refs = {p for p in (normalize_record_path(r) for r in ctx.question.record_refs) if p}
+    refs = list(
+        dict.fromkeys(p for p in (normalize_record_path(r) for r in ctx.question.record_refs) if p)
+    )
     if not refs:
         return Verdict(None, "item lists no record_refs to compare with")
     cited = {link.path for link in _links(ctx) if link.path}
@@ -238,11 +438,31 @@ def rule_link_on_topic(ctx: RuleContext) -> Verdict:
         if _expects_nothing(ctx.question):
             return Verdict(None, "nothing was found and nothing is cited")
         return Verdict(0.0, "no ERP record cited")
-    if cited & refs:
-        return Verdict(
-            1.0, f"cites {len(cited & refs)} of the {len(refs)} records the answer is about"
-        )
-    return Verdict(0.0, f"cites {sorted(cited)[0]} but the answer is about {sorted(refs)[0]}")
+    party_sets = {_entity_set(p) for p in refs} & PARTY_SETS
+    listed = [int(f.value) for f in ctx.question.expected if f.kind == "count"]
+    listed += [len(f.value or []) for f in ctx.question.expected if f.kind == "top_n"]
+    if max(listed, default=0) <= len(refs):  # refs list every record the answer is about
+        stray = sorted(p for p in cited - set(refs) if _entity_set(p) in party_sets)
+        if stray:
+            return Verdict(0.0, f"cites {stray[0]} but the answer is about {refs[0]}")
+    mislabeled = mislabeled_links(ctx.answer)
+    if mislabeled:
+        label, path = mislabeled[0]
+        return Verdict(0.0, f"the link labelled {label} points to {path}")
+    named = [p for p in refs if x.find_id(ctx.answer, p.rsplit("/", 1)[-1])]
+    hits = cited & set(refs)
+    if not hits:
+        return Verdict(0.0, f"cites {sorted(cited)[0]} but the answer is about {refs[0]}")
+    needed = min(MAX_REQUIRED_CITATIONS, len(named))
+    cited_named = [p for p in named if p in cited]
+    if len(cited_named) >= needed:
+        return Verdict(1.0, f"cites {len(hits)} of the {len(refs)} records the answer is about")
+    missing = [p for p in named if p not in cited]
+    return Verdict(
+        0.0,
+        f"names {len(named)} of the records it is about but cites {len(cited_named)}; all of "
+        f"them up to {MAX_REQUIRED_CITATIONS} must be cited (e.g. {missing[0]})",
+    )
 
 
 def rule_erp_link(ctx: RuleContext) -> Verdict:
@@ -305,9 +525,9 @@ def rule_answer_first(ctx: RuleContext) -> Verdict:
             if not fact.value:
                 continue
             probe = ExpectedFact(kind="name", field=fact.field, value=fact.value[0])
-        if check_fact(opening, probe).score == 1.0:
+        if check_fact(opening, probe, tuple(ctx.question.expected)).score == 1.0:
             return Verdict(1.0, f"the opening lines state {fact.field}")
-    return Verdict(0.0, "none of the expected facts is in the opening lines")
+    return Verdict(0.0, "none of the expected facts is in the opening lines", certain=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,6 +639,7 @@ class RulesJudge:
             score=verdict.score,
             reason=verdict.reason,
             decided_by=decided_by,
+            certain=verdict.certain if decided_by else None,
         )
 
     def score(self, item: JudgeItem) -> JudgeOutcome:

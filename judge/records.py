@@ -29,7 +29,10 @@ class AssertionScore(_Strict):
     """0, 0.25, 0.5, 0.75 or 1; None when the assertion does not apply or no rule decides it."""
     reason: str = ""
     decided_by: str = ""
-    """``llm`` or the deterministic rule's name."""
+    """``llm``, ``human``, ``panel`` or the deterministic rule's name (``rule:expected_facts``)."""
+    certain: bool | None = None
+    """Rules only: whether the rule is sure of its verdict (a figure it cannot find may be written
+    in a form it does not read). With ``--with-rules`` only certain verdicts replace the LLM's."""
 
 
 class DimensionStatus(StrEnum):

@@ -38,11 +38,12 @@ def passes(answer: str, expected: ExpectedFact) -> bool:
         "The open balance is $1,234,567.89.",
         "Balance: 1234567.89",
         "USD 1,234,567.89 is outstanding",
-        "about $1.2M",
-        "roughly USD 1.2M in total",
-        "1.2 million dollars",
+        "about $1,234,568 (rounded to whole dollars)",
+        "approximately USD 1,234,568",
         "€1.234.567,89",
+        "1.234.567,89 EUR",
         "1,234,567.89 USD",
+        "The balance is US$ 1,234,567.89 as of March 2, 2026.",
     ],
 )
 def test_amount_in_any_common_format_passes(answer: str) -> None:
@@ -54,6 +55,11 @@ def test_amount_in_any_common_format_passes(answer: str) -> None:
     [
         "The open balance is $1,234,576.89.",  # transposed digits
         "about $1.3M",  # rounded the wrong way
+        "about $1.2M",  # rounded past whole units: amounts match to the cent
+        "roughly USD 1.2M in total",
+        "1.2 million dollars",
+        "about USD 1 million",
+        "$1,234,568",  # whole units without saying it rounds
         "USD 12,345,678.90",
         "The balance is 1234.56",
         "No balance figure given.",
@@ -67,14 +73,60 @@ def test_negative_amounts_parentheses_and_minus() -> None:
     expected = fact("amount", -250.0, tolerance=0.01)
     assert passes("Credit balance of (250.00)", expected)
     assert passes("Balance: -$250.00", expected)
+    assert passes("Balance: (USD 250.00)", expected)
     assert passes("a credit balance of $250.00", expected)  # sign carried by the words
     assert not passes("Balance: (250.00)", fact("amount", 250.0, tolerance=0.01))
 
 
-def test_amount_precision_comes_from_the_answer() -> None:
+def test_rounding_only_when_stated_and_only_to_whole_units() -> None:
     expected = fact("amount", 1234.56, tolerance=0.01)
-    assert passes("$1,235", expected)  # whole units, rounding stated by the format
+    assert not passes("$1,235", expected)  # fewer digits, no word that it rounds
+    assert passes("about $1,235", expected)
+    assert passes("$1,235 (rounded)", expected)
+    assert passes("Amounts are rounded to whole dollars. Balance: $1,235", expected)
+    assert not passes("about $1.2 thousand", expected)  # rounded past whole units
     assert not passes("$1,234.00", expected)  # cents shown, and wrong
+    assert passes("$1.2M", fact("amount", 1_200_000.0))  # short form of an exact figure
+    assert not passes("about CAD 0.1 million", fact("amount", 123775.94, tolerance=0.01))
+
+
+def test_negated_or_contrasted_figures_do_not_count() -> None:
+    expected = fact("amount", 1234.56, tolerance=0.01)
+    assert not passes("The balance is USD 1,246.90 (1,234.56 is NOT the figure).", expected)
+    assert not passes("USD 1,246.90 instead of USD 1,234.56", expected)
+    assert not passes("The balance is USD 1,246.90; previously USD 1,234.56.", expected)
+    assert not passes("The balance is not USD 1,234.56 but USD 1,246.90.", expected)
+    assert passes("USD 1,234.56 instead of the USD 1,246.90 reported earlier", expected)
+    assert passes("The customer has not paid: the balance is USD 1,234.56.", expected)
+    assert passes("USD 1,234.56 is not yet due.", expected)
+    assert not passes("84 unassigned customers (83 in the previous run)", fact("count", 83))
+    assert passes("83 unassigned customers (84 in the previous run)", fact("count", 83))
+
+
+def test_the_stated_figure_must_be_right_even_if_the_right_one_appears_later() -> None:
+    expected = fact("amount", 12345.58, field="balance", tolerance=0.01)
+    wrong_headline = "The balance is USD 12,469.04.\n\nLedger figure: USD 12,345.58."
+    assert not passes(wrong_headline, expected)
+    verdict = check_fact(wrong_headline, expected)
+    assert verdict.certain and "12,469.04" in verdict.reason
+    # another expected amount stated first is no competitor
+    overdue = fact("amount", 12000.00, field="overdue", tolerance=0.01)
+    answer = "Overdue USD 12,000.00 of a balance of USD 12,345.58."
+    assert check_fact(answer, expected, (expected, overdue)).score == 1.0
+    # a far-off figure first (a credit limit) is context, not a competing statement
+    assert passes("Credit limit USD 50,000.00; balance USD 12,345.58.", expected)
+
+
+def test_table_cell_for_the_record_decides() -> None:
+    answer = (
+        "| Customer | Over by |\n|---|---|\n| SYNCUS-0507 | 5,777.00 |\n| SYNCUS-0657 | 6,518.47 |"
+    )
+    first = fact("amount", 6518.47, field="excess_SYNCUS-0507", tolerance=0.01)
+    second = fact("amount", 5777.0, field="excess_SYNCUS-0657", tolerance=0.01)
+    assert check_fact(answer, first, (first, second)).score == 0.0  # rows swapped
+    swapped_back = answer.replace("5,777.00", "X").replace("6,518.47", "5,777.00")
+    swapped_back = swapped_back.replace("X", "6,518.47")
+    assert check_fact(swapped_back, first, (first, second)).score == 1.0
 
 
 def test_zero_amount_in_words() -> None:
@@ -416,3 +468,55 @@ def test_links_with_quoted_keys_resolve(erp_db_url: str) -> None:
     bogus = link.replace("payment-terms", "no-such-set")
     score, reason = _citation_score(RulesJudge(erp_db_url=erp_db_url), q, f"See http://h{bogus}")
     assert score == 0.0 and "malformed" in reason
+
+
+def test_citations_cover_every_record_the_answer_names_up_to_five(
+    erp_db_url: str, erp_records: dict[str, str]
+) -> None:
+    judge = RulesJudge(erp_db_url=erp_db_url)
+    le, account, other = erp_records["le"], erp_records["account"], erp_records["other"]
+    q = question(
+        tags={Dimension.citations: ["citations.erp_link"]},
+        record_refs=[f"/erp/{le}/customers/{account}", f"/erp/{le}/customers/{other}"],
+        expected=[fact("count", 2, field="customers")],
+        ground_truth=f"2 customers: {account}, {other}.",
+        query="Which customers are on credit hold?",
+    )
+    first, second = (f"http://h:1/erp/{le}/customers/{key}" for key in (account, other))
+    both = f"2 customers: [{account}]({first}), [{other}]({second})."
+    assert _citation_score(judge, q, both)[0] == 1.0
+    one = f"2 customers: [{account}]({first}), {other}."
+    score, reason = _citation_score(judge, q, one)
+    assert score == 0.0 and "up to 5" in reason and other in reason
+    # a link labelled with one account but pointing at another
+    swapped = f"2 customers: [{other}]({first}), [{account}]({second})."
+    score, reason = _citation_score(judge, q, swapped)
+    assert score == 0.0 and f"labelled {other}" in reason
+
+
+def test_the_answer_must_name_the_party_asked_about() -> None:
+    q = question(
+        tags={Dimension.accuracy: ["accuracy.ground_truth"]},
+        expected=[fact("amount", 2787.20, field="balance", tolerance=0.01)],
+        record_refs=["/erp/USPI/customers/SYNCUS-0713"],
+        ground_truth="The balance of Rios Hardware (SYNCUS-0713) in USPI is USD 2,787.20.",
+        query="What is the total unpaid customer balance for Rios Hardwre in USPI?",  # typo
+    )
+    link = "(http://h:1/erp/USPI/customers/SYNCUS-0713)"
+
+    def accuracy(answer: str) -> tuple[float | None, str]:
+        dim = RulesJudge().score(JudgeItem(q, trajectory(answer=answer))).dimensions
+        return dim[Dimension.accuracy].score, dim[Dimension.accuracy].assertions[0].reason
+
+    assert accuracy(f"[SYNCUS-0713]{link} owes USD 2,787.20.")[0] == 1.0
+    assert accuracy("Rios Hardware owes USD 2,787.20.")[0] == 1.0  # the exact name will do
+    score, reason = accuracy(f"[SYNCUS-0714]{link} owes USD 2,787.20.")
+    assert score == 0.0 and "SYNCUS-0714" in reason
+    score, reason = accuracy(f"The [customer]{link} owes USD 2,787.20.")  # only the link names it
+    assert score == 0.0 and "does not name SYNCUS-0713" in reason
+
+
+def test_ids_inside_urls_are_not_stated() -> None:
+    answer = "The largest invoice is [here](http://h:1/erp/USMF/customer-transactions/CIV-0001461)."
+    assert not passes(answer, fact("id", "CIV-0001461"))
+    assert passes(answer.replace("[here]", "[CIV-0001461]"), fact("id", "CIV-0001461"))
