@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from judge._base import (
 from judge._cache import DiskCache
 from judge._evidence import DEFAULT_EVIDENCE_CHARS, build_evidence
 from judge.records import AssertionScore, DimensionScore, DimensionStatus
-from ledgerbench.dataset import Assertion, Dimension, Question
+from ledgerbench.dataset import Assertion, Dimension, Question, TaskType
 
 MAX_REASON_CHARS = 500
 
@@ -55,6 +56,8 @@ class CallResult:
     cost_usd: float = 0.0
     cost_unknown_calls: int = 0
     calls: int = 0
+    transport_retries: int = 0
+    """Calls repeated after a transport failure (each failed attempt is in ``calls`` too)."""
     messages: list[list[dict[str, Any]]] = field(default_factory=list)
     """Prompts sent, one message list per model call (kept in memory for inspection and tests)."""
 
@@ -81,8 +84,24 @@ def usage_from_entry(usage: dict[str, Any]) -> Usage:
     )
 
 
-def check_verdicts(verdicts: Any, assertions: list[Assertion]) -> list[AssertionScore]:
-    """The reply's verdicts as assertion scores, or JudgeReplyError naming what is wrong."""
+def always_applies(question: Question, assertion: Assertion) -> bool:
+    """Assertions a judge may not call "not applicable": the accuracy of an answer with a
+    reference answer (an obligation's), and an obligation's ERP-link citation (which passes, not
+    drops out, when nothing was found)."""
+    if assertion.id.startswith("accuracy.") and (question.ground_truth or question.expected):
+        return True
+    return question.task_type is TaskType.obligations and assertion.id.startswith(
+        "citations.erp_link"
+    )
+
+
+def check_verdicts(
+    verdicts: Any, assertions: list[Assertion], always: frozenset[str] = frozenset()
+) -> list[AssertionScore]:
+    """The reply's verdicts as assertion scores, or JudgeReplyError naming what is wrong.
+
+    ``always`` are the ids of assertions that always apply: null for one of them is an error
+    (silently dropping accuracy from the summary is worse than a retry or a ``judge_error``)."""
     if not isinstance(verdicts, list):
         raise JudgeReplyError(f"expected a list of verdicts, got {type(verdicts).__name__}")
     if len(verdicts) != len(assertions):
@@ -94,6 +113,10 @@ def check_verdicts(verdicts: Any, assertions: list[Assertion]) -> list[Assertion
         score = data.get("score")
         if score is not None:
             score = _on_grid(score, assertion_id)
+        elif assertion_id in always:
+            raise JudgeReplyError(
+                f"score null (not applicable) for {assertion_id}, which always applies"
+            )
         reason = str(data.get("reason") or "")[:MAX_REASON_CHARS]
         by_id[assertion_id] = AssertionScore(
             assertion_id=assertion_id, score=score, reason=reason, decided_by="llm"
@@ -116,6 +139,19 @@ def _on_grid(score: Any, assertion_id: str) -> float:
         if abs(value - allowed) < 1e-6:
             return allowed
     raise JudgeReplyError(f"score {value} for {assertion_id} is not one of 0, 0.25, 0.5, 0.75, 1")
+
+
+def _to_judge(question: Question, assertion: Assertion, model: Any) -> Any:
+    return model(
+        id=assertion.id,
+        text=assertion.text,
+        level=assertion.level,
+        always_applies=always_applies(question, assertion),
+    )
+
+
+def _always_ids(question: Question, assertions: list[Assertion]) -> frozenset[str]:
+    return frozenset(a.id for a in assertions if always_applies(question, a))
 
 
 def ground_truth_text(question: Question) -> str:
@@ -155,6 +191,22 @@ def _raise_if_fatal(exc: BaseException) -> None:
     if names & set(_FATAL_LM_ERRORS):
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise JudgeAbort(f"the judge model cannot be used: {first_line}") from exc
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    """Connection failures, timeouts, rate limits and server errors: worth another attempt."""
+    try:
+        from dspy.utils.exceptions import is_retryable_lm_error
+
+        if is_retryable_lm_error(exc):
+            return True
+    except ImportError:  # another DSPy version: fall back to the names
+        pass
+    names = " ".join(cls.__name__ for cls in type(exc).__mro__)
+    return any(
+        word in names
+        for word in ("Connection", "Timeout", "RateLimit", "ServiceUnavailable", "InternalServer")
+    )
 
 
 def _error_text(exc: BaseException) -> str:
@@ -209,6 +261,8 @@ class DspyJudge:
         request_timeout: float | None = 120.0,
         adapter: str = "chat",
         program_path: str | None = None,
+        transport_retries: int = 2,
+        retry_backoff_s: float = 1.0,
     ) -> None:
         if mode not in ("per-dimension", "single-call"):
             raise ValueError(f"mode {mode!r}: use per-dimension or single-call")
@@ -226,6 +280,8 @@ class DspyJudge:
             raise ValueError(f"adapter {adapter!r}: use chat or json")
         self.adapter = adapter
         self.program_path = program_path
+        self.transport_retries = transport_retries
+        self.retry_backoff_s = retry_backoff_s
         self._program_sha256 = (
             sha256_text(Path(program_path).read_text(encoding="utf-8")) if program_path else None
         )
@@ -262,7 +318,8 @@ class DspyJudge:
     def _make_lm(self):
         import dspy
 
-        kwargs: dict[str, Any] = {"cache": False, "num_retries": 2}
+        # Transport retries happen in _predict, where each attempt is counted.
+        kwargs: dict[str, Any] = {"cache": False, "num_retries": 0}
         if self.base_url:
             kwargs["api_base"] = self.base_url
             kwargs["api_key"] = os.environ.get(self.api_key_env or "OPENAI_API_KEY") or "unused"
@@ -315,14 +372,26 @@ class DspyJudge:
     def _predict(
         self, dimension: Dimension | None, inputs: dict[str, Any], result: CallResult
     ) -> Any:
+        """One verdict request. Transport failures (connection, timeout, 429, 5xx) are retried
+        here, not inside the LM client, so that every attempt is counted as a call."""
         import dspy
 
-        lm = self._lm.copy()
-        try:
-            with dspy.context(lm=lm, adapter=self._adapter):
-                return self._program(dimension=dimension, **inputs)
-        finally:
-            result.absorb(lm.history)
+        for attempt in range(1 + self.transport_retries):
+            lm = self._lm.copy()
+            try:
+                with dspy.context(lm=lm, adapter=self._adapter):
+                    return self._program(dimension=dimension, **inputs)
+            except Exception as exc:
+                if len(lm.history) or not _is_transport_error(exc):
+                    raise
+                result.calls += 1  # a request that reached no usable reply still counts
+                result.transport_retries += attempt < self.transport_retries
+                if attempt == self.transport_retries:
+                    raise
+                time.sleep(min(2.0**attempt, 8.0) * self.retry_backoff_s)
+            finally:
+                result.absorb(lm.history)
+        raise AssertionError("unreachable")
 
     def _common_inputs(self, item: JudgeItem) -> dict[str, Any]:
         return {
@@ -336,7 +405,7 @@ class DspyJudge:
 
         inputs = self._common_inputs(item)
         inputs["assertions"] = [
-            AssertionToJudge(id=a.id, text=a.text) for a in item.question.tags[dimension]
+            _to_judge(item.question, a, AssertionToJudge) for a in item.question.tags[dimension]
         ]
         if dimension is Dimension.accuracy:
             inputs["ground_truth"] = ground_truth_text(item.question)
@@ -373,7 +442,9 @@ class DspyJudge:
         for _attempt in range(1 + self.retries):
             try:
                 prediction = self._predict(dimension, inputs, result)
-                scores = check_verdicts(prediction.verdicts, assertions)
+                scores = check_verdicts(
+                    prediction.verdicts, assertions, _always_ids(item.question, assertions)
+                )
             except Exception as exc:  # parse errors, bad replies and transport failures alike
                 _raise_if_fatal(exc)
                 result.error = _error_text(exc)
@@ -402,7 +473,7 @@ class DspyJudge:
         inputs["ground_truth"] = ground_truth_text(item.question)
         inputs["evidence"] = build_evidence(item.trajectory, self.evidence_chars).text
         inputs["assertions"] = {
-            d.value: [AssertionToJudge(id=a.id, text=a.text) for a in item.question.tags[d]]
+            d.value: [_to_judge(item.question, a, AssertionToJudge) for a in item.question.tags[d]]
             for d in dimensions
         }
         keys = {d: self._cache_key(item, d, inputs) for d in dimensions}
@@ -429,7 +500,10 @@ class DspyJudge:
                 try:
                     if d.value not in replies:
                         raise JudgeReplyError(f"no verdicts for dimension {d.value}")
-                    scores = check_verdicts(replies[d.value], item.question.tags[d])
+                    tagged = item.question.tags[d]
+                    scores = check_verdicts(
+                        replies[d.value], tagged, _always_ids(item.question, tagged)
+                    )
                 except JudgeReplyError as exc:
                     errors[d] = _error_text(exc)
                     continue
@@ -485,6 +559,7 @@ class DspyJudge:
                 total.cost_usd += result.cost_usd
                 total.cost_unknown_calls += result.cost_unknown_calls
                 total.calls += result.calls
+                total.transport_retries += result.transport_retries
                 total.messages += result.messages
                 by_dimension[dimension.value] = {
                     "calls": result.calls,
@@ -497,6 +572,8 @@ class DspyJudge:
             extra["calls_by_dimension"] = by_dimension
         if total.cost_unknown_calls:
             extra["cost_unknown_calls"] = total.cost_unknown_calls
+        if total.transport_retries:
+            extra["transport_retries"] = total.transport_retries
         return JudgeOutcome(
             dimensions=dimensions,
             usage=total.usage,

@@ -4,7 +4,8 @@ Records are appended one per trajectory as they finish, so an interrupted run re
 the (question id, trial) pairs already in the file, as long as each score still belongs to its
 answer: a score whose answer hash, status or termination reason no longer matches the trajectory
 (the run was redone with ``--retry-errors`` or rewritten) is stale, dropped and re-judged, so a
-plain resume re-judges every changed record. Trajectories that ended in an infrastructure failure
+plain resume re-judges every changed record; records with a ``judge_error`` dimension are judged
+again on resume too. Trajectories that ended in an infrastructure failure
 (``termination.infrastructure``: provider or ERP unavailable, harness error) are not judged
 (``infra_error``); an empty answer (an agent failure) scores 0 on every assertion without a model
 call.
@@ -174,9 +175,11 @@ def load_run_dataset(config: JudgeRunConfig, manifest: RunManifest) -> tuple[Dat
 
 
 class CombinedJudge:
-    """``--with-rules``: the LLM judges everything; rules override the assertions they decide.
+    """``--with-rules``: the LLM judges everything; a rule replaces the LLM's verdict only for
+    the assertions it decides with certainty (``AssertionScore.certain``).
 
-    The LLM's own score for an overridden assertion is kept in ``extra.llm_overridden``.
+    Both views are kept: every rule verdict in ``extra.rules`` and the LLM's own score for an
+    overridden assertion in ``extra.llm_overridden``; ``judge.summary`` lists the disagreements.
     """
 
     def __init__(self, llm: Any, rules: Any) -> None:
@@ -199,22 +202,28 @@ class CombinedJudge:
         llm_outcome = self.llm.score(item)
         rules_outcome = self.rules.score(item)
         overridden: dict[str, dict[str, float | None]] = {}
+        rules_view: dict[str, dict[str, dict[str, Any]]] = {}
         for dimension, rules_dim in rules_outcome.dimensions.items():
             decided = {a.assertion_id: a for a in rules_dim.assertions if a.decided_by}
             if not decided:
                 continue
+            rules_view[dimension.value] = {
+                a.assertion_id: {"score": a.score, "certain": bool(a.certain), "reason": a.reason}
+                for a in decided.values()
+            }
+            certain = {k: a for k, a in decided.items() if a.certain}
             llm_dim = llm_outcome.dimensions.get(dimension)
             if llm_dim is None or llm_dim.status is DimensionStatus.judge_error:
-                if len(decided) == len(rules_dim.assertions):
+                if len(certain) == len(rules_dim.assertions):
                     llm_outcome.dimensions[dimension] = rules_dim
                 continue
             merged = []
             for assertion in llm_dim.assertions:
-                if assertion.assertion_id in decided:
+                if assertion.assertion_id in certain:
                     overridden.setdefault(dimension.value, {})[assertion.assertion_id] = (
                         assertion.score
                     )
-                    merged.append(decided[assertion.assertion_id])
+                    merged.append(certain[assertion.assertion_id])
                 else:
                     merged.append(assertion)
             llm_outcome.dimensions[dimension] = dimension_from_assertions(
@@ -222,6 +231,8 @@ class CombinedJudge:
             )
         if overridden:
             llm_outcome.extra["llm_overridden"] = overridden
+        if rules_view:
+            llm_outcome.extra["rules"] = rules_view
         return llm_outcome
 
     def close(self) -> None:
@@ -470,14 +481,18 @@ def run_judge(
         manifest_path.unlink(missing_ok=True)
     _check_resume(manifest_path, judge)
     existing, bad_lines = read_scores(scores_path)
-    if bad_lines:  # a line cut by an interruption: rewrite the file with the good lines only
-        scores_path.write_text(
-            "".join(r.model_dump_json() + "\n" for r in existing), encoding="utf-8"
-        )
+    # A resume judges again the records with judge errors (the dimensions that were graded come
+    # from the verdict cache, so only the failed ones cost calls).
+    kept = [r for r in existing if not r.extra.get("judge_error_dimensions")]
+    if bad_lines or len(kept) < len(existing):
+        scores_path.write_text("".join(r.model_dump_json() + "\n" for r in kept), encoding="utf-8")
+    if bad_lines:  # a line cut by an interruption
         warnings.append(
             f"{bad_lines} unreadable line(s) dropped from {scores_path.name}; re-judged"
         )
-    existing, stale = _drop_stale(existing, trajectories)
+    if len(kept) < len(existing):
+        warnings.append(f"{len(existing) - len(kept)} record(s) with judge errors judged again")
+    existing, stale = _drop_stale(kept, trajectories)
     if stale:  # the answer behind these scores changed: keep only the scores that still match
         scores_path.write_text(
             "".join(r.model_dump_json() + "\n" for r in existing), encoding="utf-8"

@@ -14,8 +14,9 @@ SCORE_GUIDE = (
     "Exactly one verdict per assertion, same ids, same order. "
     "score: 1 = fully met, 0.75 = mostly met, "
     "0.5 = partly met, 0.25 = barely met, 0 = not met; null only when the assertion does not "
-    "apply to "
-    "this question (never for uncertainty). reason: one short sentence citing the answer."
+    "apply to this question (never for uncertainty, and never when always_applies is true). "
+    "Weigh a critical assertion's failure fully; level tells how much the statement matters. "
+    "reason: one short sentence citing the answer."
 )
 
 
@@ -23,6 +24,10 @@ class AssertionToJudge(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
     text: str
+    level: str = "critical"
+    """critical, important or minor: how much the statement matters to the user."""
+    always_applies: bool = False
+    """True when null (not applicable) is not an option for this assertion."""
 
 
 class AssertionVerdict(BaseModel):

@@ -115,3 +115,61 @@ def scores_files(run_dir: Path, judge_name: str | None = None) -> list[Path]:
     if judge_name:
         return [directory / f"{judge_name}.jsonl"]
     return sorted(directory.glob("*.jsonl")) if directory.exists() else []
+
+
+def rule_disagreements(records: list[ScoreRecord]) -> list[dict[str, Any]]:
+    """``--with-rules`` scores: every assertion where the rule and the LLM gave different scores,
+    whether the rule's verdict replaced the LLM's (certain) or not."""
+    rows = []
+    for record in records:
+        rules = record.extra.get("rules") or {}
+        overridden = record.extra.get("llm_overridden") or {}
+        for dimension, verdicts in rules.items():
+            try:
+                kept = record.dimensions.get(Dimension(dimension))
+            except ValueError:
+                continue
+            final = {a.assertion_id: a for a in (kept.assertions if kept else [])}
+            for assertion_id, rule in verdicts.items():
+                if assertion_id in overridden.get(dimension, {}):
+                    llm = overridden[dimension][assertion_id]
+                elif assertion_id in final and final[assertion_id].decided_by == "llm":
+                    llm = final[assertion_id].score
+                else:
+                    continue
+                if llm is None or rule["score"] is None or abs(llm - rule["score"]) < 1e-9:
+                    continue
+                rows.append(
+                    {
+                        "question_id": record.question_id,
+                        "trial": record.trial,
+                        "assertion_id": assertion_id,
+                        "rule": rule["score"],
+                        "llm": llm,
+                        "kept": "rule" if rule["certain"] else "llm",
+                        "reason": rule["reason"],
+                    }
+                )
+    return rows
+
+
+def disagreements_markdown(rows: list[dict[str, Any]], limit: int = 50) -> str:
+    if not rows:
+        return ""
+    lines = [
+        "",
+        f"Rules and LLM disagree on {len(rows)} assertion(s) (kept = the verdict in the scores: "
+        "the rule's when it is certain):",
+        "",
+        "| question | trial | assertion | rule | LLM | kept | rule's reason |",
+        "|---|---:|---|---:|---:|---|---|",
+    ]
+    for row in rows[:limit]:
+        reason = row["reason"].replace("|", "/")[:120]
+        lines.append(
+            f"| {row['question_id']} | {row['trial']} | {row['assertion_id']} | "
+            f"{row['rule']:g} | {row['llm']:g} | {row['kept']} | {reason} |"
+        )
+    if len(rows) > limit:
+        lines.append(f"| ... {len(rows) - limit} more (see --json) | | | | | | |")
+    return "\n".join(lines)

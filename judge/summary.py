@@ -19,7 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m judge.summary",
         description="Summarize scores: mean per dimension and overall, by task type and with task "
-        "types weighted equally; counts infrastructure failures and judge errors.",
+        "types weighted equally; counts infrastructure failures and judge errors; for --with-rules "
+        "scores, lists the assertions where the rules and the LLM disagree.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -33,7 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from judge._runner import read_scores
-    from judge._summary import scores_files, summarize, summary_markdown
+    from judge._summary import (
+        disagreements_markdown,
+        rule_disagreements,
+        scores_files,
+        summarize,
+        summary_markdown,
+    )
 
     args = build_parser().parse_args(argv)
     paths = scores_files(args.run_dir, args.judge)
@@ -46,14 +53,20 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    output = {}
+    output, texts = {}, []
     for path in paths:
         records, _ = read_scores(path)
         output[path.stem] = summarize(records)
+        disagreements = rule_disagreements(records)
+        if disagreements:
+            output[path.stem]["rule_disagreements"] = disagreements
+        texts.append(
+            summary_markdown(output[path.stem], path.stem) + disagreements_markdown(disagreements)
+        )
     if args.json:
         print(json.dumps(output, indent=2))
     else:
-        print("\n\n".join(summary_markdown(s, name) for name, s in output.items()))
+        print("\n\n".join(texts))
     return 0
 
 

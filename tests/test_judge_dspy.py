@@ -416,3 +416,90 @@ def test_tuned_program_state_is_loaded_and_hashed(tmp_path) -> None:
     plain = make_judge(DummyLM([]))
     assert tuned.settings()["program_sha256"] and plain.settings()["program_sha256"] is None
     assert tuned.instructions_hash() != plain.instructions_hash()
+
+
+# -- issue 15: always-applicable assertions, levels, certain rules, resume of judge errors ------
+
+
+def test_null_for_an_always_applicable_assertion_is_a_judge_error() -> None:
+    q = question(tags={Dimension.accuracy: ["accuracy.ground_truth"]})
+    lm = DummyLM([verdicts(("accuracy.ground_truth", None))] * 3)
+    record = score_trajectory(make_judge(lm, retries=2), q, trajectory())
+    accuracy = record.dimensions[Dimension.accuracy]
+    assert accuracy.status is DimensionStatus.judge_error
+    assert "always applies" in accuracy.error and "after 3 attempts" in accuracy.error
+    assert record.extra["judge_error_dimensions"] == ["accuracy"]
+    # a retry that gives a score recovers
+    lm = DummyLM(
+        [verdicts(("accuracy.ground_truth", None)), verdicts(("accuracy.ground_truth", 1))]
+    )
+    record = score_trajectory(make_judge(lm), q, trajectory())
+    assert record.dimensions[Dimension.accuracy].score == 1.0
+
+
+def test_assertion_level_and_always_applies_reach_the_prompt() -> None:
+    q = question(
+        tags={
+            Dimension.accuracy: ["accuracy.ground_truth"],
+            Dimension.clarity: ["clarity.acronyms"],
+        }
+    )
+    q.tags[Dimension.clarity][0].level = "minor"
+    judge = make_judge(
+        DummyLM([verdicts(("accuracy.ground_truth", 1)), verdicts(("clarity.acronyms", 1))])
+    )
+    _, result = judge.judge_dimension(JudgeItem(q, trajectory()), Dimension.accuracy)
+    _, user = system_and_user(result.messages[0])
+    assert '"level": "critical"' in user and '"always_applies": true' in user
+    _, result = judge.judge_dimension(JudgeItem(q, trajectory()), Dimension.clarity)
+    _, user = system_and_user(result.messages[0])
+    assert '"level": "minor"' in user and '"always_applies": false' in user
+
+
+def test_with_rules_overrides_only_certain_verdicts_and_keeps_both() -> None:
+    q = question(
+        tags={Dimension.accuracy: ["accuracy.ground_truth"]},
+        expected=[ExpectedFact(kind="amount", field="balance", value=1234.56, tolerance=0.01)],
+    )
+    # the figure written in words: the rule cannot find it (uncertain 0), the LLM keeps its 1
+    lm = DummyLM([verdicts(("accuracy.ground_truth", 1))])
+    combined = CombinedJudge(make_judge(lm), RulesJudge())
+    record = score_trajectory(
+        combined, q, trajectory(answer="twelve hundred thirty-four dollars and 56 cents")
+    )
+    kept = record.dimensions[Dimension.accuracy].assertions[0]
+    assert kept.score == 1.0 and kept.decided_by == "llm"
+    rule = record.extra["rules"]["accuracy"]["accuracy.ground_truth"]
+    assert rule["score"] == 0.0 and rule["certain"] is False
+    assert "llm_overridden" not in record.extra
+    # a wrong figure stated is certain: the rule replaces the LLM's verdict
+    lm = DummyLM([verdicts(("accuracy.ground_truth", 1))])
+    combined = CombinedJudge(make_judge(lm), RulesJudge())
+    record = score_trajectory(combined, q, trajectory(answer="The balance is $1,246.90."))
+    kept = record.dimensions[Dimension.accuracy].assertions[0]
+    assert kept.score == 0.0 and kept.decided_by == "rule:expected_facts" and kept.certain
+    assert record.extra["llm_overridden"] == {"accuracy": {"accuracy.ground_truth": 1.0}}
+    from judge._summary import rule_disagreements
+
+    (row,) = rule_disagreements([record])
+    assert (row["rule"], row["llm"], row["kept"]) == (0.0, 1.0, "rule")
+
+
+def test_a_plain_resume_judges_judge_errors_again(tmp_path) -> None:
+    run_dir = _run_dir(tmp_path)
+    config = JudgeRunConfig(run_dir=run_dir, judge="dummy", concurrency=1, progress=False)
+    cache_dir = str(run_dir / "scores" / ".cache" / "dummy")
+    replies = _answers()
+    replies["ANSWER-1"] = {"verdicts": "not a list"}  # q1 fails every attempt
+    first = run_judge(
+        config, judge=DspyJudge(lm=DummyLM(replies), name="dummy", cache_dir=cache_dir)
+    )
+    records, _ = read_scores(first.scores_path)
+    assert [r.question_id for r in records if r.extra.get("judge_error_dimensions")] == ["q1"]
+    second = run_judge(
+        config, judge=DspyJudge(lm=DummyLM(_answers()), name="dummy", cache_dir=cache_dir)
+    )
+    assert second.judged == 1 and second.calls == 1  # only q1, once
+    assert any("judged again" in w for w in second.warnings)
+    records, _ = read_scores(second.scores_path)
+    assert len(records) == 5 and not any(r.extra.get("judge_error_dimensions") for r in records)

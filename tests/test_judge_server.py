@@ -261,3 +261,27 @@ def test_rejected_credentials_stop_the_run_instead_of_judge_errors(tmp_path, cap
     err = capsys.readouterr().err
     assert "judge model cannot be used" in err and "Incorrect API key" in err
     assert read_scores(run_dir / "scores" / "openai-gpt-4o-mini.jsonl")[0] == []
+
+
+def test_transport_retries_are_counted_as_calls(tmp_path) -> None:
+    from judge._base import JudgeItem
+    from judge._dspy_judge import DspyJudge
+    from tests.fakes.judge_openai_chat import FakeHTTPError
+
+    failures = {"left": 2}
+
+    def flaky(body: dict) -> str:
+        if failures["left"]:
+            failures["left"] -= 1
+            raise FakeHTTPError(503, "overloaded", "server_error")
+        return grading_model(body)
+
+    q = question("q0", tags={Dimension.clarity: ["clarity.acronyms"]})
+    with serve_fake_chat(flaky) as server:
+        judge = DspyJudge("openai/gpt-4o-mini", base_url=server.base_url, retry_backoff_s=0.01)
+        judge.prepare()
+        outcome = judge.score(JudgeItem(q, trajectory("q0", answer="GOOD")))
+    assert outcome.dimensions[Dimension.clarity].score == 1.0
+    assert len(server.requests) == 3
+    assert outcome.calls == 3 and outcome.extra["transport_retries"] == 2
+    assert outcome.usage.input_tokens == PROMPT_TOKENS  # only the answered call has usage

@@ -6,7 +6,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from harnesses.records import ErrorInfo, RunManifest, Status, ToolCall, TrajectoryRecord
+from harnesses.records import RunManifest, Status, ToolCall, TrajectoryRecord
 from ledgerbench.dataset import (
     Assertion,
     Dataset,
@@ -63,11 +63,8 @@ def trajectory(
     tool_calls: list[ToolCall] | None = None,
     **extra: Any,
 ) -> TrajectoryRecord:
-    error = (
-        ErrorInfo(**{"class": "ConnectionError", "message": "ERP down"})
-        if status is Status.error
-        else None
-    )
+    # A plain mapping: the version-1 reader derives the termination from it before validation.
+    error = {"class": "ConnectionError", "message": "ERP down"} if status is Status.error else None
     return TrajectoryRecord(
         question_id=qid,
         trial=trial,
@@ -98,6 +95,8 @@ def write_run(
     *,
     erp_db_url: str | None = None,
     erp_snapshot_hash: str | None = None,
+    harness: str = "scripted",
+    model: str | None = None,
 ) -> Path:
     """A run directory as python -m harnesses.run writes it: manifest, trajectories, dataset."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -108,7 +107,8 @@ def write_run(
         command=["python", "-m", "harnesses.run"],
         config={},
         config_fingerprint="x",
-        harness="scripted",
+        harness=harness,
+        model=model,
         timeouts={"obligations": 60.0},
         dataset_path=str(dataset_path),
         dataset_hash=dataset_hash(data),
