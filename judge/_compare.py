@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from judge._agreement import DEFAULT_BOOTSTRAP, Estimate
 from judge._summary import OVERALL
 from judge.records import DimensionStatus, ScoreRecord, ScoreStatus
 from ledgerbench.dataset import Dimension
@@ -50,6 +51,8 @@ class PairCell:
     """|mean shift| >= threshold."""
     significant: bool = False
     """BH q < alpha."""
+    rank_note: str | None = None
+    """Why ``spearman_rho`` is None (a judge constant in the cell)."""
     differences: list[float] = field(default_factory=list, repr=False)
     means: list[float] = field(default_factory=list, repr=False)
 
@@ -61,6 +64,33 @@ class ConcordanceCell:
     judges: list[str]
     n: int
     kendall_w: float | None
+    note: str | None = None
+    """Why ``kendall_w`` is None."""
+
+
+@dataclass
+class KappaCell:
+    judge_a: str
+    judge_b: str
+    dimension: str
+    kappa: Estimate
+
+
+@dataclass
+class AlphaCell:
+    dimension: str
+    raters: list[str]
+    alpha: Estimate
+
+
+@dataclass
+class PairCoverage:
+    judge_a: str
+    judge_b: str
+    shared: int
+    """Assertion verdicts both judges decided (the only ones compared)."""
+    only_a: int
+    only_b: int
 
 
 @dataclass
@@ -72,6 +102,11 @@ class Comparison:
     pairs: list[PairCell]
     concordance: list[ConcordanceCell]
     skipped_cells: list[dict[str, Any]]
+    coverage: list[PairCoverage] = field(default_factory=list)
+    kappas: list[KappaCell] = field(default_factory=list)
+    alphas: list[AlphaCell] = field(default_factory=list)
+    people: list[str] = field(default_factory=list)
+    """One line per non-human judge: does it agree with people as people agree with each other."""
 
 
 def record_values(records: list[ScoreRecord]) -> dict[tuple[str, str], dict[Key, float]]:
@@ -87,6 +122,83 @@ def record_values(records: list[ScoreRecord]) -> dict[tuple[str, str], dict[Key,
         if record.overall is not None:
             table[(record.task_type.value, OVERALL)][key] = record.overall
     return table
+
+
+AssertionTable = dict[Key, tuple[str, dict[str, dict[str, float]]]]
+"""(question id, trial) -> (task type, {dimension: {assertion id: score}}), decided scores only."""
+
+
+def assertion_table(records: list[ScoreRecord]) -> AssertionTable:
+    """Every decided (non-null) assertion score of the scored dimensions, by answer."""
+    table: AssertionTable = {}
+    for record in records:
+        if record.status is not ScoreStatus.scored:
+            continue
+        dimensions: dict[str, dict[str, float]] = {}
+        for dimension, score in record.dimensions.items():
+            if score.status is not DimensionStatus.scored:
+                continue
+            decided = {a.assertion_id: a.score for a in score.assertions if a.score is not None}
+            if not score.assertions and score.score is not None:  # a score without its verdicts
+                decided = {dimension.value: score.score}
+            if decided:
+                dimensions[dimension.value] = decided
+        table[(record.question_id, record.trial)] = (record.task_type.value, dimensions)
+    return table
+
+
+@dataclass
+class CommonAssertions:
+    """What two judges both decided, and what one of them decided alone (left out)."""
+
+    values_a: dict[tuple[str, str], dict[Key, float]]
+    values_b: dict[tuple[str, str], dict[Key, float]]
+    shared: int = 0
+    only_a: int = 0
+    only_b: int = 0
+
+
+def common_values(a: AssertionTable, b: AssertionTable) -> CommonAssertions:
+    """Both judges' dimension and overall scores recomputed on the assertions both decided.
+
+    A rules judge decides accuracy and citations checks and leaves the rest open; compared with an
+    LLM judge on its own assertion set it would measure different things, not disagreement.
+    """
+    result = CommonAssertions(defaultdict(dict), defaultdict(dict))
+    for key in sorted(set(a) & set(b)):
+        task_type, dims_a = a[key]
+        _, dims_b = b[key]
+        overall_a, overall_b = [], []
+        for dimension in sorted(set(dims_a) | set(dims_b)):
+            va, vb = dims_a.get(dimension, {}), dims_b.get(dimension, {})
+            both = sorted(set(va) & set(vb))
+            result.shared += len(both)
+            result.only_a += len(set(va) - set(vb))
+            result.only_b += len(set(vb) - set(va))
+            if not both:
+                continue
+            mean_a = float(np.mean([va[i] for i in both]))
+            mean_b = float(np.mean([vb[i] for i in both]))
+            result.values_a[(task_type, dimension)][key] = mean_a
+            result.values_b[(task_type, dimension)][key] = mean_b
+            overall_a.append(mean_a)
+            overall_b.append(mean_b)
+        if overall_a:
+            result.values_a[(task_type, OVERALL)][key] = float(np.mean(overall_a))
+            result.values_b[(task_type, OVERALL)][key] = float(np.mean(overall_b))
+    return result
+
+
+def constant_reason(columns: dict[str, np.ndarray]) -> str | None:
+    """Why no rank statistic: the judges whose scores are all equal in the cell."""
+    constant = [
+        f"{name} gave {values[0]:g} to all {len(values)}"
+        for name, values in columns.items()
+        if len(values) and np.ptp(values) == 0
+    ]
+    if not constant:
+        return None
+    return "; ".join(constant) + ": no rank statistic for a constant judge"
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -123,6 +235,7 @@ def _wilcoxon(a: np.ndarray, b: np.ndarray) -> float:
 def pair_cell(
     judge_a: str, judge_b: str, task_type: str, dimension: str, a: np.ndarray, b: np.ndarray
 ) -> PairCell:
+    rank_note = constant_reason({judge_a: a, judge_b: b})
     differences = b - a
     sd = float(np.std(differences, ddof=1)) if len(differences) > 1 else 0.0
     bias = float(np.mean(differences))
@@ -136,7 +249,8 @@ def pair_cell(
         mean_b=float(np.mean(b)),
         mean_shift=bias,
         wilcoxon_p=_wilcoxon(a, b),
-        spearman_rho=_spearman(a, b),
+        spearman_rho=None if rank_note else _spearman(a, b),
+        rank_note=rank_note,
         bland_altman_bias=bias,
         bland_altman_lower=bias - 1.96 * sd,
         bland_altman_upper=bias + 1.96 * sd,
@@ -183,28 +297,33 @@ def compare_judges(
     threshold: float = DEFAULT_THRESHOLD,
     min_pairs: int = DEFAULT_MIN_PAIRS,
     alpha: float = 0.05,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
 ) -> Comparison:
-    """Agreement statistics for every judge pair and (task type, dimension) cell."""
+    """Agreement statistics for every judge pair and (task type, dimension) cell, computed only on
+    the assertions both judges decided; kappa and alpha on the assertion grades."""
     judges = list(scores)
-    values = {name: record_values(records) for name, records in scores.items()}
-    cells = sorted({cell for table in values.values() for cell in table}, key=_cell_order)
+    tables = {name: assertion_table(records) for name, records in scores.items()}
     pairs: list[PairCell] = []
     skipped: list[dict[str, Any]] = []
+    coverage: list[PairCoverage] = []
     for judge_a, judge_b in itertools.combinations(judges, 2):
+        common = common_values(tables[judge_a], tables[judge_b])
+        coverage.append(PairCoverage(judge_a, judge_b, common.shared, common.only_a, common.only_b))
+        cells = sorted(set(common.values_a) | set(common.values_b), key=_cell_order)
         for task_type, dimension in cells:
-            va = values[judge_a].get((task_type, dimension), {})
-            vb = values[judge_b].get((task_type, dimension), {})
+            va = common.values_a.get((task_type, dimension), {})
+            vb = common.values_b.get((task_type, dimension), {})
             keys = sorted(set(va) & set(vb))
             if len(keys) < min_pairs:
-                if keys or va or vb:
-                    skipped.append(
-                        {
-                            "judges": [judge_a, judge_b],
-                            "task_type": task_type,
-                            "dimension": dimension,
-                            "pairs": len(keys),
-                        }
-                    )
+                skipped.append(
+                    {
+                        "judges": [judge_a, judge_b],
+                        "task_type": task_type,
+                        "dimension": dimension,
+                        "pairs": len(keys),
+                    }
+                )
                 continue
             a = np.array([va[k] for k in keys])
             b = np.array([vb[k] for k in keys])
@@ -214,18 +333,46 @@ def compare_judges(
         cell.bh_q = q
         cell.flagged = abs(cell.mean_shift) >= threshold - 1e-12
         cell.significant = q < alpha
-    concordance = []
+    comparison = Comparison(judges, threshold, min_pairs, alpha, pairs, [], skipped, coverage)
     if len(judges) >= 3:
-        for task_type, dimension in cells:
-            tables = [values[j].get((task_type, dimension), {}) for j in judges]
-            keys = sorted(set.intersection(*(set(t) for t in tables)))
-            if len(keys) < min_pairs:
+        comparison.concordance = _concordance(judges, tables, min_pairs)
+    from judge._people import add_rater_agreement
+
+    add_rater_agreement(comparison, tables, bootstrap=bootstrap, seed=seed)
+    return comparison
+
+
+def _concordance(
+    judges: list[str], tables: dict[str, AssertionTable], min_pairs: int
+) -> list[ConcordanceCell]:
+    """Kendall's W per cell over answers and assertions every judge decided."""
+    values: dict[tuple[str, str], dict[Key, list[float]]] = defaultdict(dict)
+    keys = set.intersection(*(set(t) for t in tables.values()))
+    for key in sorted(keys):
+        task_type = tables[judges[0]][key][0]
+        per_judge = [tables[j][key][1] for j in judges]
+        dimensions = set.intersection(*(set(d) for d in per_judge))
+        overall = [[] for _ in judges]
+        for dimension in sorted(dimensions):
+            ids = set.intersection(*(set(d[dimension]) for d in per_judge))
+            if not ids:
                 continue
-            matrix = np.array([[t[k] for t in tables] for k in keys])
-            concordance.append(
-                ConcordanceCell(task_type, dimension, judges, len(keys), kendalls_w(matrix))
-            )
-    return Comparison(judges, threshold, min_pairs, alpha, pairs, concordance, skipped)
+            means = [float(np.mean([d[dimension][i] for i in ids])) for d in per_judge]
+            values[(task_type, dimension)][key] = means
+            for column, value in zip(overall, means, strict=True):
+                column.append(value)
+        if overall[0]:
+            values[(task_type, OVERALL)][key] = [float(np.mean(c)) for c in overall]
+    cells = []
+    for cell in sorted(values, key=_cell_order):
+        rows = values[cell]
+        if len(rows) < min_pairs:
+            continue
+        matrix = np.array(list(rows.values()))
+        note = constant_reason({j: matrix[:, i] for i, j in enumerate(judges)})
+        w = None if note else kendalls_w(matrix)
+        cells.append(ConcordanceCell(cell[0], cell[1], judges, len(rows), w, note))
+    return cells
 
 
 def _cell_order(cell: tuple[str, str]) -> tuple[str, int]:
@@ -245,7 +392,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 
 def comparison_json(comparison: Comparison) -> dict[str, Any]:
-    data = asdict(comparison)
+    data = asdict(comparison)  # Estimate is a dataclass too: value, low, high, n, reason
     for cell in data["pairs"]:
         cell.pop("differences")
         cell.pop("means")
@@ -261,21 +408,29 @@ def comparison_markdown(comparison: Comparison) -> str:
         f"shift = second judge minus first; flagged when |shift| >= {comparison.threshold}; "
         f"q = Benjamini-Hochberg over all {len(comparison.pairs)} tested cells.",
         "",
+    ]
+    lines += _coverage_lines(comparison)
+    lines += [
         "| judges | task type | dimension | n | mean A | mean B | shift | Wilcoxon p | BH q | "
         "Spearman rho | BA bias | BA limits | flag |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for c in comparison.pairs:
         flag = ("**shift**" if c.flagged else "") + (" sig." if c.significant else "")
+        rho = _fmt(c.spearman_rho) if c.rank_note is None else "- (constant)"
         lines.append(
             f"| {c.judge_a} vs {c.judge_b} | {c.task_type} | {c.dimension} | {c.n} | "
             f"{_fmt(c.mean_a)} | {_fmt(c.mean_b)} | {c.mean_shift:+.3f} | "
             f"{_fmt(c.wilcoxon_p, 4)} | {_fmt(c.bh_q, 4)} | "
-            f"{_fmt(c.spearman_rho)} | {c.bland_altman_bias:+.3f} | "
+            f"{rho} | {c.bland_altman_bias:+.3f} | "
             f"[{c.bland_altman_lower:+.3f}, {c.bland_altman_upper:+.3f}] | {flag.strip()} |"
         )
     if not comparison.pairs:
         lines.append("| (no cell has enough pairs) | | | | | | | | | | | | |")
+    notes = sorted({c.rank_note for c in comparison.pairs if c.rank_note})
+    if notes:
+        lines += ["", "No Spearman rho where a judge is constant:"]
+        lines += [f"- {note}" for note in notes[:20]]
     if comparison.concordance:
         lines += [
             "",
@@ -285,7 +440,9 @@ def comparison_markdown(comparison: Comparison) -> str:
             "|---|---|---:|---:|",
         ]
         for c in comparison.concordance:
-            lines.append(f"| {c.task_type} | {c.dimension} | {c.n} | {_fmt(c.kendall_w)} |")
+            w = _fmt(c.kendall_w) if c.note is None else f"- ({c.note})"
+            lines.append(f"| {c.task_type} | {c.dimension} | {c.n} | {w} |")
+    lines += _rater_lines(comparison)
     if comparison.skipped_cells:
         lines += [
             "",
@@ -293,6 +450,51 @@ def comparison_markdown(comparison: Comparison) -> str:
             f"{comparison.min_pairs} pairs.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _coverage_lines(comparison: Comparison) -> list[str]:
+    lines = []
+    for c in comparison.coverage:
+        left_out = ""
+        if c.only_a or c.only_b:
+            left_out = (
+                f"; left out: {c.only_a} decided only by {c.judge_a}, "
+                f"{c.only_b} only by {c.judge_b}"
+            )
+        lines.append(
+            f"- {c.judge_a} vs {c.judge_b}: compared on the {c.shared} assertion verdicts both "
+            f"decided{left_out}."
+        )
+    return [*lines, ""] if lines else []
+
+
+def _rater_lines(comparison: Comparison) -> list[str]:
+    lines = []
+    if comparison.kappas:
+        lines += [
+            "",
+            "## Quadratic-weighted Cohen's kappa (assertion grades, 95% bootstrap interval)",
+            "",
+            "| judges | dimension | n | kappa |",
+            "|---|---|---:|---|",
+        ]
+        for k in comparison.kappas:
+            lines.append(
+                f"| {k.judge_a} vs {k.judge_b} | {k.dimension} | {k.kappa.n} | {k.kappa.text()} |"
+            )
+    if comparison.alphas:
+        lines += [
+            "",
+            f"## Krippendorff's alpha, ordinal ({', '.join(comparison.alphas[0].raters)})",
+            "",
+            "| dimension | pairable units | alpha |",
+            "|---|---:|---|",
+        ]
+        for a in comparison.alphas:
+            lines.append(f"| {a.dimension} | {a.alpha.n} | {a.alpha.text()} |")
+    if comparison.people:
+        lines += ["", "## The judge and people", "", *comparison.people]
+    return lines
 
 
 def plot_bland_altman(comparison: Comparison, out_dir: Path) -> list[Path]:
@@ -306,17 +508,25 @@ def plot_bland_altman(comparison: Comparison, out_dir: Path) -> list[Path]:
     by_pair: dict[tuple[str, str], list[PairCell]] = defaultdict(list)
     for cell in comparison.pairs:
         by_pair[(cell.judge_a, cell.judge_b)].append(cell)
+    rng = np.random.default_rng(0)
     for (judge_a, judge_b), cells in by_pair.items():
         columns = min(4, len(cells))
         rows = math.ceil(len(cells) / columns)
         figure, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.2 * rows), squeeze=False)
         for axis, cell in zip(axes.flat, cells, strict=False):
-            axis.scatter(cell.means, cell.differences, s=12, alpha=0.6)
+            # Grid scores tie constantly: jitter (+/- 0.03, drawn only) so stacked points show.
+            jitter = rng.uniform(-0.03, 0.03, size=(2, len(cell.means)))
+            axis.scatter(
+                np.array(cell.means) + jitter[0],
+                np.array(cell.differences) + jitter[1],
+                s=12,
+                alpha=0.5,
+            )
             axis.axhline(cell.bland_altman_bias, color="black")
             axis.axhline(cell.bland_altman_lower, color="grey", linestyle="--")
             axis.axhline(cell.bland_altman_upper, color="grey", linestyle="--")
             axis.set_title(f"{cell.task_type} / {cell.dimension} (n={cell.n})", fontsize=9)
-            axis.set_xlabel("mean of judges", fontsize=8)
+            axis.set_xlabel("mean of judges (points jittered)", fontsize=8)
             axis.set_ylabel(f"{judge_b} - {judge_a}", fontsize=8)
             axis.set_ylim(-1.05, 1.05)
         for axis in list(axes.flat)[len(cells) :]:

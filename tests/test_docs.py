@@ -25,6 +25,8 @@ COMMANDS = [
     ["judge.run"],
     ["judge.summary"],
     ["judge.compare"],
+    ["judge.human", "export"],
+    ["judge.human", "import"],
     ["analysis.compare"],
 ]
 

@@ -1,0 +1,147 @@
+# ruff: noqa: E501
+"""The grading form: one self-contained HTML page (inline CSS and JS, no network).
+
+The packet is embedded as JSON; the page renders one card per answer with a 0 / .25 / .5 / .75 /
+1 / n/a choice per assertion, keeps the grades in the browser's local storage as they are given,
+and "Save grades" downloads them as ``grades-<packet>.json`` for ``judge.human import``.
+"""
+
+FORM = r"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>LedgerBench grading packet __PACKET_ID__</title>
+<style>
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 980px; padding: 1em;
+       color: #1d232a; background: #f6f7f9; }
+header { position: sticky; top: 0; background: #f6f7f9; padding: .5em 0; border-bottom: 1px solid #ccd;
+         display: flex; gap: 1em; align-items: center; flex-wrap: wrap; z-index: 1; }
+.card { background: #fff; border: 1px solid #d8dce3; border-radius: 6px; margin: 1em 0; padding: 1em; }
+.card h2 { font-size: 1.05em; margin: 0 0 .5em; }
+.label { font-weight: 600; font-size: .85em; color: #556; text-transform: uppercase; margin-top: .8em; }
+.answer, .reference { white-space: pre-wrap; background: #fafbfc; border: 1px solid #e4e7ec;
+                      padding: .6em; border-radius: 4px; overflow-x: auto; }
+.reference { background: #f3f8f3; }
+table.grades { width: 100%; border-collapse: collapse; margin-top: .6em; }
+table.grades td { border-top: 1px solid #eceef2; padding: .35em .3em; vertical-align: top; }
+table.grades td.choices { white-space: nowrap; }
+.choices label { margin-right: .5em; cursor: pointer; }
+.dim { font-size: .8em; color: #667; }
+.ungraded { background: #fff8e6; }
+button { font-size: 1em; padding: .4em 1em; cursor: pointer; }
+#status { color: #445; }
+</style>
+</head>
+<body>
+<header>
+  <strong>Grading packet __PACKET_ID__</strong>
+  <label>Your name <input id="grader" autocomplete="name"></label>
+  <span id="status"></span>
+  <button id="save" type="button">Save grades</button>
+</header>
+<p>Grade each answer against each statement: 1 = fully met, 0.75 = mostly, 0.5 = partly,
+0.25 = barely, 0 = not met, n/a = the statement does not apply to this question. Use the
+reference answer for accuracy. The agent that wrote each answer is hidden. Your grades are kept
+in this browser as you go; "Save grades" downloads them as a file to send back.</p>
+<main id="items"></main>
+<script type="application/json" id="packet-data">__PACKET_JSON__</script>
+<script>
+(function () {
+  "use strict";
+  var packet = JSON.parse(document.getElementById("packet-data").textContent);
+  var storeKey = "ledgerbench-grades-" + packet.packet_id;
+  var grades = {};
+  try { grades = JSON.parse(localStorage.getItem(storeKey) || "{}") || {}; } catch (e) { grades = {}; }
+  var total = 0;
+
+  function el(tag, attrs, text) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (text !== undefined && text !== null) { node.textContent = text; }
+    return node;
+  }
+
+  function remember() {
+    try { localStorage.setItem(storeKey, JSON.stringify(grades)); } catch (e) { /* private mode */ }
+    var done = Object.keys(grades).length;
+    document.getElementById("status").textContent = done + " of " + total + " graded";
+    document.body.setAttribute("data-graded", String(done));
+  }
+
+  var main = document.getElementById("items");
+  packet.items.forEach(function (item) {
+    var card = el("section", { "class": "card", "id": item.item });
+    card.appendChild(el("h2", {}, item.item + " \u00b7 " + item.task_type));
+    card.appendChild(el("div", { "class": "label" }, "Question"));
+    card.appendChild(el("div", {}, item.question));
+    if (item.reference) {
+      card.appendChild(el("div", { "class": "label" }, "Reference answer (for accuracy)"));
+      card.appendChild(el("div", { "class": "reference" }, item.reference));
+    }
+    card.appendChild(el("div", { "class": "label" }, "Answer"));
+    card.appendChild(el("div", { "class": "answer" }, item.answer));
+    var table = el("table", { "class": "grades" });
+    item.assertions.forEach(function (assertion) {
+      total += 1;
+      var key = item.item + "|" + assertion.id;
+      var row = el("tr", { "data-key": key });
+      var text = el("td", {});
+      text.appendChild(el("div", { "class": "dim" }, assertion.dimension + " \u00b7 " + assertion.level));
+      text.appendChild(el("div", {}, assertion.text));
+      row.appendChild(text);
+      var cell = el("td", { "class": "choices" });
+      packet.scale.forEach(function (value) {
+        var label = el("label", {});
+        var input = el("input", { type: "radio", name: key, value: String(value) });
+        if (grades[key] !== undefined && String(grades[key]) === String(value)) { input.checked = true; }
+        input.addEventListener("change", function () {
+          grades[key] = value;
+          row.classList.remove("ungraded");
+          remember();
+        });
+        label.appendChild(input);
+        label.appendChild(document.createTextNode(" " + value));
+        cell.appendChild(label);
+      });
+      row.appendChild(cell);
+      if (grades[key] === undefined) { row.classList.add("ungraded"); }
+      table.appendChild(row);
+    });
+    card.appendChild(table);
+    main.appendChild(card);
+  });
+
+  var grader = document.getElementById("grader");
+  grader.value = localStorage.getItem(storeKey + "-grader") || "";
+  grader.addEventListener("input", function () {
+    try { localStorage.setItem(storeKey + "-grader", grader.value); } catch (e) { /* ignore */ }
+  });
+
+  document.getElementById("save").addEventListener("click", function () {
+    var rows = Object.keys(grades).sort().map(function (key) {
+      var parts = key.split("|");
+      return { item: parts[0], assertion_id: parts[1], grade: grades[key] };
+    });
+    var body = JSON.stringify({
+      packet_id: packet.packet_id,
+      grader: grader.value,
+      saved_at: new Date().toISOString(),
+      grades: rows
+    }, null, 1);
+    var link = el("a", {
+      href: URL.createObjectURL(new Blob([body], { type: "application/json" })),
+      download: "grades-" + packet.packet_id + ".json"
+    });
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    document.getElementById("status").textContent = rows.length + " of " + total + " graded, saved";
+  });
+  remember();
+  document.body.setAttribute("data-ready", "1");
+})();
+</script>
+</body>
+</html>
+"""
