@@ -15,6 +15,8 @@ examples:
   python -m judge.run runs/demo --judge openai/qwen3 --base-url http://127.0.0.1:8000/v1 \
       --api-key-env LOCAL_KEY
   python -m judge.run runs/demo --judge anthropic/claude-sonnet-4-5 --mode single-call --with-rules
+  python -m judge.run runs/demo --judge openai/gpt-5.2 --judge anthropic/claude-sonnet-4-5 \
+      --judge rules --name panel-3
 """
 
 
@@ -34,8 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--judge",
         required=True,
+        action="append",
         help="'rules' (offline, deterministic), a DSPy model string (e.g. openai/gpt-5.2) or "
-        "package.module:factory",
+        "package.module:factory; repeat for a panel (--judge A --judge B --judge C): each judge "
+        "scores, then the panel's mean per assertion is written as its own judge "
+        "(panel-<hash>, or --name)",
     )
     parser.add_argument(
         "--base-url",
@@ -61,8 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--name",
-        help="scores-file name instead of the default (model slug or 'rules'), e.g. --name "
-        "gpt52-run2",
+        help="scores-file name instead of the default (model slug or 'rules'; for a panel, the "
+        "panel's name), e.g. --name gpt52-run2",
     )
     parser.add_argument(
         "--erp-db",
@@ -152,14 +157,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.run_dir.is_dir():
         print(f"error: run directory {args.run_dir} not found; pass runs/NAME", file=sys.stderr)
         return 2
+    panel = list(dict.fromkeys(args.judge))
     config = JudgeRunConfig(
         run_dir=args.run_dir,
-        judge=args.judge,
+        judge=panel[0],
         base_url=args.base_url,
         api_key_env=args.api_key_env,
         mode=args.mode,
         with_rules=args.with_rules,
-        name=args.name,
+        name=args.name if len(panel) == 1 else None,
         erp_db=args.erp_db,
         dataset=args.dataset,
         concurrency=args.concurrency,
@@ -175,8 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         overwrite=args.overwrite,
         progress=not args.no_progress and sys.stderr.isatty(),
     )
+    results = []
     try:
-        result = run_judge(config)
+        for spec in panel:
+            results.append(run_judge(config.model_copy(update={"judge": spec})))
     except (JudgeRunError, JudgeLoadError, JudgeAbort, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
@@ -187,18 +195,27 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
-    print_warnings(result.warnings)
     from judge._runner import read_scores
 
-    records, _ = read_scores(result.scores_path)
-    cost = "unknown" if result.cost_usd is None else f"${result.cost_usd:.4f}"
-    print(
-        f"{result.scores_path}: {result.judged} judged now, {result.resumed} already scored; "
-        f"{result.calls} model calls, {result.usage.input_tokens} in / "
-        f"{result.usage.output_tokens} out "
-        f"tokens, cost {cost}"
-    )
-    print(summary_markdown(summarize(records), result.scores_path.stem))
+    for result in results:
+        print_warnings(result.warnings)
+        records, _ = read_scores(result.scores_path)
+        cost = "unknown" if result.cost_usd is None else f"${result.cost_usd:.4f}"
+        print(
+            f"{result.scores_path}: {result.judged} judged now, {result.resumed} already scored; "
+            f"{result.calls} model calls, {result.usage.input_tokens} in / "
+            f"{result.usage.output_tokens} out "
+            f"tokens, cost {cost}"
+        )
+        print(summary_markdown(summarize(records), result.scores_path.stem))
+    if len(results) > 1:
+        from judge._panel import write_panel
+
+        members = [result.scores_path.stem for result in results]
+        path = write_panel(args.run_dir, members, args.name)
+        records, _ = read_scores(path)
+        print(f"{path}: panel of {', '.join(members)}: mean verdict per assertion")
+        print(summary_markdown(summarize(records), path.stem))
     return 0
 
 
