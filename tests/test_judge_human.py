@@ -155,7 +155,8 @@ class DevTools:
     def __init__(self, url: str) -> None:
         from websockets.sync.client import connect
 
-        self.socket = connect(url, max_size=None, open_timeout=30)
+        self._connection = connect(url, max_size=None, open_timeout=30)
+        self.socket = self._connection.__enter__()
         self.next_id = 0
 
     def send(self, method: str, params: dict | None = None, session: str | None = None) -> dict:
@@ -180,7 +181,7 @@ class DevTools:
         return result["result"].get("value")
 
     def close(self) -> None:
-        self.socket.close()
+        self._connection.__exit__(None, None, None)
 
 
 def _start_chromium(profile: Path) -> tuple[subprocess.Popen, str]:
