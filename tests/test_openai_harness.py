@@ -37,7 +37,7 @@ from tests.fakes.openai_server import (
     serve_openai,
 )
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(180)  # a ceiling: servers start slowly on a loaded machine
 
 INSTRUCTIONS = "You are a test finance assistant."
 URL_PATTERN = re.compile(r"https?://[^\s\"'<>)\]]+/erp/[^\s\"'<>)\],]+")
@@ -275,10 +275,10 @@ async def test_deadline_stops_a_slow_model_and_keeps_the_partial_answer(erp_serv
 
 
 async def test_deadline_keeps_the_text_streamed_so_far(erp_server):
-    script = [Turn(text="The balance is 1,234.00 USD as of", stall_after_text_s=6.0)]
+    script = [Turn(text="The balance is 1,234.00 USD as of", stall_after_text_s=60.0)]
     with serve_openai(script) as fake:
         harness = create_harness("openai", HarnessOptions(base_url=fake.base_url))
-        record = await run_question(harness, environment(erp_server), timeout=2.0)
+        record = await run_question(harness, environment(erp_server), timeout=6.0)
     assert record.status == Status.timeout
     assert record.answer == "The balance is 1,234.00 USD as of"
 
@@ -403,4 +403,5 @@ async def test_a_tool_call_cut_off_by_the_deadline_is_recorded(slow_erp_server):
     [call] = record.tool_calls
     assert call.name == "erp_info" and call.is_error
     assert call.output.startswith("Cancelled: the time budget ran out")
+    assert call.cancelled and call.duration_s is None
     assert record.extra["cancelled_during"] == "tools"
