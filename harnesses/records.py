@@ -109,7 +109,9 @@ def _termination_from_v1(record: dict[str, Any]) -> dict[str, Any]:
     }.get(status)
     if reason is None:
         error = record.get("error") or {}
-        if error.get("class") == "EmptyAnswer":
+        is_dict = isinstance(error, dict)
+        error_class = error.get("class") if is_dict else getattr(error, "class_", None)
+        if error_class == "EmptyAnswer":
             reason = TerminationReason.empty_answer
         else:
             reason = TerminationReason.harness_error

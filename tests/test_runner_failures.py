@@ -219,6 +219,13 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -242,14 +249,14 @@ def test_the_erp_server_dies_with_a_runner_killed_with_sigkill(erp_db_url, tmp_p
         _wait_for(lambda: (out / MANIFEST_FILE).exists(), runner)
         manifest = RunManifest.model_validate_json((out / MANIFEST_FILE).read_text())
         port = int(manifest.erp_url.rsplit(":", 1)[1].split("/")[0])
-        servers = _children(runner.pid)
-        assert servers and _listening(port)
+        servers = [pid for pid in _children(runner.pid) if "erp_mcp" in _cmdline(pid)]
+        assert len(servers) == 1 and _listening(port)
         os.kill(runner.pid, signal.SIGKILL)
         runner.wait(timeout=30)
         deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline and any(_alive(pid) for pid in servers):
+        while time.monotonic() < deadline and (_alive(servers[0]) or _listening(port)):
             time.sleep(0.05)
-        assert not any(_alive(pid) for pid in servers), "the ERP server outlived its runner"
+        assert not _alive(servers[0]), "the ERP server outlived its runner by more than 2 s"
         assert not _listening(port)
     finally:
         _end(runner)
