@@ -15,6 +15,7 @@ examples:
   python -m judge.run runs/demo --judge openai/qwen3 --base-url http://127.0.0.1:8000/v1 \
       --api-key-env LOCAL_KEY
   python -m judge.run runs/demo --judge anthropic/claude-sonnet-4-5 --mode single-call --with-rules
+  python -m judge.run runs/demo --judge openai/gpt-5.2 --executor ray --ray-address head:6379
 """
 
 
@@ -138,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="delete this judge's existing scores for the run and start over",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from ledgerbench._ray import add_executor_arguments
+
+    add_executor_arguments(parser, unit="trajectory")
     return parser
 
 
@@ -147,8 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     from judge._registry import JudgeLoadError
     from judge._runner import JudgeRunConfig, JudgeRunError, print_warnings, run_judge
     from judge._summary import summarize, summary_markdown
+    from ledgerbench._ray import check_executor_arguments
 
     args = build_parser().parse_args(argv)
+    if (problem := check_executor_arguments(args)) is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if not args.run_dir.is_dir():
         print(f"error: run directory {args.run_dir} not found; pass runs/NAME", file=sys.stderr)
         return 2
@@ -174,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         cache_dir=args.cache_dir,
         overwrite=args.overwrite,
         progress=not args.no_progress and sys.stderr.isatty(),
+        executor=args.executor,
+        ray_address=args.ray_address,
+        ray_num_cpus=args.ray_num_cpus,
+        ray_memory_mb=args.ray_memory_mb,
     )
     try:
         result = run_judge(config)
