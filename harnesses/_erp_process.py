@@ -182,14 +182,21 @@ def start_erp_server(
     public_url: str | None = None,
     host: str = "127.0.0.1",
     startup_timeout: float = 60.0,
+    record_base_url: str | None = None,
 ) -> ErpServerProcess:
-    """Start ``python -m erp_mcp --db URL --transport http`` on a free port with a new token."""
+    """Start ``python -m erp_mcp --db URL --transport http`` on a free port with a new token.
+
+    ``record_base_url``: the base of the record URLs the server cites (``--public-url``), instead
+    of its own address (Ray workers cite the driver's server, as a local run would).
+    """
     port = free_port(host)
     token = secrets.token_urlsafe(24)
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
     env["ERP_MCP_TOKEN"] = token
     args = [sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "http"]
     args += ["--host", host, "--port", str(port)]
+    if record_base_url:
+        args += ["--public-url", record_base_url]
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         output = log_path.open("ab")
