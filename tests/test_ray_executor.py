@@ -83,24 +83,33 @@ def ray_driver(ray_cluster: LocalRayCluster) -> Iterator[LocalRayCluster]:
 # --------------------------------------------------------------------------------------------------
 
 
-def test_local_executor_never_imports_ray(tmp_path) -> None:
+def test_local_executor_never_imports_ray(erp_server, tmp_path) -> None:
     run_dir = write_run(
         tmp_path / "run",
         [question("q0")],
         [trajectory("q0", answer="The open balance is USD 1,234.56.")],
     )
+    dataset = numbered_dataset(tmp_path / "ds.yaml", 2, snapshot_of(erp_server.db_url))
     script = f"""
 import sys
+from pathlib import Path
 import harnesses, harnesses.run, judge, judge.run, ledgerbench.pipeline
+from harnesses._runner import RunConfig, run
 from judge import JudgeRunConfig, run_judge
+summary = run(RunConfig(dataset=Path({str(dataset)!r}), harness="{PLUGINS}:InstantHarness",
+    erp_url={erp_server.url!r}, out=Path({str(tmp_path / "local")!r}), progress=False),
+    log=lambda _: None)
+assert summary.ran == 2, summary
 run_judge(JudgeRunConfig(run_dir={str(run_dir)!r}, judge="rules", progress=False))
 assert judge.run.build_parser().parse_args([{str(run_dir)!r}, "--judge", "rules"])
+assert harnesses.run.build_parser().parse_args(["--executor", "local"])
 leaked = sorted(m for m in sys.modules if m == "ray" or m.startswith("ray."))
 print("RAY_MODULES", leaked)
 """
     completed = subprocess.run(
         [sys.executable, "-c", script],
         cwd=REPO_ROOT,
+        env={k: v for k, v in os.environ.items() if k != "ERP_MCP_TOKEN"},
         capture_output=True,
         text=True,
         timeout=120,
