@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import os
+import signal
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -116,12 +118,33 @@ def run_on_worker(spec: RunSpec, question: Question, trial: int) -> str:
     )
 
     async def run_one() -> Any:
+        runner = QuestionRunner(harness, env, config)
         try:
-            return await QuestionRunner(harness, env, config).run(question, trial)
+            return await runner.run(question, trial)
         finally:
-            closer = getattr(harness, "aclose", None)
-            if closer is not None:
-                await closer()
+            await runner.aclose()  # closes the harness (on its own loop, for plug-ins)
 
-    record = asyncio.run(run_one())
+    try:
+        record = asyncio.run(run_one())
+    finally:  # finished, failed or cancelled: the task leaves no process of its own behind
+        kill_stray_children(keep={server.process.pid for server in _SERVERS.values()})
     return record.model_dump_json(by_alias=True)
+
+
+def kill_stray_children(keep: set[int]) -> None:
+    """SIGKILL this process's children except ``keep`` (Linux ``/proc``; elsewhere nothing).
+
+    A harness cancelled by Ctrl-C on the driver may not finish its own clean-up in time (the
+    Claude CLI's Node process); the worker process outlives the task, so it must not keep them.
+    """
+    me = os.getpid()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        pid = int(entry.name)
+        if parent == me and pid not in keep:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
