@@ -23,8 +23,7 @@ examples:
   python -m harnesses.run --harness mypkg.agents:MyAgent --harness-opt temperature=0.2 --trials 3
   python -m harnesses.run --erp-url http://127.0.0.1:8765/mcp --erp-token "$TOKEN" --ids obl-001
   python -m harnesses.run --erp-db postgresql://bench@localhost/erp --concurrency 10
-  python -m harnesses.run --harness claude --executor ray --ray-address head:6379 \
-      --ray-memory-mb 1500 --concurrency 40
+  python -m harnesses.run --harness claude --executor ray --ray-address head:6379 --concurrency 40
       one Ray task per question on a cluster; the SQLite ERP is shipped to the workers
 
 Run the same command again to resume an interrupted run (only the missing questions run); add

@@ -257,7 +257,7 @@ def check_executor_arguments(args: Any) -> str | None:
         if value != default
     ]
     if given and args.executor != "ray":
-        return f"{', '.join(given)} only apply with --executor ray; add --executor ray"
+        return f"{', '.join(given)} take effect only with --executor ray; add --executor ray"
     if args.ray_num_cpus <= 0:
         return "--ray-num-cpus must be above 0, e.g. --ray-num-cpus 0.5"
     if args.ray_memory_mb is not None and args.ray_memory_mb < 1:
