@@ -88,10 +88,6 @@ def ray_session(options: RayOptions) -> Iterator[Any]:
         ray.shutdown()
 
 
-def cluster_cpus(ray: Any) -> float:
-    return float(ray.cluster_resources().get("CPU", 0.0))
-
-
 def check_fits(ray: Any, options: RayOptions) -> None:
     """Refuse resources no node could ever give: Ray would queue such tasks forever."""
     nodes = [node for node in ray.nodes() if node.get("Alive")]
