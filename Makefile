@@ -14,7 +14,7 @@ $(BIN)/python:
 # Reinstall only when pyproject.toml changes, so a second `make demo` starts at once.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev,inspect]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,inspect,ray]"
 	touch $(STAMP)
 
 setup: $(STAMP)

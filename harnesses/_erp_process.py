@@ -183,10 +183,13 @@ def start_erp_server(
     host: str = "127.0.0.1",
     startup_timeout: float = 60.0,
     extra_args: Sequence[str] = (),
+    record_base_url: str | None = None,
 ) -> ErpServerProcess:
     """Start ``python -m erp_mcp --db URL --transport http`` on a free port with a new token.
 
     ``extra_args`` go to the server as given (e.g. fault injection: ``--error-rate 0.3``).
+    ``record_base_url``: the base of the record URLs the server cites (``--public-url``), instead
+    of its own address (Ray workers cite the driver's server, as a local run would).
     """
     port = free_port(host)
     token = secrets.token_urlsafe(24)
@@ -194,6 +197,8 @@ def start_erp_server(
     env["ERP_MCP_TOKEN"] = token
     args = [sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "http"]
     args += ["--host", host, "--port", str(port), *extra_args]
+    if record_base_url:
+        args += ["--public-url", record_base_url]
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         output = log_path.open("ab")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -87,6 +87,14 @@ class RunConfig(StrictModel):
     """Show a progress bar on stderr."""
     command: list[str] = Field(default_factory=list)
     """The command line that started the run (recorded with secrets redacted)."""
+    executor: Literal["local", "ray"] = "local"
+    """``local``: questions run in this process; ``ray``: one Ray task per (question, trial)."""
+    ray_address: str | None = None
+    """Ray cluster address for ``executor="ray"``; None: RAY_ADDRESS or a local Ray instance."""
+    ray_num_cpus: float = Field(default=1.0, gt=0)
+    """CPUs one question's Ray task reserves."""
+    ray_memory_mb: int | None = Field(default=None, ge=1)
+    """Memory one question's Ray task reserves, in MiB (e.g. for the Claude CLI's Node process)."""
 
     def budget_for(self, question: Question) -> float:
         if question.timeout is not None:

@@ -156,8 +156,16 @@ async def run_async(
             with contextlib.suppress(Exception):
                 await closer()
         raise
-    executor = executor or LocalExecutor(config.concurrency)
+    executor = executor or _executor_for(config)
     return await _run_with_harness(config, prepared, harness, instructions, log, executor)
+
+
+def _executor_for(config: RunConfig) -> Executor:
+    if config.executor == "ray":
+        from harnesses._ray_executor import RayExecutor
+
+        return RayExecutor(config)
+    return LocalExecutor(config.concurrency)
 
 
 def _run_secrets(config: RunConfig) -> list[str]:
@@ -193,6 +201,8 @@ async def _run_with_harness(
             erp.info = await fetch_erp_info(erp.endpoint)
             check_snapshot(prepared.dataset, prepared.dataset_path, erp)
             check_erp_unchanged(prepared.previous, erp, config.force_new)
+            if (bind := getattr(executor, "bind", None)) is not None:  # a distributed executor
+                bind(erp=erp, instructions=instructions, run_dir=run_dir, harness=harness)
             model = getattr(harness, "model", None)
             manifest = build_manifest(config, prepared, erp.facts(), instructions, secrets, model)
             write_manifest(run_dir, manifest, secrets)

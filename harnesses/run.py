@@ -23,6 +23,8 @@ examples:
   python -m harnesses.run --harness mypkg.agents:MyAgent --harness-opt temperature=0.2 --trials 3
   python -m harnesses.run --erp-url http://127.0.0.1:8765/mcp --erp-token "$TOKEN" --ids obl-001
   python -m harnesses.run --erp-db postgresql://bench@localhost/erp --concurrency 10
+  python -m harnesses.run --harness claude --executor ray --ray-address head:6379 --concurrency 40
+      one Ray task per question on a cluster; the SQLite ERP is shipped to the workers
 
 Run the same command again to resume an interrupted run (only the missing questions run); add
 --retry-errors to re-run infrastructure failures too. Exit codes: 0 done, 2 bad input, 3 stopped
@@ -177,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
         "resume (default 5; 0: never stop)",
     )
     out.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    from ledgerbench._ray import add_executor_arguments
+
+    add_executor_arguments(parser, unit="question")
     return parser
 
 
@@ -207,7 +212,10 @@ def _task_types(values: list[str]) -> list[str]:
 
 def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
     from harnesses._runner import RunConfig
+    from ledgerbench._ray import check_executor_arguments
 
+    if (problem := check_executor_arguments(args)) is not None:
+        raise _UsageError(problem)
     token = args.erp_token or os.environ.get("ERP_MCP_TOKEN") or None
     try:
         return RunConfig(
@@ -237,6 +245,10 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             max_consecutive_infra_failures=args.max_consecutive_infra_failures,
             progress=not args.no_progress and sys.stderr.isatty(),
             command=["python", "-m", "harnesses.run", *argv],
+            executor=args.executor,
+            ray_address=args.ray_address,
+            ray_num_cpus=args.ray_num_cpus,
+            ray_memory_mb=args.ray_memory_mb,
         )
     except ValidationError as error:
         first = error.errors()[0]
@@ -251,11 +263,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # --help, or a flag argparse could not parse (already printed)
         return int(exit_.code or 0)
     from harnesses._runner import RunConfigError, run, summary_table
+    from ledgerbench._ray import RayExecutorError
 
     try:
         config = config_from_args(args, argv)
         summary = run(config)  # type: ignore[arg-type]
-    except (_UsageError, RunConfigError) as error:
+    except (_UsageError, RunConfigError, RayExecutorError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

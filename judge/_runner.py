@@ -13,15 +13,16 @@ call.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -74,6 +75,13 @@ class JudgeRunConfig(BaseModel):
     program: str | None = None
     """A tuned DSPy program state saved with ``module.save(path)`` (demos, instructions)."""
     progress: bool = True
+    executor: Literal["local", "ray"] = "local"
+    """``local``: threads of this process; ``ray``: one Ray task per trajectory."""
+    ray_address: str | None = None
+    """Ray cluster address (``HOST:PORT``, ``ray://HOST:10001``, ``auto``); None: RAY_ADDRESS or
+    a local Ray instance."""
+    ray_num_cpus: float = 1.0
+    ray_memory_mb: int | None = None
 
 
 @dataclass
@@ -456,6 +464,8 @@ def run_judge(
     """Score every trajectory of ``config.run_dir`` not yet in the scores file."""
     if config.concurrency < 1:
         raise JudgeRunError("--concurrency must be at least 1")
+    if config.executor == "ray" and config.ray_num_cpus <= 0:
+        raise JudgeRunError("--ray-num-cpus must be above 0, e.g. --ray-num-cpus 0.5")
     manifest = read_manifest(config.run_dir)
     warnings: list[str] = []
     if dataset is None:
@@ -464,6 +474,7 @@ def run_judge(
     trajectories, trajectory_warnings = read_trajectories(config.run_dir)
     warnings += trajectory_warnings
     erp_db_url = config.erp_db or manifest.erp_db_url
+    built = judge is None
     if judge is None:
         judge = build_judge(config, erp_db_url)
     elif config.name:
@@ -530,7 +541,13 @@ def run_judge(
     result = JudgeRunResult(scores_path=scores_path, manifest_path=manifest_path, resumed=len(done))
     result.warnings = warnings
     try:
-        _score_all(config, judge, questions, todo, scores_path, result, on_record)
+        with _score_executor(config, judge, erp_db_url, built=built) as executor:
+            _score_all(config, executor, questions, todo, scores_path, result, on_record)
+        if executor.lost:
+            result.warnings.append(
+                f"{executor.lost} trajectories were not judged: their Ray worker was lost; "
+                "run judge.run again to judge them"
+            )
     finally:
         if hasattr(judge, "close"):
             judge.close()
@@ -563,9 +580,62 @@ def _check_erp(judge: Judge, config: JudgeRunConfig, manifest: RunManifest) -> l
     return [warning] if warning else []
 
 
+class ScoreExecutor(Protocol):
+    """Where trajectories are scored: this process's threads, or Ray tasks (``judge._ray``).
+
+    ``submit`` returns a future of the ScoreRecord, or of None when the executor lost the work
+    (a dead Ray worker): that trajectory stays unjudged and the next run scores it.
+    """
+
+    lost: int
+
+    def submit(self, question: Question, trajectory: TrajectoryRecord) -> Future: ...
+
+    def cancel(self, futures: set[Future]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class ThreadScoreExecutor:
+    """The default executor: a pool of ``concurrency`` threads sharing one judge."""
+
+    lost = 0
+
+    def __init__(self, judge: Judge, concurrency: int) -> None:
+        self._judge = judge
+        self._pool = ThreadPoolExecutor(max_workers=concurrency)
+
+    def submit(self, question: Question, trajectory: TrajectoryRecord) -> Future:
+        return self._pool.submit(score_trajectory, self._judge, question, trajectory)
+
+    def cancel(self, futures: set[Future]) -> None:
+        for future in futures:
+            future.cancel()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _score_executor(
+    config: JudgeRunConfig, judge: Judge, erp_db_url: str | None, *, built: bool
+) -> Iterator[ScoreExecutor]:
+    if config.executor == "local":
+        executor: ScoreExecutor = ThreadScoreExecutor(judge, config.concurrency)
+        try:
+            yield executor
+        finally:
+            executor.close()
+        return
+    from judge._ray import open_ray_executor
+
+    with open_ray_executor(config, judge, erp_db_url, built=built) as executor:
+        yield executor
+
+
 def _score_all(
     config: JudgeRunConfig,
-    judge: Judge,
+    executor: ScoreExecutor,
     questions: dict[str, Question],
     todo: list[TrajectoryRecord],
     scores_path: Path,
@@ -576,10 +646,9 @@ def _score_all(
     with (
         _progress(config.progress, len(todo)) as progress,
         scores_path.open("a", encoding="utf-8") as out,
-        ThreadPoolExecutor(max_workers=config.concurrency) as pool,
     ):
         task = progress.add_task("judging", total=len(todo), status="")
-        pending: set[Future[ScoreRecord]] = set()
+        pending: set[Future[ScoreRecord | None]] = set()
         queue = iter(todo)
         try:
             while True:
@@ -588,12 +657,15 @@ def _score_all(
                     if trajectory is None:
                         break
                     question = questions[trajectory.question_id]
-                    pending.add(pool.submit(score_trajectory, judge, question, trajectory))
+                    pending.add(executor.submit(question, trajectory))
                 if not pending:
                     break
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
                     record = future.result()
+                    if record is None:  # its worker was lost: left for the next run
+                        progress.update(task, advance=1)
+                        continue
                     out.write(record.model_dump_json() + "\n")
                     out.flush()
                     _account(result, record, status)
@@ -601,8 +673,7 @@ def _score_all(
                         on_record(record)
                     progress.update(task, advance=1, status=_status_text(status, result))
         except BaseException:
-            for future in pending:
-                future.cancel()
+            executor.cancel(pending)
             raise
 
 

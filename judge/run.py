@@ -17,6 +17,7 @@ examples:
   python -m judge.run runs/demo --judge anthropic/claude-sonnet-4-5 --mode single-call --with-rules
   python -m judge.run runs/demo --judge openai/gpt-5.2 --judge anthropic/claude-sonnet-4-5 \
       --judge rules --name panel-3
+  python -m judge.run runs/demo --judge openai/gpt-5.2 --executor ray --ray-address head:6379
 """
 
 
@@ -143,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="delete this judge's existing scores for the run and start over",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from ledgerbench._ray import add_executor_arguments
+
+    add_executor_arguments(parser, unit="trajectory")
     return parser
 
 
@@ -152,8 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     from judge._registry import JudgeLoadError
     from judge._runner import JudgeRunConfig, JudgeRunError, print_warnings, run_judge
     from judge._summary import summarize, summary_markdown
+    from ledgerbench._ray import check_executor_arguments
 
     args = build_parser().parse_args(argv)
+    if (problem := check_executor_arguments(args)) is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if not args.run_dir.is_dir():
         print(f"error: run directory {args.run_dir} not found; pass runs/NAME", file=sys.stderr)
         return 2
@@ -180,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         cache_dir=args.cache_dir,
         overwrite=args.overwrite,
         progress=not args.no_progress and sys.stderr.isatty(),
+        executor=args.executor,
+        ray_address=args.ray_address,
+        ray_num_cpus=args.ray_num_cpus,
+        ray_memory_mb=args.ray_memory_mb,
     )
     results = []
     try:

@@ -41,6 +41,7 @@ agent SPEC: HARNESS[:MODEL][,KEY=VALUE...]; keys: label (name in the report), ef
 effort), base_url, faults (share of ERP tool calls that fail transiently), fault_seed; any other
 key is a harness option (--harness-opt KEY=VALUE), e.g. max_turns=20. A plug-in harness is
 package.module:Class (give its model as model=NAME).
+  ledgerbench --executor ray --ray-address head:6379   # run and judge on a Ray cluster
 """
 
 DEMO_FAULT_RATE = 0.5
@@ -162,6 +163,8 @@ class PipelineConfig:
     concurrency: int = 5
     fresh: bool = False
     extra_run_args: list[str] = field(default_factory=list)
+    executor_args: list[str] = field(default_factory=list)
+    """``--executor ray`` and ``--ray-*`` flags, passed to the run and judge stages alike."""
 
     @property
     def erp_db(self) -> Path:
@@ -324,7 +327,7 @@ def stage_run(config: PipelineConfig, console: Console) -> StageResult:
             "--concurrency",
             str(config.concurrency),
         )
-        command += config.extra_run_args
+        command += config.extra_run_args + config.executor_args
         _run_stage_command("run agent", command, console)  # the command names the agent
     runs = ", ".join(str(config.run_dir(a)) for a in config.agents)
     return StageResult("run agents", False, time.monotonic() - started, runs)
@@ -338,6 +341,7 @@ def stage_judge(config: PipelineConfig, console: Console) -> StageResult:
             command.append("--overwrite")
         if config.base_url and config.judge != "rules":
             command += ["--base-url", config.base_url]
+        command += config.executor_args
         _run_stage_command("judge", command, console)
     return StageResult("judge", False, time.monotonic() - started, config.judge)
 
@@ -509,10 +513,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--concurrency", type=int, default=5, help="questions at once (default 5)")
     parser.add_argument("--fresh", action="store_true", help="redo every stage")
+    from ledgerbench._ray import add_executor_arguments
+
+    add_executor_arguments(parser, unit="question (and judged trajectory)")
     return parser
 
 
+def _executor_args(args: argparse.Namespace) -> list[str]:
+    if args.executor == "local":
+        return []
+    forwarded = ["--executor", args.executor, "--ray-num-cpus", f"{args.ray_num_cpus:g}"]
+    if args.ray_address:
+        forwarded += ["--ray-address", args.ray_address]
+    if args.ray_memory_mb:
+        forwarded += ["--ray-memory-mb", str(args.ray_memory_mb)]
+    return forwarded
+
+
 def _validate(args: argparse.Namespace) -> str | None:
+    from ledgerbench._ray import check_executor_arguments
+
+    if (problem := check_executor_arguments(args)) is not None:
+        return problem
     for name in ("customers", "vendors", "questions", "concurrency"):
         if getattr(args, name) <= 0:
             return f"--{name} must be a positive integer, got {getattr(args, name)}"
@@ -571,6 +593,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout=args.timeout,
         concurrency=args.concurrency,
         fresh=args.fresh,
+        executor_args=_executor_args(args),
     )
     console = Console(stderr=True)
     started = time.monotonic()

@@ -1,0 +1,269 @@
+"""``harnesses.run --executor ray``: each (question, trial) is one Ray task with its own budget.
+
+The driver keeps at most ``--concurrency`` tasks in flight and writes every record itself, through
+the same writer as the local executor, so the trajectory file, fsync, resume and the manifest are
+the same. What differs is only where a question runs:
+
+- a task's result is the record the worker's :class:`QuestionRunner` built (budget, retries and
+  cancellation are enforced on the worker, as locally);
+- a task whose worker process or node died becomes a ``worker_lost`` record (an infrastructure
+  failure, never judged; ``--retry-errors`` runs it again); Ray's own task retries are off so that
+  the loss is visible;
+- Ctrl-C or SIGTERM cancels the tasks in flight: first a KeyboardInterrupt inside each task (the
+  harness is cancelled and cleans up, as locally), then, after a grace period, the worker process
+  is killed. The interrupted questions are not recorded and run again on resume.
+
+Imported only when ``--executor ray`` is chosen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harnesses._erp_process import ErpServerError
+from harnesses._erp_serving import ErpInUse
+from harnesses._executor import Pair, PairRunner
+from harnesses._protocol import HarnessOptions
+from harnesses._ray_worker import RunSpec, WorkerErp, run_on_worker
+from harnesses._registry import HarnessLoadError
+from harnesses._run_config import RunConfig
+from harnesses.records import (
+    ErrorInfo,
+    Status,
+    Termination,
+    TerminationReason,
+    TrajectoryRecord,
+)
+from ledgerbench._ray import (
+    RayExecutorError,
+    RayOptions,
+    check_fits,
+    error_detail,
+    is_lost_worker,
+    ray_session,
+    ship_file,
+    sqlite_path,
+)
+from ledgerbench.dataset import Question
+
+CANCEL_GRACE_S = 5.0
+"""After Ctrl-C, how long tasks get to stop on their own before their worker is killed."""
+
+
+@dataclass
+class _InFlight:
+    ref: Any
+    question: Question
+    trial: int
+    submitted: float
+    submitted_at: dt.datetime
+
+
+def worker_erp(ray: Any, erp_url: str | None, erp: ErpInUse) -> WorkerErp:
+    """How workers reach the ERP the driver checked: the shared URL, the SQLite file shipped
+    through the object store (verified by hash on each node), or a database URL they can reach."""
+    if erp_url:
+        return WorkerErp(endpoint=erp.endpoint)
+    assert erp.db_url is not None
+    base = erp.endpoint.url.removesuffix("/mcp")
+    path = sqlite_path(erp.db_url)
+    if path is not None:
+        if not path.is_file():
+            raise RayExecutorError(f"--erp-db {erp.db_url}: file not found")
+        return WorkerErp(sqlite_file=ship_file(ray, path), record_base_url=base)
+    return WorkerErp(db_url=erp.db_url, record_base_url=base)
+
+
+def failure_record(
+    flight: _InFlight,
+    reason: TerminationReason,
+    error: BaseException,
+    config: RunConfig,
+    labels: tuple[str, str | None],
+    instructions_hash: str,
+) -> TrajectoryRecord:
+    """The record of a question whose task failed outside its harness (``worker_lost``, or the
+    worker could not serve the ERP): an infrastructure failure, never judged."""
+    detail = error_detail(error)
+    elapsed = time.monotonic() - flight.submitted
+    return TrajectoryRecord(
+        question_id=flight.question.id,
+        trial=flight.trial,
+        task_type=flight.question.task_type,
+        harness=labels[0],
+        model=labels[1],
+        answer="",
+        status=Status.error,
+        termination=Termination.of(reason, detail),
+        error=ErrorInfo(**{"class": type(error).__name__, "message": detail}),
+        latency_s=round(elapsed, 4),
+        timeout_s=config.budget_for(flight.question),
+        started_at=flight.submitted_at,
+        finished_at=flight.submitted_at + dt.timedelta(seconds=elapsed),
+        input=flight.question.query,
+        system_prompt_hash=instructions_hash,
+    )
+
+
+class RayExecutor:
+    """The :class:`harnesses._executor.Executor` for ``--executor ray``.
+
+    The driver calls :meth:`bind` once the ERP is known (this connects to the cluster and ships
+    the ERP), then iterates :meth:`execute`, which keeps ``concurrency`` tasks in flight and yields
+    each record as its task ends. ``run_pair`` (the driver's local runner) is not used: workers
+    build their own harness and :class:`QuestionRunner`.
+    """
+
+    def __init__(self, config: RunConfig) -> None:
+        self._config = config
+        self._options = RayOptions(
+            address=config.ray_address,
+            num_cpus=config.ray_num_cpus,
+            memory_mb=config.ray_memory_mb,
+        )
+        self._session: contextlib.AbstractContextManager | None = None
+        self._ray: Any = None
+        self._spec_ref: Any = None
+        self._instructions_hash = ""
+        self._labels: tuple[str, str | None] = (config.harness, config.model)
+
+    def bind(self, *, erp: ErpInUse, instructions: str, run_dir: Path, harness: Any) -> None:
+        """Connect, check that a task fits on some node, and put the run's spec in the store.
+
+        ``harness`` is the driver's instance: its name and model label the records of lost
+        workers as the workers' own records are labelled."""
+        self._session = ray_session(self._options)
+        self._ray = self._session.__enter__()
+        try:
+            check_fits(self._ray, self._options)
+            config = self._config
+            spec = RunSpec(
+                harness=config.harness,
+                options=HarnessOptions(
+                    model=config.model,
+                    reasoning_effort=config.reasoning_effort,
+                    base_url=config.base_url,
+                    extra=dict(config.harness_opts),
+                ),
+                config_json=config.model_dump_json(),
+                instructions=instructions,
+                erp=worker_erp(self._ray, config.erp_url, erp),
+                run_dir=str(run_dir),
+            )
+            self._spec_ref = self._ray.put(spec)
+        except BaseException:
+            self._disconnect()
+            raise
+        self._instructions_hash = _instructions_hash(instructions)
+        self._labels = (
+            getattr(harness, "name", None) or self._config.harness,
+            getattr(harness, "model", None) or self._config.model,
+        )
+
+    def _disconnect(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            session.__exit__(None, None, None)
+
+    async def execute(
+        self, pairs: Sequence[Pair], run_pair: PairRunner
+    ) -> AsyncIterator[TrajectoryRecord]:
+        if self._spec_ref is None:
+            raise RuntimeError("RayExecutor.bind() must be called before execute()")
+        remote = self._ray.remote(run_on_worker).options(
+            **self._options.task_options(max_retries=0)
+        )
+        waiting: Iterator[Pair] = iter(pairs)
+        in_flight: dict[asyncio.Future, _InFlight] = {}
+
+        def submit_next() -> None:
+            pair = next(waiting, None)
+            if pair is None:
+                return
+            question, trial = pair
+            ref = remote.remote(self._spec_ref, question, trial)
+            flight = _InFlight(ref, question, trial, time.monotonic(), dt.datetime.now(dt.UTC))
+            in_flight[asyncio.wrap_future(ref.future())] = flight
+
+        try:
+            for _ in range(self._config.concurrency):
+                submit_next()
+            while in_flight:
+                done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                finished = [(future, in_flight.pop(future)) for future in done]
+                for _ in finished:
+                    submit_next()
+                for future, flight in finished:
+                    yield self._record(future, flight)
+        finally:
+            try:
+                await self._cancel(in_flight)
+            finally:
+                self._disconnect()
+
+    def _record(self, future: asyncio.Future, flight: _InFlight) -> TrajectoryRecord:
+        error = future.exception()
+        if error is None:
+            return TrajectoryRecord.model_validate_json(future.result())
+        labels = (self._config, self._labels, self._instructions_hash)
+        if is_lost_worker(error):
+            return failure_record(flight, TerminationReason.worker_lost, error, *labels)
+        cause = getattr(error, "cause", None)
+        if isinstance(cause, ImportError | HarnessLoadError):
+            raise RayExecutorError(
+                f"question {flight.question.id}: a Ray worker cannot load the harness "
+                f"({type(cause).__name__}: {' '.join(str(cause).split())[:300]}); install "
+                "ledgerbench and the harness plug-in on the workers (docs/distributed.md)"
+            )
+        if cause is not None:  # the worker could not get the ERP or build the harness
+            erp_problem = isinstance(cause, ErpServerError | RayExecutorError | OSError)
+            reason = (
+                TerminationReason.erp_unavailable
+                if erp_problem
+                else (TerminationReason.harness_error)
+            )
+            return failure_record(flight, reason, cause, *labels)
+        raise RayExecutorError(f"question {flight.question.id}: {error_detail(error)}")
+
+    async def _cancel(self, in_flight: dict[asyncio.Future, _InFlight]) -> None:
+        """KeyboardInterrupt in every task (its harness is cancelled and cleans up), then kill
+        the workers of the tasks that did not stop within the grace period."""
+        if not in_flight:
+            return
+        for flight in in_flight.values():
+            self._ray.cancel(flight.ref, force=False)
+        grace = CANCEL_GRACE_S + self._config.cancel_grace_s
+        _, still_running = await _wait_shielded(set(in_flight), grace)
+        for future in still_running:
+            self._ray.cancel(in_flight[future].ref, force=True)
+        if still_running:
+            await _wait_shielded(still_running, grace)
+        for future in in_flight:  # retrieved, so asyncio does not log "never retrieved"
+            if future.done() and not future.cancelled():
+                future.exception()
+
+
+async def _wait_shielded(
+    futures: set[asyncio.Future], timeout: float
+) -> tuple[set[asyncio.Future], set[asyncio.Future]]:
+    """asyncio.wait that still waits when the calling task was just cancelled (Ctrl-C)."""
+    waiter = asyncio.ensure_future(asyncio.wait(futures, timeout=timeout))
+    while True:
+        try:
+            return await asyncio.shield(waiter)
+        except asyncio.CancelledError:
+            if waiter.done():
+                return waiter.result()
+
+
+def _instructions_hash(instructions: str) -> str:
+    from harnesses._instructions import instructions_hash
+
+    return instructions_hash(instructions)

@@ -1,0 +1,150 @@
+"""What a Ray worker does for ``harnesses.run --executor ray``: one (question, trial) per task.
+
+The task builds the harness, runs the question under its own budget with the same
+:class:`QuestionRunner` the local executor uses, and returns the record as JSON; the driver alone
+writes it. The ERP the agent talks to is one of:
+
+- the shared ``--erp-url`` server(s), reached directly (the driver checked the snapshot hash);
+- a SQLite file shipped through Ray's object store, checked against its SHA-256 on arrival and
+  served by an ``erp_mcp`` process this worker process starts once and reuses (it dies with the
+  worker, so a killed worker leaves no ERP server behind);
+- a PostgreSQL URL, served the same way.
+
+Imported only on Ray workers and by the Ray executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import signal
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harnesses._protocol import AgentEnvironment, ErpEndpoint, HarnessOptions
+from ledgerbench._ray import ShippedFile, materialize
+from ledgerbench.dataset import Question
+
+
+@dataclass(frozen=True)
+class WorkerErp:
+    """Where a worker finds the ERP: exactly one of the three is set."""
+
+    endpoint: ErpEndpoint | None = None
+    """A shared MCP server (``--erp-url``) every worker reaches."""
+    sqlite_file: ShippedFile | None = None
+    """The SQLite ERP, shipped to each node and served per worker process."""
+    db_url: str | None = None
+    """A database every worker can reach (PostgreSQL), served per worker process."""
+    record_base_url: str | None = None
+    """Base of the record URLs a worker's own server cites: the driver's server, so that records
+    read as those of a local run."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a task needs besides its (question, trial); put in the object store once."""
+
+    harness: str
+    options: HarnessOptions
+    config_json: str
+    """The run's RunConfig (budgets, retries, output limit), without secrets."""
+    instructions: str
+    erp: WorkerErp
+    run_dir: str
+    """The driver's run directory: used as the scratch parent when this node sees it too."""
+
+
+_SERVERS: dict[str, Any] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def _stop_servers() -> None:
+    for server in list(_SERVERS.values()):
+        server.stop()
+    _SERVERS.clear()
+
+
+def _served(db_url: str, record_base_url: str | None) -> ErpEndpoint:
+    """An ``erp_mcp`` server for ``db_url`` owned by this worker process, started on first use."""
+    with _SERVERS_LOCK:
+        server = _SERVERS.get(db_url)
+        if server is not None and server.process.poll() is None:
+            return server.endpoint
+        from harnesses._erp_process import start_erp_server
+
+        if not _SERVERS:
+            atexit.register(_stop_servers)
+        log = Path(tempfile.gettempdir()) / "ledgerbench-ray" / f"erp_mcp-{os.getpid()}.log"
+        server = start_erp_server(db_url, log_path=log, record_base_url=record_base_url)
+        _SERVERS[db_url] = server
+        return server.endpoint
+
+
+def worker_endpoint(erp: WorkerErp) -> ErpEndpoint:
+    if erp.endpoint is not None:
+        return erp.endpoint
+    if erp.sqlite_file is not None:
+        return _served(f"sqlite:///{materialize(erp.sqlite_file)}", erp.record_base_url)
+    assert erp.db_url is not None
+    return _served(erp.db_url, erp.record_base_url)
+
+
+def _work_dir(spec: RunSpec) -> str:
+    shared = Path(spec.run_dir)
+    if shared.is_dir():
+        work = shared / "work"
+    else:  # another machine: node-local scratch
+        work = Path(tempfile.gettempdir()) / "ledgerbench-ray" / "work" / shared.name
+    work.mkdir(parents=True, exist_ok=True)
+    return str(work)
+
+
+def run_on_worker(spec: RunSpec, question: Question, trial: int) -> str:
+    """The Ray task: one TrajectoryRecord as JSON."""
+    from harnesses._question_runner import QuestionRunner
+    from harnesses._registry import create_harness
+    from harnesses._run_config import RunConfig
+
+    config = RunConfig.model_validate_json(spec.config_json)
+    harness = create_harness(spec.harness, spec.options)
+    env = AgentEnvironment(
+        erp=worker_endpoint(spec.erp), instructions=spec.instructions, work_dir=_work_dir(spec)
+    )
+
+    async def run_one() -> Any:
+        runner = QuestionRunner(harness, env, config)
+        try:
+            return await runner.run(question, trial)
+        finally:
+            await runner.aclose()  # closes the harness (on its own loop, for plug-ins)
+
+    try:
+        record = asyncio.run(run_one())
+    finally:  # finished, failed or cancelled: the task leaves no process of its own behind
+        kill_stray_children(keep={server.process.pid for server in _SERVERS.values()})
+    return record.model_dump_json(by_alias=True)
+
+
+def kill_stray_children(keep: set[int]) -> None:
+    """SIGKILL this process's children except ``keep`` (Linux ``/proc``; elsewhere nothing).
+
+    A harness cancelled by Ctrl-C on the driver may not finish its own clean-up in time (the
+    Claude CLI's Node process); the worker process outlives the task, so it must not keep them.
+    """
+    me = os.getpid()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        pid = int(entry.name)
+        if parent == me and pid not in keep:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)

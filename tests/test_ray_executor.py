@@ -1,0 +1,451 @@
+"""``--executor ray`` on a real local Ray cluster started by the test (one for the whole module).
+
+The cluster is ``ray start --head`` with a few worker CPUs on loopback; drivers are this process
+(``run``/``run_judge``) or real ``python -m harnesses.run`` subprocesses that the tests SIGKILL
+and SIGINT. Nothing is mocked: the harnesses are plug-ins, the ERP is a real SQLite file served by
+``erp_mcp``, the judge model is the fake OpenAI-compatible server over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from harnesses._runner import (
+    MANIFEST_FILE,
+    TRAJECTORIES_FILE,
+    RunConfig,
+    read_trajectories,
+    run,
+)
+from harnesses.records import RunManifest, Status, TerminationReason
+from judge import ScoreStatus, read_scores
+from judge.run import main as judge_main
+from ledgerbench._ray import NODE_CACHE_DIR, file_sha256, sqlite_path
+from ledgerbench.dataset import Dimension
+from tests.conftest import REPO_ROOT
+from tests.fakes.judge_data import question, trajectory, write_run
+from tests.fakes.judge_openai_chat import chat_adapter_reply, serve_fake_chat
+from tests.ray_cluster import (
+    LOOPBACK_ENV,
+    TEST_JUDGE_KEY_ENV,
+    LocalRayCluster,
+    local_ray_cluster,
+)
+from tests.test_runner_plugins import numbered_dataset, snapshot_of, write_dataset
+from tests.test_runner_plugins import question as runner_question
+
+pytestmark = pytest.mark.timeout(300)
+PLUGINS = "tests.test_runner_plugins"
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[LocalRayCluster]:
+    saved = {name: os.environ.get(name) for name in LOOPBACK_ENV}
+    os.environ.update(LOOPBACK_ENV)  # before Ray's first import here: it reads them then
+    try:
+        pytest.importorskip("ray")
+        with local_ray_cluster() as cluster:
+            yield cluster
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@pytest.fixture(scope="module")
+def ray_driver(ray_cluster: LocalRayCluster) -> Iterator[LocalRayCluster]:
+    """This process connected to the cluster: in-process runs reuse one Ray job (and its warm
+    workers) instead of connecting per run."""
+    import ray
+
+    ray.init(address=ray_cluster.address, log_to_driver=False, configure_logging=False)
+    try:
+        yield ray_cluster
+    finally:
+        ray.shutdown()
+
+
+# --------------------------------------------------------------------------------------------------
+# Nothing of Ray without --executor ray
+# --------------------------------------------------------------------------------------------------
+
+
+def test_local_executor_never_imports_ray(erp_server, tmp_path) -> None:
+    run_dir = write_run(
+        tmp_path / "run",
+        [question("q0")],
+        [trajectory("q0", answer="The open balance is USD 1,234.56.")],
+    )
+    dataset = numbered_dataset(tmp_path / "ds.yaml", 2, snapshot_of(erp_server.db_url))
+    script = f"""
+import sys
+from pathlib import Path
+import harnesses, harnesses.run, judge, judge.run, ledgerbench.pipeline
+from harnesses._runner import RunConfig, run
+from judge import JudgeRunConfig, run_judge
+summary = run(RunConfig(dataset=Path({str(dataset)!r}), harness="{PLUGINS}:InstantHarness",
+    erp_url={erp_server.url!r}, out=Path({str(tmp_path / "local")!r}), progress=False),
+    log=lambda _: None)
+assert summary.ran == 2, summary
+run_judge(JudgeRunConfig(run_dir={str(run_dir)!r}, judge="rules", progress=False))
+assert judge.run.build_parser().parse_args([{str(run_dir)!r}, "--judge", "rules"])
+assert harnesses.run.build_parser().parse_args(["--executor", "local"])
+leaked = sorted(m for m in sys.modules if m == "ray" or m.startswith("ray."))
+print("RAY_MODULES", leaked)
+"""
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO_ROOT,
+        env={k: v for k, v in os.environ.items() if k != "ERP_MCP_TOKEN"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "RAY_MODULES []" in completed.stdout
+
+
+# --------------------------------------------------------------------------------------------------
+# judge.run --executor ray
+# --------------------------------------------------------------------------------------------------
+
+
+def grading_model(body: dict) -> str:
+    """Scores each assertion shown: 1.0 for answers containing GOOD, else 0.25."""
+    user = body["messages"][-1]["content"]
+    assertions = re.search(r"\[\[ ## assertions ## \]\]\n(\[.*?\])\n\n", user, re.S).group(1)
+    ids = [a["id"] for a in json.loads(assertions)]
+    score = 1.0 if "GOOD" in user else 0.25
+    return chat_adapter_reply(
+        {"verdicts": [{"assertion_id": i, "score": score, "reason": "scripted"} for i in ids]}
+    )
+
+
+def _judge_run(tmp_path):
+    tags = {Dimension.clarity: ["clarity.acronyms", "clarity.consistent_terms"]}
+    questions = [question(f"q{i}", tags=tags) for i in range(6)]
+    trajectories = [
+        trajectory(f"q{i}", answer=("GOOD " if i % 2 else "weak ") + f"answer {i}")
+        for i in range(6)
+    ]
+    return write_run(tmp_path / "run", questions, trajectories)
+
+
+def test_judge_on_ray_matches_local_and_shares_one_cache(ray_driver, tmp_path, capsys) -> None:
+    run_dir = _judge_run(tmp_path)
+    os.environ.setdefault(TEST_JUDGE_KEY_ENV, "fake-judge-key")
+    with serve_fake_chat(grading_model) as fake:
+        common = [
+            "--judge", "openai/gpt-4o-mini", "--base-url", fake.base_url,
+            "--api-key-env", TEST_JUDGE_KEY_ENV, "--no-progress",
+        ]  # fmt: skip
+        assert judge_main([str(run_dir), *common, "--name", "local"]) == 0
+        local_calls = len(fake.requests)
+        assert local_calls == 6
+
+        ray_args = ["--executor", "ray", "--ray-address", ray_driver.address, "--concurrency", "2"]
+        assert judge_main([str(run_dir), *common, "--name", "onray", *ray_args]) == 0
+        assert len(fake.requests) == 2 * local_calls  # its own cache dir: every call made again
+
+        local = {r.question_id: r for r in read_scores(run_dir / "scores" / "local.jsonl")[0]}
+        on_ray = {r.question_id: r for r in read_scores(run_dir / "scores" / "onray.jsonl")[0]}
+        assert sorted(on_ray) == sorted(local) == [f"q{i}" for i in range(6)]
+        for qid, record in on_ray.items():
+            assert record.status is ScoreStatus.scored
+            assert record.overall == local[qid].overall
+            assert record.judge == "onray" and not record.cached
+        assert on_ray["q1"].overall == 1.0 and on_ray["q0"].overall == 0.25
+
+        # The workers wrote the verdicts into the driver's cache (through the cache actor):
+        # scoring again from scratch on Ray makes no model call at all.
+        cache_files = list((run_dir / "scores" / ".cache" / "onray").rglob("*.json"))
+        assert len(cache_files) == 6
+        assert judge_main([str(run_dir), *common, "--name", "onray", *ray_args, "--overwrite"]) == 0
+        assert len(fake.requests) == 2 * local_calls
+        again = read_scores(run_dir / "scores" / "onray.jsonl")[0]
+        assert len(again) == 6 and all(r.cached for r in again)
+    capsys.readouterr()
+
+
+def test_rules_judge_on_ray_resolves_links_in_the_shipped_erp(
+    ray_driver, erp_db_url: str, tmp_path, capsys
+) -> None:
+    link = "http://erp.example/erp/USMF/customers/SYNCUS-0001"
+    missing = "http://erp.example/erp/USMF/customers/NO-SUCH-CUSTOMER"
+    tags = {Dimension.citations: ["citations.erp_link_resolves"]}
+    run_dir = write_run(
+        tmp_path / "run",
+        [question(f"q{i}", tags=tags) for i in range(2)],
+        [
+            trajectory("q0", answer=f"The balance of [SYNCUS-0001]({link}) is USD 1,234.56."),
+            trajectory("q1", answer=f"The balance of [a customer]({missing}) is USD 1,234.56."),
+        ],
+        erp_db_url=erp_db_url,
+        erp_snapshot_hash=snapshot_of(erp_db_url),
+    )
+    args = [str(run_dir), "--judge", "rules", "--no-progress"]
+    assert judge_main([*args, "--name", "local"]) == 0
+    assert judge_main([*args, "--name", "onray", "--executor", "ray"]) == 0
+    local = {r.question_id: r for r in read_scores(run_dir / "scores" / "local.jsonl")[0]}
+    on_ray = {r.question_id: r for r in read_scores(run_dir / "scores" / "onray.jsonl")[0]}
+    assert {q: r.dimensions for q, r in on_ray.items()} == {
+        q: r.dimensions for q, r in local.items()
+    }
+    citations = {q: r.dimensions[Dimension.citations] for q, r in on_ray.items()}
+    assert citations["q0"].score == 1.0 and citations["q1"].score == 0.0
+    capsys.readouterr()
+
+
+def test_ray_options_without_ray_executor_are_refused(tmp_path, capsys) -> None:
+    run_dir = _judge_run(tmp_path)
+    assert judge_main([str(run_dir), "--judge", "rules", "--ray-address", "10.1.1.1:6379"]) == 2
+    assert "add --executor ray" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------------
+# harnesses.run --executor ray
+# --------------------------------------------------------------------------------------------------
+
+SCRIPTED_QUESTIONS = [
+    runner_question(
+        "r-credit", "What is the credit limit for SYNCUS-0001 in USMF as of March 2, 2026?"
+    ),
+    runner_question(
+        "r-aging", "What is the aged balance for SYNCUS-0002 in USMF as of March 2, 2026?"
+    ),
+    runner_question("r-unknown", "Please summarise the weather on the moon for our treasury team."),
+    runner_question("r-brief", "Business Brief report of Apple Inc.", task_type="business_brief"),
+]
+
+
+LOCAL_SERVER = re.compile(r"http://127\.0\.0\.1:\d+")
+
+
+def _key_fields(path: Path) -> dict[tuple[str, int], tuple]:
+    """What must match between executors; record links cite the run's own ERP server, whose port
+    differs from run to run."""
+    return {
+        (r.question_id, r.trial): (
+            r.status,
+            r.termination.reason,
+            LOCAL_SERVER.sub("http://ERP", r.answer),
+            [call.name for call in r.tool_calls],
+        )
+        for r in read_trajectories(path)
+    }
+
+
+def test_scripted_on_ray_writes_the_same_records_as_local(
+    ray_driver, erp_server, tmp_path: Path
+) -> None:
+    erp_db_url = erp_server.db_url
+    dataset = write_dataset(tmp_path / "ds.yaml", SCRIPTED_QUESTIONS, snapshot_of(erp_db_url))
+    common = {"dataset": dataset, "harness": "scripted", "trials": 2}
+    local = run(
+        RunConfig(**common, erp_url=erp_server.url, out=tmp_path / "local", progress=False),
+        log=lambda _: None,
+    )
+    # On Ray the SQLite file itself is shipped to the workers, each serving its own copy.
+    on_ray = run(
+        RunConfig(
+            **common,
+            erp_db=erp_db_url,
+            out=tmp_path / "ray",
+            progress=False,
+            executor="ray",
+            concurrency=2,
+        ),
+        log=lambda _: None,
+    )
+    assert local.recorded == on_ray.recorded == on_ray.ran == 8
+    expected = _key_fields(tmp_path / "local" / TRAJECTORIES_FILE)
+    assert _key_fields(tmp_path / "ray" / TRAJECTORIES_FILE) == expected
+    assert {fields[0] for fields in expected.values()} == {Status.ok}
+    records = read_trajectories(tmp_path / "ray" / TRAJECTORIES_FILE)
+    assert all(r.tool_calls for r in records if r.question_id in {"r-credit", "r-aging"})
+    manifest = RunManifest.model_validate_json((tmp_path / "ray" / MANIFEST_FILE).read_text())
+    local_manifest = RunManifest.model_validate_json(
+        (tmp_path / "local" / MANIFEST_FILE).read_text()
+    )
+    assert manifest.config_fingerprint == local_manifest.config_fingerprint
+    assert manifest.erp_snapshot_hash == local_manifest.erp_snapshot_hash == snapshot_of(erp_db_url)
+    # Every worker serves its own copy, yet the links cite the driver's server, as locally.
+    cited = {m.group(0) for r in records for m in LOCAL_SERVER.finditer(r.answer)}
+    assert cited == {manifest.erp_url.removesuffix("/mcp")}
+    # The SQLite ERP reached the workers through the object store and was checked by hash.
+    shipped = list(NODE_CACHE_DIR.glob(f"erp-{file_sha256(sqlite_path(erp_db_url))[:16]}.db"))
+    assert shipped and file_sha256(shipped[0]) == file_sha256(sqlite_path(erp_db_url))
+
+
+def test_killed_worker_is_an_infrastructure_failure_and_reruns(
+    ray_driver, erp_server, tmp_path: Path
+) -> None:
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    dataset = numbered_dataset(tmp_path / "ds.yaml", 4, snapshot_of(erp_server.db_url))
+    config = RunConfig(
+        dataset=dataset,
+        harness="tests.ray_plugins:HangOnceHarness",
+        harness_opts={"dir": str(signals), "hang": "q-002"},
+        erp_url=erp_server.url,
+        out=tmp_path / "run",
+        timeout=120,
+        progress=False,
+        executor="ray",
+        concurrency=2,
+    )
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        running = pool.submit(run, config, log=lambda _: None)
+        pid_file = signals / "pid-q-002-0"
+        deadline = time.monotonic() + 90
+        while not pid_file.exists():
+            assert time.monotonic() < deadline, "the hanging question never started"
+            assert not running.done(), running.result()
+            time.sleep(0.1)
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        summary = running.result(timeout=120)
+    records = {r.question_id: r for r in read_trajectories(tmp_path / "run" / TRAJECTORIES_FILE)}
+    assert summary.recorded == 4 and not summary.interrupted
+    lost = records["q-002"]
+    assert lost.status is Status.error
+    assert lost.termination.reason is TerminationReason.worker_lost
+    assert lost.termination.infrastructure and lost.infrastructure_failure
+    assert lost.error is not None and lost.error.class_ == "WorkerCrashedError"
+    assert all(records[q].status is Status.ok for q in ("q-000", "q-001", "q-003"))
+
+    # --retry-errors runs the lost question again (it answers this time) and keeps the loss.
+    retried = run(config.model_copy(update={"retry_errors": True}), log=lambda _: None)
+    assert retried.ran == 1
+    records = {r.question_id: r for r in read_trajectories(tmp_path / "run" / TRAJECTORIES_FILE)}
+    again = records["q-002"]
+    assert again.status is Status.ok and again.termination.reason is TerminationReason.completed
+    assert [a.termination.reason for a in again.previous_attempts] == [
+        TerminationReason.worker_lost
+    ]
+
+
+def _driver_command(dataset: Path, out: Path, erp_url: str, address: str, *extra: str) -> list:
+    return [
+        sys.executable, "-m", "harnesses.run", "--dataset", str(dataset), "--erp-url", erp_url,
+        "--out", str(out), "--executor", "ray", "--ray-address", address, "--no-progress",
+        *extra,
+    ]  # fmt: skip
+
+
+def _driver_env() -> dict[str, str]:
+    env = dict(os.environ, **LOOPBACK_ENV)
+    env.pop("ERP_MCP_TOKEN", None)
+    return env
+
+
+def _wait_for(condition, process: subprocess.Popen, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process.poll() is None, f"the driver ended before {what}: {process.stderr.read()}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_resume_after_the_driver_is_killed(ray_driver, erp_server, tmp_path: Path) -> None:
+    dataset = numbered_dataset(tmp_path / "ds.yaml", 8, snapshot_of(erp_server.db_url))
+    out = tmp_path / "run"
+    harness = ["--harness", f"{PLUGINS}:PacedHarness", "--harness-opt", "delay=0.4"]
+    command = _driver_command(dataset, out, erp_server.url, ray_driver.address, *harness)
+    trajectories = out / TRAJECTORIES_FILE
+    process = subprocess.Popen(
+        [*command, "--concurrency", "2"],
+        cwd=REPO_ROOT,
+        env=_driver_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = lambda: trajectories.exists() and trajectories.read_bytes().count(b"\n") >= 2  # noqa: E731
+        _wait_for(lines, process, 150, "two records")
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    before = trajectories.read_bytes()
+    assert 2 <= len(read_trajectories(trajectories)) < 8
+
+    # Resumed by the same settings (here in-process): only the missing questions run.
+    config = RunConfig(
+        dataset=dataset,
+        harness=f"{PLUGINS}:PacedHarness",
+        harness_opts={"delay": "0.4"},
+        erp_url=erp_server.url,
+        out=out,
+        progress=False,
+        executor="ray",
+        concurrency=2,
+    )
+    summary = run(config, log=lambda _: None)
+    after = trajectories.read_bytes()
+    assert after.startswith(before[: before.rfind(b"\n") + 1]), "records before the kill are kept"
+    keys = [(r.question_id, r.trial) for r in read_trajectories(trajectories)]
+    assert len(after.splitlines()) == len(keys) == len(set(keys)) == 8
+    assert summary.resumed + summary.ran == 8 and summary.resumed >= 2
+    manifest = RunManifest.model_validate_json((out / MANIFEST_FILE).read_text())
+    assert manifest.resume_count == 1 and not manifest.interrupted
+
+
+def test_ctrl_c_cancels_the_remote_tasks_and_leaves_no_process(
+    ray_driver, erp_server, tmp_path: Path
+) -> None:
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    dataset = numbered_dataset(tmp_path / "ds.yaml", 3, snapshot_of(erp_server.db_url))
+    out = tmp_path / "run"
+    harness = ["--harness", "tests.ray_plugins:ChildProcessHarness"]
+    harness += ["--harness-opt", f"dir={signals}", "--concurrency", "2", "--timeout", "300"]
+    process = subprocess.Popen(
+        _driver_command(dataset, out, erp_server.url, ray_driver.address, *harness),
+        cwd=REPO_ROOT,
+        env=_driver_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        started = lambda: len(list(signals.glob("pid-*"))) == 2  # noqa: E731
+        _wait_for(started, process, 150, "two questions to start their child process")
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=90)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "resume" in stderr
+    manifest = RunManifest.model_validate_json((out / MANIFEST_FILE).read_text())
+    assert manifest.interrupted and manifest.finished_at is not None
+    assert read_trajectories(out / TRAJECTORIES_FILE) == [], "cancelled questions are not recorded"
+    children = [int(path.read_text()) for path in signals.glob("pid-*")]
+    deadline = time.monotonic() + 30
+    while any(_running(pid) for pid in children):
+        assert time.monotonic() < deadline, "a child process of a cancelled task is still running"
+        time.sleep(0.1)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
