@@ -288,6 +288,12 @@ def _top(name: str, values: Sequence[str], ordered: bool = True) -> ExpectedFact
     return ExpectedFact(kind="top_n", field=name, value=list(values), ordered=ordered)
 
 
+def no_records(text: str, noun: str, refs: Sequence[str] = (), *, counted: bool = True) -> Answer:
+    """The key when nothing is found: ``no_records`` and, if ``counted``, a zero count."""
+    facts = [_none(noun), _count(noun, 0)] if counted else [_none(noun)]
+    return Answer(text=text, facts=facts, refs=list(refs))
+
+
 def _d(value: str) -> dt.date:
     return dt.date.fromisoformat(value)
 

@@ -34,6 +34,7 @@ from synthetic_erp.scenarios._base import (
     ledger_open_items,
     long_date,
     money,
+    no_records,
     parties_named,
     party,
     registrar,
@@ -164,10 +165,11 @@ def top_past_due_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     ranked = sorted(((v, a) for a, v in totals.items() if v > 0), key=lambda x: (-x[0], x[1]))[:n]
     currency = ctx.currency(le)
     if not ranked:
-        return Answer(
-            text=f"No customer in group {group} in {le} has unpaid invoices more than {days} "
+        return no_records(
+            f"No customer in group {group} in {le} has unpaid invoices more than {days} "
             f"days past due as of {long_date(ctx.today)}.",
-            facts=[_none("customers")],
+            "customers",
+            counted=False,
         )
     names = _names(ctx, "customer", le, [a for _, a in ranked])
     lines = [f"{names[a]} ({a}) {money(v, currency)}" for v, a in ranked]
@@ -258,11 +260,11 @@ def coming_due_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     items.sort(key=lambda row: (row.due_date, row.voucher))
     window = f"{long_date(ctx.today)} and {long_date(end)}"
     if not items:
-        return Answer(
-            text=f"No open transactions of {p.label} in {p.legal_entity} fall due between "
-            f"{window}.",
-            facts=[_none("transactions_due")],
-            refs=[p.path],
+        return no_records(
+            f"No open transactions of {p.label} in {p.legal_entity} fall due between {window}.",
+            "transactions_due",
+            [p.path],
+            counted=False,
         )
     lines = [
         f"{row.document_number} due {long_date(row.due_date)}, open "

@@ -21,7 +21,6 @@ from synthetic_erp.scenarios._base import (
     _fact,
     _le_filter,
     _listing,
-    _none,
     _open_ap_due,
     _sum,
     _top,
@@ -29,6 +28,7 @@ from synthetic_erp.scenarios._base import (
     _where,
     long_date,
     money,
+    no_records,
     party,
     registrar,
 )
@@ -98,11 +98,10 @@ def pending_approval_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answe
         vi.status == "pending_approval",
     )
     if not rows:
-        return Answer(
-            text=f"There are no vendor invoices pending approval for {p.label} in "
-            f"{p.legal_entity}.",
-            facts=[_none("invoices"), _count("invoices", 0)],
-            refs=[p.path],
+        return no_records(
+            f"There are no vendor invoices pending approval for {p.label} in {p.legal_entity}.",
+            "invoices",
+            [p.path],
         )
     total = _sum(r.amount for r in rows)
     lines = [_vi_line(r) + (f", approver {r.approver}" if r.approver else "") for r in rows]
@@ -133,10 +132,7 @@ def invoices_by_status_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
     rows = _vendor_invoices(ctx, vi.status == status, *_le_filter(vi, le))
     label = status.replace("_", " ")
     if not rows:
-        return Answer(
-            text=f"There are no {label} vendor invoices {_where(le)}.",
-            facts=[_none("invoices"), _count("invoices", 0)],
-        )
+        return no_records(f"There are no {label} vendor invoices {_where(le)}.", "invoices")
     facts = [_count("invoices", len(rows))]
     text = f"There are {len(rows)} {label} vendor invoice(s) {_where(le)}"
     currencies = {r.currency for r in rows}
@@ -172,10 +168,7 @@ def ap_due_in_window(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     rows = _open_ap_due(ctx, le, start, end)
     window = f"between {long_date(start)} and {long_date(end)}"
     if not rows:
-        return Answer(
-            text=f"No open vendor invoices in {le} fall due {window}.",
-            facts=[_none("invoices"), _count("invoices", 0)],
-        )
+        return no_records(f"No open vendor invoices in {le} fall due {window}.", "invoices")
     currency = ctx.currency(le)
     total = _sum(r.open_amount_acct for r in rows)
     lines = [
@@ -213,9 +206,8 @@ def ap_posted_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         )
     )
     if not rows:
-        return Answer(
-            text=f"No vendor invoices were posted in {le} on {long_date(day)}.",
-            facts=[_none("invoices"), _count("invoices", 0)],
+        return no_records(
+            f"No vendor invoices were posted in {le} on {long_date(day)}.", "invoices"
         )
     currency = ctx.currency(le)
     total = _sum(r.amount_acct for r in rows)
@@ -244,10 +236,11 @@ def latest_invoice_match_vendor(ctx: OracleContext, params: dict[str, Any]) -> A
     vi = s.VendorInvoice
     rows = _vendor_invoices(ctx, vi.legal_entity == p.legal_entity, vi.vendor_account == p.account)
     if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no vendor invoices.",
-            facts=[_none("invoices")],
-            refs=[p.path],
+        return no_records(
+            f"{p.label} in {p.legal_entity} has no vendor invoices.",
+            "invoices",
+            [p.path],
+            counted=False,
         )
     latest = max(rows, key=lambda r: (r.invoice_date, r.invoice_id))
     reason = f" ({latest.match_failure_reason})" if latest.match_failure_reason else ""

@@ -28,6 +28,7 @@ from synthetic_erp.scenarios._base import (
     _vendor_txns,
     long_date,
     money,
+    no_records,
     party,
     registrar,
 )
@@ -116,10 +117,11 @@ def proposal_vendors_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answ
         )
     )
     if not journals:
-        return Answer(
-            text=f"No payment proposal was created in {le} on {long_date(day)}, so no vendors are "
+        return no_records(
+            f"No payment proposal was created in {le} on {long_date(day)}, so no vendors are "
             "in one.",
-            facts=[_none("vendors")],
+            "vendors",
+            counted=False,
         )
     ids = [x.journal_id for x in journals]
     vendors = sorted(
@@ -191,10 +193,10 @@ def vendor_payments_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     rows = _vendor_txns(ctx, p, t.txn_type == "payment", t.txn_date >= start, t.txn_date <= end)
     window = f"between {long_date(start)} and {long_date(end)}"
     if not rows:
-        return Answer(
-            text=f"No payments were made to {p.label} in {p.legal_entity} {window}.",
-            facts=[_none("payments"), _count("payments", 0)],
-            refs=[p.path],
+        return no_records(
+            f"No payments were made to {p.label} in {p.legal_entity} {window}.",
+            "payments",
+            [p.path],
         )
     total = -_sum(r.amount_cur for r in rows)
     lines = [_txn_line(r, p.currency) for r in rows]
@@ -222,9 +224,8 @@ def payment_journal_total(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         select(j).where(j.legal_entity == le, j.journal_id == journal_id)
     ).first()
     if row is None:
-        return Answer(
-            text=f"There is no payment journal {journal_id} in {le}.",
-            facts=[_none("journal")],
+        return no_records(
+            f"There is no payment journal {journal_id} in {le}.", "journal", counted=False
         )
     return Answer(
         text=f"Payment journal {journal_id} in {le} ({row.description}; {row.source}, status "

@@ -13,10 +13,10 @@ from synthetic_erp.scenarios._base import (
     OracleContext,
     _count,
     _listing,
-    _none,
     _top,
     long_date,
     money,
+    no_records,
     party,
     registrar,
 )
@@ -51,10 +51,10 @@ def open_pos_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         )
     )
     if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no open purchase orders.",
-            facts=[_none("purchase_orders"), _count("purchase_orders", 0)],
-            refs=[p.path],
+        return no_records(
+            f"{p.label} in {p.legal_entity} has no open purchase orders.",
+            "purchase_orders",
+            [p.path],
         )
     lines = [
         f"{r.po_number} dated {long_date(r.order_date)}, {money(r.total_amount, r.currency)}, "

@@ -19,13 +19,13 @@ from synthetic_erp.scenarios._base import (
     _cust_items,
     _d,
     _listing,
-    _none,
     _sum,
     _top,
     _txn_path,
     ledger_open_items,
     long_date,
     money,
+    no_records,
     party,
     registrar,
 )
@@ -61,9 +61,8 @@ def discounts_expiring_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
     rows.sort(key=lambda row: (row.cash_discount_date, row.voucher))
     window = f"between {long_date(ctx.today)} and {long_date(end)}"
     if not rows:
-        return Answer(
-            text=f"No open customer invoices in {le} have a cash discount expiring {window}.",
-            facts=[_none("invoices"), _count("invoices", 0)],
+        return no_records(
+            f"No open customer invoices in {le} have a cash discount expiring {window}.", "invoices"
         )
     lines = [
         f"{r.document_number} ({r.customer_account}) discount "
@@ -110,11 +109,11 @@ def discounts_taken_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
     )
     window = f"between {long_date(start)} and {long_date(end)}"
     if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} took no cash discounts {window}: no payment "
+        return no_records(
+            f"{p.label} in {p.legal_entity} took no cash discounts {window}: no payment "
             "was made within a discount window.",
-            facts=[_none("discounts_taken"), _count("discounts_taken", 0)],
-            refs=[p.path],
+            "discounts_taken",
+            [p.path],
         )
     total = _sum(r.cash_discount_taken for r in rows)
     return Answer(
@@ -146,11 +145,12 @@ def open_discount_invoices_customer(ctx: OracleContext, params: dict[str, Any]) 
         and row.cash_discount_date >= ctx.today
     ]
     if not rows:
-        return Answer(
-            text=f"None of the open invoices of {p.label} in {p.legal_entity} has a cash discount "
+        return no_records(
+            f"None of the open invoices of {p.label} in {p.legal_entity} has a cash discount "
             f"still available as of {long_date(ctx.today)}.",
-            facts=[_none("invoices")],
-            refs=[p.path],
+            "invoices",
+            [p.path],
+            counted=False,
         )
     lines = [
         f"{r.document_number}: {money(r.cash_discount_amount or 0, p.currency)} if paid by "

@@ -19,6 +19,7 @@ from synthetic_erp.scenarios._base import (
     _top,
     long_date,
     money,
+    no_records,
     party,
     registrar,
 )
@@ -54,10 +55,11 @@ def last_letter_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
     letters = _letters(ctx, p)
     if not letters:
-        return Answer(
-            text=f"No collection letters have been sent to {p.label} in {p.legal_entity}.",
-            facts=[_none("collection_letters")],
-            refs=[p.path],
+        return no_records(
+            f"No collection letters have been sent to {p.label} in {p.legal_entity}.",
+            "collection_letters",
+            [p.path],
+            counted=False,
         )
     last = letters[-1]
     currency = ctx.currency(p.legal_entity)
@@ -86,11 +88,11 @@ def letters_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
     letters = _letters(ctx, p)
     if not letters:
-        return Answer(
-            text=f"No collection letters have been sent to {p.label} in {p.legal_entity} as of "
+        return no_records(
+            f"No collection letters have been sent to {p.label} in {p.legal_entity} as of "
             f"{long_date(ctx.today)}.",
-            facts=[_none("collection_letters"), _count("collection_letters", 0)],
-            refs=[p.path],
+            "collection_letters",
+            [p.path],
         )
     currency = ctx.currency(p.legal_entity)
     lines = [_letter_line(letter, currency) for letter in letters]
@@ -147,10 +149,11 @@ def collections_agent_customer(ctx: OracleContext, params: dict[str, Any]) -> An
     p = party(ctx, "customer", params)
     agent_id, pool_id = p.row.collections_agent_id, p.row.collections_pool_id
     if not agent_id and not pool_id:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no collections agent or pool assigned.",
-            facts=[_none("collections_agent")],
-            refs=[p.path],
+        return no_records(
+            f"{p.label} in {p.legal_entity} has no collections agent or pool assigned.",
+            "collections_agent",
+            [p.path],
+            counted=False,
         )
     refs = [p.path]
     parts = []

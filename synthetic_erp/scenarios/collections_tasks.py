@@ -21,6 +21,7 @@ from synthetic_erp.scenarios._base import (
     _none,
     _top,
     long_date,
+    no_records,
     party,
     registrar,
 )
@@ -178,10 +179,10 @@ def agent_worklist(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         )
     )
     if not rows:
-        return Answer(
-            text=f"Collections agent {agent_name} has no open activities due on {long_date(day)} "
+        return no_records(
+            f"Collections agent {agent_name} has no open activities due on {long_date(day)} "
             f"in {le}.",
-            facts=[_none("activities"), _count("activities", 0)],
+            "activities",
         )
     names = _names(ctx, "customer", le, {r.customer_account for r in rows})
     lines = [_activity_line(r, names.get(r.customer_account)) for r in rows]
@@ -225,10 +226,7 @@ def open_tasks_due_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     )
     window = f"between {long_date(start)} and {long_date(end)}"
     if not rows:
-        return Answer(
-            text=f"No open collections tasks in {le} are due {window}.",
-            facts=[_none("tasks"), _count("tasks", 0)],
-        )
+        return no_records(f"No open collections tasks in {le} are due {window}.", "tasks")
     lines = [_activity_line(r) for r in rows]
     return Answer(
         text=f"{len(rows)} open collections task(s) in {le} are due {window}: "

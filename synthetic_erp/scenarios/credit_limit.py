@@ -29,6 +29,7 @@ from synthetic_erp.scenarios._base import (
     ledger_open_items,
     long_date,
     money,
+    no_records,
     party,
     registrar,
 )
@@ -181,10 +182,11 @@ def over_limit_group_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     over.sort(key=lambda x: (-x[0], x[1]))
     over = over[:n]
     if not over:
-        return Answer(
-            text=f"No customer in group {group} in {le} is over its credit limit as of "
+        return no_records(
+            f"No customer in group {group} in {le} is over its credit limit as of "
             f"{long_date(ctx.today)}.",
-            facts=[_none("customers")],
+            "customers",
+            counted=False,
         )
     lines = [f"{customers[a].name} ({a}) over by {money(v, ctx.currency(le))}" for v, a in over]
     return Answer(

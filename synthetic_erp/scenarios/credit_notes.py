@@ -12,11 +12,11 @@ from synthetic_erp.scenarios._base import (
     _count,
     _cust_items,
     _listing,
-    _none,
     _sum,
     _txn_path,
     long_date,
     money,
+    no_records,
     party,
     registrar,
 )
@@ -39,11 +39,11 @@ def unapplied_credit_notes_customer(ctx: OracleContext, params: dict[str, Any]) 
     p = party(ctx, "customer", params)
     rows = [row for row in _cust_items(ctx, p) if row.txn_type == "credit_note"]
     if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no unapplied credit notes as of "
+        return no_records(
+            f"{p.label} in {p.legal_entity} has no unapplied credit notes as of "
             f"{long_date(ctx.today)}.",
-            facts=[_none("credit_notes"), _count("credit_notes", 0)],
-            refs=[p.path],
+            "credit_notes",
+            [p.path],
         )
     total = -_sum(row.open_amount_cur for row in rows)
     lines = [

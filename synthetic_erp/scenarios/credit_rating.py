@@ -15,7 +15,7 @@ from synthetic_erp.scenarios._base import (
     _count,
     _fact,
     _listing,
-    _none,
+    no_records,
     party,
     registrar,
 )
@@ -70,9 +70,8 @@ def rating_count_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         )
     )
     if not rows:
-        return Answer(
-            text=f"No customer in group {group} in {le} has the credit rating {rating}.",
-            facts=[_none("customers"), _count("customers", 0)],
+        return no_records(
+            f"No customer in group {group} in {le} has the credit rating {rating}.", "customers"
         )
     lines = [f"{r.name} ({r.account})" for r in rows]
     return Answer(

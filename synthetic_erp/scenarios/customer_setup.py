@@ -15,8 +15,8 @@ from synthetic_erp.scenarios._base import (
     _count,
     _fact,
     _listing,
-    _none,
     _terms_answer,
+    no_records,
     party,
     registrar,
 )
@@ -90,10 +90,7 @@ def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         )
     )
     if not rows:
-        return Answer(
-            text=f"No customers are in customer group {group} in {le}.",
-            facts=[_none("customers"), _count("customers", 0)],
-        )
+        return no_records(f"No customers are in customer group {group} in {le}.", "customers")
     lines = [f"{r.name} ({r.account})" for r in rows]
     return Answer(
         text=f"{len(rows)} customer(s) are in customer group {group} in {le}; by account: "
@@ -121,10 +118,7 @@ def customers_by_currency(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         )
     )
     if not rows:
-        return Answer(
-            text=f"No customers in {le} use {currency} as their currency.",
-            facts=[_none("customers"), _count("customers", 0)],
-        )
+        return no_records(f"No customers in {le} use {currency} as their currency.", "customers")
     lines = [f"{r.name} ({r.account})" for r in rows]
     return Answer(
         text=f"{len(rows)} customer(s) in {le} use {currency}: {_listing(lines, len(rows))}.",
@@ -146,10 +140,11 @@ def method_of_payment_customer(ctx: OracleContext, params: dict[str, Any]) -> An
     p = party(ctx, "customer", params)
     method = p.row.method_of_payment
     if not method:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no method of payment set.",
-            facts=[_none("method_of_payment")],
-            refs=[p.path],
+        return no_records(
+            f"{p.label} in {p.legal_entity} has no method of payment set.",
+            "method_of_payment",
+            [p.path],
+            counted=False,
         )
     return Answer(
         text=f"{p.label} in {p.legal_entity} pays by method of payment {method}.",

@@ -29,6 +29,7 @@ from synthetic_erp.scenarios._base import (
     _txn_path,
     long_date,
     money,
+    no_records,
     party,
     registrar,
 )
@@ -71,10 +72,10 @@ def invoices_in_range_customer(ctx: OracleContext, params: dict[str, Any]) -> An
     rows = _invoices(ctx, p, start, end)
     window = f"between {long_date(start)} and {long_date(end)}"
     if not rows:
-        return Answer(
-            text=f"No invoices were issued to {p.label} in {p.legal_entity} {window}.",
-            facts=[_none("invoices"), _count("invoices", 0)],
-            refs=[p.path],
+        return no_records(
+            f"No invoices were issued to {p.label} in {p.legal_entity} {window}.",
+            "invoices",
+            [p.path],
         )
     total = _sum(row.amount_cur for row in rows)
     lines = [_txn_line(row, p.currency) for row in rows]
@@ -99,10 +100,10 @@ def invoice_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer
     p = party(ctx, "customer", params)
     rows = _invoices(ctx, p)
     if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no invoices as of {long_date(ctx.today)}.",
-            facts=[_none("invoices"), _count("invoices", 0)],
-            refs=[p.path],
+        return no_records(
+            f"{p.label} in {p.legal_entity} has no invoices as of {long_date(ctx.today)}.",
+            "invoices",
+            [p.path],
         )
     total = _sum(row.amount_cur for row in rows)
     return Answer(

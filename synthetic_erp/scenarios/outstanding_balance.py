@@ -19,6 +19,7 @@ from synthetic_erp.scenarios._base import (
     _txn_path,
     long_date,
     money,
+    no_records,
     party,
     registrar,
 )
@@ -44,11 +45,11 @@ def unpaid_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
     ]
     items.sort(key=lambda row: (-row.open_amount_cur, row.voucher))
     if not items:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no unpaid invoices as of "
-            f"{long_date(ctx.today)}.",
-            facts=[_none("unpaid_invoices")],
-            refs=[p.path],
+        return no_records(
+            f"{p.label} in {p.legal_entity} has no unpaid invoices as of {long_date(ctx.today)}.",
+            "unpaid_invoices",
+            [p.path],
+            counted=False,
         )
     total = _sum(row.open_amount_cur for row in items)
     lines = [

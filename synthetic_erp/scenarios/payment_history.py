@@ -14,7 +14,6 @@ from synthetic_erp.scenarios._base import (
     _d,
     _fact,
     _listing,
-    _none,
     _only,
     _payments,
     _sum,
@@ -23,6 +22,7 @@ from synthetic_erp.scenarios._base import (
     _txn_path,
     long_date,
     money,
+    no_records,
     party,
     registrar,
 )
@@ -43,11 +43,11 @@ def largest_payment(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
     rows = _by_amount_desc(_payments(ctx, p))
     if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has made no payments as of "
-            f"{long_date(ctx.today)}.",
-            facts=[_none("payments")],
-            refs=[p.path],
+        return no_records(
+            f"{p.label} in {p.legal_entity} has made no payments as of {long_date(ctx.today)}.",
+            "payments",
+            [p.path],
+            counted=False,
         )
     top = rows[0]
     return Answer(
@@ -77,11 +77,11 @@ def top_payments(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     n = params["n"]
     rows = _by_amount_desc(_payments(ctx, p))[:n]
     if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has made no payments as of "
-            f"{long_date(ctx.today)}.",
-            facts=[_none("payments")],
-            refs=[p.path],
+        return no_records(
+            f"{p.label} in {p.legal_entity} has made no payments as of {long_date(ctx.today)}.",
+            "payments",
+            [p.path],
+            counted=False,
         )
     lines = [_txn_line(row, p.currency) for row in rows]
     return Answer(
@@ -111,10 +111,8 @@ def payments_in_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     rows = _payments(ctx, p, start, end)
     window = f"between {long_date(start)} and {long_date(end)}"
     if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} made no payments {window}.",
-            facts=[_none("payments"), _count("payments", 0)],
-            refs=[p.path],
+        return no_records(
+            f"{p.label} in {p.legal_entity} made no payments {window}.", "payments", [p.path]
         )
     total = -_sum(row.amount_cur for row in rows)
     lines = [_txn_line(row, p.currency) for row in rows]
@@ -139,11 +137,11 @@ def last_payment(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
     rows = _payments(ctx, p)
     if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has made no payments as of "
-            f"{long_date(ctx.today)}.",
-            facts=[_none("payments")],
-            refs=[p.path],
+        return no_records(
+            f"{p.label} in {p.legal_entity} has made no payments as of {long_date(ctx.today)}.",
+            "payments",
+            [p.path],
+            counted=False,
         )
     last_day = max(row.txn_date for row in rows)
     last = [row for row in rows if row.txn_date == last_day]

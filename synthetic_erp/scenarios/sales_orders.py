@@ -24,6 +24,7 @@ from synthetic_erp.scenarios._base import (
     _where,
     long_date,
     money,
+    no_records,
     party,
     registrar,
 )
@@ -80,11 +81,10 @@ def open_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         ctx, o.legal_entity == p.legal_entity, o.customer_account == p.account, o.status == "open"
     )
     if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no open sales orders as of "
-            f"{long_date(ctx.today)}.",
-            facts=[_none("open_orders"), _count("open_orders", 0)],
-            refs=[p.path],
+        return no_records(
+            f"{p.label} in {p.legal_entity} has no open sales orders as of {long_date(ctx.today)}.",
+            "open_orders",
+            [p.path],
         )
     lines = [_order_line(row) for row in rows]
     return Answer(
@@ -112,11 +112,7 @@ def order_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     o = s.SalesOrder
     rows = _orders(ctx, o.legal_entity == p.legal_entity, o.customer_account == p.account)
     if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no sales orders.",
-            facts=[_none("orders"), _count("orders", 0)],
-            refs=[p.path],
-        )
+        return no_records(f"{p.label} in {p.legal_entity} has no sales orders.", "orders", [p.path])
     by_status: dict[str, int] = defaultdict(int)
     for row in rows:
         by_status[row.status] += 1
@@ -144,10 +140,7 @@ def do_not_process_orders(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     o = s.SalesOrder
     rows = _orders(ctx, o.do_not_process.is_(True), *_le_filter(o, le))
     if not rows:
-        return Answer(
-            text=f"No sales orders are marked 'Do not process' {_where(le)}.",
-            facts=[_none("orders"), _count("orders", 0)],
-        )
+        return no_records(f"No sales orders are marked 'Do not process' {_where(le)}.", "orders")
     lines = [_order_line(row) + f" ({row.customer_account}, {row.legal_entity})" for row in rows]
     return Answer(
         text=f"{len(rows)} sales order(s) are marked 'Do not process' {_where(le)}: "
@@ -213,10 +206,11 @@ def largest_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answe
     found = len(rows)
     rows = rows[: params["n"]]
     if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no sales orders (canceled ones excluded).",
-            facts=[_none("orders")],
-            refs=[p.path],
+        return no_records(
+            f"{p.label} in {p.legal_entity} has no sales orders (canceled ones excluded).",
+            "orders",
+            [p.path],
+            counted=False,
         )
     lines = [_order_line(row) for row in rows]
     return Answer(
@@ -274,10 +268,7 @@ def orders_by_release_status(ctx: OracleContext, params: dict[str, Any]) -> Answ
     rows = _orders(ctx, o.legal_entity == le, o.release_status == status, o.status == "open")
     label = status.replace("_", " ")
     if not rows:
-        return Answer(
-            text=f"No open sales orders in {le} have release status '{label}'.",
-            facts=[_none("orders"), _count("orders", 0)],
-        )
+        return no_records(f"No open sales orders in {le} have release status '{label}'.", "orders")
     lines = [_order_line(row) + f" ({row.customer_account})" for row in rows]
     return Answer(
         text=f"{len(rows)} open sales order(s) in {le} have release status '{label}': "

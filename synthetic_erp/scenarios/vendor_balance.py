@@ -25,6 +25,7 @@ from synthetic_erp.scenarios._base import (
     ledger_open_items,
     long_date,
     money,
+    no_records,
     party,
     registrar,
 )
@@ -227,9 +228,10 @@ def ap_due_next_month_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     window = f"between {long_date(start)} and {long_date(end)}"
     currency = ctx.currency(le)
     if not ranked:
-        return Answer(
-            text=f"No open vendor invoices in {le} fall due next month ({window}).",
-            facts=[_none("balances")],
+        return no_records(
+            f"No open vendor invoices in {le} fall due next month ({window}).",
+            "balances",
+            counted=False,
         )
     names = _names(ctx, "vendor", le, [a for _, a in ranked])
     lines = [f"{names[a]} ({a}) {money(v, currency)}" for v, a in ranked]

@@ -25,6 +25,7 @@ from synthetic_erp.scenarios._base import (
     _top,
     _where,
     long_date,
+    no_records,
     party,
     registrar,
 )
@@ -172,10 +173,7 @@ def vendors_created_in_month(ctx: OracleContext, params: dict[str, Any]) -> Answ
     )
     label = f"{start:%B} {start.year}"
     if not rows:
-        return Answer(
-            text=f"No vendors were created in {le} in {label}.",
-            facts=[_none("vendors"), _count("vendors", 0)],
-        )
+        return no_records(f"No vendors were created in {le} in {label}.", "vendors")
     lines = [f"{r.name} ({r.account}) on {long_date(r.created_date)}" for r in rows]
     return Answer(
         text=f"{len(rows)} vendor(s) were created in {le} in {label}: "
@@ -212,9 +210,8 @@ def vendors_terms_longer_than(ctx: OracleContext, params: dict[str, Any]) -> Ans
         else []
     )
     if not rows:
-        return Answer(
-            text=f"No vendors in {le} have payment terms longer than {days} days net.",
-            facts=[_none("vendors"), _count("vendors", 0)],
+        return no_records(
+            f"No vendors in {le} have payment terms longer than {days} days net.", "vendors"
         )
     lines = [f"{r.name} ({r.account}) {r.payment_terms}" for r in rows]
     return Answer(
