@@ -294,6 +294,19 @@ def no_records(text: str, noun: str, refs: Sequence[str] = (), *, counted: bool 
     return Answer(text=text, facts=facts, refs=list(refs))
 
 
+def listed(
+    rows: Sequence[Any],
+    lines: Sequence[str],
+    text: str,
+    facts: list[ExpectedFact],
+    refs: list[str],
+) -> Answer:
+    """The key that lists ``rows``: ``text``, a colon and the first LIST_LIMIT ``lines``."""
+    return Answer(
+        text=f"{text}: {_listing(lines, len(rows))}.", facts=facts, refs=refs, records=len(rows)
+    )
+
+
 def _d(value: str) -> dt.date:
     return dt.date.fromisoformat(value)
 
@@ -517,17 +530,18 @@ def _dispute_answer(ctx: OracleContext, p: Party, kind: str) -> Answer:
         for r in rows
     ]
     total = _sum(r.amount for r in rows)
-    return Answer(
-        text=f"{p.label} in {p.legal_entity} has {len(rows)} open {noun} totalling "
-        f"{money(total, currency)}: {_listing(lines, len(rows))}.",
-        facts=[
+    return listed(
+        rows,
+        lines,
+        f"{p.label} in {p.legal_entity} has {len(rows)} open {noun} totalling "
+        f"{money(total, currency)}",
+        [
             _count(plural, len(rows)),
             _amount(f"{plural}_total", total),
             _top(plural, [r.dispute_id for r in rows], ordered=False),
         ],
-        refs=[p.path]
+        [p.path]
         + [record_path("customer-disputes", p.legal_entity, r.dispute_id) for r in rows[:10]],
-        records=len(rows),
     )
 
 

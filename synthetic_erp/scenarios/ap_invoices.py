@@ -20,12 +20,12 @@ from synthetic_erp.scenarios._base import (
     _d,
     _fact,
     _le_filter,
-    _listing,
     _open_ap_due,
     _sum,
     _top,
     _txn_path,
     _where,
+    listed,
     long_date,
     money,
     no_records,
@@ -105,16 +105,17 @@ def pending_approval_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answe
         )
     total = _sum(r.amount for r in rows)
     lines = [_vi_line(r) + (f", approver {r.approver}" if r.approver else "") for r in rows]
-    return Answer(
-        text=f"{len(rows)} invoice(s) from {p.label} in {p.legal_entity} are pending approval, "
-        f"{money(total, p.currency)} in total: {_listing(lines, len(rows))}.",
-        facts=[
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} invoice(s) from {p.label} in {p.legal_entity} are pending approval, "
+        f"{money(total, p.currency)} in total",
+        [
             _count("invoices", len(rows)),
             _amount("total", total),
             _top("invoices", [r.invoice_id for r in rows], ordered=False),
         ],
-        refs=[p.path, *(_vi_path(r) for r in rows[:LIST_LIMIT])],
-        records=len(rows),
+        [p.path, *(_vi_path(r) for r in rows[:LIST_LIMIT])],
     )
 
 
@@ -147,12 +148,7 @@ def invoices_by_status_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
         text += " worth " + ", ".join(money(v, c) for c, v in sorted(by_cur.items()))
         facts += [_amount(f"total_{c}", v) for c, v in sorted(by_cur.items())]
     lines = [_vi_line(r) for r in rows]
-    return Answer(
-        text=text + f": {_listing(lines, len(rows))}.",
-        facts=facts,
-        refs=[_vi_path(r) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
-    )
+    return listed(rows, lines, text + "", facts, [_vi_path(r) for r in rows[:LIST_LIMIT]])
 
 
 @template(
@@ -176,12 +172,13 @@ def ap_due_in_window(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         f"{money(r.open_amount_cur, r.currency)}"
         for r in rows
     ]
-    return Answer(
-        text=f"{len(rows)} open vendor invoice(s) in {le} fall due {window}, "
-        f"{money(total, currency)} in accounting currency: {_listing(lines, len(rows))}.",
-        facts=[_count("invoices", len(rows)), _amount("total_due", total)],
-        refs=[_txn_path("vendor", r) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} open vendor invoice(s) in {le} fall due {window}, "
+        f"{money(total, currency)} in accounting currency",
+        [_count("invoices", len(rows)), _amount("total_due", total)],
+        [_txn_path("vendor", r) for r in rows[:LIST_LIMIT]],
     )
 
 
@@ -214,12 +211,13 @@ def ap_posted_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     lines = [
         f"{r.document_number} ({r.vendor_account}) {money(r.amount_cur, r.currency)}" for r in rows
     ]
-    return Answer(
-        text=f"{len(rows)} vendor invoice(s) were posted in {le} on {long_date(day)}, "
-        f"{money(total, currency)} in accounting currency: {_listing(lines, len(rows))}.",
-        facts=[_count("invoices", len(rows)), _amount("total", total)],
-        refs=[_txn_path("vendor", r) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} vendor invoice(s) were posted in {le} on {long_date(day)}, "
+        f"{money(total, currency)} in accounting currency",
+        [_count("invoices", len(rows)), _amount("total", total)],
+        [_txn_path("vendor", r) for r in rows[:LIST_LIMIT]],
     )
 
 

@@ -17,7 +17,6 @@ from synthetic_erp.scenarios._base import (
     _count,
     _d,
     _fact,
-    _listing,
     _names,
     _none,
     _open_ap_due,
@@ -26,6 +25,7 @@ from synthetic_erp.scenarios._base import (
     _txn_line,
     _txn_path,
     _vendor_txns,
+    listed,
     long_date,
     money,
     no_records,
@@ -200,12 +200,13 @@ def vendor_payments_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         )
     total = -_sum(r.amount_cur for r in rows)
     lines = [_txn_line(r, p.currency) for r in rows]
-    return Answer(
-        text=f"{len(rows)} payment(s) totalling {money(total, p.currency)} were made to {p.label} "
-        f"in {p.legal_entity} {window}: {_listing(lines, len(rows))}.",
-        facts=[_count("payments", len(rows)), _amount("total_paid", total)],
-        refs=[p.path, *(_txn_path("vendor", r) for r in rows[:LIST_LIMIT])],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} payment(s) totalling {money(total, p.currency)} were made to {p.label} "
+        f"in {p.legal_entity} {window}",
+        [_count("payments", len(rows)), _amount("total_paid", total)],
+        [p.path, *(_txn_path("vendor", r) for r in rows[:LIST_LIMIT])],
     )
 
 

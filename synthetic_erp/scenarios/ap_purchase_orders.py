@@ -12,8 +12,8 @@ from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
     _count,
-    _listing,
     _top,
+    listed,
     long_date,
     money,
     no_records,
@@ -61,14 +61,13 @@ def open_pos_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         f"buyer {r.buyer}"
         for r in rows
     ]
-    return Answer(
-        text=f"{p.label} in {p.legal_entity} has {len(rows)} open purchase order(s): "
-        f"{_listing(lines, len(rows))}.",
-        facts=[
+    return listed(
+        rows,
+        lines,
+        f"{p.label} in {p.legal_entity} has {len(rows)} open purchase order(s)",
+        [
             _count("purchase_orders", len(rows)),
             _top("purchase_orders", [r.po_number for r in rows], ordered=False),
         ],
-        refs=[p.path]
-        + [record_path("purchase-orders", p.legal_entity, r.po_number) for r in rows[:10]],
-        records=len(rows),
+        [p.path] + [record_path("purchase-orders", p.legal_entity, r.po_number) for r in rows[:10]],
     )

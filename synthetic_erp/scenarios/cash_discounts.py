@@ -18,11 +18,11 @@ from synthetic_erp.scenarios._base import (
     _count,
     _cust_items,
     _d,
-    _listing,
     _sum,
     _top,
     _txn_path,
     ledger_open_items,
+    listed,
     long_date,
     money,
     no_records,
@@ -69,15 +69,15 @@ def discounts_expiring_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
         f"{money(r.cash_discount_amount or 0, r.currency)} until {long_date(r.cash_discount_date)}"
         for r in rows
     ]
-    return Answer(
-        text=f"{len(rows)} open customer invoice(s) in {le} have a cash discount expiring "
-        f"{window}: {_listing(lines, len(rows))}.",
-        facts=[
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} open customer invoice(s) in {le} have a cash discount expiring {window}",
+        [
             _count("invoices", len(rows)),
             _top("invoices", [r.document_number for r in rows], ordered=False),
         ],
-        refs=[_txn_path("customer", r) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
+        [_txn_path("customer", r) for r in rows[:LIST_LIMIT]],
     )
 
 
@@ -157,13 +157,14 @@ def open_discount_invoices_customer(ctx: OracleContext, params: dict[str, Any]) 
         f"{long_date(r.cash_discount_date)}"
         for r in rows
     ]
-    return Answer(
-        text=f"{len(rows)} open invoice(s) of {p.label} in {p.legal_entity} still carry an "
-        f"available cash discount: {_listing(lines, len(rows))}.",
-        facts=[
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} open invoice(s) of {p.label} in {p.legal_entity} still carry an "
+        f"available cash discount",
+        [
             _count("invoices", len(rows)),
             _top("invoices", [r.document_number for r in rows], ordered=False),
         ],
-        refs=[p.path, *(_txn_path("customer", r) for r in rows[:LIST_LIMIT])],
-        records=len(rows),
+        [p.path, *(_txn_path("customer", r) for r in rows[:LIST_LIMIT])],
     )

@@ -16,10 +16,10 @@ from synthetic_erp.scenarios._base import (
     OracleContext,
     _count,
     _d,
-    _listing,
     _names,
     _none,
     _top,
+    listed,
     long_date,
     no_records,
     party,
@@ -91,16 +91,17 @@ def open_activities_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
             refs=[p.path],
         )
     lines = [_activity_line(row) for row in rows]
-    return Answer(
-        text=f"{p.label} in {p.legal_entity} has {len(rows)} open collections activit"
-        f"{'y' if len(rows) == 1 else 'ies'}: {_listing(lines, len(rows))}.",
-        facts=[
+    return listed(
+        rows,
+        lines,
+        f"{p.label} in {p.legal_entity} has {len(rows)} open collections activit"
+        f"{'y' if len(rows) == 1 else 'ies'}",
+        [
             _count("open_activities", len(rows)),
             _top("activities", [row.activity_id for row in rows], ordered=False),
         ],
-        refs=[p.path]
+        [p.path]
         + [record_path("collection-activities", p.legal_entity, r.activity_id) for r in rows[:10]],
-        records=len(rows),
     )
 
 
@@ -138,15 +139,15 @@ def open_cases_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         f"{r.owner_agent_id}"
         for r in rows
     ]
-    return Answer(
-        text=f"{p.label} in {p.legal_entity} has {len(rows)} open collections case(s): "
-        f"{_listing(lines, len(rows))}.",
-        facts=[
+    return listed(
+        rows,
+        lines,
+        f"{p.label} in {p.legal_entity} has {len(rows)} open collections case(s)",
+        [
             _count("open_cases", len(rows)),
             _top("cases", [r.case_id for r in rows], ordered=False),
         ],
-        refs=[p.path] + [record_path("collection-cases", p.legal_entity, r.case_id) for r in rows],
-        records=len(rows),
+        [p.path] + [record_path("collection-cases", p.legal_entity, r.case_id) for r in rows],
     )
 
 
@@ -187,16 +188,17 @@ def agent_worklist(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     names = _names(ctx, "customer", le, {r.customer_account for r in rows})
     lines = [_activity_line(r, names.get(r.customer_account)) for r in rows]
     customers = sorted({r.customer_account for r in rows})
-    return Answer(
-        text=f"Collections agent {agent_name} has {len(rows)} open activit"
+    return listed(
+        rows,
+        lines,
+        f"Collections agent {agent_name} has {len(rows)} open activit"
         f"{'y' if len(rows) == 1 else 'ies'} due on {long_date(day)} in {le}, for "
-        f"{len(customers)} customer(s): {_listing(lines, len(rows))}.",
-        facts=[
+        f"{len(customers)} customer(s)",
+        [
             _count("activities", len(rows)),
             _top("customers", customers, ordered=False),
         ],
-        refs=[record_path("collection-activities", le, r.activity_id) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
+        [record_path("collection-activities", le, r.activity_id) for r in rows[:LIST_LIMIT]],
     )
 
 
@@ -228,10 +230,10 @@ def open_tasks_due_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     if not rows:
         return no_records(f"No open collections tasks in {le} are due {window}.", "tasks")
     lines = [_activity_line(r) for r in rows]
-    return Answer(
-        text=f"{len(rows)} open collections task(s) in {le} are due {window}: "
-        f"{_listing(lines, len(rows))}.",
-        facts=[_count("tasks", len(rows))],
-        refs=[record_path("collection-activities", le, r.activity_id) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} open collections task(s) in {le} are due {window}",
+        [_count("tasks", len(rows))],
+        [record_path("collection-activities", le, r.activity_id) for r in rows[:LIST_LIMIT]],
     )

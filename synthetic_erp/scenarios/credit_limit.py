@@ -20,13 +20,13 @@ from synthetic_erp.scenarios._base import (
     _count,
     _cust_items,
     _le_filter,
-    _listing,
     _none,
     _num,
     _sum,
     _top,
     _where,
     ledger_open_items,
+    listed,
     long_date,
     money,
     no_records,
@@ -141,15 +141,15 @@ def credit_hold_list(ctx: OracleContext, params: dict[str, Any]) -> Answer:
             text=f"No customers are on credit hold {_where(le)}.", facts=[_none("customers")]
         )
     lines = [f"{r.name} ({r.account}, {r.legal_entity})" for r in rows]
-    return Answer(
-        text=f"{len(rows)} customer(s) are on credit hold {_where(le)} as of "
-        f"{long_date(ctx.today)}: {_listing(lines, len(rows))}.",
-        facts=[
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} customer(s) are on credit hold {_where(le)} as of {long_date(ctx.today)}",
+        [
             _count("customers_on_hold", len(rows)),
             _top("customers", [r.account for r in rows], ordered=False),
         ],
-        refs=[record_path("customers", r.legal_entity, r.account) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
+        [record_path("customers", r.legal_entity, r.account) for r in rows[:LIST_LIMIT]],
     )
 
 

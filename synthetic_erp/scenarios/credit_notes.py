@@ -11,9 +11,9 @@ from synthetic_erp.scenarios._base import (
     _amount,
     _count,
     _cust_items,
-    _listing,
     _sum,
     _txn_path,
+    listed,
     long_date,
     money,
     no_records,
@@ -51,10 +51,11 @@ def unapplied_credit_notes_customer(ctx: OracleContext, params: dict[str, Any]) 
         f"{money(-r.open_amount_cur, p.currency)} of {money(-r.amount_cur, p.currency)}"
         for r in rows
     ]
-    return Answer(
-        text=f"{p.label} in {p.legal_entity} has {len(rows)} credit note(s) not fully applied, "
-        f"{money(total, p.currency)} in total: {_listing(lines, len(rows))}.",
-        facts=[_count("credit_notes", len(rows)), _amount("unapplied_total", total)],
-        refs=[p.path, *(_txn_path("customer", r) for r in rows[:LIST_LIMIT])],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{p.label} in {p.legal_entity} has {len(rows)} credit note(s) not fully applied, "
+        f"{money(total, p.currency)} in total",
+        [_count("credit_notes", len(rows)), _amount("unapplied_total", total)],
+        [p.path, *(_txn_path("customer", r) for r in rows[:LIST_LIMIT])],
     )

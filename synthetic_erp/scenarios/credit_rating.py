@@ -14,7 +14,7 @@ from synthetic_erp.scenarios._base import (
     OracleContext,
     _count,
     _fact,
-    _listing,
+    listed,
     no_records,
     party,
     registrar,
@@ -74,10 +74,10 @@ def rating_count_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
             f"No customer in group {group} in {le} has the credit rating {rating}.", "customers"
         )
     lines = [f"{r.name} ({r.account})" for r in rows]
-    return Answer(
-        text=f"{len(rows)} customer(s) in group {group} in {le} are rated {rating}: "
-        f"{_listing(lines, len(rows))}.",
-        facts=[_count("customers", len(rows))],
-        refs=[record_path("customers", le, r.account) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} customer(s) in group {group} in {le} are rated {rating}",
+        [_count("customers", len(rows))],
+        [record_path("customers", le, r.account) for r in rows[:LIST_LIMIT]],
     )

@@ -14,8 +14,8 @@ from synthetic_erp.scenarios._base import (
     OracleContext,
     _count,
     _fact,
-    _listing,
     _terms_answer,
+    listed,
     no_records,
     party,
     registrar,
@@ -92,12 +92,12 @@ def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     if not rows:
         return no_records(f"No customers are in customer group {group} in {le}.", "customers")
     lines = [f"{r.name} ({r.account})" for r in rows]
-    return Answer(
-        text=f"{len(rows)} customer(s) are in customer group {group} in {le}; by account: "
-        f"{_listing(lines, len(rows))}.",
-        facts=[_count("customers", len(rows))],
-        refs=[record_path("customers", le, r.account) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} customer(s) are in customer group {group} in {le}; by account",
+        [_count("customers", len(rows))],
+        [record_path("customers", le, r.account) for r in rows[:LIST_LIMIT]],
     )
 
 
@@ -120,11 +120,12 @@ def customers_by_currency(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     if not rows:
         return no_records(f"No customers in {le} use {currency} as their currency.", "customers")
     lines = [f"{r.name} ({r.account})" for r in rows]
-    return Answer(
-        text=f"{len(rows)} customer(s) in {le} use {currency}: {_listing(lines, len(rows))}.",
-        facts=[_count("customers", len(rows))],
-        refs=[record_path("customers", le, r.account) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} customer(s) in {le} use {currency}",
+        [_count("customers", len(rows))],
+        [record_path("customers", le, r.account) for r in rows[:LIST_LIMIT]],
     )
 
 

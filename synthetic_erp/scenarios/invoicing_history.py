@@ -21,12 +21,12 @@ from synthetic_erp.scenarios._base import (
     _customer_txns,
     _d,
     _fact,
-    _listing,
     _names,
     _none,
     _sum,
     _txn_line,
     _txn_path,
+    listed,
     long_date,
     money,
     no_records,
@@ -79,12 +79,13 @@ def invoices_in_range_customer(ctx: OracleContext, params: dict[str, Any]) -> An
         )
     total = _sum(row.amount_cur for row in rows)
     lines = [_txn_line(row, p.currency) for row in rows]
-    return Answer(
-        text=f"{len(rows)} invoice(s) were issued to {p.label} in {p.legal_entity} {window}, "
-        f"totalling {money(total, p.currency)}: {_listing(lines, len(rows))}.",
-        facts=[_count("invoices", len(rows)), _amount("total_invoiced", total)],
-        refs=[p.path, *(_txn_path("customer", row) for row in rows[:LIST_LIMIT])],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} invoice(s) were issued to {p.label} in {p.legal_entity} {window}, "
+        f"totalling {money(total, p.currency)}",
+        [_count("invoices", len(rows)), _amount("total_invoiced", total)],
+        [p.path, *(_txn_path("customer", row) for row in rows[:LIST_LIMIT])],
     )
 
 

@@ -14,12 +14,12 @@ from synthetic_erp.scenarios._base import (
     _amount,
     _count,
     _d,
-    _listing,
     _none,
     _sum,
     _txn_line,
     _txn_path,
     _vendor_txns,
+    listed,
     long_date,
     money,
     party,
@@ -49,12 +49,13 @@ def _vendor_doc_answer(ctx: OracleContext, params: dict[str, Any], txn_type: str
         )
     total = -_sum(r.amount_cur for r in rows)
     lines = [_txn_line(r, p.currency) for r in rows]
-    return Answer(
-        text=f"{len(rows)} {label}(s) for {p.label} in {p.legal_entity}{window}, "
-        f"{money(total, p.currency)} in total: {_listing(lines, len(rows))}.",
-        facts=[_count(f"{txn_type}s", len(rows)), _amount("total", total)],
-        refs=[p.path, *(_txn_path("vendor", r) for r in rows[:LIST_LIMIT])],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} {label}(s) for {p.label} in {p.legal_entity}{window}, "
+        f"{money(total, p.currency)} in total",
+        [_count(f"{txn_type}s", len(rows)), _amount("total", total)],
+        [p.path, *(_txn_path("vendor", r) for r in rows[:LIST_LIMIT])],
     )
 
 

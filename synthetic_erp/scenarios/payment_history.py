@@ -13,13 +13,13 @@ from synthetic_erp.scenarios._base import (
     _count,
     _d,
     _fact,
-    _listing,
     _only,
     _payments,
     _sum,
     _top,
     _txn_line,
     _txn_path,
+    listed,
     long_date,
     money,
     no_records,
@@ -116,12 +116,13 @@ def payments_in_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         )
     total = -_sum(row.amount_cur for row in rows)
     lines = [_txn_line(row, p.currency) for row in rows]
-    return Answer(
-        text=f"{p.label} in {p.legal_entity} made {len(rows)} payment(s) {window} totalling "
-        f"{money(total, p.currency)}: {_listing(lines, len(rows))}.",
-        facts=[_count("payments", len(rows)), _amount("total_paid", total)],
-        refs=[p.path, *(_txn_path("customer", row) for row in rows[:LIST_LIMIT])],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{p.label} in {p.legal_entity} made {len(rows)} payment(s) {window} totalling "
+        f"{money(total, p.currency)}",
+        [_count("payments", len(rows)), _amount("total_paid", total)],
+        [p.path, *(_txn_path("customer", row) for row in rows[:LIST_LIMIT])],
     )
 
 

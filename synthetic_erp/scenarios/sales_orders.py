@@ -16,12 +16,12 @@ from synthetic_erp.scenarios._base import (
     _amount,
     _count,
     _le_filter,
-    _listing,
     _names,
     _none,
     _only,
     _top,
     _where,
+    listed,
     long_date,
     money,
     no_records,
@@ -87,15 +87,15 @@ def open_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
             [p.path],
         )
     lines = [_order_line(row) for row in rows]
-    return Answer(
-        text=f"{p.label} in {p.legal_entity} has {len(rows)} open sales order(s): "
-        f"{_listing(lines, len(rows))}.",
-        facts=[
+    return listed(
+        rows,
+        lines,
+        f"{p.label} in {p.legal_entity} has {len(rows)} open sales order(s)",
+        [
             _count("open_orders", len(rows)),
             _top("orders", [row.sales_id for row in rows], ordered=False),
         ],
-        refs=[p.path, *(_order_path(row) for row in rows[:LIST_LIMIT])],
-        records=len(rows),
+        [p.path, *(_order_path(row) for row in rows[:LIST_LIMIT])],
     )
 
 
@@ -142,15 +142,15 @@ def do_not_process_orders(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     if not rows:
         return no_records(f"No sales orders are marked 'Do not process' {_where(le)}.", "orders")
     lines = [_order_line(row) + f" ({row.customer_account}, {row.legal_entity})" for row in rows]
-    return Answer(
-        text=f"{len(rows)} sales order(s) are marked 'Do not process' {_where(le)}: "
-        f"{_listing(lines, len(rows))}.",
-        facts=[
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} sales order(s) are marked 'Do not process' {_where(le)}",
+        [
             _count("orders", len(rows)),
             _top("orders", [row.sales_id for row in rows], ordered=False),
         ],
-        refs=[_order_path(row) for row in rows[:LIST_LIMIT]],
-        records=len(rows),
+        [_order_path(row) for row in rows[:LIST_LIMIT]],
     )
 
 
@@ -270,10 +270,10 @@ def orders_by_release_status(ctx: OracleContext, params: dict[str, Any]) -> Answ
     if not rows:
         return no_records(f"No open sales orders in {le} have release status '{label}'.", "orders")
     lines = [_order_line(row) + f" ({row.customer_account})" for row in rows]
-    return Answer(
-        text=f"{len(rows)} open sales order(s) in {le} have release status '{label}': "
-        f"{_listing(lines, len(rows))}.",
-        facts=[_count("orders", len(rows))],
-        refs=[_order_path(row) for row in rows[:LIST_LIMIT]],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} open sales order(s) in {le} have release status '{label}'",
+        [_count("orders", len(rows))],
+        [_order_path(row) for row in rows[:LIST_LIMIT]],
     )

@@ -18,12 +18,12 @@ from synthetic_erp.scenarios._base import (
     _count,
     _fact,
     _le_filter,
-    _listing,
     _none,
     _num,
     _terms_answer,
     _top,
     _where,
+    listed,
     long_date,
     no_records,
     party,
@@ -139,15 +139,15 @@ def vendors_on_hold(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     lines = [
         f"{r.name} ({r.account}, {r.legal_entity}): {r.hold_reason or 'no reason'}" for r in rows
     ]
-    return Answer(
-        text=f"{len(rows)} vendor(s) are on payment hold {_where(le)} as of "
-        f"{long_date(ctx.today)}: {_listing(lines, len(rows))}.",
-        facts=[
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} vendor(s) are on payment hold {_where(le)} as of {long_date(ctx.today)}",
+        [
             _count("vendors_on_hold", len(rows)),
             _top("vendors", [r.account for r in rows], ordered=False),
         ],
-        refs=[record_path("vendors", r.legal_entity, r.account) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
+        [record_path("vendors", r.legal_entity, r.account) for r in rows[:LIST_LIMIT]],
     )
 
 
@@ -175,12 +175,12 @@ def vendors_created_in_month(ctx: OracleContext, params: dict[str, Any]) -> Answ
     if not rows:
         return no_records(f"No vendors were created in {le} in {label}.", "vendors")
     lines = [f"{r.name} ({r.account}) on {long_date(r.created_date)}" for r in rows]
-    return Answer(
-        text=f"{len(rows)} vendor(s) were created in {le} in {label}: "
-        f"{_listing(lines, len(rows))}.",
-        facts=[_count("vendors", len(rows))],
-        refs=[record_path("vendors", le, r.account) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} vendor(s) were created in {le} in {label}",
+        [_count("vendors", len(rows))],
+        [record_path("vendors", le, r.account) for r in rows[:LIST_LIMIT]],
     )
 
 
@@ -214,10 +214,10 @@ def vendors_terms_longer_than(ctx: OracleContext, params: dict[str, Any]) -> Ans
             f"No vendors in {le} have payment terms longer than {days} days net.", "vendors"
         )
     lines = [f"{r.name} ({r.account}) {r.payment_terms}" for r in rows]
-    return Answer(
-        text=f"{len(rows)} vendor(s) in {le} have payment terms longer than {days} days net: "
-        f"{_listing(lines, len(rows))}.",
-        facts=[_count("vendors", len(rows))],
-        refs=[record_path("vendors", le, r.account) for r in rows[:LIST_LIMIT]],
-        records=len(rows),
+    return listed(
+        rows,
+        lines,
+        f"{len(rows)} vendor(s) in {le} have payment terms longer than {days} days net",
+        [_count("vendors", len(rows))],
+        [record_path("vendors", le, r.account) for r in rows[:LIST_LIMIT]],
     )
