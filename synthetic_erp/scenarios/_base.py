@@ -89,6 +89,10 @@ class OracleContext:
     def close(self) -> None:
         self.session.close()
 
+    def rows(self, query: Any) -> list[Any]:
+        """Every row ``query`` selects, in its order."""
+        return list(self.session.scalars(query))
+
     def currency(self, legal_entity: str) -> str:
         return self.legal_entities[legal_entity].currency
 

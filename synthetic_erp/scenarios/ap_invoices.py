@@ -193,14 +193,10 @@ def ap_due_in_window(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def ap_posted_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, day = params["legal_entity"], _d(params["date"])
     t = s.VendorTransaction
-    rows = list(
-        ctx.session.scalars(
-            select(t)
-            .where(
-                t.legal_entity == le, t.posted.is_(True), t.txn_type == "invoice", t.txn_date == day
-            )
-            .order_by(t.voucher)
-        )
+    rows = ctx.rows(
+        select(t)
+        .where(t.legal_entity == le, t.posted.is_(True), t.txn_type == "invoice", t.txn_date == day)
+        .order_by(t.voucher)
     )
     if not rows:
         return no_records(

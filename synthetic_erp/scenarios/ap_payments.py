@@ -109,12 +109,10 @@ def payment_accounts_methods(ctx: OracleContext, params: dict[str, Any]) -> Answ
 def proposal_vendors_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, day = params["legal_entity"], _d(params["date"])
     j, line = s.PaymentJournal, s.PaymentJournalLine
-    journals = list(
-        ctx.session.scalars(
-            select(j)
-            .where(j.legal_entity == le, j.source == "proposal", j.created_date == day)
-            .order_by(j.journal_id)
-        )
+    journals = ctx.rows(
+        select(j)
+        .where(j.legal_entity == le, j.source == "proposal", j.created_date == day)
+        .order_by(j.journal_id)
     )
     if not journals:
         return no_records(

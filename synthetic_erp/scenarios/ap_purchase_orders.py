@@ -38,17 +38,15 @@ template = registrar("AP Purchase Orders", "AP")
 def open_pos_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "vendor", params)
     po = s.PurchaseOrder
-    rows = list(
-        ctx.session.scalars(
-            select(po)
-            .where(
-                po.legal_entity == p.legal_entity,
-                po.vendor_account == p.account,
-                po.status == "open",
-                po.order_date <= ctx.today,
-            )
-            .order_by(po.order_date, po.po_number)
+    rows = ctx.rows(
+        select(po)
+        .where(
+            po.legal_entity == p.legal_entity,
+            po.vendor_account == p.account,
+            po.status == "open",
+            po.order_date <= ctx.today,
         )
+        .order_by(po.order_date, po.po_number)
     )
     if not rows:
         return no_records(

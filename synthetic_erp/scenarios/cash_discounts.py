@@ -94,18 +94,16 @@ def discounts_taken_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
     p = party(ctx, "customer", params)
     start, end = _d(params["start"]), _d(params["end"])
     st = s.CustomerSettlement
-    rows = list(
-        ctx.session.scalars(
-            select(st)
-            .where(
-                st.legal_entity == p.legal_entity,
-                st.customer_account == p.account,
-                st.cash_discount_taken > 0,
-                st.settled_date >= start,
-                st.settled_date <= end,
-            )
-            .order_by(st.settled_date, st.settlement_id)
+    rows = ctx.rows(
+        select(st)
+        .where(
+            st.legal_entity == p.legal_entity,
+            st.customer_account == p.account,
+            st.cash_discount_taken > 0,
+            st.settled_date >= start,
+            st.settled_date <= end,
         )
+        .order_by(st.settled_date, st.settlement_id)
     )
     window = f"between {long_date(start)} and {long_date(end)}"
     if not rows:

@@ -71,17 +71,15 @@ def _activity_line(row: s.CollectionActivity, name: str | None = None) -> str:
 def open_activities_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
     a = s.CollectionActivity
-    rows = list(
-        ctx.session.scalars(
-            select(a)
-            .where(
-                a.legal_entity == p.legal_entity,
-                a.customer_account == p.account,
-                a.status.in_(OPEN_ACTIVITY_STATUSES),
-                a.created_date <= ctx.today,
-            )
-            .order_by(a.due_date, a.activity_id)
+    rows = ctx.rows(
+        select(a)
+        .where(
+            a.legal_entity == p.legal_entity,
+            a.customer_account == p.account,
+            a.status.in_(OPEN_ACTIVITY_STATUSES),
+            a.created_date <= ctx.today,
         )
+        .order_by(a.due_date, a.activity_id)
     )
     if not rows:
         return Answer(
@@ -116,17 +114,15 @@ def open_activities_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
 def open_cases_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
     c = s.CollectionCase
-    rows = list(
-        ctx.session.scalars(
-            select(c)
-            .where(
-                c.legal_entity == p.legal_entity,
-                c.customer_account == p.account,
-                c.status == "open",
-                c.opened_date <= ctx.today,
-            )
-            .order_by(c.opened_date, c.case_id)
+    rows = ctx.rows(
+        select(c)
+        .where(
+            c.legal_entity == p.legal_entity,
+            c.customer_account == p.account,
+            c.status == "open",
+            c.opened_date <= ctx.today,
         )
+        .order_by(c.opened_date, c.case_id)
     )
     if not rows:
         return Answer(
@@ -167,17 +163,15 @@ def agent_worklist(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         select(agents).where(agents.legal_entity == le, agents.agent_id == agent_id)
     ).first()
     agent_name = f"{agent.name} ({agent_id})" if agent else agent_id
-    rows = list(
-        ctx.session.scalars(
-            select(a)
-            .where(
-                a.legal_entity == le,
-                a.owner_agent_id == agent_id,
-                a.due_date == day,
-                a.status.in_(OPEN_ACTIVITY_STATUSES),
-            )
-            .order_by(a.customer_account, a.activity_id)
+    rows = ctx.rows(
+        select(a)
+        .where(
+            a.legal_entity == le,
+            a.owner_agent_id == agent_id,
+            a.due_date == day,
+            a.status.in_(OPEN_ACTIVITY_STATUSES),
         )
+        .order_by(a.customer_account, a.activity_id)
     )
     if not rows:
         return no_records(
@@ -213,18 +207,16 @@ def agent_worklist(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def open_tasks_due_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, start, end = params["legal_entity"], _d(params["start"]), _d(params["end"])
     a = s.CollectionActivity
-    rows = list(
-        ctx.session.scalars(
-            select(a)
-            .where(
-                a.legal_entity == le,
-                a.category == "task",
-                a.status.in_(OPEN_ACTIVITY_STATUSES),
-                a.due_date >= start,
-                a.due_date <= end,
-            )
-            .order_by(a.due_date, a.activity_id)
+    rows = ctx.rows(
+        select(a)
+        .where(
+            a.legal_entity == le,
+            a.category == "task",
+            a.status.in_(OPEN_ACTIVITY_STATUSES),
+            a.due_date >= start,
+            a.due_date <= end,
         )
+        .order_by(a.due_date, a.activity_id)
     )
     window = f"between {long_date(start)} and {long_date(end)}"
     if not rows:

@@ -129,12 +129,10 @@ def credit_utilization(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def credit_hold_list(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le = params.get("legal_entity")
     c = s.Customer
-    rows = list(
-        ctx.session.scalars(
-            select(c)
-            .where(c.credit_hold.is_(True), *_le_filter(c, le))
-            .order_by(c.legal_entity, c.account)
-        )
+    rows = ctx.rows(
+        select(c)
+        .where(c.credit_hold.is_(True), *_le_filter(c, le))
+        .order_by(c.legal_entity, c.account)
     )
     if not rows:
         return Answer(

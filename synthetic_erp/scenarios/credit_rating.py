@@ -62,12 +62,10 @@ def credit_rating(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def rating_count_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, rating, group = params["legal_entity"], params["rating"], params["group_id"]
     c = s.Customer
-    rows = list(
-        ctx.session.scalars(
-            select(c)
-            .where(c.legal_entity == le, c.group_id == group, c.credit_rating == rating)
-            .order_by(c.account)
-        )
+    rows = ctx.rows(
+        select(c)
+        .where(c.legal_entity == le, c.group_id == group, c.credit_rating == rating)
+        .order_by(c.account)
     )
     if not rows:
         return no_records(

@@ -84,11 +84,7 @@ def contact_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, group = params["legal_entity"], params["group_id"]
     c = s.Customer
-    rows = list(
-        ctx.session.scalars(
-            select(c).where(c.legal_entity == le, c.group_id == group).order_by(c.account)
-        )
-    )
+    rows = ctx.rows(select(c).where(c.legal_entity == le, c.group_id == group).order_by(c.account))
     if not rows:
         return no_records(f"No customers are in customer group {group} in {le}.", "customers")
     lines = [f"{r.name} ({r.account})" for r in rows]
@@ -112,10 +108,8 @@ def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def customers_by_currency(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, currency = params["legal_entity"], params["currency"]
     c = s.Customer
-    rows = list(
-        ctx.session.scalars(
-            select(c).where(c.legal_entity == le, c.currency == currency).order_by(c.account)
-        )
+    rows = ctx.rows(
+        select(c).where(c.legal_entity == le, c.currency == currency).order_by(c.account)
     )
     if not rows:
         return no_records(f"No customers in {le} use {currency} as their currency.", "customers")

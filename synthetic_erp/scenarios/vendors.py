@@ -125,12 +125,10 @@ def vendor_cash_discount(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def vendors_on_hold(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le = params.get("legal_entity")
     v = s.Vendor
-    rows = list(
-        ctx.session.scalars(
-            select(v)
-            .where(v.payment_hold.is_(True), *_le_filter(v, le))
-            .order_by(v.legal_entity, v.account)
-        )
+    rows = ctx.rows(
+        select(v)
+        .where(v.payment_hold.is_(True), *_le_filter(v, le))
+        .order_by(v.legal_entity, v.account)
     )
     if not rows:
         return Answer(
@@ -164,12 +162,10 @@ def vendors_created_in_month(ctx: OracleContext, params: dict[str, Any]) -> Answ
     start = dt.date(year, month, 1)
     end = (start + dt.timedelta(days=32)).replace(day=1) - dt.timedelta(days=1)
     v = s.Vendor
-    rows = list(
-        ctx.session.scalars(
-            select(v)
-            .where(v.legal_entity == le, v.created_date >= start, v.created_date <= end)
-            .order_by(v.created_date, v.account)
-        )
+    rows = ctx.rows(
+        select(v)
+        .where(v.legal_entity == le, v.created_date >= start, v.created_date <= end)
+        .order_by(v.created_date, v.account)
     )
     label = f"{start:%B} {start.year}"
     if not rows:
@@ -199,12 +195,10 @@ def vendors_terms_longer_than(ctx: OracleContext, params: dict[str, Any]) -> Ans
         ctx.session.scalars(select(pt.terms_id).where(pt.legal_entity == le, pt.net_days > days))
     )
     rows = (
-        list(
-            ctx.session.scalars(
-                select(v)
-                .where(v.legal_entity == le, v.payment_terms.in_(long_terms))
-                .order_by(v.account)
-            )
+        ctx.rows(
+            select(v)
+            .where(v.legal_entity == le, v.payment_terms.in_(long_terms))
+            .order_by(v.account)
         )
         if long_terms
         else []
