@@ -584,6 +584,22 @@ async def _aging_row(ctx: Context, party: Party) -> dict[str, Any]:
     return rows[0] if rows else {}
 
 
+async def _party_balance(ctx: Context, kind: str, empty: str, lead: str) -> str:
+    """One party's open balance; ``empty`` and ``lead`` word it ({who}, {where}, {when}, {zero})."""
+    party = await ctx.party(kind)
+    row = await _aging_row(ctx, party)
+    currency = row.get("currency")
+    count = int(row.get("open_transaction_count", 0) or 0)
+    words = {"who": party.link, "where": where(ctx, party.legal_entity), "when": when(ctx)}
+    if not count:
+        return empty.format(**words, zero=money(0, currency))
+    text = lead.format(**words) + f" **{money(row.get('balance_cur'), currency)}**"
+    acct = ctx.accounting_currency(party.legal_entity)
+    if acct and acct != currency:
+        text += f" ({money(row.get('balance_acct'), acct)} in accounting currency)"
+    return text + f", over {plural(count, 'open transaction')}."
+
+
 async def _customer(ctx: Context) -> tuple[Party, dict[str, Any]]:
     party = await ctx.party("customer")
     data = await ctx.call("get_customer", account=party.account, legal_entity=party.legal_entity)
@@ -606,19 +622,38 @@ async def payment_terms(ctx: Context, party_type: str) -> str:
     return f"{party.link} in {party.legal_entity} has payment terms **{link}**{description}."
 
 
-async def _customer_list(ctx: Context, label: str, *filters: tuple[str, str, Any]) -> str:
-    items, data = await ctx.query("customers", *filters)
+async def _party_list(
+    ctx: Context,
+    kind: str,
+    label: str,
+    filters: tuple[tuple[str, str, Any], ...],
+    headers: list[str],
+    row: Callable[[dict[str, Any]], list[Any]],
+) -> str:
+    """The customers or vendors ``label`` describes: how many, their links, then a table."""
+    items, data = await ctx.query(f"{kind}s", *filters)
     count = int(data.get("total_count", len(items)))
     if not count:
-        return f"There are no customers {label} {where(ctx)} {when(ctx)}."
-    head = f"**{plural(count, 'customer')}** {label} {where(ctx)} {when(ctx)}: " + listing(
+        return f"There are no {kind}s {label}."
+    head = f"**{plural(count, kind)}** {label}: " + listing(
         [md_link(f"{i.get('name')} ({i.get('account')})", i.get("url")) for i in items]
     )
-    rows = [
-        [doc_link(i, "account"), i.get("name"), i.get("legal_entity"), i.get("group_id")]
-        for i in items
+    return with_table(head + ".", headers, [row(i) for i in items])
+
+
+def _customer_row(item: dict[str, Any]) -> list[Any]:
+    return [
+        doc_link(item, "account"),
+        item.get("name"),
+        item.get("legal_entity"),
+        item.get("group_id"),
     ]
-    return with_table(head + ".", ["Account", "Name", "Legal entity", "Group"], rows)
+
+
+async def _customer_list(ctx: Context, label: str, *filters: tuple[str, str, Any]) -> str:
+    headers = ["Account", "Name", "Legal entity", "Group"]
+    label = f"{label} {where(ctx)} {when(ctx)}"
+    return await _party_list(ctx, "customer", label, filters, headers, _customer_row)
 
 
 async def _customer_txns(ctx: Context, party: Party, txn_types: list[str], **extra: Any):

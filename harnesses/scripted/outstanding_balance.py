@@ -5,7 +5,7 @@ from __future__ import annotations
 from harnesses.scripted._base import (
     AR_INVOICE_TYPES,
     Context,
-    _aging_row,
+    _party_balance,
     doc_link,
     listing,
     long_date,
@@ -18,23 +18,12 @@ from harnesses.scripted._base import (
 
 
 async def customer_balance(ctx: Context) -> str:
-    party = await ctx.party("customer")
-    row = await _aging_row(ctx, party)
-    currency = row.get("currency")
-    count = int(row.get("open_transaction_count", 0) or 0)
-    if not count:
-        return (
-            f"{party.link} has no open transactions {where(ctx, party.legal_entity)} "
-            f"{when(ctx)}: the outstanding balance is {money(0, currency)}."
-        )
-    text = (
-        f"The outstanding balance of {party.link} {where(ctx, party.legal_entity)} {when(ctx)} is "
-        f"**{money(row.get('balance_cur'), currency)}**"
+    return await _party_balance(
+        ctx,
+        "customer",
+        "{who} has no open transactions {where} {when}: the outstanding balance is {zero}.",
+        "The outstanding balance of {who} {where} {when} is",
     )
-    acct = ctx.accounting_currency(party.legal_entity)
-    if acct and acct != currency:
-        text += f" ({money(row.get('balance_acct'), acct)} in accounting currency)"
-    return text + f", over {plural(count, 'open transaction')}."
 
 
 async def unpaid_invoices_customer(ctx: Context) -> str:

@@ -7,9 +7,9 @@ from typing import Any
 
 from harnesses.scripted._base import (
     Context,
-    _aging_row,
     _due_window,
     _open_ap,
+    _party_balance,
     long_date,
     money,
     plural,
@@ -20,23 +20,12 @@ from harnesses.scripted._base import (
 
 
 async def vendor_balance(ctx: Context) -> str:
-    party = await ctx.party("vendor")
-    row = await _aging_row(ctx, party)
-    currency = row.get("currency")
-    count = int(row.get("open_transaction_count", 0) or 0)
-    if not count:
-        return (
-            f"There are no open transactions with {party.link} {where(ctx, party.legal_entity)} "
-            f"{when(ctx)}: the AP balance is {money(0, currency)}."
-        )
-    text = (
-        f"The open AP balance owed to {party.link} {where(ctx, party.legal_entity)} {when(ctx)} is "
-        f"**{money(row.get('balance_cur'), currency)}**"
+    return await _party_balance(
+        ctx,
+        "vendor",
+        "There are no open transactions with {who} {where} {when}: the AP balance is {zero}.",
+        "The open AP balance owed to {who} {where} {when} is",
     )
-    acct = ctx.accounting_currency(party.legal_entity)
-    if acct and acct != currency:
-        text += f" ({money(row.get('balance_acct'), acct)} in accounting currency)"
-    return text + f", over {plural(count, 'open transaction')}."
 
 
 async def _vendor_aging(ctx: Context, **args: Any) -> dict[str, Any]:

@@ -9,15 +9,13 @@ from harnesses.scripted._base import (
     MONTH_YEAR,
     Context,
     _month_number,
+    _party_list,
     _vendor,
     doc_link,
-    listing,
     long_date,
     md_link,
     payment_terms,
-    plural,
     where,
-    with_table,
 )
 
 
@@ -42,25 +40,19 @@ async def vendor_cash_discount(ctx: Context) -> str:
     )
 
 
-async def _vendor_list(ctx: Context, label: str, *filters: tuple[str, str, Any]) -> str:
-    items, data = await ctx.query("vendors", *filters)
-    count = int(data.get("total_count", len(items)))
-    if not count:
-        return f"There are no vendors {label} {where(ctx)}."
-    head = f"**{plural(count, 'vendor')}** {label} {where(ctx)}: " + listing(
-        [md_link(f"{i.get('name')} ({i.get('account')})", i.get("url")) for i in items]
-    )
-    rows = [
-        [
-            doc_link(i, "account"),
-            i.get("name"),
-            i.get("payment_terms"),
-            i.get("hold_reason") or "",
-            long_date(i.get("created_date")),
-        ]
-        for i in items
+def _vendor_row(item: dict[str, Any]) -> list[Any]:
+    return [
+        doc_link(item, "account"),
+        item.get("name"),
+        item.get("payment_terms"),
+        item.get("hold_reason") or "",
+        long_date(item.get("created_date")),
     ]
-    return with_table(head + ".", ["Vendor", "Name", "Terms", "Hold reason", "Created"], rows)
+
+
+async def _vendor_list(ctx: Context, label: str, *filters: tuple[str, str, Any]) -> str:
+    headers = ["Vendor", "Name", "Terms", "Hold reason", "Created"]
+    return await _party_list(ctx, "vendor", f"{label} {where(ctx)}", filters, headers, _vendor_row)
 
 
 async def vendors_on_hold(ctx: Context) -> str:
