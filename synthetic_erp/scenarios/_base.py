@@ -472,6 +472,23 @@ def _names(ctx: OracleContext, kind: str, le: str, accounts: Iterable[str]) -> d
     return {key: value for key, value in rows}
 
 
+def _balance_answer(ctx: OracleContext, p: Party, items: Sequence[Any], lead: str) -> Answer:
+    """A party's open balance over its open ``items``; ``lead`` words it ("The open ... of")."""
+    total = _sum(row.open_amount_cur for row in items)
+    total_acct = _sum(row.open_amount_acct for row in items)
+    facts = [_amount("balance", total)]
+    text = f"{lead} {p.label} in {p.legal_entity} as of "
+    text += f"{long_date(ctx.today)} is {money(total, p.currency)}"
+    acct = ctx.currency(p.legal_entity)
+    if acct != p.currency and total:
+        text += f" ({money(total_acct, acct)} in accounting currency)"
+        facts.append(_amount("balance_accounting", total_acct))
+    text += f", over {len(items)} open transaction(s)."
+    if not items:
+        facts.append(_none("open_items"))
+    return Answer(text=text, facts=facts, refs=[p.path], records=1 if items else 0)
+
+
 def _terms_answer(ctx: OracleContext, p: Party) -> Answer:
     terms = ctx.session.scalars(
         select(s.PaymentTerms).where(

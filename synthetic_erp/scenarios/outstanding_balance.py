@@ -10,10 +10,10 @@ from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
     _amount,
+    _balance_answer,
     _count,
     _cust_items,
     _listing,
-    _none,
     _sum,
     _top,
     _txn_path,
@@ -82,17 +82,4 @@ def unpaid_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
 )
 def customer_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
-    items = _cust_items(ctx, p)
-    total = _sum(row.open_amount_cur for row in items)
-    total_acct = _sum(row.open_amount_acct for row in items)
-    facts = [_amount("balance", total)]
-    text = f"The outstanding balance of {p.label} in {p.legal_entity} as of "
-    text += f"{long_date(ctx.today)} is {money(total, p.currency)}"
-    acct = ctx.currency(p.legal_entity)
-    if acct != p.currency and total:
-        text += f" ({money(total_acct, acct)} in accounting currency)"
-        facts.append(_amount("balance_accounting", total_acct))
-    text += f", over {len(items)} open transaction(s)."
-    if not items:
-        facts.append(_none("open_items"))
-    return Answer(text=text, facts=facts, refs=[p.path], records=1 if items else 0)
+    return _balance_answer(ctx, p, _cust_items(ctx, p), "The outstanding balance of")

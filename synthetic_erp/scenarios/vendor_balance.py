@@ -15,6 +15,7 @@ from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
     _amount,
+    _balance_answer,
     _count,
     _names,
     _none,
@@ -74,20 +75,7 @@ def _vendor_group_totals(ctx: OracleContext, le: str) -> dict[str, Decimal]:
 )
 def vendor_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "vendor", params)
-    items = _vend_items(ctx, p)
-    total = _sum(row.open_amount_cur for row in items)
-    total_acct = _sum(row.open_amount_acct for row in items)
-    acct = ctx.currency(p.legal_entity)
-    text = f"The open AP balance owed to {p.label} in {p.legal_entity} as of "
-    text += f"{long_date(ctx.today)} is {money(total, p.currency)}"
-    facts = [_amount("balance", total)]
-    if acct != p.currency and total:
-        text += f" ({money(total_acct, acct)} in accounting currency)"
-        facts.append(_amount("balance_accounting", total_acct))
-    text += f", over {len(items)} open transaction(s)."
-    if not items:
-        facts.append(_none("open_items"))
-    return Answer(text=text, facts=facts, refs=[p.path], records=1 if items else 0)
+    return _balance_answer(ctx, p, _vend_items(ctx, p), "The open AP balance owed to")
 
 
 @template(
