@@ -445,6 +445,11 @@ def _txn_path(kind: str, row) -> str:
     return record_path(set_name, row.legal_entity, row.voucher)
 
 
+def _party_txn_refs(p: Party, rows: Sequence[Any]) -> list[str]:
+    """The party's record, then its first LIST_LIMIT ledger transactions among ``rows``."""
+    return [p.path, *(_txn_path(p.kind, row) for row in rows[:LIST_LIMIT])]
+
+
 def _txn_line(row, currency: str, amount_column: str = "amount_cur") -> str:
     amount = abs(getattr(row, amount_column))
     return f"{row.document_number} on {long_date(row.txn_date)}, {money(amount, currency)}"

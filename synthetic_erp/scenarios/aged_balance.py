@@ -14,7 +14,6 @@ from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
     AR_INVOICE_TYPES,
     BUCKETS,
-    LIST_LIMIT,
     Answer,
     OracleContext,
     UnknownParty,
@@ -27,9 +26,9 @@ from synthetic_erp.scenarios._base import (
     _listing,
     _names,
     _none,
+    _party_txn_refs,
     _sum,
     _top,
-    _txn_path,
     days_overdue,
     ledger_open_items,
     long_date,
@@ -104,7 +103,7 @@ def aging_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         text=f"{p.label} in {p.legal_entity} has an open balance of {money(total, p.currency)} "
         f"as of {long_date(ctx.today)}, aged by days overdue: {_bucket_text(buckets, p.currency)}.",
         facts=[_amount("balance", total), *_bucket_facts(buckets)],
-        refs=[p.path, *(_txn_path("customer", row) for row in items[:LIST_LIMIT])],
+        refs=_party_txn_refs(p, items),
         records=1,
     )
 
@@ -280,6 +279,6 @@ def coming_due_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
             _amount("total_due", total),
             _top("documents", [row.document_number for row in items], ordered=False),
         ],
-        refs=[p.path, *(_txn_path("customer", row) for row in items[:LIST_LIMIT])],
+        refs=_party_txn_refs(p, items),
         records=len(items),
     )

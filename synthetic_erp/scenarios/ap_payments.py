@@ -20,6 +20,7 @@ from synthetic_erp.scenarios._base import (
     _names,
     _none,
     _open_ap_due,
+    _party_txn_refs,
     _sum,
     _top,
     _txn_line,
@@ -204,7 +205,7 @@ def vendor_payments_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         f"{len(rows)} payment(s) totalling {money(total, p.currency)} were made to {p.label} "
         f"in {p.legal_entity} {window}",
         [_count("payments", len(rows)), _amount("total_paid", total)],
-        [p.path, *(_txn_path("vendor", r) for r in rows[:LIST_LIMIT])],
+        _party_txn_refs(p, rows),
     )
 
 

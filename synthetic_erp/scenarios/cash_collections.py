@@ -5,15 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from synthetic_erp.scenarios._base import (
-    LIST_LIMIT,
     Answer,
     OracleContext,
     _amount,
     _count,
     _none,
+    _party_txn_refs,
     _payments,
     _sum,
-    _txn_path,
     long_date,
     money,
     party,
@@ -50,6 +49,6 @@ def collected_fiscal_year(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         text=f"{money(total, p.currency)} was collected from {p.label} in {p.legal_entity} "
         f"{window}, in {len(rows)} payment(s).",
         facts=[_amount("total_collected", total), _count("payments", len(rows))],
-        refs=[p.path, *(_txn_path("customer", row) for row in rows[:LIST_LIMIT])],
+        refs=_party_txn_refs(p, rows),
         records=1,
     )

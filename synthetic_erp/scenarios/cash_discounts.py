@@ -18,6 +18,7 @@ from synthetic_erp.scenarios._base import (
     _count,
     _cust_items,
     _d,
+    _party_txn_refs,
     _sum,
     _top,
     _txn_path,
@@ -164,5 +165,5 @@ def open_discount_invoices_customer(ctx: OracleContext, params: dict[str, Any]) 
             _count("invoices", len(rows)),
             _top("invoices", [r.document_number for r in rows], ordered=False),
         ],
-        [p.path, *(_txn_path("customer", r) for r in rows[:LIST_LIMIT])],
+        _party_txn_refs(p, rows),
     )

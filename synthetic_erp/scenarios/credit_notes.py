@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from synthetic_erp.scenarios._base import (
-    LIST_LIMIT,
     Answer,
     OracleContext,
     _amount,
     _count,
     _cust_items,
+    _party_txn_refs,
     _sum,
-    _txn_path,
     listed,
     long_date,
     money,
@@ -57,5 +56,5 @@ def unapplied_credit_notes_customer(ctx: OracleContext, params: dict[str, Any]) 
         f"{p.label} in {p.legal_entity} has {len(rows)} credit note(s) not fully applied, "
         f"{money(total, p.currency)} in total",
         [_count("credit_notes", len(rows)), _amount("unapplied_total", total)],
-        [p.path, *(_txn_path("customer", r) for r in rows[:LIST_LIMIT])],
+        _party_txn_refs(p, rows),
     )

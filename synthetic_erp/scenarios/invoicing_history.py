@@ -12,7 +12,6 @@ from synthetic_erp import _schema as s
 from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
     AR_INVOICE_TYPES,
-    LIST_LIMIT,
     Answer,
     OracleContext,
     Party,
@@ -23,6 +22,7 @@ from synthetic_erp.scenarios._base import (
     _fact,
     _names,
     _none,
+    _party_txn_refs,
     _sum,
     _txn_line,
     _txn_path,
@@ -85,7 +85,7 @@ def invoices_in_range_customer(ctx: OracleContext, params: dict[str, Any]) -> An
         f"{len(rows)} invoice(s) were issued to {p.label} in {p.legal_entity} {window}, "
         f"totalling {money(total, p.currency)}",
         [_count("invoices", len(rows)), _amount("total_invoiced", total)],
-        [p.path, *(_txn_path("customer", row) for row in rows[:LIST_LIMIT])],
+        _party_txn_refs(p, rows),
     )
 
 

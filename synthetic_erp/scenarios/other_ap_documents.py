@@ -8,16 +8,15 @@ from sqlalchemy import select
 
 from synthetic_erp import _schema as s
 from synthetic_erp.scenarios._base import (
-    LIST_LIMIT,
     Answer,
     OracleContext,
     _amount,
     _count,
     _d,
     _none,
+    _party_txn_refs,
     _sum,
     _txn_line,
-    _txn_path,
     _vendor_txns,
     listed,
     long_date,
@@ -55,7 +54,7 @@ def _vendor_doc_answer(ctx: OracleContext, params: dict[str, Any], txn_type: str
         f"{len(rows)} {label}(s) for {p.label} in {p.legal_entity}{window}, "
         f"{money(total, p.currency)} in total",
         [_count(f"{txn_type}s", len(rows)), _amount("total", total)],
-        [p.path, *(_txn_path("vendor", r) for r in rows[:LIST_LIMIT])],
+        _party_txn_refs(p, rows),
     )
 
 

@@ -6,7 +6,6 @@ from typing import Any
 
 from synthetic_erp.scenarios._base import (
     AR_INVOICE_TYPES,
-    LIST_LIMIT,
     Answer,
     OracleContext,
     _amount,
@@ -14,9 +13,9 @@ from synthetic_erp.scenarios._base import (
     _count,
     _cust_items,
     _listing,
+    _party_txn_refs,
     _sum,
     _top,
-    _txn_path,
     long_date,
     money,
     no_records,
@@ -66,7 +65,7 @@ def unpaid_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
             _amount("unpaid_total", total),
             _top("largest_unpaid", [row.document_number for row in items[:3]]),
         ],
-        refs=[p.path, *(_txn_path("customer", row) for row in items[:LIST_LIMIT])],
+        refs=_party_txn_refs(p, items),
         records=len(items),
     )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from synthetic_erp.scenarios._base import (
-    LIST_LIMIT,
     Answer,
     OracleContext,
     _amount,
@@ -14,6 +13,7 @@ from synthetic_erp.scenarios._base import (
     _d,
     _fact,
     _only,
+    _party_txn_refs,
     _payments,
     _sum,
     _top,
@@ -122,7 +122,7 @@ def payments_in_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         f"{p.label} in {p.legal_entity} made {len(rows)} payment(s) {window} totalling "
         f"{money(total, p.currency)}",
         [_count("payments", len(rows)), _amount("total_paid", total)],
-        [p.path, *(_txn_path("customer", row) for row in rows[:LIST_LIMIT])],
+        _party_txn_refs(p, rows),
     )
 
 
