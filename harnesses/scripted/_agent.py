@@ -408,6 +408,12 @@ WEB_NEEDED = (
     "language model. I did not look anything up, so I give no figures rather than guess."
 )
 
+ERP_INFO_MISSING = (
+    "I could not answer: the ERP's `erp_info` tool did not tell me the ERP's date (today), so "
+    "every relative date and aging bucket would be guessed. No figures are given rather than "
+    "guessed."
+)
+
 
 class ScriptedAgent:
     """Rule-based obligations agent; see the module docstring."""
@@ -442,7 +448,11 @@ class ScriptedAgent:
         async with ErpClient(env.erp, transport=self.transport) as erp:
             info = await _erp_info(erp, draft)
             entities = {le["code"]: le for le in info.get("legal_entities", [])}
-            today = dt.date.fromisoformat(str(info.get("today") or dt.date.today())[:10])
+            if not info.get("today"):
+                # Never fall back to the wall clock: every relative date would silently shift.
+                draft.set_answer(ERP_INFO_MISSING)
+                return AgentOutcome(answer=ERP_INFO_MISSING)
+            today = dt.date.fromisoformat(str(info["today"])[:10])
             question, intent = understand(
                 task.query, today, list(entities), info.get("default_legal_entity")
             )
@@ -479,7 +489,7 @@ async def _answer(ctx: Context, intent: Intent) -> str:
 async def _erp_info(erp: ErpClient, draft: TrajectoryDraft) -> dict[str, Any]:
     result = await erp.call("erp_info", {}, draft)
     for attempt in range(1, TOOL_RETRIES + 1):
-        if not (result.is_error and result.text.lstrip().startswith("TRANSIENT")):
+        if not result.is_error:
             break
         await asyncio.sleep(0.2 * attempt)
         result = await erp.call("erp_info", {}, draft)
