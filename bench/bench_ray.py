@@ -29,11 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from bench.bench_runner import write_dataset  # noqa: E402  (the same bench dataset)
 
 from harnesses import AgentOutcome, HarnessOptions  # noqa: E402
 
@@ -60,23 +60,6 @@ class ModelCallHarness:
 
     async def aclose(self) -> None:
         return None
-
-
-def write_dataset(path: Path, count: int) -> Path:
-    tags = {"relevance": [{"id": "relevance.direct", "text": "answers the question"}]}
-    items = [
-        {
-            "id": f"b-{i:05d}",
-            "query": f"Bench question {i}?",
-            "task_type": "obligations",
-            "segment": "AR",
-            "scenario": "Bench",
-            "tags": tags,
-        }
-        for i in range(count)
-    ]
-    path.write_text(yaml.safe_dump({"header": {"name": "bench"}, "items": items}))
-    return path
 
 
 def timed_run(dataset: Path, out: Path, erp, workers: int, executor: str, opts: dict) -> float:
