@@ -34,7 +34,6 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.bench_runner import write_dataset  # noqa: E402  (the same bench dataset)
-
 from harnesses import AgentOutcome, HarnessOptions  # noqa: E402
 
 HARNESS = "bench.bench_ray:ModelCallHarness"
