@@ -355,20 +355,29 @@ def bucket_of(days: int) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def open_customer_items(ctx: OracleContext, *conditions) -> list[s.CustomerTransaction]:
-    t = s.CustomerTransaction
+def _ledger_table(kind: str):
+    return s.CustomerTransaction if kind == "customer" else s.VendorTransaction
+
+
+def party_conditions(table, p: Party) -> list:
+    """Rows of ``table`` that belong to party ``p``: its legal entity and its account column."""
+    return [table.legal_entity == p.legal_entity, getattr(table, f"{p.kind}_account") == p.account]
+
+
+def _open_items(ctx: OracleContext, kind: str, *conditions) -> list:
+    t = _ledger_table(kind)
     query = select(t).where(
         t.posted.is_(True), t.open_amount_cur != 0, t.txn_date <= ctx.today, *conditions
     )
     return list(ctx.session.scalars(query.order_by(t.legal_entity, t.voucher)))
+
+
+def open_customer_items(ctx: OracleContext, *conditions) -> list[s.CustomerTransaction]:
+    return _open_items(ctx, "customer", *conditions)
 
 
 def open_vendor_items(ctx: OracleContext, *conditions) -> list[s.VendorTransaction]:
-    t = s.VendorTransaction
-    query = select(t).where(
-        t.posted.is_(True), t.open_amount_cur != 0, t.txn_date <= ctx.today, *conditions
-    )
-    return list(ctx.session.scalars(query.order_by(t.legal_entity, t.voucher)))
+    return _open_items(ctx, "vendor", *conditions)
 
 
 def ledger_open_items(ctx: OracleContext, kind: str, le: str) -> list:
@@ -377,22 +386,13 @@ def ledger_open_items(ctx: OracleContext, kind: str, le: str) -> list:
     Callers must not mutate the list (they filter into new lists)."""
     key = (kind, le)
     if key not in ctx.cache:
-        t = s.CustomerTransaction if kind == "customer" else s.VendorTransaction
-        query = open_customer_items if kind == "customer" else open_vendor_items
-        ctx.cache[key] = query(ctx, t.legal_entity == le)
+        ctx.cache[key] = _open_items(ctx, kind, _ledger_table(kind).legal_entity == le)
     return ctx.cache[key]
 
 
-def _cust_items(ctx: OracleContext, p: Party) -> list[s.CustomerTransaction]:
-    t = s.CustomerTransaction
-    return open_customer_items(
-        ctx, t.legal_entity == p.legal_entity, t.customer_account == p.account
-    )
-
-
-def _vend_items(ctx: OracleContext, p: Party) -> list[s.VendorTransaction]:
-    t = s.VendorTransaction
-    return open_vendor_items(ctx, t.legal_entity == p.legal_entity, t.vendor_account == p.account)
+def party_open_items(ctx: OracleContext, p: Party) -> list:
+    """The party's open ledger items."""
+    return _open_items(ctx, p.kind, *party_conditions(_ledger_table(p.kind), p))
 
 
 def _sum(values: Iterable[Decimal]) -> Decimal:
@@ -416,26 +416,19 @@ def _bucket_facts(buckets: dict[str, Decimal], prefix: str = "aging") -> list[Ex
     return [_amount(f"{prefix}_{name}", value) for name, value in buckets.items() if value != 0]
 
 
-def _customer_txns(ctx: OracleContext, p: Party, *conditions) -> list[s.CustomerTransaction]:
-    t = s.CustomerTransaction
+def party_txns(
+    ctx: OracleContext,
+    p: Party,
+    *conditions,
+    start: dt.date | None = None,
+    end: dt.date | None = None,
+) -> list:
+    """The party's posted ledger lines up to today (from ``start`` to ``end`` when given), by
+    date."""
+    t = _ledger_table(p.kind)
+    window = [*([t.txn_date >= start] if start else []), *([t.txn_date <= end] if end else [])]
     query = select(t).where(
-        t.legal_entity == p.legal_entity,
-        t.customer_account == p.account,
-        t.posted.is_(True),
-        t.txn_date <= ctx.today,
-        *conditions,
-    )
-    return list(ctx.session.scalars(query.order_by(t.txn_date, t.voucher)))
-
-
-def _vendor_txns(ctx: OracleContext, p: Party, *conditions) -> list[s.VendorTransaction]:
-    t = s.VendorTransaction
-    query = select(t).where(
-        t.legal_entity == p.legal_entity,
-        t.vendor_account == p.account,
-        t.posted.is_(True),
-        t.txn_date <= ctx.today,
-        *conditions,
+        *party_conditions(t, p), t.posted.is_(True), t.txn_date <= ctx.today, *conditions, *window
     )
     return list(ctx.session.scalars(query.order_by(t.txn_date, t.voucher)))
 
@@ -516,67 +509,7 @@ def _terms_answer(ctx: OracleContext, p: Party) -> Answer:
 def _payments(
     ctx: OracleContext, p: Party, start: dt.date | None = None, end: dt.date | None = None
 ):
-    t = s.CustomerTransaction
-    conditions = [t.txn_type == "payment"]
-    if start:
-        conditions.append(t.txn_date >= start)
-    if end:
-        conditions.append(t.txn_date <= end)
-    return _customer_txns(ctx, p, *conditions)
-
-
-def _disputes(ctx: OracleContext, p: Party, kind: str) -> list[s.CustomerDispute]:
-    d = s.CustomerDispute
-    query = select(d).where(
-        d.legal_entity == p.legal_entity,
-        d.customer_account == p.account,
-        d.kind == kind,
-        d.status == "open",
-        d.opened_date <= ctx.today,
-    )
-    return list(ctx.session.scalars(query.order_by(d.opened_date, d.dispute_id)))
-
-
-def _dispute_answer(ctx: OracleContext, p: Party, kind: str) -> Answer:
-    rows = _disputes(ctx, p, kind)
-    plural = "disputes" if kind == "dispute" else "deductions"
-    noun = plural if len(rows) != 1 else kind
-    if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no open {plural} as of "
-            f"{long_date(ctx.today)}.",
-            facts=[_none(plural), _count(plural, 0)],
-            refs=[p.path],
-        )
-    currency = ctx.currency(p.legal_entity)
-    vouchers = _document_numbers(ctx, p.legal_entity, [r.voucher for r in rows])
-    lines = [
-        f"{r.dispute_id} on {vouchers.get(r.voucher, r.voucher)}: {r.reason}, "
-        f"{money(r.amount, currency)}, opened {long_date(r.opened_date)}"
-        for r in rows
-    ]
-    total = _sum(r.amount for r in rows)
-    return listed(
-        rows,
-        lines,
-        f"{p.label} in {p.legal_entity} has {len(rows)} open {noun} totalling "
-        f"{money(total, currency)}",
-        [
-            _count(plural, len(rows)),
-            _amount(f"{plural}_total", total),
-            _top(plural, [r.dispute_id for r in rows], ordered=False),
-        ],
-        [p.path]
-        + [record_path("customer-disputes", p.legal_entity, r.dispute_id) for r in rows[:10]],
-    )
-
-
-def _document_numbers(ctx: OracleContext, le: str, vouchers: list[str]) -> dict[str, str]:
-    t = s.CustomerTransaction
-    rows = ctx.session.execute(
-        select(t.voucher, t.document_number).where(t.legal_entity == le, t.voucher.in_(vouchers))
-    )
-    return {key: value for key, value in rows}
+    return party_txns(ctx, p, s.CustomerTransaction.txn_type == "payment", start=start, end=end)
 
 
 def _open_ap_due(ctx: OracleContext, le: str, start: dt.date, end: dt.date):

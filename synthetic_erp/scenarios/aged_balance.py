@@ -10,7 +10,6 @@ from typing import Any
 from sqlalchemy import select
 
 from synthetic_erp import _schema as s
-from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
     AR_INVOICE_TYPES,
     BUCKETS,
@@ -22,13 +21,9 @@ from synthetic_erp.scenarios._base import (
     _bucket_facts,
     _bucket_text,
     _count,
-    _cust_items,
-    _listing,
-    _names,
     _none,
     _party_txn_refs,
     _sum,
-    _top,
     days_overdue,
     ledger_open_items,
     long_date,
@@ -36,11 +31,22 @@ from synthetic_erp.scenarios._base import (
     no_records,
     parties_named,
     party,
+    party_open_items,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, fake_party_name
+from synthetic_erp.scenarios._keys import ListKey, Ranking, id_list, top_totals, txn_refs
 
 template = registrar("Aged Balance", "AR")
+
+
+PAST_DUE = Ranking("customer", "past_due")
+COMING_DUE = ListKey(
+    "transactions_due",
+    none="No open transactions of {who} fall due between {window}.",
+    found="{n} open transaction(s) of {who} fall due between {window}, totalling {total}",
+    counted=False,
+)
 
 
 def _choose_balance_all_entities(c: Chooser) -> Draft:
@@ -89,7 +95,7 @@ def _coming_due_extra(c: Chooser) -> tuple[dict[str, Any], dict[str, str]]:
 )
 def aging_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
-    items = _cust_items(ctx, p)
+    items = party_open_items(ctx, p)
     if not items:
         return Answer(
             text=f"{p.label} in {p.legal_entity} has no open transactions as of "
@@ -123,7 +129,7 @@ def balance_all_entities(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         raise UnknownParty("customer", params["name"], None)
     lines, facts, refs = [], [], []
     for p in found:
-        balance = _sum(row.open_amount_cur for row in _cust_items(ctx, p))
+        balance = _sum(row.open_amount_cur for row in party_open_items(ctx, p))
         lines.append(f"{p.label} in {p.legal_entity}: {money(balance, p.currency)}")
         facts.append(_amount(f"balance_{p.legal_entity}_{p.account}", balance))
         refs.append(p.path)
@@ -161,8 +167,7 @@ def top_past_due_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         invoice = row.txn_type in AR_INVOICE_TYPES and row.open_amount_cur > 0
         if row.customer_account in accounts and invoice and overdue:
             totals[row.customer_account] += row.open_amount_acct
-    ranked = sorted(((v, a) for a, v in totals.items() if v > 0), key=lambda x: (-x[0], x[1]))[:n]
-    currency = ctx.currency(le)
+    ranked = top_totals({a: v for a, v in totals.items() if v > 0}, n)
     if not ranked:
         return no_records(
             f"No customer in group {group} in {le} has unpaid invoices more than {days} "
@@ -170,17 +175,12 @@ def top_past_due_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
             "customers",
             counted=False,
         )
-    names = _names(ctx, "customer", le, [a for _, a in ranked])
-    lines = [f"{names[a]} ({a}) {money(v, currency)}" for v, a in ranked]
-    return Answer(
-        text=f"Top {len(ranked)} customers in group {group} in {le} by unpaid invoices more than "
-        f"{days} days past due as of {long_date(ctx.today)} (accounting currency): "
-        + "; ".join(lines)
-        + ".",
-        facts=[_top("customers", [a for _, a in ranked])]
-        + [_amount(f"past_due_{a}", v) for v, a in ranked[:3]],
-        refs=[record_path("customers", le, a) for _, a in ranked],
-        records=len(ranked),
+    return PAST_DUE.answer(
+        ctx,
+        le,
+        ranked,
+        f"Top {len(ranked)} customers in group {group} in {le} by unpaid invoices more than "
+        f"{days} days past due as of {long_date(ctx.today)} (accounting currency)",
     )
 
 
@@ -253,32 +253,22 @@ def coming_due_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     end = ctx.today + dt.timedelta(days=params["days"])
     items = [
         row
-        for row in _cust_items(ctx, p)
+        for row in party_open_items(ctx, p)
         if row.open_amount_cur > 0 and row.due_date and ctx.today <= row.due_date <= end
     ]
     items.sort(key=lambda row: (row.due_date, row.voucher))
-    window = f"{long_date(ctx.today)} and {long_date(end)}"
-    if not items:
-        return no_records(
-            f"No open transactions of {p.label} in {p.legal_entity} fall due between {window}.",
-            "transactions_due",
-            [p.path],
-            counted=False,
-        )
     lines = [
         f"{row.document_number} due {long_date(row.due_date)}, open "
         f"{money(row.open_amount_cur, p.currency)}"
         for row in items
     ]
     total = _sum(row.open_amount_cur for row in items)
-    return Answer(
-        text=f"{len(items)} open transaction(s) of {p.label} in {p.legal_entity} fall due between "
-        f"{window}, totalling {money(total, p.currency)}: {_listing(lines, len(items))}.",
-        facts=[
-            _count("transactions_due", len(items)),
-            _amount("total_due", total),
-            _top("documents", [row.document_number for row in items], ordered=False),
-        ],
-        refs=_party_txn_refs(p, items),
-        records=len(items),
+    return COMING_DUE.answer(
+        items,
+        lines,
+        txn_refs("customer", items),
+        party=p,
+        facts=[_amount("total_due", total), id_list("documents", items, "document_number")],
+        window=f"{long_date(ctx.today)} and {long_date(end)}",
+        total=money(total, p.currency),
     )

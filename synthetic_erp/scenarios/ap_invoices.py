@@ -3,38 +3,61 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
-from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import select
 
 from synthetic_erp import _schema as s
-from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
-    LIST_LIMIT,
     Answer,
     OracleContext,
     _amount,
-    _count,
     _d,
     _fact,
     _le_filter,
     _open_ap_due,
     _sum,
-    _top,
-    _txn_path,
     _where,
-    listed,
     long_date,
     money,
     no_records,
     party,
+    party_conditions,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
+from synthetic_erp.scenarios._keys import (
+    ListKey,
+    by_currency_totals,
+    entity_records,
+    id_list,
+    record_refs,
+    txn_refs,
+)
 
 template = registrar("AP Invoices", "AP")
+
+
+PENDING_APPROVAL = ListKey(
+    "invoices",
+    none="There are no vendor invoices pending approval for {who}.",
+    found="{n} invoice(s) from {who} are pending approval, {total} in total",
+)
+BY_STATUS = ListKey(
+    "invoices",
+    none="There are no {status} vendor invoices {where}.",
+    found="There are {n} {status} vendor invoice(s) {where} worth {worth}",
+)
+DUE_IN_WINDOW = ListKey(
+    "invoices",
+    none="No open vendor invoices in {le} fall due {window}.",
+    found="{n} open vendor invoice(s) in {le} fall due {window}, {total} in accounting currency",
+)
+POSTED_ON_DATE = ListKey(
+    "invoices",
+    none="No vendor invoices were posted in {le} on {day}.",
+    found="{n} vendor invoice(s) were posted in {le} on {day}, {total} in accounting currency",
+)
 
 
 def _choose_invoices_by_status_entity(c: Chooser) -> Draft:
@@ -76,8 +99,8 @@ def _vi_line(row: s.VendorInvoice) -> str:
     )
 
 
-def _vi_path(row: s.VendorInvoice) -> str:
-    return record_path("vendor-invoices", row.legal_entity, row.invoice_id)
+def _vi_refs(rows: list[s.VendorInvoice]) -> list[str]:
+    return record_refs("vendor-invoices", rows, "invoice_id")
 
 
 @template(
@@ -91,31 +114,12 @@ def _vi_path(row: s.VendorInvoice) -> str:
 def pending_approval_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "vendor", params)
     vi = s.VendorInvoice
-    rows = _vendor_invoices(
-        ctx,
-        vi.legal_entity == p.legal_entity,
-        vi.vendor_account == p.account,
-        vi.status == "pending_approval",
-    )
-    if not rows:
-        return no_records(
-            f"There are no vendor invoices pending approval for {p.label} in {p.legal_entity}.",
-            "invoices",
-            [p.path],
-        )
+    rows = _vendor_invoices(ctx, *party_conditions(vi, p), vi.status == "pending_approval")
     total = _sum(r.amount for r in rows)
     lines = [_vi_line(r) + (f", approver {r.approver}" if r.approver else "") for r in rows]
-    return listed(
-        rows,
-        lines,
-        f"{len(rows)} invoice(s) from {p.label} in {p.legal_entity} are pending approval, "
-        f"{money(total, p.currency)} in total",
-        [
-            _count("invoices", len(rows)),
-            _amount("total", total),
-            _top("invoices", [r.invoice_id for r in rows], ordered=False),
-        ],
-        [p.path, *(_vi_path(r) for r in rows[:LIST_LIMIT])],
+    facts = [_amount("total", total), id_list("invoices", rows, "invoice_id")]
+    return PENDING_APPROVAL.answer(
+        rows, lines, _vi_refs(rows), party=p, facts=facts, total=money(total, p.currency)
     )
 
 
@@ -131,24 +135,17 @@ def invoices_by_status_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
     le, status = params.get("legal_entity"), params["status"]
     vi = s.VendorInvoice
     rows = _vendor_invoices(ctx, vi.status == status, *_le_filter(vi, le))
-    label = status.replace("_", " ")
-    if not rows:
-        return no_records(f"There are no {label} vendor invoices {_where(le)}.", "invoices")
-    facts = [_count("invoices", len(rows))]
-    text = f"There are {len(rows)} {label} vendor invoice(s) {_where(le)}"
-    currencies = {r.currency for r in rows}
-    if len(currencies) == 1:
-        total = _sum(r.amount for r in rows)
-        facts.append(_amount("total", total))
-        text += f" worth {money(total, currencies.pop())}"
-    else:
-        by_cur: dict[str, Decimal] = defaultdict(lambda: Decimal("0.00"))
-        for r in rows:
-            by_cur[r.currency] += r.amount
-        text += " worth " + ", ".join(money(v, c) for c, v in sorted(by_cur.items()))
-        facts += [_amount(f"total_{c}", v) for c, v in sorted(by_cur.items())]
-    lines = [_vi_line(r) for r in rows]
-    return listed(rows, lines, text + "", facts, [_vi_path(r) for r in rows[:LIST_LIMIT]])
+    totals = by_currency_totals(rows, "amount")
+    names = ["total"] if len(totals) == 1 else [f"total_{currency}" for currency in totals]
+    return BY_STATUS.answer(
+        rows,
+        [_vi_line(r) for r in rows],
+        _vi_refs(rows),
+        facts=[_amount(name, value) for name, value in zip(names, totals.values(), strict=True)],
+        status=status.replace("_", " "),
+        where=_where(le),
+        worth=", ".join(money(value, currency) for currency, value in totals.items()),
+    )
 
 
 @template(
@@ -162,23 +159,20 @@ def invoices_by_status_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
 def ap_due_in_window(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, start, end = params["legal_entity"], _d(params["start"]), _d(params["end"])
     rows = _open_ap_due(ctx, le, start, end)
-    window = f"between {long_date(start)} and {long_date(end)}"
-    if not rows:
-        return no_records(f"No open vendor invoices in {le} fall due {window}.", "invoices")
-    currency = ctx.currency(le)
     total = _sum(r.open_amount_acct for r in rows)
     lines = [
         f"{r.document_number} ({r.vendor_account}) due {long_date(r.due_date)}, open "
         f"{money(r.open_amount_cur, r.currency)}"
         for r in rows
     ]
-    return listed(
+    return DUE_IN_WINDOW.answer(
         rows,
         lines,
-        f"{len(rows)} open vendor invoice(s) in {le} fall due {window}, "
-        f"{money(total, currency)} in accounting currency",
-        [_count("invoices", len(rows)), _amount("total_due", total)],
-        [_txn_path("vendor", r) for r in rows[:LIST_LIMIT]],
+        txn_refs("vendor", rows),
+        facts=[_amount("total_due", total)],
+        le=le,
+        window=f"between {long_date(start)} and {long_date(end)}",
+        total=money(total, ctx.currency(le)),
     )
 
 
@@ -193,27 +187,20 @@ def ap_due_in_window(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def ap_posted_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, day = params["legal_entity"], _d(params["date"])
     t = s.VendorTransaction
-    rows = ctx.rows(
-        select(t)
-        .where(t.legal_entity == le, t.posted.is_(True), t.txn_type == "invoice", t.txn_date == day)
-        .order_by(t.voucher)
-    )
-    if not rows:
-        return no_records(
-            f"No vendor invoices were posted in {le} on {long_date(day)}.", "invoices"
-        )
-    currency = ctx.currency(le)
+    conditions = (t.posted.is_(True), t.txn_type == "invoice", t.txn_date == day)
+    rows = entity_records(ctx, t, le, *conditions, order_by=(t.voucher,))
     total = _sum(r.amount_acct for r in rows)
     lines = [
         f"{r.document_number} ({r.vendor_account}) {money(r.amount_cur, r.currency)}" for r in rows
     ]
-    return listed(
+    return POSTED_ON_DATE.answer(
         rows,
         lines,
-        f"{len(rows)} vendor invoice(s) were posted in {le} on {long_date(day)}, "
-        f"{money(total, currency)} in accounting currency",
-        [_count("invoices", len(rows)), _amount("total", total)],
-        [_txn_path("vendor", r) for r in rows[:LIST_LIMIT]],
+        txn_refs("vendor", rows),
+        facts=[_amount("total", total)],
+        le=le,
+        day=long_date(day),
+        total=money(total, ctx.currency(le)),
     )
 
 
@@ -228,7 +215,7 @@ def ap_posted_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def latest_invoice_match_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "vendor", params)
     vi = s.VendorInvoice
-    rows = _vendor_invoices(ctx, vi.legal_entity == p.legal_entity, vi.vendor_account == p.account)
+    rows = _vendor_invoices(ctx, *party_conditions(vi, p))
     if not rows:
         return no_records(
             f"{p.label} in {p.legal_entity} has no vendor invoices.",
@@ -246,6 +233,6 @@ def latest_invoice_match_vendor(ctx: OracleContext, params: dict[str, Any]) -> A
             _fact("id", "invoice", latest.invoice_id),
             _fact("text", "match_status", status),
         ],
-        refs=[p.path, _vi_path(latest)],
+        refs=[p.path, *_vi_refs([latest])],
         records=1,
     )

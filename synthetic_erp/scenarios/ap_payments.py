@@ -20,20 +20,18 @@ from synthetic_erp.scenarios._base import (
     _names,
     _none,
     _open_ap_due,
-    _party_txn_refs,
     _sum,
     _top,
-    _txn_line,
     _txn_path,
-    _vendor_txns,
-    listed,
     long_date,
     money,
     no_records,
     party,
+    party_txns,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
+from synthetic_erp.scenarios._keys import LedgerList, ListKey
 
 template = registrar("AP Payments", "AP")
 
@@ -176,6 +174,17 @@ def ap_obligation_next_days(ctx: OracleContext, params: dict[str, Any]) -> Answe
     )
 
 
+PAYMENTS_IN_WINDOW = LedgerList(
+    ListKey(
+        "payments",
+        none="No payments were made to {who} {window}.",
+        found="{n} payment(s) totalling {total} were made to {who} {window}",
+    ),
+    total_field="total_paid",
+    sign=-1,
+)
+
+
 @template(
     "vendor_payments_range",
     party="vendor",
@@ -188,25 +197,9 @@ def ap_obligation_next_days(ctx: OracleContext, params: dict[str, Any]) -> Answe
 def vendor_payments_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "vendor", params)
     start, end = _d(params["start"]), _d(params["end"])
-    t = s.VendorTransaction
-    rows = _vendor_txns(ctx, p, t.txn_type == "payment", t.txn_date >= start, t.txn_date <= end)
+    payments = party_txns(ctx, p, s.VendorTransaction.txn_type == "payment", start=start, end=end)
     window = f"between {long_date(start)} and {long_date(end)}"
-    if not rows:
-        return no_records(
-            f"No payments were made to {p.label} in {p.legal_entity} {window}.",
-            "payments",
-            [p.path],
-        )
-    total = -_sum(r.amount_cur for r in rows)
-    lines = [_txn_line(r, p.currency) for r in rows]
-    return listed(
-        rows,
-        lines,
-        f"{len(rows)} payment(s) totalling {money(total, p.currency)} were made to {p.label} "
-        f"in {p.legal_entity} {window}",
-        [_count("payments", len(rows)), _amount("total_paid", total)],
-        _party_txn_refs(p, rows),
-    )
+    return PAYMENTS_IN_WINDOW.answer(p, payments, window=window)
 
 
 @template(

@@ -4,24 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
-
 from synthetic_erp import _schema as s
-from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
-    _count,
-    _top,
-    listed,
     long_date,
     money,
-    no_records,
     party,
     registrar,
 )
+from synthetic_erp.scenarios._keys import ListKey, id_list, party_records, record_refs
 
 template = registrar("AP Purchase Orders", "AP")
+
+
+OPEN_POS = ListKey(
+    "purchase_orders",
+    none="{who} has no open purchase orders.",
+    found="{who} has {n} open purchase order(s)",
+)
 
 
 @template(
@@ -38,34 +39,17 @@ template = registrar("AP Purchase Orders", "AP")
 def open_pos_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "vendor", params)
     po = s.PurchaseOrder
-    rows = ctx.rows(
-        select(po)
-        .where(
-            po.legal_entity == p.legal_entity,
-            po.vendor_account == p.account,
-            po.status == "open",
-            po.order_date <= ctx.today,
-        )
-        .order_by(po.order_date, po.po_number)
-    )
-    if not rows:
-        return no_records(
-            f"{p.label} in {p.legal_entity} has no open purchase orders.",
-            "purchase_orders",
-            [p.path],
-        )
+    open_now = (po.status == "open", po.order_date <= ctx.today)
+    rows = party_records(ctx, po, p, *open_now, order_by=(po.order_date, po.po_number))
     lines = [
         f"{r.po_number} dated {long_date(r.order_date)}, {money(r.total_amount, r.currency)}, "
         f"buyer {r.buyer}"
         for r in rows
     ]
-    return listed(
+    return OPEN_POS.answer(
         rows,
         lines,
-        f"{p.label} in {p.legal_entity} has {len(rows)} open purchase order(s)",
-        [
-            _count("purchase_orders", len(rows)),
-            _top("purchase_orders", [r.po_number for r in rows], ordered=False),
-        ],
-        [p.path] + [record_path("purchase-orders", p.legal_entity, r.po_number) for r in rows[:10]],
+        record_refs("purchase-orders", rows, "po_number"),
+        party=p,
+        facts=[id_list("purchase_orders", rows, "po_number")],
     )

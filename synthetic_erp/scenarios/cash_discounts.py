@@ -5,34 +5,49 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import select
-
 from synthetic_erp import _schema as s
-from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
     AR_INVOICE_TYPES,
-    LIST_LIMIT,
     Answer,
     OracleContext,
     _amount,
     _count,
-    _cust_items,
     _d,
-    _party_txn_refs,
     _sum,
-    _top,
-    _txn_path,
     ledger_open_items,
-    listed,
     long_date,
     money,
     no_records,
     party,
+    party_open_items,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
+from synthetic_erp.scenarios._keys import ListKey, id_list, party_records, record_refs, txn_refs
 
 template = registrar("Cash Discounts", "AR")
+
+
+EXPIRING = ListKey(
+    "invoices",
+    none="No open customer invoices in {le} have a cash discount expiring {window}.",
+    found="{n} open customer invoice(s) in {le} have a cash discount expiring {window}",
+)
+STILL_AVAILABLE = ListKey(
+    "invoices",
+    none="None of the open invoices of {who} has a cash discount still available as of {today}.",
+    found="{n} open invoice(s) of {who} still carry an available cash discount",
+    counted=False,
+)
+
+
+def _discount_invoice(row: s.CustomerTransaction) -> bool:
+    """An open customer invoice that carries a cash discount date."""
+    return (
+        row.open_amount_cur > 0
+        and row.txn_type in AR_INVOICE_TYPES
+        and row.cash_discount_date is not None
+    )
 
 
 def _choose_discounts_expiring_entity(c: Chooser) -> Draft:
@@ -54,31 +69,21 @@ def discounts_expiring_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
     rows = [
         row
         for row in ledger_open_items(ctx, "customer", le)
-        if row.open_amount_cur > 0
-        and row.txn_type in AR_INVOICE_TYPES
-        and row.cash_discount_date is not None
-        and ctx.today <= row.cash_discount_date <= end
+        if _discount_invoice(row) and ctx.today <= row.cash_discount_date <= end
     ]
     rows.sort(key=lambda row: (row.cash_discount_date, row.voucher))
-    window = f"between {long_date(ctx.today)} and {long_date(end)}"
-    if not rows:
-        return no_records(
-            f"No open customer invoices in {le} have a cash discount expiring {window}.", "invoices"
-        )
     lines = [
         f"{r.document_number} ({r.customer_account}) discount "
         f"{money(r.cash_discount_amount or 0, r.currency)} until {long_date(r.cash_discount_date)}"
         for r in rows
     ]
-    return listed(
+    return EXPIRING.answer(
         rows,
         lines,
-        f"{len(rows)} open customer invoice(s) in {le} have a cash discount expiring {window}",
-        [
-            _count("invoices", len(rows)),
-            _top("invoices", [r.document_number for r in rows], ordered=False),
-        ],
-        [_txn_path("customer", r) for r in rows[:LIST_LIMIT]],
+        txn_refs("customer", rows),
+        facts=[id_list("invoices", rows, "document_number")],
+        le=le,
+        window=f"between {long_date(ctx.today)} and {long_date(end)}",
     )
 
 
@@ -95,17 +100,8 @@ def discounts_taken_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
     p = party(ctx, "customer", params)
     start, end = _d(params["start"]), _d(params["end"])
     st = s.CustomerSettlement
-    rows = ctx.rows(
-        select(st)
-        .where(
-            st.legal_entity == p.legal_entity,
-            st.customer_account == p.account,
-            st.cash_discount_taken > 0,
-            st.settled_date >= start,
-            st.settled_date <= end,
-        )
-        .order_by(st.settled_date, st.settlement_id)
-    )
+    taken = (st.cash_discount_taken > 0, st.settled_date >= start, st.settled_date <= end)
+    rows = party_records(ctx, st, p, *taken, order_by=(st.settled_date, st.settlement_id))
     window = f"between {long_date(start)} and {long_date(end)}"
     if not rows:
         return no_records(
@@ -119,8 +115,7 @@ def discounts_taken_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
         text=f"{p.label} in {p.legal_entity} paid within the discount window {len(rows)} time(s) "
         f"{window}, taking {money(total, p.currency)} in cash discounts.",
         facts=[_count("discounts_taken", len(rows)), _amount("discount_total", total)],
-        refs=[p.path]
-        + [record_path("customer-settlements", p.legal_entity, r.settlement_id) for r in rows[:10]],
+        refs=[p.path, *record_refs("customer-settlements", rows, "settlement_id")],
         records=1,
     )
 
@@ -137,33 +132,19 @@ def open_discount_invoices_customer(ctx: OracleContext, params: dict[str, Any]) 
     p = party(ctx, "customer", params)
     rows = [
         row
-        for row in _cust_items(ctx, p)
-        if row.open_amount_cur > 0
-        and row.txn_type in AR_INVOICE_TYPES
-        and row.cash_discount_date is not None
-        and row.cash_discount_date >= ctx.today
+        for row in party_open_items(ctx, p)
+        if _discount_invoice(row) and row.cash_discount_date >= ctx.today
     ]
-    if not rows:
-        return no_records(
-            f"None of the open invoices of {p.label} in {p.legal_entity} has a cash discount "
-            f"still available as of {long_date(ctx.today)}.",
-            "invoices",
-            [p.path],
-            counted=False,
-        )
     lines = [
         f"{r.document_number}: {money(r.cash_discount_amount or 0, p.currency)} if paid by "
         f"{long_date(r.cash_discount_date)}"
         for r in rows
     ]
-    return listed(
+    return STILL_AVAILABLE.answer(
         rows,
         lines,
-        f"{len(rows)} open invoice(s) of {p.label} in {p.legal_entity} still carry an "
-        f"available cash discount",
-        [
-            _count("invoices", len(rows)),
-            _top("invoices", [r.document_number for r in rows], ordered=False),
-        ],
-        _party_txn_refs(p, rows),
+        txn_refs("customer", rows),
+        party=p,
+        facts=[id_list("invoices", rows, "document_number")],
+        today=long_date(ctx.today),
     )

@@ -14,9 +14,7 @@ from synthetic_erp.scenarios._base import (
     Party,
     _count,
     _fact,
-    _listing,
     _none,
-    _top,
     long_date,
     money,
     no_records,
@@ -24,16 +22,21 @@ from synthetic_erp.scenarios._base import (
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser
+from synthetic_erp.scenarios._keys import ListKey, id_list, party_records, record_refs
 
 template = registrar("Collections", "AR")
 
 
+LETTERS = ListKey(
+    "collection_letters",
+    none="No collection letters have been sent to {who} as of {today}.",
+    found="{n} collection letter(s) have been sent to {who}",
+)
+
+
 def _letters(ctx: OracleContext, p: Party) -> list[s.CollectionLetter]:
     c = s.CollectionLetter
-    query = select(c).where(
-        c.legal_entity == p.legal_entity, c.customer_account == p.account, c.sent_date <= ctx.today
-    )
-    return list(ctx.session.scalars(query.order_by(c.sent_date, c.letter_id)))
+    return party_records(ctx, c, p, c.sent_date <= ctx.today, order_by=(c.sent_date, c.letter_id))
 
 
 def _letter_line(letter: s.CollectionLetter, currency: str) -> str:
@@ -87,25 +90,14 @@ def last_letter_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def letters_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
     letters = _letters(ctx, p)
-    if not letters:
-        return no_records(
-            f"No collection letters have been sent to {p.label} in {p.legal_entity} as of "
-            f"{long_date(ctx.today)}.",
-            "collection_letters",
-            [p.path],
-        )
     currency = ctx.currency(p.legal_entity)
-    lines = [_letter_line(letter, currency) for letter in letters]
-    return Answer(
-        text=f"{len(letters)} collection letter(s) have been sent to {p.label} in "
-        f"{p.legal_entity}: {_listing(lines, len(letters))}.",
-        facts=[
-            _count("collection_letters", len(letters)),
-            _top("letters", [letter.letter_id for letter in letters], ordered=False),
-        ],
-        refs=[p.path]
-        + [record_path("collection-letters", p.legal_entity, x.letter_id) for x in letters[:10]],
-        records=len(letters),
+    return LETTERS.answer(
+        letters,
+        [_letter_line(letter, currency) for letter in letters],
+        record_refs("collection-letters", letters, "letter_id"),
+        party=p,
+        facts=[id_list("letters", letters, "letter_id")],
+        today=long_date(ctx.today),
     )
 
 

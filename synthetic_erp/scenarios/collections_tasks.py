@@ -8,26 +8,52 @@ from typing import Any
 from sqlalchemy import select
 
 from synthetic_erp import _schema as s
-from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
-    LIST_LIMIT,
     OPEN_ACTIVITY_STATUSES,
     Answer,
     OracleContext,
-    _count,
     _d,
     _names,
-    _none,
     _top,
-    listed,
     long_date,
-    no_records,
     party,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
+from synthetic_erp.scenarios._keys import (
+    ListKey,
+    entity_records,
+    id_list,
+    party_records,
+    record_refs,
+)
 
 template = registrar("Collections Tasks", "AR")
+
+
+OPEN_ACTIVITIES = ListKey(
+    "open_activities",
+    none="{who} has no open collections activities as of {today}.",
+    found="{who} has {n} open collections {activities}",
+    none_noun="activities",
+)
+OPEN_CASES = ListKey(
+    "open_cases",
+    none="{who} has no open collections cases.",
+    found="{who} has {n} open collections case(s)",
+    none_noun="cases",
+)
+WORKLIST = ListKey(
+    "activities",
+    none="Collections agent {agent} has no open activities due on {day} in {le}.",
+    found="Collections agent {agent} has {n} open {activities} due on {day} in {le}, for "
+    "{customers} customer(s)",
+)
+TASKS_DUE = ListKey(
+    "tasks",
+    none="No open collections tasks in {le} are due {window}.",
+    found="{n} open collections task(s) in {le} are due {window}",
+)
 
 
 def _choose_agent_worklist(c: Chooser) -> Draft:
@@ -60,6 +86,14 @@ def _activity_line(row: s.CollectionActivity, name: str | None = None) -> str:
     )
 
 
+def _activities(count: int) -> str:
+    return "activity" if count == 1 else "activities"
+
+
+def _activity_refs(rows: list[s.CollectionActivity]) -> list[str]:
+    return record_refs("collection-activities", rows, "activity_id")
+
+
 @template(
     "open_activities_customer",
     party="customer",
@@ -71,35 +105,16 @@ def _activity_line(row: s.CollectionActivity, name: str | None = None) -> str:
 def open_activities_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
     a = s.CollectionActivity
-    rows = ctx.rows(
-        select(a)
-        .where(
-            a.legal_entity == p.legal_entity,
-            a.customer_account == p.account,
-            a.status.in_(OPEN_ACTIVITY_STATUSES),
-            a.created_date <= ctx.today,
-        )
-        .order_by(a.due_date, a.activity_id)
-    )
-    if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no open collections activities as of "
-            f"{long_date(ctx.today)}.",
-            facts=[_none("activities"), _count("open_activities", 0)],
-            refs=[p.path],
-        )
-    lines = [_activity_line(row) for row in rows]
-    return listed(
+    open_now = (a.status.in_(OPEN_ACTIVITY_STATUSES), a.created_date <= ctx.today)
+    rows = party_records(ctx, a, p, *open_now, order_by=(a.due_date, a.activity_id))
+    return OPEN_ACTIVITIES.answer(
         rows,
-        lines,
-        f"{p.label} in {p.legal_entity} has {len(rows)} open collections activit"
-        f"{'y' if len(rows) == 1 else 'ies'}",
-        [
-            _count("open_activities", len(rows)),
-            _top("activities", [row.activity_id for row in rows], ordered=False),
-        ],
-        [p.path]
-        + [record_path("collection-activities", p.legal_entity, r.activity_id) for r in rows[:10]],
+        [_activity_line(row) for row in rows],
+        _activity_refs(rows),
+        party=p,
+        facts=[id_list("activities", rows, "activity_id")],
+        today=long_date(ctx.today),
+        activities=_activities(len(rows)),
     )
 
 
@@ -114,37 +129,16 @@ def open_activities_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
 def open_cases_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
     c = s.CollectionCase
-    rows = ctx.rows(
-        select(c)
-        .where(
-            c.legal_entity == p.legal_entity,
-            c.customer_account == p.account,
-            c.status == "open",
-            c.opened_date <= ctx.today,
-        )
-        .order_by(c.opened_date, c.case_id)
-    )
-    if not rows:
-        return Answer(
-            text=f"{p.label} in {p.legal_entity} has no open collections cases.",
-            facts=[_none("cases"), _count("open_cases", 0)],
-            refs=[p.path],
-        )
+    open_now = (c.status == "open", c.opened_date <= ctx.today)
+    rows = party_records(ctx, c, p, *open_now, order_by=(c.opened_date, c.case_id))
     lines = [
         f"{r.case_id} '{r.description}', opened {long_date(r.opened_date)}, owner "
         f"{r.owner_agent_id}"
         for r in rows
     ]
-    return listed(
-        rows,
-        lines,
-        f"{p.label} in {p.legal_entity} has {len(rows)} open collections case(s)",
-        [
-            _count("open_cases", len(rows)),
-            _top("cases", [r.case_id for r in rows], ordered=False),
-        ],
-        [p.path] + [record_path("collection-cases", p.legal_entity, r.case_id) for r in rows],
-    )
+    cases = id_list("cases", rows, "case_id")
+    refs = record_refs("collection-cases", rows, "case_id")
+    return OPEN_CASES.answer(rows, lines, refs, party=p, facts=[cases])
 
 
 @template(
@@ -162,37 +156,20 @@ def agent_worklist(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     agent = ctx.session.scalars(
         select(agents).where(agents.legal_entity == le, agents.agent_id == agent_id)
     ).first()
-    agent_name = f"{agent.name} ({agent_id})" if agent else agent_id
-    rows = ctx.rows(
-        select(a)
-        .where(
-            a.legal_entity == le,
-            a.owner_agent_id == agent_id,
-            a.due_date == day,
-            a.status.in_(OPEN_ACTIVITY_STATUSES),
-        )
-        .order_by(a.customer_account, a.activity_id)
-    )
-    if not rows:
-        return no_records(
-            f"Collections agent {agent_name} has no open activities due on {long_date(day)} "
-            f"in {le}.",
-            "activities",
-        )
+    due = (a.owner_agent_id == agent_id, a.due_date == day, a.status.in_(OPEN_ACTIVITY_STATUSES))
+    rows = entity_records(ctx, a, le, *due, order_by=(a.customer_account, a.activity_id))
     names = _names(ctx, "customer", le, {r.customer_account for r in rows})
-    lines = [_activity_line(r, names.get(r.customer_account)) for r in rows]
     customers = sorted({r.customer_account for r in rows})
-    return listed(
+    return WORKLIST.answer(
         rows,
-        lines,
-        f"Collections agent {agent_name} has {len(rows)} open activit"
-        f"{'y' if len(rows) == 1 else 'ies'} due on {long_date(day)} in {le}, for "
-        f"{len(customers)} customer(s)",
-        [
-            _count("activities", len(rows)),
-            _top("customers", customers, ordered=False),
-        ],
-        [record_path("collection-activities", le, r.activity_id) for r in rows[:LIST_LIMIT]],
+        [_activity_line(r, names.get(r.customer_account)) for r in rows],
+        _activity_refs(rows),
+        facts=[_top("customers", customers, ordered=False)],
+        agent=f"{agent.name} ({agent_id})" if agent else agent_id,
+        day=long_date(day),
+        le=le,
+        activities=_activities(len(rows)),
+        customers=len(customers),
     )
 
 
@@ -207,25 +184,9 @@ def agent_worklist(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def open_tasks_due_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, start, end = params["legal_entity"], _d(params["start"]), _d(params["end"])
     a = s.CollectionActivity
-    rows = ctx.rows(
-        select(a)
-        .where(
-            a.legal_entity == le,
-            a.category == "task",
-            a.status.in_(OPEN_ACTIVITY_STATUSES),
-            a.due_date >= start,
-            a.due_date <= end,
-        )
-        .order_by(a.due_date, a.activity_id)
-    )
+    due = (a.category == "task", a.status.in_(OPEN_ACTIVITY_STATUSES))
+    in_window = (a.due_date >= start, a.due_date <= end)
+    rows = entity_records(ctx, a, le, *due, *in_window, order_by=(a.due_date, a.activity_id))
     window = f"between {long_date(start)} and {long_date(end)}"
-    if not rows:
-        return no_records(f"No open collections tasks in {le} are due {window}.", "tasks")
     lines = [_activity_line(r) for r in rows]
-    return listed(
-        rows,
-        lines,
-        f"{len(rows)} open collections task(s) in {le} are due {window}",
-        [_count("tasks", len(rows))],
-        [record_path("collection-activities", le, r.activity_id) for r in rows[:LIST_LIMIT]],
-    )
+    return TASKS_DUE.answer(rows, lines, _activity_refs(rows), le=le, window=window)

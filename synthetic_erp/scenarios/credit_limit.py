@@ -10,32 +10,43 @@ from sqlalchemy import select
 
 from ledgerbench.dataset._records import ExpectedFact
 from synthetic_erp import _schema as s
-from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
-    LIST_LIMIT,
     PERCENT_TOLERANCE,
     Answer,
     OracleContext,
     _amount,
-    _count,
-    _cust_items,
-    _le_filter,
-    _none,
     _num,
     _sum,
-    _top,
     _where,
     ledger_open_items,
-    listed,
     long_date,
     money,
     no_records,
     party,
+    party_open_items,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
+from synthetic_erp.scenarios._keys import (
+    ListKey,
+    Ranking,
+    customer_refs,
+    entity_records,
+    id_list,
+    top_totals,
+)
 
 template = registrar("Credit Limit", "AR")
+
+
+ON_HOLD = ListKey(
+    "customers_on_hold",
+    none="No customers are on credit hold {where}.",
+    found="{n} customer(s) are on credit hold {where} as of {today}",
+    counted=False,
+    none_noun="customers",
+)
+OVER_LIMIT = Ranking("customer", "excess", line="{name} ({account}) over by {amount}")
 
 
 def _choose_credit_hold_list(c: Chooser) -> Draft:
@@ -58,7 +69,7 @@ def _choose_over_limit_group_top(c: Chooser) -> Draft:
 )
 def credit_limit(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
-    balance = _sum(row.open_amount_acct for row in _cust_items(ctx, p))
+    balance = _sum(row.open_amount_acct for row in party_open_items(ctx, p))
     limit = p.row.credit_limit
     available = limit - balance
     acct = ctx.currency(p.legal_entity)
@@ -87,7 +98,7 @@ def credit_limit(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 )
 def credit_utilization(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
-    balance = _sum(row.open_amount_acct for row in _cust_items(ctx, p))
+    balance = _sum(row.open_amount_acct for row in party_open_items(ctx, p))
     limit = p.row.credit_limit
     acct = ctx.currency(p.legal_entity)
     if limit == 0:
@@ -129,25 +140,14 @@ def credit_utilization(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def credit_hold_list(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le = params.get("legal_entity")
     c = s.Customer
-    rows = ctx.rows(
-        select(c)
-        .where(c.credit_hold.is_(True), *_le_filter(c, le))
-        .order_by(c.legal_entity, c.account)
-    )
-    if not rows:
-        return Answer(
-            text=f"No customers are on credit hold {_where(le)}.", facts=[_none("customers")]
-        )
-    lines = [f"{r.name} ({r.account}, {r.legal_entity})" for r in rows]
-    return listed(
+    rows = entity_records(ctx, c, le, c.credit_hold.is_(True), order_by=(c.legal_entity, c.account))
+    return ON_HOLD.answer(
         rows,
-        lines,
-        f"{len(rows)} customer(s) are on credit hold {_where(le)} as of {long_date(ctx.today)}",
-        [
-            _count("customers_on_hold", len(rows)),
-            _top("customers", [r.account for r in rows], ordered=False),
-        ],
-        [record_path("customers", r.legal_entity, r.account) for r in rows[:LIST_LIMIT]],
+        [f"{r.name} ({r.account}, {r.legal_entity})" for r in rows],
+        customer_refs(rows),
+        facts=[id_list("customers", rows, "account")],
+        where=_where(le),
+        today=long_date(ctx.today),
     )
 
 
@@ -164,21 +164,17 @@ def credit_hold_list(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def over_limit_group_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, group, n = params["legal_entity"], params["group_id"], params["n"]
     c = s.Customer
-    customers = {
-        r.account: r
-        for r in ctx.session.scalars(select(c).where(c.legal_entity == le, c.group_id == group))
-    }
+    limits = dict(
+        ctx.session.execute(
+            select(c.account, c.credit_limit).where(c.legal_entity == le, c.group_id == group)
+        ).all()
+    )
     balances: dict[str, Decimal] = defaultdict(lambda: Decimal("0.00"))
     for row in ledger_open_items(ctx, "customer", le):
-        if row.customer_account in customers:
+        if row.customer_account in limits:
             balances[row.customer_account] += row.open_amount_acct
-    over = [
-        (balances[a] - r.credit_limit, a)
-        for a, r in customers.items()
-        if balances[a] - r.credit_limit > 0
-    ]
-    over.sort(key=lambda x: (-x[0], x[1]))
-    over = over[:n]
+    excess = {a: balances[a] - limit for a, limit in limits.items()}
+    over = top_totals({a: v for a, v in excess.items() if v > 0}, n)
     if not over:
         return no_records(
             f"No customer in group {group} in {le} is over its credit limit as of "
@@ -186,12 +182,10 @@ def over_limit_group_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
             "customers",
             counted=False,
         )
-    lines = [f"{customers[a].name} ({a}) over by {money(v, ctx.currency(le))}" for v, a in over]
-    return Answer(
-        text=f"Customers in group {group} in {le} over their credit limit as of "
-        f"{long_date(ctx.today)}, largest excess first: " + "; ".join(lines) + ".",
-        facts=[_top("customers", [a for _, a in over])]
-        + [_amount(f"excess_{a}", v) for v, a in over[:3]],
-        refs=[record_path("customers", le, a) for _, a in over],
-        records=len(over),
+    return OVER_LIMIT.answer(
+        ctx,
+        le,
+        over,
+        f"Customers in group {group} in {le} over their credit limit as of "
+        f"{long_date(ctx.today)}, largest excess first",
     )

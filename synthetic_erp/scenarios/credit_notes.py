@@ -4,23 +4,39 @@ from __future__ import annotations
 
 from typing import Any
 
+from synthetic_erp import _schema as s
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
-    _amount,
-    _count,
-    _cust_items,
-    _party_txn_refs,
-    _sum,
-    listed,
     long_date,
     money,
-    no_records,
     party,
+    party_open_items,
     registrar,
 )
+from synthetic_erp.scenarios._keys import LedgerList, ListKey
 
 template = registrar("Credit Notes", "AR")
+
+
+def _unapplied_line(row: s.CustomerTransaction, currency: str) -> str:
+    return (
+        f"{row.document_number} ({long_date(row.txn_date)}), unapplied "
+        f"{money(-row.open_amount_cur, currency)} of {money(-row.amount_cur, currency)}"
+    )
+
+
+UNAPPLIED = LedgerList(
+    ListKey(
+        "credit_notes",
+        none="{who} has no unapplied credit notes as of {today}.",
+        found="{who} has {n} credit note(s) not fully applied, {total} in total",
+    ),
+    total_field="unapplied_total",
+    sign=-1,
+    column="open_amount_cur",
+    line=_unapplied_line,
+)
 
 
 @template(
@@ -36,25 +52,5 @@ template = registrar("Credit Notes", "AR")
 )
 def unapplied_credit_notes_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
-    rows = [row for row in _cust_items(ctx, p) if row.txn_type == "credit_note"]
-    if not rows:
-        return no_records(
-            f"{p.label} in {p.legal_entity} has no unapplied credit notes as of "
-            f"{long_date(ctx.today)}.",
-            "credit_notes",
-            [p.path],
-        )
-    total = -_sum(row.open_amount_cur for row in rows)
-    lines = [
-        f"{r.document_number} ({long_date(r.txn_date)}), unapplied "
-        f"{money(-r.open_amount_cur, p.currency)} of {money(-r.amount_cur, p.currency)}"
-        for r in rows
-    ]
-    return listed(
-        rows,
-        lines,
-        f"{p.label} in {p.legal_entity} has {len(rows)} credit note(s) not fully applied, "
-        f"{money(total, p.currency)} in total",
-        [_count("credit_notes", len(rows)), _amount("unapplied_total", total)],
-        _party_txn_refs(p, rows),
-    )
+    rows = [row for row in party_open_items(ctx, p) if row.txn_type == "credit_note"]
+    return UNAPPLIED.answer(p, rows, today=long_date(ctx.today))

@@ -4,24 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
-
 from synthetic_erp import _schema as s
-from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
-    LIST_LIMIT,
     Answer,
     OracleContext,
-    _count,
     _fact,
-    listed,
-    no_records,
     party,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
+from synthetic_erp.scenarios._keys import ListKey, customer_line, customer_refs, entity_records
 
 template = registrar("Credit Rating", "AR")
+
+
+RATED = ListKey(
+    "customers",
+    none="No customer in group {group} in {le} has the credit rating {rating}.",
+    found="{n} customer(s) in group {group} in {le} are rated {rating}",
+)
 
 
 def _choose_rating_count_group(c: Chooser) -> Draft:
@@ -62,20 +63,7 @@ def credit_rating(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def rating_count_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, rating, group = params["legal_entity"], params["rating"], params["group_id"]
     c = s.Customer
-    rows = ctx.rows(
-        select(c)
-        .where(c.legal_entity == le, c.group_id == group, c.credit_rating == rating)
-        .order_by(c.account)
-    )
-    if not rows:
-        return no_records(
-            f"No customer in group {group} in {le} has the credit rating {rating}.", "customers"
-        )
-    lines = [f"{r.name} ({r.account})" for r in rows]
-    return listed(
-        rows,
-        lines,
-        f"{len(rows)} customer(s) in group {group} in {le} are rated {rating}",
-        [_count("customers", len(rows))],
-        [record_path("customers", le, r.account) for r in rows[:LIST_LIMIT]],
-    )
+    in_group = (c.group_id == group, c.credit_rating == rating)
+    rows = entity_records(ctx, c, le, *in_group, order_by=(c.account,))
+    lines = [customer_line(r) for r in rows]
+    return RATED.answer(rows, lines, customer_refs(rows), le=le, group=group, rating=rating)

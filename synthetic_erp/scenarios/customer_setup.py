@@ -4,25 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
-
 from synthetic_erp import _schema as s
-from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
-    LIST_LIMIT,
     Answer,
     OracleContext,
-    _count,
     _fact,
     _terms_answer,
-    listed,
     no_records,
     party,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
+from synthetic_erp.scenarios._keys import ListKey, customer_line, customer_refs, entity_records
 
 template = registrar("Customer Setup", "AR")
+
+
+IN_GROUP = ListKey(
+    "customers",
+    none="No customers are in customer group {group} in {le}.",
+    found="{n} customer(s) are in customer group {group} in {le}; by account",
+)
+BY_CURRENCY = ListKey(
+    "customers",
+    none="No customers in {le} use {currency} as their currency.",
+    found="{n} customer(s) in {le} use {currency}",
+)
 
 
 def _choose_customers_in_group(c: Chooser) -> Draft:
@@ -84,17 +91,9 @@ def contact_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, group = params["legal_entity"], params["group_id"]
     c = s.Customer
-    rows = ctx.rows(select(c).where(c.legal_entity == le, c.group_id == group).order_by(c.account))
-    if not rows:
-        return no_records(f"No customers are in customer group {group} in {le}.", "customers")
-    lines = [f"{r.name} ({r.account})" for r in rows]
-    return listed(
-        rows,
-        lines,
-        f"{len(rows)} customer(s) are in customer group {group} in {le}; by account",
-        [_count("customers", len(rows))],
-        [record_path("customers", le, r.account) for r in rows[:LIST_LIMIT]],
-    )
+    rows = entity_records(ctx, c, le, c.group_id == group, order_by=(c.account,))
+    lines = [customer_line(r) for r in rows]
+    return IN_GROUP.answer(rows, lines, customer_refs(rows), le=le, group=group)
 
 
 @template(
@@ -108,19 +107,9 @@ def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def customers_by_currency(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, currency = params["legal_entity"], params["currency"]
     c = s.Customer
-    rows = ctx.rows(
-        select(c).where(c.legal_entity == le, c.currency == currency).order_by(c.account)
-    )
-    if not rows:
-        return no_records(f"No customers in {le} use {currency} as their currency.", "customers")
-    lines = [f"{r.name} ({r.account})" for r in rows]
-    return listed(
-        rows,
-        lines,
-        f"{len(rows)} customer(s) in {le} use {currency}",
-        [_count("customers", len(rows))],
-        [record_path("customers", le, r.account) for r in rows[:LIST_LIMIT]],
-    )
+    rows = entity_records(ctx, c, le, c.currency == currency, order_by=(c.account,))
+    lines = [customer_line(r) for r in rows]
+    return BY_CURRENCY.answer(rows, lines, customer_refs(rows), le=le, currency=currency)
 
 
 @template(

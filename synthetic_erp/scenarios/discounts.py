@@ -7,10 +7,10 @@ from typing import Any
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
-    _dispute_answer,
     party,
     registrar,
 )
+from synthetic_erp.scenarios._keys import dispute_answer
 
 template = registrar("Discounts", "AR")
 
@@ -27,4 +27,4 @@ template = registrar("Discounts", "AR")
     ),
 )
 def open_deductions_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    return _dispute_answer(ctx, party(ctx, "customer", params), "deduction")
+    return dispute_answer(ctx, party(ctx, "customer", params), "deduction")

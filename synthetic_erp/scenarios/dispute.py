@@ -7,10 +7,10 @@ from typing import Any
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
-    _dispute_answer,
     party,
     registrar,
 )
+from synthetic_erp.scenarios._keys import dispute_answer
 
 template = registrar("Dispute", "AR")
 
@@ -27,4 +27,4 @@ template = registrar("Dispute", "AR")
     ),
 )
 def open_disputes_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    return _dispute_answer(ctx, party(ctx, "customer", params), "dispute")
+    return dispute_answer(ctx, party(ctx, "customer", params), "dispute")

@@ -17,23 +17,21 @@ from synthetic_erp.scenarios._base import (
     Party,
     _amount,
     _count,
-    _customer_txns,
     _d,
     _fact,
     _names,
     _none,
-    _party_txn_refs,
     _sum,
-    _txn_line,
     _txn_path,
-    listed,
     long_date,
     money,
     no_records,
     party,
+    party_txns,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
+from synthetic_erp.scenarios._keys import LedgerList, ListKey
 
 template = registrar("Invoicing History", "AR")
 
@@ -45,16 +43,18 @@ def _choose_largest_invoice_entity(c: Chooser) -> Draft:
     )
 
 
-def _invoices(
-    ctx: OracleContext, p: Party, start: dt.date | None = None, end: dt.date | None = None
-):
-    t = s.CustomerTransaction
-    conditions = [t.txn_type.in_(AR_INVOICE_TYPES)]
-    if start:
-        conditions.append(t.txn_date >= start)
-    if end:
-        conditions.append(t.txn_date <= end)
-    return _customer_txns(ctx, p, *conditions)
+def _invoices(ctx: OracleContext, p: Party, **window: dt.date) -> list[s.CustomerTransaction]:
+    return party_txns(ctx, p, s.CustomerTransaction.txn_type.in_(AR_INVOICE_TYPES), **window)
+
+
+INVOICES_IN_WINDOW = LedgerList(
+    ListKey(
+        "invoices",
+        none="No invoices were issued to {who} {window}.",
+        found="{n} invoice(s) were issued to {who} {window}, totalling {total}",
+    ),
+    total_field="total_invoiced",
+)
 
 
 @template(
@@ -69,24 +69,8 @@ def _invoices(
 def invoices_in_range_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
     start, end = _d(params["start"]), _d(params["end"])
-    rows = _invoices(ctx, p, start, end)
     window = f"between {long_date(start)} and {long_date(end)}"
-    if not rows:
-        return no_records(
-            f"No invoices were issued to {p.label} in {p.legal_entity} {window}.",
-            "invoices",
-            [p.path],
-        )
-    total = _sum(row.amount_cur for row in rows)
-    lines = [_txn_line(row, p.currency) for row in rows]
-    return listed(
-        rows,
-        lines,
-        f"{len(rows)} invoice(s) were issued to {p.label} in {p.legal_entity} {window}, "
-        f"totalling {money(total, p.currency)}",
-        [_count("invoices", len(rows)), _amount("total_invoiced", total)],
-        _party_txn_refs(p, rows),
-    )
+    return INVOICES_IN_WINDOW.answer(p, _invoices(ctx, p, start=start, end=end), window=window)
 
 
 @template(

@@ -14,48 +14,45 @@ from synthetic_erp.scenarios._base import (
     _count,
     _d,
     _none,
-    _party_txn_refs,
     _sum,
-    _txn_line,
-    _vendor_txns,
-    listed,
     long_date,
     money,
     party,
+    party_txns,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser
+from synthetic_erp.scenarios._keys import LedgerList, ListKey
 
 template = registrar("Other", "AP")
 
 
+def _notes_list(kind: str) -> LedgerList:
+    """Credit or debit notes of a vendor: the same key, worded with the kind of note."""
+    return LedgerList(
+        ListKey(
+            f"{kind}_notes",
+            none=f"There are no {kind} notes for {{who}}{{window}}.",
+            found=f"{{n}} {kind} note(s) for {{who}}{{window}}, {{total}} in total",
+        ),
+        total_field="total",
+        sign=-1,
+    )
+
+
+NOTES = {"credit_note": _notes_list("credit"), "debit_note": _notes_list("debit")}
+
+
 def _vendor_doc_answer(ctx: OracleContext, params: dict[str, Any], txn_type: str) -> Answer:
     p = party(ctx, "vendor", params)
-    t = s.VendorTransaction
-    conditions = [t.txn_type == txn_type]
-    window = ""
+    window = {}
     if params.get("start"):
-        start, end = _d(params["start"]), _d(params["end"])
-        conditions += [t.txn_date >= start, t.txn_date <= end]
-        window = f" between {long_date(start)} and {long_date(end)}"
-    rows = _vendor_txns(ctx, p, *conditions)
-    label = txn_type.replace("_", " ")
-    if not rows:
-        return Answer(
-            text=f"There are no {label}s for {p.label} in {p.legal_entity}{window}.",
-            facts=[_none(f"{txn_type}s"), _count(f"{txn_type}s", 0)],
-            refs=[p.path],
-        )
-    total = -_sum(r.amount_cur for r in rows)
-    lines = [_txn_line(r, p.currency) for r in rows]
-    return listed(
-        rows,
-        lines,
-        f"{len(rows)} {label}(s) for {p.label} in {p.legal_entity}{window}, "
-        f"{money(total, p.currency)} in total",
-        [_count(f"{txn_type}s", len(rows)), _amount("total", total)],
-        _party_txn_refs(p, rows),
+        window = {"start": _d(params["start"]), "end": _d(params["end"])}
+    rows = party_txns(ctx, p, s.VendorTransaction.txn_type == txn_type, **window)
+    words = (
+        f" between {long_date(window['start'])} and {long_date(window['end'])}" if window else ""
     )
+    return NOTES[txn_type].answer(p, rows, window=words)
 
 
 def _vendors_with(ctx: OracleContext, txn_type: str) -> list[tuple[str, str]]:
@@ -104,7 +101,7 @@ def vendor_spend_fiscal_year(ctx: OracleContext, params: dict[str, Any]) -> Answ
     start, _ = ctx.fiscal_year(p.legal_entity)
     t = s.VendorTransaction
     kinds = ("invoice", "credit_note", "debit_note")
-    rows = _vendor_txns(ctx, p, t.txn_type.in_(kinds), t.txn_date >= start)
+    rows = party_txns(ctx, p, t.txn_type.in_(kinds), start=start)
     invoices = [r for r in rows if r.txn_type == "invoice"]
     window = f"in the current fiscal year ({long_date(start)} to {long_date(ctx.today)})"
     acct = ctx.currency(p.legal_entity)

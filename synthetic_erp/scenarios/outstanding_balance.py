@@ -10,20 +10,25 @@ from synthetic_erp.scenarios._base import (
     OracleContext,
     _amount,
     _balance_answer,
-    _count,
-    _cust_items,
-    _listing,
-    _party_txn_refs,
     _sum,
     _top,
     long_date,
     money,
-    no_records,
     party,
+    party_open_items,
     registrar,
 )
+from synthetic_erp.scenarios._keys import ListKey, txn_refs
 
 template = registrar("Outstanding Balance", "AR")
+
+
+UNPAID = ListKey(
+    "unpaid_invoices",
+    none="{who} has no unpaid invoices as of {today}.",
+    found="{who} has {n} unpaid invoice(s) totalling {total} as of {today}, largest first",
+    counted=False,
+)
 
 
 @template(
@@ -39,34 +44,25 @@ def unpaid_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
     p = party(ctx, "customer", params)
     items = [
         row
-        for row in _cust_items(ctx, p)
+        for row in party_open_items(ctx, p)
         if row.txn_type in AR_INVOICE_TYPES and row.open_amount_cur > 0
     ]
     items.sort(key=lambda row: (-row.open_amount_cur, row.voucher))
-    if not items:
-        return no_records(
-            f"{p.label} in {p.legal_entity} has no unpaid invoices as of {long_date(ctx.today)}.",
-            "unpaid_invoices",
-            [p.path],
-            counted=False,
-        )
     total = _sum(row.open_amount_cur for row in items)
     lines = [
         f"{row.document_number} ({long_date(row.txn_date)}) open "
         f"{money(row.open_amount_cur, p.currency)}"
         for row in items
     ]
-    return Answer(
-        text=f"{p.label} in {p.legal_entity} has {len(items)} unpaid invoice(s) totalling "
-        f"{money(total, p.currency)} as of {long_date(ctx.today)}, largest first: "
-        f"{_listing(lines, len(items))}.",
-        facts=[
-            _count("unpaid_invoices", len(items)),
-            _amount("unpaid_total", total),
-            _top("largest_unpaid", [row.document_number for row in items[:3]]),
-        ],
-        refs=_party_txn_refs(p, items),
-        records=len(items),
+    largest = [row.document_number for row in items[:3]]
+    return UNPAID.answer(
+        items,
+        lines,
+        txn_refs("customer", items),
+        party=p,
+        facts=[_amount("unpaid_total", total), _top("largest_unpaid", largest)],
+        total=money(total, p.currency),
+        today=long_date(ctx.today),
     )
 
 
@@ -81,4 +77,4 @@ def unpaid_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
 )
 def customer_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
-    return _balance_answer(ctx, p, _cust_items(ctx, p), "The outstanding balance of")
+    return _balance_answer(ctx, p, party_open_items(ctx, p), "The outstanding balance of")

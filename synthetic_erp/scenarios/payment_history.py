@@ -9,24 +9,21 @@ from synthetic_erp.scenarios._base import (
     OracleContext,
     _amount,
     _by_amount_desc,
-    _count,
     _d,
     _fact,
     _only,
-    _party_txn_refs,
     _payments,
     _sum,
     _top,
     _txn_line,
     _txn_path,
-    listed,
     long_date,
-    money,
     no_records,
     party,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser
+from synthetic_erp.scenarios._keys import LedgerList, ListKey
 
 template = registrar("Payment History", "AR")
 
@@ -96,6 +93,17 @@ def top_payments(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     )
 
 
+PAYMENTS_IN_WINDOW = LedgerList(
+    ListKey(
+        "payments",
+        none="{who} made no payments {window}.",
+        found="{who} made {n} payment(s) {window} totalling {total}",
+    ),
+    total_field="total_paid",
+    sign=-1,
+)
+
+
 @template(
     "payments_in_range",
     party="customer",
@@ -108,22 +116,8 @@ def top_payments(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def payments_in_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
     start, end = _d(params["start"]), _d(params["end"])
-    rows = _payments(ctx, p, start, end)
     window = f"between {long_date(start)} and {long_date(end)}"
-    if not rows:
-        return no_records(
-            f"{p.label} in {p.legal_entity} made no payments {window}.", "payments", [p.path]
-        )
-    total = -_sum(row.amount_cur for row in rows)
-    lines = [_txn_line(row, p.currency) for row in rows]
-    return listed(
-        rows,
-        lines,
-        f"{p.label} in {p.legal_entity} made {len(rows)} payment(s) {window} totalling "
-        f"{money(total, p.currency)}",
-        [_count("payments", len(rows)), _amount("total_paid", total)],
-        _party_txn_refs(p, rows),
-    )
+    return PAYMENTS_IN_WINDOW.answer(p, _payments(ctx, p, start, end), window=window)
 
 
 @template(

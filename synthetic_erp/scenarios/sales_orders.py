@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from sqlalchemy import select
@@ -10,7 +10,6 @@ from sqlalchemy import select
 from synthetic_erp import _schema as s
 from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
-    LIST_LIMIT,
     Answer,
     OracleContext,
     _amount,
@@ -21,16 +20,34 @@ from synthetic_erp.scenarios._base import (
     _only,
     _top,
     _where,
-    listed,
     long_date,
     money,
     no_records,
     party,
+    party_conditions,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
+from synthetic_erp.scenarios._keys import ListKey, id_list, record_refs
 
 template = registrar("Sales Orders", "AR")
+
+
+OPEN_ORDERS = ListKey(
+    "open_orders",
+    none="{who} has no open sales orders as of {today}.",
+    found="{who} has {n} open sales order(s)",
+)
+DO_NOT_PROCESS = ListKey(
+    "orders",
+    none="No sales orders are marked 'Do not process' {where}.",
+    found="{n} sales order(s) are marked 'Do not process' {where}",
+)
+BY_RELEASE_STATUS = ListKey(
+    "orders",
+    none="No open sales orders in {le} have release status '{status}'.",
+    found="{n} open sales order(s) in {le} have release status '{status}'",
+)
 
 
 def _choose_do_not_process_orders(c: Chooser) -> Draft:
@@ -62,8 +79,14 @@ def _order_line(order: s.SalesOrder, name: str | None = None) -> str:
     )
 
 
-def _order_path(order: s.SalesOrder) -> str:
-    return record_path("sales-orders", order.legal_entity, order.sales_id)
+def _order_refs(orders: list[s.SalesOrder]) -> list[str]:
+    return record_refs("sales-orders", orders, "sales_id")
+
+
+def _status_split(orders: list[s.SalesOrder]) -> tuple[dict[str, int], str]:
+    """Orders per status (in status order) and that split in words ("2 delivered, 1 open")."""
+    by_status = dict(sorted(Counter(order.status for order in orders).items()))
+    return by_status, ", ".join(f"{count} {status}" for status, count in by_status.items())
 
 
 @template(
@@ -77,25 +100,14 @@ def _order_path(order: s.SalesOrder) -> str:
 def open_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
     o = s.SalesOrder
-    rows = _orders(
-        ctx, o.legal_entity == p.legal_entity, o.customer_account == p.account, o.status == "open"
-    )
-    if not rows:
-        return no_records(
-            f"{p.label} in {p.legal_entity} has no open sales orders as of {long_date(ctx.today)}.",
-            "open_orders",
-            [p.path],
-        )
-    lines = [_order_line(row) for row in rows]
-    return listed(
+    rows = _orders(ctx, *party_conditions(o, p), o.status == "open")
+    return OPEN_ORDERS.answer(
         rows,
-        lines,
-        f"{p.label} in {p.legal_entity} has {len(rows)} open sales order(s)",
-        [
-            _count("open_orders", len(rows)),
-            _top("orders", [row.sales_id for row in rows], ordered=False),
-        ],
-        [p.path, *(_order_path(row) for row in rows[:LIST_LIMIT])],
+        [_order_line(row) for row in rows],
+        _order_refs(rows),
+        party=p,
+        facts=[id_list("orders", rows, "sales_id")],
+        today=long_date(ctx.today),
     )
 
 
@@ -109,19 +121,15 @@ def open_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 )
 def order_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "customer", params)
-    o = s.SalesOrder
-    rows = _orders(ctx, o.legal_entity == p.legal_entity, o.customer_account == p.account)
+    rows = _orders(ctx, *party_conditions(s.SalesOrder, p))
     if not rows:
         return no_records(f"{p.label} in {p.legal_entity} has no sales orders.", "orders", [p.path])
-    by_status: dict[str, int] = defaultdict(int)
-    for row in rows:
-        by_status[row.status] += 1
-    split = ", ".join(f"{count} {status}" for status, count in sorted(by_status.items()))
+    by_status, split = _status_split(rows)
     return Answer(
         text=f"{p.label} in {p.legal_entity} has {len(rows)} sales order(s) as of "
         f"{long_date(ctx.today)}: {split}.",
         facts=[_count("orders", len(rows))]
-        + [_count(f"orders_{status}", count) for status, count in sorted(by_status.items())],
+        + [_count(f"orders_{status}", count) for status, count in by_status.items()],
         refs=[p.path],
         records=len(by_status),
     )
@@ -139,19 +147,9 @@ def do_not_process_orders(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le = params.get("legal_entity")
     o = s.SalesOrder
     rows = _orders(ctx, o.do_not_process.is_(True), *_le_filter(o, le))
-    if not rows:
-        return no_records(f"No sales orders are marked 'Do not process' {_where(le)}.", "orders")
     lines = [_order_line(row) + f" ({row.customer_account}, {row.legal_entity})" for row in rows]
-    return listed(
-        rows,
-        lines,
-        f"{len(rows)} sales order(s) are marked 'Do not process' {_where(le)}",
-        [
-            _count("orders", len(rows)),
-            _top("orders", [row.sales_id for row in rows], ordered=False),
-        ],
-        [_order_path(row) for row in rows[:LIST_LIMIT]],
-    )
+    facts = [id_list("orders", rows, "sales_id")]
+    return DO_NOT_PROCESS.answer(rows, lines, _order_refs(rows), facts=facts, where=_where(le))
 
 
 @template(
@@ -222,7 +220,7 @@ def largest_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answe
             _top("orders", [row.sales_id for row in rows]),
             _amount("largest_amount", rows[0].total_amount),
         ],
-        refs=[p.path, *(_order_path(row) for row in rows)],
+        refs=[p.path, *_order_refs(rows)],
         records=len(rows),
     )
 
@@ -241,15 +239,12 @@ def return_orders_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     rows = _orders(ctx, o.legal_entity == le, order_type="return")
     if not rows:
         return Answer(text=f"There are no return orders in {le}.", facts=[_none("orders")])
-    by_status: dict[str, int] = defaultdict(int)
-    for row in rows:
-        by_status[row.status] += 1
-    split = ", ".join(f"{count} {status}" for status, count in sorted(by_status.items()))
+    _, split = _status_split(rows)
     return Answer(
         text=f"There are {len(rows)} return order(s) in {le} as of {long_date(ctx.today)} "
         f"({split}).",
         facts=[_count("return_orders", len(rows))],
-        refs=[_order_path(row) for row in rows[:LIST_LIMIT]],
+        refs=_order_refs(rows),
         records=len(rows),
     )
 
@@ -266,14 +261,7 @@ def orders_by_release_status(ctx: OracleContext, params: dict[str, Any]) -> Answ
     le, status = params["legal_entity"], params["release_status"]
     o = s.SalesOrder
     rows = _orders(ctx, o.legal_entity == le, o.release_status == status, o.status == "open")
-    label = status.replace("_", " ")
-    if not rows:
-        return no_records(f"No open sales orders in {le} have release status '{label}'.", "orders")
     lines = [_order_line(row) + f" ({row.customer_account})" for row in rows]
-    return listed(
-        rows,
-        lines,
-        f"{len(rows)} open sales order(s) in {le} have release status '{label}'",
-        [_count("orders", len(rows))],
-        [_order_path(row) for row in rows[:LIST_LIMIT]],
+    return BY_RELEASE_STATUS.answer(
+        rows, lines, _order_refs(rows), le=le, status=status.replace("_", " ")
     )

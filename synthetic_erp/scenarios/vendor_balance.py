@@ -17,22 +17,28 @@ from synthetic_erp.scenarios._base import (
     _amount,
     _balance_answer,
     _count,
-    _names,
     _none,
     _sum,
-    _top,
-    _vend_items,
     days_overdue,
     ledger_open_items,
     long_date,
     money,
     no_records,
     party,
+    party_open_items,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
+from synthetic_erp.scenarios._keys import Ranking, top_totals
 
 template = registrar("Vendor Balance", "AP")
+
+
+DUE_NEXT_MONTH = Ranking("vendor", "due")
+
+
+def _no_open_balances(le: str) -> Answer:
+    return Answer(text=f"There are no open AP balances in {le}.", facts=[_none("balances")])
 
 
 def _choose_ap_group_balance(c: Chooser) -> Draft:
@@ -75,7 +81,7 @@ def _vendor_group_totals(ctx: OracleContext, le: str) -> dict[str, Decimal]:
 )
 def vendor_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     p = party(ctx, "vendor", params)
-    return _balance_answer(ctx, p, _vend_items(ctx, p), "The open AP balance owed to")
+    return _balance_answer(ctx, p, party_open_items(ctx, p), "The open AP balance owed to")
 
 
 @template(
@@ -91,7 +97,7 @@ def ap_by_group_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     totals = _vendor_group_totals(ctx, le)
     currency = ctx.currency(le)
     if not totals:
-        return Answer(text=f"There are no open AP balances in {le}.", facts=[_none("balances")])
+        return _no_open_balances(le)
     lines = [f"group {g}: {money(v, currency)}" for g, v in totals.items()]
     grand = _sum(totals.values())
     return Answer(
@@ -145,7 +151,7 @@ def ap_by_currency_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         by_cur[row.currency][0] += row.open_amount_cur
         by_cur[row.currency][1] += row.open_amount_acct
     if not by_cur:
-        return Answer(text=f"There are no open AP balances in {le}.", facts=[_none("balances")])
+        return _no_open_balances(le)
     acct = ctx.currency(le)
     lines = [
         f"{cur}: {money(v[0], cur)} ({money(v[1], acct)} accounting)"
@@ -212,23 +218,13 @@ def ap_due_next_month_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         invoice = row.txn_type == "invoice" and row.open_amount_cur > 0
         if invoice and row.due_date and start <= row.due_date <= end:
             totals[row.vendor_account] += row.open_amount_acct
-    ranked = sorted(((v, a) for a, v in totals.items()), key=lambda x: (-x[0], x[1]))[:n]
+    ranked = top_totals(totals, n)
     window = f"between {long_date(start)} and {long_date(end)}"
-    currency = ctx.currency(le)
     if not ranked:
         return no_records(
             f"No open vendor invoices in {le} fall due next month ({window}).",
             "balances",
             counted=False,
         )
-    names = _names(ctx, "vendor", le, [a for _, a in ranked])
-    lines = [f"{names[a]} ({a}) {money(v, currency)}" for v, a in ranked]
-    return Answer(
-        text=f"The largest AP balances in {le} due next month ({window}), accounting currency: "
-        + "; ".join(lines)
-        + ".",
-        facts=[_top("vendors", [a for _, a in ranked])]
-        + [_amount(f"due_{a}", v) for v, a in ranked[:3]],
-        refs=[record_path("vendors", le, a) for _, a in ranked],
-        records=len(ranked),
-    )
+    lead = f"The largest AP balances in {le} due next month ({window}), accounting currency"
+    return DUE_NEXT_MONTH.answer(ctx, le, ranked, lead)

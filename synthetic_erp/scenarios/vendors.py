@@ -12,26 +12,40 @@ from ledgerbench.dataset._records import ExpectedFact
 from synthetic_erp import _schema as s
 from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
-    LIST_LIMIT,
     Answer,
     OracleContext,
     _count,
     _fact,
-    _le_filter,
-    _none,
     _num,
     _terms_answer,
-    _top,
     _where,
-    listed,
     long_date,
-    no_records,
     party,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
+from synthetic_erp.scenarios._keys import ListKey, entity_records, id_list, record_refs
 
 template = registrar("Vendors", "AP")
+
+
+ON_HOLD = ListKey(
+    "vendors_on_hold",
+    none="No vendors are on payment hold {where}.",
+    found="{n} vendor(s) are on payment hold {where} as of {today}",
+    counted=False,
+    none_noun="vendors",
+)
+CREATED_IN_MONTH = ListKey(
+    "vendors",
+    none="No vendors were created in {le} in {month}.",
+    found="{n} vendor(s) were created in {le} in {month}",
+)
+LONG_TERMS = ListKey(
+    "vendors",
+    none="No vendors in {le} have payment terms longer than {days} days net.",
+    found="{n} vendor(s) in {le} have payment terms longer than {days} days net",
+)
 
 
 def _choose_vendors_on_hold(c: Chooser) -> Draft:
@@ -125,27 +139,16 @@ def vendor_cash_discount(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 def vendors_on_hold(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le = params.get("legal_entity")
     v = s.Vendor
-    rows = ctx.rows(
-        select(v)
-        .where(v.payment_hold.is_(True), *_le_filter(v, le))
-        .order_by(v.legal_entity, v.account)
+    rows = entity_records(
+        ctx, v, le, v.payment_hold.is_(True), order_by=(v.legal_entity, v.account)
     )
-    if not rows:
-        return Answer(
-            text=f"No vendors are on payment hold {_where(le)}.", facts=[_none("vendors")]
-        )
-    lines = [
-        f"{r.name} ({r.account}, {r.legal_entity}): {r.hold_reason or 'no reason'}" for r in rows
-    ]
-    return listed(
+    return ON_HOLD.answer(
         rows,
-        lines,
-        f"{len(rows)} vendor(s) are on payment hold {_where(le)} as of {long_date(ctx.today)}",
-        [
-            _count("vendors_on_hold", len(rows)),
-            _top("vendors", [r.account for r in rows], ordered=False),
-        ],
-        [record_path("vendors", r.legal_entity, r.account) for r in rows[:LIST_LIMIT]],
+        [f"{r.name} ({r.account}, {r.legal_entity}): {r.hold_reason or 'no reason'}" for r in rows],
+        _vendor_refs(rows),
+        facts=[id_list("vendors", rows, "account")],
+        where=_where(le),
+        today=long_date(ctx.today),
     )
 
 
@@ -162,22 +165,11 @@ def vendors_created_in_month(ctx: OracleContext, params: dict[str, Any]) -> Answ
     start = dt.date(year, month, 1)
     end = (start + dt.timedelta(days=32)).replace(day=1) - dt.timedelta(days=1)
     v = s.Vendor
-    rows = ctx.rows(
-        select(v)
-        .where(v.legal_entity == le, v.created_date >= start, v.created_date <= end)
-        .order_by(v.created_date, v.account)
-    )
-    label = f"{start:%B} {start.year}"
-    if not rows:
-        return no_records(f"No vendors were created in {le} in {label}.", "vendors")
+    in_month = (v.created_date >= start, v.created_date <= end)
+    rows = entity_records(ctx, v, le, *in_month, order_by=(v.created_date, v.account))
     lines = [f"{r.name} ({r.account}) on {long_date(r.created_date)}" for r in rows]
-    return listed(
-        rows,
-        lines,
-        f"{len(rows)} vendor(s) were created in {le} in {label}",
-        [_count("vendors", len(rows))],
-        [record_path("vendors", le, r.account) for r in rows[:LIST_LIMIT]],
-    )
+    month_words = f"{start:%B} {start.year}"
+    return CREATED_IN_MONTH.answer(rows, lines, _vendor_refs(rows), le=le, month=month_words)
 
 
 @template(
@@ -194,24 +186,12 @@ def vendors_terms_longer_than(ctx: OracleContext, params: dict[str, Any]) -> Ans
     long_terms = set(
         ctx.session.scalars(select(pt.terms_id).where(pt.legal_entity == le, pt.net_days > days))
     )
-    rows = (
-        ctx.rows(
-            select(v)
-            .where(v.legal_entity == le, v.payment_terms.in_(long_terms))
-            .order_by(v.account)
-        )
-        if long_terms
-        else []
-    )
-    if not rows:
-        return no_records(
-            f"No vendors in {le} have payment terms longer than {days} days net.", "vendors"
-        )
+    rows = []
+    if long_terms:
+        rows = entity_records(ctx, v, le, v.payment_terms.in_(long_terms), order_by=(v.account,))
     lines = [f"{r.name} ({r.account}) {r.payment_terms}" for r in rows]
-    return listed(
-        rows,
-        lines,
-        f"{len(rows)} vendor(s) in {le} have payment terms longer than {days} days net",
-        [_count("vendors", len(rows))],
-        [record_path("vendors", le, r.account) for r in rows[:LIST_LIMIT]],
-    )
+    return LONG_TERMS.answer(rows, lines, _vendor_refs(rows), le=le, days=days)
+
+
+def _vendor_refs(rows: list[s.Vendor]) -> list[str]:
+    return record_refs("vendors", rows, "account")

@@ -1,0 +1,256 @@
+"""Shapes of answer key that many scenarios share, filled in by data each scenario declares.
+
+A scenario module keeps its own wording (as :class:`ListKey` / :class:`LedgerList` tables next to
+its phrasings) and its own query; the helpers here only do what every such key does the same way:
+the none key, the count, the listing, the references.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import select
+
+from ledgerbench.dataset._records import ExpectedFact
+from synthetic_erp import _schema as s
+from synthetic_erp._catalog import record_path
+from synthetic_erp.scenarios._base import (
+    LIST_LIMIT,
+    Answer,
+    OracleContext,
+    Party,
+    _amount,
+    _count,
+    _le_filter,
+    _names,
+    _none,
+    _sum,
+    _top,
+    _txn_line,
+    listed,
+    long_date,
+    money,
+    party_conditions,
+)
+
+# --------------------------------------------------------------------------------------------------
+# Queries
+# --------------------------------------------------------------------------------------------------
+
+
+def party_records(
+    ctx: OracleContext, table: Any, p: Party, *conditions: Any, order_by: Sequence[Any]
+) -> list[Any]:
+    """The rows of ``table`` that belong to party ``p`` (its legal entity and account column)."""
+    query = select(table).where(*party_conditions(table, p), *conditions)
+    return ctx.rows(query.order_by(*order_by))
+
+
+def entity_records(
+    ctx: OracleContext, table: Any, le: str | None, *conditions: Any, order_by: Sequence[Any]
+) -> list[Any]:
+    """The rows of ``table`` matching ``conditions`` in legal entity ``le`` (None: in all)."""
+    query = select(table).where(*conditions, *_le_filter(table, le))
+    return ctx.rows(query.order_by(*order_by))
+
+
+# --------------------------------------------------------------------------------------------------
+# Facts and references
+# --------------------------------------------------------------------------------------------------
+
+
+def id_list(name: str, rows: Iterable[Any], attribute: str) -> ExpectedFact:
+    """An unordered list fact of the rows' ``attribute`` values."""
+    return _top(name, [getattr(row, attribute) for row in rows], ordered=False)
+
+
+def record_refs(set_name: str, rows: Sequence[Any], attribute: str) -> list[str]:
+    """Record paths of the first LIST_LIMIT rows (each in its own legal entity)."""
+    return [record_path(set_name, row.legal_entity, getattr(row, attribute)) for row in rows][
+        :LIST_LIMIT
+    ]
+
+
+def txn_refs(kind: str, rows: Sequence[Any]) -> list[str]:
+    """Record paths of the first LIST_LIMIT ledger transactions (``kind``: customer | vendor)."""
+    return record_refs(f"{kind}-transactions", rows, "voucher")
+
+
+def by_currency_totals(rows: Sequence[Any], column: str) -> dict[str, Decimal]:
+    """Sum of ``column`` per row currency, in currency order."""
+    totals: dict[str, Decimal] = {}
+    for row in rows:
+        totals[row.currency] = totals.get(row.currency, Decimal("0.00")) + getattr(row, column)
+    return dict(sorted(totals.items()))
+
+
+# --------------------------------------------------------------------------------------------------
+# Keys that list records
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListKey:
+    """The wording of a key that lists what it found; declared in the scenario module.
+
+    ``none`` and ``found`` are ``str.format`` texts over the words the key is given (``{who}`` is
+    "<party> in <legal entity>" when a party is given); ``found`` also gets ``{n}``, the count.
+    """
+
+    noun: str
+    """Field of the count fact (and of the no_records fact unless ``none_noun`` says otherwise)."""
+    none: str
+    found: str
+    counted: bool = True
+    """Whether the key for nothing found also states a zero count."""
+    none_noun: str = ""
+
+    def answer(
+        self,
+        rows: Sequence[Any],
+        lines: Sequence[str],
+        refs: Sequence[str],
+        *,
+        party: Party | None = None,
+        facts: Sequence[ExpectedFact] = (),
+        **words: Any,
+    ) -> Answer:
+        """The key over ``rows`` worded by ``lines``; with ``party``, its record leads the refs."""
+        if party is not None:
+            words["who"] = f"{party.label} in {party.legal_entity}"
+        lead = [party.path] if party is not None else []
+        if not rows:
+            facts_none = [_none(self.none_noun or self.noun)]
+            if self.counted:
+                facts_none.append(_count(self.noun, 0))
+            return Answer(text=self.none.format(**words), facts=facts_none, refs=lead)
+        text = self.found.format(n=len(rows), **words)
+        found = [_count(self.noun, len(rows)), *facts]
+        return listed(rows, lines, text, found, [*lead, *refs])
+
+
+@dataclass(frozen=True)
+class LedgerList:
+    """A party's ledger transactions of one kind, listed with their total.
+
+    ``none`` and ``found`` are ``str.format`` texts over ``{who}``, ``{window}`` and (``found``
+    only) ``{n}`` and ``{total}``; ``sign`` turns credits (stored negative) into positive totals.
+    """
+
+    key: ListKey
+    total_field: str
+    sign: int = 1
+    column: str = "amount_cur"
+    line: Callable[[Any, str], str] = _txn_line
+    """One transaction's line, given the row and the party currency."""
+
+    def answer(self, p: Party, rows: Sequence[Any], **words: str) -> Answer:
+        total = self.sign * _sum(getattr(row, self.column) for row in rows)
+        return self.key.answer(
+            rows,
+            [self.line(row, p.currency) for row in rows],
+            txn_refs(p.kind, rows),
+            party=p,
+            facts=[_amount(self.total_field, total)],
+            total=money(total, p.currency),
+            **words,
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared by Discounts and Dispute
+# --------------------------------------------------------------------------------------------------
+
+
+def _document_numbers(ctx: OracleContext, le: str, vouchers: list[str]) -> dict[str, str]:
+    t = s.CustomerTransaction
+    rows = ctx.session.execute(
+        select(t.voucher, t.document_number).where(t.legal_entity == le, t.voucher.in_(vouchers))
+    )
+    return {key: value for key, value in rows}
+
+
+def dispute_answer(ctx: OracleContext, p: Party, kind: str) -> Answer:
+    """The open disputes (``kind`` dispute) or deductions (``kind`` deduction) of a customer."""
+    d = s.CustomerDispute
+    rows = party_records(
+        ctx,
+        d,
+        p,
+        d.kind == kind,
+        d.status == "open",
+        d.opened_date <= ctx.today,
+        order_by=(d.opened_date, d.dispute_id),
+    )
+    plural = "disputes" if kind == "dispute" else "deductions"
+    key = ListKey(
+        plural,
+        none=f"{{who}} has no open {plural} as of {{today}}.",
+        found="{who} has {n} open {noun} totalling {total}",
+    )
+    currency = ctx.currency(p.legal_entity)
+    vouchers = _document_numbers(ctx, p.legal_entity, [r.voucher for r in rows])
+    lines = [
+        f"{r.dispute_id} on {vouchers.get(r.voucher, r.voucher)}: {r.reason}, "
+        f"{money(r.amount, currency)}, opened {long_date(r.opened_date)}"
+        for r in rows
+    ]
+    total = _sum(r.amount for r in rows)
+    return key.answer(
+        rows,
+        lines,
+        record_refs("customer-disputes", rows, "dispute_id"),
+        party=p,
+        facts=[_amount(f"{plural}_total", total), id_list(plural, rows, "dispute_id")],
+        today=long_date(ctx.today),
+        noun=plural if len(rows) != 1 else kind,
+        total=money(total, currency),
+    )
+
+
+def customer_line(row: Any) -> str:
+    """A customer as a listing names it: "Name (account)"."""
+    return f"{row.name} ({row.account})"
+
+
+def customer_refs(rows: Sequence[Any]) -> list[str]:
+    return record_refs("customers", rows, "account")
+
+
+# --------------------------------------------------------------------------------------------------
+# Keys that rank parties by an amount
+# --------------------------------------------------------------------------------------------------
+
+
+def top_totals(totals: dict[str, Decimal], n: int) -> list[tuple[Decimal, str]]:
+    """The ``n`` largest (amount, account) pairs, largest first, ties by account."""
+    return sorted(((v, a) for a, v in totals.items()), key=lambda x: (-x[0], x[1]))[:n]
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How a key that ranks parties by an amount words them; declared in the scenario module."""
+
+    kind: str
+    """customer | vendor"""
+    fact_prefix: str
+    """The three largest amounts are facts named ``<fact_prefix>_<account>``."""
+    line: str = "{name} ({account}) {amount}"
+
+    def answer(self, ctx: OracleContext, le: str, ranked: list[tuple[Decimal, str]], lead: str):
+        """The key listing ``ranked`` (amounts in accounting currency) after ``lead``."""
+        names = _names(ctx, self.kind, le, [a for _, a in ranked])
+        currency = ctx.currency(le)
+        lines = [
+            self.line.format(name=names[a], account=a, amount=money(v, currency)) for v, a in ranked
+        ]
+        return Answer(
+            text=f"{lead}: " + "; ".join(lines) + ".",
+            facts=[_top(f"{self.kind}s", [a for _, a in ranked])]
+            + [_amount(f"{self.fact_prefix}_{a}", v) for v, a in ranked[:3]],
+            refs=[record_path(f"{self.kind}s", le, a) for _, a in ranked],
+            records=len(ranked),
+        )
