@@ -146,10 +146,10 @@ TEMPLATES: dict[str, Template] = {}
 
 
 def registrar(scenario: str, segment: str):
-    """The ``@template(...)`` decorator of one scenario module."""
+    """The ``@template(...)`` decorator of one scenario module; a template is named after its
+    key function."""
 
     def template(
-        name: str,
         party: str | None = None,
         *,
         phrasings: tuple[str, ...],
@@ -157,18 +157,30 @@ def registrar(scenario: str, segment: str):
         extra: Callable[[Any], tuple[dict[str, Any], dict[str, str]]] | None = None,
         having: Callable[[OracleContext], list[tuple[str, str]]] | None = None,
     ):
-        if (party is None) == (choose is None):
-            raise ValueError(f"template {name}: give party= or choose=, not both")
-
-        def register(function: Callable[[OracleContext, dict[str, Any]], Answer]):
+        def register(function: Callable[..., Answer]):
+            name = function.__name__
+            if (party is None) == (choose is None):
+                raise ValueError(f"template {name}: give party= or choose=, not both")
+            answer = function if party is None else _about_party(party, function)
             TEMPLATES[name] = Template(
-                name, scenario, segment, party, function, phrasings, choose, extra, having
+                name, scenario, segment, party, answer, phrasings, choose, extra, having
             )
             return function
 
         return register
 
     return template
+
+
+def _about_party(
+    kind: str, function: Callable[[OracleContext, Party, dict[str, Any]], Answer]
+) -> Callable[[OracleContext, dict[str, Any]], Answer]:
+    """A one-party key as ``(ctx, params)``: the party named by ``params`` is looked up first."""
+
+    def answer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+        return function(ctx, party(ctx, kind, params), params)
+
+    return answer
 
 
 def answer_question(ctx: OracleContext, template: str, params: dict[str, Any]) -> Answer:
@@ -313,6 +325,16 @@ def listed(
 
 def _d(value: str) -> dt.date:
     return dt.date.fromisoformat(value)
+
+
+def window(params: dict[str, Any]) -> tuple[dt.date, dt.date]:
+    """The ``start`` and ``end`` days of a question about a date window."""
+    return _d(params["start"]), _d(params["end"])
+
+
+def between(start: dt.date, end: dt.date) -> str:
+    """How keys word a date window."""
+    return f"between {long_date(start)} and {long_date(end)}"
 
 
 def _only(asked: int, found: int, noun: str) -> str:

@@ -15,6 +15,7 @@ from synthetic_erp.scenarios._base import (
     BUCKETS,
     Answer,
     OracleContext,
+    Party,
     UnknownParty,
     _aging,
     _amount,
@@ -30,7 +31,6 @@ from synthetic_erp.scenarios._base import (
     money,
     no_records,
     parties_named,
-    party,
     party_open_items,
     registrar,
 )
@@ -84,7 +84,6 @@ def _coming_due_extra(c: Chooser) -> tuple[dict[str, Any], dict[str, str]]:
 
 
 @template(
-    "aging_customer",
     party="customer",
     phrasings=(
         "How is the balance of {who} {where} spread across the aging buckets {asof}?",
@@ -93,8 +92,7 @@ def _coming_due_extra(c: Chooser) -> tuple[dict[str, Any], dict[str, str]]:
         "Can you age the open receivables of {who} {where} {asof}?",
     ),
 )
-def aging_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def aging_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     items = party_open_items(ctx, p)
     if not items:
         return Answer(
@@ -115,7 +113,6 @@ def aging_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "balance_all_entities",
     choose=_choose_balance_all_entities,
     phrasings=(
         "Add up what {who} owes us {where} {asof}.",
@@ -146,7 +143,6 @@ def balance_all_entities(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "top_past_due_group",
     choose=_choose_top_past_due_group,
     phrasings=(
         "In customer group {group_id} {where}, which {n} customers have the most invoice "
@@ -185,7 +181,6 @@ def top_past_due_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "aging_totals_entity",
     choose=Chooser.entity_only,
     phrasings=(
         "Summarise our receivables {where} by aging bucket {asof}.",
@@ -210,7 +205,6 @@ def aging_totals_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "past_due_total_entity",
     choose=_choose_past_due_total_entity,
     phrasings=(
         "How much of our receivables {where} is more than {days} days overdue {asof}?",
@@ -239,7 +233,6 @@ def past_due_total_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "coming_due_customer",
     party="customer",
     extra=_coming_due_extra,
     phrasings=(
@@ -248,8 +241,7 @@ def past_due_total_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         "List what {who} {where} has to pay us {horizon}.",
     ),
 )
-def coming_due_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def coming_due_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     end = ctx.today + dt.timedelta(days=params["days"])
     items = [
         row

@@ -11,6 +11,7 @@ from synthetic_erp import _schema as s
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
+    Party,
     _amount,
     _d,
     _fact,
@@ -18,12 +19,13 @@ from synthetic_erp.scenarios._base import (
     _open_ap_due,
     _sum,
     _where,
+    between,
     long_date,
     money,
     no_records,
-    party,
     party_conditions,
     registrar,
+    window,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
 from synthetic_erp.scenarios._keys import (
@@ -104,15 +106,13 @@ def _vi_refs(rows: list[s.VendorInvoice]) -> list[str]:
 
 
 @template(
-    "pending_approval_vendor",
     party="vendor",
     phrasings=(
         "Are there invoices from {who} waiting for approval {where} {asof}?",
         "Which invoices of {who} {where} still need approval {asof}?",
     ),
 )
-def pending_approval_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "vendor", params)
+def pending_approval_vendor(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     vi = s.VendorInvoice
     rows = _vendor_invoices(ctx, *party_conditions(vi, p), vi.status == "pending_approval")
     total = _sum(r.amount for r in rows)
@@ -124,7 +124,6 @@ def pending_approval_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answe
 
 
 @template(
-    "invoices_by_status_entity",
     choose=_choose_invoices_by_status_entity,
     phrasings=(
         "How many vendor invoices are {status_label} {where} {asof}, and what are they worth?",
@@ -149,7 +148,6 @@ def invoices_by_status_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
 
 
 @template(
-    "ap_due_in_window",
     choose=_choose_ap_due_in_window,
     phrasings=(
         "Which vendor invoices {where} are due for payment {horizon}?",
@@ -157,7 +155,7 @@ def invoices_by_status_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
     ),
 )
 def ap_due_in_window(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    le, start, end = params["legal_entity"], _d(params["start"]), _d(params["end"])
+    le, (start, end) = params["legal_entity"], window(params)
     rows = _open_ap_due(ctx, le, start, end)
     total = _sum(r.open_amount_acct for r in rows)
     lines = [
@@ -171,13 +169,12 @@ def ap_due_in_window(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         txn_refs("vendor", rows),
         facts=[_amount("total_due", total)],
         le=le,
-        window=f"between {long_date(start)} and {long_date(end)}",
+        window=between(start, end),
         total=money(total, ctx.currency(le)),
     )
 
 
 @template(
-    "ap_posted_on_date",
     choose=_choose_ap_posted_on_date,
     phrasings=(
         "How many vendor invoices were posted {day} {where}, and for how much?",
@@ -205,15 +202,13 @@ def ap_posted_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "latest_invoice_match_vendor",
     party="vendor",
     phrasings=(
         "Did the most recent invoice of {who} pass three-way matching {where} {asof}?",
         "How did the latest invoice from {who} {where} come out of the three-way match?",
     ),
 )
-def latest_invoice_match_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "vendor", params)
+def latest_invoice_match_vendor(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     vi = s.VendorInvoice
     rows = _vendor_invoices(ctx, *party_conditions(vi, p))
     if not rows:

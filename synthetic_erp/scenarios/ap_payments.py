@@ -13,6 +13,7 @@ from synthetic_erp.scenarios._base import (
     LIST_LIMIT,
     Answer,
     OracleContext,
+    Party,
     _amount,
     _count,
     _d,
@@ -23,12 +24,13 @@ from synthetic_erp.scenarios._base import (
     _sum,
     _top,
     _txn_path,
+    between,
     long_date,
     money,
     no_records,
-    party,
     party_txns,
     registrar,
+    window,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
 from synthetic_erp.scenarios._keys import LedgerList, ListKey
@@ -62,7 +64,6 @@ def _choose_payment_journal_total(c: Chooser) -> Draft:
 
 
 @template(
-    "payment_accounts_methods",
     choose=_choose_payment_accounts_methods,
     phrasings=(
         "Which ledger accounts do the vendor payment methods {codes} post to {where}?",
@@ -98,7 +99,6 @@ def payment_accounts_methods(ctx: OracleContext, params: dict[str, Any]) -> Answ
 
 
 @template(
-    "proposal_vendors_on_date",
     choose=_choose_proposal_vendors_on_date,
     phrasings=(
         "Which vendors does the payment proposal created {day} {where} pay?",
@@ -140,7 +140,6 @@ def proposal_vendors_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answ
 
 
 @template(
-    "ap_obligation_next_days",
     choose=_choose_ap_obligation_next_days,
     phrasings=(
         "What do we have to pay vendors {where} {horizon}, including anything already overdue?",
@@ -186,7 +185,6 @@ PAYMENTS_IN_WINDOW = LedgerList(
 
 
 @template(
-    "vendor_payments_range",
     party="vendor",
     extra=Chooser.period_extra,
     phrasings=(
@@ -194,16 +192,14 @@ PAYMENTS_IN_WINDOW = LedgerList(
         "Which payments went out to {who} {where} {period}?",
     ),
 )
-def vendor_payments_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "vendor", params)
-    start, end = _d(params["start"]), _d(params["end"])
+def vendor_payments_range(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
+    start, end = window(params)
     payments = party_txns(ctx, p, s.VendorTransaction.txn_type == "payment", start=start, end=end)
-    window = f"between {long_date(start)} and {long_date(end)}"
-    return PAYMENTS_IN_WINDOW.answer(p, payments, window=window)
+    span = between(start, end)
+    return PAYMENTS_IN_WINDOW.answer(p, payments, window=span)
 
 
 @template(
-    "payment_journal_total",
     choose=_choose_payment_journal_total,
     phrasings=(
         "How much does payment journal {journal_id} {where} pay out, and over how many lines?",

@@ -8,9 +8,9 @@ from synthetic_erp import _schema as s
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
+    Party,
     long_date,
     money,
-    party,
     registrar,
 )
 from synthetic_erp.scenarios._keys import ListKey, id_list, party_records, record_refs
@@ -26,7 +26,6 @@ OPEN_POS = ListKey(
 
 
 @template(
-    "open_pos_vendor",
     party="vendor",
     phrasings=(
         "List the open purchase orders with {who} {where} {asof}.",
@@ -36,8 +35,7 @@ OPEN_POS = ListKey(
         "Show me the purchase orders for {who} {where} that have not been closed {asof}.",
     ),
 )
-def open_pos_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "vendor", params)
+def open_pos_vendor(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     po = s.PurchaseOrder
     open_now = (po.status == "open", po.order_date <= ctx.today)
     rows = party_records(ctx, po, p, *open_now, order_by=(po.order_date, po.po_number))

@@ -7,6 +7,7 @@ from typing import Any
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
+    Party,
     _amount,
     _count,
     _none,
@@ -15,7 +16,6 @@ from synthetic_erp.scenarios._base import (
     _sum,
     long_date,
     money,
-    party,
     registrar,
 )
 
@@ -23,7 +23,6 @@ template = registrar("Cash Collections", "AR")
 
 
 @template(
-    "collected_fiscal_year",
     party="customer",
     phrasings=(
         "How much cash have we collected from {who} so far this fiscal year {where} {asof}?",
@@ -33,8 +32,7 @@ template = registrar("Cash Collections", "AR")
         "How much money came in from {who} {where} during the current fiscal year?",
     ),
 )
-def collected_fiscal_year(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def collected_fiscal_year(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     start, _ = ctx.fiscal_year(p.legal_entity)
     rows = _payments(ctx, p, start, ctx.today)
     window = f"in the current fiscal year ({long_date(start)} to {long_date(ctx.today)})"

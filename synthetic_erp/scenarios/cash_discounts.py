@@ -10,17 +10,18 @@ from synthetic_erp.scenarios._base import (
     AR_INVOICE_TYPES,
     Answer,
     OracleContext,
+    Party,
     _amount,
     _count,
-    _d,
     _sum,
+    between,
     ledger_open_items,
     long_date,
     money,
     no_records,
-    party,
     party_open_items,
     registrar,
+    window,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
 from synthetic_erp.scenarios._keys import ListKey, id_list, party_records, record_refs, txn_refs
@@ -56,7 +57,6 @@ def _choose_discounts_expiring_entity(c: Chooser) -> Draft:
 
 
 @template(
-    "discounts_expiring_entity",
     choose=_choose_discounts_expiring_entity,
     phrasings=(
         "List customer invoices {where} whose cash discount runs out {horizon}.",
@@ -83,12 +83,11 @@ def discounts_expiring_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
         txn_refs("customer", rows),
         facts=[id_list("invoices", rows, "document_number")],
         le=le,
-        window=f"between {long_date(ctx.today)} and {long_date(end)}",
+        window=between(ctx.today, end),
     )
 
 
 @template(
-    "discounts_taken_customer",
     party="customer",
     extra=Chooser.period_extra,
     phrasings=(
@@ -96,16 +95,15 @@ def discounts_expiring_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
         "How often did {who} {where} pay early enough to earn the cash discount {period}?",
     ),
 )
-def discounts_taken_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
-    start, end = _d(params["start"]), _d(params["end"])
+def discounts_taken_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
+    start, end = window(params)
     st = s.CustomerSettlement
     taken = (st.cash_discount_taken > 0, st.settled_date >= start, st.settled_date <= end)
     rows = party_records(ctx, st, p, *taken, order_by=(st.settled_date, st.settlement_id))
-    window = f"between {long_date(start)} and {long_date(end)}"
+    span = between(start, end)
     if not rows:
         return no_records(
-            f"{p.label} in {p.legal_entity} took no cash discounts {window}: no payment "
+            f"{p.label} in {p.legal_entity} took no cash discounts {span}: no payment "
             "was made within a discount window.",
             "discounts_taken",
             [p.path],
@@ -113,7 +111,7 @@ def discounts_taken_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
     total = _sum(r.cash_discount_taken for r in rows)
     return Answer(
         text=f"{p.label} in {p.legal_entity} paid within the discount window {len(rows)} time(s) "
-        f"{window}, taking {money(total, p.currency)} in cash discounts.",
+        f"{span}, taking {money(total, p.currency)} in cash discounts.",
         facts=[_count("discounts_taken", len(rows)), _amount("discount_total", total)],
         refs=[p.path, *record_refs("customer-settlements", rows, "settlement_id")],
         records=1,
@@ -121,15 +119,13 @@ def discounts_taken_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
 
 
 @template(
-    "open_discount_invoices_customer",
     party="customer",
     phrasings=(
         "Which open invoices of {who} still qualify for a cash discount {where} {asof}?",
         "Can {who} {where} still take an early-payment discount on any open invoice {asof}?",
     ),
 )
-def open_discount_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def open_discount_invoices_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     rows = [
         row
         for row in party_open_items(ctx, p)

@@ -18,7 +18,6 @@ from synthetic_erp.scenarios._base import (
     long_date,
     money,
     no_records,
-    party,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser
@@ -47,15 +46,13 @@ def _letter_line(letter: s.CollectionLetter, currency: str) -> str:
 
 
 @template(
-    "last_letter_customer",
     party="customer",
     phrasings=(
         "What collection letter level is {who} currently at {where} {asof}?",
         "When did we last send a dunning letter to {who} {where}, and at which level {asof}?",
     ),
 )
-def last_letter_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def last_letter_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     letters = _letters(ctx, p)
     if not letters:
         return no_records(
@@ -80,15 +77,13 @@ def last_letter_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "letters_customer",
     party="customer",
     phrasings=(
         "List the collection letters issued to {who} {where} {asof}.",
         "Which dunning letters has {who} received from us {where} {asof}?",
     ),
 )
-def letters_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def letters_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     letters = _letters(ctx, p)
     currency = ctx.currency(p.legal_entity)
     return LETTERS.answer(
@@ -102,7 +97,6 @@ def letters_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "unassigned_pool_count",
     choose=Chooser.entity_only,
     phrasings=(
         "Are there customers {where} without a collections pool {asof}? How many?",
@@ -130,15 +124,13 @@ def unassigned_pool_count(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "collections_agent_customer",
     party="customer",
     phrasings=(
         "Which collections agent and pool handle {who} {where}?",
         "Who chases {who} for payment {where}: which collections agent and pool?",
     ),
 )
-def collections_agent_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def collections_agent_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     agent_id, pool_id = p.row.collections_agent_id, p.row.collections_pool_id
     if not agent_id and not pool_id:
         return no_records(

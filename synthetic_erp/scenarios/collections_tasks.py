@@ -12,12 +12,14 @@ from synthetic_erp.scenarios._base import (
     OPEN_ACTIVITY_STATUSES,
     Answer,
     OracleContext,
+    Party,
     _d,
     _names,
     _top,
+    between,
     long_date,
-    party,
     registrar,
+    window,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
 from synthetic_erp.scenarios._keys import (
@@ -95,15 +97,13 @@ def _activity_refs(rows: list[s.CollectionActivity]) -> list[str]:
 
 
 @template(
-    "open_activities_customer",
     party="customer",
     phrasings=(
         "List the open collections tasks and activities of {who} {where} {asof}.",
         "What collections follow-ups are still open for {who} {where} {asof}?",
     ),
 )
-def open_activities_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def open_activities_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     a = s.CollectionActivity
     open_now = (a.status.in_(OPEN_ACTIVITY_STATUSES), a.created_date <= ctx.today)
     rows = party_records(ctx, a, p, *open_now, order_by=(a.due_date, a.activity_id))
@@ -119,15 +119,13 @@ def open_activities_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
 
 
 @template(
-    "open_cases_customer",
     party="customer",
     phrasings=(
         "Does {who} have any open collections case {where} {asof}?",
         "Is a collections case still running against {who} {where} {asof}?",
     ),
 )
-def open_cases_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def open_cases_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     c = s.CollectionCase
     open_now = (c.status == "open", c.opened_date <= ctx.today)
     rows = party_records(ctx, c, p, *open_now, order_by=(c.opened_date, c.case_id))
@@ -142,7 +140,6 @@ def open_cases_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "agent_worklist",
     choose=_choose_agent_worklist,
     phrasings=(
         "Which customers are on the worklist of collections agent {agent} {where} {day}?",
@@ -174,7 +171,6 @@ def agent_worklist(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "open_tasks_due_entity",
     choose=_choose_open_tasks_due_entity,
     phrasings=(
         "How many open collections tasks are due {horizon} {where}?",
@@ -182,11 +178,11 @@ def agent_worklist(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     ),
 )
 def open_tasks_due_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    le, start, end = params["legal_entity"], _d(params["start"]), _d(params["end"])
+    le, (start, end) = params["legal_entity"], window(params)
     a = s.CollectionActivity
     due = (a.category == "task", a.status.in_(OPEN_ACTIVITY_STATUSES))
     in_window = (a.due_date >= start, a.due_date <= end)
     rows = entity_records(ctx, a, le, *due, *in_window, order_by=(a.due_date, a.activity_id))
-    window = f"between {long_date(start)} and {long_date(end)}"
+    span = between(start, end)
     lines = [_activity_line(r) for r in rows]
-    return TASKS_DUE.answer(rows, lines, _activity_refs(rows), le=le, window=window)
+    return TASKS_DUE.answer(rows, lines, _activity_refs(rows), le=le, window=span)

@@ -14,6 +14,7 @@ from synthetic_erp.scenarios._base import (
     PERCENT_TOLERANCE,
     Answer,
     OracleContext,
+    Party,
     _amount,
     _num,
     _sum,
@@ -22,7 +23,6 @@ from synthetic_erp.scenarios._base import (
     long_date,
     money,
     no_records,
-    party,
     party_open_items,
     registrar,
 )
@@ -60,15 +60,13 @@ def _choose_over_limit_group_top(c: Chooser) -> Draft:
 
 
 @template(
-    "credit_limit",
     party="customer",
     phrasings=(
         "How much credit does {who} have left {where} {asof}, and what is its limit?",
         "What limit have we set for {who} {where}, and how much of it is still available {asof}?",
     ),
 )
-def credit_limit(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def credit_limit(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     balance = _sum(row.open_amount_acct for row in party_open_items(ctx, p))
     limit = p.row.credit_limit
     available = limit - balance
@@ -89,15 +87,13 @@ def credit_limit(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "credit_utilization",
     party="customer",
     phrasings=(
         "How much of its credit limit has {who} used up {where} {asof}, as a percentage?",
         "What share of the credit line of {who} {where} is in use {asof}?",
     ),
 )
-def credit_utilization(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def credit_utilization(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     balance = _sum(row.open_amount_acct for row in party_open_items(ctx, p))
     limit = p.row.credit_limit
     acct = ctx.currency(p.legal_entity)
@@ -130,7 +126,6 @@ def credit_utilization(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "credit_hold_list",
     choose=_choose_credit_hold_list,
     phrasings=(
         "Who is blocked on credit hold {where} {asof}?",
@@ -152,7 +147,6 @@ def credit_hold_list(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "over_limit_group_top",
     choose=_choose_over_limit_group_top,
     phrasings=(
         "Which {n} customers in group {group_id} {where} are furthest over their credit "

@@ -8,9 +8,9 @@ from synthetic_erp import _schema as s
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
+    Party,
     long_date,
     money,
-    party,
     party_open_items,
     registrar,
 )
@@ -40,7 +40,6 @@ UNAPPLIED = LedgerList(
 
 
 @template(
-    "unapplied_credit_notes_customer",
     party="customer",
     phrasings=(
         "Which credit notes for {who} are still unapplied {where} {asof}?",
@@ -50,7 +49,6 @@ UNAPPLIED = LedgerList(
         "How much unapplied credit in credit notes does {who} hold with us {where} {asof}?",
     ),
 )
-def unapplied_credit_notes_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def unapplied_credit_notes_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     rows = [row for row in party_open_items(ctx, p) if row.txn_type == "credit_note"]
     return UNAPPLIED.answer(p, rows, today=long_date(ctx.today))

@@ -8,8 +8,8 @@ from synthetic_erp import _schema as s
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
+    Party,
     _fact,
-    party,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
@@ -34,7 +34,6 @@ def _choose_rating_count_group(c: Chooser) -> Draft:
 
 
 @template(
-    "credit_rating",
     party="customer",
     phrasings=(
         "Which credit rating do we keep on file for {who} {where} {asof}?",
@@ -42,8 +41,7 @@ def _choose_rating_count_group(c: Chooser) -> Draft:
         "Tell me how {who} {where} is graded for credit {asof}.",
     ),
 )
-def credit_rating(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def credit_rating(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     return Answer(
         text=f"The credit rating of {p.label} in {p.legal_entity} is {p.row.credit_rating}.",
         facts=[_fact("text", "credit_rating", p.row.credit_rating)],
@@ -53,7 +51,6 @@ def credit_rating(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "rating_count_group",
     choose=_choose_rating_count_group,
     phrasings=(
         "How many customers in group {group_id} {where} carry a {rating} credit rating {asof}?",

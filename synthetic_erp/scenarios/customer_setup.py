@@ -8,10 +8,10 @@ from synthetic_erp import _schema as s
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
+    Party,
     _fact,
     _terms_answer,
     no_records,
-    party,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
@@ -43,28 +43,24 @@ def _choose_customers_by_currency(c: Chooser) -> Draft:
 
 
 @template(
-    "payment_terms_customer",
     party="customer",
     phrasings=(
         "On what payment terms does {who} buy from us {where}?",
         "Which terms of payment does {who} have {where}?",
     ),
 )
-def payment_terms_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def payment_terms_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     return _terms_answer(ctx, p)
 
 
 @template(
-    "contact_customer",
     party="customer",
     phrasings=(
         "How can I reach {who} {where}? I need the contact name, phone and email.",
         "Who is our contact at {who} {where}, and what is their phone number?",
     ),
 )
-def contact_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def contact_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     r = p.row
     return Answer(
         text=f"{p.label} in {p.legal_entity}: contact {r.contact_name}, phone {r.contact_phone}, "
@@ -81,7 +77,6 @@ def contact_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "customers_in_group",
     choose=_choose_customers_in_group,
     phrasings=(
         "How many customers belong to customer group {group_id} {where}?",
@@ -97,7 +92,6 @@ def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "customers_by_currency",
     choose=_choose_customers_by_currency,
     phrasings=(
         "How many customers {where} are billed in {currency}?",
@@ -113,15 +107,13 @@ def customers_by_currency(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "method_of_payment_customer",
     party="customer",
     phrasings=(
         "What method of payment is set up for {who} {where}?",
         "How does {who} pay us {where}: which method of payment is on the account?",
     ),
 )
-def method_of_payment_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def method_of_payment_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     method = p.row.method_of_payment
     if not method:
         return no_records(

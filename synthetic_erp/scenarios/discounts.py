@@ -7,7 +7,7 @@ from typing import Any
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
-    party,
+    Party,
     registrar,
 )
 from synthetic_erp.scenarios._keys import dispute_answer
@@ -16,7 +16,6 @@ template = registrar("Discounts", "AR")
 
 
 @template(
-    "open_deductions_customer",
     party="customer",
     phrasings=(
         "List the open deductions taken by {who} {where} {asof}.",
@@ -26,5 +25,5 @@ template = registrar("Discounts", "AR")
         "Show me the deductions of {who} {where} that nobody has cleared yet {asof}.",
     ),
 )
-def open_deductions_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    return dispute_answer(ctx, party(ctx, "customer", params), "deduction")
+def open_deductions_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
+    return dispute_answer(ctx, p, "deduction")

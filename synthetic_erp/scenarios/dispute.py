@@ -7,7 +7,7 @@ from typing import Any
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
-    party,
+    Party,
     registrar,
 )
 from synthetic_erp.scenarios._keys import dispute_answer
@@ -16,7 +16,6 @@ template = registrar("Dispute", "AR")
 
 
 @template(
-    "open_disputes_customer",
     party="customer",
     phrasings=(
         "Which invoices of {who} are currently disputed {where} {asof}?",
@@ -26,5 +25,5 @@ template = registrar("Dispute", "AR")
         "Show the unresolved disputes on the account of {who} {where} {asof}.",
     ),
 )
-def open_disputes_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    return dispute_answer(ctx, party(ctx, "customer", params), "dispute")
+def open_disputes_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
+    return dispute_answer(ctx, p, "dispute")

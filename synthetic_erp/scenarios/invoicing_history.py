@@ -17,18 +17,18 @@ from synthetic_erp.scenarios._base import (
     Party,
     _amount,
     _count,
-    _d,
     _fact,
     _names,
     _none,
     _sum,
     _txn_path,
+    between,
     long_date,
     money,
     no_records,
-    party,
     party_txns,
     registrar,
+    window,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
 from synthetic_erp.scenarios._keys import LedgerList, ListKey
@@ -58,7 +58,6 @@ INVOICES_IN_WINDOW = LedgerList(
 
 
 @template(
-    "invoices_in_range_customer",
     party="customer",
     extra=Chooser.period_extra,
     phrasings=(
@@ -66,23 +65,20 @@ INVOICES_IN_WINDOW = LedgerList(
         "How many invoices did we send {who} {period} {where}, and for how much?",
     ),
 )
-def invoices_in_range_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
-    start, end = _d(params["start"]), _d(params["end"])
-    window = f"between {long_date(start)} and {long_date(end)}"
-    return INVOICES_IN_WINDOW.answer(p, _invoices(ctx, p, start=start, end=end), window=window)
+def invoices_in_range_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
+    start, end = window(params)
+    span = between(start, end)
+    return INVOICES_IN_WINDOW.answer(p, _invoices(ctx, p, start=start, end=end), window=span)
 
 
 @template(
-    "invoice_count_customer",
     party="customer",
     phrasings=(
         "How many invoices have been posted for {who} {where} {asof}?",
         "Count the invoices we have billed {who} {where} {asof}.",
     ),
 )
-def invoice_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def invoice_count_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     rows = _invoices(ctx, p)
     if not rows:
         return no_records(
@@ -101,7 +97,6 @@ def invoice_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer
 
 
 @template(
-    "largest_invoice_entity",
     choose=_choose_largest_invoice_entity,
     phrasings=(
         "What was our biggest customer invoice {where} {period}?",
@@ -110,7 +105,7 @@ def invoice_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer
 )
 def largest_invoice_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le = params["legal_entity"]
-    start, end = _d(params["start"]), _d(params["end"])
+    start, end = window(params)
     t = s.CustomerTransaction
     row = ctx.session.scalars(
         select(t)
@@ -123,13 +118,13 @@ def largest_invoice_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer
         )
         .order_by(t.amount_acct.desc(), t.txn_date, t.voucher)
     ).first()
-    window = f"between {long_date(start)} and {long_date(end)}"
+    span = between(start, end)
     if row is None:
-        return Answer(text=f"No invoices were posted in {le} {window}.", facts=[_none("invoices")])
+        return Answer(text=f"No invoices were posted in {le} {span}.", facts=[_none("invoices")])
     name = _names(ctx, "customer", le, [row.customer_account])[row.customer_account]
     currency = ctx.currency(le)
     return Answer(
-        text=f"The largest customer invoice in {le} {window} is {row.document_number} to {name} "
+        text=f"The largest customer invoice in {le} {span} is {row.document_number} to {name} "
         f"({row.customer_account}) on {long_date(row.txn_date)}: "
         f"{money(row.amount_cur, row.currency)}"
         + (
@@ -148,7 +143,6 @@ def largest_invoice_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer
 
 
 @template(
-    "top_invoiced_customer_entity",
     choose=_choose_largest_invoice_entity,
     phrasings=(
         "Who was our top customer by invoiced amount {where} {period}?",
@@ -157,7 +151,7 @@ def largest_invoice_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer
 )
 def top_invoiced_customer_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le = params["legal_entity"]
-    start, end = _d(params["start"]), _d(params["end"])
+    start, end = window(params)
     t = s.CustomerTransaction
     rows = ctx.session.execute(
         select(t.customer_account, func.sum(t.amount_acct), func.count())
@@ -170,9 +164,9 @@ def top_invoiced_customer_entity(ctx: OracleContext, params: dict[str, Any]) -> 
         )
         .group_by(t.customer_account)
     ).all()
-    window = f"between {long_date(start)} and {long_date(end)}"
+    span = between(start, end)
     if not rows:
-        return Answer(text=f"No invoices were posted in {le} {window}.", facts=[_none("invoices")])
+        return Answer(text=f"No invoices were posted in {le} {span}.", facts=[_none("invoices")])
     ranked = sorted(
         ((Decimal(total), account, n) for account, total, n in rows), key=lambda x: (-x[0], x[1])
     )
@@ -180,7 +174,7 @@ def top_invoiced_customer_entity(ctx: OracleContext, params: dict[str, Any]) -> 
     name = _names(ctx, "customer", le, [account])[account]
     currency = ctx.currency(le)
     return Answer(
-        text=f"{name} ({account}) has the highest total invoiced in {le} {window}: "
+        text=f"{name} ({account}) has the highest total invoiced in {le} {span}: "
         f"{money(total, currency)} (accounting currency) over {count} invoice(s).",
         facts=[_fact("id", "customer_account", account), _amount("total_invoiced", total)],
         refs=[record_path("customers", le, account)],

@@ -10,6 +10,7 @@ from synthetic_erp import _schema as s
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
+    Party,
     _amount,
     _count,
     _d,
@@ -17,7 +18,6 @@ from synthetic_erp.scenarios._base import (
     _sum,
     long_date,
     money,
-    party,
     party_txns,
     registrar,
 )
@@ -43,8 +43,9 @@ def _notes_list(kind: str) -> LedgerList:
 NOTES = {"credit_note": _notes_list("credit"), "debit_note": _notes_list("debit")}
 
 
-def _vendor_doc_answer(ctx: OracleContext, params: dict[str, Any], txn_type: str) -> Answer:
-    p = party(ctx, "vendor", params)
+def _vendor_doc_answer(
+    ctx: OracleContext, p: Party, params: dict[str, Any], txn_type: str
+) -> Answer:
     window = {}
     if params.get("start"):
         window = {"start": _d(params["start"]), "end": _d(params["end"])}
@@ -62,7 +63,6 @@ def _vendors_with(ctx: OracleContext, txn_type: str) -> list[tuple[str, str]]:
 
 
 @template(
-    "vendor_credit_notes",
     party="vendor",
     having=lambda ctx: _vendors_with(ctx, "credit_note"),
     extra=Chooser.period_extra,
@@ -71,33 +71,30 @@ def _vendors_with(ctx: OracleContext, txn_type: str) -> list[tuple[str, str]]:
         "Which credit notes have we received from {who} {where} {period}?",
     ),
 )
-def vendor_credit_notes(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    return _vendor_doc_answer(ctx, params, "credit_note")
+def vendor_credit_notes(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
+    return _vendor_doc_answer(ctx, p, params, "credit_note")
 
 
 @template(
-    "vendor_debit_notes",
     party="vendor",
     phrasings=(
         "List the debit notes we have raised against {who} {where} {asof}.",
         "Have we issued any debit notes to {who} {where} {asof}?",
     ),
 )
-def vendor_debit_notes(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    return _vendor_doc_answer(ctx, params, "debit_note")
+def vendor_debit_notes(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
+    return _vendor_doc_answer(ctx, p, params, "debit_note")
 
 
 @template(
-    "vendor_spend_fiscal_year",
     party="vendor",
     phrasings=(
         "How much have we spent with {who} in the current fiscal year {where} {asof}?",
         "What is our net spend with {who} {where} so far this fiscal year?",
     ),
 )
-def vendor_spend_fiscal_year(ctx: OracleContext, params: dict[str, Any]) -> Answer:
+def vendor_spend_fiscal_year(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     """Spend = posted invoices net of credit and debit notes, in accounting currency."""
-    p = party(ctx, "vendor", params)
     start, _ = ctx.fiscal_year(p.legal_entity)
     t = s.VendorTransaction
     kinds = ("invoice", "credit_note", "debit_note")

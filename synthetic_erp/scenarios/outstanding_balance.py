@@ -8,13 +8,13 @@ from synthetic_erp.scenarios._base import (
     AR_INVOICE_TYPES,
     Answer,
     OracleContext,
+    Party,
     _amount,
     _balance_answer,
     _sum,
     _top,
     long_date,
     money,
-    party,
     party_open_items,
     registrar,
 )
@@ -32,7 +32,6 @@ UNPAID = ListKey(
 
 
 @template(
-    "unpaid_invoices_customer",
     party="customer",
     phrasings=(
         "Which invoices of {who} {where} are still unpaid {asof}?",
@@ -40,8 +39,7 @@ UNPAID = ListKey(
         "Has {who} {where} left any invoices unpaid {asof}?",
     ),
 )
-def unpaid_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def unpaid_invoices_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     items = [
         row
         for row in party_open_items(ctx, p)
@@ -67,7 +65,6 @@ def unpaid_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
 
 
 @template(
-    "customer_balance",
     party="customer",
     phrasings=(
         "How much does {who} owe us {where} {asof}?",
@@ -75,6 +72,5 @@ def unpaid_invoices_customer(ctx: OracleContext, params: dict[str, Any]) -> Answ
         "What's the outstanding receivable from {who} {where} {asof}?",
     ),
 )
-def customer_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def customer_balance(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     return _balance_answer(ctx, p, party_open_items(ctx, p), "The outstanding balance of")

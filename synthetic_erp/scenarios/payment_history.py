@@ -7,9 +7,9 @@ from typing import Any
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
+    Party,
     _amount,
     _by_amount_desc,
-    _d,
     _fact,
     _only,
     _payments,
@@ -17,10 +17,11 @@ from synthetic_erp.scenarios._base import (
     _top,
     _txn_line,
     _txn_path,
+    between,
     long_date,
     no_records,
-    party,
     registrar,
+    window,
 )
 from synthetic_erp.scenarios._drafting import Chooser
 from synthetic_erp.scenarios._keys import LedgerList, ListKey
@@ -29,15 +30,13 @@ template = registrar("Payment History", "AR")
 
 
 @template(
-    "largest_payment",
     party="customer",
     phrasings=(
         "Which was the biggest single payment we received from {who} {where} {asof}?",
         "What is the largest amount {who} {where} has paid us in one go {asof}?",
     ),
 )
-def largest_payment(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def largest_payment(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     rows = _by_amount_desc(_payments(ctx, p))
     if not rows:
         return no_records(
@@ -61,7 +60,6 @@ def largest_payment(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "top_payments",
     party="customer",
     extra=Chooser.top_n_extra,
     phrasings=(
@@ -69,8 +67,7 @@ def largest_payment(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         "List the top {n} receipts from {who} {where} by amount {asof}.",
     ),
 )
-def top_payments(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def top_payments(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     n = params["n"]
     rows = _by_amount_desc(_payments(ctx, p))[:n]
     if not rows:
@@ -105,7 +102,6 @@ PAYMENTS_IN_WINDOW = LedgerList(
 
 
 @template(
-    "payments_in_range",
     party="customer",
     extra=Chooser.period_extra,
     phrasings=(
@@ -113,23 +109,20 @@ PAYMENTS_IN_WINDOW = LedgerList(
         "What has {who} paid us {period} {where}?",
     ),
 )
-def payments_in_range(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
-    start, end = _d(params["start"]), _d(params["end"])
-    window = f"between {long_date(start)} and {long_date(end)}"
-    return PAYMENTS_IN_WINDOW.answer(p, _payments(ctx, p, start, end), window=window)
+def payments_in_range(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
+    start, end = window(params)
+    span = between(start, end)
+    return PAYMENTS_IN_WINDOW.answer(p, _payments(ctx, p, start, end), window=span)
 
 
 @template(
-    "last_payment",
     party="customer",
     phrasings=(
         "When did {who} last pay us {where} {asof}, and how much?",
         "What was the most recent payment from {who} {where} {asof}?",
     ),
 )
-def last_payment(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def last_payment(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     rows = _payments(ctx, p)
     if not rows:
         return no_records(

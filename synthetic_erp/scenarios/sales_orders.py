@@ -12,6 +12,7 @@ from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
+    Party,
     _amount,
     _count,
     _le_filter,
@@ -23,7 +24,6 @@ from synthetic_erp.scenarios._base import (
     long_date,
     money,
     no_records,
-    party,
     party_conditions,
     registrar,
 )
@@ -90,15 +90,13 @@ def _status_split(orders: list[s.SalesOrder]) -> tuple[dict[str, int], str]:
 
 
 @template(
-    "open_orders_customer",
     party="customer",
     phrasings=(
         "List the sales orders of {who} that are still open {where} {asof}.",
         "Which sales orders from {who} {where} are still waiting to be delivered {asof}?",
     ),
 )
-def open_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def open_orders_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     o = s.SalesOrder
     rows = _orders(ctx, *party_conditions(o, p), o.status == "open")
     return OPEN_ORDERS.answer(
@@ -112,15 +110,13 @@ def open_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "order_count_customer",
     party="customer",
     phrasings=(
         "Give me a count of the sales orders of {who} by status {where} {asof}.",
         "How many sales orders has {who} placed with us {where} {asof}?",
     ),
 )
-def order_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def order_count_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     rows = _orders(ctx, *party_conditions(s.SalesOrder, p))
     if not rows:
         return no_records(f"{p.label} in {p.legal_entity} has no sales orders.", "orders", [p.path])
@@ -136,7 +132,6 @@ def order_count_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "do_not_process_orders",
     choose=_choose_do_not_process_orders,
     phrasings=(
         "Are there any sales orders flagged do-not-process {where} {asof}?",
@@ -153,7 +148,6 @@ def do_not_process_orders(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "most_open_orders_entity",
     choose=Chooser.entity_only,
     phrasings=(
         "Who has the largest number of open sales orders {where} {asof}?",
@@ -183,7 +177,6 @@ def most_open_orders_entity(ctx: OracleContext, params: dict[str, Any]) -> Answe
 
 
 @template(
-    "largest_orders_customer",
     party="customer",
     extra=Chooser.top_n_extra,
     phrasings=(
@@ -191,8 +184,7 @@ def most_open_orders_entity(ctx: OracleContext, params: dict[str, Any]) -> Answe
         "Show me the {n} biggest sales orders {who} {where} has placed {asof}.",
     ),
 )
-def largest_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "customer", params)
+def largest_orders_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     o = s.SalesOrder
     rows = _orders(
         ctx,
@@ -226,7 +218,6 @@ def largest_orders_customer(ctx: OracleContext, params: dict[str, Any]) -> Answe
 
 
 @template(
-    "return_orders_entity",
     choose=Chooser.entity_only,
     phrasings=(
         "Count the return orders on the books {where} {asof}.",
@@ -250,7 +241,6 @@ def return_orders_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "orders_by_release_status",
     choose=_choose_orders_by_release_status,
     phrasings=(
         "How many open sales orders have the release status {release_label} {where} {asof}?",

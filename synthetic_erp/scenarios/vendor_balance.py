@@ -14,17 +14,18 @@ from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
+    Party,
     _amount,
     _balance_answer,
     _count,
     _none,
     _sum,
+    between,
     days_overdue,
     ledger_open_items,
     long_date,
     money,
     no_records,
-    party,
     party_open_items,
     registrar,
 )
@@ -71,7 +72,6 @@ def _vendor_group_totals(ctx: OracleContext, le: str) -> dict[str, Decimal]:
 
 
 @template(
-    "vendor_balance",
     party="vendor",
     phrasings=(
         "How much do we owe {who} {where} {asof}?",
@@ -79,13 +79,11 @@ def _vendor_group_totals(ctx: OracleContext, le: str) -> dict[str, Decimal]:
         "What's the outstanding AP balance with {who} {where} {asof}?",
     ),
 )
-def vendor_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "vendor", params)
+def vendor_balance(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     return _balance_answer(ctx, p, party_open_items(ctx, p), "The open AP balance owed to")
 
 
 @template(
-    "ap_by_group_entity",
     choose=Chooser.entity_only,
     phrasings=(
         "Break down our open AP balance by vendor group {where} {asof}.",
@@ -110,7 +108,6 @@ def ap_by_group_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "ap_group_balance",
     choose=_choose_ap_group_balance,
     phrasings=(
         "How much do we owe the vendors of group {group_id} in total {where} {asof}?",
@@ -137,7 +134,6 @@ def ap_group_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "ap_by_currency_entity",
     choose=Chooser.entity_only,
     phrasings=(
         "Split our open vendor balance by transaction currency {where} {asof}.",
@@ -169,7 +165,6 @@ def ap_by_currency_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "ap_overdue_entity",
     choose=Chooser.entity_only,
     phrasings=(
         "How much in vendor invoices is past due {where} {asof}?",
@@ -202,7 +197,6 @@ def ap_overdue_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "ap_due_next_month_top",
     choose=_choose_ap_due_next_month_top,
     phrasings=(
         "Which {n} vendors have the most open invoice value falling due {next_month} {where}?",
@@ -219,12 +213,12 @@ def ap_due_next_month_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         if invoice and row.due_date and start <= row.due_date <= end:
             totals[row.vendor_account] += row.open_amount_acct
     ranked = top_totals(totals, n)
-    window = f"between {long_date(start)} and {long_date(end)}"
+    span = between(start, end)
     if not ranked:
         return no_records(
-            f"No open vendor invoices in {le} fall due next month ({window}).",
+            f"No open vendor invoices in {le} fall due next month ({span}).",
             "balances",
             counted=False,
         )
-    lead = f"The largest AP balances in {le} due next month ({window}), accounting currency"
+    lead = f"The largest AP balances in {le} due next month ({span}), accounting currency"
     return DUE_NEXT_MONTH.answer(ctx, le, ranked, lead)

@@ -14,13 +14,13 @@ from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
     Answer,
     OracleContext,
+    Party,
     _count,
     _fact,
     _num,
     _terms_answer,
     _where,
     long_date,
-    party,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
@@ -73,27 +73,24 @@ def _choose_vendors_terms_longer_than(c: Chooser) -> Draft:
 
 
 @template(
-    "payment_terms_vendor",
     party="vendor",
     phrasings=(
         "Which terms of payment do we have with {who} {where} {asof}?",
         "On what payment terms do we buy from {who} {where}?",
     ),
 )
-def payment_terms_vendor(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    return _terms_answer(ctx, party(ctx, "vendor", params))
+def payment_terms_vendor(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
+    return _terms_answer(ctx, p)
 
 
 @template(
-    "vendor_cash_discount",
     party="vendor",
     phrasings=(
         "Can we get a cash discount from {who} {where} for paying early?",
         "Does {who} {where} give us a discount for early payment, and how much is it?",
     ),
 )
-def vendor_cash_discount(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    p = party(ctx, "vendor", params)
+def vendor_cash_discount(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     pt, cd = s.PaymentTerms, s.CashDiscount
     terms = ctx.session.scalars(
         select(pt).where(pt.legal_entity == p.legal_entity, pt.terms_id == p.row.payment_terms)
@@ -129,7 +126,6 @@ def vendor_cash_discount(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "vendors_on_hold",
     choose=_choose_vendors_on_hold,
     phrasings=(
         "List the vendors that are currently blocked for payment {where} {asof}.",
@@ -153,7 +149,6 @@ def vendors_on_hold(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 
 @template(
-    "vendors_created_in_month",
     choose=_choose_vendors_created_in_month,
     phrasings=(
         "Which vendors were set up {month} {where}?",
@@ -173,7 +168,6 @@ def vendors_created_in_month(ctx: OracleContext, params: dict[str, Any]) -> Answ
 
 
 @template(
-    "vendors_terms_longer_than",
     choose=_choose_vendors_terms_longer_than,
     phrasings=(
         "Do we have vendors {where} on terms beyond {days} days net?",
