@@ -33,6 +33,8 @@ from synthetic_erp import _schema as s
 from synthetic_erp._catalog import record_path
 
 AR_INVOICE_TYPES = ("sales_invoice", "free_text_invoice")
+INVOICE_TYPES = (*AR_INVOICE_TYPES, "invoice")
+"""Invoice types of both ledgers (AP invoices are of type invoice)."""
 OPEN_ACTIVITY_STATUSES = ("open", "in_progress")
 BUCKETS = ("current", "1-30", "31-60", "61-90", "over 90")
 LIST_LIMIT = 10
@@ -360,6 +362,22 @@ def days_overdue(today: dt.date, due: dt.date | None, txn_date: dt.date) -> int:
     return (today - (due or txn_date)).days
 
 
+def overdue_days(today: dt.date, row: Any) -> int:
+    """Days a ledger line is overdue (negative while not yet due)."""
+    return days_overdue(today, row.due_date, row.txn_date)
+
+
+def is_open_invoice(row: Any) -> bool:
+    """An AR or AP invoice with something left to pay."""
+    return row.txn_type in INVOICE_TYPES and row.open_amount_cur > 0
+
+
+def due_between(row: Any, start: dt.date, end: dt.date) -> bool:
+    """Whether a ledger line falls due from ``start`` to ``end`` (lines without a due date never
+    do)."""
+    return bool(row.due_date) and start <= row.due_date <= end
+
+
 def bucket_of(days: int) -> str:
     if days <= 0:
         return "current"
@@ -424,7 +442,7 @@ def _sum(values: Iterable[Decimal]) -> Decimal:
 def _aging(ctx: OracleContext, items, column: str = "open_amount_cur") -> dict[str, Decimal]:
     buckets = {name: Decimal("0.00") for name in BUCKETS}
     for item in items:
-        days = days_overdue(ctx.today, item.due_date, item.txn_date)
+        days = overdue_days(ctx.today, item)
         buckets[bucket_of(days)] += getattr(item, column)
     return buckets
 
@@ -538,10 +556,7 @@ def _open_ap_due(ctx: OracleContext, le: str, start: dt.date, end: dt.date):
     rows = [
         row
         for row in ledger_open_items(ctx, "vendor", le)
-        if row.txn_type == "invoice"
-        and row.open_amount_cur > 0
-        and row.due_date
-        and start <= row.due_date <= end
+        if is_open_invoice(row) and due_between(row, start, end)
     ]
     rows.sort(key=lambda row: (row.due_date, row.voucher))
     return rows

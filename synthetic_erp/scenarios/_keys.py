@@ -1,6 +1,6 @@
 """Shapes of answer key that many scenarios share, filled in by data each scenario declares.
 
-A scenario module keeps its own wording (as :class:`ListKey` / :class:`LedgerList` tables next to
+A scenario module keeps its own wording (as :class:`ListKey` / :class:`Ranking` tables next to
 its phrasings) and its own query; the helpers here only do what every such key does the same way:
 the none key, the count, the listing, the references.
 """
@@ -93,17 +93,32 @@ def by_currency_totals(rows: Sequence[Any], column: str) -> dict[str, Decimal]:
 
 
 @dataclass(frozen=True)
+class Total:
+    """A key's total over the records it lists: an amount fact and the ``{total}`` word."""
+
+    field: str
+    column: str = "amount_cur"
+    sign: int = 1
+    """-1 turns credits (stored negative) into a positive total."""
+
+    def of(self, rows: Sequence[Any]) -> Decimal:
+        return self.sign * _sum(getattr(row, self.column) for row in rows)
+
+
+@dataclass(frozen=True)
 class ListKey:
     """The wording of a key that lists what it found; declared in the scenario module.
 
     ``none`` and ``found`` are ``str.format`` texts over the words the key is given (``{who}`` is
-    "<party> in <legal entity>" when a party is given); ``found`` also gets ``{n}``, the count.
+    "<party> in <legal entity>" when a party is given); ``found`` also gets ``{n}``, the count,
+    and with a ``total``, ``{total}`` (an amount in the ``currency`` the key is given).
     """
 
     noun: str
     """Field of the count fact (and of the no_records fact unless ``none_noun`` says otherwise)."""
     none: str
     found: str
+    total: Total | None = None
     counted: bool = True
     """Whether the key for nothing found also states a zero count."""
     none_noun: str = ""
@@ -115,6 +130,7 @@ class ListKey:
         refs: Sequence[str],
         *,
         party: Party | None = None,
+        currency: str = "",
         facts: Sequence[ExpectedFact] = (),
         **words: Any,
     ) -> Answer:
@@ -127,37 +143,27 @@ class ListKey:
             if self.counted:
                 facts_none.append(_count(self.noun, 0))
             return Answer(text=self.none.format(**words), facts=facts_none, refs=lead)
+        found = [_count(self.noun, len(rows))]
+        if self.total:
+            total = self.total.of(rows)
+            found.append(_amount(self.total.field, total))
+            words["total"] = money(total, currency)
         text = self.found.format(n=len(rows), **words)
-        found = [_count(self.noun, len(rows)), *facts]
-        return listed(rows, lines, text, found, [*lead, *refs])
+        return listed(rows, lines, text, [*found, *facts], [*lead, *refs])
 
 
-@dataclass(frozen=True)
-class LedgerList:
-    """A party's ledger transactions of one kind, listed with their total.
-
-    ``none`` and ``found`` are ``str.format`` texts over ``{who}``, ``{window}`` and (``found``
-    only) ``{n}`` and ``{total}``; ``sign`` turns credits (stored negative) into positive totals.
-    """
-
-    key: ListKey
-    total_field: str
-    sign: int = 1
-    column: str = "amount_cur"
-    line: Callable[[Any, str], str] = _txn_line
-    """One transaction's line, given the row and the party currency."""
-
-    def answer(self, p: Party, rows: Sequence[Any], **words: str) -> Answer:
-        total = self.sign * _sum(getattr(row, self.column) for row in rows)
-        return self.key.answer(
-            rows,
-            [self.line(row, p.currency) for row in rows],
-            txn_refs(p.kind, rows),
-            party=p,
-            facts=[_amount(self.total_field, total)],
-            total=money(total, p.currency),
-            **words,
-        )
+def ledger_answer(
+    key: ListKey,
+    p: Party,
+    rows: Sequence[Any],
+    line: Callable[[Any, str], str] = _txn_line,
+    **words: Any,
+) -> Answer:
+    """``key`` over some of the party's ledger transactions, one ``line`` each (given the row and
+    the party currency); the refs are the party and those transactions."""
+    lines = [line(row, p.currency) for row in rows]
+    refs = txn_refs(p.kind, rows)
+    return key.answer(rows, lines, refs, party=p, currency=p.currency, **words)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -190,6 +196,7 @@ def dispute_answer(ctx: OracleContext, p: Party, kind: str) -> Answer:
         plural,
         none=f"{{who}} has no open {plural} as of {{today}}.",
         found="{who} has {n} open {noun} totalling {total}",
+        total=Total(f"{plural}_total", "amount"),
     )
     currency = ctx.currency(p.legal_entity)
     vouchers = _document_numbers(ctx, p.legal_entity, [r.voucher for r in rows])
@@ -198,16 +205,15 @@ def dispute_answer(ctx: OracleContext, p: Party, kind: str) -> Answer:
         f"{money(r.amount, currency)}, opened {long_date(r.opened_date)}"
         for r in rows
     ]
-    total = _sum(r.amount for r in rows)
     return key.answer(
         rows,
         lines,
         record_refs("customer-disputes", rows, "dispute_id"),
         party=p,
-        facts=[_amount(f"{plural}_total", total), id_list(plural, rows, "dispute_id")],
+        currency=currency,
+        facts=[id_list(plural, rows, "dispute_id")],
         today=long_date(ctx.today),
         noun=plural if len(rows) != 1 else kind,
-        total=money(total, currency),
     )
 
 

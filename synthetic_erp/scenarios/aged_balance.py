@@ -11,7 +11,6 @@ from sqlalchemy import select
 
 from synthetic_erp import _schema as s
 from synthetic_erp.scenarios._base import (
-    AR_INVOICE_TYPES,
     BUCKETS,
     Answer,
     OracleContext,
@@ -25,26 +24,45 @@ from synthetic_erp.scenarios._base import (
     _none,
     _party_txn_refs,
     _sum,
-    days_overdue,
+    due_between,
+    is_open_invoice,
     ledger_open_items,
     long_date,
     money,
     no_records,
+    overdue_days,
     parties_named,
     party_open_items,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, fake_party_name
-from synthetic_erp.scenarios._keys import ListKey, Ranking, id_list, top_totals, txn_refs
+from synthetic_erp.scenarios._keys import (
+    ListKey,
+    Ranking,
+    Total,
+    id_list,
+    ledger_answer,
+    top_totals,
+)
 
 template = registrar("Aged Balance", "AR")
 
 
 PAST_DUE = Ranking("customer", "past_due")
+
+
+def _due_line(row: s.CustomerTransaction, currency: str) -> str:
+    return (
+        f"{row.document_number} due {long_date(row.due_date)}, open "
+        f"{money(row.open_amount_cur, currency)}"
+    )
+
+
 COMING_DUE = ListKey(
     "transactions_due",
     none="No open transactions of {who} fall due between {window}.",
     found="{n} open transaction(s) of {who} fall due between {window}, totalling {total}",
+    total=Total("total_due", "open_amount_cur"),
     counted=False,
 )
 
@@ -159,9 +177,8 @@ def top_past_due_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     )
     totals: dict[str, Decimal] = defaultdict(lambda: Decimal("0.00"))
     for row in ledger_open_items(ctx, "customer", le):
-        overdue = days_overdue(ctx.today, row.due_date, row.txn_date) > days
-        invoice = row.txn_type in AR_INVOICE_TYPES and row.open_amount_cur > 0
-        if row.customer_account in accounts and invoice and overdue:
+        overdue = overdue_days(ctx.today, row) > days
+        if row.customer_account in accounts and is_open_invoice(row) and overdue:
             totals[row.customer_account] += row.open_amount_acct
     ranked = top_totals({a: v for a, v in totals.items() if v > 0}, n)
     if not ranked:
@@ -216,9 +233,7 @@ def past_due_total_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     items = [
         row
         for row in ledger_open_items(ctx, "customer", le)
-        if row.txn_type in AR_INVOICE_TYPES
-        and row.open_amount_cur > 0
-        and days_overdue(ctx.today, row.due_date, row.txn_date) > days
+        if is_open_invoice(row) and overdue_days(ctx.today, row) > days
     ]
     total = _sum(row.open_amount_acct for row in items)
     currency = ctx.currency(le)
@@ -246,21 +261,9 @@ def coming_due_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) ->
     items = [
         row
         for row in party_open_items(ctx, p)
-        if row.open_amount_cur > 0 and row.due_date and ctx.today <= row.due_date <= end
+        if row.open_amount_cur > 0 and due_between(row, ctx.today, end)
     ]
     items.sort(key=lambda row: (row.due_date, row.voucher))
-    lines = [
-        f"{row.document_number} due {long_date(row.due_date)}, open "
-        f"{money(row.open_amount_cur, p.currency)}"
-        for row in items
-    ]
-    total = _sum(row.open_amount_cur for row in items)
-    return COMING_DUE.answer(
-        items,
-        lines,
-        txn_refs("customer", items),
-        party=p,
-        facts=[_amount("total_due", total), id_list("documents", items, "document_number")],
-        window=f"{long_date(ctx.today)} and {long_date(end)}",
-        total=money(total, p.currency),
-    )
+    documents = id_list("documents", items, "document_number")
+    span = f"{long_date(ctx.today)} and {long_date(end)}"
+    return ledger_answer(COMING_DUE, p, items, _due_line, facts=[documents], window=span)

@@ -17,7 +17,6 @@ from synthetic_erp.scenarios._base import (
     _fact,
     _le_filter,
     _open_ap_due,
-    _sum,
     _where,
     between,
     long_date,
@@ -30,6 +29,7 @@ from synthetic_erp.scenarios._base import (
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
 from synthetic_erp.scenarios._keys import (
     ListKey,
+    Total,
     by_currency_totals,
     entity_records,
     id_list,
@@ -44,6 +44,7 @@ PENDING_APPROVAL = ListKey(
     "invoices",
     none="There are no vendor invoices pending approval for {who}.",
     found="{n} invoice(s) from {who} are pending approval, {total} in total",
+    total=Total("total", "amount"),
 )
 BY_STATUS = ListKey(
     "invoices",
@@ -54,11 +55,13 @@ DUE_IN_WINDOW = ListKey(
     "invoices",
     none="No open vendor invoices in {le} fall due {window}.",
     found="{n} open vendor invoice(s) in {le} fall due {window}, {total} in accounting currency",
+    total=Total("total_due", "open_amount_acct"),
 )
 POSTED_ON_DATE = ListKey(
     "invoices",
     none="No vendor invoices were posted in {le} on {day}.",
     found="{n} vendor invoice(s) were posted in {le} on {day}, {total} in accounting currency",
+    total=Total("total", "amount_acct"),
 )
 
 
@@ -115,11 +118,10 @@ def _vi_refs(rows: list[s.VendorInvoice]) -> list[str]:
 def pending_approval_vendor(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     vi = s.VendorInvoice
     rows = _vendor_invoices(ctx, *party_conditions(vi, p), vi.status == "pending_approval")
-    total = _sum(r.amount for r in rows)
     lines = [_vi_line(r) + (f", approver {r.approver}" if r.approver else "") for r in rows]
-    facts = [_amount("total", total), id_list("invoices", rows, "invoice_id")]
+    facts = [id_list("invoices", rows, "invoice_id")]
     return PENDING_APPROVAL.answer(
-        rows, lines, _vi_refs(rows), party=p, facts=facts, total=money(total, p.currency)
+        rows, lines, _vi_refs(rows), party=p, currency=p.currency, facts=facts
     )
 
 
@@ -157,7 +159,6 @@ def invoices_by_status_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
 def ap_due_in_window(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, (start, end) = params["legal_entity"], window(params)
     rows = _open_ap_due(ctx, le, start, end)
-    total = _sum(r.open_amount_acct for r in rows)
     lines = [
         f"{r.document_number} ({r.vendor_account}) due {long_date(r.due_date)}, open "
         f"{money(r.open_amount_cur, r.currency)}"
@@ -167,10 +168,9 @@ def ap_due_in_window(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         rows,
         lines,
         txn_refs("vendor", rows),
-        facts=[_amount("total_due", total)],
+        currency=ctx.currency(le),
         le=le,
         window=between(start, end),
-        total=money(total, ctx.currency(le)),
     )
 
 
@@ -186,18 +186,11 @@ def ap_posted_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     t = s.VendorTransaction
     conditions = (t.posted.is_(True), t.txn_type == "invoice", t.txn_date == day)
     rows = entity_records(ctx, t, le, *conditions, order_by=(t.voucher,))
-    total = _sum(r.amount_acct for r in rows)
     lines = [
         f"{r.document_number} ({r.vendor_account}) {money(r.amount_cur, r.currency)}" for r in rows
     ]
     return POSTED_ON_DATE.answer(
-        rows,
-        lines,
-        txn_refs("vendor", rows),
-        facts=[_amount("total", total)],
-        le=le,
-        day=long_date(day),
-        total=money(total, ctx.currency(le)),
+        rows, lines, txn_refs("vendor", rows), currency=ctx.currency(le), le=le, day=long_date(day)
     )
 
 

@@ -33,7 +33,7 @@ from synthetic_erp.scenarios._base import (
     window,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
-from synthetic_erp.scenarios._keys import LedgerList, ListKey
+from synthetic_erp.scenarios._keys import ListKey, Total, ledger_answer
 
 template = registrar("AP Payments", "AP")
 
@@ -173,14 +173,11 @@ def ap_obligation_next_days(ctx: OracleContext, params: dict[str, Any]) -> Answe
     )
 
 
-PAYMENTS_IN_WINDOW = LedgerList(
-    ListKey(
-        "payments",
-        none="No payments were made to {who} {window}.",
-        found="{n} payment(s) totalling {total} were made to {who} {window}",
-    ),
-    total_field="total_paid",
-    sign=-1,
+PAYMENTS_IN_WINDOW = ListKey(
+    "payments",
+    none="No payments were made to {who} {window}.",
+    found="{n} payment(s) totalling {total} were made to {who} {window}",
+    total=Total("total_paid", sign=-1),
 )
 
 
@@ -196,7 +193,7 @@ def vendor_payments_range(ctx: OracleContext, p: Party, params: dict[str, Any]) 
     start, end = window(params)
     payments = party_txns(ctx, p, s.VendorTransaction.txn_type == "payment", start=start, end=end)
     span = between(start, end)
-    return PAYMENTS_IN_WINDOW.answer(p, payments, window=span)
+    return ledger_answer(PAYMENTS_IN_WINDOW, p, payments, window=span)
 
 
 @template(

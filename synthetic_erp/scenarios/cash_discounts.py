@@ -7,7 +7,6 @@ from typing import Any
 
 from synthetic_erp import _schema as s
 from synthetic_erp.scenarios._base import (
-    AR_INVOICE_TYPES,
     Answer,
     OracleContext,
     Party,
@@ -15,6 +14,7 @@ from synthetic_erp.scenarios._base import (
     _count,
     _sum,
     between,
+    is_open_invoice,
     ledger_open_items,
     long_date,
     money,
@@ -44,11 +44,7 @@ STILL_AVAILABLE = ListKey(
 
 def _discount_invoice(row: s.CustomerTransaction) -> bool:
     """An open customer invoice that carries a cash discount date."""
-    return (
-        row.open_amount_cur > 0
-        and row.txn_type in AR_INVOICE_TYPES
-        and row.cash_discount_date is not None
-    )
+    return is_open_invoice(row) and row.cash_discount_date is not None
 
 
 def _choose_discounts_expiring_entity(c: Chooser) -> Draft:

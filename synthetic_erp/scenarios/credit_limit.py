@@ -59,6 +59,12 @@ def _choose_over_limit_group_top(c: Chooser) -> Draft:
     return c.le_draft({"legal_entity": le, "group_id": group, "n": n}, group_id=group, n=str(n))
 
 
+def _credit_position(ctx: OracleContext, p: Party) -> tuple[Decimal, Decimal, str]:
+    """A customer's balance and credit limit, both in the accounting currency, and that currency."""
+    balance = _sum(row.open_amount_acct for row in party_open_items(ctx, p))
+    return balance, p.row.credit_limit, ctx.currency(p.legal_entity)
+
+
 @template(
     party="customer",
     phrasings=(
@@ -67,10 +73,8 @@ def _choose_over_limit_group_top(c: Chooser) -> Draft:
     ),
 )
 def credit_limit(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
-    balance = _sum(row.open_amount_acct for row in party_open_items(ctx, p))
-    limit = p.row.credit_limit
+    balance, limit, acct = _credit_position(ctx, p)
     available = limit - balance
-    acct = ctx.currency(p.legal_entity)
     return Answer(
         text=f"{p.label} in {p.legal_entity} has a credit limit of {money(limit, acct)}; "
         f"with a balance of {money(balance, acct)} as of {long_date(ctx.today)}, the "
@@ -86,6 +90,12 @@ def credit_limit(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer
     )
 
 
+def _credit_position(ctx: OracleContext, p: Party) -> tuple[Decimal, Decimal, str]:
+    """A customer's balance and credit limit, both in the accounting currency, and that currency."""
+    balance = _sum(row.open_amount_acct for row in party_open_items(ctx, p))
+    return balance, p.row.credit_limit, ctx.currency(p.legal_entity)
+
+
 @template(
     party="customer",
     phrasings=(
@@ -94,9 +104,7 @@ def credit_limit(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer
     ),
 )
 def credit_utilization(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
-    balance = _sum(row.open_amount_acct for row in party_open_items(ctx, p))
-    limit = p.row.credit_limit
-    acct = ctx.currency(p.legal_entity)
+    balance, limit, acct = _credit_position(ctx, p)
     if limit == 0:
         return Answer(
             text=f"{p.label} has no credit limit (0), so utilisation is undefined; the balance is "

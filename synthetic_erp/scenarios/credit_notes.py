@@ -14,7 +14,7 @@ from synthetic_erp.scenarios._base import (
     party_open_items,
     registrar,
 )
-from synthetic_erp.scenarios._keys import LedgerList, ListKey
+from synthetic_erp.scenarios._keys import ListKey, Total, ledger_answer
 
 template = registrar("Credit Notes", "AR")
 
@@ -26,16 +26,11 @@ def _unapplied_line(row: s.CustomerTransaction, currency: str) -> str:
     )
 
 
-UNAPPLIED = LedgerList(
-    ListKey(
-        "credit_notes",
-        none="{who} has no unapplied credit notes as of {today}.",
-        found="{who} has {n} credit note(s) not fully applied, {total} in total",
-    ),
-    total_field="unapplied_total",
-    sign=-1,
-    column="open_amount_cur",
-    line=_unapplied_line,
+UNAPPLIED = ListKey(
+    "credit_notes",
+    none="{who} has no unapplied credit notes as of {today}.",
+    found="{who} has {n} credit note(s) not fully applied, {total} in total",
+    total=Total("unapplied_total", "open_amount_cur", sign=-1),
 )
 
 
@@ -51,4 +46,4 @@ UNAPPLIED = LedgerList(
 )
 def unapplied_credit_notes_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     rows = [row for row in party_open_items(ctx, p) if row.txn_type == "credit_note"]
-    return UNAPPLIED.answer(p, rows, today=long_date(ctx.today))
+    return ledger_answer(UNAPPLIED, p, rows, _unapplied_line, today=long_date(ctx.today))

@@ -27,8 +27,8 @@ IN_GROUP = ListKey(
 )
 BY_CURRENCY = ListKey(
     "customers",
-    none="No customers in {le} use {currency} as their currency.",
-    found="{n} customer(s) in {le} use {currency}",
+    none="No customers in {le} use {billed_in} as their currency.",
+    found="{n} customer(s) in {le} use {billed_in}",
 )
 
 
@@ -103,7 +103,7 @@ def customers_by_currency(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     c = s.Customer
     rows = entity_records(ctx, c, le, c.currency == currency, order_by=(c.account,))
     lines = [customer_line(r) for r in rows]
-    return BY_CURRENCY.answer(rows, lines, customer_refs(rows), le=le, currency=currency)
+    return BY_CURRENCY.answer(rows, lines, customer_refs(rows), le=le, billed_in=currency)
 
 
 @template(

@@ -31,7 +31,7 @@ from synthetic_erp.scenarios._base import (
     window,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
-from synthetic_erp.scenarios._keys import LedgerList, ListKey
+from synthetic_erp.scenarios._keys import ListKey, Total, ledger_answer
 
 template = registrar("Invoicing History", "AR")
 
@@ -47,13 +47,11 @@ def _invoices(ctx: OracleContext, p: Party, **window: dt.date) -> list[s.Custome
     return party_txns(ctx, p, s.CustomerTransaction.txn_type.in_(AR_INVOICE_TYPES), **window)
 
 
-INVOICES_IN_WINDOW = LedgerList(
-    ListKey(
-        "invoices",
-        none="No invoices were issued to {who} {window}.",
-        found="{n} invoice(s) were issued to {who} {window}, totalling {total}",
-    ),
-    total_field="total_invoiced",
+INVOICES_IN_WINDOW = ListKey(
+    "invoices",
+    none="No invoices were issued to {who} {window}.",
+    found="{n} invoice(s) were issued to {who} {window}, totalling {total}",
+    total=Total("total_invoiced"),
 )
 
 
@@ -68,7 +66,8 @@ INVOICES_IN_WINDOW = LedgerList(
 def invoices_in_range_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     start, end = window(params)
     span = between(start, end)
-    return INVOICES_IN_WINDOW.answer(p, _invoices(ctx, p, start=start, end=end), window=span)
+    invoices = _invoices(ctx, p, start=start, end=end)
+    return ledger_answer(INVOICES_IN_WINDOW, p, invoices, window=span)
 
 
 @template(

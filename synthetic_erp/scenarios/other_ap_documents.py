@@ -22,21 +22,18 @@ from synthetic_erp.scenarios._base import (
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser
-from synthetic_erp.scenarios._keys import LedgerList, ListKey
+from synthetic_erp.scenarios._keys import ListKey, Total, ledger_answer
 
 template = registrar("Other", "AP")
 
 
-def _notes_list(kind: str) -> LedgerList:
+def _notes_list(kind: str) -> ListKey:
     """Credit or debit notes of a vendor: the same key, worded with the kind of note."""
-    return LedgerList(
-        ListKey(
-            f"{kind}_notes",
-            none=f"There are no {kind} notes for {{who}}{{window}}.",
-            found=f"{{n}} {kind} note(s) for {{who}}{{window}}, {{total}} in total",
-        ),
-        total_field="total",
-        sign=-1,
+    return ListKey(
+        f"{kind}_notes",
+        none=f"There are no {kind} notes for {{who}}{{window}}.",
+        found=f"{{n}} {kind} note(s) for {{who}}{{window}}, {{total}} in total",
+        total=Total("total", sign=-1),
     )
 
 
@@ -53,7 +50,7 @@ def _vendor_doc_answer(
     words = (
         f" between {long_date(window['start'])} and {long_date(window['end'])}" if window else ""
     )
-    return NOTES[txn_type].answer(p, rows, window=words)
+    return ledger_answer(NOTES[txn_type], p, rows, window=words)
 
 
 def _vendors_with(ctx: OracleContext, txn_type: str) -> list[tuple[str, str]]:

@@ -5,28 +5,34 @@ from __future__ import annotations
 from typing import Any
 
 from synthetic_erp.scenarios._base import (
-    AR_INVOICE_TYPES,
     Answer,
     OracleContext,
     Party,
-    _amount,
     _balance_answer,
-    _sum,
     _top,
+    is_open_invoice,
     long_date,
     money,
     party_open_items,
     registrar,
 )
-from synthetic_erp.scenarios._keys import ListKey, txn_refs
+from synthetic_erp.scenarios._keys import ListKey, Total, ledger_answer, s
 
 template = registrar("Outstanding Balance", "AR")
+
+
+def _open_line(row: s.CustomerTransaction, currency: str) -> str:
+    return (
+        f"{row.document_number} ({long_date(row.txn_date)}) open "
+        f"{money(row.open_amount_cur, currency)}"
+    )
 
 
 UNPAID = ListKey(
     "unpaid_invoices",
     none="{who} has no unpaid invoices as of {today}.",
     found="{who} has {n} unpaid invoice(s) totalling {total} as of {today}, largest first",
+    total=Total("unpaid_total", "open_amount_cur"),
     counted=False,
 )
 
@@ -40,28 +46,10 @@ UNPAID = ListKey(
     ),
 )
 def unpaid_invoices_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
-    items = [
-        row
-        for row in party_open_items(ctx, p)
-        if row.txn_type in AR_INVOICE_TYPES and row.open_amount_cur > 0
-    ]
+    items = [row for row in party_open_items(ctx, p) if is_open_invoice(row)]
     items.sort(key=lambda row: (-row.open_amount_cur, row.voucher))
-    total = _sum(row.open_amount_cur for row in items)
-    lines = [
-        f"{row.document_number} ({long_date(row.txn_date)}) open "
-        f"{money(row.open_amount_cur, p.currency)}"
-        for row in items
-    ]
-    largest = [row.document_number for row in items[:3]]
-    return UNPAID.answer(
-        items,
-        lines,
-        txn_refs("customer", items),
-        party=p,
-        facts=[_amount("unpaid_total", total), _top("largest_unpaid", largest)],
-        total=money(total, p.currency),
-        today=long_date(ctx.today),
-    )
+    largest = _top("largest_unpaid", [row.document_number for row in items[:3]])
+    return ledger_answer(UNPAID, p, items, _open_line, facts=[largest], today=long_date(ctx.today))
 
 
 @template(

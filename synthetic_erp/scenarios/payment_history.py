@@ -24,7 +24,7 @@ from synthetic_erp.scenarios._base import (
     window,
 )
 from synthetic_erp.scenarios._drafting import Chooser
-from synthetic_erp.scenarios._keys import LedgerList, ListKey
+from synthetic_erp.scenarios._keys import ListKey, Total, ledger_answer
 
 template = registrar("Payment History", "AR")
 
@@ -90,14 +90,11 @@ def top_payments(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer
     )
 
 
-PAYMENTS_IN_WINDOW = LedgerList(
-    ListKey(
-        "payments",
-        none="{who} made no payments {window}.",
-        found="{who} made {n} payment(s) {window} totalling {total}",
-    ),
-    total_field="total_paid",
-    sign=-1,
+PAYMENTS_IN_WINDOW = ListKey(
+    "payments",
+    none="{who} made no payments {window}.",
+    found="{who} made {n} payment(s) {window} totalling {total}",
+    total=Total("total_paid", sign=-1),
 )
 
 
@@ -112,7 +109,7 @@ PAYMENTS_IN_WINDOW = LedgerList(
 def payments_in_range(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     start, end = window(params)
     span = between(start, end)
-    return PAYMENTS_IN_WINDOW.answer(p, _payments(ctx, p, start, end), window=span)
+    return ledger_answer(PAYMENTS_IN_WINDOW, p, _payments(ctx, p, start, end), window=span)
 
 
 @template(

@@ -19,13 +19,15 @@ from synthetic_erp.scenarios._base import (
     _balance_answer,
     _count,
     _none,
+    _open_ap_due,
     _sum,
     between,
-    days_overdue,
+    is_open_invoice,
     ledger_open_items,
     long_date,
     money,
     no_records,
+    overdue_days,
     party_open_items,
     registrar,
 )
@@ -176,9 +178,7 @@ def ap_overdue_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     rows = [
         row
         for row in ledger_open_items(ctx, "vendor", le)
-        if row.txn_type == "invoice"
-        and row.open_amount_cur > 0
-        and days_overdue(ctx.today, row.due_date, row.txn_date) > 0
+        if is_open_invoice(row) and overdue_days(ctx.today, row) > 0
     ]
     total = _sum(row.open_amount_acct for row in rows)
     currency = ctx.currency(le)
@@ -208,10 +208,8 @@ def ap_due_next_month_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     start = (ctx.today.replace(day=1) + dt.timedelta(days=32)).replace(day=1)
     end = (start + dt.timedelta(days=32)).replace(day=1) - dt.timedelta(days=1)
     totals: dict[str, Decimal] = defaultdict(lambda: Decimal("0.00"))
-    for row in ledger_open_items(ctx, "vendor", le):
-        invoice = row.txn_type == "invoice" and row.open_amount_cur > 0
-        if invoice and row.due_date and start <= row.due_date <= end:
-            totals[row.vendor_account] += row.open_amount_acct
+    for row in _open_ap_due(ctx, le, start, end):
+        totals[row.vendor_account] += row.open_amount_acct
     ranked = top_totals(totals, n)
     span = between(start, end)
     if not ranked:
