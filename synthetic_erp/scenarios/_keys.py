@@ -119,6 +119,8 @@ class ListKey:
     none: str
     found: str
     total: Total | None = None
+    ids: tuple[str, str] | None = None
+    """(fact field, row attribute): an unordered list fact of the listed records' ids."""
     counted: bool = True
     """Whether the key for nothing found also states a zero count."""
     none_noun: str = ""
@@ -148,6 +150,8 @@ class ListKey:
             total = self.total.of(rows)
             found.append(_amount(self.total.field, total))
             words["total"] = money(total, currency)
+        if self.ids:
+            found.append(id_list(self.ids[0], rows, self.ids[1]))
         text = self.found.format(n=len(rows), **words)
         return listed(rows, lines, text, [*found, *facts], [*lead, *refs])
 
@@ -197,6 +201,7 @@ def dispute_answer(ctx: OracleContext, p: Party, kind: str) -> Answer:
         none=f"{{who}} has no open {plural} as of {{today}}.",
         found="{who} has {n} open {noun} totalling {total}",
         total=Total(f"{plural}_total", "amount"),
+        ids=(plural, "dispute_id"),
     )
     currency = ctx.currency(p.legal_entity)
     vouchers = _document_numbers(ctx, p.legal_entity, [r.voucher for r in rows])
@@ -211,7 +216,6 @@ def dispute_answer(ctx: OracleContext, p: Party, kind: str) -> Answer:
         record_refs("customer-disputes", rows, "dispute_id"),
         party=p,
         currency=currency,
-        facts=[id_list(plural, rows, "dispute_id")],
         today=long_date(ctx.today),
         noun=plural if len(rows) != 1 else kind,
     )

@@ -40,7 +40,6 @@ from synthetic_erp.scenarios._keys import (
     ListKey,
     Ranking,
     Total,
-    id_list,
     ledger_answer,
     top_totals,
 )
@@ -64,6 +63,7 @@ COMING_DUE = ListKey(
     found="{n} open transaction(s) of {who} fall due between {window}, totalling {total}",
     total=Total("total_due", "open_amount_cur"),
     counted=False,
+    ids=("documents", "document_number"),
 )
 
 
@@ -264,6 +264,5 @@ def coming_due_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) ->
         if row.open_amount_cur > 0 and due_between(row, ctx.today, end)
     ]
     items.sort(key=lambda row: (row.due_date, row.voucher))
-    documents = id_list("documents", items, "document_number")
     span = f"{long_date(ctx.today)} and {long_date(end)}"
-    return ledger_answer(COMING_DUE, p, items, _due_line, facts=[documents], window=span)
+    return ledger_answer(COMING_DUE, p, items, _due_line, window=span)

@@ -32,7 +32,6 @@ from synthetic_erp.scenarios._keys import (
     Total,
     by_currency_totals,
     entity_records,
-    id_list,
     record_refs,
     txn_refs,
 )
@@ -45,6 +44,7 @@ PENDING_APPROVAL = ListKey(
     none="There are no vendor invoices pending approval for {who}.",
     found="{n} invoice(s) from {who} are pending approval, {total} in total",
     total=Total("total", "amount"),
+    ids=("invoices", "invoice_id"),
 )
 BY_STATUS = ListKey(
     "invoices",
@@ -119,10 +119,7 @@ def pending_approval_vendor(ctx: OracleContext, p: Party, params: dict[str, Any]
     vi = s.VendorInvoice
     rows = _vendor_invoices(ctx, *party_conditions(vi, p), vi.status == "pending_approval")
     lines = [_vi_line(r) + (f", approver {r.approver}" if r.approver else "") for r in rows]
-    facts = [id_list("invoices", rows, "invoice_id")]
-    return PENDING_APPROVAL.answer(
-        rows, lines, _vi_refs(rows), party=p, currency=p.currency, facts=facts
-    )
+    return PENDING_APPROVAL.answer(rows, lines, _vi_refs(rows), party=p, currency=p.currency)
 
 
 @template(

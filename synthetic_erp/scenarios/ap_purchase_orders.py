@@ -13,7 +13,7 @@ from synthetic_erp.scenarios._base import (
     money,
     registrar,
 )
-from synthetic_erp.scenarios._keys import ListKey, id_list, party_records, record_refs
+from synthetic_erp.scenarios._keys import ListKey, party_records, record_refs
 
 template = registrar("AP Purchase Orders", "AP")
 
@@ -22,6 +22,7 @@ OPEN_POS = ListKey(
     "purchase_orders",
     none="{who} has no open purchase orders.",
     found="{who} has {n} open purchase order(s)",
+    ids=("purchase_orders", "po_number"),
 )
 
 
@@ -49,5 +50,4 @@ def open_pos_vendor(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Ans
         lines,
         record_refs("purchase-orders", rows, "po_number"),
         party=p,
-        facts=[id_list("purchase_orders", rows, "po_number")],
     )

@@ -24,7 +24,7 @@ from synthetic_erp.scenarios._base import (
     window,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
-from synthetic_erp.scenarios._keys import ListKey, id_list, party_records, record_refs, txn_refs
+from synthetic_erp.scenarios._keys import ListKey, party_records, record_refs, txn_refs
 
 template = registrar("Cash Discounts", "AR")
 
@@ -33,12 +33,14 @@ EXPIRING = ListKey(
     "invoices",
     none="No open customer invoices in {le} have a cash discount expiring {window}.",
     found="{n} open customer invoice(s) in {le} have a cash discount expiring {window}",
+    ids=("invoices", "document_number"),
 )
 STILL_AVAILABLE = ListKey(
     "invoices",
     none="None of the open invoices of {who} has a cash discount still available as of {today}.",
     found="{n} open invoice(s) of {who} still carry an available cash discount",
     counted=False,
+    ids=("invoices", "document_number"),
 )
 
 
@@ -77,7 +79,6 @@ def discounts_expiring_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
         rows,
         lines,
         txn_refs("customer", rows),
-        facts=[id_list("invoices", rows, "document_number")],
         le=le,
         window=between(ctx.today, end),
     )
@@ -137,6 +138,5 @@ def open_discount_invoices_customer(ctx: OracleContext, p: Party, params: dict[s
         lines,
         txn_refs("customer", rows),
         party=p,
-        facts=[id_list("invoices", rows, "document_number")],
         today=long_date(ctx.today),
     )

@@ -21,7 +21,7 @@ from synthetic_erp.scenarios._base import (
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser
-from synthetic_erp.scenarios._keys import ListKey, id_list, party_records, record_refs
+from synthetic_erp.scenarios._keys import ListKey, party_records, record_refs
 
 template = registrar("Collections", "AR")
 
@@ -30,6 +30,7 @@ LETTERS = ListKey(
     "collection_letters",
     none="No collection letters have been sent to {who} as of {today}.",
     found="{n} collection letter(s) have been sent to {who}",
+    ids=("letters", "letter_id"),
 )
 
 
@@ -91,7 +92,6 @@ def letters_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> An
         [_letter_line(letter, currency) for letter in letters],
         record_refs("collection-letters", letters, "letter_id"),
         party=p,
-        facts=[id_list("letters", letters, "letter_id")],
         today=long_date(ctx.today),
     )
 

@@ -25,7 +25,6 @@ from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
 from synthetic_erp.scenarios._keys import (
     ListKey,
     entity_records,
-    id_list,
     party_records,
     record_refs,
 )
@@ -38,12 +37,14 @@ OPEN_ACTIVITIES = ListKey(
     none="{who} has no open collections activities as of {today}.",
     found="{who} has {n} open collections {activities}",
     none_noun="activities",
+    ids=("activities", "activity_id"),
 )
 OPEN_CASES = ListKey(
     "open_cases",
     none="{who} has no open collections cases.",
     found="{who} has {n} open collections case(s)",
     none_noun="cases",
+    ids=("cases", "case_id"),
 )
 WORKLIST = ListKey(
     "activities",
@@ -112,7 +113,6 @@ def open_activities_customer(ctx: OracleContext, p: Party, params: dict[str, Any
         [_activity_line(row) for row in rows],
         _activity_refs(rows),
         party=p,
-        facts=[id_list("activities", rows, "activity_id")],
         today=long_date(ctx.today),
         activities=_activities(len(rows)),
     )
@@ -134,9 +134,8 @@ def open_cases_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) ->
         f"{r.owner_agent_id}"
         for r in rows
     ]
-    cases = id_list("cases", rows, "case_id")
     refs = record_refs("collection-cases", rows, "case_id")
-    return OPEN_CASES.answer(rows, lines, refs, party=p, facts=[cases])
+    return OPEN_CASES.answer(rows, lines, refs, party=p)
 
 
 @template(

@@ -32,7 +32,6 @@ from synthetic_erp.scenarios._keys import (
     Ranking,
     customer_refs,
     entity_records,
-    id_list,
     top_totals,
 )
 
@@ -45,6 +44,7 @@ ON_HOLD = ListKey(
     found="{n} customer(s) are on credit hold {where} as of {today}",
     counted=False,
     none_noun="customers",
+    ids=("customers", "account"),
 )
 OVER_LIMIT = Ranking("customer", "excess", line="{name} ({account}) over by {amount}")
 
@@ -88,12 +88,6 @@ def credit_limit(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer
         refs=[p.path],
         records=1,
     )
-
-
-def _credit_position(ctx: OracleContext, p: Party) -> tuple[Decimal, Decimal, str]:
-    """A customer's balance and credit limit, both in the accounting currency, and that currency."""
-    balance = _sum(row.open_amount_acct for row in party_open_items(ctx, p))
-    return balance, p.row.credit_limit, ctx.currency(p.legal_entity)
 
 
 @template(
@@ -148,7 +142,6 @@ def credit_hold_list(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         rows,
         [f"{r.name} ({r.account}, {r.legal_entity})" for r in rows],
         customer_refs(rows),
-        facts=[id_list("customers", rows, "account")],
         where=_where(le),
         today=long_date(ctx.today),
     )

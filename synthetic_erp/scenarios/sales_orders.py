@@ -28,7 +28,7 @@ from synthetic_erp.scenarios._base import (
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
-from synthetic_erp.scenarios._keys import ListKey, id_list, record_refs
+from synthetic_erp.scenarios._keys import ListKey, record_refs
 
 template = registrar("Sales Orders", "AR")
 
@@ -37,11 +37,13 @@ OPEN_ORDERS = ListKey(
     "open_orders",
     none="{who} has no open sales orders as of {today}.",
     found="{who} has {n} open sales order(s)",
+    ids=("orders", "sales_id"),
 )
 DO_NOT_PROCESS = ListKey(
     "orders",
     none="No sales orders are marked 'Do not process' {where}.",
     found="{n} sales order(s) are marked 'Do not process' {where}",
+    ids=("orders", "sales_id"),
 )
 BY_RELEASE_STATUS = ListKey(
     "orders",
@@ -104,7 +106,6 @@ def open_orders_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -
         [_order_line(row) for row in rows],
         _order_refs(rows),
         party=p,
-        facts=[id_list("orders", rows, "sales_id")],
         today=long_date(ctx.today),
     )
 
@@ -143,8 +144,7 @@ def do_not_process_orders(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     o = s.SalesOrder
     rows = _orders(ctx, o.do_not_process.is_(True), *_le_filter(o, le))
     lines = [_order_line(row) + f" ({row.customer_account}, {row.legal_entity})" for row in rows]
-    facts = [id_list("orders", rows, "sales_id")]
-    return DO_NOT_PROCESS.answer(rows, lines, _order_refs(rows), facts=facts, where=_where(le))
+    return DO_NOT_PROCESS.answer(rows, lines, _order_refs(rows), where=_where(le))
 
 
 @template(

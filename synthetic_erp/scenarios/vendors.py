@@ -24,7 +24,7 @@ from synthetic_erp.scenarios._base import (
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
-from synthetic_erp.scenarios._keys import ListKey, entity_records, id_list, record_refs
+from synthetic_erp.scenarios._keys import ListKey, entity_records, record_refs
 
 template = registrar("Vendors", "AP")
 
@@ -35,6 +35,7 @@ ON_HOLD = ListKey(
     found="{n} vendor(s) are on payment hold {where} as of {today}",
     counted=False,
     none_noun="vendors",
+    ids=("vendors", "account"),
 )
 CREATED_IN_MONTH = ListKey(
     "vendors",
@@ -142,7 +143,6 @@ def vendors_on_hold(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         rows,
         [f"{r.name} ({r.account}, {r.legal_entity}): {r.hold_reason or 'no reason'}" for r in rows],
         _vendor_refs(rows),
-        facts=[id_list("vendors", rows, "account")],
         where=_where(le),
         today=long_date(ctx.today),
     )
