@@ -27,9 +27,11 @@ from synthetic_erp.scenarios._base import (
     _le_filter,
     _names,
     _none,
+    _party_table,
     _sum,
     _top,
     _txn_line,
+    _where,
     listed,
     long_date,
     money,
@@ -221,13 +223,33 @@ def dispute_answer(ctx: OracleContext, p: Party, kind: str) -> Answer:
     )
 
 
-def customer_line(row: Any) -> str:
-    """A customer as a listing names it: "Name (account)"."""
+def party_line(row: Any) -> str:
+    """A party as a listing names it: "Name (account)"."""
     return f"{row.name} ({row.account})"
 
 
-def customer_refs(rows: Sequence[Any]) -> list[str]:
-    return record_refs("customers", rows, "account")
+def party_list(
+    ctx: OracleContext,
+    key: ListKey,
+    kind: str,
+    le: str | None,
+    *conditions: Any,
+    line: Callable[[Any], str] = party_line,
+    order_by: Sequence[Any] = (),
+    **words: Any,
+) -> Answer:
+    """``key`` over the parties of ``kind`` (customer | vendor) matching ``conditions`` in ``le``
+    (None: in all), by account unless ``order_by`` says otherwise; refs are their records.
+
+    Besides ``words``, the key's texts can use ``{le}``, ``{where}`` (in <le> | across all legal
+    entities) and ``{today}``."""
+    table = _party_table(kind)
+    order = order_by or (table.legal_entity, table.account)
+    rows = entity_records(ctx, table, le, *conditions, order_by=order)
+    refs = record_refs(f"{kind}s", rows, "account")
+    lines = [line(row) for row in rows]
+    today = long_date(ctx.today)
+    return key.answer(rows, lines, refs, le=le, where=_where(le), today=today, **words)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from synthetic_erp.scenarios._base import (
     _amount,
     _num,
     _sum,
-    _where,
     ledger_open_items,
     long_date,
     money,
@@ -30,8 +29,7 @@ from synthetic_erp.scenarios._drafting import Chooser, Draft
 from synthetic_erp.scenarios._keys import (
     ListKey,
     Ranking,
-    customer_refs,
-    entity_records,
+    party_list,
     top_totals,
 )
 
@@ -136,15 +134,12 @@ def credit_utilization(ctx: OracleContext, p: Party, params: dict[str, Any]) -> 
 )
 def credit_hold_list(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le = params.get("legal_entity")
-    c = s.Customer
-    rows = entity_records(ctx, c, le, c.credit_hold.is_(True), order_by=(c.legal_entity, c.account))
-    return ON_HOLD.answer(
-        rows,
-        [f"{r.name} ({r.account}, {r.legal_entity})" for r in rows],
-        customer_refs(rows),
-        where=_where(le),
-        today=long_date(ctx.today),
-    )
+    on_hold = s.Customer.credit_hold.is_(True)
+    return party_list(ctx, ON_HOLD, "customer", le, on_hold, line=_held_line)
+
+
+def _held_line(row: s.Customer) -> str:
+    return f"{row.name} ({row.account}, {row.legal_entity})"
 
 
 @template(

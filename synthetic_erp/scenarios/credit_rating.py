@@ -13,7 +13,10 @@ from synthetic_erp.scenarios._base import (
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
-from synthetic_erp.scenarios._keys import ListKey, customer_line, customer_refs, entity_records
+from synthetic_erp.scenarios._keys import (
+    ListKey,
+    party_list,
+)
 
 template = registrar("Credit Rating", "AR")
 
@@ -60,7 +63,5 @@ def credit_rating(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answe
 def rating_count_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, rating, group = params["legal_entity"], params["rating"], params["group_id"]
     c = s.Customer
-    in_group = (c.group_id == group, c.credit_rating == rating)
-    rows = entity_records(ctx, c, le, *in_group, order_by=(c.account,))
-    lines = [customer_line(r) for r in rows]
-    return RATED.answer(rows, lines, customer_refs(rows), le=le, group=group, rating=rating)
+    rated = (c.group_id == group, c.credit_rating == rating)
+    return party_list(ctx, RATED, "customer", le, *rated, group=group, rating=rating)

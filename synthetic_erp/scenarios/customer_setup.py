@@ -15,7 +15,10 @@ from synthetic_erp.scenarios._base import (
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
-from synthetic_erp.scenarios._keys import ListKey, customer_line, customer_refs, entity_records
+from synthetic_erp.scenarios._keys import (
+    ListKey,
+    party_list,
+)
 
 template = registrar("Customer Setup", "AR")
 
@@ -85,10 +88,8 @@ def contact_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> An
 )
 def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, group = params["legal_entity"], params["group_id"]
-    c = s.Customer
-    rows = entity_records(ctx, c, le, c.group_id == group, order_by=(c.account,))
-    lines = [customer_line(r) for r in rows]
-    return IN_GROUP.answer(rows, lines, customer_refs(rows), le=le, group=group)
+    in_group = s.Customer.group_id == group
+    return party_list(ctx, IN_GROUP, "customer", le, in_group, group=group)
 
 
 @template(
@@ -100,10 +101,8 @@ def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 )
 def customers_by_currency(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, currency = params["legal_entity"], params["currency"]
-    c = s.Customer
-    rows = entity_records(ctx, c, le, c.currency == currency, order_by=(c.account,))
-    lines = [customer_line(r) for r in rows]
-    return BY_CURRENCY.answer(rows, lines, customer_refs(rows), le=le, billed_in=currency)
+    billed_in = s.Customer.currency == currency
+    return party_list(ctx, BY_CURRENCY, "customer", le, billed_in, billed_in=currency)
 
 
 @template(

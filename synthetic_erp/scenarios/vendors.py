@@ -19,12 +19,11 @@ from synthetic_erp.scenarios._base import (
     _fact,
     _num,
     _terms_answer,
-    _where,
     long_date,
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
-from synthetic_erp.scenarios._keys import ListKey, entity_records, record_refs
+from synthetic_erp.scenarios._keys import ListKey, party_list
 
 template = registrar("Vendors", "AP")
 
@@ -135,17 +134,12 @@ def vendor_cash_discount(ctx: OracleContext, p: Party, params: dict[str, Any]) -
 )
 def vendors_on_hold(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le = params.get("legal_entity")
-    v = s.Vendor
-    rows = entity_records(
-        ctx, v, le, v.payment_hold.is_(True), order_by=(v.legal_entity, v.account)
-    )
-    return ON_HOLD.answer(
-        rows,
-        [f"{r.name} ({r.account}, {r.legal_entity}): {r.hold_reason or 'no reason'}" for r in rows],
-        _vendor_refs(rows),
-        where=_where(le),
-        today=long_date(ctx.today),
-    )
+    on_hold = s.Vendor.payment_hold.is_(True)
+    return party_list(ctx, ON_HOLD, "vendor", le, on_hold, line=_held_line)
+
+
+def _held_line(row: s.Vendor) -> str:
+    return f"{row.name} ({row.account}, {row.legal_entity}): {row.hold_reason or 'no reason'}"
 
 
 @template(
@@ -160,11 +154,17 @@ def vendors_created_in_month(ctx: OracleContext, params: dict[str, Any]) -> Answ
     start = dt.date(year, month, 1)
     end = (start + dt.timedelta(days=32)).replace(day=1) - dt.timedelta(days=1)
     v = s.Vendor
-    in_month = (v.created_date >= start, v.created_date <= end)
-    rows = entity_records(ctx, v, le, *in_month, order_by=(v.created_date, v.account))
-    lines = [f"{r.name} ({r.account}) on {long_date(r.created_date)}" for r in rows]
-    month_words = f"{start:%B} {start.year}"
-    return CREATED_IN_MONTH.answer(rows, lines, _vendor_refs(rows), le=le, month=month_words)
+    return party_list(
+        ctx,
+        CREATED_IN_MONTH,
+        "vendor",
+        le,
+        v.created_date >= start,
+        v.created_date <= end,
+        line=lambda r: f"{r.name} ({r.account}) on {long_date(r.created_date)}",
+        order_by=(v.created_date, v.account),
+        month=f"{start:%B} {start.year}",
+    )
 
 
 @template(
@@ -177,15 +177,7 @@ def vendors_created_in_month(ctx: OracleContext, params: dict[str, Any]) -> Answ
 def vendors_terms_longer_than(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, days = params["legal_entity"], params["days"]
     v, pt = s.Vendor, s.PaymentTerms
-    long_terms = set(
-        ctx.session.scalars(select(pt.terms_id).where(pt.legal_entity == le, pt.net_days > days))
-    )
-    rows = []
-    if long_terms:
-        rows = entity_records(ctx, v, le, v.payment_terms.in_(long_terms), order_by=(v.account,))
-    lines = [f"{r.name} ({r.account}) {r.payment_terms}" for r in rows]
-    return LONG_TERMS.answer(rows, lines, _vendor_refs(rows), le=le, days=days)
-
-
-def _vendor_refs(rows: list[s.Vendor]) -> list[str]:
-    return record_refs("vendors", rows, "account")
+    long_terms = select(pt.terms_id).where(pt.legal_entity == le, pt.net_days > days)
+    on_long_terms = v.payment_terms.in_(set(ctx.session.scalars(long_terms)))
+    line = "{0.name} ({0.account}) {0.payment_terms}".format
+    return party_list(ctx, LONG_TERMS, "vendor", le, on_long_terms, line=line, days=days)
