@@ -95,6 +95,20 @@ def invoice_count_customer(ctx: OracleContext, p: Party, params: dict[str, Any])
     )
 
 
+def _invoiced_in(params: dict[str, Any]) -> tuple[str, str, list[Any]]:
+    """An entity-wide invoicing question's legal entity, its window in words and the conditions
+    selecting the customer invoices posted there in that window."""
+    le, (start, end) = params["legal_entity"], window(params)
+    t = s.CustomerTransaction
+    in_window = (t.txn_date >= start, t.txn_date <= end)
+    invoiced = [t.legal_entity == le, t.posted.is_(True), t.txn_type.in_(AR_INVOICE_TYPES)]
+    return le, between(start, end), [*invoiced, *in_window]
+
+
+def _no_invoices(le: str, span: str) -> Answer:
+    return Answer(text=f"No invoices were posted in {le} {span}.", facts=[_none("invoices")])
+
+
 @template(
     choose=_choose_largest_invoice_entity,
     phrasings=(
@@ -103,23 +117,12 @@ def invoice_count_customer(ctx: OracleContext, p: Party, params: dict[str, Any])
     ),
 )
 def largest_invoice_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    le = params["legal_entity"]
-    start, end = window(params)
+    le, span, invoiced = _invoiced_in(params)
     t = s.CustomerTransaction
-    row = ctx.session.scalars(
-        select(t)
-        .where(
-            t.legal_entity == le,
-            t.posted.is_(True),
-            t.txn_type.in_(AR_INVOICE_TYPES),
-            t.txn_date >= start,
-            t.txn_date <= end,
-        )
-        .order_by(t.amount_acct.desc(), t.txn_date, t.voucher)
-    ).first()
-    span = between(start, end)
+    largest_first = (t.amount_acct.desc(), t.txn_date, t.voucher)
+    row = ctx.session.scalars(select(t).where(*invoiced).order_by(*largest_first)).first()
     if row is None:
-        return Answer(text=f"No invoices were posted in {le} {span}.", facts=[_none("invoices")])
+        return _no_invoices(le, span)
     name = _names(ctx, "customer", le, [row.customer_account])[row.customer_account]
     currency = ctx.currency(le)
     return Answer(
@@ -149,23 +152,12 @@ def largest_invoice_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer
     ),
 )
 def top_invoiced_customer_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
-    le = params["legal_entity"]
-    start, end = window(params)
+    le, span, invoiced = _invoiced_in(params)
     t = s.CustomerTransaction
-    rows = ctx.session.execute(
-        select(t.customer_account, func.sum(t.amount_acct), func.count())
-        .where(
-            t.legal_entity == le,
-            t.posted.is_(True),
-            t.txn_type.in_(AR_INVOICE_TYPES),
-            t.txn_date >= start,
-            t.txn_date <= end,
-        )
-        .group_by(t.customer_account)
-    ).all()
-    span = between(start, end)
+    per_customer = select(t.customer_account, func.sum(t.amount_acct), func.count())
+    rows = ctx.session.execute(per_customer.where(*invoiced).group_by(t.customer_account)).all()
     if not rows:
-        return Answer(text=f"No invoices were posted in {le} {span}.", facts=[_none("invoices")])
+        return _no_invoices(le, span)
     ranked = sorted(
         ((Decimal(total), account, n) for account, total, n in rows), key=lambda x: (-x[0], x[1])
     )

@@ -29,6 +29,15 @@ from synthetic_erp.scenarios._keys import ListKey, Total, ledger_answer
 template = registrar("Payment History", "AR")
 
 
+def _no_payments(ctx: OracleContext, p: Party) -> Answer:
+    return no_records(
+        f"{p.label} in {p.legal_entity} has made no payments as of {long_date(ctx.today)}.",
+        "payments",
+        [p.path],
+        counted=False,
+    )
+
+
 @template(
     party="customer",
     phrasings=(
@@ -39,12 +48,7 @@ template = registrar("Payment History", "AR")
 def largest_payment(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     rows = _by_amount_desc(_payments(ctx, p))
     if not rows:
-        return no_records(
-            f"{p.label} in {p.legal_entity} has made no payments as of {long_date(ctx.today)}.",
-            "payments",
-            [p.path],
-            counted=False,
-        )
+        return _no_payments(ctx, p)
     top = rows[0]
     return Answer(
         text=f"The largest payment by {p.label} in {p.legal_entity} as of {long_date(ctx.today)} "
@@ -71,12 +75,7 @@ def top_payments(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer
     n = params["n"]
     rows = _by_amount_desc(_payments(ctx, p))[:n]
     if not rows:
-        return no_records(
-            f"{p.label} in {p.legal_entity} has made no payments as of {long_date(ctx.today)}.",
-            "payments",
-            [p.path],
-            counted=False,
-        )
+        return _no_payments(ctx, p)
     lines = [_txn_line(row, p.currency) for row in rows]
     return Answer(
         text=f"The {len(rows)} largest payment(s) by {p.label} in {p.legal_entity} as of "
@@ -122,12 +121,7 @@ def payments_in_range(ctx: OracleContext, p: Party, params: dict[str, Any]) -> A
 def last_payment(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     rows = _payments(ctx, p)
     if not rows:
-        return no_records(
-            f"{p.label} in {p.legal_entity} has made no payments as of {long_date(ctx.today)}.",
-            "payments",
-            [p.path],
-            counted=False,
-        )
+        return _no_payments(ctx, p)
     last_day = max(row.txn_date for row in rows)
     last = [row for row in rows if row.txn_date == last_day]
     lines = [_txn_line(row, p.currency) for row in last]
