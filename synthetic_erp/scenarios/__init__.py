@@ -1,8 +1,10 @@
 """Obligation question kinds, one module per published scenario.
 
 Each scenario module declares its question kinds with ``@template(...)``: the phrasings, how the
-parameters are chosen and the answer key (a function over the ERP tables), side by side. Importing
-this package registers them all in :data:`TEMPLATES`.
+parameters are chosen and the answer key (a function over the ERP tables, whose name is the
+template's), side by side. Keys of a common shape declare their wording as data (``ListKey``,
+``Total``, ``Ranking`` in ``_keys.py``). Importing this package registers them all in
+:data:`TEMPLATES`.
 
 The keys query the ERP tables directly (plain SQLAlchemy over the SQLModel tables), independently
 of the MCP tools, so a tool bug shows up as an agent error instead of hiding in the key. The

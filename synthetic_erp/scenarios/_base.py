@@ -412,14 +412,6 @@ def _open_items(ctx: OracleContext, kind: str, *conditions) -> list:
     return list(ctx.session.scalars(query.order_by(t.legal_entity, t.voucher)))
 
 
-def open_customer_items(ctx: OracleContext, *conditions) -> list[s.CustomerTransaction]:
-    return _open_items(ctx, "customer", *conditions)
-
-
-def open_vendor_items(ctx: OracleContext, *conditions) -> list[s.VendorTransaction]:
-    return _open_items(ctx, "vendor", *conditions)
-
-
 def ledger_open_items(ctx: OracleContext, kind: str, le: str) -> list:
     """All open items of one legal entity's AR or AP ledger, loaded once per context.
 

@@ -71,9 +71,8 @@ def id_list(name: str, rows: Iterable[Any], attribute: str) -> ExpectedFact:
 
 def record_refs(set_name: str, rows: Sequence[Any], attribute: str) -> list[str]:
     """Record paths of the first LIST_LIMIT rows (each in its own legal entity)."""
-    return [record_path(set_name, row.legal_entity, getattr(row, attribute)) for row in rows][
-        :LIST_LIMIT
-    ]
+    shown = rows[:LIST_LIMIT]
+    return [record_path(set_name, row.legal_entity, getattr(row, attribute)) for row in shown]
 
 
 def txn_refs(kind: str, rows: Sequence[Any]) -> list[str]:
@@ -172,57 +171,6 @@ def ledger_answer(
     return key.answer(rows, lines, refs, party=p, currency=p.currency, **words)
 
 
-# --------------------------------------------------------------------------------------------------
-# Shared by Discounts and Dispute
-# --------------------------------------------------------------------------------------------------
-
-
-def _document_numbers(ctx: OracleContext, le: str, vouchers: list[str]) -> dict[str, str]:
-    t = s.CustomerTransaction
-    rows = ctx.session.execute(
-        select(t.voucher, t.document_number).where(t.legal_entity == le, t.voucher.in_(vouchers))
-    )
-    return {key: value for key, value in rows}
-
-
-def dispute_answer(ctx: OracleContext, p: Party, kind: str) -> Answer:
-    """The open disputes (``kind`` dispute) or deductions (``kind`` deduction) of a customer."""
-    d = s.CustomerDispute
-    rows = party_records(
-        ctx,
-        d,
-        p,
-        d.kind == kind,
-        d.status == "open",
-        d.opened_date <= ctx.today,
-        order_by=(d.opened_date, d.dispute_id),
-    )
-    plural = "disputes" if kind == "dispute" else "deductions"
-    key = ListKey(
-        plural,
-        none=f"{{who}} has no open {plural} as of {{today}}.",
-        found="{who} has {n} open {noun} totalling {total}",
-        total=Total(f"{plural}_total", "amount"),
-        ids=(plural, "dispute_id"),
-    )
-    currency = ctx.currency(p.legal_entity)
-    vouchers = _document_numbers(ctx, p.legal_entity, [r.voucher for r in rows])
-    lines = [
-        f"{r.dispute_id} on {vouchers.get(r.voucher, r.voucher)}: {r.reason}, "
-        f"{money(r.amount, currency)}, opened {long_date(r.opened_date)}"
-        for r in rows
-    ]
-    return key.answer(
-        rows,
-        lines,
-        record_refs("customer-disputes", rows, "dispute_id"),
-        party=p,
-        currency=currency,
-        today=long_date(ctx.today),
-        noun=plural if len(rows) != 1 else kind,
-    )
-
-
 def party_line(row: Any) -> str:
     """A party as a listing names it: "Name (account)"."""
     return f"{row.name} ({row.account})"
@@ -272,7 +220,9 @@ class Ranking:
     """The three largest amounts are facts named ``<fact_prefix>_<account>``."""
     line: str = "{name} ({account}) {amount}"
 
-    def answer(self, ctx: OracleContext, le: str, ranked: list[tuple[Decimal, str]], lead: str):
+    def answer(
+        self, ctx: OracleContext, le: str, ranked: list[tuple[Decimal, str]], lead: str
+    ) -> Answer:
         """The key listing ``ranked`` (amounts in accounting currency) after ``lead``."""
         names = _names(ctx, self.kind, le, [a for _, a in ranked])
         currency = ctx.currency(le)
@@ -286,3 +236,54 @@ class Ranking:
             refs=[record_path(f"{self.kind}s", le, a) for _, a in ranked],
             records=len(ranked),
         )
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared by Discounts and Dispute
+# --------------------------------------------------------------------------------------------------
+
+
+def _document_numbers(ctx: OracleContext, le: str, vouchers: list[str]) -> dict[str, str]:
+    t = s.CustomerTransaction
+    rows = ctx.session.execute(
+        select(t.voucher, t.document_number).where(t.legal_entity == le, t.voucher.in_(vouchers))
+    )
+    return {key: value for key, value in rows}
+
+
+def dispute_answer(ctx: OracleContext, p: Party, kind: str) -> Answer:
+    """The open disputes (``kind`` dispute) or deductions (``kind`` deduction) of a customer."""
+    d = s.CustomerDispute
+    rows = party_records(
+        ctx,
+        d,
+        p,
+        d.kind == kind,
+        d.status == "open",
+        d.opened_date <= ctx.today,
+        order_by=(d.opened_date, d.dispute_id),
+    )
+    plural = "disputes" if kind == "dispute" else "deductions"
+    key = ListKey(
+        plural,
+        none=f"{{who}} has no open {plural} as of {{today}}.",
+        found="{who} has {n} open {noun} totalling {total}",
+        total=Total(f"{plural}_total", "amount"),
+        ids=(plural, "dispute_id"),
+    )
+    currency = ctx.currency(p.legal_entity)
+    vouchers = _document_numbers(ctx, p.legal_entity, [r.voucher for r in rows])
+    lines = [
+        f"{r.dispute_id} on {vouchers.get(r.voucher, r.voucher)}: {r.reason}, "
+        f"{money(r.amount, currency)}, opened {long_date(r.opened_date)}"
+        for r in rows
+    ]
+    return key.answer(
+        rows,
+        lines,
+        record_refs("customer-disputes", rows, "dispute_id"),
+        party=p,
+        currency=currency,
+        today=long_date(ctx.today),
+        noun=plural if len(rows) != 1 else kind,
+    )
