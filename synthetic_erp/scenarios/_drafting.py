@@ -367,6 +367,33 @@ class Chooser:
     def entity_only(self) -> Draft:
         return self.le_draft({"legal_entity": self.view.pick_le(self.rng)})
 
+    def some_entity(self, all_share: float) -> str | None:
+        """A legal entity, or with probability ``all_share`` None (all of them)."""
+        return None if self.rng.random() < all_share else self.view.pick_le(self.rng)
+
+    def entity_or_all(self) -> Draft:
+        return self.le_draft({"legal_entity": self.some_entity(0.2)})
+
+    def days_ahead(self, choices: tuple[int, ...]) -> Draft:
+        """A legal entity and the next N days (N one of ``choices``), in words or by dates."""
+        days = self.rng.choice(choices)
+        return self.le_draft(
+            {"legal_entity": self.view.pick_le(self.rng), "days": days}, **self.horizon(days)
+        )
+
+    def days_threshold(self, choices: tuple[int, ...]) -> Draft:
+        """A legal entity and a number of days (one of ``choices``) the question names."""
+        days = self.rng.choice(choices)
+        return self.le_draft(
+            {"legal_entity": self.view.pick_le(self.rng), "days": days}, days=str(days)
+        )
+
+    def on_day(self, day: dt.date) -> Draft:
+        """A legal entity and one day ("today", "yesterday", ... or its date)."""
+        return self.le_draft(
+            {"legal_entity": self.view.pick_le(self.rng), "date": _iso(day)}, day=self.day(day)
+        )
+
     def le_draft(self, params: dict[str, Any], **words: str) -> Draft:
         return Draft("", params, {**self.base(params.get("legal_entity")), **words})
 

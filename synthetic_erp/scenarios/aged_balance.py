@@ -92,8 +92,7 @@ def _choose_top_past_due_group(c: Chooser) -> Draft:
 
 
 def _choose_past_due_total_entity(c: Chooser) -> Draft:
-    days = c.rng.choice((30, 60, 90, 180))
-    return c.le_draft({"legal_entity": c.view.pick_le(c.rng), "days": days}, days=str(days))
+    return c.days_threshold((30, 60, 90, 180))
 
 
 def _coming_due_extra(c: Chooser) -> tuple[dict[str, Any], dict[str, str]]:

@@ -67,7 +67,7 @@ POSTED_ON_DATE = ListKey(
 
 def _choose_invoices_by_status_entity(c: Chooser) -> Draft:
     status = c.rng.choice(("pending_approval", "unposted", "approved"))
-    le = None if c.rng.random() < 0.15 else c.view.pick_le(c.rng)
+    le = c.some_entity(0.15)
     label = {
         "pending_approval": "pending approval",
         "unposted": "unposted (in the invoice register)",
@@ -87,8 +87,7 @@ def _choose_ap_due_in_window(c: Chooser) -> Draft:
 
 
 def _choose_ap_posted_on_date(c: Chooser) -> Draft:
-    day = c.today - dt.timedelta(days=c.rng.randrange(0, 20))
-    return c.le_draft({"legal_entity": c.view.pick_le(c.rng), "date": _iso(day)}, day=c.day(day))
+    return c.on_day(c.today - dt.timedelta(days=c.rng.randrange(0, 20)))
 
 
 def _vendor_invoices(ctx: OracleContext, *conditions) -> list[s.VendorInvoice]:

@@ -32,7 +32,7 @@ from synthetic_erp.scenarios._base import (
     registrar,
     window,
 )
-from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
+from synthetic_erp.scenarios._drafting import Chooser, Draft
 from synthetic_erp.scenarios._keys import ListKey, Total, ledger_answer
 
 template = registrar("AP Payments", "AP")
@@ -46,13 +46,11 @@ def _choose_payment_accounts_methods(c: Chooser) -> Draft:
 
 
 def _choose_proposal_vendors_on_date(c: Chooser) -> Draft:
-    day = c.today - dt.timedelta(days=c.rng.choice((0, 0, 1, 3)))
-    return c.le_draft({"legal_entity": c.view.pick_le(c.rng), "date": _iso(day)}, day=c.day(day))
+    return c.on_day(c.today - dt.timedelta(days=c.rng.choice((0, 0, 1, 3))))
 
 
 def _choose_ap_obligation_next_days(c: Chooser) -> Draft:
-    days = c.rng.choice((7, 14, 30))
-    return c.le_draft({"legal_entity": c.view.pick_le(c.rng), "days": days}, **c.horizon(days))
+    return c.days_ahead((7, 14, 30))
 
 
 def _choose_payment_journal_total(c: Chooser) -> Draft:

@@ -50,8 +50,7 @@ def _discount_invoice(row: s.CustomerTransaction) -> bool:
 
 
 def _choose_discounts_expiring_entity(c: Chooser) -> Draft:
-    days = c.rng.choice((3, 5, 7, 10))
-    return c.le_draft({"legal_entity": c.view.pick_le(c.rng), "days": days}, **c.horizon(days))
+    return c.days_ahead((3, 5, 7, 10))
 
 
 @template(

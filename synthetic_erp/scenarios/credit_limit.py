@@ -47,11 +47,6 @@ ON_HOLD = ListKey(
 OVER_LIMIT = Ranking("customer", "excess", line="{name} ({account}) over by {amount}")
 
 
-def _choose_credit_hold_list(c: Chooser) -> Draft:
-    le = None if c.rng.random() < 0.2 else c.view.pick_le(c.rng)
-    return c.le_draft({"legal_entity": le})
-
-
 def _choose_over_limit_group_top(c: Chooser) -> Draft:
     le, n, group = c.view.pick_le(c.rng), c.rng.choice((3, 5, 10)), c.group()
     return c.le_draft({"legal_entity": le, "group_id": group, "n": n}, group_id=group, n=str(n))
@@ -126,7 +121,7 @@ def credit_utilization(ctx: OracleContext, p: Party, params: dict[str, Any]) -> 
 
 
 @template(
-    choose=_choose_credit_hold_list,
+    choose=Chooser.entity_or_all,
     phrasings=(
         "Who is blocked on credit hold {where} {asof}?",
         "List every customer {where} that we have put on credit hold {asof}.",

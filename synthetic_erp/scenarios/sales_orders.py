@@ -52,11 +52,6 @@ BY_RELEASE_STATUS = ListKey(
 )
 
 
-def _choose_do_not_process_orders(c: Chooser) -> Draft:
-    le = None if c.rng.random() < 0.2 else c.view.pick_le(c.rng)
-    return c.le_draft({"legal_entity": le})
-
-
 def _choose_orders_by_release_status(c: Chooser) -> Draft:
     # Released orders are delivered or invoiced, so open orders are open or partly released.
     status = c.rng.choice(("open", "partially_released"))
@@ -133,7 +128,7 @@ def order_count_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -
 
 
 @template(
-    choose=_choose_do_not_process_orders,
+    choose=Chooser.entity_or_all,
     phrasings=(
         "Are there any sales orders flagged do-not-process {where} {asof}?",
         "Which orders {where} carry the do-not-process flag {asof}?",

@@ -48,11 +48,6 @@ LONG_TERMS = ListKey(
 )
 
 
-def _choose_vendors_on_hold(c: Chooser) -> Draft:
-    le = None if c.rng.random() < 0.2 else c.view.pick_le(c.rng)
-    return c.le_draft({"legal_entity": le})
-
-
 def _choose_vendors_created_in_month(c: Chooser) -> Draft:
     year, month = c.today.year, c.today.month
     back = c.rng.randrange(0, 12)
@@ -68,8 +63,7 @@ def _choose_vendors_created_in_month(c: Chooser) -> Draft:
 
 
 def _choose_vendors_terms_longer_than(c: Chooser) -> Draft:
-    days = c.rng.choice((30, 45, 60))
-    return c.le_draft({"legal_entity": c.view.pick_le(c.rng), "days": days}, days=str(days))
+    return c.days_threshold((30, 45, 60))
 
 
 @template(
@@ -126,7 +120,7 @@ def vendor_cash_discount(ctx: OracleContext, p: Party, params: dict[str, Any]) -
 
 
 @template(
-    choose=_choose_vendors_on_hold,
+    choose=Chooser.entity_or_all,
     phrasings=(
         "List the vendors that are currently blocked for payment {where} {asof}.",
         "Which suppliers {where} have a payment hold on them {asof}?",
