@@ -47,24 +47,11 @@ from synthetic_erp.scenarios._keys import (
 template = registrar("Aged Balance", "AR")
 
 
-PAST_DUE = Ranking("customer", "past_due")
-
-
 def _due_line(row: s.CustomerTransaction, currency: str) -> str:
     return (
         f"{row.document_number} due {long_date(row.due_date)}, open "
         f"{money(row.open_amount_cur, currency)}"
     )
-
-
-COMING_DUE = ListKey(
-    "transactions_due",
-    none="No open transactions of {who} fall due between {window}.",
-    found="{n} open transaction(s) of {who} fall due between {window}, totalling {total}",
-    total=Total("total_due", "open_amount_cur"),
-    counted=False,
-    ids=("documents", "document_number"),
-)
 
 
 def _choose_balance_all_entities(c: Chooser) -> Draft:
@@ -159,6 +146,9 @@ def balance_all_entities(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     return Answer(text=text, facts=facts, refs=refs, records=len(found))
 
 
+PAST_DUE = Ranking("customer", "past_due")
+
+
 @template(
     choose=_choose_top_past_due_group,
     phrasings=(
@@ -244,6 +234,16 @@ def past_due_total_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         facts=[_amount("total_past_due", total), _count("invoices", len(items))],
         records=1,
     )
+
+
+COMING_DUE = ListKey(
+    "transactions_due",
+    none="No open transactions of {who} fall due between {window}.",
+    found="{n} open transaction(s) of {who} fall due between {window}, totalling {total}",
+    total=Total("total_due", "open_amount_cur"),
+    counted=False,
+    ids=("documents", "document_number"),
+)
 
 
 @template(

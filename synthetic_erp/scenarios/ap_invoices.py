@@ -39,32 +39,6 @@ from synthetic_erp.scenarios._keys import (
 template = registrar("AP Invoices", "AP")
 
 
-PENDING_APPROVAL = ListKey(
-    "invoices",
-    none="There are no vendor invoices pending approval for {who}.",
-    found="{n} invoice(s) from {who} are pending approval, {total} in total",
-    total=Total("total", "amount"),
-    ids=("invoices", "invoice_id"),
-)
-BY_STATUS = ListKey(
-    "invoices",
-    none="There are no {status} vendor invoices {where}.",
-    found="There are {n} {status} vendor invoice(s) {where} worth {worth}",
-)
-DUE_IN_WINDOW = ListKey(
-    "invoices",
-    none="No open vendor invoices in {le} fall due {window}.",
-    found="{n} open vendor invoice(s) in {le} fall due {window}, {total} in accounting currency",
-    total=Total("total_due", "open_amount_acct"),
-)
-POSTED_ON_DATE = ListKey(
-    "invoices",
-    none="No vendor invoices were posted in {le} on {day}.",
-    found="{n} vendor invoice(s) were posted in {le} on {day}, {total} in accounting currency",
-    total=Total("total", "amount_acct"),
-)
-
-
 def _choose_invoices_by_status_entity(c: Chooser) -> Draft:
     status = c.rng.choice(("pending_approval", "unposted", "approved"))
     le = c.some_entity(0.15)
@@ -107,6 +81,15 @@ def _vi_refs(rows: list[s.VendorInvoice]) -> list[str]:
     return record_refs("vendor-invoices", rows, "invoice_id")
 
 
+PENDING_APPROVAL = ListKey(
+    "invoices",
+    none="There are no vendor invoices pending approval for {who}.",
+    found="{n} invoice(s) from {who} are pending approval, {total} in total",
+    total=Total("total", "amount"),
+    ids=("invoices", "invoice_id"),
+)
+
+
 @template(
     party="vendor",
     phrasings=(
@@ -119,6 +102,13 @@ def pending_approval_vendor(ctx: OracleContext, p: Party, params: dict[str, Any]
     rows = _vendor_invoices(ctx, *party_conditions(vi, p), vi.status == "pending_approval")
     lines = [_vi_line(r) + (f", approver {r.approver}" if r.approver else "") for r in rows]
     return PENDING_APPROVAL.answer(rows, lines, _vi_refs(rows), party=p, currency=p.currency)
+
+
+BY_STATUS = ListKey(
+    "invoices",
+    none="There are no {status} vendor invoices {where}.",
+    found="There are {n} {status} vendor invoice(s) {where} worth {worth}",
+)
 
 
 @template(
@@ -145,6 +135,14 @@ def invoices_by_status_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
     )
 
 
+DUE_IN_WINDOW = ListKey(
+    "invoices",
+    none="No open vendor invoices in {le} fall due {window}.",
+    found="{n} open vendor invoice(s) in {le} fall due {window}, {total} in accounting currency",
+    total=Total("total_due", "open_amount_acct"),
+)
+
+
 @template(
     choose=_choose_ap_due_in_window,
     phrasings=(
@@ -168,6 +166,14 @@ def ap_due_in_window(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         le=le,
         window=between(start, end),
     )
+
+
+POSTED_ON_DATE = ListKey(
+    "invoices",
+    none="No vendor invoices were posted in {le} on {day}.",
+    found="{n} vendor invoice(s) were posted in {le} on {day}, {total} in accounting currency",
+    total=Total("total", "amount_acct"),
+)
 
 
 @template(

@@ -29,21 +29,6 @@ from synthetic_erp.scenarios._keys import ListKey, party_records, record_refs, t
 template = registrar("Cash Discounts", "AR")
 
 
-EXPIRING = ListKey(
-    "invoices",
-    none="No open customer invoices in {le} have a cash discount expiring {window}.",
-    found="{n} open customer invoice(s) in {le} have a cash discount expiring {window}",
-    ids=("invoices", "document_number"),
-)
-STILL_AVAILABLE = ListKey(
-    "invoices",
-    none="None of the open invoices of {who} has a cash discount still available as of {today}.",
-    found="{n} open invoice(s) of {who} still carry an available cash discount",
-    counted=False,
-    ids=("invoices", "document_number"),
-)
-
-
 def _discount_invoice(row: s.CustomerTransaction) -> bool:
     """An open customer invoice that carries a cash discount date."""
     return is_open_invoice(row) and row.cash_discount_date is not None
@@ -51,6 +36,14 @@ def _discount_invoice(row: s.CustomerTransaction) -> bool:
 
 def _choose_discounts_expiring_entity(c: Chooser) -> Draft:
     return c.days_ahead((3, 5, 7, 10))
+
+
+EXPIRING = ListKey(
+    "invoices",
+    none="No open customer invoices in {le} have a cash discount expiring {window}.",
+    found="{n} open customer invoice(s) in {le} have a cash discount expiring {window}",
+    ids=("invoices", "document_number"),
+)
 
 
 @template(
@@ -112,6 +105,15 @@ def discounts_taken_customer(ctx: OracleContext, p: Party, params: dict[str, Any
         refs=[p.path, *record_refs("customer-settlements", rows, "settlement_id")],
         records=1,
     )
+
+
+STILL_AVAILABLE = ListKey(
+    "invoices",
+    none="None of the open invoices of {who} has a cash discount still available as of {today}.",
+    found="{n} open invoice(s) of {who} still carry an available cash discount",
+    counted=False,
+    ids=("invoices", "document_number"),
+)
 
 
 @template(

@@ -26,14 +26,6 @@ from synthetic_erp.scenarios._keys import ListKey, party_records, record_refs
 template = registrar("Collections", "AR")
 
 
-LETTERS = ListKey(
-    "collection_letters",
-    none="No collection letters have been sent to {who} as of {today}.",
-    found="{n} collection letter(s) have been sent to {who}",
-    ids=("letters", "letter_id"),
-)
-
-
 def _letters(ctx: OracleContext, p: Party) -> list[s.CollectionLetter]:
     c = s.CollectionLetter
     return party_records(ctx, c, p, c.sent_date <= ctx.today, order_by=(c.sent_date, c.letter_id))
@@ -75,6 +67,14 @@ def last_letter_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -
         refs=[p.path, record_path("collection-letters", p.legal_entity, last.letter_id)],
         records=1,
     )
+
+
+LETTERS = ListKey(
+    "collection_letters",
+    none="No collection letters have been sent to {who} as of {today}.",
+    found="{n} collection letter(s) have been sent to {who}",
+    ids=("letters", "letter_id"),
+)
 
 
 @template(

@@ -32,33 +32,6 @@ from synthetic_erp.scenarios._keys import (
 template = registrar("Collections Tasks", "AR")
 
 
-OPEN_ACTIVITIES = ListKey(
-    "open_activities",
-    none="{who} has no open collections activities as of {today}.",
-    found="{who} has {n} open collections {activities}",
-    none_noun="activities",
-    ids=("activities", "activity_id"),
-)
-OPEN_CASES = ListKey(
-    "open_cases",
-    none="{who} has no open collections cases.",
-    found="{who} has {n} open collections case(s)",
-    none_noun="cases",
-    ids=("cases", "case_id"),
-)
-WORKLIST = ListKey(
-    "activities",
-    none="Collections agent {agent} has no open activities due on {day} in {le}.",
-    found="Collections agent {agent} has {n} open {activities} due on {day} in {le}, for "
-    "{customers} customer(s)",
-)
-TASKS_DUE = ListKey(
-    "tasks",
-    none="No open collections tasks in {le} are due {window}.",
-    found="{n} open collections task(s) in {le} are due {window}",
-)
-
-
 def _choose_agent_worklist(c: Chooser) -> Draft:
     le = c.view.pick_le(c.rng)
     agent = c.rng.choice(c.view.agents[le] or ["CA001"])
@@ -97,6 +70,15 @@ def _activity_refs(rows: list[s.CollectionActivity]) -> list[str]:
     return record_refs("collection-activities", rows, "activity_id")
 
 
+OPEN_ACTIVITIES = ListKey(
+    "open_activities",
+    none="{who} has no open collections activities as of {today}.",
+    found="{who} has {n} open collections {activities}",
+    none_noun="activities",
+    ids=("activities", "activity_id"),
+)
+
+
 @template(
     party="customer",
     phrasings=(
@@ -118,6 +100,15 @@ def open_activities_customer(ctx: OracleContext, p: Party, params: dict[str, Any
     )
 
 
+OPEN_CASES = ListKey(
+    "open_cases",
+    none="{who} has no open collections cases.",
+    found="{who} has {n} open collections case(s)",
+    none_noun="cases",
+    ids=("cases", "case_id"),
+)
+
+
 @template(
     party="customer",
     phrasings=(
@@ -136,6 +127,14 @@ def open_cases_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) ->
     ]
     refs = record_refs("collection-cases", rows, "case_id")
     return OPEN_CASES.answer(rows, lines, refs, party=p)
+
+
+WORKLIST = ListKey(
+    "activities",
+    none="Collections agent {agent} has no open activities due on {day} in {le}.",
+    found="Collections agent {agent} has {n} open {activities} due on {day} in {le}, for "
+    "{customers} customer(s)",
+)
 
 
 @template(
@@ -167,6 +166,13 @@ def agent_worklist(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         activities=_activities(len(rows)),
         customers=len(customers),
     )
+
+
+TASKS_DUE = ListKey(
+    "tasks",
+    none="No open collections tasks in {le} are due {window}.",
+    found="{n} open collections task(s) in {le} are due {window}",
+)
 
 
 @template(

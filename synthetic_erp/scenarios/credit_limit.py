@@ -36,17 +36,6 @@ from synthetic_erp.scenarios._keys import (
 template = registrar("Credit Limit", "AR")
 
 
-ON_HOLD = ListKey(
-    "customers_on_hold",
-    none="No customers are on credit hold {where}.",
-    found="{n} customer(s) are on credit hold {where} as of {today}",
-    counted=False,
-    none_noun="customers",
-    ids=("customers", "account"),
-)
-OVER_LIMIT = Ranking("customer", "excess", line="{name} ({account}) over by {amount}")
-
-
 def _choose_over_limit_group_top(c: Chooser) -> Draft:
     le, n, group = c.view.pick_le(c.rng), c.rng.choice((3, 5, 10)), c.group()
     return c.le_draft({"legal_entity": le, "group_id": group, "n": n}, group_id=group, n=str(n))
@@ -120,6 +109,16 @@ def credit_utilization(ctx: OracleContext, p: Party, params: dict[str, Any]) -> 
     )
 
 
+ON_HOLD = ListKey(
+    "customers_on_hold",
+    none="No customers are on credit hold {where}.",
+    found="{n} customer(s) are on credit hold {where} as of {today}",
+    counted=False,
+    none_noun="customers",
+    ids=("customers", "account"),
+)
+
+
 @template(
     choose=Chooser.entity_or_all,
     phrasings=(
@@ -135,6 +134,9 @@ def credit_hold_list(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 def _held_line(row: s.Customer) -> str:
     return f"{row.name} ({row.account}, {row.legal_entity})"
+
+
+OVER_LIMIT = Ranking("customer", "excess", line="{name} ({account}) over by {amount}")
 
 
 @template(

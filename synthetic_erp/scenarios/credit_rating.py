@@ -21,13 +21,6 @@ from synthetic_erp.scenarios._keys import (
 template = registrar("Credit Rating", "AR")
 
 
-RATED = ListKey(
-    "customers",
-    none="No customer in group {group} in {le} has the credit rating {rating}.",
-    found="{n} customer(s) in group {group} in {le} are rated {rating}",
-)
-
-
 def _choose_rating_count_group(c: Chooser) -> Draft:
     le, group = c.view.pick_le(c.rng), c.group()
     rating = c.rng.choice(("Excellent", "Good", "Fair", "Poor"))
@@ -51,6 +44,13 @@ def credit_rating(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answe
         refs=[p.path],
         records=1,
     )
+
+
+RATED = ListKey(
+    "customers",
+    none="No customer in group {group} in {le} has the credit rating {rating}.",
+    found="{n} customer(s) in group {group} in {le} are rated {rating}",
+)
 
 
 @template(

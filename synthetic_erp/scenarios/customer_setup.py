@@ -23,18 +23,6 @@ from synthetic_erp.scenarios._keys import (
 template = registrar("Customer Setup", "AR")
 
 
-IN_GROUP = ListKey(
-    "customers",
-    none="No customers are in customer group {group} in {le}.",
-    found="{n} customer(s) are in customer group {group} in {le}; by account",
-)
-BY_CURRENCY = ListKey(
-    "customers",
-    none="No customers in {le} use {billed_in} as their currency.",
-    found="{n} customer(s) in {le} use {billed_in}",
-)
-
-
 def _choose_customers_in_group(c: Chooser) -> Draft:
     le, group = c.view.pick_le(c.rng), c.group()
     return c.le_draft({"legal_entity": le, "group_id": group}, group_id=group)
@@ -79,6 +67,13 @@ def contact_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> An
     )
 
 
+IN_GROUP = ListKey(
+    "customers",
+    none="No customers are in customer group {group} in {le}.",
+    found="{n} customer(s) are in customer group {group} in {le}; by account",
+)
+
+
 @template(
     choose=_choose_customers_in_group,
     phrasings=(
@@ -90,6 +85,13 @@ def customers_in_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     le, group = params["legal_entity"], params["group_id"]
     in_group = s.Customer.group_id == group
     return party_list(ctx, IN_GROUP, "customer", le, in_group, group=group)
+
+
+BY_CURRENCY = ListKey(
+    "customers",
+    none="No customers in {le} use {billed_in} as their currency.",
+    found="{n} customer(s) in {le} use {billed_in}",
+)
 
 
 @template(

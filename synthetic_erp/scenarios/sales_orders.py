@@ -33,25 +33,6 @@ from synthetic_erp.scenarios._keys import ListKey, record_refs
 template = registrar("Sales Orders", "AR")
 
 
-OPEN_ORDERS = ListKey(
-    "open_orders",
-    none="{who} has no open sales orders as of {today}.",
-    found="{who} has {n} open sales order(s)",
-    ids=("orders", "sales_id"),
-)
-DO_NOT_PROCESS = ListKey(
-    "orders",
-    none="No sales orders are marked 'Do not process' {where}.",
-    found="{n} sales order(s) are marked 'Do not process' {where}",
-    ids=("orders", "sales_id"),
-)
-BY_RELEASE_STATUS = ListKey(
-    "orders",
-    none="No open sales orders in {le} have release status '{status}'.",
-    found="{n} open sales order(s) in {le} have release status '{status}'",
-)
-
-
 def _choose_orders_by_release_status(c: Chooser) -> Draft:
     # Released orders are delivered or invoiced, so open orders are open or partly released.
     status = c.rng.choice(("open", "partially_released"))
@@ -84,6 +65,14 @@ def _status_split(orders: list[s.SalesOrder]) -> tuple[dict[str, int], str]:
     """Orders per status (in status order) and that split in words ("2 delivered, 1 open")."""
     by_status = dict(sorted(Counter(order.status for order in orders).items()))
     return by_status, ", ".join(f"{count} {status}" for status, count in by_status.items())
+
+
+OPEN_ORDERS = ListKey(
+    "open_orders",
+    none="{who} has no open sales orders as of {today}.",
+    found="{who} has {n} open sales order(s)",
+    ids=("orders", "sales_id"),
+)
 
 
 @template(
@@ -125,6 +114,14 @@ def order_count_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -
         refs=[p.path],
         records=len(by_status),
     )
+
+
+DO_NOT_PROCESS = ListKey(
+    "orders",
+    none="No sales orders are marked 'Do not process' {where}.",
+    found="{n} sales order(s) are marked 'Do not process' {where}",
+    ids=("orders", "sales_id"),
+)
 
 
 @template(
@@ -233,6 +230,13 @@ def return_orders_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         refs=_order_refs(rows),
         records=len(rows),
     )
+
+
+BY_RELEASE_STATUS = ListKey(
+    "orders",
+    none="No open sales orders in {le} have release status '{status}'.",
+    found="{n} open sales order(s) in {le} have release status '{status}'",
+)
 
 
 @template(

@@ -37,9 +37,6 @@ from synthetic_erp.scenarios._keys import Ranking, top_totals
 template = registrar("Vendor Balance", "AP")
 
 
-DUE_NEXT_MONTH = Ranking("vendor", "due")
-
-
 def _no_open_balances(le: str) -> Answer:
     return Answer(text=f"There are no open AP balances in {le}.", facts=[_none("balances")])
 
@@ -194,6 +191,9 @@ def ap_overdue_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         facts=[_amount("total_overdue", total), _count("overdue_invoices", len(rows))],
         records=1,
     )
+
+
+DUE_NEXT_MONTH = Ranking("vendor", "due")
 
 
 @template(

@@ -28,26 +28,6 @@ from synthetic_erp.scenarios._keys import ListKey, party_list
 template = registrar("Vendors", "AP")
 
 
-ON_HOLD = ListKey(
-    "vendors_on_hold",
-    none="No vendors are on payment hold {where}.",
-    found="{n} vendor(s) are on payment hold {where} as of {today}",
-    counted=False,
-    none_noun="vendors",
-    ids=("vendors", "account"),
-)
-CREATED_IN_MONTH = ListKey(
-    "vendors",
-    none="No vendors were created in {le} in {month}.",
-    found="{n} vendor(s) were created in {le} in {month}",
-)
-LONG_TERMS = ListKey(
-    "vendors",
-    none="No vendors in {le} have payment terms longer than {days} days net.",
-    found="{n} vendor(s) in {le} have payment terms longer than {days} days net",
-)
-
-
 def _choose_vendors_created_in_month(c: Chooser) -> Draft:
     year, month = c.today.year, c.today.month
     back = c.rng.randrange(0, 12)
@@ -119,6 +99,16 @@ def vendor_cash_discount(ctx: OracleContext, p: Party, params: dict[str, Any]) -
     )
 
 
+ON_HOLD = ListKey(
+    "vendors_on_hold",
+    none="No vendors are on payment hold {where}.",
+    found="{n} vendor(s) are on payment hold {where} as of {today}",
+    counted=False,
+    none_noun="vendors",
+    ids=("vendors", "account"),
+)
+
+
 @template(
     choose=Chooser.entity_or_all,
     phrasings=(
@@ -134,6 +124,13 @@ def vendors_on_hold(ctx: OracleContext, params: dict[str, Any]) -> Answer:
 
 def _held_line(row: s.Vendor) -> str:
     return f"{row.name} ({row.account}, {row.legal_entity}): {row.hold_reason or 'no reason'}"
+
+
+CREATED_IN_MONTH = ListKey(
+    "vendors",
+    none="No vendors were created in {le} in {month}.",
+    found="{n} vendor(s) were created in {le} in {month}",
+)
 
 
 @template(
@@ -159,6 +156,13 @@ def vendors_created_in_month(ctx: OracleContext, params: dict[str, Any]) -> Answ
         order_by=(v.created_date, v.account),
         month=f"{start:%B} {start.year}",
     )
+
+
+LONG_TERMS = ListKey(
+    "vendors",
+    none="No vendors in {le} have payment terms longer than {days} days net.",
+    found="{n} vendor(s) in {le} have payment terms longer than {days} days net",
+)
 
 
 @template(
