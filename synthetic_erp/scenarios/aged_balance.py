@@ -36,13 +36,7 @@ from synthetic_erp.scenarios._base import (
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, fake_party_name
-from synthetic_erp.scenarios._keys import (
-    ListKey,
-    Ranking,
-    Total,
-    ledger_answer,
-    top_totals,
-)
+from synthetic_erp.scenarios._keys import ListKey, Ranking, Total, ledger_answer, top_totals
 
 template = registrar("Aged Balance", "AR")
 

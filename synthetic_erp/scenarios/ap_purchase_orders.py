@@ -5,14 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from synthetic_erp import _schema as s
-from synthetic_erp.scenarios._base import (
-    Answer,
-    OracleContext,
-    Party,
-    long_date,
-    money,
-    registrar,
-)
+from synthetic_erp.scenarios._base import Answer, OracleContext, Party, long_date, money, registrar
 from synthetic_erp.scenarios._keys import ListKey, party_records, record_refs
 
 template = registrar("AP Purchase Orders", "AP")

@@ -22,12 +22,7 @@ from synthetic_erp.scenarios._base import (
     window,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft, _iso
-from synthetic_erp.scenarios._keys import (
-    ListKey,
-    entity_records,
-    party_records,
-    record_refs,
-)
+from synthetic_erp.scenarios._keys import ListKey, entity_records, party_records, record_refs
 
 template = registrar("Collections Tasks", "AR")
 

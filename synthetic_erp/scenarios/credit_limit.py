@@ -26,12 +26,7 @@ from synthetic_erp.scenarios._base import (
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
-from synthetic_erp.scenarios._keys import (
-    ListKey,
-    Ranking,
-    party_list,
-    top_totals,
-)
+from synthetic_erp.scenarios._keys import ListKey, Ranking, party_list, top_totals
 
 template = registrar("Credit Limit", "AR")
 

@@ -5,18 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from synthetic_erp import _schema as s
-from synthetic_erp.scenarios._base import (
-    Answer,
-    OracleContext,
-    Party,
-    _fact,
-    registrar,
-)
+from synthetic_erp.scenarios._base import Answer, OracleContext, Party, _fact, registrar
 from synthetic_erp.scenarios._drafting import Chooser, Draft
-from synthetic_erp.scenarios._keys import (
-    ListKey,
-    party_list,
-)
+from synthetic_erp.scenarios._keys import ListKey, party_list
 
 template = registrar("Credit Rating", "AR")
 

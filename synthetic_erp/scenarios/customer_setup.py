@@ -15,10 +15,7 @@ from synthetic_erp.scenarios._base import (
     registrar,
 )
 from synthetic_erp.scenarios._drafting import Chooser, Draft
-from synthetic_erp.scenarios._keys import (
-    ListKey,
-    party_list,
-)
+from synthetic_erp.scenarios._keys import ListKey, party_list
 
 template = registrar("Customer Setup", "AR")
 

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from synthetic_erp.scenarios._base import (
-    Answer,
-    OracleContext,
-    Party,
-    registrar,
-)
+from synthetic_erp.scenarios._base import Answer, OracleContext, Party, registrar
 from synthetic_erp.scenarios._keys import dispute_answer
 
 template = registrar("Discounts", "AR")
