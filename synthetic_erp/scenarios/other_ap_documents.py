@@ -13,13 +13,14 @@ from synthetic_erp.scenarios._base import (
     Party,
     _amount,
     _count,
-    _d,
     _none,
     _sum,
+    between,
     long_date,
     money,
     party_txns,
     registrar,
+    window,
 )
 from synthetic_erp.scenarios._drafting import Chooser
 from synthetic_erp.scenarios._keys import ListKey, Total, ledger_answer
@@ -43,14 +44,12 @@ NOTES = {"credit_note": _notes_list("credit"), "debit_note": _notes_list("debit"
 def _vendor_doc_answer(
     ctx: OracleContext, p: Party, params: dict[str, Any], txn_type: str
 ) -> Answer:
-    window = {}
-    if params.get("start"):
-        window = {"start": _d(params["start"]), "end": _d(params["end"])}
-    rows = party_txns(ctx, p, s.VendorTransaction.txn_type == txn_type, **window)
-    words = (
-        f" between {long_date(window['start'])} and {long_date(window['end'])}" if window else ""
-    )
-    return ledger_answer(NOTES[txn_type], p, rows, window=words)
+    of_type = s.VendorTransaction.txn_type == txn_type
+    if not params.get("start"):
+        return ledger_answer(NOTES[txn_type], p, party_txns(ctx, p, of_type), window="")
+    start, end = window(params)
+    rows = party_txns(ctx, p, of_type, start=start, end=end)
+    return ledger_answer(NOTES[txn_type], p, rows, window=f" {between(start, end)}")
 
 
 def _vendors_with(ctx: OracleContext, txn_type: str) -> list[tuple[str, str]]:
