@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup lint
+.PHONY: demo test test-slow setup lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,13 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/ledgerbench
 
+# Three workers on two cores: many tests wait on servers and subprocesses, so a third keeps both busy.
 test: setup
-	$(BIN)/python -m pytest -q -rs
+	$(BIN)/python -m pytest -q -rs -n 3 --dist worksteal
+
+# The slow tier (a real Ray cluster, a Chromium session, the whole demo twice): CI runs it after `make test`.
+test-slow: setup
+	$(BIN)/python -m pytest -q -rs -n 2 --dist worksteal --runslow -m slow
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 from fastmcp.exceptions import NotFoundError, ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
+from fastmcp.utilities.json_schema import dereference_refs
 from pydantic import Field, field_validator
 
 from erp_mcp._records import StrictModel
@@ -62,6 +63,31 @@ def _tool_name(context: MiddlewareContext) -> str | None:
 
 def _arguments(context: MiddlewareContext) -> dict[str, Any]:
     return getattr(context.message, "arguments", None) or {}
+
+
+class InlinedSchemas(Middleware):
+    """Tool schemas with every ``$ref`` inlined (some clients cannot follow them), computed once
+    per tool instead of on every ``tools/list``: every agent session lists the tools, and inlining
+    all of them each time was the largest cost of opening a session."""
+
+    def __init__(self) -> None:
+        self._inlined: dict[tuple[str, int], tuple[Any, Any]] = {}
+
+    async def on_list_tools(self, context: MiddlewareContext, call_next):
+        return [self._inline(tool) for tool in await call_next(context)]
+
+    def _inline(self, tool: Any) -> Any:
+        key = (tool.name, id(tool))
+        cached = self._inlined.get(key)
+        if cached is None or cached[0] is not tool:
+            updates = {
+                field: dereference_refs(schema)
+                for field in ("parameters", "output_schema")
+                if (schema := getattr(tool, field)) and "$ref" in json.dumps(schema)
+            }
+            cached = (tool, tool.model_copy(update=updates) if updates else tool)
+            self._inlined[key] = cached
+        return cached[1]
 
 
 class ArgumentGate(Middleware):

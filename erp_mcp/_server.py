@@ -13,7 +13,13 @@ from fastmcp import FastMCP
 from fastmcp.server.lifespan import lifespan
 from mcp.types import ToolAnnotations
 
-from erp_mcp._middleware import ArgumentGate, AuditMiddleware, FaultConfig, FaultMiddleware
+from erp_mcp._middleware import (
+    ArgumentGate,
+    AuditMiddleware,
+    FaultConfig,
+    FaultMiddleware,
+    InlinedSchemas,
+)
 from erp_mcp._pages import make_page_endpoint
 from erp_mcp._resources import register_resources
 from erp_mcp._runtime import RuntimeHolder
@@ -107,7 +113,7 @@ def build_server(
             holder.close()
 
     by_name = {tool.name: tool for tool in tools}
-    middleware = []
+    middleware: list = [InlinedSchemas()]
     if audit_log is not None:
         middleware.append(AuditMiddleware(audit_log))
     middleware.append(ArgumentGate(by_name))
@@ -124,6 +130,7 @@ def build_server(
         version=server_version(),
         lifespan=erp_lifespan,
         mask_error_details=True,
+        dereference_schemas=False,  # InlinedSchemas does it once per tool
         middleware=middleware,
         auth=auth,
     )

@@ -7,7 +7,9 @@ and timing, so a harness cannot forget to record a call and a timeout keeps ever
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +47,22 @@ def _result_text(result: Any) -> str:
     return "\n".join(parts)
 
 
+@functools.cache
+def shared_tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process: building one loads the CA bundle (tens of ms of
+    CPU), and without it every agent session's HTTP client would build its own."""
+    return ssl.create_default_context()
+
+
+def http_transport(endpoint: ErpEndpoint) -> Any:
+    """A streamable-HTTP transport to ``endpoint`` that reuses the process's TLS context."""
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    return StreamableHttpTransport(
+        endpoint.url, headers=endpoint.headers(), verify=shared_tls_context()
+    )
+
+
 class ErpClient:
     """``async with ErpClient(endpoint) as erp: await erp.call(name, args, draft)``."""
 
@@ -72,9 +90,7 @@ class ErpClient:
             command, *args = self._endpoint.stdio_command or ()
             env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
             return StdioTransport(command=command, args=list(args), env=env, keep_alive=False)
-        from fastmcp.client.transports import StreamableHttpTransport
-
-        return StreamableHttpTransport(self._endpoint.url, headers=self._endpoint.headers())
+        return http_transport(self._endpoint)
 
     async def __aenter__(self) -> ErpClient:
         from fastmcp import Client

@@ -85,9 +85,10 @@ async def serve_erp(
 async def fetch_erp_info(endpoint: ErpEndpoint, timeout: float = 30.0) -> dict[str, Any]:
     """The ``erp_info`` tool's result (today, legal entities, snapshot hash, ...)."""
     from fastmcp import Client
-    from fastmcp.client.transports import StreamableHttpTransport
 
-    transport = StreamableHttpTransport(endpoint.url, headers=endpoint.headers())
+    from harnesses._erp_client import http_transport
+
+    transport = http_transport(endpoint)
     try:
         async with asyncio.timeout(timeout), Client(transport) as client:
             result = await client.call_tool_mcp("erp_info", {})

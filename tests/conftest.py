@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import subprocess
@@ -63,14 +64,25 @@ def reference_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def erp_db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A default-scale ERP (1,000 customers and vendors, seed 42) in a SQLite file, built once."""
+def erp_db_url(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> str:  # xdist's fixture
+    """A default-scale ERP (1,000 customers and vendors, seed 42) in a SQLite file, built once per
+    test run: under pytest-xdist the first worker builds it and the others wait for it."""
     from synthetic_erp import generate_erp
 
-    path = tmp_path_factory.mktemp("erp") / "erp.db"
-    url = f"sqlite:///{path}"
-    generate_erp(url, seed=TEST_SEED)
-    return url
+    if worker_id == "master":
+        folder = tmp_path_factory.mktemp("erp")
+    else:  # the xdist workers' base temp folders share this parent
+        folder = tmp_path_factory.getbasetemp().parent / "shared-erp"
+        folder.mkdir(exist_ok=True)
+    path = folder / "erp.db"
+    with (folder / "erp.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            building = folder / "erp.db.building"
+            building.unlink(missing_ok=True)
+            generate_erp(f"sqlite:///{building}", seed=TEST_SEED)
+            building.rename(path)
+    return f"sqlite:///{path}"
 
 
 @dataclass(frozen=True)

@@ -278,6 +278,7 @@ def fill_and_save_in_browser(page: Path, grades: dict[str, str], downloads: Path
 
 
 @pytest.mark.browser
+@pytest.mark.slow  # a real Chromium session fills the packet form
 @pytest.mark.skipif(_chromium() is None, reason="chromium not installed: apt-get install chromium")
 def test_round_trip_browser_import_compare(packet, tmp_path) -> None:
     runs, out = packet

@@ -12,6 +12,7 @@ from ledgerbench.pipeline import DEMO_FAULT_RATE, DEMO_FAULT_SEED, AgentSpec, Sp
 SMALL = ["--customers", "150", "--vendors", "150", "--questions", "25", "--concurrency", "4"]
 
 
+@pytest.mark.slow  # the whole demo, twice (about a minute): `make demo` runs it too
 @pytest.mark.timeout(600)
 def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None:
     workspace = tmp_path / "ws"

@@ -46,6 +46,8 @@ from tests.test_runner_plugins import numbered_dataset, snapshot_of, write_datas
 from tests.test_runner_plugins import question as runner_question
 
 pytestmark = pytest.mark.timeout(300)
+RAY_CLUSTER = pytest.mark.slow
+"""Tests that start a real local Ray cluster (about 10 s of CPU each on 2 cores): the slow tier."""
 PLUGINS = "tests.test_runner_plugins"
 
 
@@ -144,6 +146,7 @@ def _judge_run(tmp_path):
     return write_run(tmp_path / "run", questions, trajectories)
 
 
+@RAY_CLUSTER
 def test_judge_on_ray_matches_local_and_shares_one_cache(ray_driver, tmp_path, capsys) -> None:
     run_dir = _judge_run(tmp_path)
     os.environ.setdefault(TEST_JUDGE_KEY_ENV, "fake-judge-key")
@@ -180,6 +183,7 @@ def test_judge_on_ray_matches_local_and_shares_one_cache(ray_driver, tmp_path, c
     capsys.readouterr()
 
 
+@RAY_CLUSTER
 def test_rules_judge_on_ray_resolves_links_in_the_shipped_erp(
     ray_driver, erp_db_url: str, tmp_path, capsys
 ) -> None:
@@ -248,6 +252,7 @@ def _key_fields(path: Path) -> dict[tuple[str, int], tuple]:
     }
 
 
+@RAY_CLUSTER
 def test_scripted_on_ray_writes_the_same_records_as_local(
     ray_driver, erp_server, tmp_path: Path
 ) -> None:
@@ -290,6 +295,7 @@ def test_scripted_on_ray_writes_the_same_records_as_local(
     assert shipped and file_sha256(shipped[0]) == file_sha256(sqlite_path(erp_db_url))
 
 
+@RAY_CLUSTER
 def test_killed_worker_is_an_infrastructure_failure_and_reruns(
     ray_driver, erp_server, tmp_path: Path
 ) -> None:
@@ -359,6 +365,7 @@ def _wait_for(condition, process: subprocess.Popen, timeout: float, what: str) -
         time.sleep(0.1)
 
 
+@RAY_CLUSTER
 def test_resume_after_the_driver_is_killed(ray_driver, erp_server, tmp_path: Path) -> None:
     dataset = numbered_dataset(tmp_path / "ds.yaml", 8, snapshot_of(erp_server.db_url))
     out = tmp_path / "run"
@@ -405,6 +412,7 @@ def test_resume_after_the_driver_is_killed(ray_driver, erp_server, tmp_path: Pat
     assert manifest.resume_count == 1 and not manifest.interrupted
 
 
+@RAY_CLUSTER
 def test_ctrl_c_cancels_the_remote_tasks_and_leaves_no_process(
     ray_driver, erp_server, tmp_path: Path
 ) -> None:
