@@ -6,87 +6,90 @@ from collections import defaultdict
 from typing import Any
 
 from harnesses.scripted._base import (
-    AP_HEADERS,
+    OPEN_AP,
     Context,
-    _ap_rows,
-    _due_window,
-    _open_ap,
+    Table,
+    as_date,
+    as_link,
+    as_money,
+    as_words,
     doc_link,
-    listing,
+    due_window,
+    field,
+    links,
     long_date,
     money,
+    open_ap,
     plural,
+    total,
+    verb,
     when,
     where,
-    with_table,
 )
+
+__all__ = [
+    "ap_due_in_window",
+    "ap_posted_on_date",
+    "invoices_by_status_entity",
+    "latest_invoice_match_vendor",
+    "pending_approval_vendor",
+]
 
 
 async def ap_due_in_window(ctx: Context) -> str:
-    start, end = await _due_window(ctx)
-    items = await _open_ap(ctx, due_from=start, due_to=end)
+    start, end = due_window(ctx)
+    items = await open_ap(ctx, due_from=start, due_to=end)
     span = f"between {long_date(start)} and {long_date(end)}"
     acct = ctx.accounting_currency(ctx.legal_entity)
     if not items:
         return f"There are no open vendor invoices falling due {span} {where(ctx)}."
-    total = sum(float(i.get("open_amount_acct") or 0) for i in items)
     head = (
         f"**{plural(len(items), 'open vendor invoice')}** fall due {span} {where(ctx)}, "
-        f"**{money(total, acct)}** in total (accounting currency)."
+        f"**{money(total(items, 'open_amount_acct'), acct)}** in total (accounting currency)."
     )
-    return with_table(head, AP_HEADERS, _ap_rows(items))
+    return OPEN_AP.answer(head, items)
+
+
+POSTED = Table(
+    {
+        "Invoice": as_link("document_number"),
+        "Vendor": field("vendor_account", None),
+        "Amount": as_money("amount_cur", "currency"),
+    }
+)
 
 
 async def ap_posted_on_date(ctx: Context) -> str:
     day = ctx.question.single_date or ctx.question.as_of or ctx.today
-    items, _ = await ctx.all_items(
-        "list_vendor_transactions",
-        legal_entity=ctx.legal_entity,
-        txn_type=["invoice"],
-        date_from=day,
-        date_to=day,
+    items = await ctx.entity_items(
+        "list_vendor_transactions", txn_type=["invoice"], date_from=day, date_to=day
     )
     acct = ctx.accounting_currency(ctx.legal_entity)
     if not items:
         return f"No vendor invoices were posted on {long_date(day)} {where(ctx)}."
-    total = sum(float(i.get("amount_acct") or 0) for i in items)
     head = (
-        f"**{plural(len(items), 'vendor invoice')}** {'was' if len(items) == 1 else 'were'} posted "
-        f"on {long_date(day)} {where(ctx)}, totalling **{money(total, acct)}** (accounting "
-        "currency)."
+        f"**{plural(len(items), 'vendor invoice')}** {verb(len(items), 'was', 'were')} posted "
+        f"on {long_date(day)} {where(ctx)}, totalling "
+        f"**{money(total(items, 'amount_acct'), acct)}** (accounting currency)."
     )
-    rows = [
-        [
-            doc_link(i, "document_number"),
-            i.get("vendor_account"),
-            money(i.get("amount_cur"), i.get("currency")),
-        ]
-        for i in items
-    ]
-    return with_table(head, ["Invoice", "Vendor", "Amount"], rows)
+    return POSTED.answer(head, items)
 
 
-def _vi_rows(items: list[dict[str, Any]]) -> list[list[Any]]:
-    return [
-        [
-            doc_link(i, "invoice_id"),
-            i.get("vendor_invoice_number", ""),
-            i.get("vendor_account", ""),
-            long_date(i.get("invoice_date")),
-            money(i.get("amount"), i.get("currency")),
-            str(i.get("status", "")).replace("_", " "),
-            str(i.get("match_status", "")).replace("_", " "),
-        ]
-        for i in items
-    ]
-
-
-VI_HEADERS = ["Invoice", "Vendor invoice no.", "Vendor", "Date", "Amount", "Status", "Match"]
+VENDOR_INVOICES = Table(
+    {
+        "Invoice": as_link("invoice_id"),
+        "Vendor invoice no.": field("vendor_invoice_number"),
+        "Vendor": field("vendor_account"),
+        "Date": as_date("invoice_date"),
+        "Amount": as_money("amount", "currency"),
+        "Status": as_words("status"),
+        "Match": as_words("match_status"),
+    }
+)
 
 
 async def _vendor_invoices(ctx: Context, **args: Any) -> list[dict[str, Any]]:
-    items, _ = await ctx.all_items("list_vendor_invoices", date_to=ctx.as_of, **args)
-    return items
+    return await ctx.all_items("list_vendor_invoices", date_to=ctx.as_of, **args)
 
 
 async def pending_approval_vendor(ctx: Context) -> str:
@@ -96,14 +99,13 @@ async def pending_approval_vendor(ctx: Context) -> str:
     )
     if not items:
         return f"There are no invoices pending approval for {party.link} in {party.legal_entity}."
-    total = sum(float(i.get("amount") or 0) for i in items)
     head = (
         f"**{plural(len(items), 'invoice')}** from {party.link} "
-        f"{'is' if len(items) == 1 else 'are'} pending approval, "
-        f"**{money(total, items[0].get('currency'))}**"
-        " in total: " + listing([doc_link(i, "invoice_id") for i in items]) + "."
+        f"{verb(len(items), 'is', 'are')} pending approval, "
+        f"**{money(total(items, 'amount'), items[0].get('currency'))}**"
+        " in total: " + links(items, "invoice_id") + "."
     )
-    return with_table(head, VI_HEADERS, _vi_rows(items))
+    return VENDOR_INVOICES.answer(head, items)
 
 
 INVOICE_STATUS_WORDS = (
@@ -128,7 +130,7 @@ async def invoices_by_status_entity(ctx: Context) -> str:
         f"There are **{plural(len(items), label + ' vendor invoice')}** {where(ctx)} {when(ctx)} "
         f"worth **{worth}**."
     )
-    return with_table(head, VI_HEADERS, _vi_rows(items))
+    return VENDOR_INVOICES.answer(head, items)
 
 
 async def latest_invoice_match_vendor(ctx: Context) -> str:

@@ -6,44 +6,48 @@ import datetime as dt
 import re
 
 from harnesses.scripted._base import (
-    AP_HEADERS,
+    OPEN_AP,
     Context,
     ToolFailure,
-    _ap_rows,
-    _open_ap,
-    _txn_rows,
     doc_link,
     long_date,
     md_link,
     money,
+    open_ap,
     plural,
+    summed,
+    total,
+    txn_table,
     where,
     window,
     with_table,
 )
 
+__all__ = [
+    "ap_obligation_next_days",
+    "payment_accounts_methods",
+    "payment_journal_total",
+    "proposal_vendors_on_date",
+    "vendor_payments_range",
+]
+
 
 async def ap_obligation_next_days(ctx: Context) -> str:
     """Everything open that must be paid by the horizon's last day, overdue invoices included."""
     end = ctx.question.end or ctx.as_of + dt.timedelta(days=ctx.question.days or 7)
-    items = await _open_ap(ctx, due_to=end)
+    items = await open_ap(ctx, due_to=end)
     acct = ctx.accounting_currency(ctx.legal_entity)
     if not items:
         return f"No open vendor invoices are due by {long_date(end)} {where(ctx)}: nothing to pay."
-    total = sum(float(i.get("open_amount_acct") or 0) for i in items)
-    overdue = sum(
-        float(i.get("open_amount_acct") or 0)
-        for i in items
-        if str(i.get("due_date") or "") < ctx.as_of.isoformat()
-    )
+    overdue = [i for i in items if str(i.get("due_date") or "") < ctx.as_of.isoformat()]
     vendors = len({i.get("vendor_account") for i in items})
     head = (
         f"The AP payment obligation due by {long_date(end)} {where(ctx)} is "
-        f"**{money(total, acct)}** (accounting currency; {money(overdue, acct)} of it already "
-        "overdue) across "
+        f"**{money(total(items, 'open_amount_acct'), acct)}** (accounting currency; "
+        f"{money(total(overdue, 'open_amount_acct'), acct)} of it already overdue) across "
         f"{plural(len(items), 'open vendor invoice')} of {plural(vendors, 'vendor')}."
     )
-    return with_table(head, AP_HEADERS, _ap_rows(items))
+    return OPEN_AP.answer(head, items)
 
 
 async def payment_accounts_methods(ctx: Context) -> str:
@@ -80,12 +84,8 @@ async def payment_accounts_methods(ctx: Context) -> str:
 
 async def proposal_vendors_on_date(ctx: Context) -> str:
     day = ctx.question.single_date or ctx.question.as_of or ctx.today
-    journals, _ = await ctx.all_items(
-        "list_payment_journals",
-        legal_entity=ctx.legal_entity,
-        source="proposal",
-        date_from=day,
-        date_to=day,
+    journals = await ctx.entity_items(
+        "list_payment_journals", source="proposal", date_from=day, date_to=day
     )
     if not journals:
         return f"No payment proposal was created on {long_date(day)} {where(ctx)}: no vendors."
@@ -109,22 +109,20 @@ async def proposal_vendors_on_date(ctx: Context) -> str:
 async def vendor_payments_range(ctx: Context) -> str:
     party = await ctx.party("vendor")
     q = ctx.question
-    items, _ = await ctx.all_items(
+    items = await ctx.party_items(
         "list_vendor_transactions",
-        account=party.account,
-        legal_entity=party.legal_entity,
+        party,
         txn_type=["payment"],
         date_from=q.start,
         date_to=q.end or ctx.as_of,
     )
     if not items:
         return f"No payments were made to {party.link} {window(ctx)}."
-    total = sum(-float(i.get("amount_cur") or 0) for i in items)
     head = (
         f"We made **{plural(len(items), 'payment')}** to {party.link} {window(ctx)}, totalling "
-        f"**{money(total, items[0].get('currency'))}**."
+        f"**{summed(items, 'amount_cur', -1.0)}**."
     )
-    return with_table(head, ["Payment", "Date", "Amount"], _txn_rows(items))
+    return txn_table("Payment").answer(head, items)
 
 
 async def payment_journal_total(ctx: Context) -> str:

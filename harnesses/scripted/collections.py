@@ -7,21 +7,35 @@ from typing import Any
 from harnesses.scripted._base import (
     Context,
     Party,
-    _customer,
+    Table,
+    as_date,
+    as_link,
+    as_money,
     doc_link,
+    field,
+    links,
     listing,
     long_date,
     md_link,
     money,
+    name_link,
+    party_record,
     plural,
+    verb,
     when,
     where,
-    with_table,
 )
+
+__all__ = [
+    "collections_agent_customer",
+    "last_letter_customer",
+    "letters_customer",
+    "unassigned_pool_count",
+]
 
 
 async def collections_agent_customer(ctx: Context) -> str:
-    party, data = await _customer(ctx)
+    party, data = await party_record(ctx, "customer")
     agent = data.get("collections_agent") or {}
     pool = data.get("collections_pool") or {}
     if not agent and not pool:
@@ -48,34 +62,26 @@ async def unassigned_pool_count(ctx: Context) -> str:
     if not count:
         return f"There are no customers without a collections pool {where(ctx)} {when(ctx)}."
     head = (
-        f"**{plural(count, 'customer')}** {where(ctx)} {'is' if count == 1 else 'are'} not "
-        f"assigned to any collections pool {when(ctx)}: "
-        + listing([md_link(f"{i.get('name')} ({i.get('account')})", i.get("url")) for i in items])
+        f"**{plural(count, 'customer')}** {where(ctx)} {verb(count, 'is', 'are')} not "
+        f"assigned to any collections pool {when(ctx)}: " + listing([name_link(i) for i in items])
     )
     return head + "."
 
 
 async def _letters(ctx: Context, party: Party) -> list[dict[str, Any]]:
-    items, _ = await ctx.all_items(
-        "list_collection_letters",
-        account=party.account,
-        legal_entity=party.legal_entity,
-        date_to=ctx.as_of,
-    )
+    items = await ctx.party_items("list_collection_letters", party, date_to=ctx.as_of)
     return sorted(items, key=lambda i: (str(i.get("sent_date")), i.get("letter_id")))
 
 
-def _letter_rows(items: list[dict[str, Any]]) -> list[list[Any]]:
-    return [
-        [
-            doc_link(i, "letter_id"),
-            i.get("sequence", ""),
-            i.get("level", ""),
-            long_date(i.get("sent_date")),
-            money(i.get("amount")),
-        ]
-        for i in items
-    ]
+LETTERS = Table(
+    {
+        "Letter": as_link("letter_id"),
+        "Sequence": field("sequence"),
+        "Level": field("level"),
+        "Sent": as_date("sent_date"),
+        "Amount": as_money("amount"),
+    }
+)
 
 
 async def last_letter_customer(ctx: Context) -> str:
@@ -96,9 +102,5 @@ async def letters_customer(ctx: Context) -> str:
     letters = await _letters(ctx, party)
     if not letters:
         return f"No collection letters have been sent to {party.link} {when(ctx)}."
-    head = f"**{plural(len(letters), 'collection letter')}** were sent to {party.link}: " + listing(
-        [doc_link(i, "letter_id") for i in letters]
-    )
-    return with_table(
-        head + ".", ["Letter", "Sequence", "Level", "Sent", "Amount"], _letter_rows(letters)
-    )
+    head = f"**{plural(len(letters), 'collection letter')}** were sent to {party.link}: "
+    return LETTERS.answer(head + links(letters, "letter_id") + ".", letters)

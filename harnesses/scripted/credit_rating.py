@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import re
 
-from harnesses.scripted._base import (
-    Context,
-    _customer,
-    _customer_list,
-)
+from harnesses.scripted._base import Context, customer_list, party_record
+
+__all__ = ["credit_rating", "rating_count_group"]
 
 
 async def credit_rating(ctx: Context) -> str:
-    party, data = await _customer(ctx)
+    party, data = await party_record(ctx, "customer")
     rating = data["customer"].get("credit_rating")
     return f"The credit rating of {party.link} in {party.legal_entity} is **{rating}**."
 
@@ -21,7 +19,7 @@ async def rating_count_group(ctx: Context) -> str:
     rating = re.search(r"\b(excellent|good|fair|poor)\b", ctx.question.lower)
     value = rating.group(1).capitalize() if rating else ""
     group = ctx.question.group_id
-    return await _customer_list(
+    return await customer_list(
         ctx,
         f"in customer group {group} rated {value}",
         ("group_id", "eq", group),

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 from harnesses.scripted._base import (
     Context,
-    _customer,
-    _customer_list,
+    customer_list,
     md_link,
+    party_record,
     payment_terms,
     with_table,
 )
 
+__all__ = [
+    "contact_customer",
+    "customers_by_currency",
+    "customers_in_group",
+    "method_of_payment_customer",
+    "payment_terms_customer",
+]
 
-async def payment_terms_customer(ctx: Context) -> str:
-    return await payment_terms(ctx, "customer")
+payment_terms_customer = payment_terms("customer")
 
 
 async def contact_customer(ctx: Context) -> str:
-    party, data = await _customer(ctx)
+    party, data = await party_record(ctx, "customer")
     c = data["customer"]
     address = ", ".join(
         str(c[k])
@@ -38,7 +44,7 @@ async def contact_customer(ctx: Context) -> str:
 
 
 async def method_of_payment_customer(ctx: Context) -> str:
-    party, data = await _customer(ctx)
+    party, data = await party_record(ctx, "customer")
     method = data["customer"].get("method_of_payment")
     if not method:
         return (
@@ -55,9 +61,9 @@ async def method_of_payment_customer(ctx: Context) -> str:
 
 async def customers_in_group(ctx: Context) -> str:
     group = ctx.question.group_id
-    return await _customer_list(ctx, f"in customer group {group}", ("group_id", "eq", group))
+    return await customer_list(ctx, f"in customer group {group}", ("group_id", "eq", group))
 
 
 async def customers_by_currency(ctx: Context) -> str:
     currency = ctx.question.currency
-    return await _customer_list(ctx, f"with currency {currency}", ("currency", "eq", currency))
+    return await customer_list(ctx, f"with currency {currency}", ("currency", "eq", currency))

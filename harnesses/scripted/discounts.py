@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from harnesses.scripted._base import (
-    Context,
-    _disputes,
-)
+from harnesses.scripted._base import open_disputes
 
+__all__ = ["open_deductions_customer"]
 
-async def open_deductions_customer(ctx: Context) -> str:
-    return await _disputes(ctx, "deduction")
+open_deductions_customer = open_disputes("deduction")

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from harnesses.scripted._base import (
-    Context,
-    _disputes,
-)
+from harnesses.scripted._base import open_disputes
 
+__all__ = ["open_disputes_customer"]
 
-async def open_disputes_customer(ctx: Context) -> str:
-    return await _disputes(ctx, "dispute")
+open_disputes_customer = open_disputes("dispute")

@@ -8,57 +8,63 @@ from typing import Any
 from harnesses.scripted._base import (
     AR_INVOICE_TYPES,
     Context,
-    _customer_txns,
-    _txn_rows,
+    customer_txns,
     doc_link,
     long_date,
     md_link,
     money,
     plural,
+    summed,
+    txn_table,
     when,
     where,
     window,
     with_table,
 )
 
+__all__ = [
+    "invoice_count_customer",
+    "invoices_in_range_customer",
+    "largest_invoice_entity",
+    "top_invoiced_customer_entity",
+]
+
+INVOICES = txn_table("Invoice")
+
 
 async def invoices_in_range_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     q = ctx.question
-    items = await _customer_txns(ctx, party, AR_INVOICE_TYPES, date_from=q.start, date_to=q.end)
+    items = await customer_txns(ctx, party, AR_INVOICE_TYPES, date_from=q.start, date_to=q.end)
     if not items:
         return f"No invoices were issued to {party.link} {window(ctx)}."
-    total = sum(float(i.get("amount_cur") or 0) for i in items)
     head = (
         f"**{plural(len(items), 'invoice')}** were issued to {party.link} {window(ctx)}, totalling "
-        f"**{money(total, items[0].get('currency'))}**."
+        f"**{summed(items, 'amount_cur')}**."
     )
-    return with_table(head, ["Invoice", "Date", "Amount"], _txn_rows(items))
+    return INVOICES.answer(head, items)
 
 
 async def invoice_count_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
-    items = await _customer_txns(ctx, party, AR_INVOICE_TYPES, date_to=ctx.as_of)
+    items = await customer_txns(ctx, party, AR_INVOICE_TYPES, date_to=ctx.as_of)
     if not items:
         return f"{party.link} has no invoices {where(ctx, party.legal_entity)} {when(ctx)}."
-    total = sum(float(i.get("amount_cur") or 0) for i in items)
     head = (
         f"{party.link} has **{plural(len(items), 'posted invoice')}** {when(ctx)}, totalling "
-        f"**{money(total, items[0].get('currency'))}**."
+        f"**{summed(items, 'amount_cur')}**."
     )
-    return with_table(head, ["Invoice", "Date", "Amount"], _txn_rows(items))
+    return INVOICES.answer(head, items)
 
 
 async def _entity_invoices(ctx: Context) -> list[dict[str, Any]]:
     q = ctx.question
-    items, _ = await ctx.all_items(
+    return await ctx.entity_items(
         "list_customer_transactions",
-        legal_entity=ctx.legal_entity,
         txn_type=AR_INVOICE_TYPES,
         date_from=q.start,
         date_to=q.end or ctx.as_of,
     )
-    return items
 
 
 async def largest_invoice_entity(ctx: Context) -> str:
@@ -91,14 +97,14 @@ async def top_invoiced_customer_entity(ctx: Context) -> str:
         totals[i["customer_account"]][0] += float(i.get("amount_acct") or 0)
         totals[i["customer_account"]][1] += 1
     ranked = sorted(totals.items(), key=lambda kv: (-round(kv[1][0], 2), kv[0]))
-    account, (total, count) = ranked[0]
+    account, (invoiced, count) = ranked[0]
     acct = ctx.accounting_currency(ctx.legal_entity)
     customer = await ctx.call("get_customer", account=account, legal_entity=ctx.legal_entity)
     record = customer.get("customer", {})
     link = md_link(f"{record.get('name', account)} ({account})", record.get("url"))
     head = (
         f"{link} has the highest total invoiced amount {where(ctx)} {window(ctx)}: "
-        f"**{money(total, acct)}** (accounting currency) over {plural(int(count), 'invoice')}."
+        f"**{money(invoiced, acct)}** (accounting currency) over {plural(int(count), 'invoice')}."
     )
     rows = [[a, money(v[0], acct), int(v[1])] for a, v in ranked[:5]]
     return with_table(head, ["Customer", "Invoiced", "Invoices"], rows)

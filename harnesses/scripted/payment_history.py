@@ -6,17 +6,22 @@ from typing import Any
 
 from harnesses.scripted._base import (
     Context,
-    _customer_txns,
-    _txn_rows,
+    Party,
+    customer_txns,
     doc_link,
     long_date,
     money,
     plural,
+    summed,
+    txn_table,
     when,
     where,
     window,
-    with_table,
 )
+
+__all__ = ["largest_payment", "last_payment", "payments_in_range", "top_payments"]
+
+PAYMENTS = txn_table("Payment")
 
 
 def _txn_line(item: dict[str, Any]) -> str:
@@ -31,11 +36,15 @@ def _by_size(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     )
 
 
+def _no_payments(ctx: Context, party: Party) -> str:
+    return f"{party.link} has made no payments {where(ctx, party.legal_entity)} {when(ctx)}."
+
+
 async def largest_payment(ctx: Context) -> str:
     party = await ctx.party("customer")
-    items = _by_size(await _customer_txns(ctx, party, ["payment"]))
+    items = _by_size(await customer_txns(ctx, party, ["payment"]))
     if not items:
-        return f"{party.link} has made no payments {where(ctx, party.legal_entity)} {when(ctx)}."
+        return _no_payments(ctx, party)
     top = items[0]
     return (
         f"The largest payment by {party.link} {where(ctx, party.legal_entity)} {when(ctx)} is "
@@ -45,42 +54,39 @@ async def largest_payment(ctx: Context) -> str:
 
 async def top_payments(ctx: Context) -> str:
     party = await ctx.party("customer")
-    n = ctx.question.n or 10
-    items = _by_size(await _customer_txns(ctx, party, ["payment"]))[:n]
+    items = _by_size(await customer_txns(ctx, party, ["payment"]))[: ctx.question.n or 10]
     if not items:
-        return f"{party.link} has made no payments {where(ctx, party.legal_entity)} {when(ctx)}."
+        return _no_payments(ctx, party)
     head = (
         f"The {plural(len(items), 'largest payment')} by {party.link} {when(ctx)}: "
         + "; ".join(_txn_line(i) for i in items)
         + "."
     )
-    return with_table(head, ["Payment", "Date", "Amount"], _txn_rows(items))
+    return PAYMENTS.answer(head, items)
 
 
 async def payments_in_range(ctx: Context) -> str:
     party = await ctx.party("customer")
     q = ctx.question
-    items = await _customer_txns(ctx, party, ["payment"], date_from=q.start, date_to=q.end)
+    items = await customer_txns(ctx, party, ["payment"], date_from=q.start, date_to=q.end)
     if not items:
         return f"{party.link} made no payments {window(ctx)}."
-    total = sum(-float(i.get("amount_cur") or 0) for i in items)
     head = (
         f"{party.link} made **{plural(len(items), 'payment')}** {window(ctx)}, totalling "
-        f"**{money(total, items[0].get('currency'))}**."
+        f"**{summed(items, 'amount_cur', -1.0)}**."
     )
-    return with_table(head, ["Payment", "Date", "Amount"], _txn_rows(items))
+    return PAYMENTS.answer(head, items)
 
 
 async def last_payment(ctx: Context) -> str:
     party = await ctx.party("customer")
-    items = await _customer_txns(ctx, party, ["payment"])
+    items = await customer_txns(ctx, party, ["payment"])
     if not items:
-        return f"{party.link} has made no payments {where(ctx, party.legal_entity)} {when(ctx)}."
+        return _no_payments(ctx, party)
     last_day = max(str(i["txn_date"]) for i in items)
     last = [i for i in items if str(i["txn_date"]) == last_day]
-    total = sum(-float(i.get("amount_cur") or 0) for i in last)
     return (
         f"The most recent payment by {party.link} was on **{long_date(last_day)}**: "
         + "; ".join(_txn_line(i) for i in last)
-        + (f" (total {money(total, last[0].get('currency'))})." if len(last) > 1 else ".")
+        + (f" (total {summed(last, 'amount_cur', -1.0)})." if len(last) > 1 else ".")
     )

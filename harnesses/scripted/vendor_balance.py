@@ -7,25 +7,32 @@ from typing import Any
 
 from harnesses.scripted._base import (
     Context,
-    _due_window,
-    _open_ap,
-    _party_balance,
+    due_window,
     long_date,
     money,
+    open_ap,
+    party_balance,
     plural,
+    total,
     when,
     where,
     with_table,
 )
 
+__all__ = [
+    "ap_by_currency_entity",
+    "ap_by_group_entity",
+    "ap_due_next_month_top",
+    "ap_group_balance",
+    "ap_overdue_entity",
+    "vendor_balance",
+]
 
-async def vendor_balance(ctx: Context) -> str:
-    return await _party_balance(
-        ctx,
-        "vendor",
-        "There are no open transactions with {who} {where} {when}: the AP balance is {zero}.",
-        "The open AP balance owed to {who} {where} {when} is",
-    )
+vendor_balance = party_balance(
+    "vendor",
+    "There are no open transactions with {who} {where} {when}: the AP balance is {zero}.",
+    "The open AP balance owed to {who} {where} {when} is",
+)
 
 
 async def _vendor_aging(ctx: Context, **args: Any) -> dict[str, Any]:
@@ -38,7 +45,7 @@ async def ap_by_group_entity(ctx: Context) -> str:
     data = await _vendor_aging(ctx, group_by="group", limit=1000)
     acct = ctx.accounting_currency(ctx.legal_entity)
     rows = sorted(data.get("rows", []), key=lambda r: str(r.get("group_id")))
-    total = sum(float(r.get("balance_acct") or 0) for r in rows)
+    combined = total(rows, "balance_acct")
     if not rows:
         return f"There are no open vendor balances {where(ctx)} {when(ctx)}."
     head = f"Open AP balance {where(ctx)} {when(ctx)} by vendor group (accounting currency): "
@@ -47,7 +54,7 @@ async def ap_by_group_entity(ctx: Context) -> str:
         f"{money(r.get('balance_acct'), acct)}"
         for r in rows
     )
-    head += f"; total **{money(total, acct)}**."
+    head += f"; total **{money(combined, acct)}**."
     table_rows = [
         [r.get("group_id"), r.get("name") or "", money(r.get("balance_acct"))] for r in rows
     ]
@@ -58,8 +65,8 @@ async def ap_group_balance(ctx: Context) -> str:
     group = ctx.question.group_id
     data = await _vendor_aging(ctx, group_id=group, group_by="group")
     acct = ctx.accounting_currency(ctx.legal_entity)
-    total = sum(float(r.get("balance_acct") or 0) for r in data.get("rows", []))
-    if not data.get("rows") or not round(total, 2):
+    combined = total(data.get("rows", []), "balance_acct")
+    if not data.get("rows") or not round(combined, 2):
         return (
             f"There are no open items for the vendors of vendor group {group} {where(ctx)}: "
             f"the combined AP balance is {money(0, acct)}."
@@ -67,7 +74,7 @@ async def ap_group_balance(ctx: Context) -> str:
     return (
         f"The combined AP balance of vendor group "
         f"{ctx.link('vendor-groups', ctx.legal_entity, str(group))} {where(ctx)} {when(ctx)} is "
-        f"**{money(total, acct)}** (accounting currency)."
+        f"**{money(combined, acct)}** (accounting currency)."
     )
 
 
@@ -77,13 +84,13 @@ async def ap_by_currency_entity(ctx: Context) -> str:
     rows = sorted(data.get("rows", []), key=lambda r: str(r.get("currency")))
     if not rows:
         return f"There are no open vendor balances {where(ctx)} {when(ctx)}."
-    total = sum(float(r.get("balance_acct") or 0) for r in rows)
+    combined = total(rows, "balance_acct")
     head = f"Open AP balance {where(ctx)} {when(ctx)} by transaction currency: " + "; ".join(
         f"{r.get('currency')} {money(r.get('balance_cur'), r.get('currency'))} "
         f"({money(r.get('balance_acct'), acct)} accounting)"
         for r in rows
     )
-    head += f"; total **{money(total, acct)}** in accounting currency."
+    head += f"; total **{money(combined, acct)}** in accounting currency."
     table_rows = [
         [r.get("currency"), money(r.get("balance_cur")), money(r.get("balance_acct"))] for r in rows
     ]
@@ -91,22 +98,22 @@ async def ap_by_currency_entity(ctx: Context) -> str:
 
 
 async def ap_overdue_entity(ctx: Context) -> str:
-    items = await _open_ap(ctx, overdue_as_of=ctx.as_of)
+    items = await open_ap(ctx, overdue_as_of=ctx.as_of)
     acct = ctx.accounting_currency(ctx.legal_entity)
     if not items:
         return f"There are no overdue vendor invoices {where(ctx)} {when(ctx)}: {money(0, acct)}."
-    total = sum(float(i.get("open_amount_acct") or 0) for i in items)
     vendors = len({i.get("vendor_account") for i in items})
     return (
-        f"The overdue AP balance {where(ctx)} {when(ctx)} is **{money(total, acct)}** (accounting "
+        f"The overdue AP balance {where(ctx)} {when(ctx)} is "
+        f"**{money(total(items, 'open_amount_acct'), acct)}** (accounting "
         f"currency) across {plural(len(items), 'open vendor invoice')} of "
         f"{plural(vendors, 'vendor')}."
     )
 
 
 async def ap_due_next_month_top(ctx: Context) -> str:
-    start, end = await _due_window(ctx)
-    items = await _open_ap(ctx, due_from=start, due_to=end)
+    start, end = due_window(ctx)
+    items = await open_ap(ctx, due_from=start, due_to=end)
     totals: dict[str, float] = defaultdict(float)
     for i in items:
         totals[i["vendor_account"]] += float(i.get("open_amount_acct") or 0)

@@ -8,23 +8,32 @@ from typing import Any
 from harnesses.scripted._base import (
     MONTH_YEAR,
     Context,
+    Table,
     _month_number,
-    _party_list,
-    _vendor,
-    doc_link,
-    long_date,
+    as_date,
+    as_link,
+    field,
     md_link,
+    party_list,
+    party_record,
     payment_terms,
     where,
 )
 
+__all__ = [
+    "payment_terms_vendor",
+    "vendor_cash_discount",
+    "vendors_created_in_month",
+    "vendors_on_hold",
+    "vendors_terms_longer_than",
+]
 
-async def payment_terms_vendor(ctx: Context) -> str:
-    return await payment_terms(ctx, "vendor")
+
+payment_terms_vendor = payment_terms("vendor")
 
 
 async def vendor_cash_discount(ctx: Context) -> str:
-    party, data = await _vendor(ctx)
+    party, data = await party_record(ctx, "vendor")
     terms = data["vendor"].get("payment_terms")
     discount = data.get("cash_discount")
     if not discount:
@@ -40,19 +49,19 @@ async def vendor_cash_discount(ctx: Context) -> str:
     )
 
 
-def _vendor_row(item: dict[str, Any]) -> list[Any]:
-    return [
-        doc_link(item, "account"),
-        item.get("name"),
-        item.get("payment_terms"),
-        item.get("hold_reason") or "",
-        long_date(item.get("created_date")),
-    ]
+VENDORS = Table(
+    {
+        "Vendor": as_link("account"),
+        "Name": field("name", None),
+        "Terms": field("payment_terms", None),
+        "Hold reason": lambda item: item.get("hold_reason") or "",
+        "Created": as_date("created_date"),
+    }
+)
 
 
 async def _vendor_list(ctx: Context, label: str, *filters: tuple[str, str, Any]) -> str:
-    headers = ["Vendor", "Name", "Terms", "Hold reason", "Created"]
-    return await _party_list(ctx, "vendor", f"{label} {where(ctx)}", filters, headers, _vendor_row)
+    return await party_list(ctx, "vendor", f"{label} {where(ctx)}", filters, VENDORS)
 
 
 async def vendors_on_hold(ctx: Context) -> str:
