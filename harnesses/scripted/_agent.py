@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import importlib
 import json
-import re
+import pkgutil
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from harnesses._erp_client import ErpClient
@@ -19,29 +21,6 @@ from harnesses._protocol import (
     TrajectoryDraft,
 )
 from harnesses._registry import harness
-from harnesses.scripted import (
-    aged_balance,
-    ap_invoices,
-    ap_payments,
-    ap_purchase_orders,
-    cash_collections,
-    cash_discounts,
-    collections,
-    collections_tasks,
-    credit_limit,
-    credit_notes,
-    credit_rating,
-    customer_setup,
-    discounts,
-    dispute,
-    invoicing_history,
-    other_ap_documents,
-    outstanding_balance,
-    payment_history,
-    sales_orders,
-    vendor_balance,
-    vendors,
-)
 from harnesses.scripted._base import (
     TOOL_RETRIES,
     Context,
@@ -61,185 +40,116 @@ from ledgerbench.dataset import TaskType
 
 @dataclass(frozen=True)
 class Intent:
+    """A question kind and its solver."""
+
     name: str
     handler: Handler
-    all_of: tuple[str, ...] = ()
-    none_of: tuple[str, ...] = ()
 
     def matches(self, question: Question) -> bool:
-        return all(re.search(p, question.lower) for p in self.all_of) and not any(
-            re.search(p, question.lower) for p in self.none_of
-        )
+        return self.handler.rule.matches(question)  # type: ignore[attr-defined]
 
 
-SOLVER_MODULES = (
-    aged_balance,
-    ap_invoices,
-    ap_payments,
-    ap_purchase_orders,
-    cash_collections,
-    cash_discounts,
-    collections,
-    collections_tasks,
-    credit_limit,
-    credit_notes,
-    credit_rating,
-    customer_setup,
-    discounts,
-    dispute,
-    invoicing_history,
-    other_ap_documents,
-    outstanding_balance,
-    payment_history,
-    sales_orders,
-    vendor_balance,
-    vendors,
-)
-"""One module per scenario; each names its solvers (one per question kind) in ``__all__``."""
-
-PARTY_REF = r"(customer account|vendor account|\([a-z]+-\d+\))"
-
-# Keyword rules for questions outside the generator's grammar. Intent name -> patterns that must all
-# match the lower-cased question; the first rule that matches wins, so the order matters.
-RULES: dict[str, tuple[str, ...]] = {
+# The keyword rules (each solver's ``recognised_by``) for questions outside the generator's grammar
+# are tried in this order; the first that matches wins.
+PRECEDENCE = (
     # AP first where wording is specific
-    "payment_journal_total": (r"journal \S*\d",),
-    "proposal_vendors_on_date": (r"payment proposal",),
-    "payment_accounts_methods": (
-        r"methods? of payment|payment methods",
-        r"payment accounts|ledger accounts|post to",
-    ),
-    "latest_invoice_match_vendor": (r"three-way|3-way|match",),
-    "pending_approval_vendor": (
-        r"pending approval|waiting for approval",
-        r"invoices (?:are )?pending approval for|from|invoices from",
-    ),
-    "invoices_by_status_entity": (
-        r"vendor invoices",
-        r"how many|total value",
-        r"pending approval|approved|unposted|posted|register",
-    ),
-    "ap_posted_on_date": (r"posted on",),
-    "ap_overdue_vendor_invoices": (r"vendor invoices (?:is|are) past due",),
-    "ap_due_in_window": (r"vendor invoices", r"due"),
-    "ap_obligation_next_days": (r"payment obligation|falls due|vendor invoices falls",),
-    "ap_due_next_month_top": (
-        r"ap balances due|vendors have the most open invoice value|due next month",
-    ),
-    "ap_by_group_entity": (r"by vendor group",),
-    "ap_group_balance": (r"vendor group|vendors of group",),
-    "ap_by_currency_entity": (
-        r"by (?:transaction )?currency|vendor balance .*(?:usd|eur|gbp|cad)",
-    ),
-    "ap_overdue_entity": (
-        r"overdue ap|payables is past due|ap balance.*overdue|past due.*payables",
-    ),
-    "vendors_on_hold": (r"vendors", r"payment hold|blocked for payment"),
-    "vendors_created_in_month": (r"vendors", r"created|set up"),
-    "vendors_terms_longer_than": (r"vendors", r"longer than|beyond"),
-    "vendor_cash_discount": (
-        r"early payment discount|cash discount from|discount percentage|for paying early",
-    ),
-    "vendor_debit_notes": (r"debit notes?",),
-    "vendor_credit_notes": (r"credit notes? (?:have been )?received|issue us any credit notes",),
-    "vendor_spend_fiscal_year": (r"spend with|been invoiced by",),
-    "open_pos_vendor": (r"purchase orders?",),
-    "vendor_payments_range": (r"payment history|how much did we pay",),
-    "payment_terms_vendor": (
-        r"terms",
-        r"vendor account|payment terms for|terms of payment do we have with",
-    ),
-    "vendor_balance": (r"ap balance for|owed to|how much do we owe",),
+    "payment_journal_total",
+    "proposal_vendors_on_date",
+    "payment_accounts_methods",
+    "latest_invoice_match_vendor",
+    "pending_approval_vendor",
+    "invoices_by_status_entity",
+    "ap_posted_on_date",
+    "ap_overdue_vendor_invoices",
+    "ap_due_in_window",
+    "ap_obligation_next_days",
+    "ap_due_next_month_top",
+    "ap_by_group_entity",
+    "ap_group_balance",
+    "ap_by_currency_entity",
+    "ap_overdue_entity",
+    "vendors_on_hold",
+    "vendors_created_in_month",
+    "vendors_terms_longer_than",
+    "vendor_cash_discount",
+    "vendor_debit_notes",
+    "vendor_credit_notes",
+    "vendor_spend_fiscal_year",
+    "open_pos_vendor",
+    "vendor_payments_range",
+    "payment_terms_vendor",
+    "vendor_balance",
     # AR
-    "top_past_due_group": (r"group", r"past due|overdue"),
-    "over_limit_group_top": (r"over their credit limit|exceeding their credit limit",),
-    "rating_count_group": (r"group", r"rated|rating"),
-    "agent_worklist": (r"worklist|activities due on",),
-    "open_tasks_due_entity": (r"collections tasks", r"due (?:between|from)"),
-    "open_activities_customer": (r"collections (?:activities|tasks)|open activities",),
-    "open_cases_customer": (r"collections cases?|collections case",),
-    "collections_agent_customer": (r"collections agent",),
-    "unassigned_pool_count": (r"collections pool",),
-    "last_letter_customer": (r"last collection letter|letter level",),
-    "letters_customer": (r"collection letters",),
-    "discounts_expiring_entity": (r"cash discount (?:expiring|runs out)|discount runs out",),
-    "discounts_taken_customer": (r"discount window|take any cash discounts",),
-    "open_discount_invoices_customer": (r"cash discount",),
-    "open_deductions_customer": (r"deductions?",),
-    "open_disputes_customer": (r"disput",),
-    "unapplied_credit_notes_customer": (r"credit notes?",),
-    "do_not_process_orders": (r"do.not.process",),
-    "most_open_orders_entity": (r"most open sales orders|largest number of open sales orders",),
-    "orders_by_release_status": (r"release status|[\"']released[\"'] status",),
-    "return_orders_entity": (r"return orders|returned",),
-    "largest_orders_customer": (
-        r"sales orders?",
-        r"largest|top \d|top (?:three|five|ten)|by amount",
-    ),
-    "open_orders_customer": (r"sales orders?", r"open"),
-    "order_count_customer": (r"sales orders?",),
-    "credit_rating": (r"credit rating|rated for credit",),
-    "credit_hold_list": (r"credit hold",),
-    "credit_utilization": (r"credit limit", r"percent|utili|used"),
-    "credit_limit": (r"credit limit|available credit",),
-    "customers_in_group": (r"customer group|belong to",),
-    "customers_by_currency": (r"customers", r"currency|billed in"),
-    "method_of_payment_customer": (r"method of payment",),
-    "payment_terms_customer": (r"terms",),
-    "contact_customer": (r"phone|contact",),
-    "collected_fiscal_year": (r"collected",),
-    "last_payment": (r"last pay|most recent payment",),
-    "largest_payment": (r"largest payment(?!s)|biggest single payment",),
-    "top_payments": (r"payments", r"top|largest"),
-    "payments_in_range": (r"payments?", r"between|from .* to|in \d{4}\b|payments (?:has|have)"),
-    "largest_invoice_entity": (r"largest amount|biggest customer invoice|largest invoice",),
-    "top_invoiced_customer_entity": (r"highest total invoiced|top customer by invoiced",),
-    "coming_due_customer": (r"coming due|falling due",),
-    "invoices_in_range_customer": (r"invoices", r"between|from .* to"),
-    "invoice_count_customer": (
-        r"number of invoices|how many invoices|invoices (?:generated|issued) (?:for|to)",
-    ),
-    "unpaid_invoices_customer": (r"unpaid invoices|open invoices",),
-    "aging_totals_entity": (r"aging bucket|aging summary for all|by aging",),
-    "past_due_total_entity": (
-        r"past due|overdue|\d+\+ days",
-        r"total|how much customer ar|how much in customer invoices",
-    ),
-    "aging_top_customers": (
-        r"top \d+ customers|top (?:five|ten) customers",
-        r"outstanding|balance",
-    ),
-    "balance_all_entities": (r"all legal entities",),
-    "customer_balance": (
-        r"unpaid customer (?:balance|receivables)|outstanding receivables balance|owe us|"
-        r"outstanding balance|total balance",
-    ),
-    "aging_customer": (r"aged balance|aging|ageing|overdue receivables|past due|balance",),
-}
-# Intent name -> patterns that veto its rule.
-UNLESS: dict[str, tuple[str, ...]] = {
-    "pending_approval_vendor": (r"how many vendor invoices", r"total value"),
-    "invoices_by_status_entity": (r"posted on",),
-    "past_due_total_entity": (PARTY_REF,),
-}
-# Rule name -> the solver it uses, where the two differ.
-SOLVED_BY = {"ap_overdue_vendor_invoices": "ap_overdue_entity"}
+    "top_past_due_group",
+    "over_limit_group_top",
+    "rating_count_group",
+    "agent_worklist",
+    "open_tasks_due_entity",
+    "open_activities_customer",
+    "open_cases_customer",
+    "collections_agent_customer",
+    "unassigned_pool_count",
+    "last_letter_customer",
+    "letters_customer",
+    "discounts_expiring_entity",
+    "discounts_taken_customer",
+    "open_discount_invoices_customer",
+    "open_deductions_customer",
+    "open_disputes_customer",
+    "unapplied_credit_notes_customer",
+    "do_not_process_orders",
+    "most_open_orders_entity",
+    "orders_by_release_status",
+    "return_orders_entity",
+    "largest_orders_customer",
+    "open_orders_customer",
+    "order_count_customer",
+    "credit_rating",
+    "credit_hold_list",
+    "credit_utilization",
+    "credit_limit",
+    "customers_in_group",
+    "customers_by_currency",
+    "method_of_payment_customer",
+    "payment_terms_customer",
+    "contact_customer",
+    "collected_fiscal_year",
+    "last_payment",
+    "largest_payment",
+    "top_payments",
+    "payments_in_range",
+    "largest_invoice_entity",
+    "top_invoiced_customer_entity",
+    "coming_due_customer",
+    "invoices_in_range_customer",
+    "invoice_count_customer",
+    "unpaid_invoices_customer",
+    "aging_totals_entity",
+    "past_due_total_entity",
+    "aging_top_customers",
+    "balance_all_entities",
+    "customer_balance",
+    "aging_customer",
+)
 
 
 @cache
 def solvers() -> dict[str, Handler]:
-    """Every solver by question kind (intent name)."""
-    return {name: getattr(module, name) for module in SOLVER_MODULES for name in module.__all__}
+    """Every solver by question kind (intent name): the names in the ``__all__`` of each scenario
+    module of this package (every module whose name does not start with an underscore)."""
+    found: dict[str, Handler] = {}
+    for module_info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if not module_info.name.startswith("_"):
+            module = importlib.import_module(f"{__package__}.{module_info.name}")
+            found.update({name: getattr(module, name) for name in module.__all__})
+    return found
 
 
 @cache
 def intents() -> tuple[Intent, ...]:
     """The keyword rules in the order they are tried."""
     by_name = solvers()
-    return tuple(
-        Intent(name, by_name[SOLVED_BY.get(name, name)], all_of, UNLESS.get(name, ()))
-        for name, all_of in RULES.items()
-    )
+    return tuple(Intent(name, by_name[name]) for name in PRECEDENCE)
 
 
 def match_intent(question: Question) -> Intent | None:

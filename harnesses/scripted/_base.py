@@ -177,8 +177,8 @@ class Question:
             legal_entity=_legal_entity(text, legal_entities),
             all_entities=bool(re.search(r"\ball (?:the )?legal entities|across legal", lower)),
             accounts=ACCOUNT_ID.findall(text),
-            n=_top_n(lower),
-            days=_days(lower),
+            n=_first_number(lower, TOP_N),
+            days=_first_number(lower, DAYS),
             currency=_currency(text),
             group_id=_group(text),
         )
@@ -201,27 +201,23 @@ def _legal_entity(text: str, legal_entities: list[str]) -> str | None:
     return None
 
 
-def _top_n(lower: str) -> int | None:
-    return _first_number(
-        lower,
-        rf"\b(?:top|largest|biggest|highest|first|last)\s+{_NUM}\b",
-        rf"\b{_NUM}\s+(?:largest|biggest|highest|customers|vendors|sales orders|payments)\b",
-        rf"\bthe\s+{_NUM}\s+\w+",
-    )
+TOP_N = (
+    rf"\b(?:top|largest|biggest|highest|first|last)\s+{_NUM}\b",
+    rf"\b{_NUM}\s+(?:largest|biggest|highest|customers|vendors|sales orders|payments)\b",
+    rf"\bthe\s+{_NUM}\s+\w+",
+)
+"""Where a question says how many records it wants ("top 5", "the three ..."), first match wins."""
+DAYS = (
+    rf"next\s+{_NUM}\s+days?",
+    rf"(?:more than|over|beyond|longer than(?: net)?|than net)\s+{_NUM}\s+days?",
+    rf"net\s+{_NUM}\b",
+    r"(\d+)\+\s*days?",
+    rf"{_NUM}\s+days?",
+)
+"""Where a question gives a number of days ("next 7 days", "over 90 days", "net 30")."""
 
 
-def _days(lower: str) -> int | None:
-    return _first_number(
-        lower,
-        rf"next\s+{_NUM}\s+days?",
-        rf"(?:more than|over|beyond|longer than(?: net)?|than net)\s+{_NUM}\s+days?",
-        rf"net\s+{_NUM}\b",
-        r"(\d+)\+\s*days?",
-        rf"{_NUM}\s+days?",
-    )
-
-
-def _first_number(lower: str, *patterns: str) -> int | None:
+def _first_number(lower: str, patterns: tuple[str, ...]) -> int | None:
     """The number the first matching pattern captures, tried in order."""
     for pattern in patterns:
         match = re.search(pattern, lower)
@@ -601,228 +597,32 @@ def summed(items: list[dict[str, Any]], key: str, sign: float = 1.0) -> str:
     return money(total(items, key, sign), items[0].get("currency"))
 
 
-Item = dict[str, Any]
-Cell = Callable[[Item], Any]
-
-
-def field(key: str, default: Any = "") -> Cell:
-    return lambda item: item.get(key, default)
-
-
-def as_words(key: str) -> Cell:
-    """A code shown as words (``pending_approval``: pending approval)."""
-    return lambda item: str(item.get(key, "")).replace("_", " ")
-
-
-def as_link(key: str) -> Cell:
-    return lambda item: doc_link(item, key)
-
-
-def as_date(key: str) -> Cell:
-    return lambda item: long_date(item.get(key))
-
-
-def as_money(
-    key: str, currency: str | None = None, turn: Callable[[float], float] | None = None
-) -> Cell:
-    """An amount, in the currency the record's ``currency`` field names; ``turn`` (abs, negate)
-    first when the ERP stores it with the other sign."""
-    if turn is None:
-        return lambda item: money(item.get(key), item.get(currency) if currency else None)
-    return lambda item: money(
-        turn(float(item.get(key) or 0)), item.get(currency) if currency else None
-    )
-
-
-def negate(value: float) -> float:
-    return -value
-
-
-@dataclass(frozen=True)
-class Table:
-    """The columns a kind of record is shown with: header -> cell."""
-
-    columns: dict[str, Cell]
-
-    def rows(self, items: list[Item]) -> list[list[Any]]:
-        return [[cell(item) for cell in self.columns.values()] for item in items]
-
-    def answer(self, head: str, items: list[Item]) -> str:
-        """The answer-first sentence, then these records (see :func:`with_table`)."""
-        return with_table(head, list(self.columns), self.rows(items))
-
-
-def txn_table(document: str) -> Table:
-    """Customer or vendor transactions: the document, its date and its (unsigned) amount."""
-    return Table(
-        {
-            document: as_link("document_number"),
-            "Date": as_date("txn_date"),
-            "Amount": as_money("amount_cur", "currency", abs),
-        }
-    )
-
-
-# shared by several scenarios' solvers
+# --------------------------------------------------------------------------------------------------
+# What a solver is
+# --------------------------------------------------------------------------------------------------
 
 Handler = Callable[[Context], Awaitable[str]]
 
 
-async def aging_row(ctx: Context, party: Party) -> dict[str, Any]:
-    data = await ctx.call(
-        "get_aging",
-        party_type=party.party_type,
-        account=party.account,
-        legal_entity=party.legal_entity,
-        as_of=ctx.as_of,
-        bucket_edges=[30, 60, 90],
-    )
-    rows = data.get("rows") or []
-    return rows[0] if rows else {}
+@dataclass(frozen=True)
+class Rule:
+    """Keyword patterns that recognise a question outside the generator's grammar: every pattern
+    of ``all_of`` and none of ``unless`` is found in the lower-cased question."""
 
+    all_of: tuple[str, ...]
+    unless: tuple[str, ...] = ()
 
-def party_balance(kind: str, empty: str, lead: str) -> Handler:
-    """One party's open balance; ``empty`` and ``lead`` word it ({who}, {where}, {when}, {zero})."""
-
-    async def solve(ctx: Context) -> str:
-        party = await ctx.party(kind)
-        row = await aging_row(ctx, party)
-        currency = row.get("currency")
-        count = int(row.get("open_transaction_count", 0) or 0)
-        words = {"who": party.link, "where": where(ctx, party.legal_entity), "when": when(ctx)}
-        if not count:
-            return empty.format(**words, zero=money(0, currency))
-        text = lead.format(**words) + f" **{money(row.get('balance_cur'), currency)}**"
-        acct = ctx.accounting_currency(party.legal_entity)
-        if acct and acct != currency:
-            text += f" ({money(row.get('balance_acct'), acct)} in accounting currency)"
-        return text + f", over {plural(count, 'open transaction')}."
-
-    return solve
-
-
-async def party_record(ctx: Context, kind: str) -> tuple[Party, dict[str, Any]]:
-    """The customer or vendor the question names and its ``get_customer``/``get_vendor`` data."""
-    party = await ctx.party(kind)
-    data = await ctx.call(f"get_{kind}", account=party.account, legal_entity=party.legal_entity)
-    record = data.get(kind, {})
-    party.url = record.get("url") or party.url
-    party.name = record.get("name") or party.name
-    return party, data
-
-
-def payment_terms(kind: str) -> Handler:
-    """The payment terms of the customer or vendor the question names."""
-
-    async def solve(ctx: Context) -> str:
-        party, data = await party_record(ctx, kind)
-        terms = data.get("payment_terms") or {}
-        description = f" ({terms.get('description')})" if terms.get("description") else ""
-        link = md_link(str(data[kind].get("payment_terms")), terms.get("url"))
-        return f"{party.link} in {party.legal_entity} has payment terms **{link}**{description}."
-
-    return solve
-
-
-async def party_list(
-    ctx: Context, kind: str, label: str, filters: tuple[tuple[str, str, Any], ...], shown: Table
-) -> str:
-    """The customers or vendors ``label`` describes: how many, their links, then a table."""
-    items, data = await ctx.query(f"{kind}s", *filters)
-    count = int(data.get("total_count", len(items)))
-    if not count:
-        return f"There are no {kind}s {label}."
-    head = f"**{plural(count, kind)}** {label}: " + listing([name_link(i) for i in items])
-    return shown.answer(head + ".", items)
-
-
-CUSTOMERS = Table(
-    {
-        "Account": as_link("account"),
-        "Name": field("name", None),
-        "Legal entity": field("legal_entity", None),
-        "Group": field("group_id", None),
-    }
-)
-
-
-async def customer_list(ctx: Context, label: str, *filters: tuple[str, str, Any]) -> str:
-    return await party_list(
-        ctx, "customer", f"{label} {where(ctx)} {when(ctx)}", filters, CUSTOMERS
-    )
-
-
-async def customer_txns(
-    ctx: Context, party: Party, txn_types: list[str], **extra: Any
-) -> list[dict[str, Any]]:
-    """The party's customer transactions of these types dated up to the as-of date."""
-    items = await ctx.party_items("list_customer_transactions", party, txn_type=txn_types, **extra)
-    return [i for i in items if str(i.get("txn_date", "")) <= ctx.as_of.isoformat()]
-
-
-DISPUTES = Table(
-    {
-        "Dispute": as_link("dispute_id"),
-        "Invoice": lambda i: md_link(i.get("voucher", ""), i.get("invoice_url")),
-        "Reason": field("reason"),
-        "Amount": as_money("amount"),
-        "Opened": as_date("opened_date"),
-    }
-)
-
-
-def open_disputes(kind: str) -> Handler:
-    """The customer's open disputes of one kind (``dispute`` or ``deduction``)."""
-
-    async def solve(ctx: Context) -> str:
-        party = await ctx.party("customer")
-        items = await ctx.party_items(
-            "list_disputes", party, kind=kind, status="open", opened_to=ctx.as_of
+    def matches(self, question: Question) -> bool:
+        return all(re.search(p, question.lower) for p in self.all_of) and not any(
+            re.search(p, question.lower) for p in self.unless
         )
-        if not items:
-            return f"{party.link} has no open {kind}s {when(ctx)}: no records were found."
-        acct = ctx.accounting_currency(party.legal_entity)
-        each = [
-            f"{doc_link(i, 'dispute_id')} ({i.get('reason')}, {money(i.get('amount'))})"
-            for i in items
-        ]
-        head = (
-            f"{party.link} has **{plural(len(items), 'open ' + kind)}** totalling "
-            f"**{money(total(items, 'amount'), acct)}**: " + listing(each) + "."
-        )
-        return DISPUTES.answer(head, items)
-
-    return solve
 
 
-async def open_ap(ctx: Context, **args: Any) -> list[dict[str, Any]]:
-    """Open vendor invoices with something left to pay, dated up to the as-of date."""
-    items = await ctx.entity_items(
-        "list_vendor_transactions", status="open", txn_type=["invoice"], **args
-    )
-    return [
-        i
-        for i in items
-        if float(i.get("open_amount_cur") or 0) > 0
-        and str(i.get("txn_date", "")) <= ctx.as_of.isoformat()
-    ]
+def recognised_by(*all_of: str, unless: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
+    """Attach its keyword :class:`Rule` to a solver (read as ``handler.rule``)."""
 
+    def attach(handler: Handler) -> Handler:
+        handler.rule = Rule(all_of, unless)  # type: ignore[attr-defined]
+        return handler
 
-OPEN_AP = Table(
-    {
-        "Invoice": as_link("document_number"),
-        "Vendor": field("vendor_account"),
-        "Due": as_date("due_date"),
-        "Open amount": as_money("open_amount_cur", "currency"),
-    }
-)
-
-
-def due_window(ctx: Context) -> tuple[dt.date, dt.date]:
-    q = ctx.question
-    if q.start and q.end:
-        return q.start, q.end
-    if q.has(r"next month"):
-        start = (ctx.as_of.replace(day=1) + dt.timedelta(days=32)).replace(day=1)
-        return start, (start + dt.timedelta(days=32)).replace(day=1) - dt.timedelta(days=1)
-    return ctx.as_of, ctx.as_of + dt.timedelta(days=q.days or 7)
+    return attach

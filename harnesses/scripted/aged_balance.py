@@ -6,14 +6,10 @@ import datetime as dt
 from collections import defaultdict
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     AR_INVOICE_TYPES,
     Context,
-    Table,
-    aging_row,
-    as_date,
-    as_link,
-    as_money,
     doc_link,
     listing,
     long_date,
@@ -21,12 +17,19 @@ from harnesses.scripted._base import (
     money,
     name_link,
     plural,
+    recognised_by,
     table,
     total,
     when,
     where,
     with_table,
 )
+from harnesses.scripted._shared import (
+    aging_row,
+)
+
+PARTY_REF = r"(customer account|vendor account|\([a-z]+-\d+\))"
+"""A question naming a customer or vendor account is about that party, not the entity total."""
 
 __all__ = [
     "aging_customer",
@@ -49,6 +52,7 @@ def _bucket_rows(row: dict[str, Any], currency: str | None) -> list[list]:
     return out
 
 
+@recognised_by(r"aged balance|aging|ageing|overdue receivables|past due|balance")
 async def aging_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     row = await aging_row(ctx, party)
@@ -68,6 +72,7 @@ async def aging_customer(ctx: Context) -> str:
     return head + "\n\n" + table(["Aging bucket", "Amount"], _bucket_rows(row, currency))
 
 
+@recognised_by(r"all legal entities")
 async def balance_all_entities(ctx: Context) -> str:
     parties = await ctx.parties("customer", every_entity=True)
     rows, totals = [], defaultdict(float)
@@ -93,15 +98,16 @@ async def balance_all_entities(ctx: Context) -> str:
     )
 
 
-COMING_DUE = Table(
+COMING_DUE = col.Table(
     {
-        "Document": as_link("document_number"),
-        "Due date": as_date("due_date"),
-        "Open amount": as_money("open_amount_cur"),
+        "Document": col.link("document_number"),
+        "Due date": col.date("due_date"),
+        "Open amount": col.amount("open_amount_cur"),
     }
 )
 
 
+@recognised_by(r"coming due|falling due")
 async def coming_due_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     start = ctx.as_of if ctx.question.days else (ctx.question.start or ctx.as_of)
@@ -142,6 +148,7 @@ async def _past_due_invoices(ctx: Context, days: int) -> list[dict[str, Any]]:
     return [i for i in items if float(i.get("open_amount_cur") or 0) > 0]
 
 
+@recognised_by(r"group", r"past due|overdue")
 async def top_past_due_group(ctx: Context) -> str:
     q = ctx.question
     group, days = q.group_id, q.days or 90
@@ -188,6 +195,7 @@ async def _customer_aging(ctx: Context, **args: Any) -> list[dict[str, Any]]:
     return data.get("rows") or []
 
 
+@recognised_by(r"top \d+ customers|top (?:five|ten) customers", r"outstanding|balance")
 async def aging_top_customers(ctx: Context) -> str:
     rows = await _customer_aging(ctx, sort_by="balance", limit=ctx.question.n or 10)
     if not rows:
@@ -210,6 +218,7 @@ async def aging_top_customers(ctx: Context) -> str:
     return with_table(head, ["Customer", "Balance", *labels], table_rows)
 
 
+@recognised_by(r"aging bucket|aging summary for all|by aging")
 async def aging_totals_entity(ctx: Context) -> str:
     row = (await _customer_aging(ctx, group_by="legal_entity") or [{}])[0]
     acct = ctx.accounting_currency(ctx.legal_entity)
@@ -221,6 +230,11 @@ async def aging_totals_entity(ctx: Context) -> str:
     return head + "\n\n" + table(["Aging bucket", "Amount"], buckets)
 
 
+@recognised_by(
+    r"past due|overdue|\d+\+ days",
+    r"total|how much customer ar|how much in customer invoices",
+    unless=(PARTY_REF,),
+)
 async def past_due_total_entity(ctx: Context) -> str:
     days = ctx.question.days or 90
     items = await _past_due_invoices(ctx, days)

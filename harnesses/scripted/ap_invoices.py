@@ -5,26 +5,24 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
-    OPEN_AP,
     Context,
-    Table,
-    as_date,
-    as_link,
-    as_money,
-    as_words,
     doc_link,
-    due_window,
-    field,
     links,
     long_date,
     money,
-    open_ap,
     plural,
+    recognised_by,
     total,
     verb,
     when,
     where,
+)
+from harnesses.scripted._shared import (
+    OPEN_AP,
+    due_window,
+    open_ap,
 )
 
 __all__ = [
@@ -36,6 +34,7 @@ __all__ = [
 ]
 
 
+@recognised_by(r"vendor invoices", r"due")
 async def ap_due_in_window(ctx: Context) -> str:
     start, end = due_window(ctx)
     items = await open_ap(ctx, due_from=start, due_to=end)
@@ -50,15 +49,16 @@ async def ap_due_in_window(ctx: Context) -> str:
     return OPEN_AP.answer(head, items)
 
 
-POSTED = Table(
+POSTED = col.Table(
     {
-        "Invoice": as_link("document_number"),
-        "Vendor": field("vendor_account", None),
-        "Amount": as_money("amount_cur", "currency"),
+        "Invoice": col.link("document_number"),
+        "Vendor": col.text("vendor_account", None),
+        "Amount": col.amount("amount_cur", "currency"),
     }
 )
 
 
+@recognised_by(r"posted on")
 async def ap_posted_on_date(ctx: Context) -> str:
     day = ctx.question.single_date or ctx.question.as_of or ctx.today
     items = await ctx.entity_items(
@@ -75,15 +75,15 @@ async def ap_posted_on_date(ctx: Context) -> str:
     return POSTED.answer(head, items)
 
 
-VENDOR_INVOICES = Table(
+VENDOR_INVOICES = col.Table(
     {
-        "Invoice": as_link("invoice_id"),
-        "Vendor invoice no.": field("vendor_invoice_number"),
-        "Vendor": field("vendor_account"),
-        "Date": as_date("invoice_date"),
-        "Amount": as_money("amount", "currency"),
-        "Status": as_words("status"),
-        "Match": as_words("match_status"),
+        "Invoice": col.link("invoice_id"),
+        "Vendor invoice no.": col.text("vendor_invoice_number"),
+        "Vendor": col.text("vendor_account"),
+        "Date": col.date("invoice_date"),
+        "Amount": col.amount("amount", "currency"),
+        "Status": col.words("status"),
+        "Match": col.words("match_status"),
     }
 )
 
@@ -92,6 +92,11 @@ async def _vendor_invoices(ctx: Context, **args: Any) -> list[dict[str, Any]]:
     return await ctx.all_items("list_vendor_invoices", date_to=ctx.as_of, **args)
 
 
+@recognised_by(
+    r"pending approval|waiting for approval",
+    r"invoices (?:are )?pending approval for|from|invoices from",
+    unless=(r"how many vendor invoices", r"total value"),
+)
 async def pending_approval_vendor(ctx: Context) -> str:
     party = await ctx.party("vendor")
     items = await _vendor_invoices(
@@ -116,6 +121,12 @@ INVOICE_STATUS_WORDS = (
 )
 
 
+@recognised_by(
+    r"vendor invoices",
+    r"how many|total value",
+    r"pending approval|approved|unposted|posted|register",
+    unless=(r"posted on",),
+)
 async def invoices_by_status_entity(ctx: Context) -> str:
     status = next(s for pattern, s in INVOICE_STATUS_WORDS if ctx.question.has(pattern))
     items = await _vendor_invoices(ctx, legal_entity=ctx.legal_entity, status=[status])
@@ -133,6 +144,7 @@ async def invoices_by_status_entity(ctx: Context) -> str:
     return VENDOR_INVOICES.answer(head, items)
 
 
+@recognised_by(r"three-way|3-way|match")
 async def latest_invoice_match_vendor(ctx: Context) -> str:
     party = await ctx.party("vendor")
     items = await _vendor_invoices(ctx, account=party.account, legal_entity=party.legal_entity)

@@ -5,23 +5,29 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
-    OPEN_AP,
     Context,
     ToolFailure,
     doc_link,
     long_date,
     md_link,
     money,
-    open_ap,
     plural,
+    recognised_by,
     summed,
     total,
-    txn_table,
     where,
     window,
     with_table,
 )
+from harnesses.scripted._shared import (
+    OPEN_AP,
+    open_ap,
+    vendor_txns,
+)
+
+PAYMENTS = col.txn_table("Payment")
 
 __all__ = [
     "ap_obligation_next_days",
@@ -32,6 +38,7 @@ __all__ = [
 ]
 
 
+@recognised_by(r"payment obligation|falls due|vendor invoices falls")
 async def ap_obligation_next_days(ctx: Context) -> str:
     """Everything open that must be paid by the horizon's last day, overdue invoices included."""
     end = ctx.question.end or ctx.as_of + dt.timedelta(days=ctx.question.days or 7)
@@ -50,6 +57,7 @@ async def ap_obligation_next_days(ctx: Context) -> str:
     return OPEN_AP.answer(head, items)
 
 
+@recognised_by(r"methods? of payment|payment methods", r"payment accounts|ledger accounts|post to")
 async def payment_accounts_methods(ctx: Context) -> str:
     data = await ctx.call(
         "list_reference_data",
@@ -82,6 +90,7 @@ async def payment_accounts_methods(ctx: Context) -> str:
     return with_table("; ".join(lines) + ".", ["Method", "Description", "Payment account"], rows)
 
 
+@recognised_by(r"payment proposal")
 async def proposal_vendors_on_date(ctx: Context) -> str:
     day = ctx.question.single_date or ctx.question.as_of or ctx.today
     journals = await ctx.entity_items(
@@ -106,25 +115,20 @@ async def proposal_vendors_on_date(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"payment history|how much did we pay")
 async def vendor_payments_range(ctx: Context) -> str:
     party = await ctx.party("vendor")
-    q = ctx.question
-    items = await ctx.party_items(
-        "list_vendor_transactions",
-        party,
-        txn_type=["payment"],
-        date_from=q.start,
-        date_to=q.end or ctx.as_of,
-    )
+    items = await vendor_txns(ctx, party, ["payment"])
     if not items:
         return f"No payments were made to {party.link} {window(ctx)}."
     head = (
         f"We made **{plural(len(items), 'payment')}** to {party.link} {window(ctx)}, totalling "
         f"**{summed(items, 'amount_cur', -1.0)}**."
     )
-    return txn_table("Payment").answer(head, items)
+    return PAYMENTS.answer(head, items)
 
 
+@recognised_by(r"journal \S*\d")
 async def payment_journal_total(ctx: Context) -> str:
     match = re.search(r"journal\s+#?([A-Za-z0-9-]+)", ctx.question.text)
     journal_id = match.group(1) if match else ""

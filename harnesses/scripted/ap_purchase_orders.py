@@ -2,29 +2,27 @@
 
 from __future__ import annotations
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     Context,
-    Table,
-    as_date,
-    as_link,
-    as_money,
-    field,
     links,
     plural,
+    recognised_by,
 )
 
 __all__ = ["open_pos_vendor"]
 
-PURCHASE_ORDERS = Table(
+PURCHASE_ORDERS = col.Table(
     {
-        "Purchase order": as_link("po_number"),
-        "Order date": as_date("order_date"),
-        "Amount": as_money("total_amount", "currency"),
-        "Buyer": field("buyer"),
+        "Purchase order": col.link("po_number"),
+        "Order date": col.date("order_date"),
+        "Amount": col.amount("total_amount", "currency"),
+        "Buyer": col.text("buyer"),
     }
 )
 
 
+@recognised_by(r"purchase orders?")
 async def open_pos_vendor(ctx: Context) -> str:
     party = await ctx.party("vendor")
     items = await ctx.party_items("list_purchase_orders", party, status=["open"], date_to=ctx.as_of)

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from harnesses.scripted._base import Context, customer_txns, long_date, plural, summed, txn_table
+from harnesses.scripted import _columns as col
+from harnesses.scripted._base import (
+    Context,
+    long_date,
+    plural,
+    recognised_by,
+    summed,
+)
+from harnesses.scripted._shared import (
+    customer_txns,
+)
 
 __all__ = ["collected_fiscal_year"]
 
 
+@recognised_by(r"collected")
 async def collected_fiscal_year(ctx: Context) -> str:
     party = await ctx.party("customer")
     start = ctx.fiscal_year_start(party.legal_entity)
@@ -18,4 +29,4 @@ async def collected_fiscal_year(ctx: Context) -> str:
         f"**{summed(items, 'amount_cur', -1.0)}** was collected from {party.link} {span}, in "
         f"{plural(len(items), 'payment')}."
     )
-    return txn_table("Payment").answer(head, items)
+    return col.txn_table("Payment").answer(head, items)

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     Context,
-    Table,
-    as_date,
-    as_link,
-    as_money,
     doc_link,
-    field,
     links,
     listing,
     long_date,
     money,
     plural,
+    recognised_by,
     summed,
     verb,
     when,
@@ -30,16 +27,17 @@ __all__ = [
     "open_discount_invoices_customer",
 ]
 
-DISCOUNTS = Table(
+DISCOUNTS = col.Table(
     {
-        "Invoice": as_link("document_number"),
-        "Customer": field("account"),
-        "Discount": as_money("cash_discount_amount", "currency"),
-        "Discount date": as_date("cash_discount_date"),
+        "Invoice": col.link("document_number"),
+        "Customer": col.text("account"),
+        "Discount": col.amount("cash_discount_amount", "currency"),
+        "Discount date": col.date("cash_discount_date"),
     }
 )
 
 
+@recognised_by(r"cash discount (?:expiring|runs out)|discount runs out")
 async def discounts_expiring_entity(ctx: Context) -> str:
     q = ctx.question
     days = q.days if q.days is not None else ((q.end - ctx.as_of).days if q.end else 7)
@@ -69,16 +67,17 @@ async def discounts_expiring_entity(ctx: Context) -> str:
     return DISCOUNTS.answer(head + links(items, "document_number") + ".", items)
 
 
-DISCOUNTS_TAKEN = Table(
+DISCOUNTS_TAKEN = col.Table(
     {
-        "Settlement": as_link("settlement_id"),
-        "Invoice": field("debit_document_number"),
-        "Settled": as_date("settled_date"),
-        "Discount taken": as_money("cash_discount_taken"),
+        "Settlement": col.link("settlement_id"),
+        "Invoice": col.text("debit_document_number"),
+        "Settled": col.date("settled_date"),
+        "Discount taken": col.amount("cash_discount_taken"),
     }
 )
 
 
+@recognised_by(r"discount window|take any cash discounts")
 async def discounts_taken_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     q = ctx.question
@@ -98,6 +97,7 @@ async def discounts_taken_customer(ctx: Context) -> str:
     return DISCOUNTS_TAKEN.answer(head, taken)
 
 
+@recognised_by(r"cash discount")
 async def open_discount_invoices_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     items = await ctx.party_items(

@@ -4,26 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     Context,
     Party,
-    Table,
-    as_date,
-    as_link,
-    as_money,
     doc_link,
-    field,
     links,
     listing,
     long_date,
     md_link,
     money,
     name_link,
-    party_record,
     plural,
+    recognised_by,
     verb,
     when,
     where,
+)
+from harnesses.scripted._shared import (
+    party_record,
 )
 
 __all__ = [
@@ -34,6 +33,7 @@ __all__ = [
 ]
 
 
+@recognised_by(r"collections agent")
 async def collections_agent_customer(ctx: Context) -> str:
     party, data = await party_record(ctx, "customer")
     agent = data.get("collections_agent") or {}
@@ -54,6 +54,7 @@ async def collections_agent_customer(ctx: Context) -> str:
     return f"{party.link} in {party.legal_entity} is handled by " + " in ".join(parts) + "."
 
 
+@recognised_by(r"collections pool")
 async def unassigned_pool_count(ctx: Context) -> str:
     items, data = await ctx.query(
         "customers", ("collections_pool_id", "eq", None), select=["account", "name"]
@@ -68,27 +69,33 @@ async def unassigned_pool_count(ctx: Context) -> str:
     return head + "."
 
 
-async def _letters(ctx: Context, party: Party) -> list[dict[str, Any]]:
+async def _sent_letters(ctx: Context) -> tuple[Party, list[dict[str, Any]]]:
+    """The customer the question names and the collection letters sent to it, oldest first."""
+    party = await ctx.party("customer")
     items = await ctx.party_items("list_collection_letters", party, date_to=ctx.as_of)
-    return sorted(items, key=lambda i: (str(i.get("sent_date")), i.get("letter_id")))
+    return party, sorted(items, key=lambda i: (str(i.get("sent_date")), i.get("letter_id")))
 
 
-LETTERS = Table(
+def _no_letters(ctx: Context, party: Party) -> str:
+    return f"No collection letters have been sent to {party.link} {when(ctx)}."
+
+
+LETTERS = col.Table(
     {
-        "Letter": as_link("letter_id"),
-        "Sequence": field("sequence"),
-        "Level": field("level"),
-        "Sent": as_date("sent_date"),
-        "Amount": as_money("amount"),
+        "Letter": col.link("letter_id"),
+        "Sequence": col.text("sequence"),
+        "Level": col.text("level"),
+        "Sent": col.date("sent_date"),
+        "Amount": col.amount("amount"),
     }
 )
 
 
+@recognised_by(r"last collection letter|letter level")
 async def last_letter_customer(ctx: Context) -> str:
-    party = await ctx.party("customer")
-    letters = await _letters(ctx, party)
+    party, letters = await _sent_letters(ctx)
     if not letters:
-        return f"No collection letters have been sent to {party.link} {when(ctx)}."
+        return _no_letters(ctx, party)
     last = letters[-1]
     return (
         f"The last collection letter to {party.link} was **{doc_link(last, 'letter_id')}**, sent "
@@ -97,10 +104,10 @@ async def last_letter_customer(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"collection letters")
 async def letters_customer(ctx: Context) -> str:
-    party = await ctx.party("customer")
-    letters = await _letters(ctx, party)
+    party, letters = await _sent_letters(ctx)
     if not letters:
-        return f"No collection letters have been sent to {party.link} {when(ctx)}."
+        return _no_letters(ctx, party)
     head = f"**{plural(len(letters), 'collection letter')}** were sent to {party.link}: "
     return LETTERS.answer(head + links(letters, "letter_id") + ".", letters)

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import re
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     OPEN_ACTIVITY,
     Context,
-    Table,
-    as_date,
-    as_link,
-    field,
     links,
     long_date,
     plural,
+    recognised_by,
     verb,
     when,
     where,
@@ -27,18 +25,19 @@ __all__ = [
     "open_tasks_due_entity",
 ]
 
-ACTIVITIES = Table(
+ACTIVITIES = col.Table(
     {
-        "Activity": as_link("activity_id"),
-        "Customer": field("customer_account"),
+        "Activity": col.link("activity_id"),
+        "Customer": col.text("customer_account"),
         "Kind": lambda a: f"{a.get('category', '')} {a.get('activity_type', '')}",
-        "Purpose": field("purpose"),
-        "Status": field("status"),
-        "Due": as_date("due_date"),
+        "Purpose": col.text("purpose"),
+        "Status": col.text("status"),
+        "Due": col.date("due_date"),
     }
 )
 
 
+@recognised_by(r"collections (?:activities|tasks)|open activities")
 async def open_activities_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     items = await ctx.party_items("list_collection_activities", party, status=OPEN_ACTIVITY)
@@ -50,15 +49,16 @@ async def open_activities_customer(ctx: Context) -> str:
     return ACTIVITIES.answer(head + links(items, "activity_id") + ".", items)
 
 
-CASES = Table(
+CASES = col.Table(
     {
-        "Case": as_link("case_id"),
-        "Description": field("description"),
-        "Opened": as_date("opened_date"),
+        "Case": col.link("case_id"),
+        "Description": col.text("description"),
+        "Opened": col.date("opened_date"),
     }
 )
 
 
+@recognised_by(r"collections cases?|collections case")
 async def open_cases_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     items = await ctx.party_items("list_collection_cases", party, status="open")
@@ -69,6 +69,7 @@ async def open_cases_customer(ctx: Context) -> str:
     return CASES.answer(head + links(items, "case_id") + ".", items)
 
 
+@recognised_by(r"worklist|activities due on")
 async def agent_worklist(ctx: Context) -> str:
     q = ctx.question
     agent = re.search(r"\bagent\s+([A-Z]{1,4}\d{2,5})\b", q.text)
@@ -97,6 +98,7 @@ async def agent_worklist(ctx: Context) -> str:
     return ACTIVITIES.answer(head, items)
 
 
+@recognised_by(r"collections tasks", r"due (?:between|from)")
 async def open_tasks_due_entity(ctx: Context) -> str:
     q = ctx.question
     items = await ctx.entity_items(

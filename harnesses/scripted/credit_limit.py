@@ -5,16 +5,19 @@ from __future__ import annotations
 from harnesses.scripted._base import (
     Context,
     Party,
-    customer_list,
     doc_link,
     listing,
     money,
-    party_record,
     plural,
+    recognised_by,
     verb,
     when,
     where,
     with_table,
+)
+from harnesses.scripted._shared import (
+    customer_list,
+    party_record,
 )
 
 __all__ = ["credit_hold_list", "credit_limit", "credit_utilization", "over_limit_group_top"]
@@ -29,6 +32,7 @@ async def _credit(ctx: Context) -> tuple[Party, float, float, str | None]:
     return party, limit, balance, ctx.accounting_currency(party.legal_entity)
 
 
+@recognised_by(r"credit limit|available credit")
 async def credit_limit(ctx: Context) -> str:
     party, limit, balance, currency = await _credit(ctx)
     available = limit - balance
@@ -41,6 +45,7 @@ async def credit_limit(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"credit limit", r"percent|utili|used")
 async def credit_utilization(ctx: Context) -> str:
     party, limit, balance, currency = await _credit(ctx)
     if not limit:
@@ -56,10 +61,12 @@ async def credit_utilization(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"credit hold")
 async def credit_hold_list(ctx: Context) -> str:
     return await customer_list(ctx, "on credit hold", ("credit_hold", "eq", True))
 
 
+@recognised_by(r"over their credit limit|exceeding their credit limit")
 async def over_limit_group_top(ctx: Context) -> str:
     group = ctx.question.group_id
     customers, _ = await ctx.query("customers", ("group_id", "eq", group))

@@ -2,32 +2,32 @@
 
 from __future__ import annotations
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     Context,
-    Table,
-    as_date,
-    as_link,
-    as_money,
-    customer_txns,
     links,
-    negate,
     plural,
+    recognised_by,
     summed,
     when,
+)
+from harnesses.scripted._shared import (
+    customer_txns,
 )
 
 __all__ = ["unapplied_credit_notes_customer"]
 
-CREDIT_NOTES = Table(
+CREDIT_NOTES = col.Table(
     {
-        "Credit note": as_link("document_number"),
-        "Date": as_date("txn_date"),
-        "Unapplied": as_money("open_amount_cur", turn=negate),
-        "Amount": as_money("amount_cur", turn=negate),
+        "Credit note": col.link("document_number"),
+        "Date": col.date("txn_date"),
+        "Unapplied": col.amount("open_amount_cur", turn=col.negate),
+        "Amount": col.amount("amount_cur", turn=col.negate),
     }
 )
 
 
+@recognised_by(r"credit notes?")
 async def unapplied_credit_notes_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     items = await customer_txns(ctx, party, ["credit_note"], status="open")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from harnesses.scripted._base import (
     Context,
-    customer_list,
     md_link,
+    recognised_by,
+    with_table,
+)
+from harnesses.scripted._shared import (
+    customer_list,
     party_record,
     payment_terms,
-    with_table,
 )
 
 __all__ = [
@@ -19,9 +22,10 @@ __all__ = [
     "payment_terms_customer",
 ]
 
-payment_terms_customer = payment_terms("customer")
+payment_terms_customer = recognised_by(r"terms")(payment_terms("customer"))
 
 
+@recognised_by(r"phone|contact")
 async def contact_customer(ctx: Context) -> str:
     party, data = await party_record(ctx, "customer")
     c = data["customer"]
@@ -43,6 +47,7 @@ async def contact_customer(ctx: Context) -> str:
     return with_table(head, ["Field", "Value"], rows)
 
 
+@recognised_by(r"method of payment")
 async def method_of_payment_customer(ctx: Context) -> str:
     party, data = await party_record(ctx, "customer")
     method = data["customer"].get("method_of_payment")
@@ -59,11 +64,13 @@ async def method_of_payment_customer(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"customer group|belong to")
 async def customers_in_group(ctx: Context) -> str:
     group = ctx.question.group_id
     return await customer_list(ctx, f"in customer group {group}", ("group_id", "eq", group))
 
 
+@recognised_by(r"customers", r"currency|billed in")
 async def customers_by_currency(ctx: Context) -> str:
     currency = ctx.question.currency
     return await customer_list(ctx, f"with currency {currency}", ("currency", "eq", currency))

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from harnesses.scripted._base import open_disputes
+from harnesses.scripted._base import (
+    recognised_by,
+)
+from harnesses.scripted._shared import (
+    open_disputes,
+)
 
 __all__ = ["open_disputes_customer"]
 
-open_disputes_customer = open_disputes("dispute")
+open_disputes_customer = recognised_by(r"disput")(open_disputes("dispute"))

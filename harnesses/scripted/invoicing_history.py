@@ -5,21 +5,24 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     AR_INVOICE_TYPES,
     Context,
-    customer_txns,
     doc_link,
     long_date,
     md_link,
     money,
     plural,
+    recognised_by,
     summed,
-    txn_table,
     when,
     where,
     window,
     with_table,
+)
+from harnesses.scripted._shared import (
+    customer_txns,
 )
 
 __all__ = [
@@ -29,9 +32,10 @@ __all__ = [
     "top_invoiced_customer_entity",
 ]
 
-INVOICES = txn_table("Invoice")
+INVOICES = col.txn_table("Invoice")
 
 
+@recognised_by(r"invoices", r"between|from .* to")
 async def invoices_in_range_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     q = ctx.question
@@ -45,6 +49,7 @@ async def invoices_in_range_customer(ctx: Context) -> str:
     return INVOICES.answer(head, items)
 
 
+@recognised_by(r"number of invoices|how many invoices|invoices (?:generated|issued) (?:for|to)")
 async def invoice_count_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     items = await customer_txns(ctx, party, AR_INVOICE_TYPES, date_to=ctx.as_of)
@@ -67,6 +72,7 @@ async def _entity_invoices(ctx: Context) -> list[dict[str, Any]]:
     )
 
 
+@recognised_by(r"largest amount|biggest customer invoice|largest invoice")
 async def largest_invoice_entity(ctx: Context) -> str:
     items = await _entity_invoices(ctx)
     if not items:
@@ -88,6 +94,7 @@ async def largest_invoice_entity(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"highest total invoiced|top customer by invoiced")
 async def top_invoiced_customer_entity(ctx: Context) -> str:
     items = await _entity_invoices(ctx)
     if not items:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     Context,
     Handler,
     long_date,
     money,
     plural,
+    recognised_by,
     total,
-    txn_table,
     window,
+)
+from harnesses.scripted._shared import (
+    vendor_txns,
 )
 
 __all__ = ["vendor_credit_notes", "vendor_debit_notes", "vendor_spend_fiscal_year"]
@@ -19,19 +23,12 @@ __all__ = ["vendor_credit_notes", "vendor_debit_notes", "vendor_spend_fiscal_yea
 def _vendor_documents(txn_type: str) -> Handler:
     """The vendor's documents of one transaction type (credit or debit notes)."""
     label = txn_type.replace("_", " ")
-    shown = txn_table(label.capitalize())
+    shown = col.txn_table(label.capitalize())
 
     async def solve(ctx: Context) -> str:
         party = await ctx.party("vendor")
-        q = ctx.question
-        items = await ctx.party_items(
-            "list_vendor_transactions",
-            party,
-            txn_type=[txn_type],
-            date_from=q.start,
-            date_to=q.end or ctx.as_of,
-        )
-        span = f" {window(ctx)}" if q.start else ""
+        items = await vendor_txns(ctx, party, [txn_type])
+        span = f" {window(ctx)}" if ctx.question.start else ""
         if not items:
             return f"There are no {label}s for {party.link}{span} in {party.legal_entity}."
         head = (
@@ -43,10 +40,13 @@ def _vendor_documents(txn_type: str) -> Handler:
     return solve
 
 
-vendor_credit_notes = _vendor_documents("credit_note")
-vendor_debit_notes = _vendor_documents("debit_note")
+vendor_credit_notes = recognised_by(
+    r"credit notes? (?:have been )?received|issue us any credit notes"
+)(_vendor_documents("credit_note"))
+vendor_debit_notes = recognised_by(r"debit notes?")(_vendor_documents("debit_note"))
 
 
+@recognised_by(r"spend with|been invoiced by")
 async def vendor_spend_fiscal_year(ctx: Context) -> str:
     """Net spend (get_vendor_spend): invoices less credit and debit notes, accounting currency."""
     party = await ctx.party("vendor")

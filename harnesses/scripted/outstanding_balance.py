@@ -2,40 +2,46 @@
 
 from __future__ import annotations
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     AR_INVOICE_TYPES,
     Context,
-    Table,
-    as_date,
-    as_link,
-    as_money,
     links,
-    party_balance,
     plural,
+    recognised_by,
     summed,
     when,
     where,
 )
+from harnesses.scripted._shared import (
+    party_balance,
+)
 
 __all__ = ["customer_balance", "unpaid_invoices_customer"]
 
-customer_balance = party_balance(
-    "customer",
-    "{who} has no open transactions {where} {when}: the outstanding balance is {zero}.",
-    "The outstanding balance of {who} {where} {when} is",
+customer_balance = recognised_by(
+    r"unpaid customer (?:balance|receivables)|outstanding receivables balance|owe us|"
+    r"outstanding balance|total balance"
+)(
+    party_balance(
+        "customer",
+        "{who} has no open transactions {where} {when}: the outstanding balance is {zero}.",
+        "The outstanding balance of {who} {where} {when} is",
+    )
 )
 
-UNPAID = Table(
+UNPAID = col.Table(
     {
-        "Invoice": as_link("document_number"),
-        "Date": as_date("txn_date"),
-        "Due": as_date("due_date"),
-        "Amount": as_money("amount_cur"),
-        "Open": as_money("open_amount_cur"),
+        "Invoice": col.link("document_number"),
+        "Date": col.date("txn_date"),
+        "Due": col.date("due_date"),
+        "Amount": col.amount("amount_cur"),
+        "Open": col.amount("open_amount_cur"),
     }
 )
 
 
+@recognised_by(r"unpaid invoices|open invoices")
 async def unpaid_invoices_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     items = await ctx.party_items(

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     Context,
     Party,
-    customer_txns,
     doc_link,
     long_date,
     money,
     plural,
+    recognised_by,
     summed,
-    txn_table,
     when,
     where,
     window,
 )
+from harnesses.scripted._shared import (
+    customer_txns,
+)
 
 __all__ = ["largest_payment", "last_payment", "payments_in_range", "top_payments"]
 
-PAYMENTS = txn_table("Payment")
+PAYMENTS = col.txn_table("Payment")
 
 
 def _txn_line(item: dict[str, Any]) -> str:
@@ -40,6 +43,7 @@ def _no_payments(ctx: Context, party: Party) -> str:
     return f"{party.link} has made no payments {where(ctx, party.legal_entity)} {when(ctx)}."
 
 
+@recognised_by(r"largest payment(?!s)|biggest single payment")
 async def largest_payment(ctx: Context) -> str:
     party = await ctx.party("customer")
     items = _by_size(await customer_txns(ctx, party, ["payment"]))
@@ -52,6 +56,7 @@ async def largest_payment(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"payments", r"top|largest")
 async def top_payments(ctx: Context) -> str:
     party = await ctx.party("customer")
     items = _by_size(await customer_txns(ctx, party, ["payment"]))[: ctx.question.n or 10]
@@ -65,6 +70,7 @@ async def top_payments(ctx: Context) -> str:
     return PAYMENTS.answer(head, items)
 
 
+@recognised_by(r"payments?", r"between|from .* to|in \d{4}\b|payments (?:has|have)")
 async def payments_in_range(ctx: Context) -> str:
     party = await ctx.party("customer")
     q = ctx.question
@@ -78,6 +84,7 @@ async def payments_in_range(ctx: Context) -> str:
     return PAYMENTS.answer(head, items)
 
 
+@recognised_by(r"last pay|most recent payment")
 async def last_payment(ctx: Context) -> str:
     party = await ctx.party("customer")
     items = await customer_txns(ctx, party, ["payment"])

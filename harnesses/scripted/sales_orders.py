@@ -5,18 +5,15 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     Context,
     Party,
-    Table,
-    as_date,
-    as_link,
-    as_money,
     doc_link,
-    field,
     links,
     money,
     plural,
+    recognised_by,
     verb,
     when,
     where,
@@ -32,14 +29,14 @@ __all__ = [
     "return_orders_entity",
 ]
 
-ORDERS = Table(
+ORDERS = col.Table(
     {
-        "Sales order": as_link("sales_id"),
-        "Customer": field("customer_account"),
-        "Type": field("order_type"),
-        "Status": field("status"),
-        "Order date": as_date("order_date"),
-        "Amount": as_money("total_amount", "currency"),
+        "Sales order": col.link("sales_id"),
+        "Customer": col.text("customer_account"),
+        "Type": col.text("order_type"),
+        "Status": col.text("status"),
+        "Order date": col.date("order_date"),
+        "Amount": col.amount("total_amount", "currency"),
     }
 )
 
@@ -59,6 +56,7 @@ def _no_orders(ctx: Context, party: Party, which: str = "") -> str:
     return f"{party.link} has no {which}sales orders {where(ctx, party.legal_entity)} {when(ctx)}."
 
 
+@recognised_by(r"sales orders?", r"open")
 async def open_orders_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     items = await _party_orders(ctx, party, status=["open"])
@@ -68,6 +66,7 @@ async def open_orders_customer(ctx: Context) -> str:
     return ORDERS.answer(head + links(items, "sales_id") + ".", items)
 
 
+@recognised_by(r"sales orders?")
 async def order_count_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     items = await _party_orders(ctx, party)
@@ -92,6 +91,7 @@ async def _flagged_orders(ctx: Context, *filters: tuple[str, str, Any]) -> list[
     return items
 
 
+@recognised_by(r"do.not.process")
 async def do_not_process_orders(ctx: Context) -> str:
     items = await _flagged_orders(ctx, ("do_not_process", "eq", True))
     if not items:
@@ -100,6 +100,7 @@ async def do_not_process_orders(ctx: Context) -> str:
     return ORDERS.answer(head + links(items, "sales_id") + ".", items)
 
 
+@recognised_by(r"most open sales orders|largest number of open sales orders")
 async def most_open_orders_entity(ctx: Context) -> str:
     items = await _orders(ctx, legal_entity=ctx.legal_entity, status=["open"])
     counts: dict[str, int] = defaultdict(int)
@@ -116,6 +117,7 @@ async def most_open_orders_entity(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"sales orders?", r"largest|top \d|top (?:three|five|ten)|by amount")
 async def largest_orders_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     items = await _party_orders(ctx, party, order_type="sales")
@@ -131,6 +133,7 @@ async def largest_orders_customer(ctx: Context) -> str:
     return ORDERS.answer(head + ".", items)
 
 
+@recognised_by(r"return orders|returned")
 async def return_orders_entity(ctx: Context) -> str:
     items = await _orders(ctx, legal_entity=ctx.legal_entity, order_type="return")
     if not items:
@@ -139,6 +142,7 @@ async def return_orders_entity(ctx: Context) -> str:
     return ORDERS.answer(head, items)
 
 
+@recognised_by(r"release status|[\"']released[\"'] status")
 async def orders_by_release_status(ctx: Context) -> str:
     q = ctx.question
     status = "released"

@@ -7,16 +7,19 @@ from typing import Any
 
 from harnesses.scripted._base import (
     Context,
-    due_window,
     long_date,
     money,
-    open_ap,
-    party_balance,
     plural,
+    recognised_by,
     total,
     when,
     where,
     with_table,
+)
+from harnesses.scripted._shared import (
+    due_window,
+    open_ap,
+    party_balance,
 )
 
 __all__ = [
@@ -25,13 +28,16 @@ __all__ = [
     "ap_due_next_month_top",
     "ap_group_balance",
     "ap_overdue_entity",
+    "ap_overdue_vendor_invoices",
     "vendor_balance",
 ]
 
-vendor_balance = party_balance(
-    "vendor",
-    "There are no open transactions with {who} {where} {when}: the AP balance is {zero}.",
-    "The open AP balance owed to {who} {where} {when} is",
+vendor_balance = recognised_by(r"ap balance for|owed to|how much do we owe")(
+    party_balance(
+        "vendor",
+        "There are no open transactions with {who} {where} {when}: the AP balance is {zero}.",
+        "The open AP balance owed to {who} {where} {when} is",
+    )
 )
 
 
@@ -41,6 +47,7 @@ async def _vendor_aging(ctx: Context, **args: Any) -> dict[str, Any]:
     )
 
 
+@recognised_by(r"by vendor group")
 async def ap_by_group_entity(ctx: Context) -> str:
     data = await _vendor_aging(ctx, group_by="group", limit=1000)
     acct = ctx.accounting_currency(ctx.legal_entity)
@@ -61,6 +68,7 @@ async def ap_by_group_entity(ctx: Context) -> str:
     return with_table(head, ["Vendor group", "Name", "Balance"], table_rows)
 
 
+@recognised_by(r"vendor group|vendors of group")
 async def ap_group_balance(ctx: Context) -> str:
     group = ctx.question.group_id
     data = await _vendor_aging(ctx, group_id=group, group_by="group")
@@ -78,6 +86,7 @@ async def ap_group_balance(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"by (?:transaction )?currency|vendor balance .*(?:usd|eur|gbp|cad)")
 async def ap_by_currency_entity(ctx: Context) -> str:
     data = await _vendor_aging(ctx, group_by="currency")
     acct = ctx.accounting_currency(ctx.legal_entity)
@@ -97,6 +106,7 @@ async def ap_by_currency_entity(ctx: Context) -> str:
     return with_table(head, ["Currency", "Balance", f"Balance ({acct})"], table_rows)
 
 
+@recognised_by(r"overdue ap|payables is past due|ap balance.*overdue|past due.*payables")
 async def ap_overdue_entity(ctx: Context) -> str:
     items = await open_ap(ctx, overdue_as_of=ctx.as_of)
     acct = ctx.accounting_currency(ctx.legal_entity)
@@ -111,6 +121,7 @@ async def ap_overdue_entity(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"ap balances due|vendors have the most open invoice value|due next month")
 async def ap_due_next_month_top(ctx: Context) -> str:
     start, end = due_window(ctx)
     items = await open_ap(ctx, due_from=start, due_to=end)
@@ -129,3 +140,9 @@ async def ap_due_next_month_top(ctx: Context) -> str:
     )
     rows = [[ctx.link("vendors", le, a), money(v, acct)] for v, a in ranked]
     return with_table(head + ".", ["Vendor", "Due"], rows)
+
+
+@recognised_by(r"vendor invoices (?:is|are) past due")
+async def ap_overdue_vendor_invoices(ctx: Context) -> str:
+    """The overdue AP question worded as "vendor invoices past due" (tried before other rules)."""
+    return await ap_overdue_entity(ctx)

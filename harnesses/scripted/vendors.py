@@ -5,19 +5,19 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     MONTH_YEAR,
     Context,
-    Table,
     _month_number,
-    as_date,
-    as_link,
-    field,
     md_link,
+    recognised_by,
+    where,
+)
+from harnesses.scripted._shared import (
     party_list,
     party_record,
     payment_terms,
-    where,
 )
 
 __all__ = [
@@ -29,9 +29,12 @@ __all__ = [
 ]
 
 
-payment_terms_vendor = payment_terms("vendor")
+payment_terms_vendor = recognised_by(
+    r"terms", r"vendor account|payment terms for|terms of payment do we have with"
+)(payment_terms("vendor"))
 
 
+@recognised_by(r"early payment discount|cash discount from|discount percentage|for paying early")
 async def vendor_cash_discount(ctx: Context) -> str:
     party, data = await party_record(ctx, "vendor")
     terms = data["vendor"].get("payment_terms")
@@ -49,13 +52,13 @@ async def vendor_cash_discount(ctx: Context) -> str:
     )
 
 
-VENDORS = Table(
+VENDORS = col.Table(
     {
-        "Vendor": as_link("account"),
-        "Name": field("name", None),
-        "Terms": field("payment_terms", None),
+        "Vendor": col.link("account"),
+        "Name": col.text("name", None),
+        "Terms": col.text("payment_terms", None),
         "Hold reason": lambda item: item.get("hold_reason") or "",
-        "Created": as_date("created_date"),
+        "Created": col.date("created_date"),
     }
 )
 
@@ -64,10 +67,12 @@ async def _vendor_list(ctx: Context, label: str, *filters: tuple[str, str, Any])
     return await party_list(ctx, "vendor", f"{label} {where(ctx)}", filters, VENDORS)
 
 
+@recognised_by(r"vendors", r"payment hold|blocked for payment")
 async def vendors_on_hold(ctx: Context) -> str:
     return await _vendor_list(ctx, "on payment hold", ("payment_hold", "eq", True))
 
 
+@recognised_by(r"vendors", r"created|set up")
 async def vendors_created_in_month(ctx: Context) -> str:
     match = MONTH_YEAR.search(ctx.question.text)
     if match:
@@ -83,6 +88,7 @@ async def vendors_created_in_month(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"vendors", r"longer than|beyond")
 async def vendors_terms_longer_than(ctx: Context) -> str:
     days = ctx.question.days or 60
     data = await ctx.call(
