@@ -583,6 +583,13 @@ def links(items: list[dict[str, Any]], key: str) -> str:
     return listing([doc_link(item, key) for item in items])
 
 
+def spread(items: list[dict[str, Any]], noun: str, party: str) -> str:
+    """ "3 open transactions of 2 customers": the records and the parties (``customer`` or
+    ``vendor``) they belong to."""
+    parties = len({item.get(f"{party}_account") for item in items})
+    return f"{plural(len(items), noun)} of {plural(parties, party)}"
+
+
 def verb(count: int, singular: str, plural_form: str) -> str:
     return singular if count == 1 else plural_form
 

@@ -17,9 +17,11 @@ from harnesses.scripted._base import (
     money,
     name_link,
     plural,
+    summed,
     total,
     when,
     where,
+    window,
 )
 
 
@@ -125,6 +127,31 @@ async def vendor_txns(ctx: Context, party: Party, txn_types: list[str]) -> list[
         date_from=q.start,
         date_to=q.end or ctx.as_of,
     )
+
+
+def documents_in_window(
+    kind: str, txn_types: list[str], noun: str, sign: float, none: str, some: str
+) -> Handler:
+    """A party's documents of these types in the question's window: how many, their total (times
+    ``sign``: the ERP stores payments negative), then the list. ``none`` and ``some`` word it
+    ({who}, {window}; ``some`` also {count} and {total})."""
+    shown = col.txn_table(noun.capitalize())
+
+    async def solve(ctx: Context) -> str:
+        party = await ctx.party(kind)
+        if kind == "vendor":
+            items = await vendor_txns(ctx, party, txn_types)
+        else:
+            q = ctx.question
+            items = await customer_txns(ctx, party, txn_types, date_from=q.start, date_to=q.end)
+        words = {"who": party.link, "window": window(ctx)}
+        if not items:
+            return none.format(**words)
+        count = plural(len(items), noun)
+        head = some.format(**words, count=count, total=summed(items, "amount_cur", sign))
+        return shown.answer(head, items)
+
+    return solve
 
 
 DISPUTES = col.Table(

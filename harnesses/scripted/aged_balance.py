@@ -18,6 +18,7 @@ from harnesses.scripted._base import (
     name_link,
     plural,
     recognised_by,
+    spread,
     table,
     total,
     when,
@@ -241,9 +242,8 @@ async def past_due_total_entity(ctx: Context) -> str:
     acct = ctx.accounting_currency(ctx.legal_entity)
     if not items:
         return f"There are no customer transactions more than {days} days past due {where(ctx)}."
-    customers = len({i.get("customer_account") for i in items})
     return (
         f"Unpaid customer receivables more than {days} days past due {where(ctx)} {when(ctx)} "
         f"total **{money(total(items, 'open_amount_acct'), acct)}** (accounting currency) across "
-        f"{plural(len(items), 'open transaction')} of {plural(customers, 'customer')}."
+        f"{spread(items, 'open transaction', 'customer')}."
     )

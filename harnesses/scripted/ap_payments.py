@@ -15,16 +15,15 @@ from harnesses.scripted._base import (
     money,
     plural,
     recognised_by,
-    summed,
+    spread,
     total,
     where,
-    window,
     with_table,
 )
 from harnesses.scripted._shared import (
     OPEN_AP,
+    documents_in_window,
     open_ap,
-    vendor_txns,
 )
 
 PAYMENTS = col.txn_table("Payment")
@@ -47,12 +46,11 @@ async def ap_obligation_next_days(ctx: Context) -> str:
     if not items:
         return f"No open vendor invoices are due by {long_date(end)} {where(ctx)}: nothing to pay."
     overdue = [i for i in items if str(i.get("due_date") or "") < ctx.as_of.isoformat()]
-    vendors = len({i.get("vendor_account") for i in items})
     head = (
         f"The AP payment obligation due by {long_date(end)} {where(ctx)} is "
         f"**{money(total(items, 'open_amount_acct'), acct)}** (accounting currency; "
         f"{money(total(overdue, 'open_amount_acct'), acct)} of it already overdue) across "
-        f"{plural(len(items), 'open vendor invoice')} of {plural(vendors, 'vendor')}."
+        f"{spread(items, 'open vendor invoice', 'vendor')}."
     )
     return OPEN_AP.answer(head, items)
 
@@ -115,17 +113,16 @@ async def proposal_vendors_on_date(ctx: Context) -> str:
     )
 
 
-@recognised_by(r"payment history|how much did we pay")
-async def vendor_payments_range(ctx: Context) -> str:
-    party = await ctx.party("vendor")
-    items = await vendor_txns(ctx, party, ["payment"])
-    if not items:
-        return f"No payments were made to {party.link} {window(ctx)}."
-    head = (
-        f"We made **{plural(len(items), 'payment')}** to {party.link} {window(ctx)}, totalling "
-        f"**{summed(items, 'amount_cur', -1.0)}**."
+vendor_payments_range = recognised_by(r"payment history|how much did we pay")(
+    documents_in_window(
+        "vendor",
+        ["payment"],
+        "payment",
+        -1.0,
+        "No payments were made to {who} {window}.",
+        "We made **{count}** to {who} {window}, totalling **{total}**.",
     )
-    return PAYMENTS.answer(head, items)
+)
 
 
 @recognised_by(r"journal \S*\d")

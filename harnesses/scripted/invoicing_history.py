@@ -23,6 +23,7 @@ from harnesses.scripted._base import (
 )
 from harnesses.scripted._shared import (
     customer_txns,
+    documents_in_window,
 )
 
 __all__ = [
@@ -35,18 +36,16 @@ __all__ = [
 INVOICES = col.txn_table("Invoice")
 
 
-@recognised_by(r"invoices", r"between|from .* to")
-async def invoices_in_range_customer(ctx: Context) -> str:
-    party = await ctx.party("customer")
-    q = ctx.question
-    items = await customer_txns(ctx, party, AR_INVOICE_TYPES, date_from=q.start, date_to=q.end)
-    if not items:
-        return f"No invoices were issued to {party.link} {window(ctx)}."
-    head = (
-        f"**{plural(len(items), 'invoice')}** were issued to {party.link} {window(ctx)}, totalling "
-        f"**{summed(items, 'amount_cur')}**."
+invoices_in_range_customer = recognised_by(r"invoices", r"between|from .* to")(
+    documents_in_window(
+        "customer",
+        AR_INVOICE_TYPES,
+        "invoice",
+        1.0,
+        "No invoices were issued to {who} {window}.",
+        "**{count}** were issued to {who} {window}, totalling **{total}**.",
     )
-    return INVOICES.answer(head, items)
+)
 
 
 @recognised_by(r"number of invoices|how many invoices|invoices (?:generated|issued) (?:for|to)")

@@ -16,10 +16,10 @@ from harnesses.scripted._base import (
     summed,
     when,
     where,
-    window,
 )
 from harnesses.scripted._shared import (
     customer_txns,
+    documents_in_window,
 )
 
 __all__ = ["largest_payment", "last_payment", "payments_in_range", "top_payments"]
@@ -70,18 +70,18 @@ async def top_payments(ctx: Context) -> str:
     return PAYMENTS.answer(head, items)
 
 
-@recognised_by(r"payments?", r"between|from .* to|in \d{4}\b|payments (?:has|have)")
-async def payments_in_range(ctx: Context) -> str:
-    party = await ctx.party("customer")
-    q = ctx.question
-    items = await customer_txns(ctx, party, ["payment"], date_from=q.start, date_to=q.end)
-    if not items:
-        return f"{party.link} made no payments {window(ctx)}."
-    head = (
-        f"{party.link} made **{plural(len(items), 'payment')}** {window(ctx)}, totalling "
-        f"**{summed(items, 'amount_cur', -1.0)}**."
+payments_in_range = recognised_by(
+    r"payments?", r"between|from .* to|in \d{4}\b|payments (?:has|have)"
+)(
+    documents_in_window(
+        "customer",
+        ["payment"],
+        "payment",
+        -1.0,
+        "{who} made no payments {window}.",
+        "{who} made **{count}** {window}, totalling **{total}**.",
     )
-    return PAYMENTS.answer(head, items)
+)
 
 
 @recognised_by(r"last pay|most recent payment")

@@ -11,6 +11,7 @@ from harnesses.scripted._base import (
     money,
     plural,
     recognised_by,
+    spread,
     total,
     when,
     where,
@@ -112,12 +113,10 @@ async def ap_overdue_entity(ctx: Context) -> str:
     acct = ctx.accounting_currency(ctx.legal_entity)
     if not items:
         return f"There are no overdue vendor invoices {where(ctx)} {when(ctx)}: {money(0, acct)}."
-    vendors = len({i.get("vendor_account") for i in items})
     return (
         f"The overdue AP balance {where(ctx)} {when(ctx)} is "
-        f"**{money(total(items, 'open_amount_acct'), acct)}** (accounting "
-        f"currency) across {plural(len(items), 'open vendor invoice')} of "
-        f"{plural(vendors, 'vendor')}."
+        f"**{money(total(items, 'open_amount_acct'), acct)}** (accounting currency) across "
+        f"{spread(items, 'open vendor invoice', 'vendor')}."
     )
 
 
