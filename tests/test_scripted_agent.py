@@ -103,6 +103,17 @@ def _dataset(path: Path) -> Dataset:
     return Dataset.model_validate(yaml.safe_load(path.read_text()))
 
 
+def test_every_question_kind_has_a_solver_and_every_keyword_rule_is_tried() -> None:
+    from harnesses.scripted._agent import PRECEDENCE, solvers
+    from synthetic_erp.scenarios import TEMPLATES
+
+    found = solvers()
+    assert set(TEMPLATES) <= set(found), set(TEMPLATES) - set(found)
+    with_rule = {name for name, solver in found.items() if hasattr(solver, "rule")}
+    assert len(PRECEDENCE) == len(set(PRECEDENCE))
+    assert set(PRECEDENCE) == with_rule, set(PRECEDENCE) ^ with_rule
+
+
 def test_scripted_agent_answers_generated_questions_correctly(
     erp_server, generated_questions: Path, tmp_path: Path
 ) -> None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import importlib
 import json
-import re
+import pkgutil
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from harnesses._erp_client import ErpClient
@@ -28,123 +31,6 @@ from harnesses.scripted._base import (
     where,
 )
 from harnesses.scripted._grammar import question_from, read
-from harnesses.scripted.aged_balance import (
-    aging_customer,
-    aging_top_customers,
-    aging_totals_entity,
-    balance_all_entities,
-    coming_due_customer,
-    past_due_total_entity,
-    top_past_due_group,
-)
-from harnesses.scripted.ap_invoices import (
-    ap_due_in_window,
-    ap_posted_on_date,
-    invoices_by_status_entity,
-    latest_invoice_match_vendor,
-    pending_approval_vendor,
-)
-from harnesses.scripted.ap_payments import (
-    ap_obligation_next_days,
-    payment_accounts_methods,
-    payment_journal_total,
-    proposal_vendors_on_date,
-    vendor_payments_range,
-)
-from harnesses.scripted.ap_purchase_orders import (
-    open_pos_vendor,
-)
-from harnesses.scripted.cash_collections import (
-    collected_fiscal_year,
-)
-from harnesses.scripted.cash_discounts import (
-    discounts_expiring_entity,
-    discounts_taken_customer,
-    open_discount_invoices_customer,
-)
-from harnesses.scripted.collections import (
-    collections_agent_customer,
-    last_letter_customer,
-    letters_customer,
-    unassigned_pool_count,
-)
-from harnesses.scripted.collections_tasks import (
-    agent_worklist,
-    open_activities_customer,
-    open_cases_customer,
-    open_tasks_due_entity,
-)
-from harnesses.scripted.credit_limit import (
-    credit_hold_list,
-    credit_limit,
-    credit_utilization,
-    over_limit_group_top,
-)
-from harnesses.scripted.credit_notes import (
-    unapplied_credit_notes_customer,
-)
-from harnesses.scripted.credit_rating import (
-    credit_rating,
-    rating_count_group,
-)
-from harnesses.scripted.customer_setup import (
-    contact_customer,
-    customers_by_currency,
-    customers_in_group,
-    method_of_payment_customer,
-    payment_terms_customer,
-)
-from harnesses.scripted.discounts import (
-    open_deductions_customer,
-)
-from harnesses.scripted.dispute import (
-    open_disputes_customer,
-)
-from harnesses.scripted.invoicing_history import (
-    invoice_count_customer,
-    invoices_in_range_customer,
-    largest_invoice_entity,
-    top_invoiced_customer_entity,
-)
-from harnesses.scripted.other_ap_documents import (
-    vendor_credit_notes,
-    vendor_debit_notes,
-    vendor_spend_fiscal_year,
-)
-from harnesses.scripted.outstanding_balance import (
-    customer_balance,
-    unpaid_invoices_customer,
-)
-from harnesses.scripted.payment_history import (
-    largest_payment,
-    last_payment,
-    payments_in_range,
-    top_payments,
-)
-from harnesses.scripted.sales_orders import (
-    do_not_process_orders,
-    largest_orders_customer,
-    most_open_orders_entity,
-    open_orders_customer,
-    order_count_customer,
-    orders_by_release_status,
-    return_orders_entity,
-)
-from harnesses.scripted.vendor_balance import (
-    ap_by_currency_entity,
-    ap_by_group_entity,
-    ap_due_next_month_top,
-    ap_group_balance,
-    ap_overdue_entity,
-    vendor_balance,
-)
-from harnesses.scripted.vendors import (
-    payment_terms_vendor,
-    vendor_cash_discount,
-    vendors_created_in_month,
-    vendors_on_hold,
-    vendors_terms_longer_than,
-)
 from ledgerbench.dataset import TaskType
 
 # --------------------------------------------------------------------------------------------------
@@ -154,227 +40,120 @@ from ledgerbench.dataset import TaskType
 
 @dataclass(frozen=True)
 class Intent:
+    """A question kind and its solver."""
+
     name: str
     handler: Handler
-    all_of: tuple[str, ...]
-    none_of: tuple[str, ...] = ()
 
     def matches(self, question: Question) -> bool:
-        return all(re.search(p, question.lower) for p in self.all_of) and not any(
-            re.search(p, question.lower) for p in self.none_of
-        )
+        return self.handler.rule.matches(question)  # type: ignore[attr-defined]
 
 
-def _i(name: str, handler: Handler, *all_of: str, none_of: tuple[str, ...] = ()) -> Intent:
-    return Intent(name, handler, all_of, none_of)
-
-
-PARTY_REF = r"(customer account|vendor account|\([a-z]+-\d+\))"
-
-INTENTS: tuple[Intent, ...] = (
+# The keyword rules (each solver's ``recognised_by``) for questions outside the generator's grammar
+# are tried in this order; the first that matches wins.
+PRECEDENCE = (
     # AP first where wording is specific
-    _i("payment_journal_total", payment_journal_total, r"journal \S*\d"),
-    _i("proposal_vendors_on_date", proposal_vendors_on_date, r"payment proposal"),
-    _i(
-        "payment_accounts_methods",
-        payment_accounts_methods,
-        r"methods? of payment|payment methods",
-        r"payment accounts|ledger accounts|post to",
-    ),
-    _i("latest_invoice_match_vendor", latest_invoice_match_vendor, r"three-way|3-way|match"),
-    _i(
-        "pending_approval_vendor",
-        pending_approval_vendor,
-        r"pending approval|waiting for approval",
-        r"invoices (?:are )?pending approval for|from|invoices from",
-        none_of=(r"how many vendor invoices", r"total value"),
-    ),
-    _i(
-        "invoices_by_status_entity",
-        invoices_by_status_entity,
-        r"vendor invoices",
-        r"how many|total value",
-        r"pending approval|approved|unposted|posted|register",
-        none_of=(r"posted on",),
-    ),
-    _i("ap_posted_on_date", ap_posted_on_date, r"posted on"),
-    _i("ap_overdue_vendor_invoices", ap_overdue_entity, r"vendor invoices (?:is|are) past due"),
-    _i("ap_due_in_window", ap_due_in_window, r"vendor invoices", r"due"),
-    _i(
-        "ap_obligation_next_days",
-        ap_obligation_next_days,
-        r"payment obligation|falls due|vendor invoices falls",
-    ),
-    _i(
-        "ap_due_next_month_top",
-        ap_due_next_month_top,
-        r"ap balances due|vendors have the most open invoice value|due next month",
-    ),
-    _i("ap_by_group_entity", ap_by_group_entity, r"by vendor group"),
-    _i("ap_group_balance", ap_group_balance, r"vendor group|vendors of group"),
-    _i(
-        "ap_by_currency_entity",
-        ap_by_currency_entity,
-        r"by (?:transaction )?currency|vendor balance .*(?:usd|eur|gbp|cad)",
-    ),
-    _i(
-        "ap_overdue_entity",
-        ap_overdue_entity,
-        r"overdue ap|payables is past due|ap balance.*overdue|past due.*payables",
-    ),
-    _i("vendors_on_hold", vendors_on_hold, r"vendors", r"payment hold|blocked for payment"),
-    _i("vendors_created_in_month", vendors_created_in_month, r"vendors", r"created|set up"),
-    _i("vendors_terms_longer_than", vendors_terms_longer_than, r"vendors", r"longer than|beyond"),
-    _i(
-        "vendor_cash_discount",
-        vendor_cash_discount,
-        r"early payment discount|cash discount from|discount percentage|for paying early",
-    ),
-    _i("vendor_debit_notes", vendor_debit_notes, r"debit notes?"),
-    _i(
-        "vendor_credit_notes",
-        vendor_credit_notes,
-        r"credit notes? (?:have been )?received|issue us any credit notes",
-    ),
-    _i("vendor_spend_fiscal_year", vendor_spend_fiscal_year, r"spend with|been invoiced by"),
-    _i("open_pos_vendor", open_pos_vendor, r"purchase orders?"),
-    _i("vendor_payments_range", vendor_payments_range, r"payment history|how much did we pay"),
-    _i(
-        "payment_terms_vendor",
-        payment_terms_vendor,
-        r"terms",
-        r"vendor account|payment terms for|terms of payment do we have with",
-    ),
-    _i("vendor_balance", vendor_balance, r"ap balance for|owed to|how much do we owe"),
+    "payment_journal_total",
+    "proposal_vendors_on_date",
+    "payment_accounts_methods",
+    "latest_invoice_match_vendor",
+    "pending_approval_vendor",
+    "invoices_by_status_entity",
+    "ap_posted_on_date",
+    "ap_overdue_vendor_invoices",
+    "ap_due_in_window",
+    "ap_obligation_next_days",
+    "ap_due_next_month_top",
+    "ap_by_group_entity",
+    "ap_group_balance",
+    "ap_by_currency_entity",
+    "ap_overdue_entity",
+    "vendors_on_hold",
+    "vendors_created_in_month",
+    "vendors_terms_longer_than",
+    "vendor_cash_discount",
+    "vendor_debit_notes",
+    "vendor_credit_notes",
+    "vendor_spend_fiscal_year",
+    "open_pos_vendor",
+    "vendor_payments_range",
+    "payment_terms_vendor",
+    "vendor_balance",
     # AR
-    _i("top_past_due_group", top_past_due_group, r"group", r"past due|overdue"),
-    _i(
-        "over_limit_group_top",
-        over_limit_group_top,
-        r"over their credit limit|exceeding their credit limit",
-    ),
-    _i("rating_count_group", rating_count_group, r"group", r"rated|rating"),
-    _i("agent_worklist", agent_worklist, r"worklist|activities due on"),
-    _i(
-        "open_tasks_due_entity",
-        open_tasks_due_entity,
-        r"collections tasks",
-        r"due (?:between|from)",
-    ),
-    _i(
-        "open_activities_customer",
-        open_activities_customer,
-        r"collections (?:activities|tasks)|open activities",
-    ),
-    _i("open_cases_customer", open_cases_customer, r"collections cases?|collections case"),
-    _i("collections_agent_customer", collections_agent_customer, r"collections agent"),
-    _i("unassigned_pool_count", unassigned_pool_count, r"collections pool"),
-    _i("last_letter_customer", last_letter_customer, r"last collection letter|letter level"),
-    _i("letters_customer", letters_customer, r"collection letters"),
-    _i(
-        "discounts_expiring_entity",
-        discounts_expiring_entity,
-        r"cash discount (?:expiring|runs out)|discount runs out",
-    ),
-    _i(
-        "discounts_taken_customer",
-        discounts_taken_customer,
-        r"discount window|take any cash discounts",
-    ),
-    _i("open_discount_invoices_customer", open_discount_invoices_customer, r"cash discount"),
-    _i("open_deductions_customer", open_deductions_customer, r"deductions?"),
-    _i("open_disputes_customer", open_disputes_customer, r"disput"),
-    _i("unapplied_credit_notes_customer", unapplied_credit_notes_customer, r"credit notes?"),
-    _i("do_not_process_orders", do_not_process_orders, r"do.not.process"),
-    _i(
-        "most_open_orders_entity",
-        most_open_orders_entity,
-        r"most open sales orders|largest number of open sales orders",
-    ),
-    _i(
-        "orders_by_release_status",
-        orders_by_release_status,
-        r"release status|[\"']released[\"'] status",
-    ),
-    _i("return_orders_entity", return_orders_entity, r"return orders|returned"),
-    _i(
-        "largest_orders_customer",
-        largest_orders_customer,
-        r"sales orders?",
-        r"largest|top \d|top (?:three|five|ten)|by amount",
-    ),
-    _i("open_orders_customer", open_orders_customer, r"sales orders?", r"open"),
-    _i("order_count_customer", order_count_customer, r"sales orders?"),
-    _i("credit_rating", credit_rating, r"credit rating|rated for credit"),
-    _i("credit_hold_list", credit_hold_list, r"credit hold"),
-    _i("credit_utilization", credit_utilization, r"credit limit", r"percent|utili|used"),
-    _i("credit_limit", credit_limit, r"credit limit|available credit"),
-    _i("customers_in_group", customers_in_group, r"customer group|belong to"),
-    _i("customers_by_currency", customers_by_currency, r"customers", r"currency|billed in"),
-    _i("method_of_payment_customer", method_of_payment_customer, r"method of payment"),
-    _i("payment_terms_customer", payment_terms_customer, r"terms"),
-    _i("contact_customer", contact_customer, r"phone|contact"),
-    _i("collected_fiscal_year", collected_fiscal_year, r"collected"),
-    _i("last_payment", last_payment, r"last pay|most recent payment"),
-    _i("largest_payment", largest_payment, r"largest payment(?!s)|biggest single payment"),
-    _i("top_payments", top_payments, r"payments", r"top|largest"),
-    _i(
-        "payments_in_range",
-        payments_in_range,
-        r"payments?",
-        r"between|from .* to|in \d{4}\b|payments (?:has|have)",
-    ),
-    _i(
-        "largest_invoice_entity",
-        largest_invoice_entity,
-        r"largest amount|biggest customer invoice|largest invoice",
-    ),
-    _i(
-        "top_invoiced_customer_entity",
-        top_invoiced_customer_entity,
-        r"highest total invoiced|top customer by invoiced",
-    ),
-    _i("coming_due_customer", coming_due_customer, r"coming due|falling due"),
-    _i(
-        "invoices_in_range_customer", invoices_in_range_customer, r"invoices", r"between|from .* to"
-    ),
-    _i(
-        "invoice_count_customer",
-        invoice_count_customer,
-        r"number of invoices|how many invoices|invoices (?:generated|issued) (?:for|to)",
-    ),
-    _i("unpaid_invoices_customer", unpaid_invoices_customer, r"unpaid invoices|open invoices"),
-    _i("aging_totals_entity", aging_totals_entity, r"aging bucket|aging summary for all|by aging"),
-    _i(
-        "past_due_total_entity",
-        past_due_total_entity,
-        r"past due|overdue|\d+\+ days",
-        r"total|how much customer ar|how much in customer invoices",
-        none_of=(PARTY_REF,),
-    ),
-    _i(
-        "aging_top_customers",
-        aging_top_customers,
-        r"top \d+ customers|top (?:five|ten) customers",
-        r"outstanding|balance",
-    ),
-    _i("balance_all_entities", balance_all_entities, r"all legal entities"),
-    _i(
-        "customer_balance",
-        customer_balance,
-        r"unpaid customer (?:balance|receivables)|outstanding receivables balance|owe us|"
-        r"outstanding balance|total balance",
-    ),
-    _i(
-        "aging_customer",
-        aging_customer,
-        r"aged balance|aging|ageing|overdue receivables|past due|balance",
-    ),
+    "top_past_due_group",
+    "over_limit_group_top",
+    "rating_count_group",
+    "agent_worklist",
+    "open_tasks_due_entity",
+    "open_activities_customer",
+    "open_cases_customer",
+    "collections_agent_customer",
+    "unassigned_pool_count",
+    "last_letter_customer",
+    "letters_customer",
+    "discounts_expiring_entity",
+    "discounts_taken_customer",
+    "open_discount_invoices_customer",
+    "open_deductions_customer",
+    "open_disputes_customer",
+    "unapplied_credit_notes_customer",
+    "do_not_process_orders",
+    "most_open_orders_entity",
+    "orders_by_release_status",
+    "return_orders_entity",
+    "largest_orders_customer",
+    "open_orders_customer",
+    "order_count_customer",
+    "credit_rating",
+    "credit_hold_list",
+    "credit_utilization",
+    "credit_limit",
+    "customers_in_group",
+    "customers_by_currency",
+    "method_of_payment_customer",
+    "payment_terms_customer",
+    "contact_customer",
+    "collected_fiscal_year",
+    "last_payment",
+    "largest_payment",
+    "top_payments",
+    "payments_in_range",
+    "largest_invoice_entity",
+    "top_invoiced_customer_entity",
+    "coming_due_customer",
+    "invoices_in_range_customer",
+    "invoice_count_customer",
+    "unpaid_invoices_customer",
+    "aging_totals_entity",
+    "past_due_total_entity",
+    "aging_top_customers",
+    "balance_all_entities",
+    "customer_balance",
+    "aging_customer",
 )
 
 
+@cache
+def solvers() -> dict[str, Handler]:
+    """Every solver by question kind (intent name): the names in the ``__all__`` of each scenario
+    module of this package (every module whose name does not start with an underscore)."""
+    found: dict[str, Handler] = {}
+    for module_info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if not module_info.name.startswith("_"):
+            module = importlib.import_module(f"{__package__}.{module_info.name}")
+            found.update({name: getattr(module, name) for name in module.__all__})
+    return found
+
+
+@cache
+def intents() -> tuple[Intent, ...]:
+    """The keyword rules in the order they are tried."""
+    by_name = solvers()
+    return tuple(Intent(name, by_name[name]) for name in PRECEDENCE)
+
+
 def match_intent(question: Question) -> Intent | None:
-    return next((intent for intent in INTENTS if intent.matches(question)), None)
+    return next((intent for intent in intents() if intent.matches(question)), None)
 
 
 def understand(
@@ -384,9 +163,8 @@ def understand(
     phrasings, else by the keyword rules (published and hand-written questions)."""
     reading = read(text)
     if reading is not None:
-        by_name = {intent.name: intent for intent in INTENTS}
         question = question_from(text, reading, today, legal_entities, default_le)
-        return question, by_name[reading.template]
+        return question, Intent(reading.template, solvers()[reading.template])
     question = Question.parse(text, legal_entities)
     return question, match_intent(question)
 

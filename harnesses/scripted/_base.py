@@ -177,8 +177,8 @@ class Question:
             legal_entity=_legal_entity(text, legal_entities),
             all_entities=bool(re.search(r"\ball (?:the )?legal entities|across legal", lower)),
             accounts=ACCOUNT_ID.findall(text),
-            n=_top_n(lower),
-            days=_days(lower),
+            n=_first_number(lower, TOP_N),
+            days=_first_number(lower, DAYS),
             currency=_currency(text),
             group_id=_group(text),
         )
@@ -201,26 +201,25 @@ def _legal_entity(text: str, legal_entities: list[str]) -> str | None:
     return None
 
 
-def _top_n(lower: str) -> int | None:
-    for pattern in (
-        rf"\b(?:top|largest|biggest|highest|first|last)\s+{_NUM}\b",
-        rf"\b{_NUM}\s+(?:largest|biggest|highest|customers|vendors|sales orders|payments)\b",
-        rf"\bthe\s+{_NUM}\s+\w+",
-    ):
-        match = re.search(pattern, lower)
-        if match:
-            return _number(match.group(1))
-    return None
+TOP_N = (
+    rf"\b(?:top|largest|biggest|highest|first|last)\s+{_NUM}\b",
+    rf"\b{_NUM}\s+(?:largest|biggest|highest|customers|vendors|sales orders|payments)\b",
+    rf"\bthe\s+{_NUM}\s+\w+",
+)
+"""Where a question says how many records it wants ("top 5", "the three ..."), first match wins."""
+DAYS = (
+    rf"next\s+{_NUM}\s+days?",
+    rf"(?:more than|over|beyond|longer than(?: net)?|than net)\s+{_NUM}\s+days?",
+    rf"net\s+{_NUM}\b",
+    r"(\d+)\+\s*days?",
+    rf"{_NUM}\s+days?",
+)
+"""Where a question gives a number of days ("next 7 days", "over 90 days", "net 30")."""
 
 
-def _days(lower: str) -> int | None:
-    for pattern in (
-        rf"next\s+{_NUM}\s+days?",
-        rf"(?:more than|over|beyond|longer than(?: net)?|than net)\s+{_NUM}\s+days?",
-        rf"net\s+{_NUM}\b",
-        r"(\d+)\+\s*days?",
-        rf"{_NUM}\s+days?",
-    ):
+def _first_number(lower: str, patterns: tuple[str, ...]) -> int | None:
+    """The number the first matching pattern captures, tried in order."""
+    for pattern in patterns:
         match = re.search(pattern, lower)
         if match:
             return _number(match.group(1))
@@ -388,21 +387,29 @@ class Context:
                 data = {"text": result.text}
         return data if isinstance(data, dict) else {"items": data}
 
-    async def all_items(self, tool: str, **arguments: Any) -> tuple[list[dict], dict[str, Any]]:
-        """Every item of a paged list tool (and the first page, for its totals)."""
+    async def all_items(self, tool: str, **arguments: Any) -> list[dict[str, Any]]:
+        """Every item of a paged list tool."""
         items: list[dict] = []
-        first: dict[str, Any] = {}
         paging: dict[str, Any] = {"page": 1}
         for _ in range(MAX_PAGES):
             data = await self.call(tool, page_size=PAGE, **paging, **arguments)
-            first = first or data
             items += [item for item in data.get("items", []) if isinstance(item, dict)]
             # A page cut by the server's result budget continues at next_cursor, not at page + 1.
             cursor = data.get("next_cursor")
             if not data.get("has_more") or not cursor:
                 break
             paging = {"cursor": cursor}
-        return items, first
+        return items
+
+    async def party_items(self, tool: str, party: Party, **arguments: Any) -> list[dict[str, Any]]:
+        """Every item a list tool holds for one party."""
+        return await self.all_items(
+            tool, account=party.account, legal_entity=party.legal_entity, **arguments
+        )
+
+    async def entity_items(self, tool: str, **arguments: Any) -> list[dict[str, Any]]:
+        """Every item a list tool holds in the question's legal entity (all when it names none)."""
+        return await self.all_items(tool, legal_entity=self.legal_entity, **arguments)
 
     async def query(self, entity_set: str, *filters: tuple[str, str, Any], **extra: Any):
         data = await self.call(
@@ -566,202 +573,63 @@ def listing(items: list[str], limit: int = 10) -> str:
     return text + (f"; and {len(items) - limit} more" if len(items) > limit else "")
 
 
-# shared by several scenarios' solvers
+def name_link(record: dict[str, Any]) -> str:
+    """A customer or vendor record as "Name (account)", linked."""
+    return md_link(f"{record.get('name')} ({record.get('account')})", record.get("url"))
+
+
+def links(items: list[dict[str, Any]], key: str) -> str:
+    """The records' links, listed (see :func:`listing`)."""
+    return listing([doc_link(item, key) for item in items])
+
+
+def spread(items: list[dict[str, Any]], noun: str, party: str) -> str:
+    """ "3 open transactions of 2 customers": the records and the parties (``customer`` or
+    ``vendor``) they belong to."""
+    parties = len({item.get(f"{party}_account") for item in items})
+    return f"{plural(len(items), noun)} of {plural(parties, party)}"
+
+
+def verb(count: int, singular: str, plural_form: str) -> str:
+    return singular if count == 1 else plural_form
+
+
+def total(items: list[dict[str, Any]], key: str, sign: float = 1.0) -> float:
+    """The sum of one amount over the records (``sign=-1``: amounts the ERP stores negative)."""
+    return sum(sign * float(item.get(key) or 0) for item in items)
+
+
+def summed(items: list[dict[str, Any]], key: str, sign: float = 1.0) -> str:
+    """The :func:`total` as money, in the first record's currency."""
+    return money(total(items, key, sign), items[0].get("currency"))
+
+
+# --------------------------------------------------------------------------------------------------
+# What a solver is
+# --------------------------------------------------------------------------------------------------
 
 Handler = Callable[[Context], Awaitable[str]]
 
 
-async def _aging_row(ctx: Context, party: Party) -> dict[str, Any]:
-    data = await ctx.call(
-        "get_aging",
-        party_type=party.party_type,
-        account=party.account,
-        legal_entity=party.legal_entity,
-        as_of=ctx.as_of,
-        bucket_edges=[30, 60, 90],
-    )
-    rows = data.get("rows") or []
-    return rows[0] if rows else {}
+@dataclass(frozen=True)
+class Rule:
+    """Keyword patterns that recognise a question outside the generator's grammar: every pattern
+    of ``all_of`` and none of ``unless`` is found in the lower-cased question."""
 
+    all_of: tuple[str, ...]
+    unless: tuple[str, ...] = ()
 
-async def _party_balance(ctx: Context, kind: str, empty: str, lead: str) -> str:
-    """One party's open balance; ``empty`` and ``lead`` word it ({who}, {where}, {when}, {zero})."""
-    party = await ctx.party(kind)
-    row = await _aging_row(ctx, party)
-    currency = row.get("currency")
-    count = int(row.get("open_transaction_count", 0) or 0)
-    words = {"who": party.link, "where": where(ctx, party.legal_entity), "when": when(ctx)}
-    if not count:
-        return empty.format(**words, zero=money(0, currency))
-    text = lead.format(**words) + f" **{money(row.get('balance_cur'), currency)}**"
-    acct = ctx.accounting_currency(party.legal_entity)
-    if acct and acct != currency:
-        text += f" ({money(row.get('balance_acct'), acct)} in accounting currency)"
-    return text + f", over {plural(count, 'open transaction')}."
-
-
-async def _customer(ctx: Context) -> tuple[Party, dict[str, Any]]:
-    party = await ctx.party("customer")
-    data = await ctx.call("get_customer", account=party.account, legal_entity=party.legal_entity)
-    customer = data.get("customer", {})
-    party.url = customer.get("url") or party.url
-    party.name = customer.get("name") or party.name
-    return party, data
-
-
-async def payment_terms(ctx: Context, party_type: str) -> str:
-    if party_type == "customer":
-        party, data = await _customer(ctx)
-        record = data["customer"]
-    else:
-        party, data = await _vendor(ctx)
-        record = data["vendor"]
-    terms = data.get("payment_terms") or {}
-    description = f" ({terms.get('description')})" if terms.get("description") else ""
-    link = md_link(str(record.get("payment_terms")), terms.get("url"))
-    return f"{party.link} in {party.legal_entity} has payment terms **{link}**{description}."
-
-
-async def _party_list(
-    ctx: Context,
-    kind: str,
-    label: str,
-    filters: tuple[tuple[str, str, Any], ...],
-    headers: list[str],
-    row: Callable[[dict[str, Any]], list[Any]],
-) -> str:
-    """The customers or vendors ``label`` describes: how many, their links, then a table."""
-    items, data = await ctx.query(f"{kind}s", *filters)
-    count = int(data.get("total_count", len(items)))
-    if not count:
-        return f"There are no {kind}s {label}."
-    head = f"**{plural(count, kind)}** {label}: " + listing(
-        [md_link(f"{i.get('name')} ({i.get('account')})", i.get("url")) for i in items]
-    )
-    return with_table(head + ".", headers, [row(i) for i in items])
-
-
-def _customer_row(item: dict[str, Any]) -> list[Any]:
-    return [
-        doc_link(item, "account"),
-        item.get("name"),
-        item.get("legal_entity"),
-        item.get("group_id"),
-    ]
-
-
-async def _customer_list(ctx: Context, label: str, *filters: tuple[str, str, Any]) -> str:
-    headers = ["Account", "Name", "Legal entity", "Group"]
-    label = f"{label} {where(ctx)} {when(ctx)}"
-    return await _party_list(ctx, "customer", label, filters, headers, _customer_row)
-
-
-async def _customer_txns(ctx: Context, party: Party, txn_types: list[str], **extra: Any):
-    items, _ = await ctx.all_items(
-        "list_customer_transactions",
-        account=party.account,
-        legal_entity=party.legal_entity,
-        txn_type=txn_types,
-        **extra,
-    )
-    return [i for i in items if str(i.get("txn_date", "")) <= ctx.as_of.isoformat()]
-
-
-def _txn_rows(items: list[dict[str, Any]]) -> list[list[Any]]:
-    return [
-        [
-            doc_link(i, "document_number"),
-            long_date(i.get("txn_date")),
-            money(abs(float(i.get("amount_cur") or 0)), i.get("currency")),
-        ]
-        for i in items
-    ]
-
-
-async def _disputes(ctx: Context, kind: str) -> str:
-    party = await ctx.party("customer")
-    items, _ = await ctx.all_items(
-        "list_disputes",
-        account=party.account,
-        legal_entity=party.legal_entity,
-        kind=kind,
-        status="open",
-        opened_to=ctx.as_of,
-    )
-    noun = "dispute" if kind == "dispute" else "deduction"
-    if not items:
-        return f"{party.link} has no open {noun}s {when(ctx)}: no records were found."
-    acct = ctx.accounting_currency(party.legal_entity)
-    total = sum(float(i.get("amount") or 0) for i in items)
-    head = (
-        f"{party.link} has **{plural(len(items), 'open ' + noun)}** totalling "
-        f"**{money(total, acct)}**: "
-        + listing(
-            [
-                f"{doc_link(i, 'dispute_id')} ({i.get('reason')}, {money(i.get('amount'))})"
-                for i in items
-            ]
+    def matches(self, question: Question) -> bool:
+        return all(re.search(p, question.lower) for p in self.all_of) and not any(
+            re.search(p, question.lower) for p in self.unless
         )
-        + "."
-    )
-    rows = [
-        [
-            doc_link(i, "dispute_id"),
-            md_link(i.get("voucher", ""), i.get("invoice_url")),
-            i.get("reason", ""),
-            money(i.get("amount")),
-            long_date(i.get("opened_date")),
-        ]
-        for i in items
-    ]
-    return with_table(head, ["Dispute", "Invoice", "Reason", "Amount", "Opened"], rows)
 
 
-async def _vendor(ctx: Context) -> tuple[Party, dict[str, Any]]:
-    party = await ctx.party("vendor")
-    data = await ctx.call("get_vendor", account=party.account, legal_entity=party.legal_entity)
-    vendor = data.get("vendor", {})
-    party.url = vendor.get("url") or party.url
-    party.name = vendor.get("name") or party.name
-    return party, data
+def recognised_by(*all_of: str, unless: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
+    """Attach its keyword :class:`Rule` to a solver (read as ``handler.rule``)."""
 
+    def attach(handler: Handler) -> Handler:
+        handler.rule = Rule(all_of, unless)  # type: ignore[attr-defined]
+        return handler
 
-async def _open_ap(ctx: Context, **args: Any) -> list[dict[str, Any]]:
-    items, _ = await ctx.all_items(
-        "list_vendor_transactions",
-        legal_entity=ctx.legal_entity,
-        status="open",
-        txn_type=["invoice"],
-        **args,
-    )
-    return [
-        i
-        for i in items
-        if float(i.get("open_amount_cur") or 0) > 0
-        and str(i.get("txn_date", "")) <= ctx.as_of.isoformat()
-    ]
-
-
-def _ap_rows(items: list[dict[str, Any]]) -> list[list[Any]]:
-    return [
-        [
-            doc_link(i, "document_number"),
-            i.get("vendor_account", ""),
-            long_date(i.get("due_date")),
-            money(i.get("open_amount_cur"), i.get("currency")),
-        ]
-        for i in items
-    ]
-
-
-AP_HEADERS = ["Invoice", "Vendor", "Due", "Open amount"]
-
-
-async def _due_window(ctx: Context) -> tuple[dt.date, dt.date]:
-    q = ctx.question
-    if q.start and q.end:
-        return q.start, q.end
-    if q.has(r"next month"):
-        start = (ctx.as_of.replace(day=1) + dt.timedelta(days=32)).replace(day=1)
-        return start, (start + dt.timedelta(days=32)).replace(day=1) - dt.timedelta(days=1)
-    return ctx.as_of, ctx.as_of + dt.timedelta(days=q.days or 7)
+    return attach

@@ -6,36 +6,57 @@ import datetime as dt
 from collections import defaultdict
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     AR_INVOICE_TYPES,
     Context,
-    _aging_row,
     doc_link,
     listing,
     long_date,
     md_link,
     money,
+    name_link,
     plural,
+    recognised_by,
+    spread,
     table,
+    total,
     when,
     where,
     with_table,
 )
+from harnesses.scripted._shared import (
+    aging_row,
+)
+
+PARTY_REF = r"(customer account|vendor account|\([a-z]+-\d+\))"
+"""A question naming a customer or vendor account is about that party, not the entity total."""
+
+__all__ = [
+    "aging_customer",
+    "aging_top_customers",
+    "aging_totals_entity",
+    "balance_all_entities",
+    "coming_due_customer",
+    "past_due_total_entity",
+    "top_past_due_group",
+]
 
 
-def _bucket_rows(row: dict[str, Any], currency: str | None, use_cur: bool = True) -> list[list]:
+def _bucket_rows(row: dict[str, Any], currency: str | None) -> list[list]:
     out = []
     for bucket in row.get("buckets") or []:
-        amount = bucket.get("amount_cur") if use_cur else None
+        amount = bucket.get("amount_cur")
         if amount is None:
             amount = bucket.get("amount_acct")
         out.append([bucket.get("label", ""), money(amount, currency)])
     return out
 
 
+@recognised_by(r"aged balance|aging|ageing|overdue receivables|past due|balance")
 async def aging_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
-    row = await _aging_row(ctx, party)
+    row = await aging_row(ctx, party)
     currency = row.get("currency") or None
     balance = row.get("balance_cur", row.get("balance_acct", 0)) or 0
     if not row or not row.get("open_transaction_count"):
@@ -52,11 +73,12 @@ async def aging_customer(ctx: Context) -> str:
     return head + "\n\n" + table(["Aging bucket", "Amount"], _bucket_rows(row, currency))
 
 
+@recognised_by(r"all legal entities")
 async def balance_all_entities(ctx: Context) -> str:
     parties = await ctx.parties("customer", every_entity=True)
     rows, totals = [], defaultdict(float)
     for party in parties:
-        row = await _aging_row(ctx, party)
+        row = await aging_row(ctx, party)
         currency = row.get("currency") or ""
         balance = float(row.get("balance_cur", 0) or 0)
         totals[currency] += balance
@@ -68,8 +90,8 @@ async def balance_all_entities(ctx: Context) -> str:
         return f"{head}: {rows[0][0]} in {rows[0][1]} owes **{rows[0][2]}**."
     combined = ""
     if len(totals) == 1:
-        currency, total = next(iter(totals.items()))
-        combined = f" Combined: **{money(total, currency or None)}**."
+        currency, combined_total = next(iter(totals.items()))
+        combined = f" Combined: **{money(combined_total, currency or None)}**."
     return (
         head
         + f": {len(parties)} accounts.{combined}\n\n"
@@ -77,16 +99,25 @@ async def balance_all_entities(ctx: Context) -> str:
     )
 
 
+COMING_DUE = col.Table(
+    {
+        "Document": col.link("document_number"),
+        "Due date": col.date("due_date"),
+        "Open amount": col.amount("open_amount_cur"),
+    }
+)
+
+
+@recognised_by(r"coming due|falling due")
 async def coming_due_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
     start = ctx.as_of if ctx.question.days else (ctx.question.start or ctx.as_of)
     end = ctx.question.end or start + dt.timedelta(days=ctx.question.days or 7)
     if ctx.question.days:
         end = start + dt.timedelta(days=ctx.question.days)
-    items, _ = await ctx.all_items(
+    items = await ctx.party_items(
         "list_customer_transactions",
-        account=party.account,
-        legal_entity=party.legal_entity,
+        party,
         status="open",
         due_from=start,
         due_to=end,
@@ -97,23 +128,28 @@ async def coming_due_customer(ctx: Context) -> str:
     span = f"between {long_date(start)} and {long_date(end)}"
     if not items:
         return f"No open transactions of {party.link} fall due {span}."
-    currency = items[0].get("currency")
-    total = sum(float(i["open_amount_cur"]) for i in items)
+    due = [f"{doc_link(i, 'document_number')} due {long_date(i['due_date'])}" for i in items]
     head = (
         f"{plural(len(items), 'open transaction')} of {party.link} fall due {span}, totalling "
-        f"**{money(total, currency)}**: "
-        + listing(
-            [f"{doc_link(i, 'document_number')} due {long_date(i['due_date'])}" for i in items]
-        )
+        f"**{money(total(items, 'open_amount_cur'), items[0].get('currency'))}**: "
+        + listing(due)
         + "."
     )
-    rows = [
-        [doc_link(i, "document_number"), long_date(i.get("due_date")), money(i["open_amount_cur"])]
-        for i in items
-    ]
-    return with_table(head, ["Document", "Due date", "Open amount"], rows)
+    return COMING_DUE.answer(head, items)
 
 
+async def _past_due_invoices(ctx: Context, days: int) -> list[dict[str, Any]]:
+    """Open customer invoices more than ``days`` past due with something left to pay."""
+    items = await ctx.entity_items(
+        "list_customer_transactions",
+        status="open",
+        txn_type=AR_INVOICE_TYPES,
+        due_to=ctx.as_of - dt.timedelta(days=days + 1),
+    )
+    return [i for i in items if float(i.get("open_amount_cur") or 0) > 0]
+
+
+@recognised_by(r"group", r"past due|overdue")
 async def top_past_due_group(ctx: Context) -> str:
     q = ctx.question
     group, days = q.group_id, q.days or 90
@@ -121,16 +157,9 @@ async def top_past_due_group(ctx: Context) -> str:
         "customers", ("group_id", "eq", group), select=["account", "name"]
     )
     names = {c["account"]: c for c in customers}
-    items, _ = await ctx.all_items(
-        "list_customer_transactions",
-        legal_entity=ctx.legal_entity,
-        status="open",
-        txn_type=AR_INVOICE_TYPES,
-        due_to=ctx.as_of - dt.timedelta(days=days + 1),
-    )
     totals: dict[str, float] = defaultdict(float)
-    for item in items:
-        if item.get("customer_account") in names and float(item.get("open_amount_cur") or 0) > 0:
+    for item in await _past_due_invoices(ctx, days):
+        if item.get("customer_account") in names:
             totals[item["customer_account"]] += float(item.get("open_amount_acct") or 0)
     ranked = sorted(
         ((round(v, 2), a) for a, v in totals.items() if v > 0), key=lambda x: (-x[0], x[1])
@@ -154,22 +183,22 @@ async def top_past_due_group(ctx: Context) -> str:
     return with_table(head, ["Customer", "Account", "Past due"], rows)
 
 
-def _row_link(row: dict[str, Any]) -> str:
-    return md_link(f"{row.get('name')} ({row.get('account')})", row.get("url"))
-
-
-async def aging_top_customers(ctx: Context) -> str:
-    n = ctx.question.n or 10
+async def _customer_aging(ctx: Context, **args: Any) -> list[dict[str, Any]]:
+    """``get_aging`` rows of the question's customers (30/60/90-day buckets)."""
     data = await ctx.call(
         "get_aging",
         party_type="customer",
         legal_entity=ctx.legal_entity,
         as_of=ctx.as_of,
         bucket_edges=[30, 60, 90],
-        sort_by="balance",
-        limit=n,
+        **args,
     )
-    rows = data.get("rows") or []
+    return data.get("rows") or []
+
+
+@recognised_by(r"top \d+ customers|top (?:five|ten) customers", r"outstanding|balance")
+async def aging_top_customers(ctx: Context) -> str:
+    rows = await _customer_aging(ctx, sort_by="balance", limit=ctx.question.n or 10)
     if not rows:
         return f"There are no customers with open balances {where(ctx)} {when(ctx)}."
     labels = [b.get("label", "") for b in rows[0].get("buckets", [])]
@@ -177,56 +206,44 @@ async def aging_top_customers(ctx: Context) -> str:
         f"The {plural(len(rows), 'customer')} with the largest outstanding balances {where(ctx)} "
         f"{when(ctx)} (accounting currency): "
         + "; ".join(
-            f"{_row_link(r)} {money(r.get('balance_acct'), r.get('accounting_currency'))}"
+            f"{name_link(r)} {money(r.get('balance_acct'), r.get('accounting_currency'))}"
             for r in rows
         )
         + "."
     )
     table_rows = [
-        [_row_link(r), money(r.get("balance_acct"))]
+        [name_link(r), money(r.get("balance_acct"))]
         + [money(b.get("amount_acct")) for b in r.get("buckets", [])]
         for r in rows
     ]
     return with_table(head, ["Customer", "Balance", *labels], table_rows)
 
 
+@recognised_by(r"aging bucket|aging summary for all|by aging")
 async def aging_totals_entity(ctx: Context) -> str:
-    data = await ctx.call(
-        "get_aging",
-        party_type="customer",
-        legal_entity=ctx.legal_entity,
-        as_of=ctx.as_of,
-        bucket_edges=[30, 60, 90],
-        group_by="legal_entity",
-    )
+    row = (await _customer_aging(ctx, group_by="legal_entity") or [{}])[0]
     acct = ctx.accounting_currency(ctx.legal_entity)
-    row = (data.get("rows") or [{}])[0]
-    total = row.get("balance_acct", 0)
     buckets = [[b.get("label"), money(b.get("amount_acct"), acct)] for b in row.get("buckets", [])]
     head = (
-        f"Open customer balances {where(ctx)} {when(ctx)} total **{money(total, acct)}** "
-        "(accounting currency), by days past due:"
+        f"Open customer balances {where(ctx)} {when(ctx)} total "
+        f"**{money(row.get('balance_acct', 0), acct)}** (accounting currency), by days past due:"
     )
     return head + "\n\n" + table(["Aging bucket", "Amount"], buckets)
 
 
+@recognised_by(
+    r"past due|overdue|\d+\+ days",
+    r"total|how much customer ar|how much in customer invoices",
+    unless=(PARTY_REF,),
+)
 async def past_due_total_entity(ctx: Context) -> str:
     days = ctx.question.days or 90
-    items, _ = await ctx.all_items(
-        "list_customer_transactions",
-        legal_entity=ctx.legal_entity,
-        status="open",
-        txn_type=AR_INVOICE_TYPES,
-        due_to=ctx.as_of - dt.timedelta(days=days + 1),
-    )
-    items = [i for i in items if float(i.get("open_amount_cur") or 0) > 0]
+    items = await _past_due_invoices(ctx, days)
     acct = ctx.accounting_currency(ctx.legal_entity)
     if not items:
         return f"There are no customer transactions more than {days} days past due {where(ctx)}."
-    total = sum(float(i.get("open_amount_acct") or 0) for i in items)
-    customers = len({i.get("customer_account") for i in items})
     return (
         f"Unpaid customer receivables more than {days} days past due {where(ctx)} {when(ctx)} "
-        f"total **{money(total, acct)}** (accounting currency) across "
-        f"{plural(len(items), 'open transaction')} of {plural(customers, 'customer')}."
+        f"total **{money(total(items, 'open_amount_acct'), acct)}** (accounting currency) across "
+        f"{spread(items, 'open transaction', 'customer')}."
     )

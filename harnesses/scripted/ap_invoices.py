@@ -5,90 +5,98 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
-    AP_HEADERS,
     Context,
-    _ap_rows,
-    _due_window,
-    _open_ap,
     doc_link,
-    listing,
+    links,
     long_date,
     money,
     plural,
+    recognised_by,
+    total,
+    verb,
     when,
     where,
-    with_table,
+)
+from harnesses.scripted._shared import (
+    OPEN_AP,
+    due_window,
+    open_ap,
 )
 
+__all__ = [
+    "ap_due_in_window",
+    "ap_posted_on_date",
+    "invoices_by_status_entity",
+    "latest_invoice_match_vendor",
+    "pending_approval_vendor",
+]
 
+
+@recognised_by(r"vendor invoices", r"due")
 async def ap_due_in_window(ctx: Context) -> str:
-    start, end = await _due_window(ctx)
-    items = await _open_ap(ctx, due_from=start, due_to=end)
+    start, end = due_window(ctx)
+    items = await open_ap(ctx, due_from=start, due_to=end)
     span = f"between {long_date(start)} and {long_date(end)}"
     acct = ctx.accounting_currency(ctx.legal_entity)
     if not items:
         return f"There are no open vendor invoices falling due {span} {where(ctx)}."
-    total = sum(float(i.get("open_amount_acct") or 0) for i in items)
     head = (
         f"**{plural(len(items), 'open vendor invoice')}** fall due {span} {where(ctx)}, "
-        f"**{money(total, acct)}** in total (accounting currency)."
+        f"**{money(total(items, 'open_amount_acct'), acct)}** in total (accounting currency)."
     )
-    return with_table(head, AP_HEADERS, _ap_rows(items))
+    return OPEN_AP.answer(head, items)
 
 
+POSTED = col.Table(
+    {
+        "Invoice": col.link("document_number"),
+        "Vendor": col.text("vendor_account", None),
+        "Amount": col.amount("amount_cur", "currency"),
+    }
+)
+
+
+@recognised_by(r"posted on")
 async def ap_posted_on_date(ctx: Context) -> str:
     day = ctx.question.single_date or ctx.question.as_of or ctx.today
-    items, _ = await ctx.all_items(
-        "list_vendor_transactions",
-        legal_entity=ctx.legal_entity,
-        txn_type=["invoice"],
-        date_from=day,
-        date_to=day,
+    items = await ctx.entity_items(
+        "list_vendor_transactions", txn_type=["invoice"], date_from=day, date_to=day
     )
     acct = ctx.accounting_currency(ctx.legal_entity)
     if not items:
         return f"No vendor invoices were posted on {long_date(day)} {where(ctx)}."
-    total = sum(float(i.get("amount_acct") or 0) for i in items)
     head = (
-        f"**{plural(len(items), 'vendor invoice')}** {'was' if len(items) == 1 else 'were'} posted "
-        f"on {long_date(day)} {where(ctx)}, totalling **{money(total, acct)}** (accounting "
-        "currency)."
+        f"**{plural(len(items), 'vendor invoice')}** {verb(len(items), 'was', 'were')} posted "
+        f"on {long_date(day)} {where(ctx)}, totalling "
+        f"**{money(total(items, 'amount_acct'), acct)}** (accounting currency)."
     )
-    rows = [
-        [
-            doc_link(i, "document_number"),
-            i.get("vendor_account"),
-            money(i.get("amount_cur"), i.get("currency")),
-        ]
-        for i in items
-    ]
-    return with_table(head, ["Invoice", "Vendor", "Amount"], rows)
+    return POSTED.answer(head, items)
 
 
-def _vi_rows(items: list[dict[str, Any]]) -> list[list[Any]]:
-    return [
-        [
-            doc_link(i, "invoice_id"),
-            i.get("vendor_invoice_number", ""),
-            i.get("vendor_account", ""),
-            long_date(i.get("invoice_date")),
-            money(i.get("amount"), i.get("currency")),
-            str(i.get("status", "")).replace("_", " "),
-            str(i.get("match_status", "")).replace("_", " "),
-        ]
-        for i in items
-    ]
-
-
-VI_HEADERS = ["Invoice", "Vendor invoice no.", "Vendor", "Date", "Amount", "Status", "Match"]
+VENDOR_INVOICES = col.Table(
+    {
+        "Invoice": col.link("invoice_id"),
+        "Vendor invoice no.": col.text("vendor_invoice_number"),
+        "Vendor": col.text("vendor_account"),
+        "Date": col.date("invoice_date"),
+        "Amount": col.amount("amount", "currency"),
+        "Status": col.words("status"),
+        "Match": col.words("match_status"),
+    }
+)
 
 
 async def _vendor_invoices(ctx: Context, **args: Any) -> list[dict[str, Any]]:
-    items, _ = await ctx.all_items("list_vendor_invoices", date_to=ctx.as_of, **args)
-    return items
+    return await ctx.all_items("list_vendor_invoices", date_to=ctx.as_of, **args)
 
 
+@recognised_by(
+    r"pending approval|waiting for approval",
+    r"invoices (?:are )?pending approval for|from|invoices from",
+    unless=(r"how many vendor invoices", r"total value"),
+)
 async def pending_approval_vendor(ctx: Context) -> str:
     party = await ctx.party("vendor")
     items = await _vendor_invoices(
@@ -96,14 +104,13 @@ async def pending_approval_vendor(ctx: Context) -> str:
     )
     if not items:
         return f"There are no invoices pending approval for {party.link} in {party.legal_entity}."
-    total = sum(float(i.get("amount") or 0) for i in items)
     head = (
         f"**{plural(len(items), 'invoice')}** from {party.link} "
-        f"{'is' if len(items) == 1 else 'are'} pending approval, "
-        f"**{money(total, items[0].get('currency'))}**"
-        " in total: " + listing([doc_link(i, "invoice_id") for i in items]) + "."
+        f"{verb(len(items), 'is', 'are')} pending approval, "
+        f"**{money(total(items, 'amount'), items[0].get('currency'))}**"
+        " in total: " + links(items, "invoice_id") + "."
     )
-    return with_table(head, VI_HEADERS, _vi_rows(items))
+    return VENDOR_INVOICES.answer(head, items)
 
 
 INVOICE_STATUS_WORDS = (
@@ -114,6 +121,12 @@ INVOICE_STATUS_WORDS = (
 )
 
 
+@recognised_by(
+    r"vendor invoices",
+    r"how many|total value",
+    r"pending approval|approved|unposted|posted|register",
+    unless=(r"posted on",),
+)
 async def invoices_by_status_entity(ctx: Context) -> str:
     status = next(s for pattern, s in INVOICE_STATUS_WORDS if ctx.question.has(pattern))
     items = await _vendor_invoices(ctx, legal_entity=ctx.legal_entity, status=[status])
@@ -128,9 +141,10 @@ async def invoices_by_status_entity(ctx: Context) -> str:
         f"There are **{plural(len(items), label + ' vendor invoice')}** {where(ctx)} {when(ctx)} "
         f"worth **{worth}**."
     )
-    return with_table(head, VI_HEADERS, _vi_rows(items))
+    return VENDOR_INVOICES.answer(head, items)
 
 
+@recognised_by(r"three-way|3-way|match")
 async def latest_invoice_match_vendor(ctx: Context) -> str:
     party = await ctx.party("vendor")
     items = await _vendor_invoices(ctx, account=party.account, legal_entity=party.legal_entity)

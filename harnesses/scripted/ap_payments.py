@@ -5,47 +5,57 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
-    AP_HEADERS,
     Context,
     ToolFailure,
-    _ap_rows,
-    _open_ap,
-    _txn_rows,
     doc_link,
     long_date,
     md_link,
     money,
     plural,
+    recognised_by,
+    spread,
+    total,
     where,
-    window,
     with_table,
 )
+from harnesses.scripted._shared import (
+    OPEN_AP,
+    documents_in_window,
+    open_ap,
+)
+
+PAYMENTS = col.txn_table("Payment")
+
+__all__ = [
+    "ap_obligation_next_days",
+    "payment_accounts_methods",
+    "payment_journal_total",
+    "proposal_vendors_on_date",
+    "vendor_payments_range",
+]
 
 
+@recognised_by(r"payment obligation|falls due|vendor invoices falls")
 async def ap_obligation_next_days(ctx: Context) -> str:
     """Everything open that must be paid by the horizon's last day, overdue invoices included."""
     end = ctx.question.end or ctx.as_of + dt.timedelta(days=ctx.question.days or 7)
-    items = await _open_ap(ctx, due_to=end)
+    items = await open_ap(ctx, due_to=end)
     acct = ctx.accounting_currency(ctx.legal_entity)
     if not items:
         return f"No open vendor invoices are due by {long_date(end)} {where(ctx)}: nothing to pay."
-    total = sum(float(i.get("open_amount_acct") or 0) for i in items)
-    overdue = sum(
-        float(i.get("open_amount_acct") or 0)
-        for i in items
-        if str(i.get("due_date") or "") < ctx.as_of.isoformat()
-    )
-    vendors = len({i.get("vendor_account") for i in items})
+    overdue = [i for i in items if str(i.get("due_date") or "") < ctx.as_of.isoformat()]
     head = (
         f"The AP payment obligation due by {long_date(end)} {where(ctx)} is "
-        f"**{money(total, acct)}** (accounting currency; {money(overdue, acct)} of it already "
-        "overdue) across "
-        f"{plural(len(items), 'open vendor invoice')} of {plural(vendors, 'vendor')}."
+        f"**{money(total(items, 'open_amount_acct'), acct)}** (accounting currency; "
+        f"{money(total(overdue, 'open_amount_acct'), acct)} of it already overdue) across "
+        f"{spread(items, 'open vendor invoice', 'vendor')}."
     )
-    return with_table(head, AP_HEADERS, _ap_rows(items))
+    return OPEN_AP.answer(head, items)
 
 
+@recognised_by(r"methods? of payment|payment methods", r"payment accounts|ledger accounts|post to")
 async def payment_accounts_methods(ctx: Context) -> str:
     data = await ctx.call(
         "list_reference_data",
@@ -78,14 +88,11 @@ async def payment_accounts_methods(ctx: Context) -> str:
     return with_table("; ".join(lines) + ".", ["Method", "Description", "Payment account"], rows)
 
 
+@recognised_by(r"payment proposal")
 async def proposal_vendors_on_date(ctx: Context) -> str:
     day = ctx.question.single_date or ctx.question.as_of or ctx.today
-    journals, _ = await ctx.all_items(
-        "list_payment_journals",
-        legal_entity=ctx.legal_entity,
-        source="proposal",
-        date_from=day,
-        date_to=day,
+    journals = await ctx.entity_items(
+        "list_payment_journals", source="proposal", date_from=day, date_to=day
     )
     if not journals:
         return f"No payment proposal was created on {long_date(day)} {where(ctx)}: no vendors."
@@ -106,27 +113,19 @@ async def proposal_vendors_on_date(ctx: Context) -> str:
     )
 
 
-async def vendor_payments_range(ctx: Context) -> str:
-    party = await ctx.party("vendor")
-    q = ctx.question
-    items, _ = await ctx.all_items(
-        "list_vendor_transactions",
-        account=party.account,
-        legal_entity=party.legal_entity,
-        txn_type=["payment"],
-        date_from=q.start,
-        date_to=q.end or ctx.as_of,
+vendor_payments_range = recognised_by(r"payment history|how much did we pay")(
+    documents_in_window(
+        "vendor",
+        ["payment"],
+        "payment",
+        -1.0,
+        "No payments were made to {who} {window}.",
+        "We made **{count}** to {who} {window}, totalling **{total}**.",
     )
-    if not items:
-        return f"No payments were made to {party.link} {window(ctx)}."
-    total = sum(-float(i.get("amount_cur") or 0) for i in items)
-    head = (
-        f"We made **{plural(len(items), 'payment')}** to {party.link} {window(ctx)}, totalling "
-        f"**{money(total, items[0].get('currency'))}**."
-    )
-    return with_table(head, ["Payment", "Date", "Amount"], _txn_rows(items))
+)
 
 
+@recognised_by(r"journal \S*\d")
 async def payment_journal_total(ctx: Context) -> str:
     match = re.search(r"journal\s+#?([A-Za-z0-9-]+)", ctx.question.text)
     journal_id = match.group(1) if match else ""

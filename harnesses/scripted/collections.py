@@ -4,24 +4,38 @@ from __future__ import annotations
 
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     Context,
     Party,
-    _customer,
     doc_link,
+    links,
     listing,
     long_date,
     md_link,
     money,
+    name_link,
     plural,
+    recognised_by,
+    verb,
     when,
     where,
-    with_table,
+)
+from harnesses.scripted._shared import (
+    party_record,
 )
 
+__all__ = [
+    "collections_agent_customer",
+    "last_letter_customer",
+    "letters_customer",
+    "unassigned_pool_count",
+]
 
+
+@recognised_by(r"collections agent")
 async def collections_agent_customer(ctx: Context) -> str:
-    party, data = await _customer(ctx)
+    party, data = await party_record(ctx, "customer")
     agent = data.get("collections_agent") or {}
     pool = data.get("collections_pool") or {}
     if not agent and not pool:
@@ -40,6 +54,7 @@ async def collections_agent_customer(ctx: Context) -> str:
     return f"{party.link} in {party.legal_entity} is handled by " + " in ".join(parts) + "."
 
 
+@recognised_by(r"collections pool")
 async def unassigned_pool_count(ctx: Context) -> str:
     items, data = await ctx.query(
         "customers", ("collections_pool_id", "eq", None), select=["account", "name"]
@@ -48,41 +63,39 @@ async def unassigned_pool_count(ctx: Context) -> str:
     if not count:
         return f"There are no customers without a collections pool {where(ctx)} {when(ctx)}."
     head = (
-        f"**{plural(count, 'customer')}** {where(ctx)} {'is' if count == 1 else 'are'} not "
-        f"assigned to any collections pool {when(ctx)}: "
-        + listing([md_link(f"{i.get('name')} ({i.get('account')})", i.get("url")) for i in items])
+        f"**{plural(count, 'customer')}** {where(ctx)} {verb(count, 'is', 'are')} not "
+        f"assigned to any collections pool {when(ctx)}: " + listing([name_link(i) for i in items])
     )
     return head + "."
 
 
-async def _letters(ctx: Context, party: Party) -> list[dict[str, Any]]:
-    items, _ = await ctx.all_items(
-        "list_collection_letters",
-        account=party.account,
-        legal_entity=party.legal_entity,
-        date_to=ctx.as_of,
-    )
-    return sorted(items, key=lambda i: (str(i.get("sent_date")), i.get("letter_id")))
-
-
-def _letter_rows(items: list[dict[str, Any]]) -> list[list[Any]]:
-    return [
-        [
-            doc_link(i, "letter_id"),
-            i.get("sequence", ""),
-            i.get("level", ""),
-            long_date(i.get("sent_date")),
-            money(i.get("amount")),
-        ]
-        for i in items
-    ]
-
-
-async def last_letter_customer(ctx: Context) -> str:
+async def _sent_letters(ctx: Context) -> tuple[Party, list[dict[str, Any]]]:
+    """The customer the question names and the collection letters sent to it, oldest first."""
     party = await ctx.party("customer")
-    letters = await _letters(ctx, party)
+    items = await ctx.party_items("list_collection_letters", party, date_to=ctx.as_of)
+    return party, sorted(items, key=lambda i: (str(i.get("sent_date")), i.get("letter_id")))
+
+
+def _no_letters(ctx: Context, party: Party) -> str:
+    return f"No collection letters have been sent to {party.link} {when(ctx)}."
+
+
+LETTERS = col.Table(
+    {
+        "Letter": col.link("letter_id"),
+        "Sequence": col.text("sequence"),
+        "Level": col.text("level"),
+        "Sent": col.date("sent_date"),
+        "Amount": col.amount("amount"),
+    }
+)
+
+
+@recognised_by(r"last collection letter|letter level")
+async def last_letter_customer(ctx: Context) -> str:
+    party, letters = await _sent_letters(ctx)
     if not letters:
-        return f"No collection letters have been sent to {party.link} {when(ctx)}."
+        return _no_letters(ctx, party)
     last = letters[-1]
     return (
         f"The last collection letter to {party.link} was **{doc_link(last, 'letter_id')}**, sent "
@@ -91,14 +104,10 @@ async def last_letter_customer(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"collection letters")
 async def letters_customer(ctx: Context) -> str:
-    party = await ctx.party("customer")
-    letters = await _letters(ctx, party)
+    party, letters = await _sent_letters(ctx)
     if not letters:
-        return f"No collection letters have been sent to {party.link} {when(ctx)}."
-    head = f"**{plural(len(letters), 'collection letter')}** were sent to {party.link}: " + listing(
-        [doc_link(i, "letter_id") for i in letters]
-    )
-    return with_table(
-        head + ".", ["Letter", "Sequence", "Level", "Sent", "Amount"], _letter_rows(letters)
-    )
+        return _no_letters(ctx, party)
+    head = f"**{plural(len(letters), 'collection letter')}** were sent to {party.link}: "
+    return LETTERS.answer(head + links(letters, "letter_id") + ".", letters)

@@ -3,85 +3,80 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     OPEN_ACTIVITY,
     Context,
-    doc_link,
-    listing,
+    links,
     long_date,
     plural,
+    recognised_by,
+    verb,
     when,
     where,
     window,
-    with_table,
+)
+
+__all__ = [
+    "agent_worklist",
+    "open_activities_customer",
+    "open_cases_customer",
+    "open_tasks_due_entity",
+]
+
+ACTIVITIES = col.Table(
+    {
+        "Activity": col.link("activity_id"),
+        "Customer": col.text("customer_account"),
+        "Kind": lambda a: f"{a.get('category', '')} {a.get('activity_type', '')}",
+        "Purpose": col.text("purpose"),
+        "Status": col.text("status"),
+        "Due": col.date("due_date"),
+    }
 )
 
 
-def _activity_rows(items: list[dict[str, Any]]) -> list[list[Any]]:
-    return [
-        [
-            doc_link(a, "activity_id"),
-            a.get("customer_account", ""),
-            f"{a.get('category', '')} {a.get('activity_type', '')}",
-            a.get("purpose", ""),
-            a.get("status", ""),
-            long_date(a.get("due_date")),
-        ]
-        for a in items
-    ]
-
-
-ACTIVITY_HEADERS = ["Activity", "Customer", "Kind", "Purpose", "Status", "Due"]
-
-
+@recognised_by(r"collections (?:activities|tasks)|open activities")
 async def open_activities_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
-    items, _ = await ctx.all_items(
-        "list_collection_activities",
-        account=party.account,
-        legal_entity=party.legal_entity,
-        status=OPEN_ACTIVITY,
-    )
+    items = await ctx.party_items("list_collection_activities", party, status=OPEN_ACTIVITY)
     items = [a for a in items if str(a.get("created_date", "")) <= ctx.as_of.isoformat()]
     if not items:
         return f"{party.link} has no open collections activities {when(ctx)}."
     count = plural(len(items), "open collections activity", "open collections activities")
     head = f"{party.link} has **{count}**: "
-    head += listing([doc_link(a, "activity_id") for a in items]) + "."
-    return with_table(head, ACTIVITY_HEADERS, _activity_rows(items))
+    return ACTIVITIES.answer(head + links(items, "activity_id") + ".", items)
 
 
+CASES = col.Table(
+    {
+        "Case": col.link("case_id"),
+        "Description": col.text("description"),
+        "Opened": col.date("opened_date"),
+    }
+)
+
+
+@recognised_by(r"collections cases?|collections case")
 async def open_cases_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
-    items, _ = await ctx.all_items(
-        "list_collection_cases",
-        account=party.account,
-        legal_entity=party.legal_entity,
-        status="open",
-    )
+    items = await ctx.party_items("list_collection_cases", party, status="open")
     items = [c for c in items if str(c.get("opened_date", "")) <= ctx.as_of.isoformat()]
     if not items:
         return f"{party.link} has no open collections cases {when(ctx)}."
-    head = f"{party.link} has **{plural(len(items), 'open collections case')}**: " + listing(
-        [doc_link(c, "case_id") for c in items]
-    )
-    rows = [
-        [doc_link(c, "case_id"), c.get("description", ""), long_date(c.get("opened_date"))]
-        for c in items
-    ]
-    return with_table(head + ".", ["Case", "Description", "Opened"], rows)
+    head = f"{party.link} has **{plural(len(items), 'open collections case')}**: "
+    return CASES.answer(head + links(items, "case_id") + ".", items)
 
 
+@recognised_by(r"worklist|activities due on")
 async def agent_worklist(ctx: Context) -> str:
     q = ctx.question
     agent = re.search(r"\bagent\s+([A-Z]{1,4}\d{2,5})\b", q.text)
     day = q.single_date or q.as_of or ctx.today
     agent_id = agent.group(1) if agent else None
-    items, _ = await ctx.all_items(
+    items = await ctx.entity_items(
         "list_collection_activities",
-        legal_entity=ctx.legal_entity,
         owner_agent_id=agent_id,
         due_from=day,
         due_to=day,
@@ -100,14 +95,14 @@ async def agent_worklist(ctx: Context) -> str:
         + ", ".join(ctx.link("customers", items[0].get("legal_entity"), c) for c in customers)
         + "."
     )
-    return with_table(head, ACTIVITY_HEADERS, _activity_rows(items))
+    return ACTIVITIES.answer(head, items)
 
 
+@recognised_by(r"collections tasks", r"due (?:between|from)")
 async def open_tasks_due_entity(ctx: Context) -> str:
     q = ctx.question
-    items, _ = await ctx.all_items(
+    items = await ctx.entity_items(
         "list_collection_activities",
-        legal_entity=ctx.legal_entity,
         category="task",
         status=OPEN_ACTIVITY,
         due_from=q.start,
@@ -115,6 +110,5 @@ async def open_tasks_due_entity(ctx: Context) -> str:
     )
     if not items:
         return f"There are no open collections tasks due {window(ctx)} {where(ctx)}."
-    head = f"**{plural(len(items), 'open collections task')}** {'is' if len(items) == 1 else 'are'}"
-    head += f" due {window(ctx)} {where(ctx)}."
-    return with_table(head, ACTIVITY_HEADERS, _activity_rows(items))
+    head = f"**{plural(len(items), 'open collections task')}** {verb(len(items), 'is', 'are')}"
+    return ACTIVITIES.answer(head + f" due {window(ctx)} {where(ctx)}.", items)

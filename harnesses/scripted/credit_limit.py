@@ -5,27 +5,34 @@ from __future__ import annotations
 from harnesses.scripted._base import (
     Context,
     Party,
-    _customer,
-    _customer_list,
     doc_link,
     listing,
     money,
     plural,
+    recognised_by,
+    verb,
     when,
     where,
     with_table,
 )
+from harnesses.scripted._shared import (
+    customer_list,
+    party_record,
+)
+
+__all__ = ["credit_hold_list", "credit_limit", "credit_utilization", "over_limit_group_top"]
 
 
 async def _credit(ctx: Context) -> tuple[Party, float, float, str | None]:
     """(party, credit limit, balance, accounting currency): limits are set in the legal entity's
     accounting currency and compared with the balance in it (docs/conventions.md)."""
-    party, data = await _customer(ctx)
+    party, data = await party_record(ctx, "customer")
     limit = float(data["customer"].get("credit_limit") or 0)
     balance = float(data.get("balance", {}).get("balance_acct") or 0)
     return party, limit, balance, ctx.accounting_currency(party.legal_entity)
 
 
+@recognised_by(r"credit limit|available credit")
 async def credit_limit(ctx: Context) -> str:
     party, limit, balance, currency = await _credit(ctx)
     available = limit - balance
@@ -38,6 +45,7 @@ async def credit_limit(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"credit limit", r"percent|utili|used")
 async def credit_utilization(ctx: Context) -> str:
     party, limit, balance, currency = await _credit(ctx)
     if not limit:
@@ -53,10 +61,12 @@ async def credit_utilization(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"credit hold")
 async def credit_hold_list(ctx: Context) -> str:
-    return await _customer_list(ctx, "on credit hold", ("credit_hold", "eq", True))
+    return await customer_list(ctx, "on credit hold", ("credit_hold", "eq", True))
 
 
+@recognised_by(r"over their credit limit|exceeding their credit limit")
 async def over_limit_group_top(ctx: Context) -> str:
     group = ctx.question.group_id
     customers, _ = await ctx.query("customers", ("group_id", "eq", group))
@@ -84,7 +94,7 @@ async def over_limit_group_top(ctx: Context) -> str:
         )
     head = (
         f"{plural(len(over), 'customer')} in group {group} {where(ctx)} "
-        f"{'is' if len(over) == 1 else 'are'} over the credit limit {when(ctx)}, largest excess "
+        f"{verb(len(over), 'is', 'are')} over the credit limit {when(ctx)}, largest excess "
         "first: "
         + listing([f"{doc_link(c, 'account')} over by {money(x, currency)}" for x, c in over])
         + "."

@@ -2,38 +2,41 @@
 
 from __future__ import annotations
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     Context,
-    _customer_txns,
-    doc_link,
-    listing,
-    long_date,
-    money,
+    links,
     plural,
+    recognised_by,
+    summed,
     when,
-    with_table,
+)
+from harnesses.scripted._shared import (
+    customer_txns,
+)
+
+__all__ = ["unapplied_credit_notes_customer"]
+
+CREDIT_NOTES = col.Table(
+    {
+        "Credit note": col.link("document_number"),
+        "Date": col.date("txn_date"),
+        "Unapplied": col.amount("open_amount_cur", turn=col.negate),
+        "Amount": col.amount("amount_cur", turn=col.negate),
+    }
 )
 
 
+@recognised_by(r"credit notes?")
 async def unapplied_credit_notes_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
-    items = await _customer_txns(ctx, party, ["credit_note"], status="open")
+    items = await customer_txns(ctx, party, ["credit_note"], status="open")
     if not items:
         return f"{party.link} has no unapplied credit notes {when(ctx)}."
-    total = sum(-float(i.get("open_amount_cur") or 0) for i in items)
     head = (
         f"{party.link} has **{plural(len(items), 'unapplied credit note')}**, "
-        f"**{money(total, items[0].get('currency'))}** in total: "
-        + listing([doc_link(i, "document_number") for i in items])
+        f"**{summed(items, 'open_amount_cur', -1.0)}** in total: "
+        + links(items, "document_number")
         + "."
     )
-    rows = [
-        [
-            doc_link(i, "document_number"),
-            long_date(i.get("txn_date")),
-            money(-float(i.get("open_amount_cur") or 0)),
-            money(-float(i.get("amount_cur") or 0)),
-        ]
-        for i in items
-    ]
-    return with_table(head, ["Credit note", "Date", "Unapplied", "Amount"], rows)
+    return CREDIT_NOTES.answer(head, items)

@@ -6,22 +6,29 @@ import re
 
 from harnesses.scripted._base import (
     Context,
-    _customer,
-    _customer_list,
+    recognised_by,
+)
+from harnesses.scripted._shared import (
+    customer_list,
+    party_record,
 )
 
+__all__ = ["credit_rating", "rating_count_group"]
 
+
+@recognised_by(r"credit rating|rated for credit")
 async def credit_rating(ctx: Context) -> str:
-    party, data = await _customer(ctx)
+    party, data = await party_record(ctx, "customer")
     rating = data["customer"].get("credit_rating")
     return f"The credit rating of {party.link} in {party.legal_entity} is **{rating}**."
 
 
+@recognised_by(r"group", r"rated|rating")
 async def rating_count_group(ctx: Context) -> str:
     rating = re.search(r"\b(excellent|good|fair|poor)\b", ctx.question.lower)
     value = rating.group(1).capitalize() if rating else ""
     group = ctx.question.group_id
-    return await _customer_list(
+    return await customer_list(
         ctx,
         f"in customer group {group} rated {value}",
         ("group_id", "eq", group),

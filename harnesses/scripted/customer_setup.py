@@ -4,20 +4,30 @@ from __future__ import annotations
 
 from harnesses.scripted._base import (
     Context,
-    _customer,
-    _customer_list,
     md_link,
-    payment_terms,
+    recognised_by,
     with_table,
 )
+from harnesses.scripted._shared import (
+    customer_list,
+    party_record,
+    payment_terms,
+)
+
+__all__ = [
+    "contact_customer",
+    "customers_by_currency",
+    "customers_in_group",
+    "method_of_payment_customer",
+    "payment_terms_customer",
+]
+
+payment_terms_customer = recognised_by(r"terms")(payment_terms("customer"))
 
 
-async def payment_terms_customer(ctx: Context) -> str:
-    return await payment_terms(ctx, "customer")
-
-
+@recognised_by(r"phone|contact")
 async def contact_customer(ctx: Context) -> str:
-    party, data = await _customer(ctx)
+    party, data = await party_record(ctx, "customer")
     c = data["customer"]
     address = ", ".join(
         str(c[k])
@@ -37,8 +47,9 @@ async def contact_customer(ctx: Context) -> str:
     return with_table(head, ["Field", "Value"], rows)
 
 
+@recognised_by(r"method of payment")
 async def method_of_payment_customer(ctx: Context) -> str:
-    party, data = await _customer(ctx)
+    party, data = await party_record(ctx, "customer")
     method = data["customer"].get("method_of_payment")
     if not method:
         return (
@@ -53,11 +64,13 @@ async def method_of_payment_customer(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"customer group|belong to")
 async def customers_in_group(ctx: Context) -> str:
     group = ctx.question.group_id
-    return await _customer_list(ctx, f"in customer group {group}", ("group_id", "eq", group))
+    return await customer_list(ctx, f"in customer group {group}", ("group_id", "eq", group))
 
 
+@recognised_by(r"customers", r"currency|billed in")
 async def customers_by_currency(ctx: Context) -> str:
     currency = ctx.question.currency
-    return await _customer_list(ctx, f"with currency {currency}", ("currency", "eq", currency))
+    return await customer_list(ctx, f"with currency {currency}", ("currency", "eq", currency))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from harnesses.scripted._base import (
-    Context,
-    _disputes,
+    recognised_by,
+)
+from harnesses.scripted._shared import (
+    open_disputes,
 )
 
+__all__ = ["open_disputes_customer"]
 
-async def open_disputes_customer(ctx: Context) -> str:
-    return await _disputes(ctx, "dispute")
+open_disputes_customer = recognised_by(r"disput")(open_disputes("dispute"))

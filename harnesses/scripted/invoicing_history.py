@@ -5,62 +5,73 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     AR_INVOICE_TYPES,
     Context,
-    _customer_txns,
-    _txn_rows,
     doc_link,
     long_date,
     md_link,
     money,
     plural,
+    recognised_by,
+    summed,
     when,
     where,
     window,
     with_table,
 )
+from harnesses.scripted._shared import (
+    customer_txns,
+    documents_in_window,
+)
+
+__all__ = [
+    "invoice_count_customer",
+    "invoices_in_range_customer",
+    "largest_invoice_entity",
+    "top_invoiced_customer_entity",
+]
+
+INVOICES = col.txn_table("Invoice")
 
 
-async def invoices_in_range_customer(ctx: Context) -> str:
-    party = await ctx.party("customer")
-    q = ctx.question
-    items = await _customer_txns(ctx, party, AR_INVOICE_TYPES, date_from=q.start, date_to=q.end)
-    if not items:
-        return f"No invoices were issued to {party.link} {window(ctx)}."
-    total = sum(float(i.get("amount_cur") or 0) for i in items)
-    head = (
-        f"**{plural(len(items), 'invoice')}** were issued to {party.link} {window(ctx)}, totalling "
-        f"**{money(total, items[0].get('currency'))}**."
+invoices_in_range_customer = recognised_by(r"invoices", r"between|from .* to")(
+    documents_in_window(
+        "customer",
+        AR_INVOICE_TYPES,
+        "invoice",
+        1.0,
+        "No invoices were issued to {who} {window}.",
+        "**{count}** were issued to {who} {window}, totalling **{total}**.",
     )
-    return with_table(head, ["Invoice", "Date", "Amount"], _txn_rows(items))
+)
 
 
+@recognised_by(r"number of invoices|how many invoices|invoices (?:generated|issued) (?:for|to)")
 async def invoice_count_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
-    items = await _customer_txns(ctx, party, AR_INVOICE_TYPES, date_to=ctx.as_of)
+    items = await customer_txns(ctx, party, AR_INVOICE_TYPES, date_to=ctx.as_of)
     if not items:
         return f"{party.link} has no invoices {where(ctx, party.legal_entity)} {when(ctx)}."
-    total = sum(float(i.get("amount_cur") or 0) for i in items)
     head = (
         f"{party.link} has **{plural(len(items), 'posted invoice')}** {when(ctx)}, totalling "
-        f"**{money(total, items[0].get('currency'))}**."
+        f"**{summed(items, 'amount_cur')}**."
     )
-    return with_table(head, ["Invoice", "Date", "Amount"], _txn_rows(items))
+    return INVOICES.answer(head, items)
 
 
 async def _entity_invoices(ctx: Context) -> list[dict[str, Any]]:
     q = ctx.question
-    items, _ = await ctx.all_items(
+    return await ctx.entity_items(
         "list_customer_transactions",
-        legal_entity=ctx.legal_entity,
         txn_type=AR_INVOICE_TYPES,
         date_from=q.start,
         date_to=q.end or ctx.as_of,
     )
-    return items
 
 
+@recognised_by(r"largest amount|biggest customer invoice|largest invoice")
 async def largest_invoice_entity(ctx: Context) -> str:
     items = await _entity_invoices(ctx)
     if not items:
@@ -82,6 +93,7 @@ async def largest_invoice_entity(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"highest total invoiced|top customer by invoiced")
 async def top_invoiced_customer_entity(ctx: Context) -> str:
     items = await _entity_invoices(ctx)
     if not items:
@@ -91,14 +103,14 @@ async def top_invoiced_customer_entity(ctx: Context) -> str:
         totals[i["customer_account"]][0] += float(i.get("amount_acct") or 0)
         totals[i["customer_account"]][1] += 1
     ranked = sorted(totals.items(), key=lambda kv: (-round(kv[1][0], 2), kv[0]))
-    account, (total, count) = ranked[0]
+    account, (invoiced, count) = ranked[0]
     acct = ctx.accounting_currency(ctx.legal_entity)
     customer = await ctx.call("get_customer", account=account, legal_entity=ctx.legal_entity)
     record = customer.get("customer", {})
     link = md_link(f"{record.get('name', account)} ({account})", record.get("url"))
     head = (
         f"{link} has the highest total invoiced amount {where(ctx)} {window(ctx)}: "
-        f"**{money(total, acct)}** (accounting currency) over {plural(int(count), 'invoice')}."
+        f"**{money(invoiced, acct)}** (accounting currency) over {plural(int(count), 'invoice')}."
     )
     rows = [[a, money(v[0], acct), int(v[1])] for a, v in ranked[:5]]
     return with_table(head, ["Customer", "Invoiced", "Invoices"], rows)

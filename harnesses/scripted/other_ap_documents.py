@@ -2,48 +2,51 @@
 
 from __future__ import annotations
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     Context,
-    _txn_rows,
+    Handler,
     long_date,
     money,
     plural,
+    recognised_by,
+    total,
     window,
-    with_table,
+)
+from harnesses.scripted._shared import (
+    vendor_txns,
 )
 
+__all__ = ["vendor_credit_notes", "vendor_debit_notes", "vendor_spend_fiscal_year"]
 
-async def _vendor_documents(ctx: Context, txn_type: str) -> str:
-    party = await ctx.party("vendor")
-    q = ctx.question
-    items, _ = await ctx.all_items(
-        "list_vendor_transactions",
-        account=party.account,
-        legal_entity=party.legal_entity,
-        txn_type=[txn_type],
-        date_from=q.start,
-        date_to=q.end or ctx.as_of,
-    )
+
+def _vendor_documents(txn_type: str) -> Handler:
+    """The vendor's documents of one transaction type (credit or debit notes)."""
     label = txn_type.replace("_", " ")
-    span = f" {window(ctx)}" if q.start else ""
-    if not items:
-        return f"There are no {label}s for {party.link}{span} in {party.legal_entity}."
-    total = sum(-float(i.get("amount_cur") or 0) for i in items)
-    head = (
-        f"{party.link} has **{plural(len(items), label)}**{span}, totalling "
-        f"**{money(abs(total), items[0].get('currency'))}**."
-    )
-    return with_table(head, [label.capitalize(), "Date", "Amount"], _txn_rows(items))
+    shown = col.txn_table(label.capitalize())
+
+    async def solve(ctx: Context) -> str:
+        party = await ctx.party("vendor")
+        items = await vendor_txns(ctx, party, [txn_type])
+        span = f" {window(ctx)}" if ctx.question.start else ""
+        if not items:
+            return f"There are no {label}s for {party.link}{span} in {party.legal_entity}."
+        head = (
+            f"{party.link} has **{plural(len(items), label)}**{span}, totalling "
+            f"**{money(abs(total(items, 'amount_cur', -1.0)), items[0].get('currency'))}**."
+        )
+        return shown.answer(head, items)
+
+    return solve
 
 
-async def vendor_credit_notes(ctx: Context) -> str:
-    return await _vendor_documents(ctx, "credit_note")
+vendor_credit_notes = recognised_by(
+    r"credit notes? (?:have been )?received|issue us any credit notes"
+)(_vendor_documents("credit_note"))
+vendor_debit_notes = recognised_by(r"debit notes?")(_vendor_documents("debit_note"))
 
 
-async def vendor_debit_notes(ctx: Context) -> str:
-    return await _vendor_documents(ctx, "debit_note")
-
-
+@recognised_by(r"spend with|been invoiced by")
 async def vendor_spend_fiscal_year(ctx: Context) -> str:
     """Net spend (get_vendor_spend): invoices less credit and debit notes, accounting currency."""
     party = await ctx.party("vendor")

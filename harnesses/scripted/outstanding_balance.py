@@ -2,36 +2,51 @@
 
 from __future__ import annotations
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     AR_INVOICE_TYPES,
     Context,
-    _party_balance,
-    doc_link,
-    listing,
-    long_date,
-    money,
+    links,
     plural,
+    recognised_by,
+    summed,
     when,
     where,
-    with_table,
+)
+from harnesses.scripted._shared import (
+    party_balance,
 )
 
+__all__ = ["customer_balance", "unpaid_invoices_customer"]
 
-async def customer_balance(ctx: Context) -> str:
-    return await _party_balance(
-        ctx,
+customer_balance = recognised_by(
+    r"unpaid customer (?:balance|receivables)|outstanding receivables balance|owe us|"
+    r"outstanding balance|total balance"
+)(
+    party_balance(
         "customer",
         "{who} has no open transactions {where} {when}: the outstanding balance is {zero}.",
         "The outstanding balance of {who} {where} {when} is",
     )
+)
+
+UNPAID = col.Table(
+    {
+        "Invoice": col.link("document_number"),
+        "Date": col.date("txn_date"),
+        "Due": col.date("due_date"),
+        "Amount": col.amount("amount_cur"),
+        "Open": col.amount("open_amount_cur"),
+    }
+)
 
 
+@recognised_by(r"unpaid invoices|open invoices")
 async def unpaid_invoices_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
-    items, _ = await ctx.all_items(
+    items = await ctx.party_items(
         "list_customer_transactions",
-        account=party.account,
-        legal_entity=party.legal_entity,
+        party,
         status="open",
         txn_type=AR_INVOICE_TYPES,
         date_to=ctx.as_of,
@@ -40,22 +55,10 @@ async def unpaid_invoices_customer(ctx: Context) -> str:
     items.sort(key=lambda i: (-float(i["open_amount_cur"]), i.get("voucher", "")))
     if not items:
         return f"{party.link} has no unpaid invoices {where(ctx, party.legal_entity)} {when(ctx)}."
-    currency = items[0].get("currency")
-    total = sum(float(i["open_amount_cur"]) for i in items)
     head = (
         f"{party.link} has **{plural(len(items), 'unpaid invoice')}** totalling "
-        f"**{money(total, currency)}** {when(ctx)}, largest first: "
-        + listing([doc_link(i, "document_number") for i in items])
+        f"**{summed(items, 'open_amount_cur')}** {when(ctx)}, largest first: "
+        + links(items, "document_number")
         + "."
     )
-    rows = [
-        [
-            doc_link(i, "document_number"),
-            long_date(i.get("txn_date")),
-            long_date(i.get("due_date")),
-            money(i.get("amount_cur")),
-            money(i.get("open_amount_cur")),
-        ]
-        for i in items
-    ]
-    return with_table(head, ["Invoice", "Date", "Due", "Amount", "Open"], rows)
+    return UNPAID.answer(head, items)

@@ -5,86 +5,102 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     Context,
+    Party,
     doc_link,
-    listing,
-    long_date,
+    links,
     money,
     plural,
+    recognised_by,
+    verb,
     when,
     where,
-    with_table,
 )
 
+__all__ = [
+    "do_not_process_orders",
+    "largest_orders_customer",
+    "most_open_orders_entity",
+    "open_orders_customer",
+    "order_count_customer",
+    "orders_by_release_status",
+    "return_orders_entity",
+]
 
-def _order_rows(items: list[dict[str, Any]]) -> list[list[Any]]:
-    return [
-        [
-            doc_link(o, "sales_id"),
-            o.get("customer_account", ""),
-            o.get("order_type", ""),
-            o.get("status", ""),
-            long_date(o.get("order_date")),
-            money(o.get("total_amount"), o.get("currency")),
-        ]
-        for o in items
-    ]
-
-
-ORDER_HEADERS = ["Sales order", "Customer", "Type", "Status", "Order date", "Amount"]
+ORDERS = col.Table(
+    {
+        "Sales order": col.link("sales_id"),
+        "Customer": col.text("customer_account"),
+        "Type": col.text("order_type"),
+        "Status": col.text("status"),
+        "Order date": col.date("order_date"),
+        "Amount": col.amount("total_amount", "currency"),
+    }
+)
 
 
 async def _orders(ctx: Context, order_type: str = "sales", **args: Any) -> list[dict[str, Any]]:
     """A "sales order" is an order of type sales; return orders only when asked for by name."""
-    items, _ = await ctx.all_items(
+    return await ctx.all_items(
         "list_sales_orders", date_to=ctx.as_of, order_type=order_type, **args
     )
-    return items
 
 
+async def _party_orders(ctx: Context, party: Party, **args: Any) -> list[dict[str, Any]]:
+    return await _orders(ctx, account=party.account, legal_entity=party.legal_entity, **args)
+
+
+def _no_orders(ctx: Context, party: Party, which: str = "") -> str:
+    return f"{party.link} has no {which}sales orders {where(ctx, party.legal_entity)} {when(ctx)}."
+
+
+@recognised_by(r"sales orders?", r"open")
 async def open_orders_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
-    items = await _orders(
-        ctx, account=party.account, legal_entity=party.legal_entity, status=["open"]
-    )
+    items = await _party_orders(ctx, party, status=["open"])
     if not items:
-        return (
-            f"{party.link} has no open sales orders {where(ctx, party.legal_entity)} {when(ctx)}."
-        )
-    head = f"{party.link} has **{plural(len(items), 'open sales order')}**: " + listing(
-        [doc_link(o, "sales_id") for o in items]
-    )
-    return with_table(head + ".", ORDER_HEADERS, _order_rows(items))
+        return _no_orders(ctx, party, "open ")
+    head = f"{party.link} has **{plural(len(items), 'open sales order')}**: "
+    return ORDERS.answer(head + links(items, "sales_id") + ".", items)
 
 
+@recognised_by(r"sales orders?")
 async def order_count_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
-    items = await _orders(ctx, account=party.account, legal_entity=party.legal_entity)
+    items = await _party_orders(ctx, party)
     if not items:
-        return f"{party.link} has no sales orders {where(ctx, party.legal_entity)} {when(ctx)}."
+        return _no_orders(ctx, party)
     by_status: dict[str, int] = defaultdict(int)
     for o in items:
         by_status[o.get("status", "?")] += 1
     split = ", ".join(f"{count} {status}" for status, count in sorted(by_status.items()))
     head = f"{party.link} has **{plural(len(items), 'sales order')}** {when(ctx)}: {split}."
-    return with_table(head, ORDER_HEADERS, _order_rows(items))
+    return ORDERS.answer(head, items)
 
 
-async def do_not_process_orders(ctx: Context) -> str:
+async def _flagged_orders(ctx: Context, *filters: tuple[str, str, Any]) -> list[dict[str, Any]]:
+    """Sales orders (not returns) up to the as-of date that match ``query_entity_set`` filters."""
     items, _ = await ctx.query(
         "sales-orders",
-        ("do_not_process", "eq", True),
+        *filters,
         ("order_type", "eq", "sales"),
         ("order_date", "le", ctx.as_of.isoformat()),
     )
+    return items
+
+
+@recognised_by(r"do.not.process")
+async def do_not_process_orders(ctx: Context) -> str:
+    items = await _flagged_orders(ctx, ("do_not_process", "eq", True))
     if not items:
         return f"There are no sales orders marked 'Do not process' {where(ctx)} {when(ctx)}."
     head = f"**{plural(len(items), 'sales order')}** {where(ctx)} are marked 'Do not process': "
-    head += listing([doc_link(o, "sales_id") for o in items]) + "."
-    return with_table(head, ORDER_HEADERS, _order_rows(items))
+    return ORDERS.answer(head + links(items, "sales_id") + ".", items)
 
 
+@recognised_by(r"most open sales orders|largest number of open sales orders")
 async def most_open_orders_entity(ctx: Context) -> str:
     items = await _orders(ctx, legal_entity=ctx.legal_entity, status=["open"])
     counts: dict[str, int] = defaultdict(int)
@@ -101,31 +117,32 @@ async def most_open_orders_entity(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"sales orders?", r"largest|top \d|top (?:three|five|ten)|by amount")
 async def largest_orders_customer(ctx: Context) -> str:
     party = await ctx.party("customer")
-    items = await _orders(
-        ctx, account=party.account, legal_entity=party.legal_entity, order_type="sales"
-    )
+    items = await _party_orders(ctx, party, order_type="sales")
     items = [o for o in items if o.get("status") != "canceled"]
     items.sort(key=lambda o: (-float(o.get("total_amount") or 0), o.get("sales_id")))
     items = items[: ctx.question.n or 5]
     if not items:
-        return f"{party.link} has no sales orders {where(ctx, party.legal_entity)} {when(ctx)}."
+        return _no_orders(ctx, party)
     head = f"The {plural(len(items), 'largest sales order')} of {party.link}: " + "; ".join(
         f"{doc_link(o, 'sales_id')} {money(o.get('total_amount'), o.get('currency'))}"
         for o in items
     )
-    return with_table(head + ".", ORDER_HEADERS, _order_rows(items))
+    return ORDERS.answer(head + ".", items)
 
 
+@recognised_by(r"return orders|returned")
 async def return_orders_entity(ctx: Context) -> str:
     items = await _orders(ctx, legal_entity=ctx.legal_entity, order_type="return")
     if not items:
         return f"There are no return orders {where(ctx)} {when(ctx)}."
     head = f"There are **{plural(len(items), 'return order')}** {where(ctx)} {when(ctx)}."
-    return with_table(head, ORDER_HEADERS, _order_rows(items))
+    return ORDERS.answer(head, items)
 
 
+@recognised_by(r"release status|[\"']released[\"'] status")
 async def orders_by_release_status(ctx: Context) -> str:
     q = ctx.question
     status = "released"
@@ -133,20 +150,12 @@ async def orders_by_release_status(ctx: Context) -> str:
         status = "partially_released"
     elif q.has(r"release status '?open|status '?not released|'open'"):
         status = "open"
-    items, _ = await ctx.query(
-        "sales-orders",
-        ("release_status", "eq", status),
-        ("status", "eq", "open"),
-        ("order_type", "eq", "sales"),
-        ("order_date", "le", ctx.as_of.isoformat()),
-    )
+    items = await _flagged_orders(ctx, ("release_status", "eq", status), ("status", "eq", "open"))
     label = status.replace("_", " ")
     if not items:
         return f"There are no open sales orders with release status {label} {where(ctx)}."
     head = (
         f"**{plural(len(items), 'open sales order')}** {where(ctx)} "
-        f"{'has' if len(items) == 1 else 'have'} release status {label}: "
-        + listing([doc_link(o, "sales_id") for o in items])
-        + "."
+        f"{verb(len(items), 'has', 'have')} release status {label}: "
     )
-    return with_table(head, ORDER_HEADERS, _order_rows(items))
+    return ORDERS.answer(head + links(items, "sales_id") + ".", items)

@@ -7,25 +7,39 @@ from typing import Any
 
 from harnesses.scripted._base import (
     Context,
-    _due_window,
-    _open_ap,
-    _party_balance,
     long_date,
     money,
     plural,
+    recognised_by,
+    spread,
+    total,
     when,
     where,
     with_table,
 )
+from harnesses.scripted._shared import (
+    due_window,
+    open_ap,
+    party_balance,
+)
 
+__all__ = [
+    "ap_by_currency_entity",
+    "ap_by_group_entity",
+    "ap_due_next_month_top",
+    "ap_group_balance",
+    "ap_overdue_entity",
+    "ap_overdue_vendor_invoices",
+    "vendor_balance",
+]
 
-async def vendor_balance(ctx: Context) -> str:
-    return await _party_balance(
-        ctx,
+vendor_balance = recognised_by(r"ap balance for|owed to|how much do we owe")(
+    party_balance(
         "vendor",
         "There are no open transactions with {who} {where} {when}: the AP balance is {zero}.",
         "The open AP balance owed to {who} {where} {when} is",
     )
+)
 
 
 async def _vendor_aging(ctx: Context, **args: Any) -> dict[str, Any]:
@@ -34,11 +48,12 @@ async def _vendor_aging(ctx: Context, **args: Any) -> dict[str, Any]:
     )
 
 
+@recognised_by(r"by vendor group")
 async def ap_by_group_entity(ctx: Context) -> str:
     data = await _vendor_aging(ctx, group_by="group", limit=1000)
     acct = ctx.accounting_currency(ctx.legal_entity)
     rows = sorted(data.get("rows", []), key=lambda r: str(r.get("group_id")))
-    total = sum(float(r.get("balance_acct") or 0) for r in rows)
+    combined = total(rows, "balance_acct")
     if not rows:
         return f"There are no open vendor balances {where(ctx)} {when(ctx)}."
     head = f"Open AP balance {where(ctx)} {when(ctx)} by vendor group (accounting currency): "
@@ -47,19 +62,20 @@ async def ap_by_group_entity(ctx: Context) -> str:
         f"{money(r.get('balance_acct'), acct)}"
         for r in rows
     )
-    head += f"; total **{money(total, acct)}**."
+    head += f"; total **{money(combined, acct)}**."
     table_rows = [
         [r.get("group_id"), r.get("name") or "", money(r.get("balance_acct"))] for r in rows
     ]
     return with_table(head, ["Vendor group", "Name", "Balance"], table_rows)
 
 
+@recognised_by(r"vendor group|vendors of group")
 async def ap_group_balance(ctx: Context) -> str:
     group = ctx.question.group_id
     data = await _vendor_aging(ctx, group_id=group, group_by="group")
     acct = ctx.accounting_currency(ctx.legal_entity)
-    total = sum(float(r.get("balance_acct") or 0) for r in data.get("rows", []))
-    if not data.get("rows") or not round(total, 2):
+    combined = total(data.get("rows", []), "balance_acct")
+    if not data.get("rows") or not round(combined, 2):
         return (
             f"There are no open items for the vendors of vendor group {group} {where(ctx)}: "
             f"the combined AP balance is {money(0, acct)}."
@@ -67,46 +83,47 @@ async def ap_group_balance(ctx: Context) -> str:
     return (
         f"The combined AP balance of vendor group "
         f"{ctx.link('vendor-groups', ctx.legal_entity, str(group))} {where(ctx)} {when(ctx)} is "
-        f"**{money(total, acct)}** (accounting currency)."
+        f"**{money(combined, acct)}** (accounting currency)."
     )
 
 
+@recognised_by(r"by (?:transaction )?currency|vendor balance .*(?:usd|eur|gbp|cad)")
 async def ap_by_currency_entity(ctx: Context) -> str:
     data = await _vendor_aging(ctx, group_by="currency")
     acct = ctx.accounting_currency(ctx.legal_entity)
     rows = sorted(data.get("rows", []), key=lambda r: str(r.get("currency")))
     if not rows:
         return f"There are no open vendor balances {where(ctx)} {when(ctx)}."
-    total = sum(float(r.get("balance_acct") or 0) for r in rows)
+    combined = total(rows, "balance_acct")
     head = f"Open AP balance {where(ctx)} {when(ctx)} by transaction currency: " + "; ".join(
         f"{r.get('currency')} {money(r.get('balance_cur'), r.get('currency'))} "
         f"({money(r.get('balance_acct'), acct)} accounting)"
         for r in rows
     )
-    head += f"; total **{money(total, acct)}** in accounting currency."
+    head += f"; total **{money(combined, acct)}** in accounting currency."
     table_rows = [
         [r.get("currency"), money(r.get("balance_cur")), money(r.get("balance_acct"))] for r in rows
     ]
     return with_table(head, ["Currency", "Balance", f"Balance ({acct})"], table_rows)
 
 
+@recognised_by(r"overdue ap|payables is past due|ap balance.*overdue|past due.*payables")
 async def ap_overdue_entity(ctx: Context) -> str:
-    items = await _open_ap(ctx, overdue_as_of=ctx.as_of)
+    items = await open_ap(ctx, overdue_as_of=ctx.as_of)
     acct = ctx.accounting_currency(ctx.legal_entity)
     if not items:
         return f"There are no overdue vendor invoices {where(ctx)} {when(ctx)}: {money(0, acct)}."
-    total = sum(float(i.get("open_amount_acct") or 0) for i in items)
-    vendors = len({i.get("vendor_account") for i in items})
     return (
-        f"The overdue AP balance {where(ctx)} {when(ctx)} is **{money(total, acct)}** (accounting "
-        f"currency) across {plural(len(items), 'open vendor invoice')} of "
-        f"{plural(vendors, 'vendor')}."
+        f"The overdue AP balance {where(ctx)} {when(ctx)} is "
+        f"**{money(total(items, 'open_amount_acct'), acct)}** (accounting currency) across "
+        f"{spread(items, 'open vendor invoice', 'vendor')}."
     )
 
 
+@recognised_by(r"ap balances due|vendors have the most open invoice value|due next month")
 async def ap_due_next_month_top(ctx: Context) -> str:
-    start, end = await _due_window(ctx)
-    items = await _open_ap(ctx, due_from=start, due_to=end)
+    start, end = due_window(ctx)
+    items = await open_ap(ctx, due_from=start, due_to=end)
     totals: dict[str, float] = defaultdict(float)
     for i in items:
         totals[i["vendor_account"]] += float(i.get("open_amount_acct") or 0)
@@ -122,3 +139,9 @@ async def ap_due_next_month_top(ctx: Context) -> str:
     )
     rows = [[ctx.link("vendors", le, a), money(v, acct)] for v, a in ranked]
     return with_table(head + ".", ["Vendor", "Due"], rows)
+
+
+@recognised_by(r"vendor invoices (?:is|are) past due")
+async def ap_overdue_vendor_invoices(ctx: Context) -> str:
+    """The overdue AP question worded as "vendor invoices past due" (tried before other rules)."""
+    return await ap_overdue_entity(ctx)

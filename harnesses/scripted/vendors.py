@@ -5,26 +5,38 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from harnesses.scripted import _columns as col
 from harnesses.scripted._base import (
     MONTH_YEAR,
     Context,
     _month_number,
-    _party_list,
-    _vendor,
-    doc_link,
-    long_date,
     md_link,
-    payment_terms,
+    recognised_by,
     where,
 )
+from harnesses.scripted._shared import (
+    party_list,
+    party_record,
+    payment_terms,
+)
+
+__all__ = [
+    "payment_terms_vendor",
+    "vendor_cash_discount",
+    "vendors_created_in_month",
+    "vendors_on_hold",
+    "vendors_terms_longer_than",
+]
 
 
-async def payment_terms_vendor(ctx: Context) -> str:
-    return await payment_terms(ctx, "vendor")
+payment_terms_vendor = recognised_by(
+    r"terms", r"vendor account|payment terms for|terms of payment do we have with"
+)(payment_terms("vendor"))
 
 
+@recognised_by(r"early payment discount|cash discount from|discount percentage|for paying early")
 async def vendor_cash_discount(ctx: Context) -> str:
-    party, data = await _vendor(ctx)
+    party, data = await party_record(ctx, "vendor")
     terms = data["vendor"].get("payment_terms")
     discount = data.get("cash_discount")
     if not discount:
@@ -40,25 +52,27 @@ async def vendor_cash_discount(ctx: Context) -> str:
     )
 
 
-def _vendor_row(item: dict[str, Any]) -> list[Any]:
-    return [
-        doc_link(item, "account"),
-        item.get("name"),
-        item.get("payment_terms"),
-        item.get("hold_reason") or "",
-        long_date(item.get("created_date")),
-    ]
+VENDORS = col.Table(
+    {
+        "Vendor": col.link("account"),
+        "Name": col.text("name", None),
+        "Terms": col.text("payment_terms", None),
+        "Hold reason": lambda item: item.get("hold_reason") or "",
+        "Created": col.date("created_date"),
+    }
+)
 
 
 async def _vendor_list(ctx: Context, label: str, *filters: tuple[str, str, Any]) -> str:
-    headers = ["Vendor", "Name", "Terms", "Hold reason", "Created"]
-    return await _party_list(ctx, "vendor", f"{label} {where(ctx)}", filters, headers, _vendor_row)
+    return await party_list(ctx, "vendor", f"{label} {where(ctx)}", filters, VENDORS)
 
 
+@recognised_by(r"vendors", r"payment hold|blocked for payment")
 async def vendors_on_hold(ctx: Context) -> str:
     return await _vendor_list(ctx, "on payment hold", ("payment_hold", "eq", True))
 
 
+@recognised_by(r"vendors", r"created|set up")
 async def vendors_created_in_month(ctx: Context) -> str:
     match = MONTH_YEAR.search(ctx.question.text)
     if match:
@@ -74,6 +88,7 @@ async def vendors_created_in_month(ctx: Context) -> str:
     )
 
 
+@recognised_by(r"vendors", r"longer than|beyond")
 async def vendors_terms_longer_than(ctx: Context) -> str:
     days = ctx.question.days or 60
     data = await ctx.call(
