@@ -23,8 +23,9 @@ demo: setup
 	$(BIN)/ledgerbench
 
 # Three workers on two cores: many tests wait on servers and subprocesses, so a third keeps both busy.
+# Whole files go to one worker, so module fixtures (generated ERPs and question sets) are built once.
 test: setup
-	$(BIN)/python -m pytest -q -rs -n 3 --dist worksteal
+	$(BIN)/python -m pytest -q -rs -n 3 --dist loadfile
 
 # The slow tier (a real Ray cluster, a Chromium session, the whole demo twice): CI runs it after `make test`.
 test-slow: setup

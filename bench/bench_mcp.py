@@ -287,6 +287,28 @@ async def latency_table(url: str, args: dict[str, list[dict]], n: int) -> dict[s
     return results
 
 
+async def session_open(url: str, n: int) -> dict[str, float]:
+    """A new session plus one ``erp_info`` call through the harnesses' own client, as every agent
+    question opens one: the latency and the server's CPU per session."""
+    from harnesses._erp_client import ErpClient
+    from harnesses._protocol import ErpEndpoint, TrajectoryDraft
+
+    endpoint = ErpEndpoint(url=url)
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        async with ErpClient(endpoint) as erp:
+            await erp.call("erp_info", {}, TrajectoryDraft())
+        times.append((time.perf_counter() - started) * 1000)
+    return {"p50_ms": round(statistics.median(times), 2), "p99_ms": round(percentile(times, 99), 2)}
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a (Linux) process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def throughput(
     url: str, tool: str, pool: list[dict], clients: int, seconds: float
 ) -> dict[str, float]:
@@ -377,6 +399,16 @@ async def bench_scale(label: str, db: Path, options: argparse.Namespace) -> dict
         figures: dict[str, Any] = {}
         if not options.only_interference:
             figures["latency"] = await latency_table(url, args, options.n)
+            sessions = max(10, options.n // 10)
+            cpu_before = process_cpu_s(process.pid)
+            row = await session_open(url, sessions)
+            row["server_cpu_ms"] = round(
+                (process_cpu_s(process.pid) - cpu_before) / sessions * 1000, 1
+            )
+            figures["session_open"] = row
+            print(f"  new session + erp_info           p50 {row['p50_ms']:8.2f} ms   "
+                  f"p99 {row['p99_ms']:8.2f} ms   server CPU {row['server_cpu_ms']} ms/session",
+                  flush=True)  # fmt: skip
             rates = {}
             for tool in ("ping", "get_customer"):
                 for clients in (1, 8, 32):
