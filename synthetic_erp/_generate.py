@@ -262,7 +262,9 @@ class Writer:
                 if value is not None:
                     values[index] = convert(value)
             data.append(tuple(values))
-        self.conn.exec_driver_sql(sql, data)
+        # In batches: one executemany is a single C call that Ctrl-C cannot interrupt.
+        for start in range(0, len(data), BATCH):
+            self.conn.exec_driver_sql(sql, data[start : start + BATCH])
 
 
 def _sqlite_converter(kind) -> Callable | None:
