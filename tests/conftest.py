@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -26,6 +27,14 @@ TEST_TOKEN = "test-token-not-a-secret"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", default=False, help="run slow tests")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A shell starts background jobs (`make test &`, nohup) with Ctrl-C ignored, and children
+    # inherit that: the tests that interrupt a runner or a generation would then wait for nothing.
+    # A handler here makes every child start with the default, as from a terminal.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
