@@ -316,6 +316,27 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
         assert len(tool.description or "") > 80, tool.name
 
 
+async def test_listed_schemas_are_self_contained_and_inlined_once_per_tool(erp_db_url):
+    """Some clients cannot follow ``$ref``: every listed schema is inlined, and the server does
+    that once per tool, not on every ``tools/list`` (each agent session lists the tools)."""
+    import json
+
+    from erp_mcp._middleware import InlinedSchemas
+
+    server = build_server(erp_db_url)
+    inliner = next(m for m in server.middleware if isinstance(m, InlinedSchemas))
+    listings = []
+    for _ in range(2):
+        async with Client(server) as session:
+            listings.append([tool.model_dump(mode="json") for tool in await session.list_tools()])
+            await session.list_tools()
+    assert listings[0] == listings[1]
+    assert not [t["name"] for t in listings[0] if "$ref" in json.dumps(t)]
+    with_refs = [t for t in listings[0] if "$defs" in json.dumps(t)]
+    assert len(inliner._inlined) == len(listings[0])
+    assert with_refs == [], "inlined schemas keep no $defs to refer to"
+
+
 async def test_toolsets_split_finance_and_generic(erp_db_url):
     async with Client(build_server(erp_db_url, toolset="generic")) as c:
         names = {t.name for t in await c.list_tools()}
