@@ -27,9 +27,10 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q -rs -n 3 --dist loadfile
 
-# The slow tier (a real Ray cluster, a Chromium session, the whole demo twice): CI runs it after `make test`.
+# The slow tier (a real Ray cluster, headless Chromium sessions, the whole demo twice): CI runs it after
+# `make test`.
 test-slow: setup
-	$(BIN)/python -m pytest -q -rs -n 2 --dist worksteal --runslow -m slow
+	$(BIN)/python -m pytest -q -rs -n 2 --dist worksteal --runslow -m "slow or browser"
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -55,12 +55,11 @@ def shared_tls_context() -> ssl.SSLContext:
 
 
 def http_transport(endpoint: ErpEndpoint) -> Any:
-    """A streamable-HTTP transport to ``endpoint`` that reuses the process's TLS context."""
-    from fastmcp.client.transports import StreamableHttpTransport
+    """A streamable-HTTP transport to ``endpoint`` that reuses the process's TLS context and
+    compiled output-schema validators (``harnesses._mcp_session``)."""
+    from harnesses._mcp_session import HttpTransport
 
-    return StreamableHttpTransport(
-        endpoint.url, headers=endpoint.headers(), verify=shared_tls_context()
-    )
+    return HttpTransport(endpoint.url, headers=endpoint.headers(), verify=shared_tls_context())
 
 
 class ErpClient:
@@ -85,11 +84,11 @@ class ErpClient:
         if self._transport == "stdio":
             import os
 
-            from fastmcp.client.transports import StdioTransport
+            from harnesses._mcp_session import StdioServerTransport
 
             command, *args = self._endpoint.stdio_command or ()
             env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
-            return StdioTransport(command=command, args=list(args), env=env, keep_alive=False)
+            return StdioServerTransport(command=command, args=list(args), env=env, keep_alive=False)
         return http_transport(self._endpoint)
 
     async def __aenter__(self) -> ErpClient:

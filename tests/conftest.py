@@ -41,9 +41,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if config.getoption("--runslow"):
         return
     skip_slow = pytest.mark.skip(reason="slow test: run with --runslow")
+    skip_browser = pytest.mark.skip(reason="headless Chromium (slow tier): run with --runslow")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip_slow)
+        elif "browser" in item.keywords:  # a Chromium session costs 5-20 s of CPU
+            item.add_marker(skip_browser)
 
 
 def free_port() -> int:

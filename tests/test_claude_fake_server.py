@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+from types import ModuleType
 
-import anthropic
 import pytest
 
 from tests.fakes.anthropic_server import (
@@ -28,8 +29,15 @@ TOOL = {
 }
 
 
-def client(server: AnthropicFakeServer, key: str = KEY) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=server.base_url, api_key=key, max_retries=0)
+@pytest.fixture(scope="module")
+def anthropic() -> ModuleType:
+    """The real SDK, imported only by the worker that runs these tests (it takes seconds)."""
+    return importlib.import_module("anthropic")
+
+
+def client(server: AnthropicFakeServer, key: str = KEY) -> object:
+    sdk = importlib.import_module("anthropic")
+    return sdk.Anthropic(base_url=server.base_url, api_key=key, max_retries=0)
 
 
 def echo_script(body: dict, turn: int) -> Reply:
@@ -127,7 +135,7 @@ def test_system_role_message_and_count_tokens_are_accepted() -> None:
     assert [m.id for m in models.data] == ["claude-sonnet-4-5"]
 
 
-def test_wrong_key_and_scripted_errors_use_the_sdk_error_classes() -> None:
+def test_wrong_key_and_scripted_errors_use_the_sdk_error_classes(anthropic: ModuleType) -> None:
     model = ScriptedModel([Reply(http_error=(529, "overloaded_error"))], all_requests_main=True)
     with AnthropicFakeServer(model, api_key=KEY) as fake:
         with pytest.raises(anthropic.AuthenticationError):
@@ -142,7 +150,7 @@ def test_wrong_key_and_scripted_errors_use_the_sdk_error_classes() -> None:
     assert caught.value.body["error"]["type"] == "overloaded_error"
 
 
-def test_a_broken_script_is_reported_not_hidden() -> None:
+def test_a_broken_script_is_reported_not_hidden(anthropic: ModuleType) -> None:
     def broken(body: dict, turn: int) -> Reply:
         raise KeyError("no such field")
 
@@ -154,7 +162,7 @@ def test_a_broken_script_is_reported_not_hidden() -> None:
         assert fake.script_errors == ["KeyError: 'no such field'"]
 
 
-def test_stall_ends_when_the_server_closes() -> None:
+def test_stall_ends_when_the_server_closes(anthropic: ModuleType) -> None:
     import threading
     import time
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -31,14 +32,45 @@ COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
-def test_every_command_has_help_with_examples(command: list[str]) -> None:
+HELP_DRIVER = """
+import contextlib, io, json, runpy, sys
+results = {}
+for command in json.loads(sys.argv[1]):
+    sys.argv = [command[0], *command[1:], "--help"]
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            runpy.run_module(command[0], run_name="__main__", alter_sys=True)
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        except BaseException as error:
+            code, err = 1, io.StringIO(f"{type(error).__name__}: {error}")
+    results[" ".join(command)] = {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+print(json.dumps(results))
+"""
+"""Runs every command's ``python -m <module> --help`` the way ``-m`` does (runpy), in one fresh
+interpreter: one start-up instead of one per command."""
+
+
+@pytest.fixture(scope="module")
+def help_texts() -> dict[str, dict]:
     completed = subprocess.run(
-        [sys.executable, "-m", *command, "--help"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", HELP_DRIVER, json.dumps(COMMANDS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert completed.returncode == 0, completed.stderr
-    assert "usage:" in completed.stdout
-    assert len(completed.stdout.splitlines()) > 5
+    return json.loads(completed.stdout)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_has_help_with_examples(command: list[str], help_texts) -> None:
+    shown = help_texts[" ".join(command)]
+    assert shown["code"] == 0, shown["stderr"]
+    assert "usage:" in shown["stdout"]
+    assert len(shown["stdout"].splitlines()) > 5
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)

@@ -6,15 +6,21 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from tests.run_files import QUESTIONS, SCRIPT_PAYLOAD, write_sample_runs
 
 REPO = Path(__file__).resolve().parents[1]
-inspect_log = pytest.importorskip(
-    "inspect_ai.log", reason="inspect-ai not installed: pip install '.[inspect]'"
-)
+
+
+@pytest.fixture(scope="module")
+def inspect_log() -> ModuleType:
+    """Inspect's log reader, imported only by the worker that runs these tests (it is slow)."""
+    return pytest.importorskip(
+        "inspect_ai.log", reason="inspect-ai not installed: pip install '.[inspect]'"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +56,9 @@ def exported(runs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path
     return out
 
 
-def test_log_reads_back_with_samples_messages_events_scores_and_usage(exported: Path):
+def test_log_reads_back_with_samples_messages_events_scores_and_usage(
+    inspect_log: ModuleType, exported: Path
+):
     log = inspect_log.read_eval_log(str(exported))
     assert log.status == "success"
     assert log.eval.task == "ledgerbench" and log.eval.model == "openai/m-1"
@@ -96,7 +104,7 @@ def test_log_reads_back_with_samples_messages_events_scores_and_usage(exported: 
     assert log.stats.model_usage["m-1"].input_tokens == 3 * 2300
 
 
-def test_version_1_records_and_json_logs(runs: list[Path], tmp_path: Path):
+def test_version_1_records_and_json_logs(inspect_log: ModuleType, runs: list[Path], tmp_path: Path):
     from harnesses._inspect_log import export_inspect
 
     out = tmp_path / "run-b.json"

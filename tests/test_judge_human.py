@@ -3,7 +3,9 @@ over the DevTools protocol, and from the CSV sheet), then compared with the rule
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import os
 import shutil
@@ -64,13 +66,26 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     )
 
 
+def human(*args: str) -> subprocess.CompletedProcess:
+    """``python -m judge.human ARGS`` run in this process: the same ``main``, without paying a new
+    interpreter's start-up for every error case (the real entry point is run as a subprocess in
+    ``test_packet_is_blind_shuffled_and_self_contained`` and the browser round trip)."""
+    from judge.human import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as stop:  # argparse's usage errors
+            code = stop.code if isinstance(stop.code, int) else 1
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture
 def packet(tmp_path: Path) -> tuple[list[Path], Path]:
     runs = make_runs(tmp_path / "runs")
     out = tmp_path / "packet"
-    done = cli(
-        "judge.human", "export", *map(str, runs), "--n", "8", "--seed", "1", "--out", str(out)
-    )
+    done = human("export", *map(str, runs), "--n", "8", "--seed", "1", "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert "8 answers" in done.stdout
     return runs, out
@@ -122,7 +137,7 @@ def test_import_rejects_bad_rows_with_their_number(packet, row: dict, message: s
     runs, out = packet
     first = {"item": "A001", "assertion_id": "accuracy.ground_truth", "grade": 1}
     path = _grades_json(out, [first, row])
-    done = cli("judge.human", "import", str(path), "--as", "human-alice")
+    done = human("import", str(path), "--as", "human-alice")
     assert done.returncode == 2
     assert done.stderr.startswith("error: row 2: ") and message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
@@ -134,9 +149,9 @@ def test_import_needs_the_key_and_a_human_name(packet, tmp_path) -> None:
     path = _grades_json(out, [{"item": "A001", "assertion_id": "clarity.acronyms", "grade": 1}])
     moved = tmp_path / "elsewhere.json"
     shutil.copy(path, moved)
-    done = cli("judge.human", "import", str(moved), "--as", "human-alice")
+    done = human("import", str(moved), "--as", "human-alice")
     assert done.returncode == 2 and "--key" in done.stderr
-    done = cli("judge.human", "import", str(path), "--as", "alice")
+    done = human("import", str(path), "--as", "alice")
     assert done.returncode == 2 and "human-NAME" in done.stderr
 
 

@@ -58,6 +58,7 @@ def test_without_a_viewer_the_report_has_no_links(built: Path, tmp_path: Path):
 
 
 @pytest.mark.browser
+@pytest.mark.browser
 @pytest.mark.skipif(chromium_path() is None, reason="chromium not installed")
 def test_a_scenario_link_opens_the_viewer_on_exactly_its_questions(built: Path, tmp_path: Path):
     report = (built / "report" / "report.html").resolve()
