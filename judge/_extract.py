@@ -104,14 +104,18 @@ def _parse_body(body: str) -> tuple[float, float]:
 
 
 def find_numbers(text: str) -> list[NumberMention]:
-    """Every number in ``text`` with its sign, scale, currency and percent markers."""
+    """Every number stated in ``text`` with its sign, scale, currency and percent markers.
+
+    Digits inside links and dates are no figures: a record link's port (``127.0.0.1:35958``, a
+    free port that changes with every server start) or an id in its path, and the year of
+    "March 2, 2026", would otherwise be read as competing statements of an expected amount."""
     return list(_numbers(text))
 
 
 @functools.lru_cache(maxsize=512)
 def _numbers(text: str) -> tuple[NumberMention, ...]:
     found = []
-    for match in _AMOUNT_RE.finditer(text):
+    for match in _AMOUNT_RE.finditer(_blank_dates(prose(text))):
         value, precision = _parse_body(match.group("num"))
         scale_word = (match.group("scale") or "").lower()
         scale = _SCALE_WORDS.get(scale_word, 1.0)
@@ -258,6 +262,23 @@ def find_percent(text: str, expected: float, tolerance: float = 0.0) -> NumberMe
         ):
             return mention
     return None
+
+
+def _blank_dates(text: str) -> str:
+    """``text`` with every date blanked (same length, so offsets stay valid). Day-month-year
+    with a two-digit year is left alone: ``12.5-13`` in "12.5-13.5%" is a range, not a date."""
+
+    def blank(match: re.Match[str]) -> str:
+        return _FILL * len(match.group(0))
+
+    for pattern in _DATE_PATTERNS:
+        if pattern.kind == "ab":
+            text = pattern.regex.sub(
+                lambda m: blank(m) if len(m.group("y")) == 4 else m.group(0), text
+            )
+        else:
+            text = pattern.regex.sub(blank, text)
+    return text
 
 
 def _strip_dates(text: str) -> str:

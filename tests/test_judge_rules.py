@@ -138,6 +138,54 @@ def test_account_ids_are_not_numbers() -> None:
     assert not x.find_numbers("SYNCUS-0001 INV-000123")
 
 
+# Record links carry the ERP server's port, a free port that changes with every server start
+# (32768-60999 on Linux): read as a figure, a port within 10% of an expected amount made a right
+# answer wrong for some ports only, so the scripted agent's score moved from run to run.
+EPHEMERAL_PORTS = range(32768, 61000, 97)
+
+
+def _linked_answer(port: int) -> str:
+    base = f"http://127.0.0.1:{port}/erp/USPI"
+    return (
+        f"The 2 largest sales orders of [Lozano Supply Co. (SYNCUS-0756)]({base}/customers/"
+        f"SYNCUS-0756): [SO-0001872]({base}/sales-orders/SO-0001872) USD 35,958.00; "
+        f"[SO-0001579]({base}/sales-orders/SO-0001579) USD 53,958.92.\n\n"
+        f"| Sales order | Amount |\n|---|---|\n| {base}/sales-orders/SO-0001872 | 35,958.00 |\n"
+        f"| /erp/USPI/vendor-groups/50000 | 53,958.92 |"
+    )
+
+
+def test_numbers_inside_record_links_are_not_stated_figures_whatever_the_port() -> None:
+    first = fact("amount", 35958.0, field="largest", tolerance=0.01)
+    second = fact("amount", 53958.92, field="second", tolerance=0.01)
+    wrong = [
+        port
+        for port in EPHEMERAL_PORTS
+        for expected in (first, second)
+        if check_fact(_linked_answer(port), expected).score != 1.0
+    ]
+    assert not wrong, f"judged wrong with the server on ports {wrong[:5]}..."
+    stated = [m.value for m in x.find_numbers(_linked_answer(35000))]
+    assert stated == [2.0, 35958.0, 53958.92, 35958.0, 53958.92]
+
+
+def test_a_link_does_not_hide_the_wrong_figure_next_to_it() -> None:
+    answer = "[SO-0001872](http://127.0.0.1:35958/erp/USPI/sales-orders/SO-0001872) USD 36,958.00"
+    verdict = check_fact(answer, fact("amount", 35958.0, tolerance=0.01))
+    assert verdict.score == 0.0 and "36,958.00" in verdict.reason
+
+
+def test_years_of_dates_are_not_stated_figures() -> None:
+    balance = fact("amount", 2038.26, field="balance", tolerance=0.01)
+    for written in ("March 2, 2026", "2 March 2026", "2026-03-02", "03/02/2026"):
+        answer = f"The balance as of {written} is **USD 2,038.26** over 1 open transaction."
+        assert check_fact(answer, balance).score == 1.0, written
+    assert passes("USD 2,026.00 was paid on March 2, 2026.", fact("amount", 2026.0))
+    assert not passes("Paid on March 2, 2026.", fact("amount", 2026.0))
+    # a day-month-year look-alike with a two-digit year is a range, not a date
+    assert [m.value for m in x.find_numbers("from 12.5-13.5% on 1.25-35")] == [12.5, 1.25]
+
+
 # -- counts, percents, dates --------------------------------------------------------------------
 
 

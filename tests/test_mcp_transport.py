@@ -241,3 +241,44 @@ def test_readme_documents_every_tool_and_option():
         assert f"`{name}`" in readme, name
     for option in ("--toolset", "--token", "--public-url", "--audit-log", "--error-rate"):
         assert option in readme, option
+
+
+async def test_concurrent_sessions_and_calls_each_get_their_own_results(erp_server):
+    """Agent sessions at once over HTTP, one per legal entity, each asking at once for every
+    vendor group's balance while calls of another shape run beside them: every call gets its own
+    figures, the ones one call gets for the whole ledger grouped by vendor group."""
+    async with Client(erp_server.url) as client:
+        whole = await client.call_tool(
+            "get_aging", {"party_type": "vendor", "group_by": "group", "limit": 1000}
+        )
+    expected = {
+        (r["legal_entity"], r["group_id"]): r["balance_acct"] for r in _record(whole)["rows"]
+    }
+    assert len(set(expected.values())) == len(expected) >= 12  # every group's figure differs
+
+    async def group_balance(client: Client, le: str, group: str) -> tuple[str, str, float]:
+        result = await client.call_tool(
+            "get_aging",
+            {"party_type": "vendor", "legal_entity": le, "group_id": group, "group_by": "group"},
+        )
+        (row,) = _record(result)["rows"]
+        return row["legal_entity"], row["group_id"], row["balance_acct"]
+
+    async def search(client: Client, le: str) -> set[str]:
+        result = await client.call_tool("search_parties", {"query": "Supply", "legal_entity": le})
+        return {c["legal_entity"] for c in _record(result)["candidates"]}
+
+    async def one_session(le: str) -> list:
+        groups = [group for entity, group in expected if entity == le]
+        async with Client(erp_server.url) as client:
+            calls = [group_balance(client, le, group) for group in groups]
+            return await asyncio.gather(*calls, search(client, le))
+
+    entities = sorted({le for le, _ in expected})
+    for le, results in zip(
+        entities, await asyncio.gather(*map(one_session, entities)), strict=True
+    ):
+        *balances, found = results
+        assert found <= {le}
+        for entity, group, balance in balances:
+            assert entity == le and balance == expected[(le, group)], (le, group)

@@ -146,7 +146,22 @@ def test_scripted_agent_answers_generated_questions_correctly(
         if question.record_refs and not any(f.kind == "no_records" for f in question.expected):
             assert "/erp/" in record.answer, f"{record.question_id} cites no ERP record"
         assert record.tool_calls[0].name == "erp_info"
+        _assert_verdicts_do_not_depend_on_the_port(record.answer, question.expected, erp_server)
     assert correct / len(records) >= 0.95, failures
+
+
+def _assert_verdicts_do_not_depend_on_the_port(answer: str, facts: list, server) -> None:
+    """The server's free port is in every record link: the verdicts must be the same had it got
+    the worst port, one equal to an expected amount (such ports once failed right answers)."""
+    from judge import check_fact
+
+    host = server.base_url.removeprefix("http://")
+    ports = {int(f.value) for f in facts if f.kind == "amount" and 1024 <= abs(f.value) < 65536}
+    for port in ports:
+        moved = answer.replace(host, f"127.0.0.1:{port}")
+        for fact in facts:
+            before, after = check_fact(answer, fact), check_fact(moved, fact)
+            assert before.score == after.score, (port, before.reason, after.reason)
 
 
 def test_scripted_agent_never_sees_ground_truth(
