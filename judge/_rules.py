@@ -49,7 +49,8 @@ from judge._erp_links import (
 from judge.records import AssertionScore, DimensionStatus
 from ledgerbench.dataset import Dimension, ExpectedFact, Question, TaskType
 
-RULES_VERSION = "rules-2"
+RULES_VERSION = "rules-3"
+"""Bumped when a rule decides differently (rules-3: erp:// resource URIs count as citations)."""
 
 
 @dataclass(frozen=True)
