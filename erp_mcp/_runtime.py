@@ -13,14 +13,13 @@ import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 from fastmcp.exceptions import ToolError
 from rapidfuzz import fuzz, process, utils
 from sqlalchemy import Engine, func, select
 
 from synthetic_erp import _schema as s
-from synthetic_erp._catalog import record_url
+from synthetic_erp._catalog import record_resource_uri, record_url
 from synthetic_erp._db import open_engine, read_meta
 
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8765"
@@ -31,7 +30,7 @@ RESOURCE_TEMPLATE = "erp://{legal_entity}/{entity_set}/{key}"
 
 def resource_uri(entity_set: str, legal_entity: str, key: str) -> str:
     """The MCP resource URI of a record, e.g. ``erp://USMF/customers/SYNCUS-0001``."""
-    return f"erp://{quote(legal_entity, safe='')}/{entity_set}/{quote(key, safe='')}"
+    return record_resource_uri(entity_set, legal_entity, key)
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,8 @@ AS_OF_PATTERN = re.compile(
     r"|[A-Z][a-z]+\.? \d{1,2},? \d{4}"
     r"|\d{1,2} [A-Z][a-z]+ \d{4})"
 )
-RECORD_URL_PATTERN = re.compile(r"https?://[^\s\"'<>)\]]+/erp/[^\s\"'<>)\],]+")
+RECORD_URL_PATTERN = re.compile(r"(?:https?://[^\s\"'<>)\]]+/erp/|erp://)[^\s\"'<>)\],]+")
+"""Record links in tool output: URLs, or MCP resource URIs when the server runs over stdio."""
 
 
 def as_of_date(question: str) -> str | None:

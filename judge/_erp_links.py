@@ -1,4 +1,9 @@
-"""ERP record links in answers: find them, parse them, and resolve them against the ERP database."""
+"""ERP record links in answers: find them, parse them, and resolve them against the ERP database.
+
+A record is cited as an http(s) URL or a bare path with an ``/erp/{LE}/{set}/{key}`` path, or as
+the MCP resource ``erp://{LE}/{set}/{key}`` the server hands out over stdio: the same record either
+way, so both count alike.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,10 @@ from sqlalchemy.orm import Session
 
 from synthetic_erp._catalog import (
     ENTITY_SETS,
+    RESOURCE_SCHEME,
     RecordRef,
     entity_set,
+    is_resource_uri,
     parse_record_url,
     record_path,
 )
@@ -21,6 +28,7 @@ ENTITY_SET_NAMES = frozenset(spec.name for spec in ENTITY_SETS)
 
 _URL_RE = re.compile(r"https?://[^\s<>\"'`|\])]+", re.IGNORECASE)
 _PATH_RE = re.compile(r"(?<![\w/.:])/erp/[^\s<>\"'`|\]),;]+")
+_RESOURCE_RE = re.compile(r"(?<![\w.+\-/])erp://[^\s<>\"'`|\])]+", re.IGNORECASE)
 _TRAILING = ".,;:!?*_"
 
 
@@ -29,7 +37,13 @@ class CitedLink:
     text: str
     """The link as written."""
     ref: RecordRef | None
-    """The record it addresses; None when it mentions ``/erp/`` but is not a record link."""
+    """The record it addresses; None when it mentions ``/erp/`` or is an ``erp://`` URI but is not a
+    record link."""
+
+    @property
+    def is_resource(self) -> bool:
+        """Written as the MCP resource ``erp://...`` rather than a URL or path."""
+        return is_resource_uri(self.text)
 
     @property
     def path(self) -> str | None:
@@ -52,16 +66,18 @@ def normalize_record_path(path: str) -> str | None:
 
 
 def find_erp_links(text: str) -> list[CitedLink]:
-    """Every URL or bare path that mentions ``/erp/``, in order, without duplicates."""
+    """Every URL or bare path that mentions ``/erp/`` and every ``erp://`` resource URI, in order,
+    without duplicates: a record cited more than once (URL, path or resource URI) counts once."""
     seen: set[str] = set()
     links = []
     candidates = sorted(
-        [(m.start(), m.group(0)) for m in _URL_RE.finditer(text)]
-        + [(m.start(), m.group(0)) for m in _PATH_RE.finditer(text)]
+        (m.start(), m.group(0))
+        for pattern in (_URL_RE, _PATH_RE, _RESOURCE_RE)
+        for m in pattern.finditer(text)
     )
     for _, raw in candidates:
         link = raw.rstrip(_TRAILING)
-        if "/erp/" not in link or link in seen:
+        if not _mentions_a_record(link) or link in seen:
             continue
         if not link.startswith("/") and any(link.endswith(s) for s in seen):
             continue
@@ -69,11 +85,32 @@ def find_erp_links(text: str) -> list[CitedLink]:
         links.append(CitedLink(text=link, ref=parse_link(link)))
     # A bare path found inside a URL already seen is the same citation.
     urls = [link.text for link in links if "://" in link.text]
-    return [
+    links = [
         link
         for link in links
         if "://" in link.text or not any(url.endswith(link.text) for url in urls)
     ]
+    return _one_link_per_record(links)
+
+
+def _mentions_a_record(link: str) -> bool:
+    """A path with ``/erp/`` or an ``erp://`` URI with something after the scheme (a record link
+    or a malformed one; the bare scheme named in prose is neither)."""
+    return "/erp/" in link or (is_resource_uri(link) and len(link) > len(RESOURCE_SCHEME))
+
+
+def _one_link_per_record(links: list[CitedLink]) -> list[CitedLink]:
+    """The first link to each record: a URL and the record's ``erp://`` URI (or two spellings of
+    either) cite one record once."""
+    cited: set[RecordRef] = set()
+    kept = []
+    for link in links:
+        if link.ref is not None:
+            if link.ref in cited:
+                continue
+            cited.add(link.ref)
+        kept.append(link)
+    return kept
 
 
 class ErpResolver:

@@ -412,7 +412,11 @@ def find_phrase_position(text: str, phrase: str) -> int | None:
     return match.start() if match else None
 
 
-_LINK_RE = re.compile(r"https?://[^\s<>\"'`|\])]+|(?<![\w/.:])/erp/[^\s<>\"'`|\]),;]+", re.I)
+_LINK_RE = re.compile(
+    r"https?://[^\s<>\"'`|\])]+|(?<![\w/.:])/erp/[^\s<>\"'`|\]),;]+"
+    r"|(?<![\w.+\-/])erp://[^\s<>\"'`|\])]+",  # a record as an MCP resource (stdio)
+    re.I,
+)
 _MARKDOWN_LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
 
 

@@ -51,7 +51,7 @@ from ledgerbench.dataset import Dimension, ExpectedFact, Question, TaskType
 
 RULES_VERSION = "rules-3"
 """Bumped when a rule reads answers differently, so scores of older rules are not resumed
-(rules-3: digits inside links and dates are no figures)."""
+(rules-3: digits inside links and dates are no figures; erp:// resource URIs count as citations)."""
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,9 @@ class JudgeAccuracy(DimensionJudgement):
 
 class JudgeCitations(DimensionJudgement):
     """Rubric: CITATIONS. For obligations the answer must link at least one ERP record it relies on
-    (a link of the form .../erp/<legal entity>/<entity set>/<key>); no link is needed only when
-    nothing was found. For research and briefs, claims must name a data provider or give a traceable
+    (a link of the form .../erp/<legal entity>/<entity set>/<key>, or the same record as the MCP
+    resource erp://<legal entity>/<entity set>/<key>); no link is needed only when nothing was
+    found. For research and briefs, claims must name a data provider or give a traceable
     URL. Judge whether the citations present support the claims they sit next to."""
 
 

@@ -7,6 +7,7 @@ from synthetic_erp._catalog import (
     entity_set,
     parse_record_url,
     record_path,
+    record_resource_uri,
     record_url,
 )
 from synthetic_erp._generate import GenerationReport, generate_erp
@@ -22,6 +23,7 @@ __all__ = [
     "generate_erp",
     "parse_record_url",
     "record_path",
+    "record_resource_uri",
     "record_url",
     "snapshot_hash",
 ]

@@ -3,7 +3,8 @@
 One place decides how a record is addressed. The MCP server builds citable record URLs from it,
 serves record pages by it, and exposes its generic data tools over it; the deterministic judge
 resolves the links an agent cited with it. A record URL is
-``{base}/erp/{legal_entity}/{entity_set}/{key}``.
+``{base}/erp/{legal_entity}/{entity_set}/{key}``; where no HTTP server serves the records (MCP over
+stdio) a record is the MCP resource ``erp://{legal_entity}/{entity_set}/{key}`` instead.
 """
 
 from __future__ import annotations
@@ -172,19 +173,47 @@ class RecordRef:
     key: str
 
 
+RESOURCE_SCHEME = "erp://"
+"""Prefix of a record's MCP resource URI (record links over stdio)."""
+
+
+def record_resource_uri(entity_set_name: str, legal_entity: str, key: str) -> str:
+    """MCP resource URI of one record, e.g. ``erp://USMF/customers/SYNCUS-0001``."""
+    return (
+        f"{RESOURCE_SCHEME}{quote(legal_entity, safe='')}/{entity_set_name}/{quote(key, safe='')}"
+    )
+
+
+def is_resource_uri(link: str) -> bool:
+    """True for ``erp://...`` (the scheme in any case), the resource form of a record link."""
+    return link[: len(RESOURCE_SCHEME)].lower() == RESOURCE_SCHEME
+
+
 def parse_record_url(url: str) -> RecordRef | None:
     """The record a URL (or path) points to, or None when it is not a well-formed record link.
 
-    Accepts any host: only the ``/erp/{LE}/{set}/{key}`` path decides. Path tricks (``..``, empty or
-    encoded separators) and unknown entity sets give None.
+    Accepts any host: only the ``/erp/{LE}/{set}/{key}`` path decides. The MCP resource URI
+    ``erp://{LE}/{set}/{key}`` names the same record. Path tricks (``..``, empty or encoded
+    separators) and unknown entity sets give None.
     """
-    path = urlsplit(url).path if "://" in url else url.split("?", 1)[0].split("#", 1)[0]
+    if is_resource_uri(url):
+        tail = _without_query(url[len(RESOURCE_SCHEME) :]).rstrip("/").split("/")
+        return _record_ref(tail)
+    path = urlsplit(url).path if "://" in url else _without_query(url)
     parts = path.rstrip("/").split("/")
     try:
         erp_index = parts.index("erp")
     except ValueError:
         return None
-    tail = parts[erp_index + 1 :]
+    return _record_ref(parts[erp_index + 1 :])
+
+
+def _without_query(link: str) -> str:
+    return link.split("?", 1)[0].split("#", 1)[0]
+
+
+def _record_ref(tail: list[str]) -> RecordRef | None:
+    """``[LE, set, key]`` (still percent-encoded) as a record, or None when unsafe or unknown."""
     if len(tail) != 3:
         return None
     legal_entity, set_name, key = (unquote(part) for part in tail)

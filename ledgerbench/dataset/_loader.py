@@ -240,7 +240,10 @@ def _item_problems(item: Question) -> list[str]:
         from synthetic_erp._catalog import parse_record_url
     for ref in item.record_refs:
         if parse_record_url(ref) is None:
-            problems.append(f"record_ref {ref!r} is not an /erp/LE/set/key record path")
+            problems.append(
+                f"record_ref {ref!r} is not a record path: write /erp/LE/set/key "
+                "(or the resource form erp://LE/set/key) with a known entity set"
+            )
     if item.timeout is not None and item.timeout <= 0:
         problems.append("timeout must be positive")
     return problems
