@@ -413,8 +413,8 @@ async def bench_scale(label: str, db: Path, options: argparse.Namespace) -> dict
             )
             figures["session_open"] = row
             print(f"  new session + erp_info           p50 {row['p50_ms']:8.2f} ms   "
-                  f"p99 {row['p99_ms']:8.2f} ms   CPU per session: server {row['server_cpu_ms']} ms, "
-                  f"client {row['client_cpu_ms']} ms",
+                  f"p99 {row['p99_ms']:8.2f} ms   CPU per session: "
+                  f"server {row['server_cpu_ms']} ms, client {row['client_cpu_ms']} ms",
                   flush=True)  # fmt: skip
             rates = {}
             for tool in ("ping", "get_customer"):
