@@ -8,29 +8,39 @@ tools get injected latency or failures) -> the tool.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import logging
 import math
-import random
 import threading
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 from fastmcp.exceptions import NotFoundError, ToolError
+from fastmcp.server.dependencies import get_http_request
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.utilities.json_schema import dereference_refs
 from pydantic import Field, field_validator
 
 from erp_mcp._records import StrictModel
 from erp_mcp._tooling import ClientError, InternalError, ToolDef, check_arguments
+from ledgerbench._trial import TRIAL_HEADER
 
 TRANSIENT_PREFIX = "TRANSIENT ERROR"
 MAX_AUDIT_ARGUMENTS = 4000
 """Characters of a call's arguments kept in the audit log (hostile calls can send megabytes)."""
 MAX_LATENCY_MS = 600_000.0
 """Ten minutes: more is a typo, and an infinite delay would hang every call."""
+MAX_TRIAL_CHARS = 200
+"""Characters of a trial header kept (it keys fault draws and is written to the audit log)."""
+MAX_TRACKED_CALLS = 65_536
+"""Distinct (trial, tool, arguments) whose occurrence counts the fault draws remember, least
+recently used forgotten first: a question makes tens of calls, so only a call repeated after
+this many other distinct calls would see its count start again."""
 
 
 class FaultConfig(StrictModel):
@@ -43,7 +53,7 @@ class FaultConfig(StrictModel):
     error_rate: float = Field(0.0, ge=0, le=1, allow_inf_nan=False)
     """Share of valid tool calls that fail with a transient error instead of running."""
     seed: int = 0
-    """Seed of the fault draws, so a run's faults can be replayed."""
+    """Seed of the fault draws, so a run's faults can be replayed (see :class:`FaultDraws`)."""
 
     @field_validator("latency_ms", "jitter_ms", "error_rate")
     @classmethod
@@ -104,30 +114,89 @@ class ArgumentGate(Middleware):
         return await call_next(context)
 
 
+def current_trial() -> str:
+    """The caller's trial key (the ``X-LedgerBench-Trial`` header), or "" without one (stdio,
+    clients that do not send it)."""
+    try:
+        request = get_http_request()
+    except RuntimeError:
+        return ""
+    return (request.headers.get(TRIAL_HEADER) or "")[:MAX_TRIAL_CHARS]
+
+
+@dataclass(frozen=True)
+class FaultDraw:
+    fail: bool
+    delay_ms: float
+    occurrence: int
+    """0 for the first time this trial made this exact call, 1 for its first repeat, ..."""
+
+
+def _unit(digest: bytes) -> float:
+    """Eight bytes as a float uniform in [0, 1) (53 bits, like ``random.random``)."""
+    return (int.from_bytes(digest, "big") >> 11) * 2.0**-53
+
+
+class FaultDraws:
+    """Fault draws keyed by the call, not by the order calls arrive in.
+
+    A draw is a pure function of (seed, trial key, tool, canonical JSON of the arguments,
+    occurrence k of that same call within that trial): the k-th repeat of a call (a retry) gets a
+    fresh draw, and the same call at the same k always gets the same one, however concurrent
+    questions interleave. Without a trial key the draws are still reproducible for the set of
+    calls, but which session meets the k-th occurrence of a shared call depends on timing.
+    """
+
+    def __init__(self, config: FaultConfig) -> None:
+        self._config = config
+        self._seed = str(config.seed).encode() + b"\x1f"
+        self._occurrences: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def draw(self, trial: str, tool: str, arguments: dict[str, Any]) -> FaultDraw:
+        canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+        call = hashlib.blake2b(
+            "\x1f".join((trial, tool, canonical)).encode("utf-8", "surrogatepass"),
+            digest_size=16,
+        ).digest()
+        occurrence = self._next_occurrence(call)
+        key = self._seed + call + occurrence.to_bytes(8, "big")
+        bits = hashlib.blake2b(key, digest_size=16).digest()
+        config = self._config
+        return FaultDraw(
+            fail=_unit(bits[:8]) < config.error_rate,
+            delay_ms=config.latency_ms + _unit(bits[8:]) * config.jitter_ms,
+            occurrence=occurrence,
+        )
+
+    def _next_occurrence(self, call: bytes) -> int:
+        with self._lock:
+            occurrence = self._occurrences.pop(call, 0)
+            self._occurrences[call] = occurrence + 1
+            if len(self._occurrences) > MAX_TRACKED_CALLS:
+                self._occurrences.popitem(last=False)
+        return occurrence
+
+
 class FaultMiddleware(Middleware):
     """Seeded faults, drawn only for valid calls to known tools (the gate ran before)."""
 
     def __init__(self, config: FaultConfig, tools: dict[str, ToolDef]) -> None:
-        self._config = config
+        self._draws = FaultDraws(config)
         self._tools = tools
-        self._rng = random.Random(config.seed)
-        self._lock = threading.Lock()
-        self._calls = 0
 
     async def on_call_tool(self, context: MiddlewareContext, call_next):
-        if _tool_name(context) not in self._tools:
+        tool = _tool_name(context)
+        if tool not in self._tools:
             return await call_next(context)
-        with self._lock:
-            self._calls += 1
-            call_number = self._calls
-            delay = self._config.latency_ms + self._rng.uniform(0, self._config.jitter_ms)
-            fail = self._rng.random() < self._config.error_rate
-        if delay > 0:
-            await anyio.sleep(delay / 1000)
-        if fail:
+        draw = self._draws.draw(current_trial(), tool, _arguments(context))
+        if draw.delay_ms > 0:
+            await anyio.sleep(draw.delay_ms / 1000)
+        if draw.fail:
             raise InjectedFault(
-                f"{TRANSIENT_PREFIX} (injected fault, call {call_number}): the ERP is temporarily "
-                "unavailable. The request was not processed; retrying the same call may succeed."
+                f"{TRANSIENT_PREFIX} (injected fault, occurrence {draw.occurrence + 1} of this "
+                "call): the ERP is temporarily unavailable. The request was not processed; "
+                "retrying the same call may succeed."
             )
         return await call_next(context)
 
@@ -161,7 +230,8 @@ def error_kind(error: BaseException) -> str:
 
 
 class AuditMiddleware(Middleware):
-    """Appends one JSON line per tool call: time, session, tool, arguments, duration, result size,
+    """Appends one JSON line per tool call: time, session, trial key (the question and trial that
+    made the call, when the client sent the trial header), tool, arguments, duration, result size,
     error and its kind (client, fault or internal)."""
 
     def __init__(self, path: Path) -> None:
@@ -177,6 +247,7 @@ class AuditMiddleware(Middleware):
         entry: dict[str, Any] = {
             "time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
             "session_id": _session_id(context),
+            "trial": current_trial() or None,
             "tool": (_tool_name(context) or "")[:100],
             "arguments": arguments,
         }

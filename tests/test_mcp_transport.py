@@ -14,6 +14,7 @@ import httpx
 import httpx2
 import pytest
 from fastmcp import Client
+from fastmcp.utilities.tests import asgi_server
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -21,7 +22,9 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
 from erp_mcp import TRANSIENT_PREFIX, FaultConfig, build_server, main
+from erp_mcp._middleware import FaultDraws
 from erp_mcp._runtime import ErpRuntime
+from ledgerbench._trial import TRIAL_HEADER
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -162,6 +165,100 @@ async def test_fault_injection_is_seeded_and_marked_transient(erp_db_url):
     assert outcomes[0] == outcomes[1] and any(outcomes[0]) and not all(outcomes[0])
 
 
+# Calls each trial makes: a repeated call (its k-th occurrence gets a fresh draw) and a few others.
+KEYED_CALLS = [
+    ("erp_info", {}),
+    ("search_parties", {"query": "Wholesale", "limit": 2}),
+    ("search_parties", {"limit": 2, "query": "Wholesale"}),  # same call: keys are canonical JSON
+    ("get_customer", {"account": "SYNCUS-0001"}),
+    ("list_entity_sets", {}),
+] + [("erp_info", {})] * 7
+
+
+async def _faults_seen(server, trials: list[str], *, together: bool) -> dict:
+    """(trial, tool, arguments, occurrence) -> whether the call met an injected fault, for
+    sessions that each send their own trial header, one after another or interleaved."""
+    seen: dict = {}
+
+    async def session(trial: str) -> None:
+        occurrences: dict = {}
+        async with server.client(headers={TRIAL_HEADER: trial}) as client:
+            for tool, arguments in KEYED_CALLS:
+                key = (tool, json.dumps(arguments, sort_keys=True))
+                occurrence = occurrences[key] = occurrences.get(key, -1) + 1
+                result = await client.call_tool(tool, arguments, raise_on_error=False)
+                fault = result.is_error and result.content[0].text.startswith(TRANSIENT_PREFIX)
+                assert fault or not result.is_error, result.content[0].text
+                seen[(trial, *key, occurrence)] = fault
+                await asyncio.sleep(0)  # let the other session in
+
+    if together:
+        await asyncio.gather(*(session(trial) for trial in trials))
+    else:
+        for trial in trials:
+            await session(trial)
+    return seen
+
+
+async def test_faults_are_keyed_by_trial_and_call_not_by_arrival_order(erp_db_url, tmp_path):
+    faults = FaultConfig(error_rate=0.5, seed=11)
+    trials = ["q-a#0", "q-b#0"]
+    orders = [(trials, False), (trials[::-1], False), (trials[::-1], True)]
+    runs = []
+    for index, (order, together) in enumerate(orders):
+        log = tmp_path / f"audit-{index}.jsonl"
+        server = build_server(erp_db_url, faults=faults, audit_log=log)
+        async with asgi_server(server) as running:
+            runs.append(await _faults_seen(running, order, together=together))
+        entries = [json.loads(line) for line in log.read_text().splitlines()]
+        assert {entry["trial"] for entry in entries} == set(trials)
+        assert len(entries) == 2 * len(KEYED_CALLS)
+        for entry in entries:  # every audited call traces back to the question that made it
+            key = (entry["tool"], json.dumps(entry["arguments"], sort_keys=True))
+            assert any(k[:3] == (entry["trial"], *key) for k in runs[-1])
+    assert all(run == runs[0] for run in runs[1:]), "the same calls met different faults"
+    first, second = (
+        [fault for (trial, *_), fault in sorted(runs[0].items()) if trial == name]
+        for name in trials
+    )
+    assert first != second, "two trials making the same calls met the same faults"
+    assert any(first) and not all(first)
+    # a retry is a fresh draw: the repeated erp_info call both failed and went through
+    repeats = [fault for (trial, tool, *_), fault in runs[0].items() if tool == "erp_info"]
+    assert any(repeats) and not all(repeats)
+
+
+@pytest.mark.parametrize(("rate", "expected"), [(0.0, False), (1.0, True)])
+async def test_error_rate_zero_never_fails_and_one_always_fails(erp_db_url, rate, expected):
+    server = build_server(erp_db_url, faults=FaultConfig(error_rate=rate, latency_ms=1, seed=5))
+    async with asgi_server(server) as running:
+        seen = await _faults_seen(running, ["q-a#0", "q-b#0"], together=True)
+    assert set(seen.values()) == {expected}
+
+
+def test_fault_draws_are_a_function_of_the_call():
+    config = FaultConfig(error_rate=0.3, latency_ms=5, jitter_ms=40, seed=7)
+    calls = [(f"q-{n % 3}#0", "get_customer", {"account": f"A-{n % 4}"}) for n in range(40)]
+
+    def draws(order: list, config: FaultConfig = config) -> dict:
+        faults = FaultDraws(config)
+        seen = {}
+        for trial, tool, arguments in order:
+            draw = faults.draw(trial, tool, arguments)
+            seen[(trial, tool, arguments["account"], draw.occurrence)] = draw
+        return seen
+
+    forward = draws(calls)
+    assert draws(sorted(calls, key=lambda call: call[0], reverse=True)) == forward
+    assert draws(calls[::-1]) == forward
+    assert all(5 <= draw.delay_ms <= 45 for draw in forward.values())
+    assert len({draw.delay_ms for draw in forward.values()}) == len(forward)
+    assert 0 < sum(draw.fail for draw in forward.values()) < len(forward)
+    other_seed = draws(calls, config.model_copy(update={"seed": 8}))
+    assert other_seed.keys() == forward.keys()
+    assert [d.fail for d in other_seed.values()] != [d.fail for d in forward.values()]
+
+
 async def test_audit_log_records_every_call(erp_db_url, tmp_path):
     log = tmp_path / "audit.jsonl"
     async with Client(build_server(erp_db_url, audit_log=log)) as client:
@@ -173,9 +270,11 @@ async def test_audit_log_records_every_call(erp_db_url, tmp_path):
     assert lines[0]["error"] is None and lines[0]["result_chars"] > 50
     assert lines[1]["error"].startswith("no customer") and lines[1]["duration_ms"] >= 0
     assert lines[1]["error_kind"] == "client" and lines[0]["error_kind"] is None
+    assert lines[0]["trial"] is None  # an in-memory client sends no trial header
     assert {
         "time",
         "session_id",
+        "trial",
         "tool",
         "arguments",
         "duration_ms",
