@@ -71,6 +71,7 @@ from harnesses._protocol import (
 )
 from harnesses._registry import HarnessLoadError, harness
 from harnesses._stream_json import StreamParser
+from ledgerbench._trial import TRIAL_HEADER
 
 PINNED_CLI_VERSION = "2.1.332"
 """The CLI version the harness is tested against (.ci/run installs it; README says so)."""
@@ -201,7 +202,8 @@ def check_credentials(environ: dict[str, str] | os._Environ[str] | None = None) 
 
 
 def mcp_config(env: AgentEnvironment, transport: str) -> dict[str, Any]:
-    """The ``--mcp-config`` document: the ERP server only, its token as ``${VARIABLE}``."""
+    """The ``--mcp-config`` document: the ERP server only, its token as ``${VARIABLE}``, and over
+    HTTP the trial header (the server keys its fault draws and audit entries by it)."""
     erp = env.erp
     if transport == "stdio":
         if not erp.stdio_command:
@@ -210,8 +212,11 @@ def mcp_config(env: AgentEnvironment, transport: str) -> dict[str, Any]:
         server: dict[str, Any] = {"type": "stdio", "command": command, "args": list(args)}
     else:
         server = {"type": "http", "url": erp.url}
-        if erp.token:
-            server["headers"] = {"Authorization": f"Bearer ${{{TOKEN_VARIABLE}}}"}
+        headers = {"Authorization": f"Bearer ${{{TOKEN_VARIABLE}}}"} if erp.token else {}
+        if erp.trial:  # not a secret: written as it is
+            headers[TRIAL_HEADER] = erp.trial
+        if headers:
+            server["headers"] = headers
     return {"mcpServers": {ERP_SERVER_NAME: server}}
 
 

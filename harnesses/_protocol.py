@@ -8,6 +8,7 @@ timeout or crash is kept. It returns an :class:`AgentOutcome` when it finishes o
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from harnesses.records import (
     ToolEvent,
     Usage,
 )
+from ledgerbench._trial import TRIAL_HEADER
 from ledgerbench.dataset import TaskType
 
 DEFAULT_OUTPUT_LIMIT = 20_000
@@ -57,9 +59,17 @@ class ErpEndpoint:
     """URL reachable by a remote provider (OpenAI hosted MCP), when different from ``url``."""
     stdio_command: tuple[str, ...] | None = None
     """Command that serves the same ERP over stdio, for harnesses that prefer to spawn it."""
+    trial: str | None = None
+    """The (question, trial) this endpoint is handed to, sent as the ``X-LedgerBench-Trial``
+    header: the server keys its seeded fault draws and audit entries by it, so a faulty run
+    replays the same faults on the same calls however questions interleave. Set by the runner."""
 
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        """HTTP headers for every request to the ERP: the bearer token and the trial key."""
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        if self.trial:
+            headers[TRIAL_HEADER] = self.trial
+        return headers
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,10 @@ class AgentEnvironment:
     @property
     def instructions_hash(self) -> str:
         return hashlib.sha256(self.instructions.encode()).hexdigest()[:16]
+
+    def for_trial(self, trial: str) -> AgentEnvironment:
+        """This environment for one (question, trial): its ERP requests carry ``trial``."""
+        return dataclasses.replace(self, erp=dataclasses.replace(self.erp, trial=trial))
 
 
 @dataclass(frozen=True)

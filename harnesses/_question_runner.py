@@ -34,6 +34,7 @@ from harnesses.records import (
     TerminationReason,
     TrajectoryRecord,
 )
+from ledgerbench._trial import trial_key
 from ledgerbench.dataset import Question
 
 OVERRUN_GRACE_S = 1.0
@@ -101,7 +102,8 @@ class QuestionRunner:
             timeout_s=budget,
             deadline=start + budget,
         )
-        outcome = await self._attempts(task, draft)
+        env = self.env.for_trial(trial_key(question.id, trial))
+        outcome = await self._attempts(task, env, draft)
         outcome = self._past_budget(outcome, draft, budget)
         return self._record(question, trial, budget, started_at, draft, outcome)
 
@@ -117,14 +119,16 @@ class QuestionRunner:
         detail = f"finished {overrun:.1f} s past its {budget:g} s budget"
         return _Attempt(TerminationReason.time_limit, outcome.answer, detail=detail)
 
-    async def _attempts(self, task: AgentTask, draft: TrajectoryDraft) -> _Attempt:
+    async def _attempts(
+        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+    ) -> _Attempt:
         attempt = 0
         first_failure: float | None = None
         while True:
             attempt += 1
             if attempt > 1:
                 draft.extra["attempts"] = attempt
-            result, error = await self._one_attempt(task, draft)
+            result, error = await self._one_attempt(task, env, draft)
             if result is not None:
                 return result
             assert error is not None
@@ -153,19 +157,21 @@ class QuestionRunner:
                 detail=f"{type(error).__name__}: {message}"[:300],
             )
 
-    def _start(self, task: AgentTask, draft: TrajectoryDraft) -> asyncio.Task:
+    def _start(
+        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+    ) -> asyncio.Task:
         if self._own_loop is None:
-            return asyncio.create_task(self.harness.run(task, self.env, draft))
+            return asyncio.create_task(self.harness.run(task, env, draft))
         own_loop = self._own_loop
-        return asyncio.create_task(own_loop.call(lambda: self.harness.run(task, self.env, draft)))
+        return asyncio.create_task(own_loop.call(lambda: self.harness.run(task, env, draft)))
 
     async def _one_attempt(
-        self, task: AgentTask, draft: TrajectoryDraft
+        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
     ) -> tuple[_Attempt | None, BaseException | None]:
         remaining = task.deadline - time.monotonic()
         if remaining <= 0:
             return _Attempt(TerminationReason.time_limit, draft.answer), None
-        agent = self._start(task, draft)
+        agent = self._start(task, env, draft)
         try:
             done, _ = await asyncio.wait({agent}, timeout=remaining)
         except asyncio.CancelledError:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,9 @@ from harnesses._claude_cli import (
     retry_settings,
 )
 from harnesses._runner import QuestionRunner, RunConfig
+from ledgerbench._trial import TRIAL_HEADER, trial_key
 from ledgerbench.dataset import Question, TaskType
-from tests.conftest import TEST_TOKEN, RunningServer
+from tests.conftest import TEST_TOKEN, RunningServer, start_mcp_server, stop_process
 from tests.fakes.anthropic_server import (
     AnthropicFakeServer,
     Reply,
@@ -247,21 +249,39 @@ def conversation_script(customer: dict[str, str]) -> ScriptedModel:
     return ScriptedModel(script)
 
 
+@pytest.fixture
+def audited_erp_server(erp_db_url: str, tmp_path: Path) -> Iterator[tuple[RunningServer, Path]]:
+    """An ERP server with a token and an audit log (outside the CLI's work folder)."""
+    audit = tmp_path / "audit" / "calls.jsonl"
+    server, _ = start_mcp_server(erp_db_url, "--audit-log", str(audit), token=TEST_TOKEN)
+    yield server, audit
+    stop_process(server.process)
+
+
 @needs_claude
 def test_multi_tool_conversation_is_recorded_faithfully(
-    api_key: str, erp_server_with_token: RunningServer, tmp_path: Path
+    api_key: str, audited_erp_server: tuple[RunningServer, Path], tmp_path: Path
 ) -> None:
+    erp_server_with_token, audit = audited_erp_server
     customer = first_customer(erp_server_with_token.db_url)
+    work = tmp_path / "work"
+    work.mkdir()
     with AnthropicFakeServer(conversation_script(customer), api_key=api_key) as fake:
         record = run_question(
             fake,
             endpoint(erp_server_with_token),
-            tmp_path,
+            work,
             f"What is the credit limit of {customer['name']}?",
             effort="low",
         )
     assert record.status == Status.ok, record.error
-    assert wait_no_processes(tmp_path) == []
+    # every call the CLI made told the ERP which question it was for (the trial header)
+    entries = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert sorted(entry["tool"] for entry in entries) == sorted(
+        call.name.removeprefix("mcp__erp__") for call in record.tool_calls
+    )
+    assert {entry["trial"] for entry in entries} == {trial_key(record.question_id, 0)}
+    assert wait_no_processes(work) == []
 
     expected_calls = [
         ("mcp__erp__erp_info", {}),
@@ -317,11 +337,11 @@ def test_multi_tool_conversation_is_recorded_faithfully(
         assert builtins == {"WebSearch", "WebFetch"}
         assert "mcp__erp__get_customer" in names
 
-    stream = tmp_path / "claude_streams" / "q-test-001__0.jsonl"
+    stream = work / "claude_streams" / "q-test-001__0.jsonl"
     assert stream.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["claude_streams"]  # temp HOME removed
-    assert files_containing(tmp_path, TEST_TOKEN) == []
-    assert files_containing(tmp_path, api_key) == []
+    assert sorted(p.name for p in work.iterdir()) == ["claude_streams"]  # temp HOME removed
+    assert files_containing(work, TEST_TOKEN) == []
+    assert files_containing(work, api_key) == []
 
 
 # --------------------------------------------------------------------------------------------------
@@ -682,6 +702,17 @@ def test_mcp_config_holds_only_the_erp_and_never_the_token() -> None:
         "type": "stdio",
         "command": "python",
         "args": ["-m", "erp_mcp", "--db", "sqlite:///e.db"],
+    }
+    trial = env.for_trial("q-7#2")
+    assert mcp_config(trial, "http")["mcpServers"]["erp"]["headers"] == {
+        "Authorization": f"Bearer ${{{TOKEN_VARIABLE}}}",
+        TRIAL_HEADER: "q-7#2",
+    }
+    assert "headers" not in mcp_config(trial, "stdio")["mcpServers"]["erp"]
+    no_token = AgentEnvironment(ErpEndpoint(url="http://127.0.0.1:9/mcp"), "I", "/tmp")
+    assert "headers" not in mcp_config(no_token, "http")["mcpServers"]["erp"]
+    assert mcp_config(no_token.for_trial("q-7#0"), "http")["mcpServers"]["erp"]["headers"] == {
+        TRIAL_HEADER: "q-7#0"
     }
 
 

@@ -25,6 +25,7 @@ from harnesses._erp_client import ErpClient
 from harnesses._openai import MissingApiKeyError
 from harnesses._pricing import estimate_cost
 from harnesses._runner import QuestionRunner, RunConfig
+from ledgerbench._trial import TRIAL_HEADER
 from ledgerbench.dataset import Question, TaskType
 from synthetic_erp._db import open_engine
 from synthetic_erp._schema import Customer
@@ -311,7 +312,8 @@ async def test_hosted_mode_sends_exactly_the_mcp_entry(erp_server):
             "server_url": "https://erp.example.test/mcp",
             "require_approval": "never",
             "allowed_tools": read_only,
-            "headers": {"Authorization": "Bearer tok-123"},
+            # the provider's calls carry the question's trial key, like the local ones
+            "headers": {"Authorization": "Bearer tok-123", TRIAL_HEADER: "q-test#0"},
         },
         {"type": "web_search"},
     ]

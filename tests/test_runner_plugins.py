@@ -15,6 +15,7 @@ import yaml
 from harnesses import AgentOutcome, HarnessOptions
 from harnesses._protocol import TransientError
 from harnesses._registry import HarnessLoadError, create_harness
+from ledgerbench._trial import TRIAL_HEADER, trial_key
 
 LEAKED_SECRET_ENV = "RUNNER_TEST_LEAK"
 
@@ -170,6 +171,17 @@ class DeadProviderHarness(InstantHarness):
         return AgentOutcome(answer="unreachable")
 
 
+class TrialHeaderHarness(InstantHarness):
+    """Answers with the trial header its ERP endpoint would send (``env.erp.headers()``), after a
+    pause so that questions overlap."""
+
+    name = "trial-header"
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        await asyncio.sleep(0.05)
+        return AgentOutcome(answer=env.erp.headers().get(TRIAL_HEADER, "none"))
+
+
 # --------------------------------------------------------------------------------------------------
 # Helpers shared by the runner tests
 # --------------------------------------------------------------------------------------------------
@@ -241,3 +253,23 @@ def test_plugin_loads_by_import_path_with_options() -> None:
 def test_bad_plugin_paths_are_refused_with_a_hint(path: str, fragment: str) -> None:
     with pytest.raises(HarnessLoadError, match=fragment):
         create_harness(path, HarnessOptions())
+
+
+def test_a_plugin_reaches_the_erp_with_its_own_questions_trial_header(erp_server, tmp_path):
+    from harnesses._runner import TRAJECTORIES_FILE, RunConfig, read_trajectories, run
+
+    config = RunConfig(
+        dataset=numbered_dataset(tmp_path / "ds.yaml", 3, snapshot_of(erp_server.db_url)),
+        harness="tests.test_runner_plugins:TrialHeaderHarness",
+        erp_url=erp_server.url,
+        out=tmp_path / "run",
+        trials=2,
+        concurrency=4,
+        progress=False,
+    )
+    run(config, log=lambda _: None)
+    records = read_trajectories(tmp_path / "run" / TRAJECTORIES_FILE)
+    assert sorted((r.question_id, r.trial) for r in records) == [
+        (f"q-{i:03d}", trial) for i in range(3) for trial in range(2)
+    ]
+    assert all(r.answer == trial_key(r.question_id, r.trial) for r in records)

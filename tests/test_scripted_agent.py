@@ -4,6 +4,7 @@ against the real ERP MCP server, checked with the deterministic judge's fact che
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 import pytest
@@ -200,29 +201,104 @@ def test_scripted_agent_never_sees_ground_truth(
     assert answers["keys"] == answers["scrambled"]
 
 
-def test_scripted_agent_retries_transient_tool_errors(
-    erp_db_url: str, generated_questions: Path, tmp_path: Path
-) -> None:
+def _first_questions(generated_questions: Path, folder: Path, n: int) -> Path:
+    from ledgerbench.dataset._loader import write_dataset
+
+    raw = _dataset(generated_questions)
+    path = folder / f"first-{n}.yaml"
+    write_dataset(raw.model_copy(update={"items": raw.items[:n]}), path)
+    return path
+
+
+def _answers(records: list) -> dict[str, str]:
+    return {r.question_id: re.sub(r"http://127\.0\.0\.1:\d+", "", r.answer) for r in records}
+
+
+FAULT_RATE, FAULT_SEED = "0.3", "3"
+"""Faults in 3 of 10 ERP calls. Draws are keyed by (question, call, retry), not by the order
+calls arrive in, so a seed's faults are the same on every run: with seed 3 no call over these
+questions fails four times in a row (the scripted agent retries a transient error 3 times)."""
+
+
+@pytest.fixture(scope="module")
+def faulty_runs(
+    erp_db_url: str, generated_questions: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, list[tuple[list, list[dict]]]]:
+    """The scripted agent twice over the first 10 questions, at concurrency 5 and then 3, each
+    time against a fresh fault-injecting server (fault counters empty) with an audit log: the
+    dataset, and each run's records and audit entries."""
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+
     from tests.conftest import start_mcp_server, stop_process
 
-    server, _ = start_mcp_server(erp_db_url, "--error-rate", "0.2", "--fault-seed", "3")
-    try:
-        raw = _dataset(generated_questions)
-        small = raw.model_copy(update={"items": raw.items[:10]})
-        path = tmp_path / "small.yaml"
-        from ledgerbench.dataset._loader import write_dataset
-
-        write_dataset(small, path)
-        run(
-            RunConfig(dataset=path, erp_url=server.url, out=tmp_path / "run", progress=False),
-            log=lambda _: None,
+    folder = tmp_path_factory.mktemp("faulty")
+    dataset = _first_questions(generated_questions, folder, 10)
+    audits = [folder / f"audit-{n}.jsonl" for n in range(2)]
+    faults = ("--error-rate", FAULT_RATE, "--fault-seed", FAULT_SEED)
+    with ThreadPoolExecutor(2) as pool:  # the two servers start side by side
+        servers = list(
+            pool.map(
+                lambda a: start_mcp_server(erp_db_url, *faults, "--audit-log", str(a))[0], audits
+            )
         )
+    runs = []
+    try:
+        for server, audit, concurrency in zip(servers, audits, (5, 3), strict=True):
+            out = folder / f"run-{concurrency}"
+            config = RunConfig(
+                dataset=dataset,
+                erp_url=server.url,
+                out=out,
+                concurrency=concurrency,
+                progress=False,
+            )
+            run(config, log=lambda _: None)
+            entries = [json.loads(line) for line in audit.read_text().splitlines()]
+            runs.append((read_trajectories(out / TRAJECTORIES_FILE), entries))
     finally:
-        stop_process(server.process)
-    records = read_trajectories(tmp_path / "run" / TRAJECTORIES_FILE)
+        for server in servers:
+            stop_process(server.process)
+    return dataset, runs
+
+
+def test_scripted_agent_retries_transient_tool_errors(
+    erp_server, faulty_runs, tmp_path: Path
+) -> None:
+    dataset, [(records, _), _] = faulty_runs
+    assert len(records) == 10
     calls = [call for record in records for call in record.tool_calls]
     assert any(call.is_error and "TRANSIENT" in call.output for call in calls)
     assert not [r.question_id for r in records if "could not answer" in r.answer]
+    run(
+        RunConfig(dataset=dataset, erp_url=erp_server.url, out=tmp_path / "clean", progress=False),
+        log=lambda _: None,
+    )
+    clean = read_trajectories(tmp_path / "clean" / TRAJECTORIES_FILE)
+    # retries recovered every fault: the answers are those on a clean ERP (links aside: the
+    # servers listen on different ports)
+    assert _answers(records) == _answers(clean)
+
+
+def test_a_faulty_run_replays_the_same_faults_whatever_the_interleaving(faulty_runs) -> None:
+    from ledgerbench._trial import trial_key
+
+    _, runs = faulty_runs
+    patterns = []
+    for records, audit in runs:
+        answers = _answers(records)
+        calls = {r.question_id: [(c.name, c.is_error) for c in r.tool_calls] for r in records}
+        patterns.append({qid: (calls[qid], answers[qid]) for qid in calls})
+        for record in records:  # the audit log tells which question made each call
+            key = trial_key(record.question_id, record.trial)
+            audited = [(e["tool"], e["error_kind"] == "fault") for e in audit if e["trial"] == key]
+            assert audited == calls[record.question_id]
+        assert {e["trial"] for e in audit} - {trial_key(r.question_id, 0) for r in records} <= {
+            None  # the runner's own erp_info check before the questions start
+        }
+    assert patterns[0] == patterns[1]
+    errors = [error for calls, _ in patterns[0].values() for _, error in calls]
+    assert any(errors) and not all(errors)
 
 
 def test_nothing_baseline_never_asks_the_erp_and_scores_only_the_none_items(
