@@ -132,6 +132,11 @@ class FaultDraw:
     """0 for the first time this trial made this exact call, 1 for its first repeat, ..."""
 
 
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+"""Arguments as canonical JSON (one encoder for every call: building one per call costs more than
+the encoding)."""
+
+
 def _unit(digest: bytes) -> float:
     """Eight bytes as a float uniform in [0, 1) (53 bits, like ``random.random``)."""
     return (int.from_bytes(digest, "big") >> 11) * 2.0**-53
@@ -148,13 +153,15 @@ class FaultDraws:
     """
 
     def __init__(self, config: FaultConfig) -> None:
-        self._config = config
+        self.config = config
+        self.random = bool(config.error_rate or config.jitter_ms)
+        """Whether there is anything to draw (a fixed latency alone needs no draw)."""
         self._seed = str(config.seed).encode() + b"\x1f"
         self._occurrences: OrderedDict[bytes, int] = OrderedDict()
         self._lock = threading.Lock()
 
     def draw(self, trial: str, tool: str, arguments: dict[str, Any]) -> FaultDraw:
-        canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+        canonical = _CANONICAL_JSON.encode(arguments) if arguments else "{}"
         call = hashlib.blake2b(
             "\x1f".join((trial, tool, canonical)).encode("utf-8", "surrogatepass"),
             digest_size=16,
@@ -162,7 +169,7 @@ class FaultDraws:
         occurrence = self._next_occurrence(call)
         key = self._seed + call + occurrence.to_bytes(8, "big")
         bits = hashlib.blake2b(key, digest_size=16).digest()
-        config = self._config
+        config = self.config
         return FaultDraw(
             fail=_unit(bits[:8]) < config.error_rate,
             delay_ms=config.latency_ms + _unit(bits[8:]) * config.jitter_ms,
@@ -189,7 +196,10 @@ class FaultMiddleware(Middleware):
         tool = _tool_name(context)
         if tool not in self._tools:
             return await call_next(context)
-        draw = self._draws.draw(current_trial(), tool, _arguments(context))
+        if self._draws.random:
+            draw = self._draws.draw(current_trial(), tool, _arguments(context))
+        else:  # a fixed latency only: nothing to draw
+            draw = FaultDraw(fail=False, delay_ms=self._draws.config.latency_ms, occurrence=0)
         if draw.delay_ms > 0:
             await anyio.sleep(draw.delay_ms / 1000)
         if draw.fail:
