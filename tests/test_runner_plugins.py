@@ -273,3 +273,9 @@ def test_a_plugin_reaches_the_erp_with_its_own_questions_trial_header(erp_server
         (f"q-{i:03d}", trial) for i in range(3) for trial in range(2)
     ]
     assert all(r.answer == trial_key(r.question_id, r.trial) for r in records)
+
+
+def test_trial_keys_are_ascii_header_values_the_claude_cli_does_not_expand() -> None:
+    assert trial_key("obl-other-001", 0) == "obl-other-001#0"
+    assert trial_key("a b#${X}é", 2) == "a%20b%23%24%7BX%7D%C3%A9#2"
+    assert trial_key("q#1", 0) != trial_key("q", 10)  # the id's own # cannot collide
