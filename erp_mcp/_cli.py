@@ -102,7 +102,11 @@ def _serve_parser() -> argparse.ArgumentParser:
         help="share of valid tool calls failing with a TRANSIENT ERROR, 0-1, e.g. 0.05",
     )
     parser.add_argument(
-        "--fault-seed", type=int, default=0, help="seed of the injected faults, e.g. 7"
+        "--fault-seed",
+        type=int,
+        default=0,
+        help="seed of the injected faults, e.g. 7; each draw is keyed by the seed, the "
+        "X-LedgerBench-Trial header, the call and its repeat count, so a run replays",
     )
     parser.add_argument(
         "--audit-log",

@@ -149,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--erp-fault-seed",
         type=int,
         default=0,
-        help="seed of the injected faults (erp_mcp --fault-seed); e.g. 7",
+        help="seed of the injected faults (erp_mcp --fault-seed), keyed by question, call and "
+        "retry so the same seed replays the same faults at any --concurrency; e.g. 7",
     )
     out = parser.add_argument_group("output")
     out.add_argument(
