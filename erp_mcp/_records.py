@@ -30,6 +30,17 @@ class RecordBase(StrictModel):
     """Citable link to this record (open it for the full record, its lines and related records)."""
 
 
+class GeneratedRecord(RecordBase):
+    """Base of the per-table records made by ``create_model``: their fields are described from the
+    schema. Such a class has no source, and on Python < 3.13 pydantic's search for attribute
+    docstrings then walks the whole call stack, scanning every loaded module at each import frame
+    (about 0.1 s a model in a process with thousands of modules loaded), so it is switched off.
+    Subclasses written in source that document fields turn it back on
+    (``class Item(record_model(...), use_attribute_docstrings=True)``)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=False)
+
+
 _MODEL_NAMES: dict[type[SQLModel], str] = {
     s.LegalEntity: "LegalEntityRecord",
     s.Currency: "CurrencyRecord",
@@ -103,7 +114,7 @@ def record_model(table: type[SQLModel]) -> type[RecordBase]:
         )
     return create_model(
         _MODEL_NAMES.get(table, f"{table.__name__}Record"),
-        __base__=RecordBase,
+        __base__=GeneratedRecord,
         __doc__=(table.__doc__ or f"A {table.__name__} record.").strip(),
         **fields,
     )

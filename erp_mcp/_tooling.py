@@ -236,7 +236,14 @@ def bounded_model(model: type[BaseModel]) -> type[BaseModel]:
             hardened.description = SHARED_DESCRIPTIONS[name]
         fields[name] = (hardened.annotation, hardened)
     return create_model(
-        model.__name__, __base__=model, __module__=model.__module__, __doc__=model.__doc__, **fields
+        model.__name__,
+        __base__=model,
+        __module__=model.__module__,
+        __doc__=model.__doc__,
+        # every field is redeclared with its description: no docstrings to look for (the search
+        # walks the whole call stack for a class without source; see _records.GeneratedRecord)
+        __cls_kwargs__={"use_attribute_docstrings": False},
+        **fields,
     )
 
 

@@ -421,7 +421,7 @@ class TransactionArgs(PageArgs):
 def _transaction_output(name: str, table):
     record = record_model(table)
 
-    class Item(record):
+    class Item(record, use_attribute_docstrings=True):
         party_name: str | None = None
         """Name of the customer or vendor."""
         days_overdue: int | None = None
@@ -738,7 +738,7 @@ class DisputeArgs(PageArgs):
     opened_to: dt.date | None = None
 
 
-class DisputeItem(record_model(s.CustomerDispute)):
+class DisputeItem(record_model(s.CustomerDispute), use_attribute_docstrings=True):
     party_name: str | None = None
     invoice_url: str | None = None
     """Link to the disputed invoice."""

@@ -95,7 +95,7 @@ class SalesOrderListArgs(PageArgs):
     """Order total at least this."""
 
 
-class SalesOrderItem(record_model(s.SalesOrder)):
+class SalesOrderItem(record_model(s.SalesOrder), use_attribute_docstrings=True):
     customer_name: str | None = None
 
 
@@ -220,7 +220,7 @@ class PurchaseOrderListArgs(PageArgs):
     """Order date on or before."""
 
 
-class PurchaseOrderItem(record_model(s.PurchaseOrder)):
+class PurchaseOrderItem(record_model(s.PurchaseOrder), use_attribute_docstrings=True):
     vendor_name: str | None = None
 
 
@@ -359,7 +359,7 @@ class VendorInvoiceListArgs(PageArgs):
     po_number: str | None = None
 
 
-class VendorInvoiceItem(record_model(s.VendorInvoice)):
+class VendorInvoiceItem(record_model(s.VendorInvoice), use_attribute_docstrings=True):
     vendor_name: str | None = None
     voucher_url: str | None = None
     """Link to the posted ledger transaction, once posted."""
@@ -632,7 +632,7 @@ class GetPaymentJournalArgs(StrictModel):
     legal_entity: str | None = None
 
 
-class PaymentJournalLineItem(record_model(s.PaymentJournalLine)):
+class PaymentJournalLineItem(record_model(s.PaymentJournalLine), use_attribute_docstrings=True):
     vendor_name: str | None = None
     vendor_url: str | None = None
     invoice_url: str | None = None
