@@ -79,6 +79,22 @@ def _walk_records(value, found: list[dict]) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+def test_documented_record_extensions_keep_their_field_docstrings(server) -> None:
+    """Generated record models skip pydantic's docstring search (erp_mcp._records.GeneratedRecord);
+    every subclass written in source must turn it back on, or its documented fields would lose
+    their descriptions without a sound."""
+    from erp_mcp._records import GeneratedRecord
+
+    found, pending = [], list(GeneratedRecord.__subclasses__())
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        if model.__module__ != "erp_mcp._records":  # written in a tool module, not generated
+            found.append(model)
+            assert model.model_config.get("use_attribute_docstrings"), model.__qualname__
+    assert len({m.__qualname__ for m in found}) >= 8
+
+
 async def test_tool_catalogue_is_stable_typed_and_read_only(client):
     tools = await client.list_tools()
     catalogue = {t.name: sorted(t.input_schema.get("properties", {})) for t in tools}
