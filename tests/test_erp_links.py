@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from judge._base import JudgeItem
 from judge._erp_links import find_erp_links
 from ledgerbench.dataset import Dimension, ExpectedFact, TaskType
 from synthetic_erp import RecordRef, parse_record_url, record_resource_uri
-from tests.fakes.judge_data import question, trajectory
+from tests.fakes.judge_data import question, trajectory, two_customers
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -147,16 +146,7 @@ def test_ids_inside_resource_uris_are_not_stated() -> None:
 
 @pytest.fixture(scope="module")
 def customers(erp_db_url: str) -> tuple[str, str, str]:
-    with sqlite3.connect(erp_db_url.removeprefix("sqlite:///")) as db:
-        le, account = db.execute(
-            "select legal_entity, account from customer order by account limit 1"
-        ).fetchone()
-        other = db.execute(
-            "select account from customer where legal_entity = ? and account != ? "
-            "order by account limit 1",
-            (le, account),
-        ).fetchone()[0]
-    return le, account, other
+    return two_customers(erp_db_url)
 
 
 @pytest.fixture(scope="module")

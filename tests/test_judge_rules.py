@@ -14,7 +14,7 @@ from judge._erp_links import find_erp_links
 from judge.records import DimensionStatus
 from ledgerbench.dataset import Dimension, ExpectedFact, TaskType
 from ledgerbench.dataset._rubric import build_tags
-from tests.fakes.judge_data import question, trajectory
+from tests.fakes.judge_data import question, trajectory, two_customers
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -388,16 +388,7 @@ def test_erp_reached_fails_only_for_certain() -> None:
 
 @pytest.fixture(scope="module")
 def erp_records(erp_db_url: str) -> dict[str, str]:
-    path = erp_db_url.removeprefix("sqlite:///")
-    with sqlite3.connect(path) as db:
-        le, account = db.execute(
-            "select legal_entity, account from customer order by account limit 1"
-        ).fetchone()
-        other = db.execute(
-            "select account from customer where legal_entity = ? and account != ? "
-            "order by account limit 1",
-            (le, account),
-        ).fetchone()[0]
+    le, account, other = two_customers(erp_db_url)
     return {"le": le, "account": account, "other": other}
 
 

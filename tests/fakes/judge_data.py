@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +155,18 @@ class ConstantJudge:
                 for dimension, assertions in item.question.tags.items()
             }
         )
+
+
+def two_customers(db_url: str) -> tuple[str, str, str]:
+    """A real customer of the ERP at ``db_url``, its legal entity and another customer there:
+    (legal_entity, account, other_account)."""
+    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as db:
+        le, account = db.execute(
+            "select legal_entity, account from customer order by account limit 1"
+        ).fetchone()
+        other = db.execute(
+            "select account from customer where legal_entity = ? and account != ? "
+            "order by account limit 1",
+            (le, account),
+        ).fetchone()[0]
+    return le, account, other
