@@ -26,8 +26,14 @@ class SharedValidatorSession(VersionAwareClientSession):
 
     def _output_schema_validator(self, name: str, output_schema: dict[str, Any]) -> Any:
         # The SDK's hook for "the compiled validator of this tool's schema" (mcp 2.x). Were it
-        # renamed, the SDK would compile per session again: slower, never less strict.
-        return compiled_validator(name, json.dumps(output_schema, sort_keys=True))
+        # renamed, the SDK would compile per session again: slower, never less strict. The
+        # session's own cache (which the SDK empties when a listing changes a schema) is kept, so
+        # the schema is serialised once per session and tool, not on every call.
+        validator = self._tool_output_validators.get(name)
+        if validator is None:
+            validator = compiled_validator(name, json.dumps(output_schema, sort_keys=True))
+            self._tool_output_validators[name] = validator
+        return validator
 
 
 @functools.lru_cache(maxsize=512)
