@@ -83,6 +83,14 @@ def fiscal_year_of(year_end_month: int, day: dt.date) -> int:
     return day.year if day.month <= year_end_month else day.year + 1
 
 
+def profile_date(company_id: str, today: dt.date) -> dt.date:
+    """When a company's profile page was last updated: 5 to 40 days before the world's today."""
+    import hashlib
+
+    spread = int(hashlib.sha256(company_id.encode()).hexdigest()[:8], 16) % 36
+    return today - DAY * (5 + spread)
+
+
 def trading_days(start: dt.date, end: dt.date) -> list[dt.date]:
     """Weekdays from ``start`` to ``end`` (the world's exchanges close on weekends only)."""
     days, day = [], start

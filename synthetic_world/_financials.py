@@ -13,9 +13,19 @@ import datetime as dt
 import random
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from synthetic_world._calendar import DAY, Period, fiscal_year, fiscal_year_of, quarters
+from synthetic_world._calendar import (
+    DAY,
+    Period,
+    fiscal_year,
+    fiscal_year_of,
+    profile_date,
+    quarters,
+)
 from synthetic_world._facts import TENTH, CompanyLedger, Fact, fact_id
 from synthetic_world._universe import SECTOR_PROFILE, Company
+
+RELEASED = frozenset({"revenue", "operating_income", "net_income", "adjusted_operating_income"})
+"""The figures an earnings release states; every other figure first appears in a report."""
 
 YEARS = 6
 """Fiscal years modelled: five reported ones, plus the year before, shown as prior-year columns."""
@@ -76,7 +86,7 @@ class FinancialsBuilder:
         self.today = today
         self.rng = random.Random(f"financials:{company.company_id}")
 
-    # -- periods and publication dates -------------------------------------------------------------
+    # -- periods and publication dates ------------------------------------------------------------
 
     def periods(self) -> None:
         company, ledger = self.company, self.ledger
@@ -103,7 +113,7 @@ class FinancialsBuilder:
             ledger.releases[year.id] = release
             ledger.releases[f"{year.id}-Q4"] = release
 
-    # -- figures -----------------------------------------------------------------------------------
+    # -- figures ----------------------------------------------------------------------------------
 
     def build(self) -> None:
         self.periods()
@@ -159,14 +169,16 @@ class FinancialsBuilder:
         after the year ends) and every one states a headcount on its profile; nothing else is
         public."""
         ledger, company = self.ledger, self.company
+        profile = profile_date(company.company_id, self.today)
         kept = []
+        headcounts = [f for f in ledger.facts if f.metric == "employees" and f.period.end < profile]
+        if headcounts:
+            latest = max(headcounts, key=lambda f: f.period.end)
+            latest.published_at = profile
+            kept.append(latest)
         for fact in ledger.facts:
-            if not fact.period.annual:
-                continue
-            if fact.metric == "revenue" and company.discloses_revenue:
+            if fact.period.annual and fact.metric == "revenue" and company.discloses_revenue:
                 fact.published_at = fact.period.end + DAY * 95
-                kept.append(fact)
-            elif fact.metric == "employees":
                 kept.append(fact)
         ledger.facts = kept
         ledger.quarters = []
@@ -210,10 +222,9 @@ class FinancialsBuilder:
             "capital_expenditures": capex_value,
             "adjusted_operating_income": operating_income + addbacks,
         }
-        annual_published = self.ledger.releases[year.id]
         for metric, value in flows.items() if annual else ():
             basis = "non-GAAP" if metric == "adjusted_operating_income" else "GAAP"
-            self._fact(metric, year, value, basis=basis, published=annual_published)
+            self._fact(metric, year, value, basis=basis, published=self._published(metric, year))
         split = self._split(year, flows)
         balances = {
             "cash": revenue * cash_share,
@@ -224,12 +235,11 @@ class FinancialsBuilder:
         for q in year_quarters:
             for metric, value in balances.items():
                 drift = rng.uniform(0.93, 1.07)
-                published = self._quarter_published(q)
                 quarter_value = tenth(value * drift) if q.quarter < 4 else tenth(value)
-                self._fact(metric, q, quarter_value, published=published)
+                self._fact(metric, q, quarter_value, published=self._published(metric, q))
         if annual:
             for metric, value in balances.items():
-                self._fact(metric, year, tenth(value), published=annual_published)
+                self._fact(metric, year, tenth(value), published=self._published(metric, year))
             self._fact(
                 "employees",
                 year,
@@ -246,20 +256,27 @@ class FinancialsBuilder:
                     q,
                     tenth(shares * rng.uniform(0.995, 1.005)),
                     unit="shares",
-                    published=self._quarter_published(q),
+                    published=self._published("shares_outstanding", q),
                 )
         for q, values in split.items():
             for metric, value in values.items():
                 basis = "non-GAAP" if metric == "adjusted_operating_income" else "GAAP"
-                self._fact(metric, q, value, basis=basis, published=self._quarter_published(q))
+                self._fact(metric, q, value, basis=basis, published=self._published(metric, q))
 
     def _shares_base(self) -> float:
         if not hasattr(self, "_shares"):
             self._shares = round(self.rng.uniform(20, 400), 1)
         return self._shares
 
-    def _quarter_published(self, q: Period) -> dt.date:
-        return self.ledger.releases[q.id]
+    def _published(self, metric: str, period: Period) -> dt.date:
+        """When ``metric`` for ``period`` is first published: at the earnings release for the
+        figures a release states, else with the quarterly report, or for a fiscal year and its
+        fourth quarter with the annual report."""
+        if metric in RELEASED:
+            return self.ledger.releases[period.id]
+        if period.annual or period.quarter == 4:
+            return self.ledger.reports[f"FY{period.fiscal_year}"]
+        return self.ledger.reports[period.id]
 
     def _split(self, year: Period, flows: dict[str, Decimal]) -> dict[Period, dict[str, Decimal]]:
         """Quarterly flows that sum exactly to the year's (Q4 takes the remainder)."""
@@ -296,7 +313,7 @@ class FinancialsBuilder:
                 out[q] = values
         return out
 
-    # -- segments, product lines and regions -------------------------------------------------------
+    # -- segments, product lines and regions ------------------------------------------------------
 
     def _members(self) -> None:
         company, rng, ledger = self.company, self.rng, self.ledger
@@ -368,7 +385,7 @@ class FinancialsBuilder:
                         version=2,
                     )
 
-    # -- restatements and revisions ----------------------------------------------------------------
+    # -- restatements and revisions ---------------------------------------------------------------
 
     def _restatement(self) -> None:
         """About one listed company in eight restates the year before its latest reported one:
@@ -416,15 +433,12 @@ class FinancialsBuilder:
             delta = tenth(float(revenue.value) * shift)
             if delta == 0:
                 continue
-            for metric in (
-                "revenue",
-                "gross_profit",
-                "operating_income",
-                "net_income",
-                "adjusted_operating_income",
-            ):
+            for metric in ("revenue", "gross_profit", "operating_income", "net_income"):
                 old = self._latest(metric, year)
                 change = delta if metric != "net_income" else tenth(float(delta) * 0.78)
+                if old.published_at == report:  # first published in the report: final as is
+                    old.value += change
+                    continue
                 old.status = "preliminary"
                 self._fact(
                     metric,
@@ -438,7 +452,7 @@ class FinancialsBuilder:
                 )
             ledger.revised.add(year.id)
 
-    # -- helpers -----------------------------------------------------------------------------------
+    # -- helpers ----------------------------------------------------------------------------------
 
     def _fact(
         self,

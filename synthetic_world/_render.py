@@ -17,7 +17,7 @@ import random
 from collections.abc import Iterator
 from decimal import Decimal
 
-from synthetic_world._calendar import DAY, Period, quarters
+from synthetic_world._calendar import DAY, Period, profile_date, quarters
 from synthetic_world._documents import (
     CURRENCY_NAMES,
     CURRENCY_SIGNS,
@@ -79,7 +79,7 @@ class Renderer:
         self.facts = FactIndex(ledger.facts)
         self.rng = random.Random(f"render:{company.company_id}")
 
-    # -- the shape of every document ---------------------------------------------------------------
+    # -- the shape of every document --------------------------------------------------------------
 
     def _doc(
         self,
@@ -148,7 +148,7 @@ class Renderer:
         if doc is not None:
             yield doc
 
-    # -- annual report -----------------------------------------------------------------------------
+    # -- annual report ----------------------------------------------------------------------------
 
     def _columns(self, year: Period, published: dt.date) -> tuple[Period, str, str]:
         prior = self.ledger.annual[self.ledger.annual.index(year) - 1]
@@ -209,6 +209,7 @@ class Renderer:
                 self._statement(year, rows, published, stated),
                 note,
                 restated_note,
+                self._fourth_quarter(year, key, rows, published, stated),
             ]
             yield from self._optional(
                 self._doc(
@@ -224,6 +225,41 @@ class Renderer:
             )
         yield from self._optional(self._disaggregation(year, heading, period_line, published))
         yield from self._optional(self._overview(year, heading, published))
+
+    def _fourth_quarter(
+        self,
+        year: Period,
+        key: str,
+        rows: tuple[str, ...],
+        published: dt.date,
+        stated: list[StatedFact],
+    ) -> str:
+        """The fourth quarter's figures, which no quarterly report states: a table of the
+        quarter (income and cash flows) or, for balances, the year-end figures again (the
+        fourth quarter ends with the year)."""
+        q4 = f"{year.id}-Q4"
+        if key == "balance":
+            for metric in rows:
+                fact = self.facts.as_of(metric, q4, published)
+                if fact is not None:
+                    stated.append(StatedFact(fact.fact_id, millions(fact.value), "millions"))
+            return ""
+        before = f"FY{year.fiscal_year - 1}-Q4"
+        lines = [
+            [
+                METRICS[metric],
+                self._cell(self.facts.as_of(metric, q4, published), stated),
+                self._cell(self.facts.as_of(metric, before, published), stated),
+            ]
+            for metric in rows
+        ]
+        return (
+            "### Fourth quarter (three months ended "
+            f"{long_date(year.end)}, unaudited)\n\n"
+            + table(
+                ["", f"Q4 fiscal {year.fiscal_year}", f"Q4 fiscal {year.fiscal_year - 1}"], lines
+            )
+        )
 
     def _disaggregation(
         self, year: Period, heading: str, period_line: str, published: dt.date
@@ -306,6 +342,12 @@ class Renderer:
         if employees is not None:
             count = self._cell(employees, stated, "units")
             lines.append(f"Human capital: as of {long_date(year.end)} we had {count} employees.")
+        shares = self.facts.as_of("shares_outstanding", f"{year.id}-Q4", published)
+        if shares is not None:
+            lines.append(
+                f"Shares outstanding at {long_date(year.end)}: "
+                f"{self._cell(shares, stated)} million."
+            )
         lines.append(f"{ceo}, Chief Executive Officer, signs this report.")
         return self._doc(
             f"annual|{year.id}|overview",
@@ -317,7 +359,7 @@ class Renderer:
             stated,
         )
 
-    # -- quarterly reports and earnings releases ---------------------------------------------------
+    # -- quarterly reports and earnings releases --------------------------------------------------
 
     def _same_quarter_last_year(self, q: Period) -> Period | None:
         for other in self.ledger.quarters:
@@ -346,6 +388,16 @@ class Renderer:
             balance.append(
                 [METRICS[metric], self._cell(self.facts.as_of(metric, q.id, published), stated)]
             )
+        cash_flows = [
+            [
+                METRICS[metric],
+                self._cell(self.facts.as_of(metric, q.id, published), stated),
+                self._cell(self.facts.as_of(metric, before.id, published), stated)
+                if before
+                else "n/a",
+            ]
+            for metric in CASH_ROWS
+        ]
         shares = self.facts.as_of("shares_outstanding", q.id, published)
         ordinal = q.label.split(" quarter")[0].removeprefix("the ")
         body = [
@@ -363,6 +415,15 @@ class Renderer:
             ),
             f"## Condensed Consolidated Balance Sheet (at {long_date(q.end)})",
             table(["", long_date(q.end)], balance),
+            "## Condensed Consolidated Cash Flows (three months)",
+            table(
+                [
+                    "",
+                    f"Q{q.quarter} fiscal {q.fiscal_year}",
+                    f"Q{q.quarter} fiscal {q.fiscal_year - 1}",
+                ],
+                cash_flows,
+            ),
         ]
         if shares is not None:
             count = self._cell(shares, stated)
@@ -507,7 +568,7 @@ class Renderer:
             f"{self._cell(low, stated)} million to {sign}{self._cell(high, stated)} million.",
         ]
 
-    # -- news, notes, announcements ----------------------------------------------------------------
+    # -- news, notes, announcements ---------------------------------------------------------------
 
     def _source(self, salt: str) -> str:
         return NEWS_SOURCES[random.Random(f"{self.company.company_id}|{salt}").randrange(4)]
@@ -738,7 +799,7 @@ class Renderer:
                 parts.append(fact.value)
         return sum(parts, Decimal(0)) if len(parts) == 4 else None
 
-    # -- profiles, data tables, market data --------------------------------------------------------
+    # -- profiles, data tables, market data -------------------------------------------------------
 
     def _ceo_on(self, day: dt.date) -> str:
         ceo = self.ledger.first_ceo
@@ -754,8 +815,8 @@ class Renderer:
         return None
 
     def _profile(self) -> Document | None:
-        company, rng = self.company, self.rng
-        day = self.today - DAY * rng.randint(5, 40)
+        company = self.company
+        day = profile_date(company.company_id, self.today)
         stated: list[StatedFact] = []
         peers = [self.names[p].name for p in company.peers if p in self.names]
         rows = [

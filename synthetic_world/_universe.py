@@ -236,7 +236,7 @@ class UniverseBuilder:
         self._names: set[str] = set()
         self._tickers: set[str] = set()
 
-    # -- names -------------------------------------------------------------------------------------
+    # -- names ------------------------------------------------------------------------------------
 
     def _fresh_name(self, industry: str, region: str) -> str:
         rng, pool = self.rng, self.pools.regions[region]
@@ -297,7 +297,7 @@ class UniverseBuilder:
                 return candidate
         raise RuntimeError("ran out of tickers")  # pragma: no cover
 
-    # -- companies ---------------------------------------------------------------------------------
+    # -- companies --------------------------------------------------------------------------------
 
     def _add(self, name: str, kind: str, listed: bool, country: str, **extra) -> Company:
         rng = self.rng

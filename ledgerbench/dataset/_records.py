@@ -13,7 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-DATASET_FORMAT_VERSION = 1
+DATASET_FORMAT_VERSION = 2
+"""2: research keys (unit, scale, period, basis, subject and gold documents of expected facts;
+the world snapshot of the header). Version-1 files read unchanged."""
 
 
 class _Strict(BaseModel):
@@ -57,6 +59,7 @@ ExpectedKind = Literal[
     "top_n",
     "no_records",
     "boolean",
+    "not_disclosed",
 ]
 
 
@@ -66,7 +69,8 @@ class ExpectedFact(_Strict):
     kind: ExpectedKind
     """amount (money, any common format), count, id (an account or document id), name, date,
     text (a phrase), percent, top_n (an ordered list of ids or names), no_records (the answer must
-    say nothing was found), boolean (yes/no)."""
+    say nothing was found), boolean (yes/no), not_disclosed (the answer must say the figure is not
+    disclosed or not yet reported: ``value`` says which)."""
     field: str
     """What the value is, e.g. ``balance``, ``customer_account``, ``overdue_invoices``."""
     value: Any = None
@@ -75,6 +79,21 @@ class ExpectedFact(_Strict):
     """Absolute tolerance for amounts, counts and percents."""
     ordered: bool = True
     """For ``top_n``: whether the order matters."""
+    unit: str | None = None
+    """Research facts: the currency of an amount (USD, EUR, GBP), or percent, employees, shares."""
+    scale: Literal["units", "thousands", "millions", "billions"] | None = None
+    """Research facts: the scale ``value`` and ``tolerance`` are in (amounts: millions)."""
+    period: str | None = None
+    """Research facts: the period the value is for (FY2025, FY2025-Q3), or the day of a price
+    (YYYY-MM-DD)."""
+    basis: Literal["GAAP", "non-GAAP"] | None = None
+    """Research facts: the accounting basis of the value (GAAP unless the question asks for an
+    adjusted, non-GAAP measure)."""
+    subject: str | None = None
+    """The company the fact is about, when an item has facts about several (peer rankings)."""
+    sources: list[str] = Field(default_factory=list)
+    """Research facts: links of the gold documents that state the fact (or the figures it is
+    computed from) as of the item's as-of date."""
 
 
 class Question(_Strict):
@@ -88,7 +107,8 @@ class Question(_Strict):
     scenario: str
     """Obligation scenario (e.g. ``Aged Balance``) or research/brief sub-kind."""
     as_of: dt.date | None = None
-    """Date the question is asked as of (obligations)."""
+    """Date the question is asked as of: the ERP's or the world's today unless the question names
+    another (research keys count only what was published by then)."""
     legal_entity: str | None = None
     """Legal entity the question pins, or None for questions across all legal entities."""
     timeout: float | None = None
@@ -96,11 +116,14 @@ class Question(_Strict):
     tags: dict[Dimension, list[Assertion]] = Field(default_factory=dict)
     """Dimension -> assertions to judge."""
     ground_truth: str | None = None
-    """Reference answer for the judge (obligations)."""
+    """Reference answer for the judge (obligations and keyed research items)."""
     expected: list[ExpectedFact] = Field(default_factory=list)
-    """Machine-checkable facts (obligations)."""
+    """Machine-checkable facts (obligations and keyed research items)."""
     record_refs: list[str] = Field(default_factory=list)
     """Record paths (``/erp/LE/set/key``) the answer is about; citations checks use them."""
+    gold_documents: list[str] = Field(default_factory=list)
+    """Research items: links of every document a complete answer rests on (the union of the
+    facts' ``sources``), for retrieval recall and citation checks."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form provenance (generator template, phrasing, published source id, ...)."""
 
@@ -111,6 +134,10 @@ class DatasetHeader(_Strict):
     description: str = ""
     erp_snapshot_hash: str | None = None
     """Snapshot hash of the ERP the answer keys were computed from (None: no ERP dependency)."""
+    world_snapshot_hash: str | None = None
+    """Snapshot hash of the research world the keys were computed from (None: no world)."""
+    world_id: str | None = None
+    """Id of that world (in every document link it keys)."""
     generator_seed: int | None = None
     rubric_version: str | None = None
     created_by: str = ""
