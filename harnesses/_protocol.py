@@ -49,7 +49,8 @@ class AgentTask:
 
 @dataclass(frozen=True)
 class ErpEndpoint:
-    """How to reach the ERP MCP server."""
+    """How to reach an MCP server of the run: the ERP's, or the research world's (the same
+    shape; :data:`McpEndpoint` names it so)."""
 
     url: str
     """Streamable-HTTP endpoint, e.g. ``http://127.0.0.1:8765/mcp``."""
@@ -72,6 +73,9 @@ class ErpEndpoint:
         return headers
 
 
+McpEndpoint = ErpEndpoint
+
+
 @dataclass(frozen=True)
 class AgentEnvironment:
     erp: ErpEndpoint
@@ -79,14 +83,21 @@ class AgentEnvironment:
     """System instructions shared by every general-purpose harness."""
     work_dir: str
     """A folder inside the run directory the harness may write to (scratch, configs)."""
+    world: McpEndpoint | None = None
+    """The research world's MCP server (search, fetch, company, prices), when the run has
+    research questions; None otherwise."""
 
     @property
     def instructions_hash(self) -> str:
         return hashlib.sha256(self.instructions.encode()).hexdigest()[:16]
 
     def for_trial(self, trial: str) -> AgentEnvironment:
-        """This environment for one (question, trial): its ERP requests carry ``trial``."""
-        return dataclasses.replace(self, erp=dataclasses.replace(self.erp, trial=trial))
+        """This environment for one (question, trial): its ERP and world requests carry
+        ``trial``."""
+        world = dataclasses.replace(self.world, trial=trial) if self.world else None
+        return dataclasses.replace(
+            self, erp=dataclasses.replace(self.erp, trial=trial), world=world
+        )
 
 
 @dataclass(frozen=True)

@@ -49,9 +49,10 @@ from judge._erp_links import (
 from judge.records import AssertionScore, DimensionStatus
 from ledgerbench.dataset import Dimension, ExpectedFact, Question, TaskType
 
-RULES_VERSION = "rules-3"
+RULES_VERSION = "rules-4"
 """Bumped when a rule reads answers differently, so scores of older rules are not resumed
-(rules-3: digits inside links and dates are no figures; erp:// resource URIs count as citations)."""
+(rules-3: digits inside links and dates are no figures; erp:// resource URIs count as citations;
+rules-4: research items keyed on a world are scored for accuracy)."""
 
 
 @dataclass(frozen=True)
@@ -333,8 +334,12 @@ def check_party(question: Question, answer: str) -> Verdict | None:
 
 def rule_expected_facts(ctx: RuleContext) -> Verdict:
     facts = _facts_for(ctx)
-    if ctx.question.task_type is not TaskType.obligations or not facts:
+    if not facts:
         return Verdict(None, NEEDS_LLM)
+    if ctx.question.task_type is not TaskType.obligations:
+        from judge._research import rule_research_facts
+
+        return rule_research_facts(ctx)
     party = check_party(ctx.question, ctx.answer)
     if party is not None:
         return party

@@ -235,6 +235,8 @@ def _ar_ap(engine: Engine, c: Company, names: dict) -> tuple[list[ExpectedFact],
             template = "aging_customer" if party_type == "customer" else "vendor_balance"
             answer = answer_question(ctx, template, {"legal_entity": le, "account": account})
             for fact in answer.facts:
+                if fact.kind == "no_records":  # a brief states the zero balance instead
+                    continue
                 facts.append(
                     fact.model_copy(
                         update={"field": f"{party_type}_{fact.field}", "subject": f"{le}/{account}"}

@@ -490,6 +490,7 @@ def run_questions(args: argparse.Namespace) -> int:
             erp_snapshot_hash=ctx.meta.get("erp_snapshot_hash"),
             world_snapshot_hash=ctx.meta["snapshot_hash"],
             world_id=ctx.world_id,
+            world_seed=int(ctx.meta["seed"]),
             generator_seed=int(ctx.meta["erp_seed"]) if ctx.meta.get("erp_seed") else None,
             rubric_version=rubric_version(),
             created_by="python -m synthetic_world questions "

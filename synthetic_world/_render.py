@@ -48,6 +48,18 @@ PROFILE_SOURCE = "CompanyAtlas"
 VENDOR_SOURCE = "DataVista Fundamentals"
 MARKET_SOURCE = "MarketLens"
 
+MARKET_REACTION = {
+    "positive": "Shares rose on the news (market reaction: positive).",
+    "negative": "Shares fell on the news (market reaction: negative).",
+    "neutral": "Shares were little changed (market reaction: neutral).",
+}
+"""How a news article about a listed company reports the sentiment of its event."""
+PRIVATE_REACTION = {
+    "positive": "Industry observers read the news as a good sign (sentiment: positive).",
+    "negative": "Industry observers read the news as a setback (sentiment: negative).",
+    "neutral": "Industry observers saw little change (sentiment: neutral).",
+}
+
 INCOME_ROWS = (
     "revenue",
     "cost_of_revenue",
@@ -598,6 +610,10 @@ class Renderer:
         if event.counterparty in self.names:
             companies.append(event.counterparty)
         body = [f"# {event.headline}", f"*{source}, {long_date(day)}*", lead]
+        if event.kind not in ("funding_rumour", "rumour_denial") and self.company.listed:
+            body.append(MARKET_REACTION[event.sentiment])
+        elif event.kind not in ("funding_rumour", "rumour_denial"):
+            body.append(PRIVATE_REACTION[event.sentiment])
         return self._doc(
             f"news|{event.event_id}",
             event.headline,

@@ -169,12 +169,23 @@ def merge_datasets(datasets: list[Dataset], *, name: str) -> tuple[Dataset, list
         )
     seeds = {d.header.generator_seed for d in datasets} - {None}
     rubrics = {d.header.rubric_version for d in datasets} - {None}
+    worlds = sorted({d.header.world_snapshot_hash for d in datasets} - {None})
+    if len(worlds) > 1:
+        problems.append(
+            f"files disagree on world_snapshot_hash ({', '.join(w[:16] for w in worlds)}); "
+            "regenerate the research questions on one world"
+        )
+    world = next((d.header for d in datasets if d.header.world_snapshot_hash), None)
+    one_world = world is not None and len(worlds) == 1
     header = DatasetHeader(
         name=name,
         description="Merged: " + ", ".join(d.header.name for d in datasets),
         erp_snapshot_hash=hashes[0] if len(hashes) == 1 else None,
         generator_seed=seeds.pop() if len(seeds) == 1 else None,
         rubric_version=rubrics.pop() if len(rubrics) == 1 else None,
+        world_snapshot_hash=world.world_snapshot_hash if one_world else None,
+        world_id=world.world_id if one_world else None,
+        world_seed=world.world_seed if one_world else None,
         created_by="merged directory",
     )
     items = [item for dataset in datasets for item in dataset.items]
@@ -211,12 +222,26 @@ def _item_problems(item: Question) -> list[str]:
     obligations = item.task_type is TaskType.obligations
     if obligations and item.segment not in OBLIGATION_SEGMENTS:
         problems.append(f"segment {item.segment!r} is not AR or AP (obligations)")
-    if not obligations and Dimension.accuracy in item.tags:
-        problems.append(f"accuracy tag on a {item.task_type.value} item (obligations only)")
+    keyed = bool(item.expected and item.ground_truth)
+    if not obligations and Dimension.accuracy in item.tags and not keyed:
+        problems.append(
+            f"accuracy tag on a {item.task_type.value} item without a key (only obligations and "
+            "research items keyed on a world, with ground_truth and expected facts, have one)"
+        )
     if obligations and Dimension.recency in item.tags:
         problems.append("recency tag on an obligations item (the ERP answer is pinned by as_of)")
-    if not obligations and (item.expected or item.ground_truth):
-        problems.append(f"ground_truth/expected on a {item.task_type.value} item")
+    if (
+        not obligations
+        and (item.expected or item.ground_truth)
+        and (Dimension.accuracy not in item.tags)
+    ):
+        problems.append(
+            f"ground_truth/expected on a {item.task_type.value} item with no accuracy tag: a "
+            "keyed research item needs the accuracy.research_key assertion (build_tags adds it)"
+        )
+    for url in item.gold_documents:
+        if not url.startswith(("http://", "https://")):
+            problems.append(f"gold document {url!r} is not a link")
     for dimension, assertions in item.tags.items():
         if not assertions:
             problems.append(f"tag {dimension.value} has no assertions")

@@ -138,6 +138,8 @@ class DatasetHeader(_Strict):
     """Snapshot hash of the research world the keys were computed from (None: no world)."""
     world_id: str | None = None
     """Id of that world (in every document link it keys)."""
+    world_seed: int | None = None
+    """Seed of that world (the runner regenerates its default world from it)."""
     generator_seed: int | None = None
     rubric_version: str | None = None
     created_by: str = ""
