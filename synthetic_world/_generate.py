@@ -57,9 +57,9 @@ class WorldReport:
     seconds: float
 
 
-def world_id_for(seed: int, erp_snapshot: str) -> str:
-    """The id in every document link of a world: a new seed or another ERP gives another world."""
-    key = f"{GENERATOR_VERSION}|{seed}|{erp_snapshot}"
+def world_id_for(seed: int, scale: float, erp_snapshot: str) -> str:
+    """The id in every document link of a world: a new seed, scale or ERP gives another world."""
+    key = f"{GENERATOR_VERSION}|{seed}|{scale:g}|{erp_snapshot}"
     return "w" + hashlib.sha256(key.encode()).hexdigest()[:10]
 
 
@@ -115,7 +115,7 @@ def generate_world(
         parties = read_erp_parties(engine, today)
     finally:
         engine.dispose()
-    world_id = world_id_for(seed, erp_snapshot)
+    world_id = world_id_for(seed, scale, erp_snapshot)
     pools = build_pools(seed)
     rng = random.Random(f"universe:{seed}:{erp_snapshot}")
     companies = UniverseBuilder(rng, pools, _sized(scale)).build(parties)
