@@ -191,8 +191,8 @@ async def test_no_result_exceeds_the_budget(client: Client, world: Path) -> None
 
 
 async def test_document_pages_over_http_need_the_token_and_escape_everything(world: Path):
-    from synthetic_world import build_world_server
     from erp_mcp import http_app
+    from synthetic_world import build_world_server
 
     server = build_world_server(world, token="s3cret")
     app = http_app(server)

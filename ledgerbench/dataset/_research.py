@@ -2,10 +2,10 @@
 
 There is no ERP truth for these questions, so they are written by hand as specifications here (real
 public companies, their peers, segments and markets; question forms with an explicit period and a
-reason the user asks) and expanded deterministically into ``datasets/web/entity_performance_web.yaml``
-and ``datasets/web/business_briefs_web.yaml``: the sets for runs with live web tools (paper
-comparability). No accuracy tags: the right figures move over time; the rubric
-judges depth, recency, citations and the rest.
+reason the user asks) and expanded deterministically into
+``datasets/web/entity_performance_web.yaml`` and ``datasets/web/business_briefs_web.yaml``: the
+sets for runs with live web tools (paper comparability). No accuracy tags: the right figures move
+over time; the rubric judges depth, recency, citations and the rest.
 """
 
 from __future__ import annotations
