@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -130,6 +131,32 @@ class HarnessOptions:
             raise ValueError(f"--harness-opt {key}={value}: expected an integer") from None
 
 
+RESEARCH_TOOLS = frozenset({"search", "fetch"})
+
+
+def research_documents(name: str, server: str | None, output: str) -> list[str]:
+    """The document links a research-world ``search`` returned or a ``fetch`` read, from its
+    output (the world server's JSON); [] for any other call. MCP clients name tools
+    ``mcp__world__search`` (Claude) or ``world__search``; harnesses record ``server="world"``."""
+    parts = name.split("__")
+    if parts[-1] not in RESEARCH_TOOLS or not (server == "world" or "world" in parts[:-1]):
+        return []
+    try:
+        data = json.loads(output)
+    except (json.JSONDecodeError, TypeError):
+        return []
+    if isinstance(data, dict) and set(data) == {"result"}:
+        data = data["result"]
+    if not isinstance(data, dict):
+        return []
+    if parts[-1] == "fetch":
+        return [data["url"]] if isinstance(data.get("url"), str) else []
+    results = data.get("results")
+    if not isinstance(results, list):
+        return []
+    return [r["url"] for r in results if isinstance(r, dict) and isinstance(r.get("url"), str)]
+
+
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -235,6 +262,7 @@ class TrajectoryDraft:
             started_s=started_s,
             duration_s=None if cancelled else duration_s,
             cancelled=cancelled,
+            documents=[] if is_error else research_documents(name, server, output),
         )
         self.tool_calls.append(call)
         self._note_tool_call(len(self.tool_calls) - 1, call)

@@ -148,6 +148,9 @@ class ToolCall(_Strict):
     """Seconds the call took; None when the deadline cut it off."""
     cancelled: bool = False
     """The call was still running when the deadline (or a cancellation) cut it off."""
+    documents: list[str] = Field(default_factory=list)
+    """Research-world calls: the document links a ``search`` returned (best first), or the one a
+    ``fetch`` read; empty for other tools."""
 
 
 class Source(_Strict):

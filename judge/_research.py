@@ -14,13 +14,18 @@ ERP facts are checked as obligations are.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from harnesses.records import TrajectoryRecord
 from judge import _extract as x
+from ledgerbench.dataset import ExpectedFact, Question, TaskType
 
 if TYPE_CHECKING:
     from judge._rules import RuleContext, Verdict
-from ledgerbench.dataset import ExpectedFact
 
 SCALES = {"units": 1.0, "thousands": 1e3, "millions": 1e6, "billions": 1e9}
 CURRENCY_MARKS = {
@@ -207,3 +212,364 @@ def rule_research_facts(ctx: RuleContext) -> Verdict:
         f"{found}/{len(facts)} facts: " + "; ".join(reasons),
         certain=certain,
     )
+
+
+# -- the world's documents, as a judge reads them --------------------------------------------------
+
+_DOC_LINK = re.compile(r"https?://[^\s<>\"'`|\])]+?/w[0-9a-f]{10}/docs/d[0-9a-f]{12}")
+
+
+@dataclass(frozen=True)
+class WorldDoc:
+    doc_id: str
+    url: str
+    companies: tuple[str, ...]
+    body: str
+    published_at: str
+
+
+class WorldResolver:
+    """Read-only lookups of a world's documents by link (any host: the path names the world)."""
+
+    def __init__(self, path: str | Path) -> None:
+        path = Path(str(path).removeprefix("sqlite:///"))
+        self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        self._lock = threading.Lock()
+        (self.world_id,) = self._conn.execute(
+            "SELECT value FROM world_meta WHERE key = 'world_id'"
+        ).fetchone()
+        self._cache: dict[str, WorldDoc | None] = {}
+
+    def doc(self, link: str) -> WorldDoc | None:
+        """The document a link names in this world; None for another world's or no document."""
+        match = re.search(r"/(w[0-9a-f]{10})/docs/(d[0-9a-f]{12})", link)
+        if match is None or match.group(1) != self.world_id:
+            return None
+        doc_id = match.group(2)
+        with self._lock:
+            if doc_id not in self._cache:
+                row = self._conn.execute(
+                    "SELECT doc_id, url, companies, body, published_at FROM document "
+                    "WHERE doc_id = ?",
+                    (doc_id,),
+                ).fetchone()
+                self._cache[doc_id] = (
+                    WorldDoc(row[0], row[1], tuple(row[2].split()), row[3], row[4]) if row else None
+                )
+            return self._cache[doc_id]
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def world_links(answer: str) -> list[str]:
+    """Document links of a research world the answer cites, once each, in order."""
+    return list(dict.fromkeys(m.group(0) for m in _DOC_LINK.finditer(answer)))
+
+
+def canonical(link: str) -> str:
+    """A document link without its host: ``/{world_id}/docs/{doc_id}``."""
+    match = re.search(r"/w[0-9a-f]{10}/docs/d[0-9a-f]{12}", link)
+    return match.group(0) if match else link
+
+
+# -- what the run read, and the metrics of retrieval and citation ----------------------------------
+
+
+@dataclass(frozen=True)
+class ResearchMetrics:
+    """Retrieval and citation of one research answer against its item's gold documents."""
+
+    gold: int
+    shown_recall: float | None
+    """Share of gold documents among the results the agent's searches returned."""
+    fetched_recall: float | None
+    """Share of gold documents the agent fetched."""
+    cited: int
+    citation_precision: float | None
+    """Share of the cited world documents that are gold."""
+    citation_recall: float | None
+    """Share of gold documents the answer cites."""
+    searches: int
+    fetches: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def research_reads(trajectory: TrajectoryRecord) -> tuple[list[str], list[str]]:
+    """(links the searches returned, links fetched), host-free, in order, once each."""
+    shown: dict[str, None] = {}
+    fetched: dict[str, None] = {}
+    for call in trajectory.tool_calls:
+        base = call.name.split("__")[-1]
+        for link in call.documents:
+            (fetched if base == "fetch" else shown).setdefault(canonical(link), None)
+    return list(shown), list(fetched)
+
+
+def research_metrics(question: Question, trajectory: TrajectoryRecord) -> ResearchMetrics:
+    gold = {canonical(link) for link in question.gold_documents}
+    shown, fetched = research_reads(trajectory)
+    cited = [canonical(link) for link in world_links(trajectory.answer)]
+
+    def share(found: list[str], of: set[str]) -> float | None:
+        return round(len(of & set(found)) / len(of), 4) if of else None
+
+    return ResearchMetrics(
+        gold=len(gold),
+        shown_recall=share(shown, gold),
+        fetched_recall=share(fetched, gold),
+        cited=len(cited),
+        citation_precision=round(len(gold & set(cited)) / len(cited), 4) if cited else None,
+        citation_recall=share(cited, gold),
+        searches=sum(1 for c in trajectory.tool_calls if c.name.split("__")[-1] == "search"),
+        fetches=len(fetched),
+    )
+
+
+# -- figures as documents state them ---------------------------------------------------------------
+
+
+def _doc_values(doc_text: str) -> list[tuple[float, float, bool]]:
+    """(value in units, precision in units, is a percentage) of every figure a document or tool
+    result states. A bare figure is read in units and in millions (filings' tables and the world
+    tools' JSON), and in thousands where the text says so (data-vendor tables)."""
+    scales = (1.0, 1e3, 1e6) if re.search(r"\bthousands\b", doc_text, re.I) else (1.0, 1e6)
+    out = []
+    for mention in x.find_numbers(doc_text):
+        if mention.is_percent or abs(mention.value) >= 1e5:
+            out.append((mention.value, mention.precision, mention.is_percent))
+            continue
+        out += [(mention.value * s, mention.precision * s, False) for s in scales]
+    return out
+
+
+def _year_or_rank(mention: x.NumberMention) -> bool:
+    """A bare whole number that is a year (fiscal 2025), a rank or a small count, no figure."""
+    if mention.is_percent or mention.has_currency or mention.precision != 0.5:
+        return False
+    value = abs(mention.value)
+    return float(value).is_integer() and (value < 100 or 1990 <= value <= 2100)
+
+
+def _answer_figures(text: str) -> list[tuple[tuple[float, float, bool], ...]]:
+    """The figures an answer states, each as its possible readings (value in units, precision,
+    is a percentage): a bare figure without a currency, in an answer that speaks of millions,
+    may be in millions (a table under a "(USD millions)" header) or in units."""
+    millions = re.search(r"\bmillions?\b|\bmn\b", text, re.IGNORECASE) is not None
+    out = []
+    for mention in x.find_numbers(text):
+        if not mention.affirmative or _year_or_rank(mention):
+            continue
+        reading = (mention.value, mention.precision, mention.is_percent)
+        bare = not (mention.is_percent or mention.has_currency) and abs(mention.value) < 1e5
+        if bare and millions:
+            out.append((reading, (mention.value * 1e6, mention.precision * 1e6, False)))
+        else:
+            out.append((reading,))
+    return out
+
+
+def _stated_in(figure: tuple, values: list[tuple[float, float, bool]]) -> bool:
+    """Whether any reading of the figure is a figure of ``values``."""
+    for value, precision, percent in figure:
+        for other, other_precision, other_percent in values:
+            if (
+                percent == other_percent
+                and abs(value - other) <= max(precision, other_precision) + 1e-6
+            ):
+                return True
+    return False
+
+
+def _derived(figure: tuple, question: Question) -> ExpectedFact | None:
+    """The key's computed fact (margin, share, growth, FCF, net debt, total) a reading of this
+    figure is."""
+    for value, precision, percent in figure:
+        fact = _derived_reading(value, precision, percent, question)
+        if fact is not None:
+            return fact
+    return None
+
+
+def _derived_reading(value: float, precision: float, percent: bool, question: Question):
+    for fact in question.expected:
+        if fact.kind == "percent" and percent:  # noqa: SIM102 (the amount case below reads alike)
+            if abs(value - float(fact.value)) <= max(precision, fact.tolerance) + 1e-9:
+                return fact
+        if fact.kind == "amount" and fact.scale and not percent:
+            expected = float(fact.value) * SCALES[fact.scale]
+            if abs(value - expected) <= max(precision, fact.tolerance * SCALES[fact.scale]) + 1e-6:
+                return fact
+    return None
+
+
+_FIGURE_LINE = re.compile(r"[^\n]+")
+
+
+def _lines_with_figures(answer: str) -> list[str]:
+    return [m.group(0) for m in _FIGURE_LINE.finditer(answer) if x.find_numbers(m.group(0))]
+
+
+def _needs_link(question: Question) -> bool:
+    return any(f.kind not in ("not_disclosed", "no_records") for f in question.expected)
+
+
+def _item_companies(question: Question, world: WorldResolver) -> set[str]:
+    companies = {str(question.metadata.get("company_id", ""))}
+    for link in question.gold_documents:
+        doc = world.doc(link)
+        if doc is not None:
+            companies.update(doc.companies)
+    return companies - {""}
+
+
+def _supports(doc: WorldDoc, figures: list, question: Question) -> bool:
+    """Whether the document states one of ``figures`` (or the figures a computed one rests on);
+    True when there is no figure to check."""
+    if not figures:
+        return True
+    values = _doc_values(doc.body)
+    for figure in figures:
+        if _stated_in(figure, values):
+            return True
+        fact = _derived(figure, question)
+        if fact is not None and canonical(doc.url) in {canonical(s) for s in fact.sources}:
+            return True
+    return False
+
+
+def keyed_research(question: Question) -> bool:
+    """A research item keyed on a world (its facts name their gold documents)."""
+    return question.task_type is not TaskType.obligations and bool(question.gold_documents)
+
+
+_SOURCES_LINE = re.compile(r"^\W*(?:sources?|references?|citations?)\b", re.IGNORECASE)
+
+
+def _cited_for(link: str, lines: list[str], every_figure: list) -> list:
+    """The figures a link is cited for: those of its line; every figure of the answer for a link
+    in a sources list; none for a link on a line without figures (it backs words)."""
+    own, only_in_lists = [], True
+    for line in lines:
+        if link not in line:
+            continue
+        listing = bool(_SOURCES_LINE.match(line)) or not x.prose(line).strip("\x00 ,;-*")
+        if not listing:
+            own += _answer_figures(x.prose(line))
+            only_in_lists = False
+    if own:
+        return own
+    return every_figure if only_in_lists else []
+
+
+def rule_world_citations(ctx: RuleContext) -> Verdict:
+    """``citations.world_sources``: every cited world document resolves, is about the company
+    asked about, and states the figure it is cited for (or the figures it is computed from)."""
+    from judge._rules import NEEDS_LLM, Verdict, _quarter_floor
+
+    world: WorldResolver | None = getattr(ctx, "world", None)
+    if world is None:
+        return Verdict(None, "research world unavailable (pass --world-db): " + NEEDS_LLM)
+    links = world_links(ctx.answer)
+    if not links:
+        if _needs_link(ctx.question):
+            return Verdict(0.0, "cites no document of the research world")
+        return Verdict(1.0, "nothing found, nothing to cite")
+    companies = _item_companies(ctx.question, world)
+    lines = ctx.answer.splitlines()
+    every_figure = _answer_figures(x.prose(ctx.answer))
+    problems, good = [], 0
+    for link in links:
+        doc = world.doc(link)
+        if doc is None:
+            problems.append(f"{link} does not resolve in world {world.world_id}")
+            continue
+        if not companies & set(doc.companies):
+            problems.append(f"{link} is about another company")
+            continue
+        if not _supports(doc, _cited_for(link, lines, every_figure), ctx.question):
+            problems.append(f"{link} does not state the figure it is cited for")
+            continue
+        good += 1
+    reason = f"{good}/{len(links)} cited documents resolve, are on topic and state their figures"
+    return Verdict(_quarter_floor(good / len(links)), reason + "".join(f"; {p}" for p in problems))
+
+
+def rule_world_groundedness(ctx: RuleContext) -> Verdict:
+    """``groundedness.supported`` on keyed research items: every figure the answer states is in
+    a document or tool result the agent read during the run, or is the key's computed figure from
+    documents it fetched."""
+    from judge._rules import NEEDS_LLM, Verdict, _quarter_floor
+
+    if not keyed_research(ctx.question):
+        return Verdict(None, NEEDS_LLM)
+    if ctx.trajectory is None:
+        return Verdict(None, "no trajectory: " + NEEDS_LLM)
+    figures = _answer_figures(x.prose(ctx.answer))
+    if not figures:
+        return Verdict(1.0, "states no figures")
+    read = [
+        v
+        for call in ctx.trajectory.tool_calls
+        if not call.is_error
+        for v in _doc_values(call.output)
+    ]
+    _, fetched = research_reads(ctx.trajectory)
+    grounded = 0
+    for figure in figures:
+        if _stated_in(figure, read):
+            grounded += 1
+            continue
+        fact = _derived(figure, ctx.question)
+        if fact is not None and {canonical(s) for s in fact.sources} & set(fetched):
+            grounded += 1
+    reason = f"{grounded}/{len(figures)} stated figures are in what the agent read"
+    return Verdict(_quarter_floor(grounded / len(figures)), reason)
+
+
+def _period_words(period: str) -> list[str]:
+    """Ways an answer names a period: FY2025 / fiscal 2025 / FY25; FY2025-Q3 / Q3 ... 2025."""
+    match = re.fullmatch(r"FY(\d{4})(?:-Q(\d))?", period)
+    if match is None:
+        return [period]
+    year, quarter = match.groups()
+    if quarter is None:
+        return [rf"\bFY\s?'?{year}\b", rf"\bFY\s?'?{year[2:]}\b", rf"\bfiscal (?:year )?{year}\b"]
+    ordinal = ("first", "second", "third", "fourth")[int(quarter) - 1]
+    return [
+        rf"\bQ{quarter}\b[^\n]{{0,40}}\b(?:FY\s?)?'?(?:{year}|{year[2:]})\b",
+        rf"\b{ordinal} quarter of fiscal (?:year )?{year}\b",
+        rf"\bFY{year}-Q{quarter}\b",
+    ]
+
+
+def _names_period(answer: str, period: str) -> bool:
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", period):
+        return x.find_date(answer, period)
+    return any(re.search(p, answer, re.IGNORECASE) for p in _period_words(period))
+
+
+def rule_world_recency(ctx: RuleContext) -> Verdict:
+    """``recency.period_asked`` on keyed research items: the answer names the period of every
+    dated figure of the key (the latest reported one where "latest" is asked); a period not yet
+    reported is said to be so."""
+    from judge._rules import NEEDS_LLM, Verdict
+
+    if not keyed_research(ctx.question):
+        return Verdict(None, NEEDS_LLM)
+    periods = list(
+        dict.fromkeys(
+            f.period for f in ctx.question.expected if f.period and f.kind != "not_disclosed"
+        )
+    )
+    pending = [f for f in ctx.question.expected if f.kind == "not_disclosed"]
+    if not periods and not pending:
+        return Verdict(None, "no dated figures in the key: " + NEEDS_LLM)
+    missing = [p for p in periods if not _names_period(ctx.answer, p)]
+    if pending and not _NOT_PUBLISHED.search(ctx.answer):
+        return Verdict(0.0, f"does not say the {pending[0].period} figure is {pending[0].value}")
+    if missing:
+        return Verdict(0.0, f"does not name the period {', '.join(missing)}")
+    return Verdict(1.0, "names " + (", ".join(periods) or "the period as not yet reported"))

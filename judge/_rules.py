@@ -46,6 +46,14 @@ from judge._erp_links import (
     normalize_record_path,
     parse_link,
 )
+from judge._research import (
+    WorldResolver,
+    keyed_research,
+    research_metrics,
+    rule_world_citations,
+    rule_world_groundedness,
+    rule_world_recency,
+)
 from judge.records import AssertionScore, DimensionStatus
 from ledgerbench.dataset import Dimension, ExpectedFact, Question, TaskType
 
@@ -72,6 +80,8 @@ class RuleContext:
     resolver: ErpResolver | None
     assertion_id: str
     trajectory: TrajectoryRecord | None = None
+    world: WorldResolver | None = None
+    """The research world's documents (``--world-db``), for research citations."""
 
 
 Rule = Callable[[RuleContext], Verdict]
@@ -571,6 +581,9 @@ RULES: dict[str, Rule] = {
     "table_for_many": rule_table_for_many,
     "answer_first": rule_answer_first,
     "erp_reached": rule_erp_reached,
+    "world_citations": rule_world_citations,
+    "world_groundedness": rule_world_groundedness,
+    "world_recency": rule_world_recency,
 }
 
 RULES_BY_ASSERTION: dict[str, str] = {
@@ -583,6 +596,9 @@ RULES_BY_ASSERTION: dict[str, str] = {
     "structure.answer_first": "answer_first",
     "relevance.erp_reached": "erp_reached",
     "relevance.erp_reached_ar_ap": "erp_reached",
+    "citations.world_sources": "world_citations",
+    "groundedness.supported": "world_groundedness",
+    "recency.period_asked": "world_recency",
 }
 """Assertion id -> rule deciding it. ``accuracy.*`` ids go to ``expected_facts`` (see
 :func:`rule_for`)."""
@@ -603,10 +619,13 @@ class RulesJudge:
     model = None
     mode = "rules"
 
-    def __init__(self, *, erp_db_url: str | None = None, name: str = "rules") -> None:
+    def __init__(
+        self, *, erp_db_url: str | None = None, world_db: str | None = None, name: str = "rules"
+    ) -> None:
         self.name = name
         self.erp_db_url = erp_db_url
         self.resolver = ErpResolver(erp_db_url) if erp_db_url else None
+        self.world = WorldResolver(world_db) if world_db else None
 
     def check_erp(self, expected_snapshot: str | None = None) -> str | None:
         """Check the ERP database before judging; raises ValueError when it cannot be used."""
@@ -637,7 +656,7 @@ class RulesJudge:
         rule_name = rule_for(dimension, assertion_id)
         if rule_name is None:
             return AssertionScore(assertion_id=assertion_id, score=None, reason=NEEDS_LLM)
-        ctx = RuleContext(question, answer, self.resolver, assertion_id, trajectory)
+        ctx = RuleContext(question, answer, self.resolver, assertion_id, trajectory, self.world)
         verdict = RULES[rule_name](ctx)
         undecided = verdict.score is None and NEEDS_LLM in verdict.reason
         decided_by = "" if undecided else f"rule:{rule_name}"
@@ -662,8 +681,13 @@ class RulesJudge:
             dimensions[dimension] = dimension_from_assertions(
                 scored, undecided_status=DimensionStatus.needs_llm
             )
-        return JudgeOutcome(dimensions=dimensions)
+        extra = {}
+        if keyed_research(question):
+            extra["research"] = research_metrics(question, item.trajectory).as_dict()
+        return JudgeOutcome(dimensions=dimensions, extra=extra)
 
     def close(self) -> None:
         if self.resolver is not None:
             self.resolver.close()
+        if self.world is not None:
+            self.world.close()

@@ -61,6 +61,8 @@ class JudgeRunConfig(BaseModel):
     with_rules: bool = False
     name: str | None = None
     erp_db: str | None = None
+    world_db: str | None = None
+    """The research world the run used (default: the run manifest's), for research citations."""
     dataset: str | None = None
     concurrency: int = 4
     retries: int = 2
@@ -247,10 +249,12 @@ class CombinedJudge:
         self.rules.close()
 
 
-def build_judge(config: JudgeRunConfig, erp_db_url: str | None) -> Judge:
+def build_judge(
+    config: JudgeRunConfig, erp_db_url: str | None, world_db: str | None = None
+) -> Judge:
     from judge._registry import create_judge
 
-    rules_options = {"erp_db_url": erp_db_url}
+    rules_options = {"erp_db_url": erp_db_url, "world_db": world_db or config.world_db}
     if config.program and not Path(config.program).is_file():
         raise JudgeRunError(f"--program {config.program}: file not found")
     if config.judge == "rules":
@@ -476,7 +480,7 @@ def run_judge(
     erp_db_url = config.erp_db or manifest.erp_db_url
     built = judge is None
     if judge is None:
-        judge = build_judge(config, erp_db_url)
+        judge = build_judge(config, erp_db_url, config.world_db or manifest.world_db)
     elif config.name:
         judge.name = config.name
     if hasattr(judge, "prepare"):

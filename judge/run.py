@@ -76,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
         "erp_db_url), e.g. sqlite:///erp.db",
     )
     parser.add_argument(
+        "--world-db",
+        help="research world file for checking cited world documents (default: the run "
+        "manifest's world_db), e.g. sqlite:///world.db",
+    )
+    parser.add_argument(
         "--dataset",
         help="dataset file (default: the run manifest's dataset_path), e.g. "
         "datasets/obligations.yaml",
@@ -175,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         with_rules=args.with_rules,
         name=args.name if len(panel) == 1 else None,
         erp_db=args.erp_db,
+        world_db=args.world_db,
         dataset=args.dataset,
         concurrency=args.concurrency,
         retries=args.retries,

@@ -105,8 +105,8 @@ class WorldRuntime:
     _local: threading.local = field(default_factory=threading.local)
     _opened: list[sqlite3.Connection] = field(default_factory=list)
     _opened_lock: threading.Lock = field(default_factory=threading.Lock)
-    _shares: dict[str, tuple[list[str], list[float]]] = field(default_factory=dict)
-    """ticker -> (publication dates, shares outstanding in millions) of its quarterly figures."""
+    _shares: dict[str, tuple[list[str], list[float], list[str]]] = field(default_factory=dict)
+    """ticker -> (publication dates, shares outstanding in millions, the filing stating each)."""
 
     @property
     def world_id(self) -> str:
@@ -175,11 +175,12 @@ class WorldRuntime:
     def url(self, doc_id: str) -> str:
         return f"{self.link_base}/{self.world_id}/docs/{doc_id}"
 
-    def shares_on(self, ticker: str, day: str) -> float | None:
-        """Shares outstanding (millions) as last reported on or before ``day``."""
-        dates, values = self._shares.get(ticker, ([], []))
+    def shares_on(self, ticker: str, day: str) -> tuple[float, str] | None:
+        """Shares outstanding (millions) as last reported on or before ``day``, and the link of
+        the filing that reported them."""
+        dates, values, docs = self._shares.get(ticker, ([], [], []))
         i = bisect.bisect_right(dates, day)
-        return values[i - 1] if i else None
+        return (values[i - 1], self.url(docs[i - 1])) if i else None
 
     def close(self) -> None:
         with self._opened_lock:
@@ -189,17 +190,22 @@ class WorldRuntime:
         self._local = threading.local()
 
 
-def _shares_by_ticker(conn: sqlite3.Connection) -> dict[str, tuple[list[str], list[float]]]:
-    out: dict[str, tuple[list[str], list[float]]] = {}
+def _shares_by_ticker(
+    conn: sqlite3.Connection,
+) -> dict[str, tuple[list[str], list[float], list[str]]]:
+    out: dict[str, tuple[list[str], list[float], list[str]]] = {}
     rows = conn.execute(
-        "SELECT c.ticker, f.published_at, f.value FROM fact f JOIN company c USING (company_id) "
+        "SELECT c.ticker, f.published_at, f.value, min(d.doc_id) FROM fact f "
+        "JOIN company c USING (company_id) JOIN document_fact df ON df.fact_id = f.fact_id "
+        "JOIN document d ON d.doc_id = df.doc_id AND d.published_at = f.published_at "
         "WHERE f.metric = 'shares_outstanding' AND c.ticker IS NOT NULL "
-        "ORDER BY c.ticker, f.published_at, f.period_id"
+        "GROUP BY f.fact_id ORDER BY c.ticker, f.published_at, f.period_id"
     )
-    for ticker, published, value in rows:
-        dates, values = out.setdefault(ticker, ([], []))
+    for ticker, published, value, doc_id in rows:
+        dates, values, docs = out.setdefault(ticker, ([], [], []))
         dates.append(published)
         values.append(float(value))
+        docs.append(doc_id)
     return out
 
 

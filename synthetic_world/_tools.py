@@ -412,6 +412,8 @@ class Prices(PageInfo):
     currency: str
     items: list[PriceRow]
     """Trading days in the range, oldest first (no rows for weekends)."""
+    sources: list[str]
+    """Links of the filings that reported the share counts these rows use (cite them)."""
 
 
 @research_tool("research", PriceArgs)
@@ -439,9 +441,12 @@ def prices(rt: WorldRuntime, args: PriceArgs) -> Prices:
         "LIMIT ? OFFSET ?",
         (ticker, args.start.isoformat(), args.end.isoformat(), args.page_size, offset),
     ).fetchall()
-    items = []
+    items, sources = [], {}
     for day, close in rows:
-        shares = rt.shares_on(ticker, day)
+        reported = rt.shares_on(ticker, day)
+        shares = reported[0] if reported else None
+        if reported:
+            sources.setdefault(reported[1], None)
         value = float(close)
         items.append(
             PriceRow(
@@ -458,4 +463,5 @@ def prices(rt: WorldRuntime, args: PriceArgs) -> Prices:
         company=CompanyRef(company_id=row.company_id, name=row.name),
         currency=row.currency,
         items=items,
+        sources=list(sources),
     )

@@ -605,6 +605,7 @@ async def _market_cap(r: Research, c: Company, day: dt.date) -> tuple[Decimal, s
     rows = [row for row in data["items"] if row["date"] <= day.isoformat()]
     if not rows or rows[-1]["market_cap"] is None:
         raise NotFound("no price")
+    r.cited += [link for link in data.get("sources", [])[-1:] if link not in r.cited]
     return Decimal(str(rows[-1]["market_cap"])), rows[-1]["date"]
 
 
@@ -817,6 +818,8 @@ async def _ar_ap(r: Research, c: Company) -> list[str]:
     lines = []
     for account in c.erp_accounts:
         kind, le, number_ = account["party_type"], account["legal_entity"], account["account"]
+        details = await r.call(r.erp, f"get_{kind}", account=number_, legal_entity=le)
+        record_url = (details.get(kind) or {}).get("url") or ""
         data = await r.call(
             r.erp,
             "get_aging",
@@ -827,9 +830,9 @@ async def _ar_ap(r: Research, c: Company) -> list[str]:
         )
         rows = data.get("rows") or []
         row = rows[0] if rows else {}
-        currency = row.get("currency") or ""
+        currency = row.get("currency") or (details.get(kind) or {}).get("currency") or ""
         balance = Decimal(str(row.get("balance_cur") or 0))
-        url = row.get("url") or ""
+        url = row.get("url") or record_url
         who = f"[{c.name} ({number_})]({url})" if url else f"{c.name} ({number_})"
         side = "receivable from" if kind == "customer" else "payable to"
         text = f"- Open {side} {who} in {le}: **{currency} {balance:,.2f}**"
@@ -907,9 +910,9 @@ async def _brief_financials(r: Research, c: Company) -> str:
         page, terms = (await _rounds(r, c))[-1]
         r.cite(page)
         text += (
-            f"Latest funding: {terms['Round']} of {terms['Amount raised']} led by "
-            f"{terms['Lead investor']}, post-money valuation {terms['Post-money valuation']} "
-            f"({link('announcement', page)})."
+            f"Latest funding ({_day(page.published_at)}): {terms['Round']} of "
+            f"{terms['Amount raised']} led by {terms['Lead investor']}, post-money valuation "
+            f"{terms['Post-money valuation']} ({link('announcement', page)})."
         )
     except NotFound:
         pass

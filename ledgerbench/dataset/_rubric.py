@@ -240,6 +240,11 @@ RESEARCH: dict[str, str] = {
         "the question's date (a restated or revised figure replaces the original); an item the "
         "key calls not disclosed or not yet reported is said to be so. Key: {ground_truth}"
     ),
+    "citations.world_sources": (
+        "Every research-world document the response cites resolves in the world, is about the "
+        "company asked about, and states the figure it is cited for (or the figures it is "
+        "computed from)."
+    ),
     "citations.named_source": (
         "The response names where its data comes from: inline links to traceable URLs, or a "
         "specific named provider (a company filing such as the 10-K for a stated year, an "
@@ -424,6 +429,7 @@ def build_tags(
     if ground_truth is not None:  # a keyed research item (the research world)
         text = RESEARCH["accuracy.research_key"].format(ground_truth=ground_truth)
         tags = _ordered({Dimension.accuracy: [_assertion("accuracy.research_key", text)], **tags})
+        _add(tags, "citations.world_sources", RESEARCH["citations.world_sources"], "important")
     return tags
 
 
