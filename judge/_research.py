@@ -383,26 +383,21 @@ def _stated_in(figure: tuple, values: list[tuple[float, float, bool]]) -> bool:
     return False
 
 
-def _derived(figure: tuple, question: Question) -> ExpectedFact | None:
-    """The key's computed fact (margin, share, growth, FCF, net debt, total) a reading of this
-    figure is."""
+def _derived(figure: tuple, question: Question) -> list[ExpectedFact]:
+    """The key's computed facts (margin, share, growth, FCF, net debt, total) a reading of this
+    figure states; a figure written without a sign ("fell 2.8%") may state a negative one."""
+    found = []
     for value, precision, percent in figure:
-        fact = _derived_reading(value, precision, percent, question)
-        if fact is not None:
-            return fact
-    return None
-
-
-def _derived_reading(value: float, precision: float, percent: bool, question: Question):
-    for fact in question.expected:
-        if fact.kind == "percent" and percent:  # noqa: SIM102 (the amount case below reads alike)
-            if abs(value - float(fact.value)) <= max(precision, fact.tolerance) + 1e-9:
-                return fact
-        if fact.kind == "amount" and fact.scale and not percent:
-            expected = float(fact.value) * SCALES[fact.scale]
-            if abs(value - expected) <= max(precision, fact.tolerance * SCALES[fact.scale]) + 1e-6:
-                return fact
-    return None
+        for fact in question.expected:
+            numeric = fact.kind == "percent" if percent else fact.kind == "amount" and fact.scale
+            if not numeric:
+                continue
+            scale = 1.0 if percent else SCALES[fact.scale]
+            expected = float(fact.value) * scale
+            allowed = max(precision, fact.tolerance * scale) + 1e-6
+            if min(abs(value - expected), abs(abs(value) - abs(expected))) <= allowed:
+                found.append(fact)
+    return found
 
 
 _FIGURE_LINE = re.compile(r"[^\n]+")
@@ -434,8 +429,10 @@ def _supports(doc: WorldDoc, figures: list, question: Question) -> bool:
     for figure in figures:
         if _stated_in(figure, values):
             return True
-        fact = _derived(figure, question)
-        if fact is not None and canonical(doc.url) in {canonical(s) for s in fact.sources}:
+        if any(
+            canonical(doc.url) in {canonical(link) for link in fact.sources}
+            for fact in _derived(figure, question)
+        ):
             return True
     return False
 
@@ -522,8 +519,10 @@ def rule_world_groundedness(ctx: RuleContext) -> Verdict:
         if _stated_in(figure, read):
             grounded += 1
             continue
-        fact = _derived(figure, ctx.question)
-        if fact is not None and {canonical(s) for s in fact.sources} & set(fetched):
+        if any(
+            {canonical(link) for link in fact.sources} & set(fetched)
+            for fact in _derived(figure, ctx.question)
+        ):
             grounded += 1
     reason = f"{grounded}/{len(figures)} stated figures are in what the agent read"
     return Verdict(_quarter_floor(grounded / len(figures)), reason)
