@@ -13,6 +13,7 @@ ERP facts are checked as obligations are.
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 import threading
@@ -114,10 +115,12 @@ def check_research_amount(answer: str, fact: ExpectedFact) -> tuple[bool, str]:
         readings = [(mention.value, mention.precision)]
         if abs(mention.value) < 1e6 and says_millions:
             readings.append((mention.value * 1e6, mention.precision * 1e6))
+        key_precision = fact.tolerance * SCALES[fact.scale or "units"]
         for value, precision in readings:
-            if precision > abs(expected) / 20 + 1e-9:  # fewer than two significant digits
+            # Coarser than the key: at least two significant digits ("$1.2 billion", not "$1bn").
+            if precision > key_precision + 1e-6 and precision > abs(expected) / 20 + 1e-9:
                 continue
-            allowed = max(fact.tolerance * SCALES[fact.scale or "units"], precision) + 1e-6
+            allowed = max(key_precision, precision) + 1e-6
             if abs(value - expected) > allowed:
                 continue
             currency = _mention_currency(text, mention.start, mention.end)
@@ -331,18 +334,36 @@ def research_metrics(question: Question, trajectory: TrajectoryRecord) -> Resear
 # -- figures as documents state them ---------------------------------------------------------------
 
 
-def _doc_values(doc_text: str) -> list[tuple[float, float, bool]]:
+_DOC_NUMBER = re.compile(
+    r"(?<![\w.,])(-)?[$€£]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\w,]*\d)"
+    r"(\s*(?:%|percent\b))?(?:\s*(billion|million|thousand)s?\b)?",
+    re.IGNORECASE,
+)
+_WORD_SCALES = {"billion": 1e9, "million": 1e6, "thousand": 1e3}
+
+
+@functools.lru_cache(maxsize=4096)
+def _doc_values(doc_text: str) -> tuple[tuple[float, float, bool], ...]:
     """(value in units, precision in units, is a percentage) of every figure a document or tool
     result states. A bare figure is read in units and in millions (filings' tables and the world
-    tools' JSON), and in thousands where the text says so (data-vendor tables)."""
+    tools' JSON), and in thousands where the text says so (data-vendor tables). Documents are
+    read plainly (no negation or rounding analysis: they state their figures), and often: the
+    same filing backs many answers, so its figures are remembered."""
     scales = (1.0, 1e3, 1e6) if re.search(r"\bthousands\b", doc_text, re.I) else (1.0, 1e6)
     out = []
-    for mention in x.find_numbers(doc_text):
-        if mention.is_percent or abs(mention.value) >= 1e5:
-            out.append((mention.value, mention.precision, mention.is_percent))
-            continue
-        out += [(mention.value * s, mention.precision * s, False) for s in scales]
-    return out
+    for match in _DOC_NUMBER.finditer(doc_text):
+        body = match.group(2).replace(",", "")
+        decimals = len(body.split(".", 1)[1]) if "." in body else 0
+        value = float(body) * (-1 if match.group(1) else 1)
+        precision = 0.5 * 10 ** (-decimals)
+        if match.group(3):
+            out.append((value, precision, True))
+        elif match.group(4):
+            scale = _WORD_SCALES[match.group(4).lower()]
+            out.append((value * scale, precision * scale, False))
+        else:
+            out += [(value * s, precision * s, False) for s in scales]
+    return tuple(out)
 
 
 def _year_or_rank(mention: x.NumberMention) -> bool:
@@ -371,7 +392,7 @@ def _answer_figures(text: str) -> list[tuple[tuple[float, float, bool], ...]]:
     return out
 
 
-def _stated_in(figure: tuple, values: list[tuple[float, float, bool]]) -> bool:
+def _stated_in(figure: tuple, values) -> bool:
     """Whether any reading of the figure is a figure of ``values``."""
     for value, precision, percent in figure:
         for other, other_precision, other_percent in values:

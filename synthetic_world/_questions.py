@@ -47,6 +47,10 @@ METRIC_CHOICES = (
     "cash_from_operations",
     "total_assets",
 )
+VERSIONED_SHARE = 0.35
+"""Share of fiscal-year figure questions drawn about a company with a restated or revised year."""
+VERSIONED_METRICS = ("revenue", "gross_profit", "operating_income", "net_income")
+"""The figures a restatement or a revision changes."""
 NEGATIVE_CAPABLE = {
     "fy_metric",
     "operating_margin",
@@ -160,6 +164,10 @@ class Drafter:
         companies = self.candidates(kind, as_of)
         if not companies:
             raise KeyError_("no company fits")
+        if kind.kind == "fy_metric" and not negative and self.rng.random() < VERSIONED_SHARE:
+            # Restated and revised figures are the hardest negatives: ask about them often.
+            versioned = [c for c in companies if self._versioned_years(c, as_of)]
+            companies = versioned or companies
         company = self.rng.choice(companies)
         params = self._params(kind, company, as_of, negative)
         signature = (kind.kind, company.company_id, as_of, repr(sorted(params.items())))
@@ -199,7 +207,10 @@ class Drafter:
             return {"peer": rng.choice(self._peers(c))}
         if name == "market_cap":
             return {"day": self._trading_day(as_of)}
-        fy = self._fiscal_year(c, as_of, years, negative, restated_first=name == "fy_metric")
+        versioned = self._versioned_years(c, as_of) if name == "fy_metric" and not negative else []
+        if versioned and rng.random() < 0.7:
+            return {"fy": rng.choice(versioned), "metric": rng.choice(VERSIONED_METRICS)}
+        fy = self._fiscal_year(c, as_of, years, negative)
         params: dict[str, Any] = {"fy": fy}
         if name == "fy_metric":
             params["metric"] = rng.choice(METRIC_CHOICES)
@@ -211,28 +222,29 @@ class Drafter:
             params["region"] = rng.choice(c.regions)
         return params
 
-    def _fiscal_year(
-        self, c: Company, as_of: dt.date, years: list[int], negative: bool, restated_first: bool
-    ) -> int:
+    def _fiscal_year(self, c: Company, as_of: dt.date, years: list[int], negative: bool) -> int:
         if negative:
             return (years[-1] if years else self.ctx.today.year - 1) + 1
         if not years:
             raise KeyError_("no reported year")
-        if restated_first:
-            restated = [y for y in years if self._restated(c, y, as_of)]
-            if restated and self.rng.random() < 0.5:
-                return self.rng.choice(restated)
         # Share questions avoid restated years: their segment tables keep the original split.
-        clean = [y for y in years if not self._restated(c, y, as_of)] or years
+        restated = set(self._versioned_years(c, as_of, statuses=("restated",)))
+        clean = [y for y in years if y not in restated] or years
         return self.rng.choice(clean[-3:])
 
-    def _restated(self, c: Company, fy: int, as_of: dt.date) -> bool:
-        row = self.ctx.conn.execute(
-            "SELECT 1 FROM fact WHERE company_id = ? AND period_id = ? AND status = 'restated' "
-            "AND published_at <= ? LIMIT 1",
-            (c.company_id, f"FY{fy}", as_of.isoformat()),
-        ).fetchone()
-        return row is not None
+    def _versioned_years(
+        self, c: Company, as_of: dt.date, statuses: tuple[str, ...] = ("restated", "final")
+    ) -> list[int]:
+        """Fiscal years whose revenue has a later version (restated, or the annual report's
+        final figure over the release's) published by ``as_of``."""
+        marks = ",".join("?" * len(statuses))
+        rows = self.ctx.conn.execute(
+            "SELECT DISTINCT period_id FROM fact WHERE company_id = ? AND metric = 'revenue' AND "
+            f"version > 1 AND status IN ({marks}) AND published_at <= ? AND period_id NOT LIKE "
+            "'%-Q%' ORDER BY period_id",
+            (c.company_id, *statuses, as_of.isoformat()),
+        ).fetchall()
+        return [int(period[2:6]) for (period,) in rows]
 
     def _trading_day(self, as_of: dt.date) -> dt.date:
         day = as_of - dt.timedelta(days=self.rng.randint(1, 200))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -33,7 +34,7 @@ MAX_QUERY_WORDS = 24
 RARE_SHARE = 0.08
 """Words in more than this share of documents are left out of the OR fallback."""
 
-_WORD = re.compile(r"[0-9a-z]+")
+_WORD = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,17 @@ class Hit:
     score: float
 
 
+def _fold(text: str) -> str:
+    """Lower case without diacritics, as the index's ``unicode61`` tokenizer folds words
+    ("Trüb" -> "trub")."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
 def query_words(query: str) -> list[str]:
     """The searchable words of ``query``, in order, without stop words or repeats."""
     words: dict[str, None] = {}
-    for word in _WORD.findall(query.lower()):
+    for word in _WORD.findall(_fold(query)):
         if word not in STOP_WORDS and (len(word) > 1 or word.isdigit()):
             words.setdefault(word, None)
     return list(words)[:MAX_QUERY_WORDS]

@@ -379,7 +379,16 @@ async def fy_metric(r: Research, c: Company, s: dict[str, str]) -> str:
 
 
 async def latest_fy_metric(r: Research, c: Company, s: dict[str, str]) -> str:
+    """The latest fiscal year for which the figure is out: a release gives revenue and income,
+    the annual report (weeks later) the balance sheet and cash flows."""
     fy = await r.latest_fiscal_year(c)
+    for year in (fy, fy - 1):
+        try:
+            await r.annual(c, METRIC_WORDS[s["metric"]], year)
+        except NotFound:
+            continue
+        fy = year
+        break
     return f"The latest fiscal year {c.name} has reported is fiscal {fy}. " + await fy_metric(
         r, c, {**s, "fiscal_year": str(fy)}
     )
