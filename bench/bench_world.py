@@ -11,6 +11,7 @@
    (agent-style queries: a company's name and the words of what it asks, with and without the
    company filter) and ``fetch`` (documents those searches return); p50 / p90 and the ratio of
    each p50 to the floor's p50, all measured in the same run, plus the largest result seen.
+4. Server start: the runner's own start of a world server (subprocess, port, ``world_info``).
 
     .venv/bin/python bench/bench_world.py               # all three
     .venv/bin/python bench/bench_world.py --skip-generate -n 200
@@ -236,6 +237,31 @@ async def latency(world: Path, n: int) -> None:
         server.wait(timeout=10)
 
 
+def server_start(world: Path, repeats: int = 5) -> None:
+    """What serving the world adds to a run: the runner's own start of the world server (a
+    subprocess on a free port, waited for until it listens) plus its ``world_info`` check."""
+    from harnesses._erp_process import start_mcp_server
+    from harnesses._world_serving import fetch_world_info
+
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        server = start_mcp_server(
+            ["synthetic_world", "serve", "--db", str(world)],
+            token_env="WORLD_MCP_TOKEN",
+            what="the research world's MCP server",
+        )
+        try:
+            asyncio.run(fetch_world_info(server.endpoint))
+            times.append(time.perf_counter() - started)
+        finally:
+            server.stop()
+    median = statistics.median(times)
+    print(f"== world server start (runner's path, {repeats} starts)")
+    print(f"  median {median:.2f} s, max {max(times):.2f} s; target: under 3 s added to a run -> "
+          f"{'met' if median < 3 else 'MISSED'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--erp-db", default=None, help="ERP URL (default: the default ERP)")
@@ -254,6 +280,7 @@ def main() -> None:
             world = generate(erp, Path(folder))
         engines(world, agent_queries(world, args.n * 3))
         asyncio.run(latency(world, args.n))
+        server_start(world)
 
 
 if __name__ == "__main__":
