@@ -18,6 +18,7 @@ from sqlalchemy import Engine, select
 
 from ledgerbench.dataset import ExpectedFact, Question, TaskType
 from synthetic_erp import _schema as erp
+from synthetic_world._calendar import profile_date
 from synthetic_world._documents import long_date
 from synthetic_world._keys import (
     Company,
@@ -72,8 +73,14 @@ def _header(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedF
     ).fetchone()
     ceo, city, ticker, exchange = row
     profile = ctx.doc_sources(c.company_id, "company_profile", as_of)
+    ceo_sources = profile
+    changes = ctx.events(c.company_id, ("executive_change",), as_of)
+    profile_day = profile_date(c.company_id, ctx.today)
+    if changes and changes[-1]["date"] > profile_day.isoformat():
+        # The profile predates the latest change of chief executive: the news states the new one.
+        ceo_sources = ctx.event_sources([changes[-1]["event_id"]], as_of)
     facts = [
-        ExpectedFact(kind="name", field="chief_executive", value=ceo, sources=profile),
+        ExpectedFact(kind="name", field="chief_executive", value=ceo, sources=ceo_sources),
         ExpectedFact(kind="name", field="headquarters", value=city, sources=profile),
     ]
     text = f"{c.name}"

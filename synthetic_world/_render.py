@@ -627,7 +627,13 @@ class Renderer:
         )
 
     def _money(self, amount: Decimal, currency: str | None) -> str:
+        """As news writes it: $12.3 million, $1.2 billion."""
         return in_words(amount, currency or self.company.currency)[0]
+
+    def _exact(self, amount: Decimal | None, currency: str | None) -> str:
+        """As a term sheet states it: millions with one decimal ($2,312.4 million)."""
+        sign = CURRENCY_SIGNS[currency or self.company.currency]
+        return f"{sign}{millions(amount or Decimal(0))} million"
 
     def _funding_text(self, e: Event) -> str:
         return (
@@ -708,9 +714,9 @@ class Renderer:
                 ["Term", "Value"],
                 [
                     ["Round", e.round_name or ""],
-                    ["Amount raised", self._money(e.amount, e.currency)],
+                    ["Amount raised", self._exact(e.amount, e.currency)],
                     ["Lead investor", e.lead_investor or ""],
-                    ["Post-money valuation", self._money(e.post_money, e.currency)],
+                    ["Post-money valuation", self._exact(e.post_money, e.currency)],
                 ],
             ),
         ]
