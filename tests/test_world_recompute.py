@@ -18,8 +18,9 @@ from __future__ import annotations
 import datetime as dt
 import sqlite3
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 import yaml
@@ -52,6 +53,8 @@ class KeyedWorld:
     erp: sqlite3.Connection
     results: dict[str, tuple[list[Mismatch], int]]
     """Item id -> (mismatches, facts compared)."""
+    draw: object
+    """draw(task_type, n, question_seed, folder) -> Dataset: another keyed set of this world."""
 
     @property
     def items(self):
@@ -70,19 +73,24 @@ def keyed(request, erp_db_url: str, tmp_path_factory: pytest.TempPathFactory) ->
     world_db = folder / "world.db"
     common = ["--db", f"sqlite:///{world_db}", "--erp-db", erp_db_url]
     assert world_cli(["generate", *common, "--seed", str(seed), "--quiet"]) == 0
-    sets = {}
-    for task_type, n in (("entity_performance", ENTITY_ITEMS), ("business_brief", BRIEF_ITEMS)):
-        out = folder / f"{task_type}.yaml"
-        args = ["questions", *common, "--task-type", task_type, "--n", str(n), "--seed", "1"]
-        assert world_cli([*args, "--out", str(out)]) == 0
-        sets[task_type] = Dataset.model_validate(yaml.load(out.read_text(), Loader=YAML_LOADER))
+
+    def draw(task_type: str, n: int, question_seed: int, out_folder: Path) -> Dataset:
+        out = out_folder / f"{task_type}-{question_seed}.yaml"
+        args = ["questions", *common, "--task-type", task_type, "--n", str(n)]
+        assert world_cli([*args, "--seed", str(question_seed), "--out", str(out)]) == 0
+        return Dataset.model_validate(yaml.load(out.read_text(), Loader=YAML_LOADER))
+
+    sets = {
+        task_type: draw(task_type, n, 1, folder)
+        for task_type, n in (("entity_performance", ENTITY_ITEMS), ("business_brief", BRIEF_ITEMS))
+    }
     world = load_world(world_db)
     prices = sqlite3.connect(f"file:{world_db}?mode=ro", uri=True)
     recompute = Recompute(world, prices)
     erp = sqlite3.connect(f"file:{erp_db_url.removeprefix('sqlite:///')}?mode=ro", uri=True)
     entity, briefs = sets["entity_performance"], sets["business_brief"]
     results = {item.id: compare_item(recompute, item) for item in [*entity.items, *briefs.items]}
-    yield KeyedWorld(seed, world, recompute, entity, briefs, erp, results)
+    yield KeyedWorld(seed, world, recompute, entity, briefs, erp, results, draw)
     prices.close()
     erp.close()
 
@@ -115,11 +123,18 @@ def missing_fallback(m: Mismatch) -> bool:
     return m.cause == "missing_fallback"
 
 
+def stale_gold_source(m: Mismatch) -> bool:
+    """A brief's chief executive is right, but its gold document is a company profile published
+    before the appointment, naming the predecessor (the appointment article is not cited)."""
+    return m.cause == "stale_gold_source"
+
+
 KNOWN_DEFECTS = {
     "stated_coarser": stated_coarser,
     "news_scope": news_scope,
     "sentiment_unstated": sentiment_unstated,
     "missing_fallback": missing_fallback,
+    "stale_gold_source": stale_gold_source,
 }
 
 
@@ -128,6 +143,7 @@ KNOWN_AT = {
     "news_scope": {42, 7},
     "sentiment_unstated": {42, 7},
     "missing_fallback": {42},
+    "stale_gold_source": set(),
 }
 """The world seeds whose keyed sets show each defect today."""
 
@@ -489,3 +505,29 @@ def test_versions_follow_the_conventions(keyed: KeyedWorld):
             assert answer(figure.company, figure.period, day_before) == older[-1].value
             assert answer(figure.company, figure.period, figure.published) == figure.value
     assert cases["revised"] == 5 and cases["restated"] >= 1, cases
+
+
+@pytest.fixture(scope="module")
+def more_draws(keyed: KeyedWorld, tmp_path_factory: pytest.TempPathFactory) -> list[Mismatch]:
+    """The mismatches of four more draws of both sets (question seeds 2 to 5) on the world."""
+    folder = tmp_path_factory.mktemp(f"draws{keyed.seed}")
+    mismatches = []
+    for question_seed in range(2, 6):
+        for task_type, n in (("entity_performance", ENTITY_ITEMS), ("business_brief", BRIEF_ITEMS)):
+            for item in keyed.draw(task_type, n, question_seed, folder).items:
+                found, _compared = compare_item(keyed.recompute, item)
+                mismatches += [replace(m, item=f"{m.item}@q{question_seed}") for m in found]
+    return mismatches
+
+
+@pytest.mark.slow
+def test_more_draws_match_documents(more_draws: list[Mismatch]):
+    """Four more draws of both sets: every disagreement is one of the known defects."""
+    unexplained = [m for m in more_draws if not any(r(m) for r in KNOWN_DEFECTS.values())]
+    assert unexplained == [], _listing(unexplained)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="the known defects show in the larger draws")
+def test_more_draws_show_no_known_defect(more_draws: list[Mismatch]):
+    assert more_draws == [], f"{len(more_draws)} mismatches, e.g.\n{_listing(more_draws[:20])}"

@@ -27,6 +27,8 @@ ROLE_ORDER = {"prior": 0, "preliminary": 1, "announced": 1, "current": 2, "resta
 """Among statements published the same day, a restated column beats the report's own."""
 
 NEWS_TYPES = ("news", "funding_announcement")
+FILING_HALF_UNIT = Decimal("0.05")
+"""The precision of an amount written in millions with one decimal."""
 
 NOT_REPORTED_FIELDS = {
     "operating_margin": "operating margin",
@@ -670,7 +672,9 @@ def total_raised(rc, company, params, as_of):
             unit=rounds[0][0].details["currency"],
             scale="millions",
             period=as_of.isoformat(),
-            half_unit=max(h for _, h in amounts),
+            # amounts written to 0.1 million add up exactly; each written in billions adds
+            # its rounding to the total's
+            half_unit=sum(h for _, h in amounts if h > FILING_HALF_UNIT),
             inputs=docs,
         )
     ]
@@ -684,10 +688,10 @@ def regulatory_action(rc, company, params, as_of):
     docs = frozenset({last.doc.doc_id})
     return [
         Fact("name", "regulator", last.details["regulator"], inputs=[("fine", docs)]),
-        Fact("date", "fine_date", last.date.isoformat(), inputs=[("fine", docs)]),
+        Fact("date", "action_date", last.date.isoformat(), inputs=[("fine", docs)]),
         Fact(
             "amount",
-            "fine_amount",
+            "fine",
             last.details["amount"],
             0.05,
             unit=last.details["currency"],
@@ -938,6 +942,14 @@ def _cause(rc: Recompute, item, key, mine: Fact, key_by: dict) -> str:
         and abs(Decimal(str(key.value)) - Decimal(str(mine.value))) <= mine.half_unit
     ):
         return "stated_coarser"
+    if key.field == "chief_executive" and key.value == mine.value:
+        stale = [
+            profile
+            for profile in rc.world.profiles_of(item.metadata["company_id"])
+            if profile.doc.url in key.sources and profile.fields["Chief executive"] != key.value
+        ]
+        if stale:
+            return "stale_gold_source"
     if key.field in ("latest_news_date", "latest_news_sentiment"):
         key_day = key_by.get(("date", "latest_news_date", None))
         if key_day is None:
