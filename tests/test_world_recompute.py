@@ -229,6 +229,29 @@ def test_questions_name_their_company(keyed: KeyedWorld):
     """By name, ticker, ERP account or a misspelling nearest to the company (not a decoy)."""
     problems = [p for item in keyed.items for p in reference_problems(keyed.world, item, keyed.erp)]
     assert problems == [], "\n".join(problems)
+    # and a question about another company, or a brief about another account, is caught
+    named = next(i for i in keyed.entity.items if i.metadata["company_reference"] == "name")
+    other = next(
+        c for c in keyed.world.companies.values() if c.company_id != named.metadata["company_id"]
+    )
+    renamed = named.model_copy(
+        update={"metadata": {**named.metadata, "company_id": other.company_id}}
+    )
+    assert reference_problems(keyed.world, renamed, keyed.erp)
+    brief = next(b for b in keyed.briefs.items if any(e.subject for e in b.expected))
+    index = next(i for i, e in enumerate(brief.expected) if e.subject)
+    entity, _, account = brief.expected[index].subject.partition("/")
+    stranger = keyed.erp.execute(
+        "SELECT account FROM customer WHERE legal_entity = ? AND account != ? LIMIT 1",
+        (entity, account),
+    ).fetchone()[0]
+    moved = _with_fact(
+        brief,
+        index,
+        subject=f"{entity}/{stranger}",
+        field=brief.expected[index].field.replace("vendor_", "customer_"),
+    )
+    assert reference_problems(keyed.world, moved, keyed.erp)
 
 
 def test_negative_items_find_nothing(keyed: KeyedWorld):

@@ -1090,6 +1090,19 @@ def reference_problems(world: World, item, erp: sqlite3.Connection) -> list[str]
             )
     else:
         problems.append(f"{item.id}: unknown company_reference {reference!r}")
+    for fact in item.expected:  # a brief's AR/AP facts are about the company's own accounts
+        party = fact.field.split("_", 1)[0]
+        if party in ("customer", "vendor"):
+            entity, _, account = (fact.subject or "").partition("/")
+            row = erp.execute(
+                f"SELECT name FROM {party} WHERE account = ? AND legal_entity = ?",
+                (account, entity),
+            ).fetchone()
+            if not row or row[0] != company.name:
+                problems.append(
+                    f"{item.id}: {fact.field} is about {party} {fact.subject!r} "
+                    f"({row and row[0]!r}), not {company.name!r}"
+                )
     params = item.metadata.get("params") or {}
     for peer in [*params.get("peers", []), *([params["peer"]] if "peer" in params else [])]:
         if world.companies[peer].name not in query:
