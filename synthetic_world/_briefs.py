@@ -206,7 +206,7 @@ def _news(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFac
     if not events:
         return [], ""
     last = events[-1]
-    sources = ctx.event_sources([last["event_id"]], as_of)
+    sources = ctx.event_sources([last["event_id"]], as_of, "news")  # the article with a sentiment
     facts = [
         ExpectedFact(kind="date", field="latest_news_date", value=last["date"], sources=sources),
         ExpectedFact(

@@ -156,7 +156,7 @@ class EventsBuilder:
             "regulatory_action",
             self._date(),
             "negative",
-            f"{regulator[4:].capitalize()} fines {company.short}",
+            f"{regulator.removeprefix('the ')} fines {company.short}",
             amount=fine,
             currency=company.currency,
             regulator=regulator,

@@ -401,8 +401,10 @@ class FinancialsBuilder:
         restated = ledger.annual[ledger.annual.index(report_year) - 1]
         if restated.id in ledger.revised:
             return
-        delta = tenth(float(self._value("revenue", restated)) * -rng.uniform(0.01, 0.04))
+        original = self._value("revenue", restated)
+        delta = tenth(float(original) * -rng.uniform(0.01, 0.04))
         published = ledger.reports[report_year.id]
+        self._restate_members(restated, original, original + delta, published)
         for metric in ("revenue", "gross_profit", "operating_income", "net_income"):
             old = self._latest(metric, restated)
             change = delta if metric != "net_income" else tenth(float(delta) * 0.78)
@@ -416,6 +418,31 @@ class FinancialsBuilder:
                 supersedes=old.fact_id,
             )
         ledger.restated[restated.id] = report_year.id
+
+    def _restate_members(self, year: Period, old: Decimal, new: Decimal, published: dt.date):
+        """Segment, product-line and regional revenue restated with the total (in proportion;
+        product lines and regions still add up to revenue exactly)."""
+        ledger = self.ledger
+        for metric, members in (
+            ("segment_revenue", ledger.segments),
+            ("product_revenue", ledger.products),
+            ("regional_revenue", ledger.regions),
+        ):
+            before = [self._latest(metric, year, member) for member in members]
+            after = [tenth(float(f.value * new / old)) for f in before]
+            if metric != "segment_revenue":
+                after[-1] = new - sum(after[:-1], Decimal(0))
+            for fact, value in zip(before, after, strict=True):
+                self._fact(
+                    metric,
+                    year,
+                    value,
+                    member=fact.member,
+                    published=published,
+                    status="restated",
+                    version=fact.version + 1,
+                    supersedes=fact.fact_id,
+                )
 
     def _revisions(self) -> None:
         """Some annual reports revise the earnings release's preliminary figures."""

@@ -181,12 +181,16 @@ class KeyContext:
         chosen = complete or [doc for doc, _ in rows]
         return [self.url(doc) for doc in chosen]
 
-    def event_sources(self, event_ids: list[str], as_of: dt.date) -> list[str]:
+    def event_sources(
+        self, event_ids: list[str], as_of: dt.date, source_type: str | None = None
+    ) -> list[str]:
+        """Documents reporting the events by ``as_of`` (only ``source_type`` ones, if given)."""
         marks = ",".join("?" * len(event_ids))
+        kind = " AND d.source_type = ?" if source_type else ""
         rows = self.conn.execute(
             f"SELECT DISTINCT d.doc_id FROM document_event de JOIN document d USING (doc_id) "
-            f"WHERE de.event_id IN ({marks}) AND d.published_at <= ? ORDER BY d.doc_id",
-            (*event_ids, as_of.isoformat()),
+            f"WHERE de.event_id IN ({marks}) AND d.published_at <= ?{kind} ORDER BY d.doc_id",
+            (*event_ids, as_of.isoformat(), *([source_type] if source_type else [])),
         ).fetchall()
         return [self.url(doc) for (doc,) in rows]
 
@@ -235,9 +239,14 @@ class KeyContext:
         return (row[0], Decimal(row[1])) if row else None
 
     def shares_on(self, cid: str, day: dt.date) -> FactRow | None:
+        """The share count last reported by ``day`` in a filing (the world's prices tool uses
+        the same one)."""
         row = self.conn.execute(
-            "SELECT period_id FROM fact WHERE company_id = ? AND metric = 'shares_outstanding' "
-            "AND published_at <= ? ORDER BY published_at DESC, period_id DESC LIMIT 1",
+            "SELECT f.period_id FROM fact f WHERE f.company_id = ? AND "
+            "f.metric = 'shares_outstanding' AND f.published_at <= ? AND EXISTS (SELECT 1 FROM "
+            "document_fact df JOIN document d USING (doc_id) WHERE df.fact_id = f.fact_id AND "
+            "d.published_at = f.published_at) ORDER BY f.published_at DESC, f.period_id DESC "
+            "LIMIT 1",
             (cid, day.isoformat()),
         ).fetchone()
         return self.fact(cid, "shares_outstanding", row[0], day) if row else None
@@ -334,7 +343,10 @@ def _need(fact: FactRow | None) -> FactRow:
 
 def not_reported(ctx: KeyContext, company: Company, metric: str, fy: int, as_of: dt.date) -> Key:
     """The fiscal year asked is not reported by the as-of date: say so, and give the latest."""
-    years = ctx.reported_years(company.company_id, as_of, "revenue")
+    base = metric if metric in METRIC_WORDS else "revenue"
+    # The latest year whose figure is out: a release gives revenue and income, the annual report
+    # (weeks later) the balance sheet and cash flows.
+    years = ctx.reported_years(company.company_id, as_of, base)
     facts = [
         ExpectedFact(kind="not_disclosed", field=metric, value="not yet reported", period=f"FY{fy}")
     ]
@@ -345,12 +357,7 @@ def not_reported(ctx: KeyContext, company: Company, metric: str, fy: int, as_of:
     )
     if years:
         latest = years[-1]
-        fact = ctx.fact(
-            company.company_id,
-            metric if metric in METRIC_WORDS else "revenue",
-            f"FY{latest}",
-            as_of,
-        )
+        fact = ctx.fact(company.company_id, base, f"FY{latest}", as_of)
         if fact is not None and fact.metric != "employees":
             facts.append(
                 amount(fact.metric, fact.value, company, f"FY{latest}", ctx.sources([fact], as_of))

@@ -223,10 +223,10 @@ class Drafter:
         return params
 
     def _fiscal_year(self, c: Company, as_of: dt.date, years: list[int], negative: bool) -> int:
-        if negative:
-            return (years[-1] if years else self.ctx.today.year - 1) + 1
         if not years:
             raise KeyError_("no reported year")
+        if negative:
+            return years[-1] + 1
         # Share questions avoid restated years: their segment tables keep the original split.
         restated = set(self._versioned_years(c, as_of, statuses=("restated",)))
         clean = [y for y in years if y not in restated] or years

@@ -277,7 +277,7 @@ class Renderer:
         self, year: Period, heading: str, period_line: str, published: dt.date
     ) -> Document | None:
         ledger = self.ledger
-        prior = ledger.annual[ledger.annual.index(year) - 1]
+        prior, current_label, prior_label = self._columns(year, published)
         stated: list[StatedFact] = []
         body = [
             heading,
@@ -306,7 +306,7 @@ class Renderer:
             )
             body += [
                 f"### {title}",
-                table(["", f"Fiscal {year.fiscal_year}", f"Fiscal {prior.fiscal_year}"], rows),
+                table(["", current_label, prior_label], rows),
             ]
         body.append(
             "Segment revenue includes sales between segments, which are eliminated in "
@@ -344,12 +344,13 @@ class Renderer:
         lines = [
             heading,
             "## Business Overview",
-            f"{company.name} is a {company.industry.lower()} company in the "
+            f"{company.name} is {_article(company.industry)} {company.industry.lower()} company "
+            "in the "
             f"{company.sector.lower()} sector, headquartered in {company.city}, "
             f"{_country(company.country)}, and founded in {company.founded_year}. Its shares "
             f"trade on the {company.exchange} under the symbol {company.ticker}.",
             f"Our businesses are organised in {len(ledger.segments)} reportable segments: "
-            f"{_join(ledger.segments)}.",
+            f"{'; '.join(ledger.segments)}.",
         ]
         if employees is not None:
             count = self._cell(employees, stated, "units")
@@ -637,7 +638,8 @@ class Renderer:
 
     def _funding_text(self, e: Event) -> str:
         return (
-            f"{self.company.name}, a {self.company.industry.lower()} company based in "
+            f"{self.company.name}, {_article(self.company.industry)} "
+            f"{self.company.industry.lower()} company based in "
             f"{self.company.city}, has raised {self._money(e.amount, e.currency)} in a "
             f"{e.round_name} round led by {e.lead_investor}, at a post-money valuation of "
             f"{self._money(e.post_money, e.currency)}."
@@ -878,9 +880,9 @@ class Renderer:
             table(["Field", "Value"], rows),
         ]
         if peers:
-            body.append(f"Competitors: {_join(peers)}.")
+            body.append(_sentence(f"Competitors: {_join(peers)}"))
         if self.ledger.segments:
-            body.append(f"Lines of business: {_join(self.ledger.segments)}.")
+            body.append(f"Lines of business: {'; '.join(self.ledger.segments)}.")
         return self._doc(
             "profile",
             f"{company.name} company profile",
@@ -965,7 +967,7 @@ class Renderer:
         body = [
             f"# {MARKET_SOURCE}: {company.ticker} market data",
             f"*{MARKET_SOURCE}, {long_date(published)}*",
-            f"{company.name}.",
+            _sentence(company.name),
             table(["Measure", "Value"], rows),
         ]
         return self._doc(
@@ -985,6 +987,15 @@ class Renderer:
             if fact is not None and q.end <= day:
                 found = fact
         return found
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def _sentence(text: str) -> str:
+    """``text`` ended with one full stop ("Moses Plastics Inc." stays as it is)."""
+    return text if text.endswith(".") else text + "."
 
 
 def _join(items: list[str]) -> str:

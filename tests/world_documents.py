@@ -300,8 +300,11 @@ def tables(body: str) -> list[tuple[tuple[str, ...], list[str], list[list[str]]]
 
 
 def split_names(text: str, known: set[str]) -> tuple[str, ...]:
-    """'A, B and C.' as known names (names may hold commas, '&' and a final period)."""
+    """'A, B and C.' as known names (names may hold commas, '&' and a final period); a list
+    separated by semicolons ('Devices; Software and Services.') splits on them alone."""
     text = text.strip()
+    if "; " in text:
+        return tuple(part.strip() for part in text.rstrip(".").split("; "))
     pieces = re.split(r"(, | and )", text)
     words = pieces[::2]
 
@@ -680,9 +683,15 @@ def read_news(world: World, doc: Doc, names: set[str]) -> None:
         raise ParseError(f"dateline source {dateline[1]!r} is not {doc.source!r}")
     text = body.split("*\n", 1)[1].strip()
     company, day = doc.company, doc.published
+    stated = re.search(
+        r"\n\n[^\n]*\((?:market reaction|sentiment): (positive|negative|neutral)\)\.$", text
+    )
+    mood = stated[1] if stated else None
+    if stated:
+        text = text[: stated.start()].strip()
 
     def event(kind: str, **details) -> None:
-        world.events.append(Event(company, kind, day, doc, details))
+        world.events.append(Event(company, kind, day, doc, {**details, "sentiment": mood}))
 
     if m := re.fullmatch(
         r"(.+) introduced (.+), which it expects to broaden its .+ offering\.", text
@@ -800,7 +809,7 @@ def read_company_profile(world: World, doc: Doc, names: set[str]) -> None:
             doc.company,
             doc,
             fields,
-            split_names(competitors[1].removesuffix("."), names) if competitors else (),
+            split_names(competitors[1], names) if competitors else (),
             lines[1].removesuffix(".") if lines else "",
         )
     )

@@ -733,26 +733,7 @@ PROGRAMS: dict[str, Callable] = {
 # ---------------------------------------------------------------------------------------------
 # Briefs: the world's sections (the ERP's AR/AP facts are the ERP oracle's, checked elsewhere)
 
-SENTIMENT = {
-    "launch": "positive",
-    "acquisition": "positive",
-    "funding_round": "positive",
-    "revenue_announcement": "neutral",
-    "ceo_change": "neutral",
-    "rumour": "neutral",
-    "denial": "neutral",
-    "fine": "negative",
-    "job_cuts": "negative",
-}
-"""How a news article reads, by what it reports (a rating change by its direction)."""
-
 ERP_FIELDS = ("customer_", "vendor_")
-
-
-def sentiment(event: Event) -> str:
-    if event.kind == "rating_change":
-        return "positive" if event.details["direction"] == "upgraded" else "negative"
-    return SENTIMENT[event.kind]
 
 
 def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fact]:
@@ -830,16 +811,18 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
             inputs=[("competitors", profile_docs)],
         )
     )
+    # Top news: the latest articles reporting an event with its sentiment (conventions: revenue
+    # announcements, funding talks and denials state none).
     news = [
         e
         for e in rc.world.events_of(company)
-        if e.date <= as_of and e.doc.source_type in NEWS_TYPES
+        if e.date <= as_of and e.doc.source_type in NEWS_TYPES and e.details.get("sentiment")
     ]
     if news:
         last_day = max(e.date for e in news)
         latest = [e for e in news if e.date == last_day]
         docs = frozenset(e.doc.doc_id for e in latest)
-        moods = {sentiment(e) for e in latest}
+        moods = {e.details["sentiment"] for e in latest}
         facts.append(
             Fact("date", "latest_news_date", last_day.isoformat(), inputs=[("news", docs)])
         )
@@ -874,12 +857,6 @@ class Mismatch:
             f"{self.item} [{self.kind}] {self.what}: key {self.expected!r}, documents "
             f"{self.recomputed!r}{cause}"
         )
-
-
-OUT_OF_KEY_NEWS = {"revenue_announcement", "rumour", "denial"}
-"""News articles the key's 'latest news' leaves out."""
-ONE_TEMPLATE_MOODS = {"ceo_change", "acquisition"}
-"""Articles written from one template whose key sentiment nevertheless varies."""
 
 
 def recompute_item(rc: Recompute, item) -> list[Fact]:
@@ -950,22 +927,6 @@ def _cause(rc: Recompute, item, key, mine: Fact, key_by: dict) -> str:
         ]
         if stale:
             return "stale_gold_source"
-    if key.field in ("latest_news_date", "latest_news_sentiment"):
-        key_day = key_by.get(("date", "latest_news_date", None))
-        if key_day is None:
-            return ""
-        company = item.metadata["company_id"]
-        news = [
-            e
-            for e in rc.world.events_of(company)
-            if e.date <= item.as_of and e.doc.source_type in NEWS_TYPES
-        ]
-        later = {e.kind for e in news if e.date.isoformat() > key_day.value}
-        if later and later <= OUT_OF_KEY_NEWS:
-            return "news_scope"
-        same_day = {e.kind for e in news if e.date.isoformat() == key_day.value}
-        if key.field == "latest_news_sentiment" and not later and same_day <= ONE_TEMPLATE_MOODS:
-            return "sentiment_unstated"
     return ""
 
 

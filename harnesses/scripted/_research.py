@@ -347,7 +347,11 @@ async def _not_reported(
     """Fiscal ``fy`` is not out by the as-of date: say so, with the latest year's ``metric``."""
     try:
         latest = await r.latest_fiscal_year(c)
-        value, page = await r.annual(c, metric, latest)
+        try:
+            value, page = await r.annual(c, metric, latest)
+        except NotFound:  # released, but the annual report with this figure is not out yet
+            latest -= 1
+            value, page = await r.annual(c, metric, latest)
         words = next((w for w, m in METRIC_WORDS.items() if m == metric), metric)
         tail = (
             f" The latest reported fiscal year is fiscal {latest}: {words} "
