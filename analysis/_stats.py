@@ -308,13 +308,27 @@ class Bootstrap:
             parts = [p for p in parts if p is not None]
             if not parts:
                 return None
-            result = equal_weight(parts)
+            result = equal_weight(parts)  # the resamples: the same formula, vectorised
+            result.point = np.array([self.overall(i, scope) for i in range(len(self.names))])
             result.n = np.max([p.n for p in parts], axis=0)  # answers, not answers x dimensions
             return result
         if scope == EQUAL_WEIGHT:
             parts = [self.strata[(metric, t)] for t in self.tasks(metric)]
             return equal_weight(parts) if parts else None
         return self.strata.get((metric, scope))
+
+    def overall(self, i: int, scope: str) -> float:
+        """Provider ``i``'s Overall (NaN without scores), computed by the one definition every
+        tool uses (:func:`judge.overall`) from its dimension x task type means."""
+        from judge._overall import overall
+
+        tasks = TASK_TYPES if scope == EQUAL_WEIGHT else (scope,)
+        means = {
+            d: {t: float(self.strata[(d, t)].point[i]) for t in tasks if self.has(d, t, i)}
+            for d in self.dimensions()
+        }
+        value = overall({d: cells for d, cells in means.items() if cells})
+        return np.nan if value is None else value
 
     def common_tasks(self, metric: str, i: int, j: int) -> list[str]:
         if metric == OVERALL:

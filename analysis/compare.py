@@ -163,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from judge._overall import overall_text
+
     print(f"Report: {config.out / 'report.html'} (also report.md, stats.json)")
     for row in stats.headline:
         cell = row.overall
@@ -170,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             interval = (
                 f" [{cell.ci_low:.3f}, {cell.ci_high:.3f}]" if cell.ci_low is not None else ""
             )
-            print(f"  {row.provider}: overall {cell.score:.3f}{interval}")
+            print(f"  {row.provider}: Overall {overall_text(cell.score)}{interval}")
     return 0
 
 

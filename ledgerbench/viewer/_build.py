@@ -367,6 +367,16 @@ def _compress_all(
     return details
 
 
+def _run_overall(run: RunData) -> dict[str, str]:
+    """Judge -> the run's Overall as every tool prints it (:func:`judge.overall`)."""
+    from judge._overall import overall_text, run_overall, scored_answers
+
+    return {
+        judge: overall_text(run_overall(scored_answers(by_key.values())))
+        for judge, by_key in sorted(run.scores.items())
+    }
+
+
 def _run_info(run: RunData) -> dict[str, Any]:
     manifest = run.manifest
     first = next(iter(run.records.values()), None)
@@ -377,6 +387,7 @@ def _run_info(run: RunData) -> dict[str, Any]:
         "model": manifest.model if manifest else first_data.get("model"),
         "records": len(run.records),
         "judges": sorted(run.scores),
+        "overall": _run_overall(run),
         "system_prompt": manifest.system_prompt if manifest else None,
     }
 

@@ -265,7 +265,10 @@
       `${INDEX.questions.length} questions × ${RUNS.length} run${RUNS.length === 1 ? "" : "s"}; built ${INDEX.generated_at}.`));
     root.append(el("ul", { class: "runs" }, RUNS.map((run) =>
       el("li", {}, el("strong", {}, run.name), ` — ${run.harness}${run.model ? ` / ${run.model}` : ""}, `,
-        `${run.records} records, judges: ${run.judges.length ? run.judges.join(", ") : "none"}`))));
+        `${run.records} records, judges: `,
+        run.judges.length
+          ? run.judges.map((j, n) => [n ? ", " : "", j, " (", el("span", { class: "overall", "data-judge": j }, `Overall ${run.overall[j]}`), ")"])
+          : "none"))));
     const bar = el("div", { class: "filters" },
       select("type", "task type", distinct("task_type").map((t) => [t, t]), filters.type, update("type")),
       select("scenario", "scenario", distinct("scenario").map((s) => [s, s]), filters.scenario, update("scenario")),
@@ -305,7 +308,7 @@
       trials.length > 1 ? el("span", { class: "trials" }, `×${trials.length}`) : null,
       el("span", { class: "num" }, seconds(first.l)),
       el("span", { class: "num", title: "tool calls" }, `${first.n} tools`),
-      el("span", { class: `num score ${scoreClass(score)}` }, score === null ? "unscored" : fmt(score)));
+      el("span", { class: `num score ${scoreClass(score)}`, title: "answer mean" }, score === null ? "unscored" : fmt(score)));
   }
   const scoreClass = (s) => (s === null ? "s-none" : s >= 0.999 ? "s-good" : s >= 0.5 ? "s-mid" : "s-bad");
 
@@ -388,7 +391,7 @@
 
   function verdict(judge, score) {
     const box = el("details", { class: "verdict", open: true },
-      el("summary", {}, `judge ${judge}: `, el("span", { class: `score ${scoreClass(score.overall ?? null)}` },
+      el("summary", {}, `judge ${judge}, answer mean: `, el("span", { class: `score ${scoreClass(score.overall ?? null)}` },
         score.status === "scored" ? (score.overall === null ? "unscored" : fmt(score.overall)) : score.status)));
     const table = el("table", { class: "dims" });
     for (const [dimension, result] of Object.entries(score.dimensions || {})) {
