@@ -286,6 +286,13 @@ def _asset(name: str) -> str:
     return resources.files("ledgerbench.viewer").joinpath(name).read_text(encoding="utf-8")
 
 
+def markdown_script() -> str:
+    """The safe markdown renderer (``markdown.js``: the global ``LedgerBenchMarkdown`` with
+    ``markdown(text)`` -> a DOM element, ``el``, ``link``), for any page that shows answers as
+    users see them: the viewer and the human grading packet."""
+    return _asset("markdown.js")
+
+
 def build_viewer(
     run_dirs: Iterable[Path],
     out_dir: Path,
@@ -393,7 +400,7 @@ def _run_info(run: RunData) -> dict[str, Any]:
 
 
 def _page(index: dict[str, Any], details: list[str]) -> str:
-    script = _asset("viewer.js")
+    script = markdown_script() + "\n" + _asset("viewer.js")
     style = _asset("viewer.css")
     csp = "; ".join(
         [
