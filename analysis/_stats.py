@@ -448,6 +448,7 @@ def fit_metric(
             task_types=tasks,
             min_observations=settings.min_observations,
             all_pairs=True,
+            se=settings.se.value,
         )
         model, metric_guards = analyse_metric(inp)
         guards.extend(metric_guards)
@@ -503,7 +504,9 @@ def pair_contrasts(
         if values is None:
             contrast.not_tested_reason = f"no {metric} scores in {task_type}"
             continue
-        fit = _fit_pair_cell(values[[i, j]], (first, second), metric, task_type, guards)
+        fit = _fit_pair_cell(
+            values[[i, j]], (first, second), metric, task_type, guards, settings.se.value
+        )
         if isinstance(fit, str):
             contrast.not_tested_reason = fit
             continue
@@ -579,6 +582,7 @@ def _fit_pair_cell(
     metric: str,
     task_type: str,
     guards: list[Guard],
+    se: str = "observed",
 ) -> tuple[tuple[float, float], FitSummary] | str:
     """``score ~ provider + (1 | question)`` for two providers in one task type (``values`` is
     ``[2, n]``): ((estimate, se), summary), or the reason it was not estimated (guard recorded)."""
@@ -615,7 +619,7 @@ def _fit_pair_cell(
             )
     rows, questions = np.nonzero(present)
     exog = pd.DataFrame({"Intercept": np.ones(len(rows)), "second": rows.astype(float)})
-    fit = fit_random_intercept(values[rows, questions], exog, questions)
+    fit = fit_random_intercept(values[rows, questions], exog, questions, se=se)
     se = math.sqrt(fit.cov[1, 1]) if fit.cov[1, 1] > 0 else math.nan
     if not fit.residual_variance > RESIDUAL_FLOOR or not math.isfinite(se):
         return stop(
