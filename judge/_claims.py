@@ -130,15 +130,30 @@ def record_spans(text: str, key: str) -> list[tuple[int, int]]:
     return spans
 
 
-def units_naming_only(text: str, concerned: set[str]) -> list[tuple[int, int]]:
-    """The units that name no record outside ``concerned`` (ids, case-folded): a figure there
-    can be a statement about the records a fact concerns, never about another record."""
-    kept = []
-    for unit in units(text):
-        named = {m.token.casefold() for m in id_mentions(text, unit.start, unit.end)}
-        if named <= concerned:
-            kept.append((unit.start, unit.end))
-    return kept
+def attached_record(text: str, position: int) -> str | None:
+    """The record (id, case-folded) a figure at ``position`` is attached to: in a table row the
+    row's first id (its record), in a list item or clause the id it follows (or, when the unit
+    puts figures first, the id it precedes); None when its unit names no record."""
+    unit = unit_of(text, position)
+    if unit is None:
+        return None
+    named = id_mentions(text, unit.start, unit.end)
+    if not named:
+        return None
+    if unit.kind == "row":
+        return named[0].token.casefold()
+    figures = [
+        n.start
+        for n in x.find_numbers(text)
+        if unit.start <= n.start < unit.end and (n.has_currency or n.grouped)
+    ]
+    before = [m for m in named if m.end <= position]
+    after = [m for m in named if m.start >= position]
+    ids_first = not figures or named[0].start < figures[0]
+    chosen = (
+        (before[-1] if before else after[0]) if ids_first else (after[0] if after else before[-1])
+    )
+    return chosen.token.casefold()
 
 
 def unit_of(text: str, position: int) -> Unit | None:

@@ -169,7 +169,10 @@ def ground_truth_text(question: Question) -> str:
         lines.append("Expected facts:")
         for fact in question.expected:
             tolerance = f" (tolerance {fact.tolerance})" if fact.tolerance else ""
-            lines.append(f"- {fact.field} [{fact.kind}]: {fact.value}{tolerance}")
+            what = ", ".join(filter(None, [fact.kind, fact.currency, fact.side]))
+            also = "".join(f" or {e.currency} {e.value}" for e in fact.equivalents)
+            whole = " (the whole set)" if fact.complete else ""
+            lines.append(f"- {fact.field} [{what}]: {fact.value}{also}{tolerance}{whole}")
     return "\n".join(lines)
 
 

@@ -325,8 +325,8 @@ _WRONG = {
 
 
 def reference_ids(question: Question | None, fact: ExpectedFact) -> set[str]:
-    """The records the reference answer attaches the fact's value to: the ids of the units of
-    the reference text that state it (case-folded)."""
+    """The records the reference answer attaches the fact's value to (case-folded ids; see
+    :func:`judge._claims.attached_record`)."""
     if question is None or not question.ground_truth:
         return set()
     return set(_reference_ids(question.ground_truth, float(fact.value)))
@@ -334,15 +334,12 @@ def reference_ids(question: Question | None, fact: ExpectedFact) -> set[str]:
 
 @functools.lru_cache(maxsize=1024)
 def _reference_ids(text: str, value: float) -> frozenset[str]:
-    found: set[str] = set()
-    for unit in claims.units(text):
-        states = any(
-            unit.start <= m.start < unit.end and abs(abs(m.value) - abs(value)) < 0.006
-            for m in x.find_numbers(text)
-        )
-        if states:
-            found |= {m.token.casefold() for m in claims.id_mentions(text, unit.start, unit.end)}
-    return frozenset(found)
+    found = {
+        claims.attached_record(text, m.start)
+        for m in x.find_numbers(text)
+        if abs(abs(m.value) - abs(value)) < 0.006
+    }
+    return frozenset(found - {None})
 
 
 def _check_amount(
@@ -361,14 +358,13 @@ def _check_amount(
     rights = [r.mention for r in readings if r.kind == "right"]
     if not scope:  # answer-level: a figure counts where it can be about what the fact concerns
         named = set(concerned) | reference_ids(question, fact)
-        for mention in rights:
-            unit = claims.unit_of(answer, mention.start)
-            if unit is not None:
-                named |= {
-                    m.token.casefold() for m in claims.id_mentions(answer, unit.start, unit.end)
-                }
-        # Knowing nothing of the records the fact is about, every figure may be about it.
-        scope = claims.units_naming_only(answer, named) if named or rights else [(0, len(answer))]
+        named |= {claims.attached_record(answer, m.start) for m in rights} - {None}
+        known = bool(named or rights)  # knowing nothing of its records, any figure may be its
+        scope = [
+            (m.start, m.end)
+            for m in mentions
+            if not known or claims.attached_record(answer, m.start) in named | {None}
+        ]
     # A table row that states the fact right holds other columns, not other statements of it.
     rows = {u for m in rights if (u := claims.unit_of(answer, m.start)) and u.kind == "row"}
     wrong = [

@@ -363,10 +363,14 @@ def wrong_as_of(question: Question, answer: str, ctx: Context) -> str | None:
 
 
 def table_cell_wrong(question: Question, answer: str, ctx: Context) -> str | None:
-    """A table cell with an expected amount +1% while the prose states the right figure."""
+    """A table cell with an expected amount +1% while the prose states the right figure (not
+    for a value the reference answer itself gives for two things: a total equal to its only line,
+    whose table cell states the line)."""
     from judge import _claims as claims
 
     for fact in _amount_facts(question):
+        if len(_amount_spans(question.ground_truth or "", fact)) > 1:
+            continue  # the reference gives this value twice (a total equal to its one line)
         spans = _amount_spans(answer, fact)
         kinds = [
             (claims.unit_of(answer, s).kind if claims.unit_of(answer, s) else "")

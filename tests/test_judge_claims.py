@@ -347,3 +347,21 @@ def test_counts_in_words_to_any_size(written: str, value: int) -> None:
 )
 def test_yes_or_no_anywhere_in_the_first_sentence(answer: str, said: bool | None) -> None:
     assert x.says_boolean(answer, True) is (None if said is None else said)
+
+
+def test_a_line_item_near_the_total_is_that_items_figure() -> None:
+    """The total of two invoices, one of them 93% of it: the table row of that invoice states the
+    invoice's figure, not the total (the reference attaches the total to the customer only)."""
+    q = question(
+        ground_truth="Shaw & Marshall LLC (SYNCUS-0328) in USMF has 2 unpaid invoice(s) totalling "
+        "EUR 2,276.84, largest first: FTI-0000737 open EUR 2,111.24; CIV-0001474 open EUR 165.60.",
+        expected=[amount(2276.84, field="unpaid_total", currency="EUR", side="debit")],
+        query="Show the open invoices for Shaw & Marshall LLC in USMF.",
+    )
+    answer = (
+        "Shaw & Marshall LLC (SYNCUS-0328) has 2 unpaid invoices totalling EUR 2,276.84, largest "
+        "first: FTI-0000737; CIV-0001474.\n\n| Invoice | Open |\n|---|---|\n"
+        "| FTI-0000737 | 2,111.24 |\n| CIV-0001474 | 165.60 |"
+    )
+    assert accuracy(q, answer)[0] == 1.0
+    assert accuracy(q, answer.replace("EUR 2,276.84", "EUR 2,299.61"))[0] == 0.0
