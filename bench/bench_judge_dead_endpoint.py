@@ -15,7 +15,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -23,6 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ledgerbench.dataset import Dimension  # noqa: E402
+from tests.fakes.dead_server import silent_server  # noqa: E402
 from tests.fakes.judge_data import question, trajectory, write_run  # noqa: E402
 
 
@@ -43,25 +43,6 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _silent_server() -> tuple[str, threading.Event]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    stop, held = threading.Event(), []
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-        server.close()
-
-    threading.Thread(target=accept, daemon=True).start()
-    return f"http://127.0.0.1:{server.getsockname()[1]}/v1", stop
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each case (3)")
@@ -79,9 +60,8 @@ def main() -> int:
                 if case == "refused":
                     seconds, last = _stop_time(run_dir, f"http://127.0.0.1:{_free_port()}/v1")
                 else:
-                    base_url, stop = _silent_server()
-                    seconds, last = _stop_time(run_dir, base_url)
-                    stop.set()
+                    with silent_server() as base_url:
+                        seconds, last = _stop_time(run_dir, base_url)
                 times.append(seconds)
             print(
                 f"{case}: median {statistics.median(times):.1f} s (max {max(times):.1f} s, "

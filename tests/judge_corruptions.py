@@ -244,28 +244,29 @@ def wrong_currency(question: Question, answer: str, ctx: Context) -> str | None:
     return _replace(answer, spans, texts) if spans else None
 
 
-def _marked(question: Question, answer: str, side: str, mark_for: dict[str, str]) -> str | None:
+def _marked(question: Question, answer: str, marks: dict[str, str]) -> str | None:
+    """Every positive expected amount whose side is in ``marks`` followed by that side's mark."""
     spans, texts = [], []
     for fact in _amount_facts(question):
-        if fact.side != side or float(fact.value) < 0:
+        if fact.side not in marks or float(fact.value) < 0:
             continue
         for _start, _end, match in _amount_spans(answer, fact):
             end = match.end("cur2") if match.group("cur2") else match.end("num")
             if (end, end) in spans:
                 continue
             spans.append((end, end))
-            texts.append(f" {mark_for[side]}")
+            texts.append(f" {marks[fact.side]}")
     return _replace(answer, spans, texts) if spans else None
 
 
 def debit_written_as_credit(question: Question, answer: str, ctx: Context) -> str | None:
     """A debit (a receivable, an AR invoice) marked CR: ``GBP 2,790.96 CR``."""
-    return _marked(question, answer, "debit", {"debit": "CR"})
+    return _marked(question, answer, {"debit": "CR"})
 
 
 def credit_written_as_debit(question: Question, answer: str, ctx: Context) -> str | None:
     """A credit (a payable, a customer payment) marked DR."""
-    return _marked(question, answer, "credit", {"credit": "DR"})
+    return _marked(question, answer, {"credit": "DR"})
 
 
 def _record_amount_facts(question: Question) -> list[tuple[str, ExpectedFact]]:
@@ -548,17 +549,7 @@ def yes_no_after_lead_in(question: Question, answer: str, ctx: Context) -> str |
 
 def marked_on_its_side(question: Question, answer: str, ctx: Context) -> str | None:
     """Every amount with a ledger side marked with its own side: debits DR, credits CR."""
-    spans, texts = [], []
-    for fact in _amount_facts(question):
-        if fact.side is None or float(fact.value) < 0:
-            continue
-        for _start, _end, match in _amount_spans(answer, fact):
-            end = match.end("cur2") if match.group("cur2") else match.end("num")
-            if (end, end) in spans:
-                continue
-            spans.append((end, end))
-            texts.append(" DR" if fact.side == "debit" else " CR")
-    return _replace(answer, spans, texts) if spans else None
+    return _marked(question, answer, {"debit": "DR", "credit": "CR"})
 
 
 def in_the_other_currency(question: Question, answer: str, ctx: Context) -> str | None:

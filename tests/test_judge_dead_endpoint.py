@@ -11,8 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -20,6 +18,7 @@ import pytest
 from judge._runner import read_scores
 from ledgerbench.dataset import Dimension
 from tests.conftest import REPO_ROOT, free_port
+from tests.fakes.dead_server import silent_server
 from tests.fakes.judge_data import question, trajectory, write_run
 from tests.fakes.judge_openai_chat import chat_adapter_reply, serve_fake_chat
 
@@ -51,35 +50,6 @@ def _one_error_line(done: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1, done.stderr  # one line, no traceback
     assert lines[0].startswith("error: ") and "Traceback" not in done.stderr
     return lines[0]
-
-
-@contextmanager
-def silent_server() -> Iterator[str]:
-    """A server that accepts every connection and never answers."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        for conn in held:
-            conn.close()
-        server.close()
 
 
 def test_connection_refused_stops_at_the_preflight_with_one_line(tmp_path) -> None:
