@@ -60,8 +60,8 @@ def main() -> int:
                 if case == "refused":
                     seconds, last = _stop_time(run_dir, f"http://127.0.0.1:{_free_port()}/v1")
                 else:
-                    with silent_server() as base_url:
-                        seconds, last = _stop_time(run_dir, base_url)
+                    with silent_server() as server:
+                        seconds, last = _stop_time(run_dir, server.url)
                 times.append(seconds)
             print(
                 f"{case}: median {statistics.median(times):.1f} s (max {max(times):.1f} s, "

@@ -52,11 +52,26 @@ def _one_error_line(done: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-def test_connection_refused_stops_at_the_preflight_with_one_line(tmp_path) -> None:
+def test_connection_refused_stops_at_the_preflight_with_one_line(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    from judge.run import main
+
     run_dir = _run(tmp_path)
-    done, seconds = _judge(run_dir, f"http://127.0.0.1:{free_port()}/v1", "--no-progress")
-    line = _one_error_line(done)
-    assert seconds < LIMIT_S
+    # In this process, so that only the judge's own time counts (not an interpreter's start on
+    # a loaded machine; bench/bench_judge_dead_endpoint.py times the whole command).
+    monkeypatch.setenv("JUDGE_TEST_KEY", "k")
+    argv = [str(run_dir), "--judge", "openai/gpt-4o-mini", "--api-key-env", "JUDGE_TEST_KEY",
+            "--base-url", f"http://127.0.0.1:{free_port()}/v1", "--no-progress"]  # fmt: skip
+    started = time.monotonic()
+    code = main(argv)
+    seconds = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert code == 2 and seconds < LIMIT_S
+    assert len([x for x in err.splitlines() if x.strip()]) == 1 and "Traceback" not in err
+
+    done, _ = _judge(run_dir, f"http://127.0.0.1:{free_port()}/v1", "--no-progress")
+    line = _one_error_line(done)  # the real command: the same one line
     assert "does not answer" in line and "Connection refused" in line
     assert "check --base-url" in line and "resume with: python -m judge.run" in line
     # Nothing was written: another attempt (another port) is not refused as a changed setting.
@@ -68,10 +83,14 @@ def test_connection_refused_stops_at_the_preflight_with_one_line(tmp_path) -> No
 
 def test_a_server_that_never_answers_stops_within_30_seconds(tmp_path) -> None:
     run_dir = _run(tmp_path)
-    with silent_server() as base_url:
-        done, seconds = _judge(run_dir, base_url, "--no-progress")
+    with silent_server() as server:
+        done, _ = _judge(run_dir, server.url, "--no-progress")
+        stopped = time.monotonic()
     line = _one_error_line(done)
-    assert seconds < LIMIT_S, seconds
+    # From the judge's first call to its exit (the interpreter's start on a loaded machine is
+    # not the endpoint's doing; bench/bench_judge_dead_endpoint.py times the whole command).
+    assert server.accepted and stopped - server.accepted[0] < LIMIT_S
+    assert len(server.accepted) == 1  # one pre-flight call, nothing after it
     assert "does not answer" in line and "timed out" in line
 
 
@@ -110,7 +129,7 @@ def test_the_circuit_breaker_stops_after_n_records_in_a_row_and_the_run_resumes(
     thread.start()
     try:
         base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        done, seconds = _judge(
+        done, _ = _judge(
             run_dir, base_url, "--concurrency", "1", "--max-consecutive-infra-failures", "2",
             "--no-progress",
         )  # fmt: skip
@@ -120,7 +139,9 @@ def test_the_circuit_breaker_stops_after_n_records_in_a_row_and_the_run_resumes(
     line = _one_error_line(done)
     assert "stopped after 2 records in a row could not reach the judge model" in line
     assert "resume with: python -m judge.run" in line and "--max-consecutive-infra-failures" in line
-    assert seconds < LIMIT_S and server.dropped >= 2
+    # 2 records x 3 attempts each (the judge's transport retries), then the stop; the record
+    # already running on the one worker finishes, the one queued behind it is cancelled
+    assert 2 * 3 <= server.dropped <= 3 * 3
     scores_path = run_dir / "scores" / "openai-gpt-4o-mini.jsonl"
     written, _ = read_scores(scores_path)
     assert 2 <= len(written) < 6  # stopped early, not a judge_error for every record

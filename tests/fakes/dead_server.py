@@ -5,17 +5,27 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+
+@dataclass
+class SilentServer:
+    url: str
+    """Base URL of an OpenAI-compatible endpoint on it: ``http://127.0.0.1:PORT/v1``."""
+    accepted: list[float] = field(default_factory=list)
+    """``time.monotonic()`` of every connection it accepted (and never answered)."""
 
 
 @contextmanager
-def silent_server() -> Iterator[str]:
-    """A loopback server that accepts every connection and never answers; yields the base URL of
-    an OpenAI-compatible endpoint on it (``http://127.0.0.1:PORT/v1``)."""
+def silent_server() -> Iterator[SilentServer]:
+    """A loopback server that accepts every connection and never answers."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(64)
+    state = SilentServer(f"http://127.0.0.1:{server.getsockname()[1]}/v1")
     held: list[socket.socket] = []
     stop = threading.Event()
 
@@ -26,11 +36,12 @@ def silent_server() -> Iterator[str]:
                 held.append(server.accept()[0])
             except OSError:
                 continue
+            state.accepted.append(time.monotonic())
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+        yield state
     finally:
         stop.set()
         thread.join(timeout=5)
