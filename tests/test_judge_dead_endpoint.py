@@ -81,6 +81,7 @@ def test_connection_refused_stops_at_the_preflight_with_one_line(
     assert "does not answer" in _one_error_line(again)
 
 
+@pytest.mark.slow  # waits out the 15 s pre-flight on a real socket
 def test_a_server_that_never_answers_stops_within_30_seconds(tmp_path) -> None:
     run_dir = _run(tmp_path)
     with silent_server() as server:
@@ -121,6 +122,7 @@ class _PreflightThenDrop(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+@pytest.mark.slow  # two judge commands against real servers, with transport back-off
 def test_the_circuit_breaker_stops_after_n_records_in_a_row_and_the_run_resumes(tmp_path) -> None:
     run_dir = _run(tmp_path)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _PreflightThenDrop)
