@@ -258,8 +258,10 @@ def server_start(world: Path, repeats: int = 5) -> None:
             server.stop()
     median = statistics.median(times)
     print(f"== world server start (runner's path, {repeats} starts)")
-    print(f"  median {median:.2f} s, max {max(times):.2f} s; target: under 3 s added to a run -> "
-          f"{'met' if median < 3 else 'MISSED'}")
+    print(
+        f"  median {median:.2f} s, max {max(times):.2f} s; target: under 3 s added to a run -> "
+        f"{'met' if median < 3 else 'MISSED'}"
+    )
 
 
 def main() -> None:

@@ -124,7 +124,7 @@ def check_research_amount(answer: str, fact: ExpectedFact) -> tuple[bool, str]:
             if abs(value - expected) > allowed:
                 continue
             currency = _mention_currency(text, mention.start, mention.end)
-            if currency and fact.unit in CURRENCY_MARKS and currency != fact.unit:
+            if currency and fact.currency in CURRENCY_MARKS and currency != fact.currency:
                 wrong_currency = currency
                 continue
             year = _period_year(fact)
@@ -134,7 +134,7 @@ def check_research_amount(answer: str, fact: ExpectedFact) -> tuple[bool, str]:
                 continue
             return True, ""
     if wrong_currency:
-        return False, f"states the figure in {wrong_currency}, the key is in {fact.unit}"
+        return False, f"states the figure in {wrong_currency}, the key is in {fact.currency}"
     if wrong_period:
         return False, f"states the figure for fiscal {wrong_period}, the key is {fact.period}"
     return False, ""

@@ -292,7 +292,7 @@ def amount(
         field=field_name,
         value=float(value),
         tolerance=AMOUNT_TOLERANCE,
-        unit=company.currency,
+        currency=company.currency,
         scale="millions",
         period=period,
         basis=basis,

@@ -76,7 +76,7 @@ def test_every_key_is_well_formed_and_its_gold_documents_state_it_by_the_as_of_d
             assert "accuracy" in {d.value for d in item.tags}
             for fact in item.expected:
                 if fact.kind == "amount" and fact.scale:
-                    assert fact.unit in {"USD", "EUR", "GBP"} and fact.scale == "millions"
+                    assert fact.currency in {"USD", "EUR", "GBP"} and fact.scale == "millions"
                     assert fact.period, (item.id, fact.field)
                 if (fact.kind == "amount" and fact.scale) or fact.kind == "percent":
                     assert fact.sources, (item.id, fact.field)

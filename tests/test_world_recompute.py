@@ -413,7 +413,7 @@ def test_wrong_keys_are_caught(keyed: KeyedWorld):
         "value": _with_fact(amount, 0, value=fact.value + 0.2),
         "period": _with_fact(amount, 0, period=f"FY{int(fact.period[2:]) - 1}"),
         "basis": _with_fact(amount, 0, basis="non-GAAP"),
-        "unit": _with_fact(amount, 0, unit="EUR" if fact.unit != "EUR" else "USD"),
+        "currency": _with_fact(amount, 0, currency="EUR" if fact.currency != "EUR" else "USD"),
         "gold document that states something else": _with_fact(
             amount, 0, sources=[*fact.sources, unrelated.url]
         ),

@@ -54,6 +54,7 @@ class Fact:
     tolerance: float = 0.0
     ordered: bool = True
     unit: str | None = None
+    currency: str | None = None
     scale: str | None = None
     period: str | None = None
     basis: str | None = None
@@ -152,7 +153,7 @@ class Recompute:
             field_,
             figure.value,
             0.05,
-            unit=self.currency(figure.company),
+            currency=self.currency(figure.company),
             scale="millions",
             period=figure.period,
             basis=basis,
@@ -246,7 +247,7 @@ class Recompute:
             "market_cap",
             value,
             float(value / 1000),
-            unit=info.currency,
+            currency=info.currency,
             scale="millions",
             period=day.isoformat(),
             subject=subject,
@@ -398,7 +399,7 @@ def free_cash_flow(rc, company, params, as_of):
             "free_cash_flow",
             cfo.value - capex.value,
             0.05,
-            unit=rc.currency(company),
+            currency=rc.currency(company),
             scale="millions",
             period=period,
             basis="GAAP",
@@ -424,7 +425,7 @@ def net_debt(rc, company, params, as_of):
             "net_debt",
             debt.value - cash.value,
             0.05,
-            unit=rc.currency(company),
+            currency=rc.currency(company),
             scale="millions",
             period=period,
             basis="GAAP",
@@ -626,7 +627,7 @@ def _round_facts(rc, company, statements: list[Event], as_of, fields=None) -> li
             "round_amount",
             amount[0],
             0.05,
-            unit=first.details["currency"],
+            currency=first.details["currency"],
             scale="millions",
             period=day,
             half_unit=amount[1],
@@ -638,7 +639,7 @@ def _round_facts(rc, company, statements: list[Event], as_of, fields=None) -> li
             "post_money_valuation",
             post[0],
             0.05,
-            unit=first.details["currency"],
+            currency=first.details["currency"],
             scale="millions",
             period=day,
             half_unit=post[1],
@@ -669,7 +670,7 @@ def total_raised(rc, company, params, as_of):
             "total_raised",
             sum(a for a, _ in amounts),
             0.05,
-            unit=rounds[0][0].details["currency"],
+            currency=rounds[0][0].details["currency"],
             scale="millions",
             period=as_of.isoformat(),
             # amounts written to 0.1 million add up exactly; each written in billions adds
@@ -694,7 +695,7 @@ def regulatory_action(rc, company, params, as_of):
             "fine",
             last.details["amount"],
             0.05,
-            unit=last.details["currency"],
+            currency=last.details["currency"],
             scale="millions",
             period=last.date.isoformat(),
             half_unit=last.details["half_unit"],
@@ -951,7 +952,7 @@ def _compare_fact(rc: Recompute, item, key, mine: Fact, miss) -> None:
             miss(f"{label} list", key.value, mine.value)
     elif key.value != mine.value:
         miss(f"{label} value", key.value, mine.value)
-    for attribute in ("unit", "scale", "period", "basis"):
+    for attribute in ("unit", "currency", "scale", "period", "basis"):
         if getattr(key, attribute) != getattr(mine, attribute):
             miss(f"{label} {attribute}", getattr(key, attribute), getattr(mine, attribute))
     _check_sources(rc, item, key, mine, label, miss)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,14 @@ import yaml
 from pydantic import ValidationError
 
 from ledgerbench.dataset._published import convert_published, is_published_format
-from ledgerbench.dataset._records import Dataset, DatasetHeader, Dimension, Question, TaskType
+from ledgerbench.dataset._records import (
+    Dataset,
+    DatasetHeader,
+    Dimension,
+    ExpectedFact,
+    Question,
+    TaskType,
+)
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -260,6 +268,7 @@ def _item_problems(item: Question) -> list[str]:
             )
         if fact.tolerance < 0:
             problems.append(f"expected {fact.field}: tolerance must be >= 0")
+        problems += _fact_extras_problems(fact)
     if item.record_refs:
         # Imported here: the ERP catalogue pulls in the ORM, which plain dataset users never need.
         from synthetic_erp._catalog import parse_record_url
@@ -274,6 +283,32 @@ def _item_problems(item: Question) -> list[str]:
     return problems
 
 
+def _fact_extras_problems(fact: ExpectedFact) -> list[str]:
+    """The fields that belong to one kind of fact are set only on that kind."""
+    problems = []
+    amount_only = {
+        "currency": fact.currency is not None,
+        "side": fact.side is not None,
+        "equivalents": bool(fact.equivalents),
+    }
+    if fact.kind != "amount":
+        problems += [
+            f"expected {fact.field}: {name} is for amounts only"
+            for name, given in amount_only.items()
+            if given
+        ]
+    if fact.complete and fact.kind != "top_n":
+        problems.append(f"expected {fact.field}: complete is for top_n lists only")
+    codes = [fact.currency] if fact.currency else []
+    codes += [money.currency for money in fact.equivalents]
+    problems += [
+        f"expected {fact.field}: currency {code!r} is not an ISO code such as USD"
+        for code in codes
+        if not re.fullmatch(r"[A-Z]{3}", code)
+    ]
+    return problems
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -283,10 +318,21 @@ def _is_number(value: Any) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 
+LATER_FACT_FIELDS = ("currency", "side", "equivalents", "complete")
+"""ExpectedFact fields added after format version 1 was first written: hashed only when set, so a
+dataset that does not use them keeps the hash it had before they existed (and its runs resume)."""
+
+
 def canonical_json(dataset: Dataset) -> str:
-    return json.dumps(
-        dataset.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    data = dataset.model_dump(mode="json")
+    defaults = {name: ExpectedFact.model_fields[name].get_default(call_default_factory=True)
+                for name in LATER_FACT_FIELDS}  # fmt: skip
+    for item in data["items"]:
+        for fact in item["expected"]:
+            for name, default in defaults.items():
+                if fact.get(name) == default:
+                    del fact[name]
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def dataset_hash(dataset: Dataset) -> str:

@@ -63,8 +63,22 @@ ExpectedKind = Literal[
 ]
 
 
+class Money(_Strict):
+    """An amount in one currency."""
+
+    value: float
+    currency: str
+    """ISO 4217 code, e.g. ``USD``."""
+
+
+LedgerSide = Literal["debit", "credit"]
+
+
 class ExpectedFact(_Strict):
-    """A fact a program can check in an answer."""
+    """A fact a program can check in an answer.
+
+    ``currency``, ``side``, ``equivalents`` and ``complete`` came with the rules of issue 25;
+    files written before them load unchanged (the defaults check nothing more than before)."""
 
     kind: ExpectedKind
     """amount (money, any common format), count, id (an account or document id), name, date,
@@ -79,8 +93,24 @@ class ExpectedFact(_Strict):
     """Absolute tolerance for amounts, counts and percents."""
     ordered: bool = True
     """For ``top_n``: whether the order matters."""
+    currency: str | None = None
+    """For ``amount``: the ISO currency of ``value`` (``USD``). A figure written with another
+    currency's code or symbol states another amount. None: the currency is not checked."""
+    side: LedgerSide | None = None
+    """For ``amount``: the ledger side of a positive ``value`` (``debit``: a receivable, an AR
+    invoice, an AP payment; ``credit``: a payable, a vendor invoice, a customer payment). An answer
+    that marks the figure with the other side (``CR``/``DR``, "credit balance") states its
+    negative. None: the amount has no side (a credit limit) and such marks are not read."""
+    equivalents: list[Money] = Field(default_factory=list)
+    """For ``amount``: the same amount in other currencies (an invoice in its document currency
+    and in the accounting currency). An answer may state any one of them instead of ``value``,
+    written with its currency."""
+    complete: bool = False
+    """For ``top_n``: the list holds every record that qualifies, so an answer that names
+    another record of the same kind (an id the reference answer does not mention) is wrong."""
     unit: str | None = None
-    """Research facts: the currency of an amount (USD, EUR, GBP), or percent, employees, shares."""
+    """Research facts: what a figure that is no amount counts: ``percent``, ``employees`` or
+    ``shares`` (an amount's currency is ``currency``)."""
     scale: Literal["units", "thousands", "millions", "billions"] | None = None
     """Research facts: the scale ``value`` and ``tolerance`` are in (amounts: millions)."""
     period: str | None = None
