@@ -98,7 +98,9 @@ def prior_year(question: Question, answer: str, ledger: Ledger) -> str | None:
     prior = ledger.value(question.metadata["company_id"], metric, f"FY{year - 1}")
     if prior is None:
         return None
-    return _replace(answer, _money(Decimal(str(fact.value)), fact.currency), _money(prior, fact.currency))
+    return _replace(
+        answer, _money(Decimal(str(fact.value)), fact.currency), _money(prior, fact.currency)
+    )
 
 
 def thousands_as_millions(question: Question, answer: str, ledger: Ledger) -> str | None:
