@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from erp_mcp._middleware import MAX_LATENCY_MS, FaultConfig
+if TYPE_CHECKING:
+    from erp_mcp._middleware import FaultConfig
 
 
 class UsageError(Exception):
@@ -91,6 +93,8 @@ def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
 
 def fault_config(args: argparse.Namespace) -> FaultConfig:
     """The fault flags as a checked :class:`FaultConfig` (a UsageError names a bad one)."""
+    from erp_mcp._middleware import MAX_LATENCY_MS, FaultConfig
+
     if not (math.isfinite(args.error_rate) and 0 <= args.error_rate <= 1):
         raise UsageError(f"--error-rate must be between 0 and 1, got {args.error_rate}")
     for flag, value in (("--latency-ms", args.latency_ms), ("--jitter-ms", args.jitter_ms)):

@@ -5,15 +5,17 @@ Per question the harness runs::
     claude -p --output-format stream-json --verbose --include-partial-messages
         --no-session-persistence --model M [--effort E] --max-turns 20
         --append-system-prompt <shared instructions>
-        --mcp-config <file holding only the ERP server> --strict-mcp-config
-        --tools WebSearch,WebFetch --allowedTools mcp__erp WebSearch WebFetch
+        --mcp-config <file holding only the ERP and research-world servers> --strict-mcp-config
+        --tools "" --allowedTools mcp__erp mcp__world
         --disallowedTools <every file, shell, agent and task tool> --permission-mode dontAsk
         -- <question>
 
 Choices, and why:
 
-- ``--tools WebSearch,WebFetch`` (``--tools ""`` with ``--harness-opt web=false``): the built-in set
-  is cut to the web tools, so no file, shell or agent tool exists at all; ``--disallowedTools``
+- ``--tools ""``: no built-in tool at all with ``--research world`` (the default: research goes to
+  the world's MCP tools, ``mcp__world``), ``none`` or ``golden``. With ``--research web`` it is
+  ``--tools WebSearch,WebFetch`` (``--tools ""`` with ``--harness-opt web=false``) and the config
+  holds the ERP alone. Either way no file, shell or agent tool exists at all; ``--disallowedTools``
   repeats the denial as a second lock. An explicit built-in list also makes the CLI offer the MCP
   tools directly with their schemas, instead of deferring them behind ``ToolSearch`` (an extra
   turn).
@@ -62,6 +64,7 @@ from harnesses._protocol import (
     AgentEnvironment,
     AgentOutcome,
     AgentTask,
+    ErpEndpoint,
     ErpUnavailableError,
     HarnessOptions,
     ProviderError,
@@ -77,6 +80,7 @@ PINNED_CLI_VERSION = "2.1.332"
 """The CLI version the harness is tested against (.ci/run installs it; README says so)."""
 INSTALL_COMMAND = f"npm install -g @anthropic-ai/claude-code@{PINNED_CLI_VERSION}"
 ERP_SERVER_NAME = "erp"
+WORLD_SERVER_NAME = "world"
 DEFAULT_MAX_TURNS = 20
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 WEB_TOOLS = ("WebSearch", "WebFetch")
@@ -101,6 +105,7 @@ PASSED_VARIABLES = (
 """Environment the CLI inherits besides the credentials; everything else is left behind."""
 
 TOKEN_VARIABLE = "LEDGERBENCH_ERP_TOKEN"
+WORLD_TOKEN_VARIABLE = "LEDGERBENCH_WORLD_TOKEN"
 TERM_GRACE_S = 0.3
 EXIT_GRACE_S = 1.0
 """After the ``result`` event, how long the CLI may take to exit before its group is ended."""
@@ -202,22 +207,34 @@ def check_credentials(environ: dict[str, str] | os._Environ[str] | None = None) 
 
 
 def mcp_config(env: AgentEnvironment, transport: str) -> dict[str, Any]:
-    """The ``--mcp-config`` document: the ERP server only, its token as ``${VARIABLE}``, and over
-    HTTP the trial header (the server keys its fault draws and audit entries by it)."""
-    erp = env.erp
+    """The ``--mcp-config`` document: the ERP server and, with ``--research world``, the world's
+    (nothing else: the config is strict); tokens as ``${VARIABLE}``, and over HTTP the trial
+    header (the servers key their fault draws and audit entries by it)."""
+    servers = {ERP_SERVER_NAME: _mcp_server_entry(env.erp, transport, TOKEN_VARIABLE, "ERP")}
+    if env.world is not None:
+        servers[WORLD_SERVER_NAME] = _mcp_server_entry(
+            env.world, transport, WORLD_TOKEN_VARIABLE, "research world"
+        )
+    return {"mcpServers": servers}
+
+
+def _mcp_server_entry(
+    endpoint: ErpEndpoint, transport: str, token_variable: str, what: str
+) -> dict[str, Any]:
     if transport == "stdio":
-        if not erp.stdio_command:
-            raise ClaudeCliError("--harness-opt erp_transport=stdio: the ERP has no stdio command")
-        command, *args = erp.stdio_command
-        server: dict[str, Any] = {"type": "stdio", "command": command, "args": list(args)}
-    else:
-        server = {"type": "http", "url": erp.url}
-        headers = {"Authorization": f"Bearer ${{{TOKEN_VARIABLE}}}"} if erp.token else {}
-        if erp.trial:  # not a secret: written as it is
-            headers[TRIAL_HEADER] = erp.trial
-        if headers:
-            server["headers"] = headers
-    return {"mcpServers": {ERP_SERVER_NAME: server}}
+        if not endpoint.stdio_command:
+            raise ClaudeCliError(
+                f"--harness-opt erp_transport=stdio: the {what} has no stdio command"
+            )
+        command, *args = endpoint.stdio_command
+        return {"type": "stdio", "command": command, "args": list(args)}
+    server: dict[str, Any] = {"type": "http", "url": endpoint.url}
+    headers = {"Authorization": f"Bearer ${{{token_variable}}}"} if endpoint.token else {}
+    if endpoint.trial:  # not a secret: written as it is
+        headers[TRIAL_HEADER] = endpoint.trial
+    if headers:
+        server["headers"] = headers
+    return server
 
 
 def build_command(
@@ -230,9 +247,13 @@ def build_command(
     effort: str | None,
     max_turns: int,
     web: bool,
+    world: bool = False,
 ) -> list[str]:
-    """The CLI's argv. The question comes last, after ``--``, so variadic options cannot eat it."""
-    allowed = [f"mcp__{ERP_SERVER_NAME}", *(WEB_TOOLS if web else ())]
+    """The CLI's argv. The question comes last, after ``--``, so variadic options cannot eat it.
+    ``web`` allows the built-in WebSearch/WebFetch (``--research web`` only); ``world`` the
+    research world's MCP tools."""
+    servers = [ERP_SERVER_NAME, *([WORLD_SERVER_NAME] if world else [])]
+    allowed = [*(f"mcp__{name}" for name in servers), *(WEB_TOOLS if web else ())]
     argv = [binary, "-p", "--output-format", "stream-json", "--verbose"]
     argv += ["--include-partial-messages", "--no-session-persistence"]
     if model:
@@ -355,18 +376,21 @@ class ClaudeCliHarness:
             model=self.model,
             effort=self.effort,
             max_turns=self.max_turns,
-            web=self.web,
+            web=self.web and env.web_allowed,
+            world=env.world is not None,
         )
         child_env = child_environment(
             home,
             base_url=self.options.base_url,
             erp_token=env.erp.token if self.transport == "http" else None,
         )
+        if env.world is not None and env.world.token and self.transport == "http":
+            child_env[WORLD_TOKEN_VARIABLE] = env.world.token
         child_env.update(retry_settings(task.timeout_s, task.remaining()))
         draft.extra.update(
             claude_options={
                 "max_turns": self.max_turns,
-                "web": self.web,
+                "web": self.web and env.web_allowed,
                 "effort": self.effort,
                 "erp_transport": self.transport,
                 "tools": "direct (no ToolSearch)",

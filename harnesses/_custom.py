@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnesses._erp_client import ErpClient, ToolSpec
+from harnesses._erp_client import ToolSpec
 from harnesses._openai import (
     ToolCatalogue,
     check_known_options,
@@ -50,6 +50,7 @@ from harnesses._protocol import (
     TrajectoryDraft,
 )
 from harnesses._registry import harness
+from harnesses._toolbox import McpToolbox, catalogue_key
 from harnesses.records import Usage
 
 DEFAULT_MODELS = {"openai": "gpt-5.2", "anthropic": "claude-sonnet-4-6"}
@@ -568,11 +569,13 @@ def html_text(html: str) -> tuple[str | None, str]:
 class WebTools:
     """``fetch_url`` and (with a search endpoint) ``web_search``, recorded with their sources."""
 
-    def __init__(self, settings: CustomSettings) -> None:
+    def __init__(self, settings: CustomSettings, *, enabled: bool = True) -> None:
         self.settings = settings
+        self.enabled = enabled
+        """False unless ``--research web``: the live web never mixes with the world."""
 
     def specs(self) -> list[ToolSpec]:
-        if not self.settings.web:
+        if not (self.settings.web and self.enabled):
             return []
         has_search = self.settings.api == "anthropic" or bool(self.settings.search_url)
         return [FETCH_SPEC, SEARCH_SPEC] if has_search else [FETCH_SPEC]
@@ -803,23 +806,29 @@ class _FinanceAgent:
         self.task = task
         self.env = env
         self.draft = draft
-        self.web = WebTools(owner.settings)
+        self.web = WebTools(owner.settings, enabled=env.web_allowed)
         self.reserve = owner.settings.reserve_for(task.timeout_s)
         self.phase = "start"
         self.tool_calls_run = 0
         self.gathered = _Gathered()
 
     def system_prompt(self) -> str:
-        web_note = (
-            "" if self.settings.web else "\nWeb tools are not available in this run: use the ERP.\n"
-        )
+        if self.web.specs():
+            web_note = ""
+        elif self.env.world is not None:
+            web_note = (
+                "\nWeb tools are not available in this run: research public companies with the "
+                "world__ tools.\n"
+            )
+        else:
+            web_note = "\nWeb tools are not available in this run: use the ERP.\n"
         return f"{self.env.instructions}\n\n{FINANCE_PRACTICE}{web_note}"
 
     async def run(self) -> AgentOutcome:
         self.phase = "mcp_list_tools"
-        async with ErpClient(self.env.erp, server_label=SERVER_LABEL) as erp:
+        async with McpToolbox(self.env, erp_label=SERVER_LABEL) as erp:
             self.erp = erp
-            erp_specs = await self.owner.tools.get(erp, self.env.erp.url)
+            erp_specs = await self.owner.tools.get(erp, catalogue_key(self.env))
             self.erp_names = {spec.name for spec in erp_specs}
             specs = erp_specs + self.web.specs()
             user = await self.opening_message(erp_specs)

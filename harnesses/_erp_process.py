@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from harnesses._protocol import ErpEndpoint
 
@@ -120,6 +121,31 @@ class ErpServerProcess:
     db_url: str
     process: subprocess.Popen
     log_path: Path | None
+    what: str = "the ERP MCP server"
+    startup_timeout: float = 60.0
+    listening: bool = True
+    """False while a server started with ``wait=False`` has not been seen listening."""
+
+    def wait_until_listening(self) -> None:
+        """Block until the server listens (no-op once it has); stops it and raises
+        :class:`ErpServerError` when it exits or does not listen in time. Safe in a thread."""
+        if self.listening:
+            return
+        parts = urlsplit(self.endpoint.url)
+        try:
+            _wait_until_listening(
+                parts.hostname or "127.0.0.1",
+                parts.port or 80,
+                self.process,
+                self.startup_timeout,
+                self.log_path,
+                self.endpoint.token or "",
+                self.what,
+            )
+        except BaseException:
+            self.stop()
+            raise
+        self.listening = True
 
     def stop(self, timeout: float = 10.0) -> None:
         if self.process.poll() is None:
@@ -186,10 +212,13 @@ def start_mcp_server(
     startup_timeout: float = 60.0,
     stdio_args: Sequence[str] | None = None,
     db_url: str = "",
+    wait: bool = True,
 ) -> ErpServerProcess:
     """Start ``python -m <module_args> --transport http`` on a free port with a new token (handed
     over in ``token_env``), wait until it listens and return it; ``stdio_args`` serve the same
-    over stdio for harnesses that spawn their own server."""
+    over stdio for harnesses that spawn their own server. ``wait=False`` returns as soon as the
+    process is started (call :meth:`ErpServerProcess.wait_until_listening`): a run starts its ERP
+    and world servers side by side."""
     port = free_port(host)
     token = secrets.token_urlsafe(24)
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
@@ -219,12 +248,17 @@ def start_mcp_server(
         public_url=public_url,
         stdio_command=(sys.executable, "-m", *stdio_args) if stdio_args else None,
     )
-    server = ErpServerProcess(endpoint=endpoint, db_url=db_url, process=process, log_path=log_path)
-    try:
-        _wait_until_listening(host, port, process, startup_timeout, log_path, token, what)
-    except BaseException:
-        server.stop()
-        raise
+    server = ErpServerProcess(
+        endpoint=endpoint,
+        db_url=db_url,
+        process=process,
+        log_path=log_path,
+        what=what,
+        startup_timeout=startup_timeout,
+        listening=False,
+    )
+    if wait:
+        server.wait_until_listening()
     return server
 
 
@@ -237,8 +271,10 @@ def start_erp_server(
     startup_timeout: float = 60.0,
     extra_args: Sequence[str] = (),
     record_base_url: str | None = None,
+    wait: bool = True,
 ) -> ErpServerProcess:
-    """Start ``python -m erp_mcp --db URL --transport http`` on a free port with a new token.
+    """Start ``python -m erp_mcp --db URL --transport http`` on a free port with a new token
+    (``wait=False``: see :func:`start_mcp_server`).
 
     ``extra_args`` go to the server as given (e.g. fault injection: ``--error-rate 0.3``).
     ``record_base_url``: the base of the record URLs the server cites (``--public-url``), instead
@@ -256,6 +292,7 @@ def start_erp_server(
         host=host,
         startup_timeout=startup_timeout,
         db_url=db_url,
+        wait=wait,
     )
     # Record links over stdio point at this HTTP server, so they stay citable http links.
     base = public_url or server.endpoint.url.removesuffix("/mcp")

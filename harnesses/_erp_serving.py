@@ -30,6 +30,13 @@ class ErpInUse:
     endpoint: ErpEndpoint
     db_url: str | None
     info: dict[str, Any] = field(default_factory=dict)
+    server: Any = None
+    """The server process the runner started (None for ``--erp-url``)."""
+
+    async def ready(self) -> None:
+        """Wait until the server the runner started listens (it boots while others start)."""
+        if self.server is not None:
+            await asyncio.to_thread(self.server.wait_until_listening)
 
     @property
     def snapshot_hash(self) -> str | None:
@@ -75,9 +82,10 @@ async def serve_erp(
         log_path=run_dir / "erp_mcp.log",
         public_url=config.erp_public_url,
         extra_args=faults,
+        wait=False,
     )
     try:
-        yield ErpInUse(endpoint=server.endpoint, db_url=db_url)
+        yield ErpInUse(endpoint=server.endpoint, db_url=db_url, server=server)
     finally:
         await asyncio.to_thread(server.stop)
 

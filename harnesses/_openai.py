@@ -31,6 +31,7 @@ from harnesses._protocol import (
     AgentOutcome,
     AgentTask,
     HarnessOptions,
+    McpEndpoint,
     ProviderError,
     ProviderUnavailableError,
     TrajectoryDraft,
@@ -41,6 +42,7 @@ from harnesses._protocol import (
     retry_window_s,
 )
 from harnesses._registry import HarnessLoadError, harness
+from harnesses._toolbox import WORLD_LABEL, McpToolbox, catalogue_key
 from harnesses.records import Usage
 
 DEFAULT_MODEL = "gpt-5.2"
@@ -559,8 +561,8 @@ class _ResponsesLoop:
 
     async def run_local(self) -> AgentOutcome:
         self.phase = "mcp_list_tools"
-        async with ErpClient(self.env.erp, server_label=SERVER_LABEL) as erp:
-            specs = await self.owner.tools.get(erp, self.env.erp.url)
+        async with McpToolbox(self.env, erp_label=SERVER_LABEL) as erp:
+            specs = await self.owner.tools.get(erp, catalogue_key(self.env))
             known = {spec.name for spec in specs}
             tools = [function_tool(spec) for spec in specs] + self._web_tools()
             user_input: list[dict[str, Any]] = [{"role": "user", "content": self.task.query}]
@@ -592,9 +594,11 @@ class _ResponsesLoop:
         async with ErpClient(self.env.erp, server_label=SERVER_LABEL) as erp:
             specs = await self.owner.tools.get(erp, self.env.erp.url)
         allowed = sorted(spec.name for spec in specs if spec.read_only)
-        entry = hosted_mcp_tool(public_url, allowed, self.env.erp.headers())
+        entries = [hosted_mcp_tool(public_url, allowed, self.env.erp.headers())]
+        if self.env.world is not None:
+            entries.append(await self._hosted_world_entry(self.env.world))
         request = self._request(
-            [entry, *self._web_tools()], [{"role": "user", "content": self.task.query}]
+            [*entries, *self._web_tools()], [{"role": "user", "content": self.task.query}]
         )
         self.draft.add_message("user", self.task.query)
         turn = await self._respond(request)
@@ -603,8 +607,23 @@ class _ResponsesLoop:
 
     # --- requests ----------------------------------------------------------------------------
 
+    async def _hosted_world_entry(self, world: McpEndpoint) -> dict[str, Any]:
+        """The research world as a second hosted MCP server (``server_label`` ``world``)."""
+        if not world.public_url:
+            raise HarnessConfigError(
+                "--harness-opt mcp_mode=hosted with --research world needs --world-public-url: "
+                "a URL of the research world's MCP server the provider can reach (or use "
+                "mcp_mode=local)"
+            )
+        async with ErpClient(world, server_label=WORLD_LABEL) as client:
+            specs = await self.owner.tools.get(client, world.url)
+        allowed = sorted(spec.name for spec in specs if spec.read_only)
+        entry = hosted_mcp_tool(world.public_url, allowed, world.headers())
+        return {**entry, "server_label": WORLD_LABEL}
+
     def _web_tools(self) -> list[dict[str, Any]]:
-        return [{"type": "web_search"}] if self.settings.web_search else []
+        """The hosted ``web_search`` tool: only with ``--research web``."""
+        return [{"type": "web_search"}] if self.settings.web_search and self.env.web_allowed else []
 
     def _request(
         self, tools: list[dict[str, Any]], items: list[dict[str, Any]], previous: str | None = None

@@ -86,7 +86,16 @@ class AgentEnvironment:
     """A folder inside the run directory the harness may write to (scratch, configs)."""
     world: McpEndpoint | None = None
     """The research world's MCP server (search, fetch, company, prices), when the run has
-    research questions; None otherwise."""
+    research questions and ``research`` is ``world``; None otherwise."""
+    research: str = "world"
+    """Where public-company research goes (``--research``): ``world`` (the ``world`` endpoint),
+    ``web`` (the harness's live web tools), ``none`` (no research tools) or ``golden`` (the
+    item's gold documents are in the question's prompt; no research tools)."""
+
+    @property
+    def web_allowed(self) -> bool:
+        """Whether the harness may offer its live web tools (``--research web`` only)."""
+        return self.research == "web"
 
     @property
     def instructions_hash(self) -> str:

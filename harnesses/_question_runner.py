@@ -239,6 +239,9 @@ class QuestionRunner:
             finished_at=started_at + dt.timedelta(seconds=latency),
             extra=_jsonable(dict(draft.extra)),
             input=question.query,
+            given_documents=list(question.gold_documents)
+            if self.config.research == "golden"
+            else [],
             system_prompt_hash=instructions_hash(self.env.instructions),
             messages=list(draft.messages),
             events=list(draft.events),

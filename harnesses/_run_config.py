@@ -72,6 +72,13 @@ class RunConfig(StrictModel):
     """MCP endpoint of a running research-world server."""
     world_token: SecretStr | None = Field(default=None, exclude=True)
     """Bearer token for ``world_url``; never written anywhere."""
+    world_public_url: str | None = None
+    """World MCP URL a remote provider can reach (openai ``mcp_mode=hosted``)."""
+    research: Literal["world", "web", "none", "golden"] = "world"
+    """Where public-company research goes: ``world`` (the research world's server, no web),
+    ``web`` (the harnesses' live web tools, as the published benchmark ran), ``none`` (no
+    research tools: a memorisation floor) or ``golden`` (each item's gold documents in its
+    prompt, no research tools: a reasoning ceiling)."""
     out: Path | None = None
     """Run directory; None: ``runs/<harness>-<model>-<time>`` under the project root (or the
     latest unfinished run with the same settings, which is resumed)."""

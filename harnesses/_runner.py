@@ -38,6 +38,7 @@ from harnesses._erp_serving import (
     serve_erp,
 )
 from harnesses._executor import Executor, LocalExecutor, Pair
+from harnesses._golden import golden_pairs
 from harnesses._instructions import system_instructions
 from harnesses._progress import RunProgress
 from harnesses._protocol import AgentEnvironment, Harness, HarnessOptions
@@ -86,7 +87,7 @@ from harnesses._run_summary import (
     summarize_records,
     summary_table,
 )
-from harnesses._world_serving import world_for_run
+from harnesses._world_serving import check_world_snapshot, research_mode_problem, world_for_run
 from harnesses.records import PreviousAttempt, TrajectoryRecord
 
 __all__ = [
@@ -138,7 +139,7 @@ async def run_async(
     summary returned says so.
     """
     log = log or (lambda message: print(message, file=sys.stderr))
-    instructions = system_instructions()
+    instructions = system_instructions(config.research)
     options = HarnessOptions(
         model=config.model,
         reasoning_effort=config.reasoning_effort,
@@ -149,6 +150,9 @@ async def run_async(
         harness = create_harness(config.harness, options)
     except (HarnessLoadError, ValueError) as error:
         raise RunConfigError(one_line(str(error))) from None
+    if (problem := research_mode_problem(config, harness)) is not None:
+        await _close_harness(harness)
+        raise RunConfigError(problem)
     try:
         prepared = prepare_run(config, instructions, log)
     except BaseException:
@@ -203,6 +207,12 @@ async def _run_with_harness(
             world_for_run(config, run_dir, log, prepared.dataset, questions, erp.db_url) as world,
         ):
             secrets += [e.token for e in (erp.endpoint, world and world.endpoint) if e and e.token]
+            started = [erp.ready(), *([world.ready()] if world else [])]  # they boot side by side
+            for result in await asyncio.gather(*started, return_exceptions=True):
+                if isinstance(result, BaseException):
+                    raise result
+            if world is not None:
+                check_world_snapshot(prepared.dataset, world)
             erp.info = await fetch_erp_info(erp.endpoint)
             check_snapshot(prepared.dataset, prepared.dataset_path, erp)
             check_erp_unchanged(prepared.previous, erp, config.force_new)
@@ -215,11 +225,14 @@ async def _run_with_harness(
             write_manifest(run_dir, manifest, secrets)
             work_dir = run_dir / "work"
             work_dir.mkdir(exist_ok=True)
+            if config.research == "golden" and world is not None:
+                pending = await golden_pairs(pending, world.endpoint)
             env = AgentEnvironment(
                 erp=erp.endpoint,
                 instructions=instructions,
                 work_dir=str(work_dir),
-                world=world.endpoint if world else None,
+                world=world.endpoint if world and config.research == "world" else None,
+                research=config.research,
             )
             runner = QuestionRunner(harness, env, config)
             writer = TrajectoryWriter(run_dir / TRAJECTORIES_FILE, secrets)

@@ -34,6 +34,14 @@ class WorldInUse:
     endpoint: McpEndpoint
     path: Path | None
     info: dict[str, Any] = field(default_factory=dict)
+    server: Any = None
+    """The server process the runner started (None for ``--world-url``)."""
+
+    async def ready(self) -> None:
+        """Wait until the world server listens, then read and keep its ``world_info``."""
+        if self.server is not None:
+            await asyncio.to_thread(self.server.wait_until_listening)
+        self.info = await fetch_world_info(self.endpoint)
 
     @property
     def snapshot_hash(self) -> str | None:
@@ -47,11 +55,38 @@ class WorldInUse:
 
 
 def needs_world(dataset: Dataset, questions: list[Question], config: RunConfig) -> bool:
-    """Whether the run serves a world: asked for, or research questions keyed on one."""
+    """Whether the run serves a world: research goes to it (``world``) or its documents go into
+    prompts (``golden``), and it was asked for or research questions are keyed on one."""
+    if config.research not in WORLD_MODES:
+        return False
     if config.world_db or config.world_url:
         return True
     keyed = bool(dataset.header.world_snapshot_hash)
     return keyed and any(q.task_type in RESEARCH_TASK_TYPES for q in questions)
+
+
+WORLD_MODES = frozenset({"world", "golden"})
+
+
+def research_mode_problem(config: RunConfig, harness: Any) -> str | None:
+    """Why the run cannot use ``config.research`` (one line), or None."""
+    world_flags = [
+        flag
+        for flag, value in (("--world-db", config.world_db), ("--world-url", config.world_url))
+        if value
+    ]
+    if config.research not in WORLD_MODES and world_flags:
+        return (
+            f"{' and '.join(world_flags)} has no use with --research {config.research} (no world "
+            "is served); drop it or use --research world"
+        )
+    modes = getattr(harness, "research_modes", None)
+    if modes is not None and config.research not in modes:
+        return (
+            f"--research {config.research}: the {config.harness} harness supports "
+            f"{', '.join(modes)}; {getattr(harness, 'research_note', '')}".rstrip("; ")
+        )
+    return None
 
 
 def world_path_of(url: str) -> Path:
@@ -91,7 +126,10 @@ async def serve_world(
     if config.world_url:
         token = config.world_token.get_secret_value() if config.world_token else None
         token = token or os.environ.get("WORLD_MCP_TOKEN") or None
-        yield WorldInUse(endpoint=McpEndpoint(url=config.world_url, token=token), path=None)
+        endpoint = McpEndpoint(
+            url=config.world_url, token=token, public_url=config.world_public_url
+        )
+        yield WorldInUse(endpoint=endpoint, path=None)
         return
     if config.world_db:
         path = world_path_of(config.world_db)
@@ -124,11 +162,13 @@ async def serve_world(
         token_env="WORLD_MCP_TOKEN",
         what="the research world's MCP server",
         log_path=run_dir / "world_mcp.log",
+        public_url=config.world_public_url,
         stdio_args=("synthetic_world", "serve", "--db", str(path), "--transport", "stdio"),
         db_url=f"sqlite:///{path}",
+        wait=False,
     )
     try:
-        yield WorldInUse(endpoint=server.endpoint, path=path)
+        yield WorldInUse(endpoint=server.endpoint, path=path, server=server)
     finally:
         await asyncio.to_thread(server.stop)
 
@@ -183,7 +223,11 @@ async def world_for_run(
     if not needs_world(dataset, questions, config):
         yield None
         return
+    if config.executor == "ray":
+        raise RunConfigError(
+            f"--research {config.research} with --executor ray: Ray workers do not serve the "
+            "research world yet; run the research questions with --executor local, or on Ray "
+            "with --task-type obligations or --research none"
+        )
     async with serve_world(config, run_dir, log, dataset, erp_db_url) as world:
-        world.info = await fetch_world_info(world.endpoint)
-        check_world_snapshot(dataset, world)
-        yield world
+        yield world  # the caller awaits world.ready() (the ERP boots meanwhile), then checks it

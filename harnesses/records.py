@@ -295,6 +295,9 @@ class TrajectoryRecord(_Strict):
     the harness composed itself (never the model) goes here, never into ``answer``."""
     input: str | None = None
     """The question text exactly as sent to the agent."""
+    given_documents: list[str] = Field(default_factory=list)
+    """Research-world documents the runner put into the prompt (``--research golden``): the
+    judge counts them as read."""
     system_prompt_hash: str | None = None
     """Hash of the system prompt; the prompt itself is stored once in the manifest."""
     messages: list[Message] = Field(default_factory=list)

@@ -153,8 +153,19 @@ def build_parser() -> argparse.ArgumentParser:
         "retry so the same seed replays the same faults at any --concurrency; e.g. 7",
     )
     world = parser.add_argument_group(
-        "research world (entity and brief questions; default: serve .ledgerbench/world.db, "
-        "generated from the default ERP if missing)"
+        "research (entity and brief questions; default: serve the research world "
+        ".ledgerbench/world.db, generated from the default ERP if missing)"
+    )
+    world.add_argument(
+        "--research",
+        choices=("world", "web", "none", "golden"),
+        default="world",
+        help="where public-company research goes: world = the research world's MCP server "
+        "(search, fetch, company, prices; no web; the default), web = the harness's live web "
+        "tools (the published benchmark's setup, for the real-company sets in datasets/web/), "
+        "none = no research tools (a memorisation floor), golden = each item's gold documents "
+        "in its prompt and no research tools (a reasoning ceiling: golden minus world is what "
+        "retrieval costs the agent)",
     )
     world.add_argument(
         "--world-db",
@@ -168,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     world.add_argument(
         "--world-token",
         help="bearer token for --world-url (or set WORLD_MCP_TOKEN); never written to any file",
+    )
+    world.add_argument(
+        "--world-public-url",
+        help="world MCP URL the provider can reach, for openai --harness-opt mcp_mode=hosted "
+        "(like --erp-public-url)",
     )
     out = parser.add_argument_group("output")
     out.add_argument(
@@ -261,6 +277,8 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             world_db=args.world_db,
             world_url=args.world_url,
             world_token=SecretStr(world_token) if world_token else None,
+            world_public_url=args.world_public_url,
+            research=args.research,
             out=args.out,
             force_new=args.force_new,
             retry_errors=args.retry_errors,

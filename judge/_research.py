@@ -301,9 +301,11 @@ class ResearchMetrics:
 
 
 def research_reads(trajectory: TrajectoryRecord) -> tuple[list[str], list[str]]:
-    """(links the searches returned, links fetched), host-free, in order, once each."""
-    shown: dict[str, None] = {}
-    fetched: dict[str, None] = {}
+    """(links the searches returned, links fetched), host-free, in order, once each. Documents
+    given in the prompt (``--research golden``) count as shown and fetched."""
+    given = {canonical(link): None for link in trajectory.given_documents}
+    shown: dict[str, None] = dict(given)
+    fetched: dict[str, None] = dict(given)
     for call in trajectory.tool_calls:
         base = call.name.split("__")[-1]
         for link in call.documents:
@@ -534,6 +536,8 @@ def rule_world_groundedness(ctx: RuleContext) -> Verdict:
         if not call.is_error
         for v in _doc_values(call.output)
     ]
+    if ctx.trajectory.given_documents and ctx.trajectory.input:  # documents in the prompt
+        read += _doc_values(ctx.trajectory.input)
     _, fetched = research_reads(ctx.trajectory)
     grounded = 0
     for figure in figures:

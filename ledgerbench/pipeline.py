@@ -1,8 +1,10 @@
 """One command from a fresh clone to a report: ``ledgerbench`` (or ``python -m ledgerbench``).
 
 The pipeline chains the documented stage commands, each as its own process, exactly as a user
-would type them: generate the ERP -> generate the obligation questions -> run each agent against the
-ERP's MCP server -> judge -> compare and report. Every stage is skipped when its output is already
+would type them: generate the ERP -> generate the research world around it -> draw the questions of
+all three task types (obligations from the ERP; entity performance and briefs on the world, with
+computed keys) -> run each agent against the ERP's and the world's MCP servers -> judge -> compare
+and report. Every stage is skipped when its output is already
 there and still valid, so a second run costs almost nothing; ``--fresh`` redoes everything.
 
 Agents come from ``--agent SPEC`` (repeatable). With none, the offline demo runs two: the scripted
@@ -14,9 +16,11 @@ comparison with tested contrasts.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -154,6 +158,12 @@ class PipelineConfig:
     vendors: int = 1000
     seed: int = 42
     questions: int = 100
+    entity_questions: int = 40
+    """Entity-performance questions drawn on the research world (0: none)."""
+    brief_questions: int = 10
+    """Business-brief questions drawn on the research world (0: none)."""
+    research: str = "world"
+    """``harnesses.run --research`` for every agent."""
     dataset: Path | None = None
     agents: list[AgentSpec] = field(default_factory=demo_agents)
     base_url: str | None = None
@@ -175,8 +185,34 @@ class PipelineConfig:
         return f"sqlite:///{self.erp_db}"
 
     @property
+    def world_db(self) -> Path:
+        return self.workspace / "world.db"
+
+    @property
     def generated_dataset(self) -> Path:
-        return self.workspace / "obligations.yaml"
+        """The generated question sets, one file per task type (a dataset folder)."""
+        return self.workspace / "questions"
+
+    @property
+    def obligations_file(self) -> Path:
+        return self.generated_dataset / "obligations.yaml"
+
+    @property
+    def research_files(self) -> dict[str, tuple[Path, int]]:
+        """Research task type -> (its question file, how many items), for the wanted sets."""
+        sets = {
+            "entity_performance": (
+                self.generated_dataset / "entity_performance.yaml",
+                self.entity_questions,
+            ),
+            "business_brief": (
+                self.generated_dataset / "business_briefs.yaml",
+                self.brief_questions,
+            ),
+        }
+        if any(arg == "ray" for arg in self.executor_args):
+            return {}  # Ray workers do not serve the research world yet (harnesses.run says so)
+        return {task: spec for task, spec in sets.items() if spec[1] > 0}
 
     def run_dir(self, agent: AgentSpec) -> Path:
         return self.workspace / "runs" / agent.label.replace("/", "-").replace(":", "-")
@@ -283,27 +319,107 @@ def stage_generate(config: PipelineConfig, console: Console) -> StageResult:
     return StageResult("generate ERP", False, time.monotonic() - started, str(config.erp_db))
 
 
+def _world_matches_erp(config: PipelineConfig) -> bool:
+    """The workspace's world exists, opens and was generated from this ERP with this seed."""
+    if not config.world_db.exists() or not config.erp_db.exists():
+        return False
+    stats = _erp_stats(config)
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{config.world_db}?mode=ro", uri=True)) as db:
+            meta = dict(db.execute("SELECT key, value FROM world_meta"))
+    except sqlite3.Error:
+        return False
+    return (
+        bool(stats)
+        and meta.get("erp_snapshot_hash") == stats.get("snapshot_hash")
+        and (str(meta.get("seed")) == str(config.seed))
+    )
+
+
+def stage_world(config: PipelineConfig, console: Console) -> StageResult:
+    started = time.monotonic()
+    if config.dataset is not None or not config.research_files:
+        return StageResult("research world", True, 0.0, "not needed")
+    if not config.fresh and _world_matches_erp(config):
+        return StageResult("research world", True, time.monotonic() - started, str(config.world_db))
+    command = _python_module(
+        "synthetic_world",
+        "generate",
+        "--erp-db",
+        config.erp_url,
+        "--db",
+        f"sqlite:///{config.world_db}",
+        "--seed",
+        str(config.seed),
+        "--overwrite",
+    )
+    _run_stage_command("research world", command, console)
+    return StageResult("research world", False, time.monotonic() - started, str(config.world_db))
+
+
+def _research_set_matches(path: Path, count: int, config: PipelineConfig) -> bool:
+    if not path.exists() or not config.world_db.exists():
+        return False
+    from ledgerbench.dataset import load_dataset
+
+    try:
+        dataset = load_dataset(path)
+        with contextlib.closing(sqlite3.connect(f"file:{config.world_db}?mode=ro", uri=True)) as db:
+            snapshot = dict(db.execute("SELECT key, value FROM world_meta")).get("snapshot_hash")
+    except Exception:
+        return False
+    return dataset.header.world_snapshot_hash == snapshot and len(dataset.items) == count
+
+
 def stage_questions(config: PipelineConfig, console: Console) -> StageResult:
     started = time.monotonic()
     if config.dataset is not None:
         return StageResult("questions", True, 0.0, f"using {config.dataset}")
     target = config.generated_dataset
-    if not config.fresh and _dataset_matches_erp(target, config):
-        return StageResult("questions", True, time.monotonic() - started, str(target))
-    command = _python_module(
-        "synthetic_erp",
-        "questions",
-        "--db",
-        config.erp_url,
-        "--n",
-        str(config.questions),
-        "--seed",
-        str(config.seed),
-        "--out",
-        str(target),
-    )
-    _run_stage_command("questions", command, console)
-    return StageResult("questions", False, time.monotonic() - started, str(target))
+    target.mkdir(parents=True, exist_ok=True)
+    made = []
+    if config.fresh or not _dataset_matches_erp(config.obligations_file, config):
+        command = _python_module(
+            "synthetic_erp",
+            "questions",
+            "--db",
+            config.erp_url,
+            "--n",
+            str(config.questions),
+            "--seed",
+            str(config.seed),
+            "--out",
+            str(config.obligations_file),
+        )
+        _run_stage_command("questions", command, console)
+        made.append("obligations")
+    for task_type, (path, count) in config.research_files.items():
+        if not config.fresh and _research_set_matches(path, count, config):
+            continue
+        command = _python_module(
+            "synthetic_world",
+            "questions",
+            "--db",
+            f"sqlite:///{config.world_db}",
+            "--erp-db",
+            config.erp_url,
+            "--task-type",
+            task_type,
+            "--n",
+            str(count),
+            "--seed",
+            str(config.seed),
+            "--out",
+            str(path),
+            "--overwrite",
+        )
+        _run_stage_command("questions", command, console)
+        made.append(task_type)
+    wanted = {config.obligations_file, *(path for path, _ in config.research_files.values())}
+    for stale in set(target.glob("*.yaml")) - wanted:  # a set this configuration no longer asks for
+        stale.unlink()
+    elapsed = time.monotonic() - started
+    return StageResult("questions", not made, elapsed, str(target))
 
 
 def stage_run(config: PipelineConfig, console: Console) -> StageResult:
@@ -326,7 +442,11 @@ def stage_run(config: PipelineConfig, console: Console) -> StageResult:
             str(config.timeout),
             "--concurrency",
             str(config.concurrency),
+            "--research",
+            config.research,
         )
+        if config.research in ("world", "golden") and config.world_db.exists():
+            command += ["--world-db", f"sqlite:///{config.world_db}"]
         command += config.extra_run_args + config.executor_args
         _run_stage_command("run agent", command, console)  # the command names the agent
     runs = ", ".join(str(config.run_dir(a)) for a in config.agents)
@@ -387,6 +507,7 @@ def stage_report(config: PipelineConfig, console: Console) -> StageResult:
 
 STAGES: tuple[Callable[[PipelineConfig, Console], StageResult], ...] = (
     stage_generate,
+    stage_world,
     stage_questions,
     stage_run,
     stage_judge,
@@ -468,9 +589,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ledgerbench",
         description=(
-            "Run the whole LedgerBench pipeline: generate the synthetic ERP, generate obligation "
-            "questions from it, put them to an agent through the ERP's MCP server, judge the "
-            "answers and write a report. Stages whose output is already valid are skipped."
+            "Run the whole LedgerBench pipeline: generate the synthetic ERP and the research world "
+            "around it, draw questions of all three task types (obligations, entity performance, "
+            "business briefs; every one with an answer key), put them to each agent through the "
+            "ERP's and the world's MCP servers, judge the answers and write a report. Stages whose "
+            "output is already valid are skipped."
         ),
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -486,6 +609,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=42, help="ERP and question seed (default 42)")
     parser.add_argument(
         "--questions", type=int, default=100, help="obligation questions to generate (default 100)"
+    )
+    parser.add_argument(
+        "--entity-questions",
+        type=int,
+        default=40,
+        help="entity-performance questions to draw on the research world (default 40; 0: none)",
+    )
+    parser.add_argument(
+        "--brief-questions",
+        type=int,
+        default=10,
+        help="business-brief questions to draw on the research world (default 10; 0: none)",
+    )
+    parser.add_argument(
+        "--research",
+        choices=("world", "web", "none", "golden"),
+        default="world",
+        help="where the agents' public-company research goes (harnesses.run --research): the "
+        "research world (default), the live web, nowhere, or the gold documents in the prompt",
     )
     parser.add_argument(
         "--dataset",
@@ -544,6 +686,10 @@ def _validate(args: argparse.Namespace) -> str | None:
     for name in ("customers", "vendors", "questions", "concurrency"):
         if getattr(args, name) <= 0:
             return f"--{name} must be a positive integer, got {getattr(args, name)}"
+    for name in ("entity_questions", "brief_questions"):
+        if getattr(args, name) < 0:
+            flag = "--" + name.replace("_", "-")
+            return f"{flag} must be 0 or a positive integer, got {getattr(args, name)}"
     if args.timeout <= 0:
         return f"--timeout must be positive, got {args.timeout}"
     if args.dataset is not None and not args.dataset.exists():
@@ -592,6 +738,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         vendors=args.vendors,
         seed=args.seed,
         questions=args.questions,
+        entity_questions=args.entity_questions,
+        brief_questions=args.brief_questions,
+        research=args.research,
         dataset=args.dataset,
         agents=agents,
         base_url=args.base_url,

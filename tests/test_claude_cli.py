@@ -127,12 +127,16 @@ def run_question(
     extra: dict[str, str] | None = None,
     effort: str | None = None,
     model: str | None = MODEL,
+    research: str = "web",
 ) -> Any:
+    """One question through the CLI; the published setup (``--research web``) unless told."""
     options = HarnessOptions(
         model=model, reasoning_effort=effort, base_url=fake.base_url, extra=extra or {}
     )
     harness = create_harness("claude", options)
-    env = AgentEnvironment(erp=erp, instructions=INSTRUCTIONS, work_dir=str(work_dir))
+    env = AgentEnvironment(
+        erp=erp, instructions=INSTRUCTIONS, work_dir=str(work_dir), research=research
+    )
     config = RunConfig(harness="claude", model=model, retries=0, progress=False)
     runner = QuestionRunner(harness, env, config)
     return asyncio.run(runner.run(question(query, timeout), 0))

@@ -66,9 +66,13 @@ def first_party(output: str) -> tuple[str, str]:
     return account.group(1), legal_entity.group(1)
 
 
-def environment(server) -> AgentEnvironment:
+def environment(server, research: str = "web") -> AgentEnvironment:
+    """The published setup (``--research web``: web tools when web=true) unless told."""
     return AgentEnvironment(
-        erp=ErpEndpoint(url=server.url), instructions=INSTRUCTIONS, work_dir="/tmp"
+        erp=ErpEndpoint(url=server.url),
+        instructions=INSTRUCTIONS,
+        work_dir="/tmp",
+        research=research,
     )
 
 

@@ -67,9 +67,14 @@ def first_party(output: str) -> tuple[str, str]:
     return account.group(1), legal_entity.group(1)
 
 
-def environment(server, *, public_url: str | None = None, token: str | None = None):
+def environment(
+    server, *, public_url: str | None = None, token: str | None = None, research: str = "web"
+):
+    """The published setup (``--research web``: the hosted web_search is offered) unless told."""
     endpoint = ErpEndpoint(url=server.url, token=token, public_url=public_url)
-    return AgentEnvironment(erp=endpoint, instructions=INSTRUCTIONS, work_dir="/tmp")
+    return AgentEnvironment(
+        erp=endpoint, instructions=INSTRUCTIONS, work_dir="/tmp", research=research
+    )
 
 
 def question(text: str = "What is the balance of the customer?", qid: str = "q-test") -> Question:

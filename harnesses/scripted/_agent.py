@@ -198,6 +198,11 @@ class ScriptedAgent:
     """Rule-based obligations agent; see the module docstring."""
 
     name = "scripted"
+    research_modes = ("world", "web", "none")
+    research_note = (
+        "it reads the research world through its tools and has no language model to read "
+        "documents in a prompt (golden is for model harnesses)"
+    )
 
     def __init__(self, options: HarnessOptions | None = None) -> None:
         self.options = options or HarnessOptions()
