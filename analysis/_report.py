@@ -225,9 +225,9 @@ def summary_lines(stats: Stats) -> list[str]:
         parts = [f"{n} {_ci_text(_score(stats, n, 'accuracy', 'obligations'))}" for n in acc]
         lines.append("Obligations accuracy: " + "; ".join(parts) + ".")
     lines.append(
-        "Research modes: "
-        + "; ".join(f"{n} {research_mode(stats, n)}" for n in names)
-        + " (world: the research world's tools; web: live web; none: no research tools; "
+        "Research mode per run: "
+        + "; ".join(_with_mode(stats, n) for n in names)
+        + " (world: the research world's tools; web: live web tools; none: no research tools; "
         "golden: gold documents in the prompt)."
     )
     lines.extend(_research_summary(stats, names))
@@ -515,6 +515,12 @@ def contrast_section(stats: Stats) -> list:
 def research_mode(stats: Stats, name: str) -> str:
     info = next((p for p in stats.providers if p.name == name), None)
     return (info.research if info else None) or "–"
+
+
+def _with_mode(stats: Stats, name: str) -> str:
+    """``name: mode``, or the name alone when it already ends with its mode."""
+    mode = research_mode(stats, name)
+    return name if name.endswith(f" · {mode}") else f"{name}: {mode}"
 
 
 def _metric_label(metric: str) -> str:

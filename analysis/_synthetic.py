@@ -55,6 +55,8 @@ class ProviderSpec:
     research_effect: float = 0.0
     """Extra effect on research items' accuracy and retrieval figures (``research_keys``)."""
     model: str | None = None
+    harness: str | None = None
+    """The manifest's harness when it is not ``name`` (runs of one agent in several modes)."""
 
 
 @dataclass
@@ -149,7 +151,7 @@ def _write_run(run_dir, spec, config, qids, question_effect, dataset, rng) -> No
                 question_id=qid,
                 trial=trial,
                 task_type=task_type,
-                harness=spec.name,
+                harness=spec.harness or spec.name,
                 answer=SYNTHETIC_ANSWER,
                 status=status,
                 latency_s=latency,
@@ -185,7 +187,7 @@ def _write_run(run_dir, spec, config, qids, question_effect, dataset, rng) -> No
         command=["synthetic"],
         config={} if spec.research is None else {"research": spec.research},
         config_fingerprint="synthetic",
-        harness=spec.name,
+        harness=spec.harness or spec.name,
         model=spec.model,
         timeouts=DEFAULT_TIMEOUTS,
         dataset_path=str(dataset),
