@@ -321,3 +321,79 @@ def test_judge_summary_prints_the_extension_beside_the_overall(runs, capsys) -> 
     )
     assert obligations_row[columns.index("research_accuracy")] == "-"
     assert "LedgerBench's extension" in text
+
+
+# -- end to end: the scripted agent on a small world, the real rules judge, the report ---------
+
+
+@pytest.fixture(scope="module")
+def world_runs(
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str, erp_db_url: str
+) -> tuple[list[Path], Path]:
+    from harnesses import RunConfig
+    from harnesses._runner import run
+    from judge import JudgeRunConfig, run_judge
+    from tests.world_fixtures import question_set, shared_folder, small_world
+
+    folder = shared_folder(tmp_path_factory, worker_id, "world")
+    world = small_world(erp_db_url, folder)
+    dataset = question_set(world, erp_db_url, folder, "entity_performance", 12)
+    root = tmp_path_factory.mktemp("world-runs")
+    runs = []
+    for harness in ("scripted", "nothing"):
+        out = root / harness
+        config = RunConfig(
+            dataset=dataset,
+            harness=harness,
+            erp_db=erp_db_url,
+            world_db=f"sqlite:///{world}",
+            out=out,
+            progress=False,
+            concurrency=4,
+        )
+        assert run(config, log=lambda _m: None) is not None
+        judged = JudgeRunConfig(
+            run_dir=out, judge="rules", dataset=str(dataset), erp_db=erp_db_url, progress=False
+        )
+        run_judge(judged)
+        runs.append(out)
+    return runs, dataset
+
+
+@pytest.mark.slow  # builds a small world and runs two agents on it (~40 s of CPU)
+def test_a_world_run_judged_by_the_rules_judge_fills_the_research_section(
+    world_runs: tuple[list[Path], Path], tmp_path: Path
+) -> None:
+    from ledgerbench.dataset import load_dataset
+
+    runs, dataset = world_runs
+    stats = _compare(runs, tmp_path / "out", "--min-observations", "3")
+    assert [(p.name, p.research) for p in stats.providers] == [
+        ("scripted", "world"),
+        ("nothing", "world"),
+    ]
+    assert {"research_accuracy", "shown_recall", "fetched_recall"} <= set(stats.research_metrics)
+    assert "accuracy" not in {
+        m.metric for m in stats.models if "entity_performance" in m.task_types
+    }
+    # the judge's own figures, averaged over questions
+    records = {r.question_id: r for r in _records(runs[0])}
+    figures = [r.extra["research"] for r in records.values() if "research" in r.extra]
+    assert len(figures) >= 8  # the items with gold documents (not the "not disclosed" ones)
+    for metric in ("shown_recall", "fetched_recall"):
+        values = [f[metric] for f in figures if f[metric] is not None]
+        cell = _cell(stats, "scripted", metric, "entity_performance")
+        assert cell.n == len(values) and cell.score.estimate == pytest.approx(np.mean(values))
+    # the scripted baseline reads the gold documents; the do-nothing agent reads none
+    assert _cell(stats, "scripted", "fetched_recall", "entity_performance").score.estimate > 0.5
+    nothing = _cell(stats, "nothing", "fetched_recall", "entity_performance").score.estimate
+    assert nothing == 0.0
+    items = {i.id: i for i in load_dataset(dataset).items}
+    positive = [q for q in records if not items[q].metadata["negative"]]
+    assert positive and all(records[q].dimensions["accuracy"].score == 1.0 for q in positive)
+    scripted = _cell(stats, "scripted", "research_accuracy", "entity_performance").score.estimate
+    assert scripted == 1.0
+    text = (tmp_path / "out" / "report.md").read_text()
+    section = text.split("## Research (LedgerBench extension)", 1)[1].split("\n## ", 1)[0]
+    assert "| scripted | world | Entity performance |" in section
+    assert "| nothing vs scripted | research_accuracy |" in section
