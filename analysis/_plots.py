@@ -94,10 +94,11 @@ def metric_bars(stats: Stats, chosen: list[str], title: str) -> bytes | None:
         label = f"{name} (reference)" if i == 0 and len(names) > 1 else name
         ax.bar(xs, ys, width * 0.92, color=palette[name], label=label)
         ax.errorbar(xs, ys, yerr=[lows, highs], fmt="none", ecolor="#333", elinewidth=1, capsize=2)
-    crowded = len(metrics) > 5
+    labels = [METRIC_LABELS.get(m, m.capitalize()) for m in metrics]
+    crowded = len(metrics) > 5 or sum(map(len, labels)) > 60
     ax.set_xticks(
         range(len(metrics)),
-        [METRIC_LABELS.get(m, m.capitalize()) for m in metrics],
+        labels,
         rotation=20 if crowded else 0,
         ha="right" if crowded else "center",
     )
