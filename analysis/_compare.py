@@ -115,12 +115,26 @@ def apply_labels(providers: list[ProviderData], inputs: list[Path], labels: list
                 provider.info.name = positional[i]
     if mapped:
         raise InputError(f"--label {next(iter(mapped))}=...: no input has that path or name")
+    name_research_modes(providers)
     names = [p.info.name for p in providers]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise InputError(
             f"two inputs are both called {duplicates[0]!r}; name them with --label (one per input)"
         )
+
+
+def name_research_modes(providers: list[ProviderData]) -> None:
+    """Runs that share a name but not a research mode (the same agent with ``--research world``
+    and ``golden``) are told apart by it: ``scripted · world``, ``scripted · golden``."""
+    groups: dict[str, list[ProviderData]] = {}
+    for provider in providers:
+        groups.setdefault(provider.info.name, []).append(provider)
+    for name, group in groups.items():
+        modes = [p.info.research for p in group]
+        if len(group) > 1 and None not in modes and len(set(modes)) == len(modes):
+            for provider in group:
+                provider.info.name = f"{name} · {provider.info.research}"
 
 
 def resolve_reference(

@@ -30,6 +30,25 @@ ANSWER_MEAN = "answer_mean"
 REPORT_METRICS = (OVERALL, *DIMENSIONS, ANSWER_MEAN)
 """Metrics in the report: the paper's Overall (derived), the dimensions, the per-answer mean."""
 TASK_TYPES = ("obligations", "entity_performance", "business_brief")
+RESEARCH_TASK_TYPES = ("entity_performance", "business_brief")
+RESEARCH_ACCURACY = "research_accuracy"
+"""Accuracy of research items keyed on a world (LedgerBench's extension, :data:`judge._overall.
+EXTENSION_CELLS`): kept apart from ``accuracy``, so the paper's rows and Overall never mix it in."""
+RETRIEVAL_METRICS = ("shown_recall", "fetched_recall", "citation_precision", "citation_recall")
+"""Per-answer retrieval and citation figures of world-keyed research items (the rules judge's
+``extra["research"]``): share of gold documents among the search results shown, among the
+documents fetched, share of cited world documents that are gold, share of gold documents cited."""
+RESEARCH_METRICS = (RESEARCH_ACCURACY, *RETRIEVAL_METRICS)
+"""The extension's metrics: reported in their own section, tested in their own family."""
+RESEARCH_MODES = ("world", "web", "none", "golden")
+"""``--research`` settings a run records in ``manifest.config["research"]``."""
+METRIC_LABELS = {
+    RESEARCH_ACCURACY: "Research accuracy",
+    "shown_recall": "Recall (shown)",
+    "fetched_recall": "Recall (fetched)",
+    "citation_precision": "Citation precision",
+    "citation_recall": "Citation recall",
+}
 INCLUDED = ("scored", "rescored", "infra_as_zero")
 """Dimension statuses that enter the statistics (``rescored``: over the latency budget, scored 0;
 ``infra_as_zero``: an infrastructure failure scored 0 with ``--infra-failures zero``)."""

@@ -5,6 +5,10 @@ Each provider becomes two tables:
 * ``scores``: one row per trajectory (question, trial) and metric, with the dimension ``status``
   (``scored``, ``not_applicable``, ``needs_llm``, ``judge_error``, ``infra_error``,
   ``no_score_record``) and ``score`` (NaN unless scored).
+  Accuracy of research items (keyed on a world) becomes ``research_accuracy``, and their
+  ``extra["research"]`` figures become ``shown_recall``, ``fetched_recall``,
+  ``citation_precision`` and ``citation_recall`` (``not_applicable`` where the judge gave None):
+  LedgerBench's extension, never part of the paper's accuracy rows or Overall.
 * ``trajectories``: one row per question and trial with status, latency, budget, tool calls, tokens,
   cost.
 """
@@ -21,6 +25,11 @@ from pydantic import ValidationError
 
 from analysis._data import (
     METRICS,
+    RESEARCH_ACCURACY,
+    RESEARCH_METRICS,
+    RESEARCH_MODES,
+    RESEARCH_TASK_TYPES,
+    RETRIEVAL_METRICS,
     SCORE_COLUMNS,
     TRAJECTORY_COLUMNS,
     InputError,
@@ -83,6 +92,7 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
         trials=int(traj_df.groupby("question_id").size().max()),
         dataset_path=manifest.dataset_path,
         dataset_hash=manifest.dataset_hash,
+        research=research_mode(manifest),
     )
     fault_rate = (manifest.config or {}).get("erp_fault_rate")
     if fault_rate:
@@ -131,6 +141,15 @@ def _check_scores_belong(
             f"(python -m judge.run {run_dir} --judge ... with the same options: a resume "
             "re-judges exactly the changed records)"
         )
+
+
+def research_mode(manifest: Any) -> str:
+    """The run's ``--research`` setting; manifests older than the switch: ``world`` when the run
+    served a research world, else ``web``."""
+    mode = (manifest.config or {}).get("research")
+    if mode is not None:
+        return str(mode)
+    return RESEARCH_MODES[0] if manifest.world_id else "web"
 
 
 def default_name(harness: str, model: str | None) -> str:
@@ -205,18 +224,21 @@ def _trajectory_row(record: Any) -> dict[str, Any]:
 
 
 def _score_rows(trajectory: Any, score: Any | None) -> list[dict[str, Any]]:
+    task_type = str(trajectory.task_type)
     base = {
         "question_id": trajectory.question_id,
         "trial": trajectory.trial,
-        "task_type": str(trajectory.task_type),
+        "task_type": task_type,
     }
+    # A research item's extension metrics are missing with the rest when it was never judged.
+    metrics = [*METRICS, *(RESEARCH_METRICS if task_type in RESEARCH_TASK_TYPES else ())]
     if trajectory.infrastructure_failure:  # never judged, out of every denominator
-        return [{**base, "metric": m, "status": "infra_error", "score": math.nan} for m in METRICS]
+        return [{**base, "metric": m, "status": "infra_error", "score": math.nan} for m in metrics]
     if score is None:
         status = "no_score_record"
-        return [{**base, "metric": m, "status": status, "score": math.nan} for m in METRICS]
+        return [{**base, "metric": m, "status": status, "score": math.nan} for m in metrics]
     if str(score.status) == "infra_error":
-        return [{**base, "metric": m, "status": "infra_error", "score": math.nan} for m in METRICS]
+        return [{**base, "metric": m, "status": "infra_error", "score": math.nan} for m in metrics]
     rows = []
     statuses = []
     for dimension, dim_score in score.dimensions.items():
@@ -225,8 +247,31 @@ def _score_rows(trajectory: Any, score: Any | None) -> list[dict[str, Any]]:
         value = dim_score.score if status == "scored" and dim_score.score is not None else math.nan
         if status == "scored" and dim_score.score is None:
             status = "judge_error"
-        rows.append({**base, "metric": str(dimension), "status": status, "score": value})
+        metric = _metric(str(dimension), task_type)
+        rows.append({**base, "metric": metric, "status": status, "score": value})
     rows.append({**base, **_overall(score.overall, statuses)})
+    rows.extend(_retrieval_rows(base, score.extra.get("research")))
+    return rows
+
+
+def _metric(dimension: str, task_type: str) -> str:
+    """The report's metric for a judge dimension: research items' accuracy is the extension's."""
+    from judge._overall import EXTENSION_CELLS
+
+    return RESEARCH_ACCURACY if (dimension, task_type) in EXTENSION_CELLS else dimension
+
+
+def _retrieval_rows(base: dict[str, Any], research: Any) -> list[dict[str, Any]]:
+    """Rows of the rules judge's ``extra["research"]`` figures (none for items without one)."""
+    if not isinstance(research, dict):
+        return []
+    rows = []
+    for metric in RETRIEVAL_METRICS:
+        value = research.get(metric)
+        if isinstance(value, int | float) and math.isfinite(value):
+            rows.append({**base, "metric": metric, "status": "scored", "score": float(value)})
+        else:
+            rows.append({**base, "metric": metric, "status": "not_applicable", "score": math.nan})
     return rows
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from analysis._data import ANSWER_MEAN, DIMENSIONS, INCLUDED, TASK_TYPES
+from analysis._data import ANSWER_MEAN, DIMENSIONS, INCLUDED, RESEARCH_ACCURACY, TASK_TYPES
 from analysis._schema import Distribution, MissingCount, OperationsCell, PassK, Settings, TrialStats
 
 if TYPE_CHECKING:
@@ -27,7 +27,8 @@ def judged_pairs(scores: pd.DataFrame) -> set[tuple[str, str]]:
 def missing_counts(scores: pd.DataFrame, names: list[str]) -> list[MissingCount]:
     """Counts per provider, metric and task type, for every metric the judge reported on."""
     pairs = judged_pairs(scores)
-    metrics = [m for m in (*DIMENSIONS, ANSWER_MEAN) if any(m == metric for metric, _ in pairs)]
+    judged = (*DIMENSIONS, RESEARCH_ACCURACY, ANSWER_MEAN)
+    metrics = [m for m in judged if any(m == metric for metric, _ in pairs)]
     counts = scores.groupby(["provider", "metric", "task_type", "status"]).size()
     out = []
     for name in names:

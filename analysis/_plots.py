@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis._data import TASK_LABELS
+from analysis._data import METRIC_LABELS, RESEARCH_METRICS, TASK_LABELS
 from analysis._schema import EQUAL_WEIGHT, Stats
 
 PALETTE = ("#1f5f8b", "#e07b39", "#3a9e6e", "#b5446e", "#7a6bb0", "#8c7b45", "#4aa3c4", "#999999")
@@ -49,6 +49,17 @@ def colors(stats: Stats) -> dict[str, str]:
 
 def score_bars(stats: Stats) -> bytes | None:
     """Equal-weight score per metric and provider, 95% intervals, stars against the reference."""
+    return metric_bars(stats, stats.metrics, "Scores by metric")
+
+
+def research_bars(stats: Stats) -> bytes | None:
+    """The extension's research accuracy, retrieval recall and citation figures (equal-weight
+    over the research task types), 95% intervals, stars against the reference."""
+    metrics = [m for m in RESEARCH_METRICS if m in stats.research_metrics]
+    return metric_bars(stats, metrics, "Research: accuracy, retrieval and citations")
+
+
+def metric_bars(stats: Stats, chosen: list[str], title: str) -> bytes | None:
     names = [p.name for p in stats.providers]
     cells = {(c.provider, c.metric): c for c in stats.scores if c.scope == EQUAL_WEIGHT}
     stars = {
@@ -57,7 +68,7 @@ def score_bars(stats: Stats) -> bytes | None:
         for c in m.contrasts
         if c.scope == EQUAL_WEIGHT
     }
-    metrics = [m for m in stats.metrics if any((n, m) in cells for n in names)]
+    metrics = [m for m in chosen if any((n, m) in cells for n in names)]
     if not metrics:
         return None
     plt = _pyplot()
@@ -83,16 +94,17 @@ def score_bars(stats: Stats) -> bytes | None:
         label = f"{name} (reference)" if i == 0 and len(names) > 1 else name
         ax.bar(xs, ys, width * 0.92, color=palette[name], label=label)
         ax.errorbar(xs, ys, yerr=[lows, highs], fmt="none", ecolor="#333", elinewidth=1, capsize=2)
-    crowded = len(metrics) > 5
+    labels = [METRIC_LABELS.get(m, m.capitalize()) for m in metrics]
+    crowded = len(metrics) > 5 or sum(map(len, labels)) > 60
     ax.set_xticks(
         range(len(metrics)),
-        [m.capitalize() for m in metrics],
+        labels,
         rotation=20 if crowded else 0,
         ha="right" if crowded else "center",
     )
     ax.set_ylim(0, 1.12)
     ax.set_ylabel("Equal-weight score (95% bootstrap CI)")
-    ax.set_title("Scores by metric" + (" — stars: tests vs reference" if len(names) > 1 else ""))
+    ax.set_title(title + (" — stars: tests vs reference" if len(names) > 1 else ""))
     if len(names) > 1:
         ax.legend(
             ncols=min(4, len(names)),
@@ -287,6 +299,7 @@ def all_plots(stats: Stats, trajectories: pd.DataFrame) -> dict[str, bytes]:
     plots = {
         "scores.png": score_bars(stats),
         "scenarios.png": scenario_bars(stats),
+        "research.png": research_bars(stats),
         "latency.png": latency_plot(stats, trajectories),
         "tool_calls.png": tool_call_plot(stats, trajectories),
         "cost.png": cost_plot(stats),

@@ -132,6 +132,7 @@ def load_published(path: Path) -> ProviderData:
         trajectories=len(traj),
         questions=traj["question_id"].nunique(),
         trials=1,
+        research="web",  # FORCE-Bench's agents researched on the live web
     )
     return ProviderData(
         info, pd.DataFrame(score_rows, columns=SCORE_COLUMNS), traj, scenarios, caveats

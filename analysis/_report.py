@@ -9,12 +9,19 @@ import base64
 import html
 from dataclasses import dataclass, field
 
-from analysis._data import TASK_LABELS
-from analysis._schema import EQUAL_WEIGHT, Contrast, ScoreCell, Severity, Stats
+from analysis._data import (
+    METRIC_LABELS,
+    RESEARCH_ACCURACY,
+    RESEARCH_TASK_TYPES,
+    RETRIEVAL_METRICS,
+    TASK_LABELS,
+)
+from analysis._schema import EQUAL_WEIGHT, Contrast, ResearchGap, ScoreCell, Severity, Stats
 
 IMAGE_TITLES = {
     "scores.png": "Scores by metric",
     "scenarios.png": "Obligations accuracy by scenario",
+    "research.png": "Research: accuracy, retrieval and citations",
     "latency.png": "Latency",
     "tool_calls.png": "Tool calls",
     "cost.png": "Accuracy against cost",
@@ -133,6 +140,7 @@ def build_report(stats: Stats, images: list[str], viewer: str | None = None) -> 
         if "scenarios.png" in images:
             report.add(Image("scenarios.png", IMAGE_TITLES["scenarios.png"]))
     report.add(*contrast_section(stats))
+    report.add(*research_section(stats, images))
     if viewer:
         report.add(*viewer_section(stats, viewer))
     report.add(*operations_section(stats, images))
@@ -216,6 +224,13 @@ def summary_lines(stats: Stats) -> list[str]:
     if acc:
         parts = [f"{n} {_ci_text(_score(stats, n, 'accuracy', 'obligations'))}" for n in acc]
         lines.append("Obligations accuracy: " + "; ".join(parts) + ".")
+    lines.append(
+        "Research mode per run: "
+        + "; ".join(_with_mode(stats, n) for n in names)
+        + " (world: the research world's tools; web: live web tools; none: no research tools; "
+        "golden: gold documents in the prompt)."
+    )
+    lines.extend(_research_summary(stats, names))
     not_tested = [g for g in stats.guards if g.severity == Severity.not_tested]
     if not_tested:
         lines.append(
@@ -249,6 +264,37 @@ def summary_lines(stats: Stats) -> list[str]:
         lines.append(
             "**Latency budget applied**: answers slower than the budget count as failures here."
         )
+    return lines
+
+
+def _research_summary(stats: Stats, names: list[str]) -> list[str]:
+    """One line per provider with the extension's figures, and one per world/golden gap."""
+    lines = []
+    shown = [RESEARCH_ACCURACY, "fetched_recall", "citation_precision"]
+    for name in names:
+        parts = []
+        for metric in shown:
+            cell = _score(stats, name, metric, EQUAL_WEIGHT)
+            if cell is not None:
+                parts.append(f"{_metric_label(metric).lower()} {_ci_text(cell)}")
+        if parts:
+            lines.append(
+                f"Research (LedgerBench extension, not in the Overall), {name}: "
+                + "; ".join(parts)
+                + "."
+            )
+    for gap in stats.research_gaps:
+        if (gap.metric, gap.scope) in (
+            ("overall", EQUAL_WEIGHT),
+            (RESEARCH_ACCURACY, EQUAL_WEIGHT),
+        ):
+            d = gap.difference
+            what = "Overall" if gap.metric == "overall" else "research accuracy"
+            lines.append(
+                f"{gap.gap} ({gap.minuend} − {gap.subtrahend}), {what}: "
+                f"{fmt_signed_ci(d.estimate, d.ci_low, d.ci_high)}"
+                + (" — what retrieval costs the agent." if gap.gap == "golden - world" else ".")
+            )
     return lines
 
 
@@ -337,17 +383,21 @@ def _marked_score(stats: Stats, name: str, metric: str, scope: str) -> str:
 
 def headline_section(stats: Stats) -> list:
     names = [p.name for p in stats.providers]
-    header = ["Provider", *[m.capitalize() for m in stats.metrics]]
+    header = ["Provider", "Research", *[m.capitalize() for m in stats.metrics]]
     rows = []
     for name in names:
         row = [name + (" (ref.)" if name == stats.settings.reference and len(names) > 1 else "")]
+        row.append(research_mode(stats, name))
         row += [_marked_score(stats, name, metric, EQUAL_WEIGHT) for metric in stats.metrics]
         rows.append(row)
     note = (
         "Equal-weight means across task types with 95% bootstrap intervals. Overall = the mean of "
         "the provider's dimension scores (the paper's Overall); Answer_mean = the judge's "
         "per-answer mean of scored dimensions, averaged like a dimension (it weighs accuracy by "
-        "the few answers it applies to)."
+        "the few answers it applies to). Research = the run's research mode (world: the research "
+        "world's tools; web: live web tools; none: no research tools; golden: gold documents in "
+        "the prompt). Accuracy is obligations accuracy, as in the paper: accuracy of keyed "
+        "research items is LedgerBench's extension (section Research), never in these rows."
     )
     if len(names) > 1:
         note += (
@@ -410,7 +460,9 @@ def _contrast_row(c: Contrast, with_scope: bool) -> list[str]:
 
 
 def contrast_section(stats: Stats) -> list:
-    contrasts = [c for m in stats.models for c in m.contrasts]
+    contrasts = [
+        c for m in stats.models if m.metric not in stats.research_metrics for c in m.contrasts
+    ]
     if not contrasts:
         return [
             Heading("Contrasts"),
@@ -457,6 +509,174 @@ def contrast_section(stats: Stats) -> list:
             f"Per-task-type contrasts ({len(per_task)})",
             [Table(["Pair", "Metric", "Task type", *tail], per_task)],
         ),
+    ]
+
+
+def research_mode(stats: Stats, name: str) -> str:
+    info = next((p for p in stats.providers if p.name == name), None)
+    return (info.research if info else None) or "–"
+
+
+def _with_mode(stats: Stats, name: str) -> str:
+    """``name: mode``, or the name alone when it already ends with its mode."""
+    mode = research_mode(stats, name)
+    return name if name.endswith(f" · {mode}") else f"{name}: {mode}"
+
+
+def _metric_label(metric: str) -> str:
+    return METRIC_LABELS.get(metric, metric.capitalize())
+
+
+def research_section(stats: Stats, images: list[str]) -> list:
+    """LedgerBench's extension: accuracy of all three task types, retrieval and citation figures
+    of world-keyed research items, their contrasts, and the world vs golden (and none) gaps."""
+    if not stats.research_metrics and not stats.research_gaps:
+        return []
+    names = [p.name for p in stats.providers]
+    blocks: list = [
+        Heading("Research (LedgerBench extension)"),
+        Paragraph(
+            "FORCE-Bench scored accuracy on obligations only: its research items had no answer "
+            "key. LedgerBench's research world keys every entity-performance and brief item, so "
+            "this section measures how well each agent researched. These figures are the "
+            "extension's own: they never enter the headline table, Table 1's accuracy row or the "
+            "Overall."
+        ),
+        Heading("Accuracy per task type", 3),
+        Table(*_research_accuracy_table(stats, names)),
+    ]
+    retrieval = [m for m in RETRIEVAL_METRICS if m in stats.research_metrics]
+    if retrieval:
+        blocks += [Heading("Retrieval and citations", 3), Table(*_retrieval_table(stats, names))]
+    if "research.png" in images:
+        blocks.append(Image("research.png", IMAGE_TITLES["research.png"]))
+    blocks += _research_contrasts(stats)
+    blocks += _gap_blocks(stats)
+    return blocks
+
+
+def _research_accuracy_table(
+    stats: Stats, names: list[str]
+) -> tuple[list[str], list[list[str]], str]:
+    cells = [("accuracy", "obligations")] + [(RESEARCH_ACCURACY, t) for t in RESEARCH_TASK_TYPES]
+    cells.append((RESEARCH_ACCURACY, EQUAL_WEIGHT))
+    header = [
+        "Provider",
+        "Research",
+        "Financial obligations (paper)",
+        *[task_label(t) for t in RESEARCH_TASK_TYPES],
+        "Research, equal-weight",
+    ]
+    rows = [
+        [name, research_mode(stats, name), *[_marked_score(stats, name, m, t) for m, t in cells]]
+        for name in names
+    ]
+    note = (
+        "Accuracy with 95% bootstrap intervals. Obligations: the paper's accuracy (the headline's "
+        "Accuracy column). Entity performance and briefs: accuracy of items keyed on the research "
+        "world (facts against the key, within tolerance, right period, unit and basis). "
+        "Marks against the reference as everywhere (mixed-model Wald test); the research metrics "
+        "are corrected as a family of their own."
+    )
+    return header, rows, note
+
+
+def _retrieval_table(stats: Stats, names: list[str]) -> tuple[list[str], list[list[str]], str]:
+    metrics = [m for m in RETRIEVAL_METRICS if m in stats.research_metrics]
+    scopes = [
+        t
+        for t in (*RESEARCH_TASK_TYPES, EQUAL_WEIGHT)
+        if t in stats.task_types or t == EQUAL_WEIGHT
+    ]
+    header = ["Provider", "Research", "Task type", "n", *[_metric_label(m) for m in metrics]]
+    rows = []
+    for name in names:
+        for scope in scopes:
+            found = [_score(stats, name, m, scope) for m in metrics]
+            if not any(found):
+                continue
+            n = max(c.n for c in found if c)
+            row = [name, research_mode(stats, name), task_label(scope), str(n)]
+            rows.append(row + [_marked_score(stats, name, m, scope) for m in metrics])
+    note = (
+        "Per answer, over the item's gold documents (the documents that state its key's facts): "
+        "Recall (shown) = share of them among the results the agent's searches returned; "
+        "Recall (fetched) = share among the documents it fetched; Citation precision = share of "
+        "the world documents the answer cites that are gold (answers that cite one); Citation "
+        "recall = share of gold documents the answer cites. n = answers with these figures. "
+        "Means over questions with 95% bootstrap intervals; marks against the reference."
+    )
+    return header, rows, note
+
+
+def _research_contrasts(stats: Stats) -> list:
+    contrasts = [c for m in stats.models if m.metric in stats.research_metrics for c in m.contrasts]
+    if not contrasts:
+        return []
+    order = {p.name: i for i, p in enumerate(stats.providers)}
+    contrasts.sort(key=lambda c: (order[c.reference], order[c.provider]))
+    tail = ["Difference [95% CI]", "Model estimate", "SE", "p", "p adj.", "", "MDD 80%", "Fit"]
+    tail.append("Status")
+    marginal = [_contrast_row(c, False) for c in contrasts if c.scope == EQUAL_WEIGHT]
+    per_task = [_contrast_row(c, True) for c in contrasts if c.scope != EQUAL_WEIGHT]
+    return [
+        Heading("Research contrasts", 3),
+        Table(
+            ["Pair", "Metric", *tail],
+            marginal,
+            "The same paired tests as the paper's metrics (section Contrasts): paired bootstrap "
+            "difference, one mixed model per pair and task type, equal-weight over the research "
+            "task types both have; corrected across the research metrics only.",
+        ),
+        Details(
+            f"Per-task-type research contrasts ({len(per_task)})",
+            [Table(["Pair", "Metric", "Task type", *tail], per_task)],
+        ),
+    ]
+
+
+GAP_MEANINGS = {
+    "golden - world": "what retrieval costs the agent: the same agent with the item's gold "
+    "documents in its prompt (the reasoning ceiling) against finding them with the world's tools",
+    "world - none": "what the research tools add over memorisation: the agent with the world's "
+    "tools against no research tools at all (the memorisation floor; on a synthetic world any "
+    "figure it states is invented)",
+}
+
+
+def _gap_blocks(stats: Stats) -> list:
+    if not stats.research_gaps:
+        return []
+    kinds = list(dict.fromkeys(g.gap for g in stats.research_gaps))
+    rows = [_gap_row(g) for g in stats.research_gaps]
+    return [
+        Heading("World vs golden: what retrieval costs", 3),
+        Bullets([f"**{kind}**: {GAP_MEANINGS.get(kind, kind)}." for kind in kinds]),
+        Table(
+            ["Agent", "Gap", "Metric", "Task type", "Difference [95% CI]", "p", ""],
+            rows,
+            "Runs of the same harness and model in two research modes. Difference: paired "
+            "bootstrap (questions resampled within task type, the same resamples as every "
+            "other figure), first mode minus second. p: the pair's mixed-model Wald test "
+            "(Overall: the paired bootstrap), after the chosen correction.",
+        ),
+    ]
+
+
+def _gap_row(gap: ResearchGap) -> list[str]:
+    d = gap.difference
+    agent = gap.harness or "?"
+    if gap.model:
+        agent += f":{gap.model}"
+    metric = "Overall" if gap.metric == "overall" else _metric_label(gap.metric)
+    return [
+        agent,
+        f"{gap.gap} ({gap.minuend} − {gap.subtrahend})",
+        metric,
+        task_label(gap.scope),
+        fmt_signed_ci(d.estimate, d.ci_low, d.ci_high),
+        fmt_p(gap.p_value),
+        gap.significance,
     ]
 
 
@@ -727,6 +947,7 @@ def method_section(stats: Stats) -> list:
     providers = [
         f"{p.name}: {p.source} {p.path}"
         + (f" (harness {p.harness}, model {p.model or '–'})" if p.harness else "")
+        + f", research {p.research or 'unknown'}"
         + f", {p.trajectories} answers on {p.questions} questions"
         for p in stats.providers
     ]

@@ -7,6 +7,10 @@ Conventions used throughout:
   mean over the task types it applies to (interval from the same bootstrap resamples).
   ``answer_mean`` is the judge's per-answer mean of the scored dimensions, averaged like a
   dimension (it weighs a dimension by how many answers it applies to: accuracy counts 1/21).
+  LedgerBench's extension adds ``research_accuracy`` (accuracy of research items keyed on a
+  world; ``accuracy`` stays obligations-only, as in the paper) and the retrieval figures
+  ``shown_recall``, ``fetched_recall``, ``citation_precision`` and ``citation_recall``
+  (``Stats.research_metrics``).
 * ``scope`` is a task type (``obligations``, ``entity_performance``, ``business_brief``) or
   ``equal_weight``: the mean over the task types in which the metric exists, each task type weighing
   the same whatever its number of questions (the paper's headline convention).
@@ -26,7 +30,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-STATS_FORMAT_VERSION = 2
+STATS_FORMAT_VERSION = 3
 EQUAL_WEIGHT = "equal_weight"
 """``scope`` value for the equal-weight mean across task types."""
 
@@ -108,6 +112,10 @@ class ProviderInfo(_Strict):
     """Largest number of trials seen for one question."""
     dataset_path: str | None = None
     dataset_hash: str | None = None
+    research: str | None = None
+    """The run's research mode (``--research``): ``world`` (the research world's tools), ``web``
+    (live web tools, or a published FORCE-Bench file), ``none`` (no research tools: the
+    memorisation floor) or ``golden`` (gold documents in the prompt: the reasoning ceiling)."""
 
 
 class GuardKind(StrEnum):
@@ -357,6 +365,28 @@ class HeadlineRow(_Strict):
     structure: HeadlineCell | None = None
 
 
+class ResearchGap(_Strict):
+    """One metric's difference between two research modes of the same harness and model."""
+
+    harness: str | None
+    model: str | None = None
+    gap: str
+    """``golden - world`` (what retrieval costs the agent) or ``world - none`` (what the
+    research tools add over memorisation)."""
+    minuend: str
+    """Provider of the first mode (golden, or world)."""
+    subtrahend: str
+    """Provider of the second mode (world, or none)."""
+    metric: str
+    scope: str
+    difference: Interval
+    """Paired bootstrap difference (minuend minus subtrahend) and its percentile interval."""
+    p_value: float | None = None
+    """Two-sided p of the pair's contrast after the chosen correction: the mixed-model Wald
+    test; for ``overall``, the paired bootstrap's. None when a guard stopped the test."""
+    significance: str = ""
+
+
 class Stats(_Strict):
     """Everything ``analysis.compare`` computed; the reports are rendered from it."""
 
@@ -365,7 +395,12 @@ class Stats(_Strict):
     settings: Settings
     providers: list[ProviderInfo]
     metrics: list[str]
-    """Metrics with at least one scored observation, in display order."""
+    """The paper's metrics with at least one scored observation, in display order."""
+    research_metrics: list[str] = Field(default_factory=list)
+    """LedgerBench's extension metrics with scores (``research_accuracy``, retrieval and citation
+    figures of world-keyed research items); their cells and contrasts are in ``scores`` and
+    ``models`` like the others, but they are corrected as a family of their own and never enter
+    ``headline`` or the Overall."""
     task_types: list[str]
     """Task types with data, in display order."""
     headline: list[HeadlineRow]
@@ -379,6 +414,9 @@ class Stats(_Strict):
     operations: list[OperationsCell]
     scenarios: list[ScenarioCell] = Field(default_factory=list)
     """Obligations accuracy per scenario."""
+    research_gaps: list[ResearchGap] = Field(default_factory=list)
+    """golden - world and world - none differences of the same harness and model, where the
+    compared runs include both modes."""
     caveats: list[str] = Field(default_factory=list)
     """Plain-words caveats that apply to the whole report."""
     timings_s: dict[str, float] = Field(default_factory=dict)

@@ -27,6 +27,8 @@ from analysis._data import (
     INCLUDED,
     OVERALL,
     REPORT_METRICS,
+    RESEARCH_ACCURACY,
+    RESEARCH_METRICS,
     TASK_TYPES,
     ProviderData,
     finite_or_none,
@@ -47,6 +49,7 @@ from analysis._schema import (
     MetricModel,
     ModelKind,
     ProviderInfo,
+    ResearchGap,
     ScenarioCell,
     ScoreCell,
     Settings,
@@ -87,6 +90,7 @@ def compute_stats(
     combined = combined or combine(providers, settings.latency_budget, settings.infra_failures)
     present = set(combined.per_question["metric"])
     modelled = [m for m in REPORT_METRICS if m in present]
+    research = [m for m in RESEARCH_METRICS if m in present]
     has_dimensions = any(m in DIMENSIONS for m in modelled)
     metrics = ([OVERALL] if has_dimensions else []) + modelled
     task_types = [t for t in TASK_TYPES if t in set(combined.trajectories["task_type"])]
@@ -94,14 +98,14 @@ def compute_stats(
     timings: dict[str, float] = {}
 
     started = time.perf_counter()
-    boot = Bootstrap.run(combined.per_question, names, modelled, settings)
-    scores = boot.score_cells(metrics, settings.confidence)
+    boot = Bootstrap.run(combined.per_question, names, modelled + research, settings)
+    scores = boot.score_cells(metrics + research, settings.confidence)
     timings["bootstrap"] = time.perf_counter() - started
     progress("bootstrap")
 
     started = time.perf_counter()
     models = []
-    for metric in modelled:
+    for metric in modelled + research:
         models.append(fit_metric(combined.per_question, metric, names, settings, guards, boot))
         progress(f"model {metric}")
     if has_dimensions and len(names) > 1:
@@ -119,10 +123,11 @@ def compute_stats(
     parts = {
         "headline": headline(names, metrics, scores, models),
         "missing": missing_counts(combined.scores, names),
-        "trials": trial_stats(combined.scores, names, modelled),
+        "trials": trial_stats(combined.scores, names, modelled + research),
         "pass_k": pass_k(combined.scores, names, settings.pass_threshold),
         "operations": operations(combined, names, settings),
         "scenarios": scenario_accuracy(combined, names, settings),
+        "research_gaps": research_gaps(providers, names, boot, models, settings),
         "caveats": caveats(providers, names, settings, combined),
     }
     timings["other"] = time.perf_counter() - started
@@ -131,6 +136,7 @@ def compute_stats(
         settings=settings,
         providers=[_info(providers, n) for n in names],
         metrics=metrics,
+        research_metrics=research,
         task_types=task_types,
         scores=scores,
         models=models,
@@ -855,12 +861,14 @@ def coverage_guards(boot: Bootstrap, names: list[str]) -> list[Guard]:
 
 
 def apply_correction(models: list[MetricModel], correction: Correction) -> None:
-    """Adjust p-values across metrics, separately for each provider and scope."""
-    families: dict[tuple[str, str], list[Contrast]] = {}
+    """Adjust p-values across metrics, separately for each provider and scope; the extension's
+    research metrics form families of their own, so they never move a paper metric's p-value."""
+    families: dict[tuple[str, str, str, bool], list[Contrast]] = {}
     for model in models:
         for contrast in model.contrasts:
             if contrast.tested and contrast.p_value is not None:
-                key = (contrast.provider, contrast.reference, contrast.scope)
+                extension = contrast.metric in RESEARCH_METRICS
+                key = (contrast.provider, contrast.reference, contrast.scope, extension)
                 families.setdefault(key, []).append(contrast)
     for family in families.values():
         adjusted = adjust_p([c.p_value for c in family], correction)
@@ -950,6 +958,79 @@ def headline(
             )
         rows.append(row)
     return rows
+
+
+GAPS = (("golden", "world"), ("world", "none"))
+"""(minuend, subtrahend) research modes: golden - world is what retrieval costs the agent (the
+reasoning ceiling over the world's tools); world - none what the tools add over memorisation."""
+GAP_CELLS = (
+    (OVERALL, EQUAL_WEIGHT),
+    ("accuracy", "obligations"),
+    (RESEARCH_ACCURACY, "entity_performance"),
+    (RESEARCH_ACCURACY, "business_brief"),
+    (RESEARCH_ACCURACY, EQUAL_WEIGHT),
+)
+
+
+def research_gaps(
+    providers: list[ProviderData],
+    names: list[str],
+    boot: Bootstrap,
+    models: list[MetricModel],
+    settings: Settings,
+) -> list[ResearchGap]:
+    """golden - world and world - none for each harness and model compared in those modes (the
+    first run of each mode), from the same paired bootstrap and tests as every contrast."""
+    infos = [_info(providers, n) for n in names]
+    by_agent: dict[tuple[str | None, str | None], dict[str, int]] = {}
+    for index, info in enumerate(infos):
+        modes = by_agent.setdefault((info.harness, info.model), {})
+        modes.setdefault(info.research or "", index)
+    gaps = []
+    for (harness, model), modes in by_agent.items():
+        for high, low in GAPS:
+            if high not in modes or low not in modes:
+                continue
+            i, j = modes[low], modes[high]
+            for metric, scope in GAP_CELLS:
+                found = boot.difference(metric, scope, i, j)
+                if found is None:
+                    continue
+                lows, highs = percentile_interval(found[1][:, None], settings.confidence)
+                p = _pair_p(models, metric, scope, names[i], names[j])
+                gaps.append(
+                    ResearchGap(
+                        harness=harness,
+                        model=model,
+                        gap=f"{high} - {low}",
+                        minuend=names[j],
+                        subtrahend=names[i],
+                        metric=metric,
+                        scope=scope,
+                        difference=Interval(
+                            estimate=finite_or_none(found[0]),
+                            ci_low=finite_or_none(lows[0]),
+                            ci_high=finite_or_none(highs[0]),
+                        ),
+                        p_value=p,
+                        significance=stars(p),
+                    )
+                )
+    return gaps
+
+
+def _pair_p(models: list[MetricModel], metric: str, scope: str, a: str, b: str) -> float | None:
+    """The (corrected) p-value of the a-b contrast of a metric and scope (two-sided: either
+    order), None when it was not tested."""
+    for model in models:
+        if model.metric != metric:
+            continue
+        for contrast in model.contrasts:
+            if contrast.scope == scope and {contrast.provider, contrast.reference} == {a, b}:
+                if not contrast.tested:
+                    return None
+                return contrast.p_adjusted if contrast.p_adjusted is not None else contrast.p_value
+    return None
 
 
 def scenario_accuracy(

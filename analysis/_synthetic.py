@@ -3,6 +3,8 @@
 ``score = base + provider effect (+ per-task-type effect) + question effect + noise``, clipped to
 [0, 1] and optionally rounded to the judge's quarter steps. Dimensions apply as in the paper:
 accuracy to obligations only, recency to the two research task types, the others everywhere.
+With ``research_keys``, research items are keyed on a world (LedgerBench's extension): they get
+an accuracy dimension too, and the rules judge's ``extra["research"]`` retrieval figures.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis._data import DIMENSIONS
+from analysis._data import DIMENSIONS, RETRIEVAL_METRICS
 
 DEFAULT_QUESTIONS = {"obligations": 100, "entity_performance": 126, "business_brief": 25}
 SCENARIOS = ("Aged Balance", "Sales Orders", "Customer Setup", "Payment History", "Vendor Balance")
@@ -25,9 +27,9 @@ DEFAULT_TIMEOUTS = {"obligations": 60.0, "entity_performance": 60.0, "business_b
 SYNTHETIC_ANSWER = "synthetic answer"
 
 
-def applies(dimension: str, task_type: str) -> bool:
+def applies(dimension: str, task_type: str, research_keys: bool = False) -> bool:
     if dimension == "accuracy":
-        return task_type == "obligations"
+        return task_type == "obligations" or research_keys
     if dimension == "recency":
         return task_type != "obligations"
     return True
@@ -48,6 +50,13 @@ class ProviderSpec:
     judge_error_rate: float = 0.0
     error_rate: float = 0.0
     """Share of trajectories with status error (unjudged)."""
+    research: str | None = None
+    """``manifest.config["research"]`` (world, web, none, golden); None leaves it out."""
+    research_effect: float = 0.0
+    """Extra effect on research items' accuracy and retrieval figures (``research_keys``)."""
+    model: str | None = None
+    harness: str | None = None
+    """The manifest's harness when it is not ``name`` (runs of one agent in several modes)."""
 
 
 @dataclass
@@ -62,6 +71,8 @@ class SyntheticConfig:
     quantize: bool = False
     dimensions: tuple[str, ...] = DIMENSIONS
     judge: str = "rules"
+    research_keys: bool = False
+    """Research items keyed on a world: accuracy and ``extra["research"]`` on them."""
 
 
 def question_ids(questions: dict[str, int]) -> list[tuple[str, str, str]]:
@@ -101,6 +112,16 @@ def write_runs(root: Path, config: SyntheticConfig) -> list[Path]:
     question_effect = {
         (qid, dim): rng.normal(0.0, config.question_sd) for qid, _, _ in qids for dim in DIMENSIONS
     }
+    effect_rng = np.random.default_rng([config.seed, 7])  # own stream: other draws unchanged
+    question_effect.update(
+        {
+            (qid, metric): effect_rng.normal(0.0, config.question_sd)
+            for qid, _, _ in qids
+            for metric in RETRIEVAL_METRICS
+        }
+        if config.research_keys
+        else {}
+    )
     paths = []
     for spec in config.providers:
         run_dir = root / spec.name
@@ -130,7 +151,7 @@ def _write_run(run_dir, spec, config, qids, question_effect, dataset, rng) -> No
                 question_id=qid,
                 trial=trial,
                 task_type=task_type,
-                harness=spec.name,
+                harness=spec.harness or spec.name,
                 answer=SYNTHETIC_ANSWER,
                 status=status,
                 latency_s=latency,
@@ -146,30 +167,28 @@ def _write_run(run_dir, spec, config, qids, question_effect, dataset, rng) -> No
                 scores.append(_score(qid, trial, task_type, config, {}, "infra_error"))
                 continue
             dims = {}
+            research = task_type != "obligations" and config.research_keys
             for dim in config.dimensions:
-                if not applies(dim, task_type):
+                if not applies(dim, task_type, config.research_keys):
                     continue
                 if rng.random() < spec.judge_error_rate:
                     dims[dim] = DimensionScore(status="judge_error", error="synthetic failure")
                     continue
-                value = (
-                    config.base
-                    + spec.effect
-                    + spec.task_effects.get(task_type, 0.0)
-                    + question_effect[(qid, dim)]
-                    + rng.normal(0.0, config.noise_sd)
-                )
-                value = float(np.clip(value, 0.0, 1.0))
-                if config.quantize:
-                    value = round(value * 4) / 4
+                extra = spec.research_effect if research and dim == "accuracy" else 0.0
+                value = _value(config, spec, task_type, question_effect[(qid, dim)] + extra, rng)
                 dims[dim] = DimensionScore(status="scored", score=value)
-            scores.append(_score(qid, trial, task_type, config, dims, "scored"))
+            record = _score(qid, trial, task_type, config, dims, "scored")
+            if research:
+                figures = _research_figures(config, spec, task_type, qid, rng, question_effect)
+                record.extra["research"] = figures
+            scores.append(record)
     manifest = RunManifest(
         run_id=spec.name,
         command=["synthetic"],
-        config={},
+        config={} if spec.research is None else {"research": spec.research},
         config_fingerprint="synthetic",
-        harness=spec.name,
+        harness=spec.harness or spec.name,
+        model=spec.model,
         timeouts=DEFAULT_TIMEOUTS,
         dataset_path=str(dataset),
         dataset_hash="synthetic",
@@ -181,6 +200,30 @@ def _write_run(run_dir, spec, config, qids, question_effect, dataset, rng) -> No
     (run_dir / "manifest.json").write_text(manifest.model_dump_json(indent=1))
     _write_jsonl(run_dir / "trajectories.jsonl", trajectories)
     _write_jsonl(run_dir / "scores" / f"{config.judge}.jsonl", scores)
+
+
+def _value(config, spec, task_type, offset, rng) -> float:
+    value = (
+        config.base
+        + spec.effect
+        + spec.task_effects.get(task_type, 0.0)
+        + offset
+        + rng.normal(0.0, config.noise_sd)
+    )
+    value = float(np.clip(value, 0.0, 1.0))
+    return round(value * 4) / 4 if config.quantize else value
+
+
+def _research_figures(config, spec, task_type, qid, rng, question_effect) -> dict:
+    """``extra["research"]`` as the rules judge writes it (judge._research.ResearchMetrics)."""
+    figures = {}
+    for metric in RETRIEVAL_METRICS:
+        offset = question_effect[(qid, metric)] + spec.research_effect
+        figures[metric] = _value(config, spec, task_type, offset, rng)
+    cited = int(rng.integers(0, 4))
+    if cited == 0:  # nothing cited: no precision (None, as the judge records it)
+        figures["citation_precision"] = None
+    return {"gold": 2, "cited": cited, "searches": 3, "fetches": 2, **figures}
 
 
 def _score(qid, trial, task_type, config, dims, status):

@@ -5,7 +5,8 @@ Run: ``.venv/bin/python bench/bench_analysis.py`` (optionally ``--bootstrap 1000
 Prints wall and CPU seconds for each part: loading the runs, the bootstrap, the mixed models, the
 rest of the statistics, plots + report, and the whole ``compare`` call. The work is single-threaded,
 so on a busy shared machine the CPU time is the better estimate of the unloaded wall time.
-Target: whole analysis under 10 s.
+``--research-keys``: the research items are keyed on a world (LedgerBench's extension), which adds
+research accuracy and four retrieval figures: 14 metrics. Target: whole analysis under 10 s.
 """
 
 from __future__ import annotations
@@ -25,14 +26,15 @@ from analysis._stats import combine
 from analysis._synthetic import ProviderSpec, SyntheticConfig, write_runs
 
 
-def synthetic_runs(root: Path) -> list[Path]:
+def synthetic_runs(root: Path, research_keys: bool = False) -> list[Path]:
     specs = [
         ProviderSpec("A", latency_scale=25, cost_per_question=0.03),
         ProviderSpec("B", effect=0.05, latency_scale=40, cost_per_question=0.08),
         ProviderSpec("C", effect=-0.03, judge_error_rate=0.03, error_rate=0.02),
         ProviderSpec("D", effect=0.0, latency_scale=15, cost_per_question=0.01),
     ]
-    return write_runs(root, SyntheticConfig(specs, seed=1, quantize=True))
+    config = SyntheticConfig(specs, seed=1, quantize=True, research_keys=research_keys)
+    return write_runs(root, config)
 
 
 class Clock:
@@ -56,11 +58,17 @@ def main() -> None:
     parser.add_argument(
         "--model", choices=[m.value for m in ModelKind], default="pairwise", help="contrast model"
     )
+    parser.add_argument(
+        "--research-keys",
+        action="store_true",
+        help="research items keyed on a world: + research accuracy and 4 retrieval figures",
+    )
     args = parser.parse_args()
+    metrics = 14 if args.research_keys else 9
     model = ModelKind(args.model)
     clock = Clock()
     with tempfile.TemporaryDirectory() as tmp:
-        runs = synthetic_runs(Path(tmp) / "runs")
+        runs = synthetic_runs(Path(tmp) / "runs", args.research_keys)
         for i in range(args.repeat):
             providers = clock.measure(
                 "load 4 runs", lambda: [load_provider(run, "rules") for run in runs]
@@ -76,7 +84,7 @@ def main() -> None:
             total = sum(timings.values())
             for key, label in (
                 ("bootstrap", "  bootstrap"),
-                ("lmm", f"  mixed models (9 metrics, {model.value})"),
+                ("lmm", f"  mixed models ({metrics} metrics, {model.value})"),
                 ("other", "  other statistics"),
             ):
                 clock.add(label, timings[key], cpu * timings[key] / total)
@@ -97,7 +105,7 @@ def main() -> None:
             )
             clock.measure("WHOLE compare (load+stats+plots+files)", lambda c=config: compare(c))
     print(
-        f"4 providers x 251 questions (1,004 answers) x 9 metrics, B = {args.bootstrap}, "
+        f"4 providers x 251 questions (1,004 answers) x {metrics} metrics, B = {args.bootstrap}, "
         f"model {model.value}"
     )
     print(f"median of {args.repeat} runs; load average now {os.getloadavg()[0]:.1f}")

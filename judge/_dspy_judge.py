@@ -169,10 +169,13 @@ def ground_truth_text(question: Question) -> str:
         lines.append("Expected facts:")
         for fact in question.expected:
             tolerance = f" (tolerance {fact.tolerance})" if fact.tolerance else ""
-            what = ", ".join(filter(None, [fact.kind, fact.currency, fact.side]))
+            # A research figure is its period, scale and basis too: 129.2 is no key without them.
+            qualifiers = [fact.kind, fact.currency, fact.unit, fact.scale, fact.period, fact.basis]
+            what = ", ".join(filter(None, [*qualifiers, fact.side]))
             also = "".join(f" or {e.currency} {e.value}" for e in fact.equivalents)
             whole = " (the whole set)" if fact.complete else ""
-            lines.append(f"- {fact.field} [{what}]: {fact.value}{also}{tolerance}{whole}")
+            about = f" (about {fact.subject})" if fact.subject else ""
+            lines.append(f"- {fact.field} [{what}]: {fact.value}{also}{tolerance}{whole}{about}")
     return "\n".join(lines)
 
 

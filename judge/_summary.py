@@ -6,6 +6,10 @@ as everywhere (:mod:`judge._overall`): a task type's dimension mean is the mean 
 counted, never averaged in. Equal weight = the mean of the task-type means, so 100 obligations do
 not outweigh 25 briefs. **Overall** = the mean of the equal-weight dimension means (the paper's,
 docs/statistics.md); ``answer_mean`` = the judge's per-answer mean averaged the same way.
+
+Accuracy of research items keyed on a world is LedgerBench's extension (the paper had no key for
+them): it is reported as ``research_accuracy`` (per task type, equal-weight, and under
+``extension``), beside the Overall and never in it nor in the equal-weight ``accuracy``.
 """
 
 from __future__ import annotations
@@ -16,19 +20,24 @@ from typing import Any
 
 from judge._overall import (
     ANSWER_MEAN,
+    EXTENSION_CELLS,
     OVERALL,
     answer_means,
     dimension_means,
     equal_weight,
+    extension_accuracy,
     overall,
     overall_text,
+    paper_cells,
     run_overall,
     scored_answers,
 )
 from judge.records import DimensionStatus, ScoreRecord, ScoreStatus
 from ledgerbench.dataset import Dimension, TaskType
 
-COLUMNS = [*(d.value for d in Dimension), OVERALL, ANSWER_MEAN]
+RESEARCH_ACCURACY = "research_accuracy"
+"""Accuracy of keyed research items (the extension: ``judge._overall.EXTENSION_CELLS``)."""
+COLUMNS = [*(d.value for d in Dimension), RESEARCH_ACCURACY, OVERALL, ANSWER_MEAN]
 
 
 def summarize(records: list[ScoreRecord]) -> dict[str, Any]:
@@ -46,8 +55,12 @@ def summarize(records: list[ScoreRecord]) -> dict[str, Any]:
             task_types[task_type.value] = _summarize_group(group, task_type.value, means, by_answer)
     equal = {
         dimension: {"mean": equal_weight(cells), "task_types": len(cells)}
-        for dimension, cells in means.items()
+        for dimension, cells in paper_cells(means).items()
+        if cells
     }
+    extension = extension_accuracy(means)
+    if extension:
+        equal[RESEARCH_ACCURACY] = {"mean": equal_weight(extension), "task_types": len(extension)}
     equal[OVERALL] = {"mean": overall(means), "task_types": len(task_types)}
     equal[ANSWER_MEAN] = {"mean": equal_weight(by_answer), "task_types": len(by_answer)}
     return {
@@ -58,6 +71,7 @@ def summarize(records: list[ScoreRecord]) -> dict[str, Any]:
         "task_types": task_types,
         "equal_weight": equal,
         "overall": overall(means),
+        "extension": {RESEARCH_ACCURACY: extension},
     }
 
 
@@ -83,7 +97,8 @@ def _summarize_group(
             else:
                 not_applicable[dimension.value] += 1
     cells = {
-        dimension: {"mean": means[dimension][task_type], "n": n} for dimension, n in counts.items()
+        _column(dimension, task_type): {"mean": means[dimension][task_type], "n": n}
+        for dimension, n in counts.items()
     }
     answers = [r for r in scored if r.overall is not None]
     if cells:
@@ -105,6 +120,20 @@ def _summarize_group(
     }
 
 
+def _column(dimension: str, task_type: str) -> str:
+    """A research item's accuracy is the extension's column, never the paper's accuracy."""
+    return RESEARCH_ACCURACY if (dimension, task_type) in EXTENSION_CELLS else dimension
+
+
+def extension_text(summary: dict[str, Any]) -> str:
+    """The extension's accuracy per task type, labelled as such ("" when there is none)."""
+    cells = (summary.get("extension") or {}).get(RESEARCH_ACCURACY) or {}
+    if not cells:
+        return ""
+    parts = ", ".join(f"{task} {_fmt(value)}" for task, value in cells.items())
+    return f"LedgerBench extension (not in the Overall): research accuracy {parts}"
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -113,10 +142,12 @@ def summary_markdown(summary: dict[str, Any], title: str) -> str:
     """The summary as a markdown table: one row per task type plus the equal-weight row, and the
     Overall on a line of its own."""
     present = [c for c in COLUMNS if any(c in t["scores"] for t in summary["task_types"].values())]
+    headline = f"Overall {overall_text(summary['equal_weight'][OVERALL]['mean'])}"
+    extension = extension_text(summary)
     lines = [
         f"## {title}",
         "",
-        f"Overall {overall_text(summary['equal_weight'][OVERALL]['mean'])}",
+        headline + (f" · {extension}" if extension else ""),
         "",
         f"{summary['records']} records: {summary['scored']} scored, "
         f"{summary['infra_errors']} infrastructure failures (not judged), "
@@ -131,7 +162,7 @@ def summary_markdown(summary: dict[str, Any], title: str) -> str:
             cell = group["scores"].get(column)
             cells.append(f"{_fmt(cell['mean'])} ({cell['n']})" if cell else "-")
         lines.append(f"| {name} | {group['scored']} | " + " | ".join(cells) + " |")
-    equal = [_fmt(summary["equal_weight"][c]["mean"]) for c in present]
+    equal = [_fmt(summary["equal_weight"].get(c, {}).get("mean")) for c in present]
     lines.append("| **equal weight** | | " + " | ".join(equal) + " |")
     lines.append("")
     lines.append(
@@ -139,6 +170,12 @@ def summary_markdown(summary: dict[str, Any], title: str) -> str:
         "means. Overall: the mean of the equal-weight dimension scores (docs/statistics.md); "
         "answer_mean: the judge's per-answer mean, averaged the same way."
     )
+    if RESEARCH_ACCURACY in present:
+        lines.append(
+            "research_accuracy: accuracy of research items keyed on a world, LedgerBench's "
+            "extension (FORCE-Bench had no key for them): beside the Overall, never in it or in "
+            "accuracy."
+        )
     return "\n".join(lines)
 
 

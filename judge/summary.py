@@ -19,8 +19,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m judge.summary",
         description="Summarize scores: mean per dimension and overall, by task type and with task "
-        "types weighted equally; counts infrastructure failures and judge errors; for --with-rules "
-        "scores, lists the assertions where the rules and the LLM disagree.",
+        "types weighted equally; counts infrastructure failures and judge errors; prints the "
+        "accuracy of research items keyed on a world (LedgerBench's extension) beside the Overall, "
+        "never in it; for --with-rules scores, lists the assertions where the rules and the LLM "
+        "disagree.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

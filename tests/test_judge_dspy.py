@@ -503,3 +503,48 @@ def test_a_plain_resume_judges_judge_errors_again(tmp_path) -> None:
     assert any("judged again" in w for w in second.warnings)
     records, _ = read_scores(second.scores_path)
     assert len(records) == 5 and not any(r.extra.get("judge_error_dimensions") for r in records)
+
+
+def _world_item(path: str, index: int = 0):
+    """A shipped research item keyed on the research world (its key is ground truth + facts)."""
+    from pathlib import Path
+
+    from ledgerbench.dataset import load_dataset
+
+    root = Path(__file__).resolve().parents[1]
+    items = [i for i in load_dataset(root / path).items if i.expected and i.gold_documents]
+    return items[index]
+
+
+@pytest.mark.parametrize(
+    "path", ["datasets/entity_performance.yaml", "datasets/business_briefs.yaml"]
+)
+def test_research_item_keyed_on_a_world_sends_its_key_as_the_accuracy_input(path: str) -> None:
+    q = _world_item(path)
+    assert q.task_type is not TaskType.obligations and q.ground_truth
+    (accuracy,) = q.tags[Dimension.accuracy]
+    lm = DummyLM([verdicts((accuracy.id, 1))])
+    judge = make_judge(lm)
+    answer = "Here is what the filings say."
+    score, result = judge.judge_dimension(
+        JudgeItem(q, trajectory(q.id, answer, task_type=q.task_type)), Dimension.accuracy
+    )
+    assert score.status is DimensionStatus.scored and score.score == 1.0
+    _system, user = system_and_user(result.messages[0])
+    assert q.ground_truth in user and "Expected facts:" in user
+    for fact in q.expected:
+        line = next(x for x in user.splitlines() if x.startswith(f"- {fact.field} ["))
+        qualifiers = line.split("[", 1)[1].split("]", 1)[0]
+        # The figure's period, scale, unit and basis: without them "129.2" is no key at all.
+        for qualifier in (fact.kind, fact.currency, fact.unit, fact.scale, fact.period):
+            assert qualifier is None or str(qualifier) in qualifiers, (qualifier, line)
+        assert fact.basis is None or fact.basis in qualifiers, line
+        assert fact.subject is None or fact.subject in line, line
+        if fact.value is not None and not isinstance(fact.value, list | dict):
+            assert str(fact.value) in line, line
+    # the key reaches the accuracy judge only
+    clarity_lm = DummyLM([verdicts(*[(a.id, 1) for a in q.tags[Dimension.clarity]])])
+    _, clarity = make_judge(clarity_lm).judge_dimension(
+        JudgeItem(q, trajectory(q.id, answer, task_type=q.task_type)), Dimension.clarity
+    )
+    assert q.ground_truth not in system_and_user(clarity.messages[0])[1]
