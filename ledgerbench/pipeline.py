@@ -549,7 +549,51 @@ def headline(report_dir: Path) -> list[str]:
                 else:
                     parts.append(f"{metric} {cell['score']:.2f}{interval}")
         lines.append(f"  {name}: " + ("; ".join(parts) if parts else "no scored metrics"))
+        lines.extend(_research_lines(stats, name))
     lines.extend(_contrast_lines(stats))
+    return lines
+
+
+_TASK_ACCURACY = (
+    ("accuracy", "obligations", "obligations"),
+    ("research_accuracy", "entity_performance", "entity"),
+    ("research_accuracy", "business_brief", "briefs"),
+)
+_RETRIEVAL = (
+    ("shown_recall", "gold shown"),
+    ("fetched_recall", "gold read"),
+    ("citation_precision", "citation precision"),
+    ("citation_recall", "citation recall"),
+)
+
+
+def _research_lines(stats: dict, provider: str) -> list[str]:
+    """Accuracy of each task type (entity and brief: LedgerBench's extension, not in the Overall)
+    and the retrieval figures of one provider, from ``stats.json``'s score cells."""
+    cells = {
+        (c["metric"], c["scope"]): c["score"]
+        for c in stats.get("scores", [])
+        if c.get("provider") == provider and isinstance(c.get("score"), dict)
+    }
+
+    def text(metric: str, scope: str, label: str) -> str | None:
+        cell = cells.get((metric, scope))
+        if not cell or cell.get("estimate") is None:
+            return None
+        interval = ""
+        if cell.get("ci_low") is not None:
+            interval = f" [{cell['ci_low']:.2f}, {cell['ci_high']:.2f}]"
+        return f"{label} {cell['estimate']:.2f}{interval}"
+
+    accuracy = [t for m, s, label in _TASK_ACCURACY if (t := text(m, s, label))]
+    retrieval = [t for m, label in _RETRIEVAL if (t := text(m, "equal_weight", label))]
+    lines = []
+    if len(accuracy) > 1:
+        lines.append(
+            "    accuracy by task type: " + "; ".join(accuracy) + " (entity, briefs: extension)"
+        )
+    if retrieval:
+        lines.append("    research: " + "; ".join(retrieval))
     return lines
 
 
