@@ -41,7 +41,17 @@ from harnesses._protocol import (
     retry_window_s,
 )
 from harnesses._registry import HarnessLoadError, harness
-from harnesses.records import Usage
+from harnesses._wire import (
+    DONE,
+    check_event_stream,
+    check_event_type,
+    is_timeout,
+    request_timeout,
+    responses_event_types,
+    server_sent_events,
+    stalled,
+)
+from harnesses.records import Message, Usage
 
 DEFAULT_MODEL = "gpt-5.2"
 DEFAULT_REASONING_EFFORT = "low"
@@ -221,33 +231,52 @@ class CallTiming:
 
 
 async def retrying(
-    make_call: Any, task: AgentTask, draft: TrajectoryDraft, timing: CallTiming | None = None
+    make_call: Any,
+    task: AgentTask,
+    draft: TrajectoryDraft,
+    timing: CallTiming | None = None,
+    *,
+    model: str | None = None,
 ) -> Any:
-    """``make_call()``, retried on transient provider failures (429, 5xx, timeouts) in the budget.
+    """``make_call()``, retried on transient provider failures (429, 5xx, timeouts, a stalled
+    provider) in the budget.
 
     The SDK clients retry nothing (``max_retries=0``). A provider that cannot be used at all
     (connection refused, DNS, 401/403, exhausted quota) fails at once; transient failures are
     retried with the provider's Retry-After or the runner's backoff for at most
     :func:`retry_window_s` of the budget, and never past :data:`RETRY_MARGIN_S` before the
     deadline. Then :class:`ProviderUnavailableError` ends the question as an infrastructure
-    failure (the provider failed, not the agent). Every failed attempt is noted in
-    ``draft.extra["provider_errors"]``.
+    failure (the provider failed, not the agent). Every failed attempt gets its own model event
+    (error and HTTP status) and a line in ``draft.extra["provider_errors"]``, and
+    ``draft.provider_failure`` says the provider is failing until an attempt succeeds.
     """
     attempt = 0
     first_failure: float | None = None
     while True:
         attempt += 1
+        started = draft.elapsed()
+        if timing is not None:
+            timing.started_s = started
         try:
-            return await make_call()
+            result = await make_call()
         except Exception as error:
             status = getattr(error, "status_code", None)
             label = type(error).__name__ + (f" {status}" if status else "")
+            draft.add_model_event(
+                started,
+                duration_s=draft.elapsed() - started,
+                retries=attempt - 1,
+                error=f"{label}: {' '.join(str(error).split())[:300]}",
+                status_code=status if isinstance(status, int) else None,
+                model=model,
+            )
             if is_unreachable(error) or is_refused_access(error):
                 draft.extra.setdefault("provider_errors", []).append(label)
                 raise ProviderUnavailableError(f"{label}: {str(error)[:300]}") from error
             if not is_transient(error):
                 raise
             draft.extra.setdefault("provider_errors", []).append(label)
+            draft.provider_failure = f"{label} on {attempt} attempt(s): {str(error)[:200]}"
             first_failure = first_failure or time.monotonic()
             wait = retry_after_s(error)
             wait = retry_delay(attempt, error) if wait is None else min(wait, 60.0)
@@ -263,16 +292,25 @@ async def retrying(
                 timing.retries += 1
             draft.excluded_s += wait  # a retry wait is not the agent's working time
             await asyncio.sleep(wait)
+        else:
+            draft.provider_failure = None
+            return result
 
 
 async def recorded_call(
-    make_call: Any, task: AgentTask, draft: TrajectoryDraft, model: str | None
+    make_call: Any,
+    task: AgentTask,
+    draft: TrajectoryDraft,
+    model: str | None,
+    partial: Any = None,
 ) -> tuple[Any, CallTiming]:
-    """:func:`retrying`, timed; a call that fails or is cut off still gets its ModelEvent. The
-    caller records the event of a call that answered, with :func:`record_model_event`."""
+    """:func:`retrying`, timed. Failed attempts get their model events there; a call cut off by
+    the deadline gets one here, pointing at ``partial()`` (the assistant turn streamed so far,
+    when there is one). The caller records the event of a call that answered, with
+    :func:`record_model_event`."""
     timing = CallTiming(draft.elapsed())
     try:
-        return await retrying(make_call, task, draft, timing), timing
+        return await retrying(make_call, task, draft, timing, model=model), timing
     except asyncio.CancelledError:
         draft.add_model_event(
             timing.started_s,
@@ -280,10 +318,8 @@ async def recorded_call(
             retries=timing.retries,
             error="cut off by the deadline",
             model=model,
+            output=partial() if partial is not None else None,
         )
-        raise
-    except Exception as error:
-        record_model_event(draft, timing, model=model, error=error)
         raise
 
 
@@ -376,62 +412,53 @@ FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response
 
 
 async def stream_response(
-    client: Any, request: dict[str, Any], timeout: float, on_text: Any
+    client: Any, request: dict[str, Any], timeout: Any, on_text: Any, *, stall: float | None = None
 ) -> Any:
     """``responses.create`` streamed; ``on_text(text_so_far)`` as deltas arrive; the final Response.
 
     The events are read as raw server-sent events: the SDK's typed stream validates every event
     (each carrying the echoed tool list) and costs several ms of CPU per turn. Only the final
     response is built into SDK objects, with the same lenient ``construct`` the SDK uses for
-    non-streamed replies.
+    non-streamed replies. Protocol violations (not an event stream, non-JSON data, an unknown event
+    type, no final event) are :class:`ProviderError`; with ``stall`` (the read timeout in
+    ``timeout``) a silent provider is a :class:`ProviderStalledError`.
     """
     from openai.types.responses import Response
 
     streamed = ""
     final = None
-    async with client.responses.with_streaming_response.create(
-        stream=True, extra_body=request, timeout=timeout
-    ) as raw:
-        request_id = raw.headers.get("x-request-id")
-        async for event in server_sent_events(raw.iter_lines()):
-            kind = event.get("type")
-            if kind == "response.output_text.delta":
-                streamed += event.get("delta", "")
-                on_text(streamed)
-            elif kind in FINAL_EVENTS:
-                final = event.get("response")
-            elif kind == "error":
-                raise ProviderError(f"stream error: {event.get('message', event)}")
+    phase = "headers"
+    try:
+        async with client.responses.with_streaming_response.create(
+            stream=True, extra_body=request, timeout=timeout
+        ) as raw:
+            phase = "stream"
+            request_id = raw.headers.get("x-request-id")
+            if not raw.headers.get("content-type", "").startswith("text/event-stream"):
+                head = (await raw.read())[:400].decode("utf-8", "replace")
+                check_event_stream(raw.status_code, raw.headers, head)
+            known = responses_event_types()
+            async for event in server_sent_events(raw.iter_lines()):
+                if event is DONE:
+                    continue
+                kind = event.get("type")
+                check_event_type(kind, known, "Responses API")
+                if kind == "response.output_text.delta":
+                    streamed += event.get("delta", "")
+                    on_text(streamed)
+                elif kind in FINAL_EVENTS:
+                    final = event.get("response")
+                elif kind == "error":
+                    raise ProviderError(f"stream error: {event.get('message', event)}")
+    except Exception as error:
+        if stall is not None and is_timeout(error):
+            raise stalled(phase, stall) from error
+        raise
     if not isinstance(final, dict):
         raise ProviderError("the response stream ended without a final response")
     response = Response.construct(**final)
     response._request_id = request_id  # as the SDK sets it on non-streamed replies
     return response
-
-
-async def server_sent_events(lines: Any) -> Any:
-    """JSON ``data`` payloads of a server-sent event stream (``[DONE]`` and non-JSON skipped)."""
-    data: list[str] = []
-    async for line in lines:
-        if line.startswith("data:"):
-            data.append(line[5:].lstrip())
-            continue
-        if line or not data:
-            continue
-        payload, data = "\n".join(data), []
-        try:
-            event = json.loads(payload)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            yield event
-    if data:
-        try:
-            event = json.loads("\n".join(data))
-        except json.JSONDecodeError:
-            return
-        if isinstance(event, dict):
-            yield event
 
 
 def warm_up_responses_api() -> None:
@@ -554,6 +581,8 @@ class _ResponsesLoop:
         self.draft = draft
         self.phase = "start"
         self.tool_calls_run = 0
+        self.streaming: Message | None = None
+        """The assistant turn of the response being streamed (its text so far), until recorded."""
 
     # --- modes -------------------------------------------------------------------------------
 
@@ -640,20 +669,39 @@ class _ResponsesLoop:
 
     async def _respond(self, request: dict[str, Any]) -> _Turn:
         self.phase = "model"
+        self.streaming = None
         response, timing = await recorded_call(
-            lambda: self._create(request), self.task, self.draft, self.settings.model
+            lambda: self._create(request),
+            self.task,
+            self.draft,
+            self.settings.model,
+            partial=lambda: self.streaming,
         )
         self.draft.turns += 1
         return self._record_response(response, timing)
 
     async def _create(self, request: dict[str, Any]) -> Any:
         client = self.owner.client()
-        timeout = max(1.0, self.task.remaining() + 1.0)
         # The body goes as ``extra_body``: it is plain JSON already, and the SDK's typed-parameter
         # transform walks every tool schema on every request (about 100 ms per turn, measured).
-        if not self.settings.stream:
+        if not self.settings.stream:  # no stall bound: a slow model sends no byte before its end
+            timeout = max(1.0, self.task.remaining() + 1.0)
             return await client.responses.create(extra_body=request, timeout=timeout)
-        return await stream_response(client, request, timeout, self.draft.set_answer)
+        return await stream_response(
+            client,
+            request,
+            request_timeout(self.task),
+            self._on_text,
+            stall=self.task.stall_bound(),
+        )
+
+    def _on_text(self, text: str) -> None:
+        """Streamed text: the answer so far, and the assistant turn it belongs to."""
+        self.draft.set_answer(text)
+        if self.streaming is None:
+            self.streaming = self.draft.add_message("assistant", text)
+        else:
+            self.streaming.content = text
 
     # --- recording ---------------------------------------------------------------------------
 
@@ -678,9 +726,10 @@ class _ResponsesLoop:
             details = getattr(response, "incomplete_details", None)
             draft.extra["incomplete_reason"] = getattr(details, "reason", None)
         # The turn goes into the transcript before its items, so hosted MCP calls attach to it.
-        message = draft.add_message(
-            "assistant", _output_text(response), reasoning=_reasoning_summary(response)
-        )
+        message = self.streaming or draft.add_message("assistant")
+        self.streaming = None
+        message.content = _output_text(response)
+        message.reasoning = _reasoning_summary(response)
         record_model_event(draft, timing, output=message, **event)
         turn = _Turn(response=response)
         for item in response.output:

@@ -42,9 +42,17 @@ class AgentTask:
     timeout_s: float
     deadline: float
     """``time.monotonic()`` value at which the runner stops the agent."""
+    stall_timeout_s: float | None = None
+    """How long the provider may stay silent (no response headers, or no stream event) before it
+    counts as hung; None: :func:`stall_timeout_s` of the budget. Set by the runner."""
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
+
+    def stall_bound(self) -> float:
+        """Seconds of provider silence after which a request counts as hung (never past the
+        deadline)."""
+        return self.stall_timeout_s or stall_timeout_s(self.timeout_s)
 
 
 @dataclass(frozen=True)
@@ -164,6 +172,7 @@ class TrajectoryDraft:
         usage: Usage | None = None,
         retries: int = 0,
         error: str | None = None,
+        status_code: int | None = None,
         request_id: str | None = None,
         model: str | None = None,
         output: Message | None = None,
@@ -177,6 +186,7 @@ class TrajectoryDraft:
             usage=usage or Usage(),
             retries=retries,
             error=error,
+            status_code=status_code,
             request_id=request_id,
             model=model,
             message_index=index,
@@ -454,6 +464,22 @@ def termination_reason_of(error: BaseException) -> TerminationReason:
     if any(cls.__name__ in _PROVIDER_ERROR_CLASS_NAMES for cls in type(error).__mro__):
         return TerminationReason.provider_error
     return TerminationReason.harness_error
+
+
+class ProviderStalledError(TransientError):
+    """The provider accepted the request and then went silent: no response headers, or no stream
+    event, for the stall bound (:meth:`AgentTask.stall_bound`). Transient: retried while the retry
+    window lasts; when it closes the question ends as ``provider_unavailable``, an infrastructure
+    failure, never the agent's time limit. A model that streams slowly is never stalled."""
+
+    termination_reason = TerminationReason.provider_unavailable
+
+
+def stall_timeout_s(budget_s: float) -> float:
+    """The default stall bound: a quarter of the budget, at least 1 s and at most 15 s. A live
+    provider sends response headers at once for a streamed request and then one event after
+    another; silence that long is a hung connection, not a slow model."""
+    return min(15.0, max(1.0, 0.25 * budget_s))
 
 
 def retry_window_s(budget_s: float) -> float:

@@ -101,6 +101,7 @@ class QuestionRunner:
             task_type=question.task_type,
             timeout_s=budget,
             deadline=start + budget,
+            stall_timeout_s=self.config.stall_timeout,
         )
         env = self.env.for_trial(trial_key(question.id, trial))
         outcome = await self._attempts(task, env, draft)

@@ -41,10 +41,14 @@ class RunConfig(StrictModel):
     """Shuffle the (question, trial) order with this seed; None keeps dataset order."""
     concurrency: int = Field(default=5, ge=1, le=256)
     """Questions in flight at once."""
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     """Budget in seconds for obligations and entity-performance questions."""
-    brief_timeout: float = Field(default=300.0, gt=0)
+    brief_timeout: float = Field(default=300.0, gt=0, allow_inf_nan=False)
     """Budget in seconds for business briefs."""
+    stall_timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Seconds a provider may stay silent (no response headers, or no event of a streamed reply)
+    before the request counts as hung: retried, then ``provider_unavailable``. None: a quarter of
+    the question's budget, at least 1 s and at most 15 s."""
     harness: str = "scripted"
     """Registry name (scripted, openai, custom, claude) or plug-in ``package.module:ClassName``."""
     model: str | None = None

@@ -211,6 +211,9 @@ class ModelEvent(_Strict):
     retries: int = 0
     """Retries of this request (transport or rate limit) before it answered or failed."""
     error: str | None = None
+    """What went wrong with this call (it failed, stalled, was retried or cut off), else None."""
+    status_code: int | None = None
+    """The HTTP status of a failed call, when the provider sent one."""
     request_id: str | None = None
     """The provider's request id, when it sends one (the Claude CLI exposes none: there it is the
     API message id, ``msg_...``)."""

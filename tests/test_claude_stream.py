@@ -415,7 +415,10 @@ def test_thinking_retries_and_start_up_are_captured() -> None:
     for line in [lines[0], json.dumps(retry), json.dumps(thinking), *lines[1:]]:
         parser.feed_line(line)
     parser.finish()
-    first = next(e for e in draft.events if e.type == "model")
-    assert first.retries == 1
+    failed, first = [e for e in draft.events if e.type == "model"][:2]
+    # The failed attempt has its own event (error and status); the one that answered counts it.
+    assert (failed.error, failed.status_code) == ("API HTTP 529 (overloaded)", 529)
+    assert failed.message_index is None and failed.duration_s is not None
+    assert first.retries == 1 and first.error is None
     assert draft.messages[0].reasoning == "C1 first."
     assert draft.excluded_s >= 1.5 + 0.05  # the retry wait and the start-up
