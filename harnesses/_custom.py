@@ -23,13 +23,14 @@ Finance practice, in the instructions and in the flow:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnesses._erp_client import ErpClient, ToolSpec
+from harnesses._erp_client import ErpClient, ToolSpec, shared_tls_context
 from harnesses._openai import (
     ToolCatalogue,
     check_known_options,
@@ -909,34 +910,37 @@ class FinanceAgentHarness:
         self.settings = CustomSettings.from_options(options)
         self.model: str | None = self.settings.model
         self._api_key = require_env_key(API_KEY_VARIABLES[self.settings.api], "custom")
-        self._client: Any = None
         self.tools = ToolCatalogue()
         warm_up_sdk(self.settings.api)
 
-    def client(self) -> Any:
-        if self._client is None:
-            if self.settings.api == "anthropic":
-                from anthropic import AsyncAnthropic
+    def new_client(self) -> Any:
+        """An SDK client for one question (see :meth:`OpenAIResponsesHarness.new_client`)."""
+        verify = shared_tls_context()
+        if self.settings.api == "anthropic":
+            from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
 
-                self._client = AsyncAnthropic(
-                    api_key=self._api_key, base_url=self.settings.base_url, max_retries=0
-                )
-            else:
-                from openai import AsyncOpenAI
+            return AsyncAnthropic(
+                api_key=self._api_key,
+                base_url=self.settings.base_url,
+                max_retries=0,
+                http_client=DefaultAsyncHttpxClient(verify=verify),
+            )
+        from openai import AsyncOpenAI
+        from openai import DefaultAsyncHttpxClient as OpenAIHttpClient
 
-                self._client = AsyncOpenAI(
-                    api_key=self._api_key, base_url=self.settings.base_url, max_retries=0
-                )
-        return self._client
+        return AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.settings.base_url,
+            max_retries=0,
+            http_client=OpenAIHttpClient(verify=verify),
+        )
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        return None
 
-    def conversation(self, system: str, user: str) -> Any:
+    def conversation(self, client: Any, system: str, user: str) -> Any:
         kind = AnthropicConversation if self.settings.api == "anthropic" else OpenAIChatConversation
-        return kind(self.client(), self.settings, system, user)
+        return kind(client, self.settings, system, user)
 
     async def run(
         self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
@@ -944,13 +948,17 @@ class FinanceAgentHarness:
         settings = self.settings
         draft.extra.update(api=settings.api, max_steps=settings.max_steps, web=settings.web)
         agent = _FinanceAgent(self, task, env, draft)
+        client = self.new_client()
         try:
-            return await agent.run()
+            return await agent.run(client)
         except asyncio.CancelledError:
             draft.extra["cancelled_during"] = agent.phase
             if agent.gathered.found:  # for the reader; the answer stays the model's own text
                 draft.extra["composed_answer"] = agent.compose_partial()
             raise
+        finally:
+            with contextlib.suppress(Exception):
+                await client.close()
 
 
 @dataclass
@@ -996,7 +1004,7 @@ class _FinanceAgent:
         )
         return f"{self.env.instructions}\n\n{FINANCE_PRACTICE}{web_note}"
 
-    async def run(self) -> AgentOutcome:
+    async def run(self, client: Any) -> AgentOutcome:
         self.phase = "mcp_list_tools"
         async with ErpClient(self.env.erp, server_label=SERVER_LABEL) as erp:
             self.erp = erp
@@ -1005,7 +1013,7 @@ class _FinanceAgent:
             specs = erp_specs + self.web.specs()
             user = await self.opening_message(erp_specs)
             self.draft.add_message("user", user)
-            chat = self.owner.conversation(self.system_prompt(), user)
+            chat = self.owner.conversation(client, self.system_prompt(), user)
             return await self.loop(chat, specs)
 
     async def opening_message(self, specs: list[ToolSpec]) -> str:

@@ -119,6 +119,40 @@ class ErpServerProcess:
     db_url: str
     process: subprocess.Popen
     log_path: Path | None
+    host: str = "127.0.0.1"
+    port: int = 0
+    log_start: int = 0
+    """Size of the log before this start: its own output comes after."""
+
+    def _listening(self) -> bool:
+        token = self.endpoint.token or ""
+        args = (self.host, self.port, self.process, self.log_path, token, self.log_start)
+        return _check_listening(*args)
+
+    def wait_until_listening(self, timeout: float) -> None:
+        """Block until the server listens (:class:`ErpServerError` if it exits or is too slow)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._listening():
+                return
+            time.sleep(0.05)
+        raise ErpServerError(
+            f"the ERP MCP server did not listen on {self.host}:{self.port} within {timeout:.0f}s"
+        )
+
+    async def until_listening(self, timeout: float = 60.0) -> None:
+        """:meth:`wait_until_listening` without blocking the event loop (Ctrl-C and SIGTERM are
+        handled at once while the server starts)."""
+        import asyncio
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._listening():
+                return
+            await asyncio.sleep(0.05)
+        raise ErpServerError(
+            f"the ERP MCP server did not listen on {self.host}:{self.port} within {timeout:.0f}s"
+        )
 
     def stop(self, timeout: float = 10.0) -> None:
         if self.process.poll() is None:
@@ -141,38 +175,31 @@ def _scrub_file(path: Path, secret: str) -> None:
         path.write_text(text.replace(secret, "***"))
 
 
-def _log_tail(path: Path | None, secret: str | None, lines: int = 5) -> str:
+def _log_tail(path: Path | None, secret: str | None, lines: int = 5, start: int = 0) -> str:
+    """The last ``lines`` lines the server wrote to ``path`` after byte ``start`` (this start's
+    output only: the log may hold earlier runs' lines)."""
     if path is None or not path.exists():
         return ""
-    text = path.read_text(errors="replace")
+    with path.open("rb") as handle:
+        handle.seek(start)
+        text = handle.read().decode("utf-8", "replace")
     if secret:
         text = text.replace(secret, "***")
     tail = [line for line in text.strip().splitlines() if line.strip()][-lines:]
     return " | ".join(tail)
 
 
-def _wait_until_listening(
-    host: str,
-    port: int,
-    process: subprocess.Popen,
-    timeout: float,
-    log_path: Path | None,
-    token: str,
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise ErpServerError(
-                f"the ERP MCP server exited with code {process.returncode} before listening: "
-                f"{_log_tail(log_path, token) or 'no output'}"
-            )
-        with socket.socket() as sock:
-            if sock.connect_ex((host, port)) == 0:
-                return
-        time.sleep(0.05)
-    raise ErpServerError(
-        f"the ERP MCP server did not listen on {host}:{port} within {timeout:.0f}s"
-    )
+def _check_listening(
+    host: str, port: int, process: subprocess.Popen, log_path: Path | None, token: str, start: int
+) -> bool:
+    """True once the server accepts connections; :class:`ErpServerError` if it exited."""
+    if process.poll() is not None:
+        raise ErpServerError(
+            f"the ERP MCP server exited with code {process.returncode} before listening: "
+            f"{_log_tail(log_path, token, start=start) or 'no output'}"
+        )
+    with socket.socket() as sock:
+        return sock.connect_ex((host, port)) == 0
 
 
 def start_erp_server(
@@ -184,10 +211,12 @@ def start_erp_server(
     startup_timeout: float = 60.0,
     extra_args: Sequence[str] = (),
     record_base_url: str | None = None,
+    wait: bool = True,
 ) -> ErpServerProcess:
     """Start ``python -m erp_mcp --db URL --transport http`` on a free port with a new token.
 
     ``extra_args`` go to the server as given (e.g. fault injection: ``--error-rate 0.3``).
+    ``wait=False`` returns as soon as the process exists: ``await server.until_listening()``.
     ``record_base_url``: the base of the record URLs the server cites (``--public-url``), instead
     of its own address (Ray workers cite the driver's server, as a local run would).
     """
@@ -199,9 +228,11 @@ def start_erp_server(
     args += ["--host", host, "--port", str(port), *extra_args]
     if record_base_url:
         args += ["--public-url", record_base_url]
+    log_start = 0
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         output = log_path.open("ab")
+        log_start = output.tell()
     else:
         output = subprocess.DEVNULL
     try:
@@ -227,10 +258,19 @@ def start_erp_server(
             *("--public-url", public_url or base),
         ),
     )
-    server = ErpServerProcess(endpoint=endpoint, db_url=db_url, process=process, log_path=log_path)
-    try:
-        _wait_until_listening(host, port, process, startup_timeout, log_path, token)
-    except BaseException:
-        server.stop()
-        raise
+    server = ErpServerProcess(
+        endpoint=endpoint,
+        db_url=db_url,
+        process=process,
+        log_path=log_path,
+        host=host,
+        port=port,
+        log_start=log_start,
+    )
+    if wait:
+        try:
+            server.wait_until_listening(startup_timeout)
+        except BaseException:
+            server.stop()
+            raise
     return server

@@ -25,7 +25,6 @@ from harnesses._protocol import (
     termination_reason_of,
 )
 from harnesses._redact import one_line
-from harnesses._registry import is_builtin
 from harnesses._run_config import RunConfig
 from harnesses.records import (
     ErrorInfo,
@@ -59,9 +58,12 @@ class _Attempt:
 class QuestionRunner:
     """Runs one (question, trial) under its budget and turns the draft into a record.
 
-    Built-in harnesses run on the runner's event loop; any other harness (a plug-in) runs on a
-    :class:`HarnessLoop` of its own unless it sets ``shares_runner_loop = True``, so a plug-in
-    that blocks cannot stop the runner's clock.
+    Every question runs on a :class:`HarnessLoop` of its own, a thread with its own event loop,
+    built-in harnesses and plug-ins alike (a harness may opt out with ``shares_runner_loop =
+    True``): a harness that blocks (a synchronous SDK, ``time.sleep``, a long computation) can
+    neither stop the runner's clock nor hold up other questions, so verdicts do not depend on
+    ``--concurrency``. The cost, measured by ``bench/bench_loops.py``, is within the noise of a
+    question's own time (a thread, a loop, and an SDK client per question).
     """
 
     def __init__(self, harness: Harness, env: AgentEnvironment, config: RunConfig) -> None:
@@ -70,24 +72,23 @@ class QuestionRunner:
         self.config = config
         self.harness_name = getattr(harness, "name", None) or config.harness
         self.model = getattr(harness, "model", None) or config.model
-        shares = getattr(harness, "shares_runner_loop", None)
-        if shares is None:
-            shares = is_builtin(config.harness)
-        self._own_loop: HarnessLoop | None = None if shares else HarnessLoop(self.harness_name)
+        self.own_loops = not getattr(harness, "shares_runner_loop", False)
+        """Each question runs on a loop (and thread) of its own."""
 
     async def aclose(self) -> None:
-        """Close the harness (on its own loop) and stop that loop."""
+        """Close the harness (a plug-in on a loop of its own, that then stops)."""
         closer = getattr(self.harness, "aclose", None)
-        try:
-            if closer is not None:
-                with contextlib.suppress(Exception):
-                    if self._own_loop is None:
-                        await closer()
-                    else:
-                        await asyncio.wait_for(self._own_loop.call(closer), timeout=5.0)
-        finally:
-            if self._own_loop is not None:
-                self._own_loop.close()
+        if closer is None:
+            return
+        with contextlib.suppress(Exception):
+            if not self.own_loops:
+                await closer()
+                return
+            loop = HarnessLoop(f"{self.harness_name}-close")
+            try:
+                await asyncio.wait_for(loop.call(closer), timeout=5.0)
+            finally:
+                loop.close()
 
     async def run(self, question: Question, trial: int) -> TrajectoryRecord:
         budget = self.config.budget_for(question)
@@ -104,7 +105,12 @@ class QuestionRunner:
             stall_timeout_s=self.config.stall_timeout,
         )
         env = self.env.for_trial(trial_key(question.id, trial))
-        outcome = await self._attempts(task, env, draft)
+        loop = HarnessLoop(f"{self.harness_name}-{question.id}") if self.own_loops else None
+        try:
+            outcome = await self._attempts(task, env, draft, loop)
+        finally:
+            if loop is not None:
+                loop.close(timeout=0.0)  # a harness still blocked is abandoned (daemon thread)
         outcome = self._past_budget(outcome, draft, budget)
         return self._record(question, trial, budget, started_at, draft, outcome)
 
@@ -121,7 +127,11 @@ class QuestionRunner:
         return _Attempt(TerminationReason.time_limit, outcome.answer, detail=detail)
 
     async def _attempts(
-        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+        self,
+        task: AgentTask,
+        env: AgentEnvironment,
+        draft: TrajectoryDraft,
+        loop: HarnessLoop | None = None,
     ) -> _Attempt:
         attempt = 0
         first_failure: float | None = None
@@ -129,7 +139,7 @@ class QuestionRunner:
             attempt += 1
             if attempt > 1:
                 draft.extra["attempts"] = attempt
-            result, error = await self._one_attempt(task, env, draft)
+            result, error = await self._one_attempt(task, env, draft, loop)
             if result is not None:
                 return result
             assert error is not None
@@ -159,20 +169,27 @@ class QuestionRunner:
             )
 
     def _start(
-        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+        self,
+        task: AgentTask,
+        env: AgentEnvironment,
+        draft: TrajectoryDraft,
+        loop: HarnessLoop | None,
     ) -> asyncio.Task:
-        if self._own_loop is None:
+        if loop is None:
             return asyncio.create_task(self.harness.run(task, env, draft))
-        own_loop = self._own_loop
-        return asyncio.create_task(own_loop.call(lambda: self.harness.run(task, env, draft)))
+        return asyncio.create_task(loop.call(lambda: self.harness.run(task, env, draft)))
 
     async def _one_attempt(
-        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+        self,
+        task: AgentTask,
+        env: AgentEnvironment,
+        draft: TrajectoryDraft,
+        loop: HarnessLoop | None = None,
     ) -> tuple[_Attempt | None, BaseException | None]:
         remaining = task.deadline - time.monotonic()
         if remaining <= 0:
             return _Attempt(TerminationReason.time_limit, draft.answer), None
-        agent = self._start(task, env, draft)
+        agent = self._start(task, env, draft, loop)
         try:
             done, _ = await asyncio.wait({agent}, timeout=remaining)
         except asyncio.CancelledError:

@@ -51,11 +51,6 @@ def harness_names() -> list[str]:
     return sorted(BUILTIN_MODULES)
 
 
-def is_builtin(name: str) -> bool:
-    """Whether ``name`` is one of LedgerBench's own harnesses (they share the runner's loop)."""
-    return name in BUILTIN_MODULES
-
-
 def _load_plugin(path: str) -> HarnessFactory:
     module_name, _, attribute = path.partition(":")
     if not module_name or not attribute:

@@ -272,8 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_UsageError, RunConfigError, RayExecutorError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted; run the same command again to resume", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        message = str(interrupt) or "interrupted; run the same command again to resume"
+        print(message, file=sys.stderr)
         return 130
     from rich.console import Console
 
@@ -290,7 +291,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "re-run them with --retry-errors",
             file=sys.stderr,
         )
-    print(f"trajectories: {summary.run_dir / 'trajectories.jsonl'}", file=sys.stderr)
+    if summary.kept:
+        print(f"trajectories: {summary.run_dir / 'trajectories.jsonl'}", file=sys.stderr)
+    else:
+        print("nothing was recorded, so no run folder was kept", file=sys.stderr)
     if summary.stopped:
         return 3
     if summary.interrupted:
