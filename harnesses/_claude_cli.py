@@ -187,6 +187,53 @@ def _group_alive(pgid: int) -> bool:
 
 
 # --------------------------------------------------------------------------------------------------
+# Scratch folders: one per question, removed afterwards, and on the next start after a kill -9
+# --------------------------------------------------------------------------------------------------
+
+SCRATCH_PREFIX = "claude-"
+OWNER_FILE = "owner.pid"
+"""In each scratch folder: the pid of the process whose question it is."""
+UNOWNED_GRACE_S = 60.0
+"""A folder without an owner file is another process's in the instant before it writes one."""
+_SWEPT: set[str] = set()
+
+
+def sweep_stale_scratch(work_dir: Path) -> list[Path]:
+    """Remove the scratch folders of questions whose process is gone (a runner or Ray worker killed
+    with SIGKILL mid-question), once per folder and process. Live processes' folders stay (Ray
+    workers on one machine share the work folder)."""
+    key = str(work_dir.resolve())
+    if key in _SWEPT:
+        return []
+    _SWEPT.add(key)
+    removed = []
+    for folder in work_dir.glob(f"{SCRATCH_PREFIX}*"):
+        if folder.is_dir() and not _owner_alive(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _owner_alive(folder: Path) -> bool:
+    try:
+        pid = int((folder / OWNER_FILE).read_text().strip())
+    except (OSError, ValueError):
+        try:
+            return time.time() - folder.stat().st_mtime < UNOWNED_GRACE_S
+        except OSError:
+            return False
+    if pid == os.getpid():
+        return True  # this process's own questions in flight
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# --------------------------------------------------------------------------------------------------
 # Command line and environment
 # --------------------------------------------------------------------------------------------------
 
@@ -337,11 +384,13 @@ class ClaudeCliHarness:
         self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
     ) -> AgentOutcome:
         Path(env.work_dir).mkdir(parents=True, exist_ok=True)
+        sweep_stale_scratch(Path(env.work_dir))
         scratch = Path(
             tempfile.mkdtemp(
-                prefix=f"claude-{_safe(task.question_id)}-{task.trial}-", dir=env.work_dir
+                prefix=f"{SCRATCH_PREFIX}{_safe(task.question_id)}-{task.trial}-", dir=env.work_dir
             )
         )
+        (scratch / OWNER_FILE).write_text(str(os.getpid()))
         try:
             return await self._run_in(scratch, task, env, draft)
         finally:
@@ -364,7 +413,7 @@ class ClaudeCliHarness:
             mcp_config_path=str(config_path),
             model=self.model,
             effort=self.effort,
-            max_turns=self.max_turns,
+            max_turns=task.limits.cap(self.max_turns, task.limits.max_turns),
             web=self.web,
         )
         child_env = child_environment(
@@ -375,7 +424,7 @@ class ClaudeCliHarness:
         child_env.update(retry_settings(task.timeout_s, task.remaining(), task.stall_bound()))
         draft.extra.update(
             claude_options={
-                "max_turns": self.max_turns,
+                "max_turns": task.limits.cap(self.max_turns, task.limits.max_turns),
                 "web": self.web,
                 "effort": self.effort,
                 "erp_transport": self.transport,

@@ -984,6 +984,10 @@ class _FinanceAgent:
         self.draft = draft
         self.web = WebTools(owner.settings)
         self.reserve = owner.settings.reserve_for(task.timeout_s)
+        limits = task.limits
+        # The run's --max-turns keeps one turn for the final answer; --max-tool-calls caps calls.
+        self.max_steps = limits.cap(owner.settings.max_steps, limits.max_turns, reserve=1)
+        self.max_tool_calls = limits.cap(owner.settings.max_tool_calls, limits.max_tool_calls)
         self.phase = "start"
         self.tool_calls_run = 0
         self.gathered = _Gathered()
@@ -1036,7 +1040,7 @@ class _FinanceAgent:
 
     async def loop(self, chat: Any, specs: list[ToolSpec]) -> AgentOutcome:
         reason = "max_steps"
-        for _ in range(self.settings.max_steps):
+        for _ in range(self.max_steps):
             budget = self.time_for_step()
             if budget <= 0:
                 reason = "deadline_near"
@@ -1050,7 +1054,7 @@ class _FinanceAgent:
                 return AgentOutcome(answer=turn.text or self.draft.answer)
             results = await self.run_tools(turn.requests)
             chat.add_results(turn.requests, results)
-            if self.tool_calls_run >= self.settings.max_tool_calls:
+            if self.tool_calls_run >= self.max_tool_calls:
                 reason = "max_tool_calls"
                 break
         return await self.finish(chat, specs, reason)
@@ -1089,7 +1093,7 @@ class _FinanceAgent:
     async def run_tools(self, requests: list[ToolRequest]) -> list[tuple[str, bool]]:
         """Run the calls in parallel within the cap and the time left before the final reserve."""
         self.phase = "tools"
-        allowance = max(0, self.settings.max_tool_calls - self.tool_calls_run)
+        allowance = max(0, self.max_tool_calls - self.tool_calls_run)
         self.tool_calls_run += min(allowance, len(requests))
         jobs = [asyncio.ensure_future(self.run_tool(request)) for request in requests[:allowance]]
         pending: set[asyncio.Future[Any]] = set()
@@ -1102,7 +1106,7 @@ class _FinanceAgent:
         results = []
         for position, request in enumerate(requests):
             if position >= allowance:
-                limit = self.settings.max_tool_calls
+                limit = self.max_tool_calls
                 results.append((f"Error: tool-call limit of {limit} reached.", True))
             elif jobs[position] not in pending:
                 results.append(jobs[position].result())

@@ -589,6 +589,10 @@ class _ResponsesLoop:
         self.draft = draft
         self.phase = "start"
         self.tool_calls_run = 0
+        limits = task.limits
+        self.max_tool_calls = limits.cap(self.settings.max_tool_calls, limits.max_tool_calls)
+        """The harness's cap, tightened by the run's ``--max-tool-calls``."""
+        self.max_turns = limits.max_turns
         self.streaming: Message | None = None
         """The assistant turn of the response being streamed (its text so far), until recorded."""
 
@@ -609,6 +613,11 @@ class _ResponsesLoop:
                 if not turn.function_calls:
                     capped = bool(self.draft.extra.get("tool_call_cap_reached"))
                     return AgentOutcome(answer=self.draft.answer, max_turns_reached=capped)
+                if self.max_turns is not None and self.draft.turns >= self.max_turns:
+                    # --max-turns, as the Claude CLI counts it: the last allowed turn still
+                    # wants tools, so the agent stops here
+                    self.draft.extra["turn_cap_reached"] = True
+                    return AgentOutcome(answer=self.draft.answer, max_turns_reached=True)
                 outputs, capped = await self._run_calls(erp, known, turn.function_calls)
                 if capped and request.get("tool_choice") == "none":
                     return AgentOutcome(answer=self.draft.answer, max_turns_reached=True)
@@ -635,7 +644,7 @@ class _ResponsesLoop:
         )
         self.draft.add_message("user", self.task.query)
         turn = await self._respond(request)
-        capped = not turn.text and turn.mcp_calls >= self.settings.max_tool_calls
+        capped = not turn.text and turn.mcp_calls >= self.max_tool_calls
         return AgentOutcome(answer=self.draft.answer, max_turns_reached=capped)
 
     # --- requests ----------------------------------------------------------------------------
@@ -653,7 +662,7 @@ class _ResponsesLoop:
             "input": items,
             "tools": tools,
             "reasoning": {"effort": settings.reasoning_effort},
-            "max_tool_calls": settings.max_tool_calls,
+            "max_tool_calls": self.max_tool_calls,
             "parallel_tool_calls": True,
         }
         if settings.max_output_tokens:
@@ -814,17 +823,17 @@ class _ResponsesLoop:
     ) -> tuple[list[dict[str, Any]], bool]:
         """Run the calls (in parallel) within the cap; outputs in call order and whether capped."""
         self.phase = "tools"
-        allowance = max(0, self.settings.max_tool_calls - self.tool_calls_run)
+        allowance = max(0, self.max_tool_calls - self.tool_calls_run)
         allowed, refused = calls[:allowance], calls[allowance:]
         self.tool_calls_run += len(allowed)
         results = await asyncio.gather(*(self._run_call(erp, known, call) for call in allowed))
-        message = CAP_REACHED_MESSAGE.format(cap=self.settings.max_tool_calls)
+        message = CAP_REACHED_MESSAGE.format(cap=self.max_tool_calls)
         results += [message] * len(refused)
         outputs = [
             {"type": "function_call_output", "call_id": call.call_id, "output": text}
             for call, text in zip(calls, results, strict=True)
         ]
-        capped = bool(refused) or self.tool_calls_run >= self.settings.max_tool_calls
+        capped = bool(refused) or self.tool_calls_run >= self.max_tool_calls
         return outputs, capped
 
     async def _run_call(self, erp: ErpClient, known: set[str], call: Any) -> str:

@@ -28,6 +28,8 @@ from harnesses._redact import one_line
 from harnesses._run_config import RunConfig
 from harnesses.records import (
     ErrorInfo,
+    Message,
+    ModelEvent,
     Status,
     Termination,
     TerminationReason,
@@ -36,6 +38,8 @@ from harnesses.records import (
 from ledgerbench._trial import trial_key
 from ledgerbench.dataset import Question
 
+LIMIT_CHECK_S = 0.05
+"""How often the runner reads a question's draft against its sample limits."""
 OVERRUN_GRACE_S = 1.0
 """A harness that returns later than budget + cancel grace + this is recorded as ``timeout``."""
 
@@ -103,6 +107,7 @@ class QuestionRunner:
             timeout_s=budget,
             deadline=start + budget,
             stall_timeout_s=self.config.stall_timeout,
+            limits=self.config.sample_limits(),
         )
         env = self.env.for_trial(trial_key(question.id, trial))
         loop = HarnessLoop(f"{self.harness_name}-{question.id}") if self.own_loops else None
@@ -191,10 +196,13 @@ class QuestionRunner:
             return _Attempt(TerminationReason.time_limit, draft.answer), None
         agent = self._start(task, env, draft, loop)
         try:
-            done, _ = await asyncio.wait({agent}, timeout=remaining)
+            done, over = await self._watch(agent, task, draft)
         except asyncio.CancelledError:
             await self._stop(agent)
             raise
+        if over is not None:  # a sample limit: the agent's resources, judged
+            await self._stop(agent)
+            return _Attempt(over[0], draft.answer, detail=over[1]), None
         if not done:
             await self._stop(agent)
             if draft.provider_failure and not draft.answer.strip():
@@ -209,6 +217,8 @@ class QuestionRunner:
             return None, error
         outcome = agent.result()
         answer = (getattr(outcome, "answer", None) or draft.answer or "").strip()
+        if (over := task.limits.exceeded(draft)) is not None:  # went over, then finished
+            return _Attempt(over[0], answer, detail=over[1]), None
         if getattr(outcome, "deadline_reached", False):
             return _Attempt(TerminationReason.time_limit, answer), None
         if getattr(outcome, "max_turns_reached", False):
@@ -217,6 +227,22 @@ class QuestionRunner:
             detail = "the agent finished without an answer"
             return _Attempt(TerminationReason.empty_answer, "", detail=detail), None
         return _Attempt(TerminationReason.completed, answer), None
+
+    async def _watch(
+        self, agent: asyncio.Task, task: AgentTask, draft: TrajectoryDraft
+    ) -> tuple[bool, tuple[TerminationReason, str] | None]:
+        """Wait for the harness until the deadline; with sample limits, check the draft every
+        :data:`LIMIT_CHECK_S` and return the limit it went over. (done, exceeded limit)."""
+        while True:
+            remaining = task.deadline - time.monotonic()
+            if remaining <= 0:
+                return False, None
+            wait = min(remaining, LIMIT_CHECK_S) if task.limits.active else remaining
+            done, _ = await asyncio.wait({agent}, timeout=wait)
+            if done:
+                return True, None
+            if (over := task.limits.exceeded(draft)) is not None:
+                return False, over
 
     async def _stop(self, agent: asyncio.Task) -> None:
         """Cancel the harness and give it a moment to clean up (subprocesses, connections)."""
@@ -236,6 +262,7 @@ class QuestionRunner:
         outcome: _Attempt,
     ) -> TrajectoryRecord:
         latency = draft.elapsed()
+        messages, events = with_question_turn(draft, question.query)
         return TrajectoryRecord(
             question_id=question.id,
             trial=trial,
@@ -258,10 +285,26 @@ class QuestionRunner:
             extra=_jsonable(dict(draft.extra)),
             input=question.query,
             system_prompt_hash=instructions_hash(self.env.instructions),
-            messages=list(draft.messages),
-            events=list(draft.events),
+            messages=messages,
+            events=events,
             working_time_s=round(max(0.0, latency - draft.excluded_s), 4),
         )
+
+
+def with_question_turn(draft: TrajectoryDraft, query: str) -> tuple[list[Message], list[Any]]:
+    """The draft's conversation with the question as its first turn when the harness did not
+    write one (plug-ins, a harness that failed before it asked): every record has its question
+    turn. Model events point at messages by position, so they shift with it."""
+    messages, events = list(draft.messages), list(draft.events)
+    if any(message.role == "user" for message in messages):
+        return messages, events
+    shifted = [
+        event.model_copy(update={"message_index": event.message_index + 1})
+        if isinstance(event, ModelEvent) and event.message_index is not None
+        else event
+        for event in events
+    ]
+    return [Message(role="user", content=query, started_s=0.0), *messages], shifted
 
 
 def _error_message(error: BaseException) -> str:

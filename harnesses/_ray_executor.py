@@ -37,6 +37,7 @@ from harnesses._registry import HarnessLoadError
 from harnesses._run_config import RunConfig
 from harnesses.records import (
     ErrorInfo,
+    Message,
     Status,
     Termination,
     TerminationReason,
@@ -113,6 +114,7 @@ def failure_record(
         finished_at=flight.submitted_at + dt.timedelta(seconds=elapsed),
         input=flight.question.query,
         system_prompt_hash=instructions_hash,
+        messages=[Message(role="user", content=flight.question.query, started_s=0.0)],
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from harnesses._erp_process import project_root
-from harnesses._protocol import DEFAULT_OUTPUT_LIMIT
+from harnesses._protocol import DEFAULT_OUTPUT_LIMIT, SampleLimits
 from harnesses._redact import one_line
 from ledgerbench.dataset import Dataset, Question, TaskType
 
@@ -49,6 +49,17 @@ class RunConfig(StrictModel):
     """Seconds a provider may stay silent (no response headers, or no event of a streamed reply)
     before the request counts as hung: retried, then ``provider_unavailable``. None: a quarter of
     the question's budget, at least 1 s and at most 15 s."""
+    max_turns: int | None = Field(default=None, ge=1)
+    """At most this many model turns per question (the harness's own cap, if tighter, wins);
+    over it the question ends as ``max_turns``. None: only the harness's cap."""
+    max_tool_calls: int | None = Field(default=None, ge=1)
+    """At most this many tool calls per question; over it the question ends as ``max_turns``."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """At most this many tokens (input + output, over every model call) per question; over it the
+    question ends as ``token_limit``."""
+    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """At most this many US dollars of model calls per question (the provider's cost, or the price
+    table's estimate); over it the question ends as ``cost_limit``."""
     harness: str = "scripted"
     """Registry name (scripted, openai, custom, claude) or plug-in ``package.module:ClassName``."""
     model: str | None = None
@@ -99,6 +110,14 @@ class RunConfig(StrictModel):
     """CPUs one question's Ray task reserves."""
     ray_memory_mb: int | None = Field(default=None, ge=1)
     """Memory one question's Ray task reserves, in MiB (e.g. for the Claude CLI's Node process)."""
+
+    def sample_limits(self) -> SampleLimits:
+        return SampleLimits(
+            max_turns=self.max_turns,
+            max_tool_calls=self.max_tool_calls,
+            max_tokens=self.max_tokens,
+            max_cost_usd=self.max_cost_usd,
+        )
 
     def budget_for(self, question: Question) -> float:
         if question.timeout is not None:

@@ -75,12 +75,26 @@ def fingerprint_parts(config: RunConfig, dataset_hash: str, instructions: str) -
         },
         "budgets": {"timeout": config.timeout, "brief_timeout": config.brief_timeout},
         "instructions": instructions_hash(instructions),
+        **({"limits": limits} if (limits := _set_limits(config)) else {}),
         **(
             {"erp_faults": {"rate": config.erp_fault_rate, "seed": config.erp_fault_seed}}
             if config.erp_fault_rate
             else {}
         ),
     }
+
+
+def _set_limits(config: RunConfig) -> dict[str, Any]:
+    """The sample limits and stall bound set for the run (they change verdicts); absent when none
+    is, so the fingerprints of runs made before they existed do not change."""
+    chosen = {
+        "max_turns": config.max_turns,
+        "max_tool_calls": config.max_tool_calls,
+        "max_tokens": config.max_tokens,
+        "max_cost_usd": config.max_cost_usd,
+        "stall_timeout": config.stall_timeout,
+    }
+    return {key: value for key, value in chosen.items() if value is not None}
 
 
 def fingerprint(parts: dict[str, Any]) -> str:
@@ -94,14 +108,19 @@ def describe_changes(old: dict[str, Any], new: dict[str, Any]) -> str:
         "selection": "question selection",
         "harness": "harness settings",
         "budgets": "time budgets",
+        "limits": "sample limits",
         "instructions": "system instructions",
         "erp": "ERP snapshot",
     }
     changes = []
     for key in labels:
-        if key not in new or old.get(key) == new.get(key):
+        optional = key == "limits"  # absent when none is set
+        if key not in new and not optional:
             continue
-        before, after = old.get(key), new.get(key)
+        empty = {} if optional else None
+        before, after = old.get(key, empty), new.get(key, empty)
+        if before == after:
+            continue
         if isinstance(before, dict) and isinstance(after, dict):
             keys = sorted(set(before) | set(after))
             detail = ", ".join(

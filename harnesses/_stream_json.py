@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnesses._pricing import estimate_cost
 from harnesses._protocol import TrajectoryDraft
 from harnesses.records import Usage
 
@@ -543,6 +544,12 @@ class StreamParser:
             raw = {**message.input_usage, "output_tokens": message.output_tokens}
             total = total.add(_usage_from(raw))
         self.draft.usage = total
+        if self.result is None:  # the CLI reports its cost at the end: estimate it as it goes
+            model = self.draft.model or self.draft.extra.get("cli_model")
+            estimate = estimate_cost(model, total) if model else None
+            if estimate is not None:
+                self.draft.cost_usd = estimate
+                self.draft.extra["cost_estimated"] = True
 
     def _on_result(self, event: dict[str, Any]) -> None:
         self.result = event
@@ -551,6 +558,7 @@ class StreamParser:
             draft.usage = _usage_from(event["usage"])
         if isinstance(event.get("total_cost_usd"), int | float):
             draft.cost_usd = float(event["total_cost_usd"])
+            draft.extra.pop("cost_estimated", None)
         if isinstance(event.get("num_turns"), int):
             draft.turns = event["num_turns"]
         extra = draft.extra

@@ -99,6 +99,45 @@ def build_parser() -> argparse.ArgumentParser:
         default=300.0,
         help="seconds per business brief (default 300); an item's own timeout overrides both",
     )
+    budget.add_argument(
+        "--stall-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="a provider silent this long (no response headers, no stream event) counts as hung: "
+        "retried, then provider_unavailable (default: a quarter of the budget, 1 to 15 s); "
+        "e.g. 30 for a model that thinks long in silence",
+    )
+    limits = parser.add_argument_group(
+        "sample limits (per question; over one, the question ends and is judged)"
+    )
+    limits.add_argument(
+        "--max-turns",
+        type=int,
+        metavar="N",
+        help="model turns (the claude max_turns, custom max_steps and a cap for every other "
+        "harness; the tighter wins); ends as max_turns; e.g. 20",
+    )
+    limits.add_argument(
+        "--max-tool-calls",
+        type=int,
+        metavar="N",
+        help="tool calls (the openai and custom max_tool_calls; the tighter wins); ends as "
+        "max_turns; e.g. 20",
+    )
+    limits.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="input + output tokens over the question's model calls; ends as token_limit; "
+        "e.g. 200000",
+    )
+    limits.add_argument(
+        "--max-cost-usd",
+        type=float,
+        metavar="USD",
+        help="cost of the question's model calls (reported, or estimated from the price table); "
+        "ends as cost_limit; e.g. 0.50",
+    )
     agent = parser.add_argument_group("harness")
     agent.add_argument(
         "--harness",
@@ -229,6 +268,11 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             concurrency=args.concurrency,
             timeout=args.timeout,
             brief_timeout=args.brief_timeout,
+            stall_timeout=args.stall_timeout,
+            max_turns=args.max_turns,
+            max_tool_calls=args.max_tool_calls,
+            max_tokens=args.max_tokens,
+            max_cost_usd=args.max_cost_usd,
             harness=args.harness,
             model=args.model,
             reasoning_effort=args.reasoning_effort,
@@ -252,9 +296,18 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             ray_memory_mb=args.ray_memory_mb,
         )
     except ValidationError as error:
-        first = error.errors()[0]
-        field = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "input"
-        raise _UsageError(f"{field}: {first['msg']}") from None
+        raise _UsageError(_flag_problem(error)) from None
+
+
+def _flag_problem(error: ValidationError) -> str:
+    """One line naming the flag, the value given and what it must be."""
+    first = error.errors()[0]
+    field = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "input"
+    value = first.get("input")
+    given = f" {value}" if isinstance(value, int | float | str) else ""
+    if first.get("type") == "finite_number":
+        return f"{field}{given}: give a finite number, e.g. {field} 60"
+    return f"{field}{given}: {first['msg'].lower()}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

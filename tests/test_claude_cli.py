@@ -128,6 +128,7 @@ def run_question(
     effort: str | None = None,
     model: str | None = MODEL,
     stall_timeout: float | None = None,
+    **limits: Any,
 ) -> Any:
     options = HarnessOptions(
         model=model, reasoning_effort=effort, base_url=fake.base_url, extra=extra or {}
@@ -135,7 +136,12 @@ def run_question(
     harness = create_harness("claude", options)
     env = AgentEnvironment(erp=erp, instructions=INSTRUCTIONS, work_dir=str(work_dir))
     config = RunConfig(
-        harness="claude", model=model, retries=0, progress=False, stall_timeout=stall_timeout
+        harness="claude",
+        model=model,
+        retries=0,
+        progress=False,
+        stall_timeout=stall_timeout,
+        **limits,
     )
     runner = QuestionRunner(harness, env, config)
     return asyncio.run(runner.run(question(query, timeout), 0))
@@ -372,14 +378,19 @@ def test_erp_server_refusing_the_token_fails_the_question(
 
 
 @needs_claude
-def test_turn_cap_gives_max_turns(api_key: str, erp_server: RunningServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "cap", [{"extra": {"max_turns": "2"}}, {"max_turns": 2, "extra": {"max_turns": "9"}}]
+)
+def test_turn_cap_gives_max_turns(
+    api_key: str, erp_server: RunningServer, tmp_path: Path, cap: dict
+) -> None:
+    """The harness option, or the runner's --max-turns where it is tighter (the CLI's own
+    --max-turns gets the tighter of the two)."""
     model = ScriptedModel(
         [Reply(text="Checking again.", tool_uses=[ToolUse("mcp__erp__erp_info", {})])]
     )
     with AnthropicFakeServer(model, api_key=api_key) as fake:
-        record = run_question(
-            fake, endpoint(erp_server), tmp_path, "Loop forever", extra={"max_turns": "2"}
-        )
+        record = run_question(fake, endpoint(erp_server), tmp_path, "Loop forever", **cap)
         assert len(fake.main_requests()) == 2
     assert record.status == Status.max_turns
     assert record.answer == "Checking again."
