@@ -960,3 +960,23 @@ def test_stubborn_cli_and_its_children_are_killed(
         assert record.extra["cli_exit_forced"] is True
         assert elapsed < budget  # the result was kept without waiting for the deadline
     assert wait_no_processes(tmp_path, timeout=3.0) == []
+
+
+def test_scratch_folders_of_dead_processes_are_swept_and_live_ones_kept(tmp_path: Path) -> None:
+    from harnesses._claude_cli import OWNER_FILE, sweep_stale_scratch
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    folders = {name: tmp_path / f"claude-{name}-0-x" for name in ("dead", "mine", "old", "new")}
+    for folder in folders.values():
+        folder.mkdir()
+        (folder / "home").mkdir()
+    (folders["dead"] / OWNER_FILE).write_text(str(dead.pid))
+    (folders["mine"] / OWNER_FILE).write_text(str(os.getpid()))
+    os.utime(folders["old"], (time.time() - 3600, time.time() - 3600))  # no owner, an hour old
+    other = tmp_path / "claude_streams"
+    other.mkdir()
+    removed = sweep_stale_scratch(tmp_path)
+    assert sorted(p.name for p in removed) == ["claude-dead-0-x", "claude-old-0-x"]
+    assert folders["mine"].exists() and folders["new"].exists() and other.exists()
+    assert sweep_stale_scratch(tmp_path) == [], "once per folder and process"

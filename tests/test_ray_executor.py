@@ -457,3 +457,51 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _replay_fields(path: Path) -> dict[tuple[str, int], tuple]:
+    """What a seeded faulty run must replay: the ending, the answer and every tool call (name,
+    arguments, error flag, output), with the run's own ERP host:port masked."""
+    return {
+        (r.question_id, r.trial): (
+            r.termination.reason,
+            LOCAL_SERVER.sub("http://ERP", r.answer),
+            [
+                (c.name, c.arguments, c.is_error, LOCAL_SERVER.sub("http://ERP", c.output))
+                for c in r.tool_calls
+            ],
+        )
+        for r in read_trajectories(path)
+    }
+
+
+@RAY_CLUSTER
+def test_ray_workers_inject_the_faults_the_manifest_records_and_replay_them(
+    ray_driver, erp_db_url, tmp_path: Path
+) -> None:
+    """Issue 26: on Ray the workers' own ERP servers used to start without the fault settings.
+    Now the same seed gives the same faults on the same calls as a local run."""
+    dataset = REPO_ROOT / "datasets" / "obligations.yaml"
+    common = {
+        "dataset": dataset,
+        "harness": "scripted",
+        "limit": 12,
+        "erp_db": erp_db_url,
+        "erp_fault_rate": 0.3,
+        "erp_fault_seed": 7,
+        "progress": False,
+    }
+    run(RunConfig(**common, out=tmp_path / "local", concurrency=5), log=lambda _: None)
+    on_ray = RunConfig(**common, out=tmp_path / "ray", concurrency=2, executor="ray")
+    run(on_ray, log=lambda _: None)
+    local = _replay_fields(tmp_path / "local" / TRAJECTORIES_FILE)
+    remote = _replay_fields(tmp_path / "ray" / TRAJECTORIES_FILE)
+    assert len(local) == 12 and remote == local
+    faults = [c for fields in remote.values() for c in fields[2] if c[3].startswith("TRANSIENT")]
+    assert faults, "the workers' servers injected faults"
+    manifest = RunManifest.model_validate_json((tmp_path / "ray" / MANIFEST_FILE).read_text())
+    assert manifest.config["erp_fault_rate"] == 0.3 and manifest.config["erp_fault_seed"] == 7
+    # A second start on the same (reused) workers replays the same faults again.
+    again = on_ray.model_copy(update={"out": tmp_path / "ray-again"})
+    run(again, log=lambda _: None)
+    assert _replay_fields(tmp_path / "ray-again" / TRAJECTORIES_FILE) == local

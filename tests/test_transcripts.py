@@ -154,3 +154,12 @@ async def test_scripted_agent_transcript(erp_server):
     assert model_events(record) == []  # no model behind it
     assert len([m for m in record.messages if m.role == "tool"]) == len(record.tool_calls) > 0
     assert_linked(record)
+
+
+async def test_a_plugin_record_starts_with_its_question_turn(erp_server):
+    from tests.test_runner_plugins import InstantHarness
+
+    record = await run_question(InstantHarness(HarnessOptions()), erp_server)
+    assert record.messages[0].role == "user" and record.messages[0].content == QUERY
+    assert [m.role for m in record.messages] == ["user", "tool"]
+    assert_linked(record)
