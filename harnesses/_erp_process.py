@@ -52,6 +52,7 @@ def ensure_default_erp(
     *,
     seed: int = DEFAULT_ERP_SEED,
     expected_snapshot: str | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> str:
     """The default SQLite ERP's URL, generating it first when needed.
 
@@ -65,6 +66,9 @@ def ensure_default_erp(
         return url
     from synthetic_erp import generate_erp
 
+    if announce is not None:
+        why = "rebuilding it: the dataset was made from another ERP" if path.exists() else ""
+        announce(f"generating the default ERP ({DEFAULT_ERP_RELATIVE_PATH}; {why or 'first use'})")
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     partial.unlink(missing_ok=True)

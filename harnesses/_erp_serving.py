@@ -74,13 +74,13 @@ async def serve_erp(
         yield ErpInUse(endpoint=endpoint, db_url=None)
         return
     db_url = config.erp_db
-    if db_url is None:
-        log("preparing the default ERP (.ledgerbench/erp.db; generated on first use)")
+    if db_url is None:  # said only when it has to be generated (a first use takes seconds)
         header = dataset.header if dataset is not None else None
         db_url = await in_daemon_thread(
             ensure_default_erp,
             seed=(header.generator_seed if header and header.generator_seed is not None else 42),
             expected_snapshot=header.erp_snapshot_hash if header else None,
+            announce=log,
         )
     else:
         check_erp_db(db_url)

@@ -144,7 +144,10 @@ def load_run_dataset(path: Path) -> tuple[Dataset, str]:
     try:
         dataset = load_dataset(path)
     except ValueError as error:
-        raise RunConfigError(f"--dataset {path}: {one_line(str(error))}") from None
+        problems = getattr(error, "problems", None) or [str(error)]
+        shown = "; ".join(one_line(p).removeprefix(f"{path}: ") for p in problems[:3])
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise RunConfigError(f"--dataset {path}: {shown}{more}") from None
     return dataset, dataset_hash(dataset)
 
 

@@ -285,3 +285,13 @@ def test_the_env_does_not_leak_a_token_into_the_errors(monkeypatch, tmp_path, ca
     err = capsys.readouterr().err
     assert code == 2 and "tok-secret-123" not in err
     assert os.environ["ERP_MCP_TOKEN"] == "tok-secret-123"
+
+
+def test_a_broken_dataset_names_its_path_once(tmp_path, capsys) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("header:\n  name: x\nitems:\n  - id: a\n    query: [unclosed\n")
+    code = cli.main(["--no-progress", "--dataset", str(broken), "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert err.count(str(broken)) == 1 and "not valid YAML" in err, err
+    assert not (tmp_path / "r").exists()
