@@ -80,6 +80,20 @@ class HarnessLoop:
                 await finished  # its clean-up; the caller decides how long to wait
             raise
 
+    async def responds(self, within: float) -> bool:
+        """Whether the harness loop runs a callback within ``within`` seconds (False when its
+        thread is blocked, or the loop is gone)."""
+        caller = asyncio.get_running_loop()
+        answered: asyncio.Future[bool] = caller.create_future()
+        try:
+            self._loop.call_soon_threadsafe(lambda: _post(caller, answered, result=True))
+        except RuntimeError:  # closed
+            return False
+        try:
+            return await asyncio.wait_for(asyncio.shield(answered), within)
+        except TimeoutError:
+            return False
+
     def close(self, timeout: float = 2.0) -> None:
         """Stop the loop once its current callbacks end; a blocked thread is left (daemon)."""
         if self._loop.is_closed():

@@ -38,6 +38,9 @@ from harnesses.records import (
 from ledgerbench._trial import trial_key
 from ledgerbench.dataset import Question
 
+BLOCKED_PROBE_S = 0.05
+"""A harness loop that does not run a callback this soon after its question was cancelled is
+blocked (a synchronous call): its clean-up cannot run, so it is not waited for."""
 LIMIT_CHECK_S = 0.05
 """How often the runner reads a question's draft against its sample limits."""
 OVERRUN_GRACE_S = 1.0
@@ -198,13 +201,13 @@ class QuestionRunner:
         try:
             done, over = await self._watch(agent, task, draft)
         except asyncio.CancelledError:
-            await self._stop(agent)
+            await self._stop(agent, loop)
             raise
         if over is not None:  # a sample limit: the agent's resources, judged
-            await self._stop(agent)
+            await self._stop(agent, loop)
             return _Attempt(over[0], draft.answer, detail=over[1]), None
         if not done:
-            await self._stop(agent)
+            await self._stop(agent, loop)
             if draft.provider_failure and not draft.answer.strip():
                 detail = f"the provider kept failing until the deadline: {draft.provider_failure}"
                 error = ErrorInfo(**{"class": "ProviderUnavailable", "message": detail[:2000]})
@@ -244,11 +247,16 @@ class QuestionRunner:
             if (over := task.limits.exceeded(draft)) is not None:
                 return False, over
 
-    async def _stop(self, agent: asyncio.Task) -> None:
-        """Cancel the harness and give it a moment to clean up (subprocesses, connections)."""
+    async def _stop(self, agent: asyncio.Task, loop: HarnessLoop | None = None) -> None:
+        """Cancel the harness and give it a moment to clean up (subprocesses, connections). A
+        harness whose loop does not even answer (it blocks its thread) cannot clean up: it is
+        abandoned at once instead of after the grace period."""
         agent.cancel()
+        grace = self.config.cancel_grace_s
         with contextlib.suppress(asyncio.CancelledError, Exception):
-            await asyncio.wait({agent}, timeout=self.config.cancel_grace_s)
+            if loop is not None and grace > 0 and not await loop.responds(BLOCKED_PROBE_S):
+                return
+            await asyncio.wait({agent}, timeout=grace)
         if agent.done() and not agent.cancelled():
             agent.exception()  # retrieved, so asyncio does not log "never retrieved"
 
