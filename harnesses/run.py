@@ -20,6 +20,9 @@ examples:
       offline baseline on 5 questions; serves the default ERP (.ledgerbench/erp.db) itself
   python -m harnesses.run --harness openai --model gpt-5.2 --timeout 60 --out runs/gpt52
   python -m harnesses.run --harness claude --model claude-haiku-4-5 --task-type obligations
+  python -m harnesses.run --harness openai --max-turns 20 --max-tokens 200000 --max-cost-usd 0.50
+      sample limits for any harness: over one, the question ends (max_turns, token_limit,
+      cost_limit) and is judged
   python -m harnesses.run --harness mypkg.agents:MyAgent --harness-opt temperature=0.2 --trials 3
   python -m harnesses.run --erp-url http://127.0.0.1:8765/mcp --erp-token "$TOKEN" --ids obl-001
   python -m harnesses.run --erp-db postgresql://bench@localhost/erp --concurrency 10
