@@ -457,7 +457,9 @@ class ClaudeCliHarness:
         except BaseException as error:
             parser.finish(_cut_reason(error))
             self._estimate_cost(draft)  # before any await: the runner may not wait for us
-            await _end_group(process)
+            # Nothing the CLI could still write counts now: end its group at once (SIGKILL), so
+            # the record closes within the grace even on a loaded machine.
+            await _end_group(process, grace_s=0.0)
             raise
         finally:
             stderr_task.cancel()
