@@ -1031,6 +1031,7 @@ class _FinanceAgent:
         if any(spec.name == ERP_CONTEXT_TOOL for spec in specs):
             self.phase = "erp_context"
             result = await erp_call(self.erp, ERP_CONTEXT_TOOL, {}, self.draft)
+            self.tool_calls_run += 1  # a tool call like any other: it counts against the cap
             if not result.is_error:
                 notes.append(f"ERP context ({ERP_CONTEXT_TOOL}): {result.text[:2000]}")
         return f"{self.task.query}\n\n" + "\n".join(notes)
