@@ -440,9 +440,10 @@ def test_ctrl_c_cancels_the_remote_tasks_and_leaves_no_process(
             process.kill()
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "resume" in stderr
-    manifest = RunManifest.model_validate_json((out / MANIFEST_FILE).read_text())
-    assert manifest.interrupted and manifest.finished_at is not None
-    assert read_trajectories(out / TRAJECTORIES_FILE) == [], "cancelled questions are not recorded"
+    # Cancelled questions are not recorded; a run folder this start made and that holds no record
+    # is removed again (a run folder exists only once a record is in it).
+    assert not out.exists(), sorted(p.name for p in out.iterdir())
+    assert "nothing was recorded" in stderr
     children = [int(path.read_text()) for path in signals.glob("pid-*")]
     deadline = time.monotonic() + 30
     while any(_running(pid) for pid in children):
