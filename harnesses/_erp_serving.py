@@ -171,7 +171,8 @@ def check_erp_db(url: str) -> None:
     generate = f"python -m synthetic_erp generate --db {shown}"
     if not path.exists():
         raise RunConfigError(
-            f"--erp-db {shown}: no such file {path}; create it with `{generate}`, or leave out "
+            f"--erp-db {shown}: no such file {path.resolve()}; create it with `{generate}`, or "
+            "leave out "
             "--erp-db to use the default ERP"
         )
     if path.is_dir():

@@ -87,9 +87,13 @@ def ray_session(options: RayOptions) -> Iterator[Any]:
             )
         except (ConnectionError, RuntimeError, ValueError) as error:
             if _AUTH_REFUSED.search(captured()):
+                problem = (
+                    "refused this process's authentication token"
+                    if _has_token()
+                    else "requires token authentication and this process has no token"
+                )
                 raise RayExecutorError(
-                    f"the Ray cluster at {where} refused this process's authentication token; "
-                    f"{TOKEN_HINT}"
+                    f"the Ray cluster at {where} {problem}; {TOKEN_HINT}"
                 ) from None
             detail = " ".join(str(error).split())[:300]
             raise RayExecutorError(
@@ -117,13 +121,11 @@ def _refuses_without_token(address: str, timeout: float = 5.0) -> bool:
         return False
     try:
         import grpc
-        from ray._raylet import AuthenticationTokenLoader
         from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
     except ImportError:
         return False
-    with contextlib.suppress(Exception):
-        if AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
-            return False
+    if _has_token():
+        return False
     channel = grpc.insecure_channel(address)
     try:
         stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
@@ -133,6 +135,16 @@ def _refuses_without_token(address: str, timeout: float = 5.0) -> bool:
     finally:
         channel.close()
     return False
+
+
+def _has_token() -> bool:
+    """Whether this process would send Ray a token (``RAY_AUTH_TOKEN``, its path, the file)."""
+    try:
+        from ray._raylet import AuthenticationTokenLoader
+
+        return bool(AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True))
+    except Exception:  # an older Ray without token auth
+        return False
 
 
 @contextlib.contextmanager
