@@ -157,7 +157,8 @@ async def test_a_model_that_streams_slowly_is_the_agents_time_limit(harness, erp
     assert record.status == Status.timeout, record.termination
     assert record.termination.reason == TerminationReason.time_limit
     assert not record.termination.infrastructure, "slow is the agent's failure: judged"
-    assert record.answer.startswith(PARTIAL) and len(record.answer) < len(SLOW_TEXT)
+    # What the model typed by the deadline (how much depends on the machine's load).
+    assert record.answer and SLOW_TEXT.startswith(record.answer) and record.answer != SLOW_TEXT
     turns = [m for m in record.messages if m.role == "assistant"]
     assert turns and turns[-1].content == record.answer, "the partial text is an assistant turn"
     cuts = failed_events(record)  # custom: its step, then its final-answer call

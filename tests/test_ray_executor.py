@@ -509,34 +509,33 @@ def test_ray_workers_inject_the_faults_the_manifest_records_and_replay_them(
 
 
 @RAY_CLUSTER
-def test_a_cluster_that_wants_a_token_is_named_in_one_line(tmp_path: Path) -> None:
+def test_a_cluster_that_wants_a_token_is_named_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A driver without the cluster's token: one line naming token authentication (instantly
     where grpcio is installed, e.g. ray[default]; else after Ray's own 20 s connect timeout),
     not Ray's retry log and "start a cluster"."""
     cluster_home, driver_home = tmp_path / "cluster-home", tmp_path / "driver-home"
     cluster_home.mkdir()
     driver_home.mkdir()
-    saved = {name: os.environ.get(name) for name in ("HOME", "RAY_AUTH_MODE", *LOOPBACK_ENV)}
-    os.environ.update(HOME=str(cluster_home), RAY_AUTH_MODE="token", **LOOPBACK_ENV)
-    try:
-        ray_cli = Path(sys.executable).with_name("ray")
-        subprocess.run([str(ray_cli), "get-auth-token", "--generate"], check=True, timeout=60)
-        with local_ray_cluster(cpus=1) as cluster:
-            env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
-            env.update(HOME=str(driver_home), **LOOPBACK_ENV)
-            dataset = numbered_dataset(tmp_path / "ds.yaml", 1)
-            command = [sys.executable, "-m", "harnesses.run", "--dataset", str(dataset)]
-            command += ["--harness", f"{PLUGINS}:InstantHarness", "--out", str(tmp_path / "r")]
-            command += ["--executor", "ray", "--ray-address", cluster.address, "--no-progress"]
-            done = subprocess.run(
-                command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180
-            )
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    for name, value in {
+        "HOME": str(cluster_home),
+        "RAY_AUTH_MODE": "token",
+        **LOOPBACK_ENV,
+    }.items():
+        monkeypatch.setenv(name, value)  # the cluster's environment (restored after the test)
+    ray_cli = Path(sys.executable).with_name("ray")
+    subprocess.run([str(ray_cli), "get-auth-token", "--generate"], check=True, timeout=60)
+    with local_ray_cluster(cpus=1) as cluster:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+        env["HOME"] = str(driver_home)
+        dataset = numbered_dataset(tmp_path / "ds.yaml", 1)
+        command = [sys.executable, "-m", "harnesses.run", "--dataset", str(dataset)]
+        command += ["--harness", f"{PLUGINS}:InstantHarness", "--out", str(tmp_path / "r")]
+        command += ["--executor", "ray", "--ray-address", cluster.address, "--no-progress"]
+        done = subprocess.run(
+            command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180
+        )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr[-2000:]
     assert len(lines) == 1 and "token" in lines[0] and "ray get-auth-token" in lines[0], lines

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import select
 import socket
 import threading
 import time
@@ -40,6 +39,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.fakes._sockets import hang_up
 
 MAIN_LOOP_MARKER = "mcp__"
 """A request whose tool list has a tool starting with this is the agent's main loop."""
@@ -434,19 +435,6 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if stop:
             self._event("content_block_stop", {"type": "content_block_stop", "index": index})
-
-
-def hang_up(connection: socket.socket, closing: threading.Event) -> None:
-    """Wait, sending nothing, until ``connection``'s peer closes it or ``closing`` is set."""
-    while not closing.is_set():
-        readable, _, _ = select.select([connection], [], [], 0.1)
-        if readable:
-            try:
-                if not connection.recv(1, socket.MSG_PEEK):
-                    return  # the client hung up
-            except OSError:
-                return
-            closing.wait(0.1)  # more request bytes (a pipelined request): keep ignoring them
 
 
 def _pieces(text: str, size: int = 40) -> Iterator[str]:

@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import select
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +39,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fakes._sockets import hang_up
 
 
 @dataclass
@@ -103,19 +103,6 @@ class Turn:
 
 FAULTS = frozenset({"hang", "truncate", "non_json", "unknown_event"})
 NON_JSON_BODY = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
-
-
-def hang_up(connection: socket.socket, closing: threading.Event) -> None:
-    """Send nothing until ``connection``'s peer closes it or ``closing`` is set."""
-    while not closing.is_set():
-        readable, _, _ = select.select([connection], [], [], 0.1)
-        if readable:
-            try:
-                if not connection.recv(1, socket.MSG_PEEK):
-                    return  # the client hung up
-            except OSError:
-                return
-            closing.wait(0.1)
 
 
 @dataclass
