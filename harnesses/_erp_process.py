@@ -10,6 +10,7 @@ fires when the thread that started it ends, so the runner starts it from its mai
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import signal
@@ -117,7 +118,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 @dataclass
 class ErpServerProcess:
-    """A running ``erp_mcp`` subprocess from :func:`start_erp_server`; :meth:`stop` ends it."""
+    """A running MCP server subprocess from :func:`start_mcp_server` (the ERP's from
+    :func:`start_erp_server`); :meth:`stop` ends it."""
 
     endpoint: ErpEndpoint
     db_url: str
@@ -127,11 +129,13 @@ class ErpServerProcess:
     port: int = 0
     log_start: int = 0
     """Size of the log before this start: its own output comes after."""
+    what: str = "the ERP MCP server"
+    """The server's name in messages."""
 
     def _listening(self) -> bool:
         token = self.endpoint.token or ""
         args = (self.host, self.port, self.process, self.log_path, token, self.log_start)
-        return _check_listening(*args)
+        return _check_listening(*args, what=self.what)
 
     def wait_until_listening(self, timeout: float) -> None:
         """Block until the server listens (:class:`ErpServerError` if it exits or is too slow)."""
@@ -141,7 +145,7 @@ class ErpServerProcess:
                 return
             time.sleep(0.05)
         raise ErpServerError(
-            f"the ERP MCP server did not listen on {self.host}:{self.port} within {timeout:.0f}s"
+            f"{self.what} did not listen on {self.host}:{self.port} within {timeout:.0f}s"
         )
 
     async def until_listening(self, timeout: float = 60.0) -> None:
@@ -155,7 +159,7 @@ class ErpServerProcess:
                 return
             await asyncio.sleep(0.05)
         raise ErpServerError(
-            f"the ERP MCP server did not listen on {self.host}:{self.port} within {timeout:.0f}s"
+            f"{self.what} did not listen on {self.host}:{self.port} within {timeout:.0f}s"
         )
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -194,16 +198,89 @@ def _log_tail(path: Path | None, secret: str | None, lines: int = 5, start: int 
 
 
 def _check_listening(
-    host: str, port: int, process: subprocess.Popen, log_path: Path | None, token: str, start: int
+    host: str,
+    port: int,
+    process: subprocess.Popen,
+    log_path: Path | None,
+    token: str,
+    start: int,
+    what: str = "the ERP MCP server",
 ) -> bool:
     """True once the server accepts connections; :class:`ErpServerError` if it exited."""
     if process.poll() is not None:
         raise ErpServerError(
-            f"the ERP MCP server exited with code {process.returncode} before listening: "
+            f"{what} exited with code {process.returncode} before listening: "
             f"{_log_tail(log_path, token, start=start) or 'no output'}"
         )
     with socket.socket() as sock:
         return sock.connect_ex((host, port)) == 0
+
+
+def start_mcp_server(
+    module_args: Sequence[str],
+    *,
+    token_env: str,
+    what: str,
+    log_path: Path | None = None,
+    public_url: str | None = None,
+    host: str = "127.0.0.1",
+    startup_timeout: float = 60.0,
+    stdio_args: Sequence[str] | None = None,
+    db_url: str = "",
+    wait: bool = True,
+) -> ErpServerProcess:
+    """Start ``python -m <module_args> --transport http`` on a free port with a new token (handed
+    over in ``token_env``), wait until it listens and return it; ``stdio_args`` serve the same
+    over stdio for harnesses that spawn their own server. ``wait=False`` returns as soon as the
+    process exists: ``await server.until_listening()``."""
+    port = free_port(host)
+    token = secrets.token_urlsafe(24)
+    env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
+    env[token_env] = token
+    args = [sys.executable, "-m", *module_args, "--transport", "http"]
+    args += ["--host", host, "--port", str(port)]
+    log_start = 0
+    if log_path is not None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        output = log_path.open("ab")
+        log_start = output.tell()
+    else:
+        output = subprocess.DEVNULL
+    try:
+        process = subprocess.Popen(
+            args,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=parent_death_signal(),
+        )
+    finally:
+        if log_path is not None:
+            output.close()
+    endpoint = ErpEndpoint(
+        url=f"http://{host}:{port}/mcp",
+        token=token,
+        public_url=public_url,
+        stdio_command=(sys.executable, "-m", *stdio_args) if stdio_args else None,
+    )
+    server = ErpServerProcess(
+        endpoint=endpoint,
+        db_url=db_url,
+        process=process,
+        log_path=log_path,
+        host=host,
+        port=port,
+        log_start=log_start,
+        what=what,
+    )
+    if wait:
+        try:
+            server.wait_until_listening(startup_timeout)
+        except BaseException:
+            server.stop()
+            raise
+    return server
 
 
 def start_erp_server(
@@ -224,57 +301,27 @@ def start_erp_server(
     ``record_base_url``: the base of the record URLs the server cites (``--public-url``), instead
     of its own address (Ray workers cite the driver's server, as a local run would).
     """
-    port = free_port(host)
-    token = secrets.token_urlsafe(24)
-    env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
-    env["ERP_MCP_TOKEN"] = token
-    args = [sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "http"]
-    args += ["--host", host, "--port", str(port), *extra_args]
+    args = ["erp_mcp", "--db", db_url, *extra_args]
     if record_base_url:
         args += ["--public-url", record_base_url]
-    log_start = 0
-    if log_path is not None:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        output = log_path.open("ab")
-        log_start = output.tell()
-    else:
-        output = subprocess.DEVNULL
-    try:
-        process = subprocess.Popen(
-            args,
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            preexec_fn=parent_death_signal(),
-        )
-    finally:
-        if log_path is not None:
-            output.close()
-    base = f"http://{host}:{port}"
-    endpoint = ErpEndpoint(
-        url=f"{base}/mcp",
-        token=token,
+    server = start_mcp_server(
+        args,
+        token_env="ERP_MCP_TOKEN",
+        what="the ERP MCP server",
+        log_path=log_path,
         public_url=public_url,
-        # Record links over stdio point at this HTTP server, so they stay citable http links.
+        host=host,
+        startup_timeout=startup_timeout,
+        db_url=db_url,
+        wait=wait,
+    )
+    # Record links over stdio point at this HTTP server, so they stay citable http links.
+    base = public_url or server.endpoint.url.removesuffix("/mcp")
+    server.endpoint = dataclasses.replace(
+        server.endpoint,
         stdio_command=(
             *(sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "stdio"),
-            *("--public-url", public_url or base),
+            *("--public-url", base),
         ),
     )
-    server = ErpServerProcess(
-        endpoint=endpoint,
-        db_url=db_url,
-        process=process,
-        log_path=log_path,
-        host=host,
-        port=port,
-        log_start=log_start,
-    )
-    if wait:
-        try:
-            server.wait_until_listening(startup_timeout)
-        except BaseException:
-            server.stop()
-            raise
     return server

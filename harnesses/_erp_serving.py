@@ -105,7 +105,7 @@ async def serve_erp(
     finally:
         if in_use is not None and in_use.server is not None:
             await asyncio.shield(asyncio.to_thread(in_use.server.stop))
-            _keep_log(scratch / ERP_LOG_FILE, in_use.log_destination)
+            keep_log(scratch / ERP_LOG_FILE, in_use.log_destination)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -115,7 +115,8 @@ def fault_arguments(rate: float, seed: int) -> list[str]:
     return ["--error-rate", str(rate), "--fault-seed", str(seed)] if rate else []
 
 
-def _keep_log(source: Path, destination: Path | None) -> None:
+def keep_log(source: Path, destination: Path | None) -> None:
+    """Append a server's scratch log to its place in the run directory (once there is one)."""
     if destination is None or not source.exists():
         return
     with contextlib.suppress(OSError), destination.open("ab") as target:

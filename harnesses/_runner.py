@@ -90,6 +90,7 @@ from harnesses._run_summary import (
     summarize_records,
     summary_table,
 )
+from harnesses._world_serving import world_for_run
 from harnesses.records import PreviousAttempt, TrajectoryRecord
 
 __all__ = [
@@ -193,7 +194,8 @@ def _executor_for(config: RunConfig) -> Executor:
 
 
 def _run_secrets(config: RunConfig) -> list[str]:
-    secrets = [s for s in [config.erp_token.get_secret_value() if config.erp_token else None] if s]
+    tokens = (config.erp_token, config.world_token)
+    secrets = [t.get_secret_value() for t in tokens if t and t.get_secret_value()]
     secrets += [v for k, v in config.harness_opts.items() if is_secret_key(k) and v]
     return secrets + environment_secrets()
 
@@ -218,9 +220,12 @@ async def _run_with_harness(
     runner: QuestionRunner | None = None
     prepared: PreparedRun | None = None
     try:
-        async with serve_erp(config, log, plan.dataset) as erp:
-            if erp.endpoint.token:
-                secrets.append(erp.endpoint.token)
+        questions = list({question.id: question for question, _ in plan.pairs}.values())
+        async with (
+            serve_erp(config, log, plan.dataset) as erp,
+            world_for_run(config, log, plan.dataset, questions, erp.db_url) as world,
+        ):
+            secrets += [e.token for e in (erp.endpoint, world and world.endpoint) if e and e.token]
             erp.info = await fetch_erp_info(erp.endpoint)
             check_snapshot(plan.dataset, plan.dataset_path, erp)
             check_erp_unchanged(plan.previous, erp, config.force_new)
@@ -228,14 +233,21 @@ async def _run_with_harness(
                 bind(erp=erp, instructions=instructions, run_dir=plan.run_dir, harness=harness)
             prepared = open_run(plan, config, log)  # every input checked: the first write
             erp.keep_log_in(prepared.run_dir)
+            if world is not None:
+                world.keep_log_in(prepared.run_dir)
             check_erp_unchanged(prepared.previous, erp, config.force_new)
             model = getattr(harness, "model", None)
-            manifest = build_manifest(config, prepared, erp.facts(), instructions, secrets, model)
+            manifest = build_manifest(
+                config, prepared, erp.facts(), instructions, secrets, model, world
+            )
             write_manifest(prepared.run_dir, manifest, secrets)
             work_dir = prepared.run_dir / "work"
             work_dir.mkdir(exist_ok=True)
             env = AgentEnvironment(
-                erp=erp.endpoint, instructions=instructions, work_dir=str(work_dir)
+                erp=erp.endpoint,
+                instructions=instructions,
+                work_dir=str(work_dir),
+                world=world.endpoint if world else None,
             )
             runner = QuestionRunner(harness, env, config)
             writer = TrajectoryWriter(prepared.run_dir / TRAJECTORIES_FILE, secrets)
