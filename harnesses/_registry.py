@@ -97,9 +97,11 @@ def create_harness(name: str, options: HarnessOptions) -> Harness:
     factory = resolve_factory(name)
     try:
         instance = factory(options)
-    except (HarnessLoadError, ValueError):
-        raise  # built-ins say what is wrong with the options themselves
+    except HarnessLoadError:
+        raise
     except Exception as error:
+        if isinstance(error, ValueError) and ":" not in name:
+            raise  # built-ins say what is wrong with the options themselves
         raise HarnessLoadError(
             f"--harness {name!r}: creating the harness failed: {_describe(error)}"
         ) from None

@@ -70,6 +70,10 @@ PLUGIN_SOURCES = {
         "class Agent:\n    def __init__(self, options):\n"
         "        raise KeyError('no such setting')\n"
     ),
+    "value_error_in_init": (
+        "class Agent:\n    def __init__(self, options):\n"
+        "        raise ValueError('bad option')\n"
+    ),
 }
 
 
@@ -104,6 +108,11 @@ CASES = [
     ("plug-in syntax", lambda f: ["--harness", "broken_syntax:Agent"], "SyntaxError"),
     ("plug-in import", lambda f: ["--harness", "raises_on_import:Agent"], "licence server"),
     ("plug-in init", lambda f: ["--harness", "raises_in_init:Agent"], "KeyError"),
+    (
+        "plug-in init ValueError",
+        lambda f: ["--harness", "value_error_in_init:Agent"],
+        "--harness 'value_error_in_init:Agent': creating the harness failed: ValueError: bad",
+    ),
 ]
 
 
