@@ -44,6 +44,18 @@ def fields(path: Path) -> dict:
     }
 
 
+def show_difference(key: tuple, local: list, remote: list) -> None:
+    """The first call where the two runs of a question part, as (name, error flag, output)."""
+    at = next((i for i, pair in enumerate(zip(local, remote, strict=False)) if pair[0] != pair[1]),
+              min(len(local), len(remote)))  # fmt: skip
+
+    def brief(calls: list) -> str:
+        return "; ".join(f"{c[0]} error={c[2]} {c[3][:100]!r}" for c in calls[at : at + 2])
+
+    print(f"  differs: {key[0]} trial {key[1]}, call {at + 1} of {len(local)} local / "
+          f"{len(remote)} ray\n    local: {brief(local)}\n    ray:   {brief(remote)}")  # fmt: skip
+
+
 def timed_run(config) -> float:
     from harnesses._runner import run
 
@@ -108,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  injected faults met: local {local_faults} of {local_calls} calls, ray {ray_faults} "
           f"of {ray_calls} calls")  # fmt: skip
     print(f"  wall time: local {local_s:.1f} s (5 in flight), ray {ray_s:.1f} s (2 in flight)")
+    for key in keys:
+        if local[key]["calls"] != remote.get(key, {}).get("calls"):
+            show_difference(key, local[key]["calls"], remote.get(key, {}).get("calls") or [])
     return 0 if same_calls == same_answers == len(keys) else 1
 
 

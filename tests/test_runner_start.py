@@ -71,8 +71,7 @@ PLUGIN_SOURCES = {
         "        raise KeyError('no such setting')\n"
     ),
     "value_error_in_init": (
-        "class Agent:\n    def __init__(self, options):\n"
-        "        raise ValueError('bad option')\n"
+        "class Agent:\n    def __init__(self, options):\n        raise ValueError('bad option')\n"
     ),
 }
 
@@ -220,6 +219,8 @@ def test_every_config_field_reads_back_from_the_manifest(erp_server, tmp_path) -
         "erp_public_url": "https://erp.example/mcp",
         "erp_fault_rate": 0.1,
         "erp_fault_seed": 3,
+        "world_db": None,  # serving a world is tested in test_world_questions.py
+        "world_url": None,
         "out": tmp_path / "run",
         "runs_dir": tmp_path / "runs",
         "force_new": True,
@@ -234,12 +235,12 @@ def test_every_config_field_reads_back_from_the_manifest(erp_server, tmp_path) -
         "ray_num_cpus": 0.5,
         "ray_memory_mb": 700,
     }
-    unset = set(RunConfig.model_fields) - set(values) - {"command", "erp_token"}
+    unset = set(RunConfig.model_fields) - set(values) - {"command", "erp_token", "world_token"}
     assert not unset, f"give the round trip a value for {sorted(unset)}"
     config = RunConfig(**values)
     summary = run(config, log=lambda _: None)
     manifest = RunManifest.model_validate_json((summary.run_dir / MANIFEST_FILE).read_text())
-    written = {k: v for k, v in manifest.config.items() if k != "erp_token"}
+    written = {k: v for k, v in manifest.config.items() if k not in ("erp_token", "world_token")}
     assert RunConfig.model_validate(written) == config
     assert len(read_trajectories(summary.run_dir / TRAJECTORIES_FILE)) == summary.recorded == 4
 
