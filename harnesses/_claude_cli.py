@@ -30,11 +30,18 @@ Choices, and why:
 - The ERP is reached over HTTP by default. ``--harness-opt erp_transport=stdio`` lets the CLI spawn
   the server instead, but ``claude -p`` (2.1.16x and later) does not wait for a slow stdio server:
   it starts with the server ``pending`` and no ERP tools, which fails the question (clear error).
-- Provider failures: ``CLAUDE_CODE_MAX_RETRIES`` and ``API_TIMEOUT_MS`` are sized to the question's
-  budget (:func:`retry_settings`). The CLI's ``system/api_retry`` events and its synthetic
-  "API Error" messages (model ``<synthetic>``) are read from the stream, never taken as the model's
-  answer: no model output plus API errors ends as ``provider_unavailable`` (401/403/429/5xx,
-  refused connection) or ``provider_error`` (other 4xx), an infrastructure failure, not a timeout.
+- Provider failures: ``CLAUDE_CODE_MAX_RETRIES`` is sized to the question's retry window and
+  ``API_TIMEOUT_MS`` to its stall bound (:func:`retry_settings`): the CLI's timeout covers the wait
+  for response headers only (measured: a slow stream is never cut by it), so a provider that sends
+  nothing is retried by the CLI itself. A stream that goes silent mid-message is the harness's to
+  catch: no stream event for the stall bound ends the CLI with :class:`ProviderStalledError`
+  (retried by the runner in the retry window, then ``provider_unavailable``). The CLI's
+  ``system/api_retry`` events and its synthetic "API Error" messages (model ``<synthetic>``) are
+  read from the stream, never taken as the model's answer, and each becomes a failed model event:
+  no model output plus API errors ends as ``provider_unavailable`` (401/403/429/5xx, timeouts,
+  refused connection) or ``provider_error`` (other 4xx, a malformed or truncated reply the CLI
+  could not repair), an infrastructure failure, not a timeout. Unknown stream event types the CLI
+  ignores, as the Messages API's versioning policy asks of clients.
 - Without ``--model`` the record's model is the one the CLI's ``system/init`` reports; a question
   with no ``result`` event (timeout) is priced from the price table.
 - Each question gets its own HOME, working directory and TMPDIR in a temporary folder under the
@@ -68,12 +75,15 @@ from harnesses._protocol import (
     ErpUnavailableError,
     HarnessOptions,
     ProviderError,
+    ProviderStalledError,
     ProviderUnavailableError,
     TrajectoryDraft,
     retry_window_s,
+    stall_timeout_s,
 )
 from harnesses._registry import HarnessLoadError, harness
 from harnesses._stream_json import StreamParser
+from harnesses._wire import stalled
 from ledgerbench._trial import TRIAL_HEADER
 
 PINNED_CLI_VERSION = "2.1.332"
@@ -178,6 +188,53 @@ def _group_alive(pgid: int) -> bool:
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):
         return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------------
+# Scratch folders: one per question, removed afterwards, and on the next start after a kill -9
+# --------------------------------------------------------------------------------------------------
+
+SCRATCH_PREFIX = "claude-"
+OWNER_FILE = "owner.pid"
+"""In each scratch folder: the pid of the process whose question it is."""
+UNOWNED_GRACE_S = 60.0
+"""A folder without an owner file is another process's in the instant before it writes one."""
+_SWEPT: set[str] = set()
+
+
+def sweep_stale_scratch(work_dir: Path) -> list[Path]:
+    """Remove the scratch folders of questions whose process is gone (a runner or Ray worker killed
+    with SIGKILL mid-question), once per folder and process. Live processes' folders stay (Ray
+    workers on one machine share the work folder)."""
+    key = str(work_dir.resolve())
+    if key in _SWEPT:
+        return []
+    _SWEPT.add(key)
+    removed = []
+    for folder in work_dir.glob(f"{SCRATCH_PREFIX}*"):
+        if folder.is_dir() and not _owner_alive(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _owner_alive(folder: Path) -> bool:
+    try:
+        pid = int((folder / OWNER_FILE).read_text().strip())
+    except (OSError, ValueError):
+        try:
+            return time.time() - folder.stat().st_mtime < UNOWNED_GRACE_S
+        except OSError:
+            return False
+    if pid == os.getpid():
+        return True  # this process's own questions in flight
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
     return True
 
 
@@ -348,11 +405,13 @@ class ClaudeCliHarness:
         self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
     ) -> AgentOutcome:
         Path(env.work_dir).mkdir(parents=True, exist_ok=True)
+        sweep_stale_scratch(Path(env.work_dir))
         scratch = Path(
             tempfile.mkdtemp(
-                prefix=f"claude-{_safe(task.question_id)}-{task.trial}-", dir=env.work_dir
+                prefix=f"{SCRATCH_PREFIX}{_safe(task.question_id)}-{task.trial}-", dir=env.work_dir
             )
         )
+        (scratch / OWNER_FILE).write_text(str(os.getpid()))
         try:
             return await self._run_in(scratch, task, env, draft)
         finally:
@@ -375,7 +434,7 @@ class ClaudeCliHarness:
             mcp_config_path=str(config_path),
             model=self.model,
             effort=self.effort,
-            max_turns=self.max_turns,
+            max_turns=task.limits.cap(self.max_turns, task.limits.max_turns),
             web=self.web and env.web_allowed,
             world=env.world is not None,
         )
@@ -386,10 +445,10 @@ class ClaudeCliHarness:
         )
         if env.world is not None and env.world.token and self.transport == "http":
             child_env[WORLD_TOKEN_VARIABLE] = env.world.token
-        child_env.update(retry_settings(task.timeout_s, task.remaining()))
+        child_env.update(retry_settings(task.timeout_s, task.remaining(), task.stall_bound()))
         draft.extra.update(
             claude_options={
-                "max_turns": self.max_turns,
+                "max_turns": task.limits.cap(self.max_turns, task.limits.max_turns),
                 "web": self.web and env.web_allowed,
                 "effort": self.effort,
                 "erp_transport": self.transport,
@@ -398,7 +457,7 @@ class ClaudeCliHarness:
         )
         stream_log = self._stream_log(env, task)
         draft.add_message("user", task.query)
-        parser = StreamParser(draft)
+        parser = StreamParser(draft, stall_s=task.stall_bound())
         process = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.DEVNULL,
@@ -414,13 +473,17 @@ class ClaudeCliHarness:
         stderr_tail: list[str] = []
         stderr_task = asyncio.create_task(_drain(process.stderr, stderr_tail))
         try:
-            await self._read_stream(process, parser, stream_log, retry_window_s(task.timeout_s))
+            await self._read_stream(
+                process, parser, stream_log, retry_window_s(task.timeout_s), task.stall_bound()
+            )
             returncode = await self._wait_for_exit(process, parser, draft)
             await asyncio.wait({stderr_task}, timeout=1.0)
-        except BaseException:
-            parser.finish()
+        except BaseException as error:
+            parser.finish(_cut_reason(error))
             self._estimate_cost(draft)  # before any await: the runner may not wait for us
-            await _end_group(process)
+            # Nothing the CLI could still write counts now: end its group at once (SIGKILL), so
+            # the record closes within the grace even on a loaded machine.
+            await _end_group(process, grace_s=0.0)
             raise
         finally:
             stderr_task.cancel()
@@ -441,12 +504,28 @@ class ClaudeCliHarness:
                 draft.extra["cost_estimated"] = True
 
     async def _read_stream(
-        self, process: asyncio.subprocess.Process, parser: StreamParser, log: Any, window_s: float
+        self,
+        process: asyncio.subprocess.Process,
+        parser: StreamParser,
+        log: Any,
+        window_s: float,
+        stall_s: float,
     ) -> None:
-        """Feed stdout to the parser until the ``result`` event or the end of the stream."""
+        """Feed stdout to the parser until the ``result`` event or the end of the stream. While a
+        message streams, a gap of ``stall_s`` without an event means the provider went silent."""
         assert process.stdout is not None
         while True:
-            line = await process.stdout.readline()
+            wait = stall_s if parser.streaming else None
+            window_closes = self._window_closes(parser, window_s)
+            if window_closes is not None:
+                wait = min(wait or math.inf, max(0.0, window_closes - time.monotonic()))
+            try:
+                line = await asyncio.wait_for(process.stdout.readline(), wait)
+            except TimeoutError:
+                if parser.streaming:
+                    raise stalled("stream", stall_s) from None
+                self._check_retry_window(parser, window_s, closed=True)
+                continue
             if not line:
                 return
             if log is not None:
@@ -463,12 +542,19 @@ class ClaudeCliHarness:
             self._check_retry_window(parser, window_s)
 
     @staticmethod
-    def _check_retry_window(parser: StreamParser, window_s: float) -> None:
+    def _window_closes(parser: StreamParser, window_s: float) -> float | None:
+        """When the retry window of a provider failing before any model output closes."""
+        if parser.has_model_output or parser.first_retry is None:
+            return None
+        return parser.first_retry + window_s
+
+    @staticmethod
+    def _check_retry_window(parser: StreamParser, window_s: float, closed: bool = False) -> None:
         """A provider that failed for the whole retry window before the model said anything is
         unavailable: stop now rather than burn the budget."""
         if parser.has_model_output or parser.first_retry is None:
             return
-        if time.monotonic() - parser.first_retry > window_s:
+        if closed or time.monotonic() - parser.first_retry > window_s:
             raise ProviderUnavailableError(
                 f"the provider kept failing for {window_s:.0f} s before any model output: "
                 f"{parser.draft.provider_failure or 'API errors'}"
@@ -517,8 +603,9 @@ class ClaudeCliHarness:
         if subtype != "success" or result.get("is_error"):
             errors = result.get("errors") or [result.get("result") or ""]
             status = result.get("api_error_status")
+            ending = "an API error" if subtype == "success" else subtype
             message = (
-                f"the claude CLI ended with {subtype}"
+                f"the claude CLI ended with {ending}"
                 + (f" (API status {status})" if status else "")
                 + f": {_one_line(' '.join(map(str, errors)))[:1000]}"
             )
@@ -528,23 +615,43 @@ class ClaudeCliHarness:
         return AgentOutcome(answer=parser.answer)
 
 
-def retry_settings(budget_s: float, remaining_s: float) -> dict[str, str]:
-    """``CLAUDE_CODE_MAX_RETRIES`` and ``API_TIMEOUT_MS`` sized to the question's budget.
+def retry_settings(
+    budget_s: float, remaining_s: float, stall_s: float | None = None
+) -> dict[str, str]:
+    """``CLAUDE_CODE_MAX_RETRIES`` sized to the retry window, ``API_TIMEOUT_MS`` to the stall bound.
 
     The CLI's backoff starts near 0.5 s and doubles (with jitter): ``n`` retries wait about
-    ``0.5 * (2**n - 1) * 1.25`` s, kept within the retry window of :func:`retry_window_s`. One API
-    request may not outlast the time left."""
+    ``0.5 * (2**n - 1) * 1.25`` s, kept within the retry window of :func:`retry_window_s`. The
+    CLI's request timeout covers the wait for response headers (not the stream that follows), so it
+    is the stall bound (default :func:`stall_timeout_s`), never more than the time left."""
     window = retry_window_s(budget_s)
     retries = max(1, min(10, int(math.log2(window / 0.625 + 1))))
-    timeout_ms = int(max(1.0, remaining_s) * 1000)
+    stall = stall_s if stall_s is not None else stall_timeout_s(budget_s)
+    timeout_ms = int(max(1.0, min(stall, remaining_s)) * 1000)
     return {"CLAUDE_CODE_MAX_RETRIES": str(retries), "API_TIMEOUT_MS": str(timeout_ms)}
 
 
+_MALFORMED_REPLY = ("malformed", "not valid json", "truncated", "no_events", "invalid json")
+"""Words of the CLI's own API error text for a reply it received but could not use."""
+
+
 def _api_failure(status: Any, message: str) -> Exception:
-    """The provider failed (outage, auth, quota: unavailable) or refused the request (error)."""
+    """The provider failed (outage, auth, quota, timeouts: unavailable) or answered with something
+    unusable (a refused request, a malformed or cut reply: error)."""
     if isinstance(status, int) and 400 <= status < 500 and status not in (401, 403, 408, 429):
         return ProviderError(message)
+    if status is None and any(word in message.lower() for word in _MALFORMED_REPLY):
+        return ProviderError(message)
     return ProviderUnavailableError(message)
+
+
+def _cut_reason(error: BaseException) -> str:
+    """What the transcript says of an API call still open when the run ended with ``error``."""
+    if isinstance(error, asyncio.CancelledError):
+        return "cut off by the deadline"
+    if isinstance(error, ProviderStalledError):
+        return f"{type(error).__name__}: {error}"
+    return f"the run ended: {type(error).__name__}"
 
 
 def _mentions_api_error(stderr: str) -> bool:

@@ -23,13 +23,14 @@ Finance practice, in the instructions and in the flow:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnesses._erp_client import ToolSpec
+from harnesses._erp_client import ToolSpec, shared_tls_context
 from harnesses._openai import (
     ToolCatalogue,
     check_known_options,
@@ -47,11 +48,25 @@ from harnesses._protocol import (
     AgentOutcome,
     AgentTask,
     HarnessOptions,
+    ProviderError,
     TrajectoryDraft,
 )
 from harnesses._registry import harness
 from harnesses._toolbox import McpToolbox, catalogue_key
-from harnesses.records import Usage
+from harnesses._wire import (
+    DONE,
+    check_event_stream,
+    check_event_type,
+    is_timeout,
+    messages_event_types,
+    request_timeout,
+    server_sent_events,
+    stalled,
+)
+from harnesses.records import Message, Usage
+
+CHAT_CHUNK_TYPES = frozenset({"chat.completion.chunk"})
+"""The one object type a Chat Completions stream sends."""
 
 DEFAULT_MODELS = {"openai": "gpt-5.2", "anthropic": "claude-sonnet-4-6"}
 API_KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -72,7 +87,8 @@ CUSTOM_OPTIONS = {
     "search_url": "JSON search endpoint (SearXNG ``/search``) for web_search with api=openai",
     "final_reserve_s": "seconds kept for the final answer (default 15% of the budget, 3 to 20 s)",
     "max_tokens": "output tokens per model turn (default: 4096 for anthropic, provider's)",
-    "stream": "stream Anthropic replies so a timeout keeps partial text (default true)",
+    "stream": "stream replies: a timeout keeps partial text, a silent provider is caught "
+    "(default true)",
     "price_per_mtok": "INPUT,CACHED_INPUT,OUTPUT dollars per million tokens (default: price table)",
 }
 
@@ -184,6 +200,16 @@ class CustomSettings:
 
 
 @dataclass
+class CallContext:
+    """What one model call needs besides the conversation."""
+
+    draft: TrajectoryDraft
+    task: AgentTask
+    on_text: Any
+    """``on_text(text_so_far)`` as a streamed reply's text arrives."""
+
+
+@dataclass
 class ToolRequest:
     id: str
     name: str
@@ -228,7 +254,7 @@ class OpenAIChatConversation:
         ]
 
     async def complete(
-        self, specs: list[ToolSpec], *, allow_tools: bool, draft: TrajectoryDraft
+        self, specs: list[ToolSpec], *, allow_tools: bool, call: CallContext
     ) -> ModelTurn:
         request: dict[str, Any] = {"model": self.settings.model, "messages": self.messages}
         if specs:
@@ -241,43 +267,99 @@ class OpenAIChatConversation:
             request["reasoning_effort"] = self.settings.reasoning_effort
         if self.settings.max_tokens:
             request["max_completion_tokens"] = self.settings.max_tokens
-        # Plain JSON goes as ``extra_body`` (it overrides the placeholder ``messages``): the SDK's
-        # typed-parameter transform walks every tool schema on every request (slow, measured).
-        response = await self.client.chat.completions.create(
-            model=self.settings.model, messages=[], extra_body=request
-        )
-        message = response.choices[0].message
-        calls = [call for call in message.tool_calls or [] if call.type == "function"]
-        requests = []
-        for call in calls:
-            arguments, problem = parse_arguments(call.function.arguments)
-            requests.append(
-                ToolRequest(
-                    call.id, call.function.name, call.function.arguments, arguments, problem
-                )
-            )
-        assistant: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if self.settings.stream:
+            reply = await self._streamed(request, call)
+        else:
+            reply = await self._whole(request, call)
+        calls = reply.tool_calls
+        assistant: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
         if calls:
             assistant["tool_calls"] = [
                 {
-                    "id": call.id,
+                    "id": c["id"],
                     "type": "function",
-                    "function": {"name": call.function.name, "arguments": call.function.arguments},
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
                 }
-                for call in calls
+                for c in calls
             ]
         self.messages.append(assistant)
+        requests = []
+        for c in calls:
+            arguments, problem = parse_arguments(c["arguments"])
+            requests.append(ToolRequest(c["id"], c["name"], c["arguments"], arguments, problem))
+        return ModelTurn(
+            reply.text,
+            requests,
+            reply.usage,
+            reply.model,
+            reasoning=reply.reasoning or None,
+            request_id=reply.request_id,
+        )
+
+    async def _whole(self, request: dict[str, Any], call: CallContext) -> _ChatReply:
+        """One non-streamed completion (``stream=false``: no stall bound, see the module doc)."""
+        # Plain JSON goes as ``extra_body`` (it overrides the placeholder ``messages``): the SDK's
+        # typed-parameter transform walks every tool schema on every request (slow, measured).
+        response = await self.client.chat.completions.create(
+            model=self.settings.model,
+            messages=[],
+            extra_body=request,
+            timeout=max(1.0, call.task.remaining() + 1.0),
+        )
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise ProviderError(f"the chat completion has no choices: {str(response)[:160]!r}")
+        message = choices[0].message
         reasoning = getattr(message, "reasoning_content", None) or getattr(
             message, "reasoning", None
         )
-        return ModelTurn(
-            message.content or "",
-            requests,
-            chat_usage(response.usage),
-            response.model,
-            reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
+        calls = [
+            {"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+            for c in message.tool_calls or []
+            if c.type == "function"
+        ]
+        return _ChatReply(
+            text=message.content or "",
+            reasoning=reasoning if isinstance(reasoning, str) else "",
+            tool_calls=calls,
+            usage=chat_usage(response.usage),
+            model=response.model,
             request_id=getattr(response, "_request_id", None),
         )
+
+    async def _streamed(self, request: dict[str, Any], call: CallContext) -> _ChatReply:
+        """One streamed completion, read as raw events: text reaches ``call.on_text`` as it
+        comes; a silent provider is stalled, a broken stream a provider error."""
+        body = {**request, "stream": True, "stream_options": {"include_usage": True}}
+        bound = call.task.stall_bound()
+        reply = _ChatReply()
+        calls: dict[int, dict[str, str]] = {}
+        finished = False
+        phase = "headers"
+        try:
+            async with self.client.chat.completions.with_streaming_response.create(
+                model=self.settings.model,
+                messages=[],
+                extra_body=body,
+                timeout=request_timeout(call.task),
+            ) as raw:
+                phase = "stream"
+                reply.request_id = raw.headers.get("x-request-id")
+                if not raw.headers.get("content-type", "").startswith("text/event-stream"):
+                    head = (await raw.read())[:400].decode("utf-8", "replace")
+                    check_event_stream(raw.status_code, raw.headers, head)
+                async for chunk in server_sent_events(raw.iter_lines()):
+                    if chunk is DONE:
+                        break
+                    finished = _read_chunk(chunk, reply, calls, call.on_text) or finished
+        except Exception as error:
+            if is_timeout(error):
+                raise stalled(phase, bound) from error
+            raise
+        if not finished:
+            raise ProviderError("the chat stream ended before its finish reason")
+        reply.tool_calls = [calls[index] for index in sorted(calls)]
+        return reply
 
     def add_results(self, requests: list[ToolRequest], results: list[tuple[str, bool]]) -> None:
         for request, (text, _is_error) in zip(requests, results, strict=True):
@@ -300,6 +382,58 @@ def chat_usage(usage: Any) -> Usage:
     )
 
 
+@dataclass
+class _ChatReply:
+    """A chat completion's assistant message, however it arrived."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[dict[str, str]] = field(default_factory=list)
+    """``{"id", "name", "arguments"}`` per function call, in order."""
+    usage: Usage = field(default_factory=Usage)
+    model: str | None = None
+    request_id: str | None = None
+
+
+def _read_chunk(
+    chunk: dict[str, Any], reply: _ChatReply, calls: dict[int, dict[str, str]], on_text: Any
+) -> bool:
+    """Fold one ``chat.completion.chunk`` into ``reply``; True when it carries a finish reason."""
+    if "error" in chunk:
+        raise ProviderError(f"stream error: {' '.join(str(chunk['error']).split())[:300]}")
+    check_event_type(chunk.get("object"), CHAT_CHUNK_TYPES, "chat completions")
+    reply.model = chunk.get("model") or reply.model
+    if isinstance(chunk.get("usage"), dict):
+        reply.usage = chat_usage(_Attributes(chunk["usage"]))
+    finished = False
+    for choice in chunk.get("choices") or []:
+        delta = choice.get("delta") or {}
+        if delta.get("content"):
+            reply.text += str(delta["content"])
+            on_text(reply.text)
+        thought = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(thought, str):
+            reply.reasoning += thought
+        for piece in delta.get("tool_calls") or []:
+            slot = calls.setdefault(
+                int(piece.get("index") or 0), {"id": "", "name": "", "arguments": ""}
+            )
+            function = piece.get("function") or {}
+            slot["id"] = slot["id"] or str(piece.get("id") or "")
+            slot["name"] = slot["name"] or str(function.get("name") or "")
+            slot["arguments"] += str(function.get("arguments") or "")
+        finished = finished or bool(choice.get("finish_reason"))
+    return finished
+
+
+class _Attributes:
+    """Dict keys as attributes (nested), so raw usage reads like the SDK's objects."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        for key, value in data.items():
+            setattr(self, key, _Attributes(value) if isinstance(value, dict) else value)
+
+
 class AnthropicConversation:
     """A conversation over the Messages API (``client.messages.create`` / ``.stream``)."""
 
@@ -320,7 +454,7 @@ class AnthropicConversation:
         return entries
 
     async def complete(
-        self, specs: list[ToolSpec], *, allow_tools: bool, draft: TrajectoryDraft
+        self, specs: list[ToolSpec], *, allow_tools: bool, call: CallContext
     ) -> ModelTurn:
         request: dict[str, Any] = {
             "model": self.settings.model,
@@ -336,27 +470,60 @@ class AnthropicConversation:
         # SDK's slow typed-parameter transform of every tool schema.
         typed = {"model": request["model"], "max_tokens": request["max_tokens"], "messages": []}
         if self.settings.stream:
-            message = await self._streamed(typed, request, draft)
+            message = await self._streamed(typed, request, call)
         else:
-            message = await self.client.messages.create(**typed, extra_body=request)
-        return self._turn(message, draft)
+            timeout = max(1.0, call.task.remaining() + 1.0)
+            message = await self.client.messages.create(
+                **typed, extra_body=request, timeout=timeout
+            )
+            if not isinstance(getattr(message, "content", None), list):
+                raise ProviderError(f"the reply is not a Messages API message: {message!r:.160}")
+        return self._turn(message, call.draft)
 
     async def _streamed(
-        self, typed: dict[str, Any], request: dict[str, Any], draft: TrajectoryDraft
+        self, typed: dict[str, Any], request: dict[str, Any], call: CallContext
     ) -> Any:
-        """The reply, assembled from the raw stream events (text reaches the draft as it comes).
+        """The reply, assembled from the raw stream events (text reaches ``call.on_text`` as it
+        comes). A silent provider is stalled; a stream that is not an event stream, sends an event
+        type the API does not have or ends before ``message_stop`` is a provider error.
 
         Tool inputs are parsed here rather than by the SDK, which raises on malformed JSON and
         loses the whole turn: a bad input becomes a tool call the model is told to correct."""
         from anthropic.types import Message
+        from pydantic import ValidationError
 
-        stream = await self.client.messages.create(**typed, extra_body=request, stream=True)
-        builder = _StreamedMessage(draft)
-        async for event in stream:
-            builder.feed(event)
+        bound = call.task.stall_bound()
+        builder = _StreamedMessage(call.on_text)
+        phase = "headers"
+        try:
+            stream = await self.client.messages.create(
+                **typed, extra_body=request, stream=True, timeout=request_timeout(call.task)
+            )
+            phase = "stream"
+            response = getattr(stream, "response", None)
+            if response is not None and not response.headers.get("content-type", "").startswith(
+                "text/event-stream"
+            ):
+                head = (await response.aread())[:400].decode("utf-8", "replace")
+                check_event_stream(response.status_code, response.headers, head)
+            async for event in stream:
+                builder.feed(event)
+        except Exception as error:
+            if is_timeout(error):
+                raise stalled(phase, bound) from error
+            raise
+        if not builder.stopped:
+            raise ProviderError(
+                "the Messages stream ended before message_stop"
+                + (" (no message_start)" if not builder.head else "")
+            )
         self._raw_inputs = builder.invalid_inputs
-        message = Message.model_validate(builder.message())
-        response = getattr(stream, "response", None)
+        try:
+            message = Message.model_validate(builder.message())
+        except ValidationError as error:
+            raise ProviderError(
+                f"the streamed message is malformed: {' '.join(str(error).split())[:300]}"
+            ) from None
         message._request_id = response.headers.get("request-id") if response else None
         return message
 
@@ -425,8 +592,10 @@ class AnthropicConversation:
 class _StreamedMessage:
     """A Messages-API reply put together from its raw stream events."""
 
-    def __init__(self, draft: TrajectoryDraft) -> None:
-        self.draft = draft
+    def __init__(self, on_text: Any) -> None:
+        self.on_text = on_text
+        self.stopped = False
+        """``message_stop`` arrived: the reply is complete."""
         self.head: dict[str, Any] = {}
         self.blocks: dict[int, dict[str, Any]] = {}
         self.json_parts: dict[int, list[str]] = {}
@@ -435,8 +604,11 @@ class _StreamedMessage:
         self.text = ""
 
     def feed(self, event: Any) -> None:
-        kind = event.type
-        if kind == "message_start":
+        kind = getattr(event, "type", None)
+        check_event_type(kind, messages_event_types(), "Messages API")
+        if kind == "message_stop":
+            self.stopped = True
+        elif kind == "message_start":
             self.head = event.message.model_dump(mode="json", exclude_none=True)
         elif kind == "content_block_start":
             block = event.content_block.model_dump(mode="json", exclude_none=True)
@@ -455,7 +627,7 @@ class _StreamedMessage:
         if delta.type == "text_delta":
             block["text"] = block.get("text", "") + delta.text
             self.text += delta.text
-            self.draft.set_answer(self.text)
+            self.on_text(self.text)
         elif delta.type == "input_json_delta":
             self.json_parts.setdefault(index, []).append(delta.partial_json)
         elif delta.type == "thinking_delta":
@@ -741,34 +913,37 @@ class FinanceAgentHarness:
         self.settings = CustomSettings.from_options(options)
         self.model: str | None = self.settings.model
         self._api_key = require_env_key(API_KEY_VARIABLES[self.settings.api], "custom")
-        self._client: Any = None
         self.tools = ToolCatalogue()
         warm_up_sdk(self.settings.api)
 
-    def client(self) -> Any:
-        if self._client is None:
-            if self.settings.api == "anthropic":
-                from anthropic import AsyncAnthropic
+    def new_client(self) -> Any:
+        """An SDK client for one question (see :meth:`OpenAIResponsesHarness.new_client`)."""
+        verify = shared_tls_context()
+        if self.settings.api == "anthropic":
+            from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
 
-                self._client = AsyncAnthropic(
-                    api_key=self._api_key, base_url=self.settings.base_url, max_retries=0
-                )
-            else:
-                from openai import AsyncOpenAI
+            return AsyncAnthropic(
+                api_key=self._api_key,
+                base_url=self.settings.base_url,
+                max_retries=0,
+                http_client=DefaultAsyncHttpxClient(verify=verify),
+            )
+        from openai import AsyncOpenAI
+        from openai import DefaultAsyncHttpxClient as OpenAIHttpClient
 
-                self._client = AsyncOpenAI(
-                    api_key=self._api_key, base_url=self.settings.base_url, max_retries=0
-                )
-        return self._client
+        return AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.settings.base_url,
+            max_retries=0,
+            http_client=OpenAIHttpClient(verify=verify),
+        )
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        return None
 
-    def conversation(self, system: str, user: str) -> Any:
+    def conversation(self, client: Any, system: str, user: str) -> Any:
         kind = AnthropicConversation if self.settings.api == "anthropic" else OpenAIChatConversation
-        return kind(self.client(), self.settings, system, user)
+        return kind(client, self.settings, system, user)
 
     async def run(
         self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
@@ -776,13 +951,17 @@ class FinanceAgentHarness:
         settings = self.settings
         draft.extra.update(api=settings.api, max_steps=settings.max_steps, web=settings.web)
         agent = _FinanceAgent(self, task, env, draft)
+        client = self.new_client()
         try:
-            return await agent.run()
+            return await agent.run(client)
         except asyncio.CancelledError:
             draft.extra["cancelled_during"] = agent.phase
             if agent.gathered.found:  # for the reader; the answer stays the model's own text
                 draft.extra["composed_answer"] = agent.compose_partial()
             raise
+        finally:
+            with contextlib.suppress(Exception):
+                await client.close()
 
 
 @dataclass
@@ -808,9 +987,23 @@ class _FinanceAgent:
         self.draft = draft
         self.web = WebTools(owner.settings, enabled=env.web_allowed)
         self.reserve = owner.settings.reserve_for(task.timeout_s)
+        limits = task.limits
+        # The run's --max-turns keeps one turn for the final answer; --max-tool-calls caps calls.
+        self.max_steps = limits.cap(owner.settings.max_steps, limits.max_turns, reserve=1)
+        self.max_tool_calls = limits.cap(owner.settings.max_tool_calls, limits.max_tool_calls)
         self.phase = "start"
         self.tool_calls_run = 0
         self.gathered = _Gathered()
+        self.streaming: Message | None = None
+        """The assistant turn being streamed (its text so far), until its call is recorded."""
+
+    def on_text(self, text: str) -> None:
+        """Streamed text: the answer so far, and the assistant turn it belongs to."""
+        self.draft.set_answer(text)
+        if self.streaming is None:
+            self.streaming = self.draft.add_message("assistant", text)
+        else:
+            self.streaming.content = text
 
     def system_prompt(self) -> str:
         if self.web.specs():
@@ -824,7 +1017,7 @@ class _FinanceAgent:
             web_note = "\nWeb tools are not available in this run: use the ERP.\n"
         return f"{self.env.instructions}\n\n{FINANCE_PRACTICE}{web_note}"
 
-    async def run(self) -> AgentOutcome:
+    async def run(self, client: Any) -> AgentOutcome:
         self.phase = "mcp_list_tools"
         async with McpToolbox(self.env, erp_label=SERVER_LABEL) as erp:
             self.erp = erp
@@ -833,7 +1026,7 @@ class _FinanceAgent:
             specs = erp_specs + self.web.specs()
             user = await self.opening_message(erp_specs)
             self.draft.add_message("user", user)
-            chat = self.owner.conversation(self.system_prompt(), user)
+            chat = self.owner.conversation(client, self.system_prompt(), user)
             return await self.loop(chat, specs)
 
     async def opening_message(self, specs: list[ToolSpec]) -> str:
@@ -847,6 +1040,7 @@ class _FinanceAgent:
         if any(spec.name == ERP_CONTEXT_TOOL for spec in specs):
             self.phase = "erp_context"
             result = await erp_call(self.erp, ERP_CONTEXT_TOOL, {}, self.draft)
+            self.tool_calls_run += 1  # a tool call like any other: it counts against the cap
             if not result.is_error:
                 notes.append(f"ERP context ({ERP_CONTEXT_TOOL}): {result.text[:2000]}")
         return f"{self.task.query}\n\n" + "\n".join(notes)
@@ -856,7 +1050,7 @@ class _FinanceAgent:
 
     async def loop(self, chat: Any, specs: list[ToolSpec]) -> AgentOutcome:
         reason = "max_steps"
-        for _ in range(self.settings.max_steps):
+        for _ in range(self.max_steps):
             budget = self.time_for_step()
             if budget <= 0:
                 reason = "deadline_near"
@@ -870,20 +1064,25 @@ class _FinanceAgent:
                 return AgentOutcome(answer=turn.text or self.draft.answer)
             results = await self.run_tools(turn.requests)
             chat.add_results(turn.requests, results)
-            if self.tool_calls_run >= self.settings.max_tool_calls:
+            if self.tool_calls_run >= self.max_tool_calls:
                 reason = "max_tool_calls"
                 break
         return await self.finish(chat, specs, reason)
 
     async def model_turn(self, chat: Any, specs: list[ToolSpec], allow_tools: bool) -> ModelTurn:
         self.phase = "model"
+        self.streaming = None
+        call = CallContext(draft=self.draft, task=self.task, on_text=self.on_text)
         turn, timing = await recorded_call(
-            lambda: chat.complete(specs, allow_tools=allow_tools, draft=self.draft),
+            lambda: chat.complete(specs, allow_tools=allow_tools, call=call),
             self.task,
             self.draft,
             self.settings.model,
+            partial=lambda: self.streaming,
         )
-        message = self.draft.add_message("assistant", turn.text, reasoning=turn.reasoning)
+        message = self.streaming or self.draft.add_message("assistant")
+        self.streaming = None
+        message.content, message.reasoning = turn.text, turn.reasoning
         record_model_event(
             self.draft,
             timing,
@@ -904,7 +1103,7 @@ class _FinanceAgent:
     async def run_tools(self, requests: list[ToolRequest]) -> list[tuple[str, bool]]:
         """Run the calls in parallel within the cap and the time left before the final reserve."""
         self.phase = "tools"
-        allowance = max(0, self.settings.max_tool_calls - self.tool_calls_run)
+        allowance = max(0, self.max_tool_calls - self.tool_calls_run)
         self.tool_calls_run += min(allowance, len(requests))
         jobs = [asyncio.ensure_future(self.run_tool(request)) for request in requests[:allowance]]
         pending: set[asyncio.Future[Any]] = set()
@@ -917,7 +1116,7 @@ class _FinanceAgent:
         results = []
         for position, request in enumerate(requests):
             if position >= allowance:
-                limit = self.settings.max_tool_calls
+                limit = self.max_tool_calls
                 results.append((f"Error: tool-call limit of {limit} reached.", True))
             elif jobs[position] not in pending:
                 results.append(jobs[position].result())

@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from harnesses._protocol import ErpEndpoint
 
@@ -54,6 +53,7 @@ def ensure_default_erp(
     *,
     seed: int = DEFAULT_ERP_SEED,
     expected_snapshot: str | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> str:
     """The default SQLite ERP's URL, generating it first when needed.
 
@@ -67,6 +67,9 @@ def ensure_default_erp(
         return url
     from synthetic_erp import generate_erp
 
+    if announce is not None:
+        why = "rebuilding it: the dataset was made from another ERP" if path.exists() else ""
+        announce(f"generating the default ERP ({DEFAULT_ERP_RELATIVE_PATH}; {why or 'first use'})")
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     partial.unlink(missing_ok=True)
@@ -115,37 +118,49 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 @dataclass
 class ErpServerProcess:
-    """A running ``erp_mcp`` subprocess from :func:`start_erp_server`; :meth:`stop` ends it."""
+    """A running MCP server subprocess from :func:`start_mcp_server` (the ERP's from
+    :func:`start_erp_server`); :meth:`stop` ends it."""
 
     endpoint: ErpEndpoint
     db_url: str
     process: subprocess.Popen
     log_path: Path | None
+    host: str = "127.0.0.1"
+    port: int = 0
+    log_start: int = 0
+    """Size of the log before this start: its own output comes after."""
     what: str = "the ERP MCP server"
-    startup_timeout: float = 60.0
-    listening: bool = True
-    """False while a server started with ``wait=False`` has not been seen listening."""
+    """The server's name in messages."""
 
-    def wait_until_listening(self) -> None:
-        """Block until the server listens (no-op once it has); stops it and raises
-        :class:`ErpServerError` when it exits or does not listen in time. Safe in a thread."""
-        if self.listening:
-            return
-        parts = urlsplit(self.endpoint.url)
-        try:
-            _wait_until_listening(
-                parts.hostname or "127.0.0.1",
-                parts.port or 80,
-                self.process,
-                self.startup_timeout,
-                self.log_path,
-                self.endpoint.token or "",
-                self.what,
-            )
-        except BaseException:
-            self.stop()
-            raise
-        self.listening = True
+    def _listening(self) -> bool:
+        token = self.endpoint.token or ""
+        args = (self.host, self.port, self.process, self.log_path, token, self.log_start)
+        return _check_listening(*args, what=self.what)
+
+    def wait_until_listening(self, timeout: float) -> None:
+        """Block until the server listens (:class:`ErpServerError` if it exits or is too slow)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._listening():
+                return
+            time.sleep(0.05)
+        raise ErpServerError(
+            f"{self.what} did not listen on {self.host}:{self.port} within {timeout:.0f}s"
+        )
+
+    async def until_listening(self, timeout: float = 60.0) -> None:
+        """:meth:`wait_until_listening` without blocking the event loop (Ctrl-C and SIGTERM are
+        handled at once while the server starts)."""
+        import asyncio
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._listening():
+                return
+            await asyncio.sleep(0.05)
+        raise ErpServerError(
+            f"{self.what} did not listen on {self.host}:{self.port} within {timeout:.0f}s"
+        )
 
     def stop(self, timeout: float = 10.0) -> None:
         if self.process.poll() is None:
@@ -168,37 +183,37 @@ def _scrub_file(path: Path, secret: str) -> None:
         path.write_text(text.replace(secret, "***"))
 
 
-def _log_tail(path: Path | None, secret: str | None, lines: int = 5) -> str:
+def _log_tail(path: Path | None, secret: str | None, lines: int = 5, start: int = 0) -> str:
+    """The last ``lines`` lines the server wrote to ``path`` after byte ``start`` (this start's
+    output only: the log may hold earlier runs' lines)."""
     if path is None or not path.exists():
         return ""
-    text = path.read_text(errors="replace")
+    with path.open("rb") as handle:
+        handle.seek(start)
+        text = handle.read().decode("utf-8", "replace")
     if secret:
         text = text.replace(secret, "***")
     tail = [line for line in text.strip().splitlines() if line.strip()][-lines:]
     return " | ".join(tail)
 
 
-def _wait_until_listening(
+def _check_listening(
     host: str,
     port: int,
     process: subprocess.Popen,
-    timeout: float,
     log_path: Path | None,
     token: str,
+    start: int,
     what: str = "the ERP MCP server",
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise ErpServerError(
-                f"{what} exited with code {process.returncode} before listening: "
-                f"{_log_tail(log_path, token) or 'no output'}"
-            )
-        with socket.socket() as sock:
-            if sock.connect_ex((host, port)) == 0:
-                return
-        time.sleep(0.05)
-    raise ErpServerError(f"{what} did not listen on {host}:{port} within {timeout:.0f}s")
+) -> bool:
+    """True once the server accepts connections; :class:`ErpServerError` if it exited."""
+    if process.poll() is not None:
+        raise ErpServerError(
+            f"{what} exited with code {process.returncode} before listening: "
+            f"{_log_tail(log_path, token, start=start) or 'no output'}"
+        )
+    with socket.socket() as sock:
+        return sock.connect_ex((host, port)) == 0
 
 
 def start_mcp_server(
@@ -217,17 +232,18 @@ def start_mcp_server(
     """Start ``python -m <module_args> --transport http`` on a free port with a new token (handed
     over in ``token_env``), wait until it listens and return it; ``stdio_args`` serve the same
     over stdio for harnesses that spawn their own server. ``wait=False`` returns as soon as the
-    process is started (call :meth:`ErpServerProcess.wait_until_listening`): a run starts its ERP
-    and world servers side by side."""
+    process exists: ``await server.until_listening()``."""
     port = free_port(host)
     token = secrets.token_urlsafe(24)
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
     env[token_env] = token
     args = [sys.executable, "-m", *module_args, "--transport", "http"]
     args += ["--host", host, "--port", str(port)]
+    log_start = 0
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         output = log_path.open("ab")
+        log_start = output.tell()
     else:
         output = subprocess.DEVNULL
     try:
@@ -253,12 +269,17 @@ def start_mcp_server(
         db_url=db_url,
         process=process,
         log_path=log_path,
+        host=host,
+        port=port,
+        log_start=log_start,
         what=what,
-        startup_timeout=startup_timeout,
-        listening=False,
     )
     if wait:
-        server.wait_until_listening()
+        try:
+            server.wait_until_listening(startup_timeout)
+        except BaseException:
+            server.stop()
+            raise
     return server
 
 
@@ -273,10 +294,10 @@ def start_erp_server(
     record_base_url: str | None = None,
     wait: bool = True,
 ) -> ErpServerProcess:
-    """Start ``python -m erp_mcp --db URL --transport http`` on a free port with a new token
-    (``wait=False``: see :func:`start_mcp_server`).
+    """Start ``python -m erp_mcp --db URL --transport http`` on a free port with a new token.
 
     ``extra_args`` go to the server as given (e.g. fault injection: ``--error-rate 0.3``).
+    ``wait=False`` returns as soon as the process exists: ``await server.until_listening()``.
     ``record_base_url``: the base of the record URLs the server cites (``--public-url``), instead
     of its own address (Ray workers cite the driver's server, as a local run would).
     """

@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +15,8 @@ from typing import Any
 
 from harnesses._erp_process import (
     DEFAULT_ERP_RELATIVE_PATH,
+    ErpServerError,
+    ErpServerProcess,
     default_erp_db_url,
     ensure_default_erp,
     start_erp_server,
@@ -30,13 +34,24 @@ class ErpInUse:
     endpoint: ErpEndpoint
     db_url: str | None
     info: dict[str, Any] = field(default_factory=dict)
-    server: Any = None
-    """The server process the runner started (None for ``--erp-url``)."""
+    server: ErpServerProcess | None = None
+    """The server the runner started for the run, when it did."""
+    log_destination: Path | None = None
+    """Where the server's log goes when it stops (the run directory, once it is open)."""
+    shown_db: str = ""
+    """How messages name the database the server serves."""
 
     async def ready(self) -> None:
-        """Wait until the server the runner started listens (it boots while others start)."""
-        if self.server is not None:
-            await asyncio.to_thread(self.server.wait_until_listening)
+        """Wait until the server the runner started listens: it boots while the world's does
+        (no-op for ``--erp-url``)."""
+        if self.server is None:
+            return
+        try:
+            await self.server.until_listening()
+        except ErpServerError as error:
+            raise RunConfigError(
+                f"the ERP server for {self.shown_db} did not start: {error}"
+            ) from None
 
     @property
     def snapshot_hash(self) -> str | None:
@@ -46,15 +61,25 @@ class ErpInUse:
     def facts(self) -> ErpFacts:
         return ErpFacts(url=self.endpoint.url, db_url=self.db_url, snapshot_hash=self.snapshot_hash)
 
+    def keep_log_in(self, run_dir: Path) -> None:
+        """Append the server's log to ``run_dir/erp_mcp.log`` when it stops. Until then it is
+        written outside the run directory, so a start refused after the server came up (a wrong
+        snapshot, a run with other settings) leaves no file behind."""
+        self.log_destination = run_dir / ERP_LOG_FILE
+
+
+ERP_LOG_FILE = "erp_mcp.log"
+
 
 @contextlib.asynccontextmanager
 async def serve_erp(
-    config: RunConfig, run_dir: Path, log: Any, dataset: Dataset | None = None
+    config: RunConfig, log: Any, dataset: Dataset | None = None
 ) -> AsyncIterator[ErpInUse]:
     """The ERP endpoint for the run: the given ``--erp-url`` or a server started for the run.
 
     Without ``--erp-url``/``--erp-db`` the default ERP is used, rebuilt when it does not match the
-    snapshot the dataset records.
+    snapshot the dataset records. Nothing is written to the run directory here: the server logs to
+    a temporary file, moved in by :meth:`ErpInUse.keep_log_in` when the run goes ahead.
     """
     if config.erp_url:
         token = config.erp_token.get_secret_value() if config.erp_token else None
@@ -63,31 +88,128 @@ async def serve_erp(
         yield ErpInUse(endpoint=endpoint, db_url=None)
         return
     db_url = config.erp_db
-    if db_url is None:
-        log("preparing the default ERP (.ledgerbench/erp.db; generated on first use)")
+    if db_url is None:  # said only when it has to be generated (a first use takes seconds)
         header = dataset.header if dataset is not None else None
-        db_url = await asyncio.to_thread(
+        db_url = await in_daemon_thread(
             ensure_default_erp,
             seed=(header.generator_seed if header and header.generator_seed is not None else 42),
             expected_snapshot=header.erp_snapshot_hash if header else None,
+            announce=log,
         )
-    faults = (
-        ["--error-rate", str(config.erp_fault_rate), "--fault-seed", str(config.erp_fault_seed)]
-        if config.erp_fault_rate
-        else []
-    )
-    # Started from the main thread: its parent-death signal is tied to the thread that forks it.
-    server = start_erp_server(
-        db_url,
-        log_path=run_dir / "erp_mcp.log",
-        public_url=config.erp_public_url,
-        extra_args=faults,
-        wait=False,
-    )
+    else:
+        check_erp_db(db_url)
+    scratch = Path(tempfile.mkdtemp(prefix="ledgerbench-erp-"))
+    in_use: ErpInUse | None = None
     try:
-        yield ErpInUse(endpoint=server.endpoint, db_url=db_url, server=server)
+        # Started from the main thread: its parent-death signal is tied to the thread that forks.
+        server = start_erp_server(
+            db_url,
+            log_path=scratch / ERP_LOG_FILE,
+            public_url=config.erp_public_url,
+            extra_args=fault_arguments(config.erp_fault_rate, config.erp_fault_seed),
+            wait=False,
+        )
+        shown = redact_url(db_url) if config.erp_db else str(DEFAULT_ERP_RELATIVE_PATH)
+        in_use = ErpInUse(endpoint=server.endpoint, db_url=db_url, server=server, shown_db=shown)
+        yield in_use  # the caller awaits in_use.ready()
     finally:
-        await asyncio.to_thread(server.stop)
+        if in_use is not None and in_use.server is not None:
+            await asyncio.shield(asyncio.to_thread(in_use.server.stop))
+            keep_log(scratch / ERP_LOG_FILE, in_use.log_destination)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def fault_arguments(rate: float, seed: int) -> list[str]:
+    """The ``erp_mcp`` arguments of the run's fault injection (none without faults): the runner's
+    own server and every server a distributed executor starts get the same ones."""
+    return ["--error-rate", str(rate), "--fault-seed", str(seed)] if rate else []
+
+
+def keep_log(source: Path, destination: Path | None) -> None:
+    """Append a server's scratch log to its place in the run directory (once there is one)."""
+    if destination is None or not source.exists():
+        return
+    with contextlib.suppress(OSError), destination.open("ab") as target:
+        target.write(source.read_bytes())
+
+
+async def in_daemon_thread(function: Any, *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` in a daemon thread. Cancelling the await (Ctrl-C, SIGTERM)
+    returns at once; the thread is left to die with the process (``asyncio.to_thread`` would make
+    the interpreter wait for it at exit, e.g. for a whole ERP generation)."""
+    import threading
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any = None, error: BaseException | None = None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def target() -> None:
+        try:
+            result = function(*args, **kwargs)
+        except BaseException as error:  # handed to the awaiting task
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, None, error)
+            return
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, result)
+
+    threading.Thread(target=target, name="ledgerbench-prepare", daemon=True).start()
+    return await future
+
+
+def check_erp_db(url: str) -> None:
+    """Refuse an ``--erp-db`` the server could not serve, in one line, before anything starts:
+    a URL that is not a database URL, a missing, unreadable or foreign SQLite file."""
+    import sqlite3
+
+    from synthetic_erp._db import ErpDatabaseError, normalize_url, sqlite_path
+
+    shown = redact_url(url)
+    try:
+        normalize_url(url)
+        path = sqlite_path(url)
+    except ErpDatabaseError as error:
+        raise RunConfigError(f"--erp-db {shown}: {error}") from None
+    if path is None:
+        return
+    generate = f"python -m synthetic_erp generate --db {shown}"
+    if not path.exists():
+        raise RunConfigError(
+            f"--erp-db {shown}: no such file {path.resolve()}; create it with `{generate}`, or "
+            "leave out "
+            "--erp-db to use the default ERP"
+        )
+    if path.is_dir():
+        raise RunConfigError(f"--erp-db {shown}: {path} is a folder; give the ERP's SQLite file")
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(16)
+    except OSError as error:
+        raise RunConfigError(
+            f"--erp-db {shown}: cannot read {path} ({error.strerror}); check its permissions"
+        ) from None
+    if head != b"SQLite format 3\x00":
+        raise RunConfigError(
+            f"--erp-db {shown}: {path} is not an SQLite database; create an ERP with `{generate}`"
+        )
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            connection.execute("SELECT count(*) FROM erp_meta").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        raise RunConfigError(
+            f"--erp-db {shown}: {path} is not a LedgerBench ERP ({error}); create one with "
+            f"`{generate}`"
+        ) from None
 
 
 async def fetch_erp_info(endpoint: ErpEndpoint, timeout: float = 30.0) -> dict[str, Any]:

@@ -5,8 +5,9 @@ synchronous SDK call, a busy computation) would stop that clock, and a question 
 would end when the plug-in felt like it. Plug-ins therefore run on their own loop in their own
 thread: the runner's deadline fires on time whatever the plug-in does, the record is closed at the
 deadline, and a plug-in that never yields is abandoned (the thread is a daemon and dies with the
-process). One loop serves the whole run, so clients a plug-in keeps between questions stay on the
-loop they were made on.
+process). Each question gets a loop of its own, so a plug-in that blocks holds up no other
+question: a client a plug-in keeps between questions must not be bound to one event loop (make it
+per question, or key it by ``asyncio.get_running_loop()``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,19 @@ class HarnessLoop:
             self._loop.run_forever()
         finally:
             with contextlib.suppress(Exception):
+                self._wind_down()
+            with contextlib.suppress(Exception):
                 self._loop.close()
+
+    def _wind_down(self) -> None:
+        """Let what the harness left on this loop end (closing connections) before it closes."""
+        pending = asyncio.all_tasks(self._loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            gathered = asyncio.gather(*pending, return_exceptions=True)
+            self._loop.run_until_complete(asyncio.wait_for(gathered, timeout=1.0))
+        self._loop.run_until_complete(self._loop.shutdown_asyncgens())
 
     async def call(self, make: Callable[[], Awaitable[T]]) -> T:
         caller = asyncio.get_running_loop()
@@ -66,6 +79,20 @@ class HarnessLoop:
             with contextlib.suppress(BaseException):
                 await finished  # its clean-up; the caller decides how long to wait
             raise
+
+    async def responds(self, within: float) -> bool:
+        """Whether the harness loop runs a callback within ``within`` seconds (False when its
+        thread is blocked, or the loop is gone)."""
+        caller = asyncio.get_running_loop()
+        answered: asyncio.Future[bool] = caller.create_future()
+        try:
+            self._loop.call_soon_threadsafe(lambda: _post(caller, answered, result=True))
+        except RuntimeError:  # closed
+            return False
+        try:
+            return await asyncio.wait_for(asyncio.shield(answered), within)
+        except TimeoutError:
+            return False
 
     def close(self, timeout: float = 2.0) -> None:
         """Stop the loop once its current callbacks end; a blocked thread is left (daemon)."""

@@ -283,6 +283,11 @@ def _limit(inspect: Any, record: TrajectoryRecord) -> Any:
         return inspect.log.EvalSampleLimit(type="time", limit=record.timeout_s)
     if reason == "max_turns":
         return inspect.log.EvalSampleLimit(type="message", limit=record.turns)
+    if reason == "token_limit":
+        tokens = record.usage.input_tokens + record.usage.output_tokens
+        return inspect.log.EvalSampleLimit(type="token", limit=tokens)
+    if reason == "cost_limit":
+        return inspect.log.EvalSampleLimit(type="cost", limit=record.cost_usd or 0.0)
     return None
 
 

@@ -18,13 +18,14 @@ sources), reasoning and token usage with cost. Replies stream by default: a time
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnesses._erp_client import ErpClient, ToolSpec
+from harnesses._erp_client import ErpClient, ToolSpec, shared_tls_context
 from harnesses._pricing import Price, estimate_cost, parse_price
 from harnesses._protocol import (
     AgentEnvironment,
@@ -43,7 +44,17 @@ from harnesses._protocol import (
 )
 from harnesses._registry import HarnessLoadError, harness
 from harnesses._toolbox import WORLD_LABEL, McpToolbox, catalogue_key
-from harnesses.records import Usage
+from harnesses._wire import (
+    DONE,
+    check_event_stream,
+    check_event_type,
+    is_timeout,
+    request_timeout,
+    responses_event_types,
+    server_sent_events,
+    stalled,
+)
+from harnesses.records import Message, Usage
 
 DEFAULT_MODEL = "gpt-5.2"
 DEFAULT_REASONING_EFFORT = "low"
@@ -223,33 +234,52 @@ class CallTiming:
 
 
 async def retrying(
-    make_call: Any, task: AgentTask, draft: TrajectoryDraft, timing: CallTiming | None = None
+    make_call: Any,
+    task: AgentTask,
+    draft: TrajectoryDraft,
+    timing: CallTiming | None = None,
+    *,
+    model: str | None = None,
 ) -> Any:
-    """``make_call()``, retried on transient provider failures (429, 5xx, timeouts) in the budget.
+    """``make_call()``, retried on transient provider failures (429, 5xx, timeouts, a stalled
+    provider) in the budget.
 
     The SDK clients retry nothing (``max_retries=0``). A provider that cannot be used at all
     (connection refused, DNS, 401/403, exhausted quota) fails at once; transient failures are
     retried with the provider's Retry-After or the runner's backoff for at most
     :func:`retry_window_s` of the budget, and never past :data:`RETRY_MARGIN_S` before the
     deadline. Then :class:`ProviderUnavailableError` ends the question as an infrastructure
-    failure (the provider failed, not the agent). Every failed attempt is noted in
-    ``draft.extra["provider_errors"]``.
+    failure (the provider failed, not the agent). Every failed attempt gets its own model event
+    (error and HTTP status) and a line in ``draft.extra["provider_errors"]``, and
+    ``draft.provider_failure`` says the provider is failing until an attempt succeeds.
     """
     attempt = 0
     first_failure: float | None = None
     while True:
         attempt += 1
+        started = draft.elapsed()
+        if timing is not None:
+            timing.started_s = started
         try:
-            return await make_call()
+            result = await make_call()
         except Exception as error:
             status = getattr(error, "status_code", None)
             label = type(error).__name__ + (f" {status}" if status else "")
+            draft.add_model_event(
+                started,
+                duration_s=draft.elapsed() - started,
+                retries=attempt - 1,
+                error=f"{label}: {' '.join(str(error).split())[:300]}",
+                status_code=status if isinstance(status, int) else None,
+                model=model,
+            )
             if is_unreachable(error) or is_refused_access(error):
                 draft.extra.setdefault("provider_errors", []).append(label)
                 raise ProviderUnavailableError(f"{label}: {str(error)[:300]}") from error
             if not is_transient(error):
                 raise
             draft.extra.setdefault("provider_errors", []).append(label)
+            draft.provider_failure = f"{label} on {attempt} attempt(s): {str(error)[:200]}"
             first_failure = first_failure or time.monotonic()
             wait = retry_after_s(error)
             wait = retry_delay(attempt, error) if wait is None else min(wait, 60.0)
@@ -265,16 +295,25 @@ async def retrying(
                 timing.retries += 1
             draft.excluded_s += wait  # a retry wait is not the agent's working time
             await asyncio.sleep(wait)
+        else:
+            draft.provider_failure = None
+            return result
 
 
 async def recorded_call(
-    make_call: Any, task: AgentTask, draft: TrajectoryDraft, model: str | None
+    make_call: Any,
+    task: AgentTask,
+    draft: TrajectoryDraft,
+    model: str | None,
+    partial: Any = None,
 ) -> tuple[Any, CallTiming]:
-    """:func:`retrying`, timed; a call that fails or is cut off still gets its ModelEvent. The
-    caller records the event of a call that answered, with :func:`record_model_event`."""
+    """:func:`retrying`, timed. Failed attempts get their model events there; a call cut off by
+    the deadline gets one here, pointing at ``partial()`` (the assistant turn streamed so far,
+    when there is one). The caller records the event of a call that answered, with
+    :func:`record_model_event`."""
     timing = CallTiming(draft.elapsed())
     try:
-        return await retrying(make_call, task, draft, timing), timing
+        return await retrying(make_call, task, draft, timing, model=model), timing
     except asyncio.CancelledError:
         draft.add_model_event(
             timing.started_s,
@@ -282,10 +321,8 @@ async def recorded_call(
             retries=timing.retries,
             error="cut off by the deadline",
             model=model,
+            output=partial() if partial is not None else None,
         )
-        raise
-    except Exception as error:
-        record_model_event(draft, timing, model=model, error=error)
         raise
 
 
@@ -378,62 +415,53 @@ FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response
 
 
 async def stream_response(
-    client: Any, request: dict[str, Any], timeout: float, on_text: Any
+    client: Any, request: dict[str, Any], timeout: Any, on_text: Any, *, stall: float | None = None
 ) -> Any:
     """``responses.create`` streamed; ``on_text(text_so_far)`` as deltas arrive; the final Response.
 
     The events are read as raw server-sent events: the SDK's typed stream validates every event
     (each carrying the echoed tool list) and costs several ms of CPU per turn. Only the final
     response is built into SDK objects, with the same lenient ``construct`` the SDK uses for
-    non-streamed replies.
+    non-streamed replies. Protocol violations (not an event stream, non-JSON data, an unknown event
+    type, no final event) are :class:`ProviderError`; with ``stall`` (the read timeout in
+    ``timeout``) a silent provider is a :class:`ProviderStalledError`.
     """
     from openai.types.responses import Response
 
     streamed = ""
     final = None
-    async with client.responses.with_streaming_response.create(
-        stream=True, extra_body=request, timeout=timeout
-    ) as raw:
-        request_id = raw.headers.get("x-request-id")
-        async for event in server_sent_events(raw.iter_lines()):
-            kind = event.get("type")
-            if kind == "response.output_text.delta":
-                streamed += event.get("delta", "")
-                on_text(streamed)
-            elif kind in FINAL_EVENTS:
-                final = event.get("response")
-            elif kind == "error":
-                raise ProviderError(f"stream error: {event.get('message', event)}")
+    phase = "headers"
+    try:
+        async with client.responses.with_streaming_response.create(
+            stream=True, extra_body=request, timeout=timeout
+        ) as raw:
+            phase = "stream"
+            request_id = raw.headers.get("x-request-id")
+            if not raw.headers.get("content-type", "").startswith("text/event-stream"):
+                head = (await raw.read())[:400].decode("utf-8", "replace")
+                check_event_stream(raw.status_code, raw.headers, head)
+            known = responses_event_types()
+            async for event in server_sent_events(raw.iter_lines()):
+                if event is DONE:
+                    continue
+                kind = event.get("type")
+                check_event_type(kind, known, "Responses API")
+                if kind == "response.output_text.delta":
+                    streamed += event.get("delta", "")
+                    on_text(streamed)
+                elif kind in FINAL_EVENTS:
+                    final = event.get("response")
+                elif kind == "error":
+                    raise ProviderError(f"stream error: {event.get('message', event)}")
+    except Exception as error:
+        if stall is not None and is_timeout(error):
+            raise stalled(phase, stall) from error
+        raise
     if not isinstance(final, dict):
         raise ProviderError("the response stream ended without a final response")
     response = Response.construct(**final)
     response._request_id = request_id  # as the SDK sets it on non-streamed replies
     return response
-
-
-async def server_sent_events(lines: Any) -> Any:
-    """JSON ``data`` payloads of a server-sent event stream (``[DONE]`` and non-JSON skipped)."""
-    data: list[str] = []
-    async for line in lines:
-        if line.startswith("data:"):
-            data.append(line[5:].lstrip())
-            continue
-        if line or not data:
-            continue
-        payload, data = "\n".join(data), []
-        try:
-            event = json.loads(payload)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            yield event
-    if data:
-        try:
-            event = json.loads("\n".join(data))
-        except json.JSONDecodeError:
-            return
-        if isinstance(event, dict):
-            yield event
 
 
 def warm_up_responses_api() -> None:
@@ -500,23 +528,24 @@ class OpenAIResponsesHarness:
         self.settings = OpenAISettings.from_options(options)
         self.model: str | None = self.settings.model
         self._api_key = require_env_key("OPENAI_API_KEY", "openai")
-        self._client: Any = None
         self.tools = ToolCatalogue()
         warm_up_responses_api()
 
-    def client(self) -> Any:
-        if self._client is None:
-            from openai import AsyncOpenAI
+    def new_client(self) -> Any:
+        """An SDK client for one question. A client's connection pool is bound to the event loop
+        it was made on, and each question runs on a loop of its own; with the process's shared
+        TLS context a client costs about 0.3 ms (30 ms with a context of its own)."""
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-            self._client = AsyncOpenAI(
-                api_key=self._api_key, base_url=self.settings.base_url, max_retries=0
-            )
-        return self._client
+        return AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.settings.base_url,
+            max_retries=0,
+            http_client=DefaultAsyncHttpxClient(verify=shared_tls_context()),
+        )
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        return None
 
     async def run(
         self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
@@ -529,7 +558,8 @@ class OpenAIResponsesHarness:
             web_search=settings.web_search,
             response_ids=[],
         )
-        loop = _ResponsesLoop(self, task, env, draft)
+        client = self.new_client()
+        loop = _ResponsesLoop(self, task, env, draft, client)
         try:
             if settings.mcp_mode == "hosted":
                 return await loop.run_hosted()
@@ -537,6 +567,9 @@ class OpenAIResponsesHarness:
         except asyncio.CancelledError:
             draft.extra["cancelled_during"] = loop.phase
             raise
+        finally:
+            with contextlib.suppress(Exception):
+                await client.close()
 
 
 class _ResponsesLoop:
@@ -548,14 +581,22 @@ class _ResponsesLoop:
         task: AgentTask,
         env: AgentEnvironment,
         draft: TrajectoryDraft,
+        client: Any,
     ) -> None:
         self.owner = owner
+        self.client = client
         self.settings = owner.settings
         self.task = task
         self.env = env
         self.draft = draft
         self.phase = "start"
         self.tool_calls_run = 0
+        limits = task.limits
+        self.max_tool_calls = limits.cap(self.settings.max_tool_calls, limits.max_tool_calls)
+        """The harness's cap, tightened by the run's ``--max-tool-calls``."""
+        self.max_turns = limits.max_turns
+        self.streaming: Message | None = None
+        """The assistant turn of the response being streamed (its text so far), until recorded."""
 
     # --- modes -------------------------------------------------------------------------------
 
@@ -574,6 +615,11 @@ class _ResponsesLoop:
                 if not turn.function_calls:
                     capped = bool(self.draft.extra.get("tool_call_cap_reached"))
                     return AgentOutcome(answer=self.draft.answer, max_turns_reached=capped)
+                if self.max_turns is not None and self.draft.turns >= self.max_turns:
+                    # --max-turns, as the Claude CLI counts it: the last allowed turn still
+                    # wants tools, so the agent stops here
+                    self.draft.extra["turn_cap_reached"] = True
+                    return AgentOutcome(answer=self.draft.answer, max_turns_reached=True)
                 outputs, capped = await self._run_calls(erp, known, turn.function_calls)
                 if capped and request.get("tool_choice") == "none":
                     return AgentOutcome(answer=self.draft.answer, max_turns_reached=True)
@@ -602,7 +648,7 @@ class _ResponsesLoop:
         )
         self.draft.add_message("user", self.task.query)
         turn = await self._respond(request)
-        capped = not turn.text and turn.mcp_calls >= self.settings.max_tool_calls
+        capped = not turn.text and turn.mcp_calls >= self.max_tool_calls
         return AgentOutcome(answer=self.draft.answer, max_turns_reached=capped)
 
     # --- requests ----------------------------------------------------------------------------
@@ -635,7 +681,7 @@ class _ResponsesLoop:
             "input": items,
             "tools": tools,
             "reasoning": {"effort": settings.reasoning_effort},
-            "max_tool_calls": settings.max_tool_calls,
+            "max_tool_calls": self.max_tool_calls,
             "parallel_tool_calls": True,
         }
         if settings.max_output_tokens:
@@ -659,20 +705,39 @@ class _ResponsesLoop:
 
     async def _respond(self, request: dict[str, Any]) -> _Turn:
         self.phase = "model"
+        self.streaming = None
         response, timing = await recorded_call(
-            lambda: self._create(request), self.task, self.draft, self.settings.model
+            lambda: self._create(request),
+            self.task,
+            self.draft,
+            self.settings.model,
+            partial=lambda: self.streaming,
         )
         self.draft.turns += 1
         return self._record_response(response, timing)
 
     async def _create(self, request: dict[str, Any]) -> Any:
-        client = self.owner.client()
-        timeout = max(1.0, self.task.remaining() + 1.0)
+        client = self.client
         # The body goes as ``extra_body``: it is plain JSON already, and the SDK's typed-parameter
         # transform walks every tool schema on every request (about 100 ms per turn, measured).
-        if not self.settings.stream:
+        if not self.settings.stream:  # no stall bound: a slow model sends no byte before its end
+            timeout = max(1.0, self.task.remaining() + 1.0)
             return await client.responses.create(extra_body=request, timeout=timeout)
-        return await stream_response(client, request, timeout, self.draft.set_answer)
+        return await stream_response(
+            client,
+            request,
+            request_timeout(self.task),
+            self._on_text,
+            stall=self.task.stall_bound(),
+        )
+
+    def _on_text(self, text: str) -> None:
+        """Streamed text: the answer so far, and the assistant turn it belongs to."""
+        self.draft.set_answer(text)
+        if self.streaming is None:
+            self.streaming = self.draft.add_message("assistant", text)
+        else:
+            self.streaming.content = text
 
     # --- recording ---------------------------------------------------------------------------
 
@@ -697,9 +762,10 @@ class _ResponsesLoop:
             details = getattr(response, "incomplete_details", None)
             draft.extra["incomplete_reason"] = getattr(details, "reason", None)
         # The turn goes into the transcript before its items, so hosted MCP calls attach to it.
-        message = draft.add_message(
-            "assistant", _output_text(response), reasoning=_reasoning_summary(response)
-        )
+        message = self.streaming or draft.add_message("assistant")
+        self.streaming = None
+        message.content = _output_text(response)
+        message.reasoning = _reasoning_summary(response)
         record_model_event(draft, timing, output=message, **event)
         turn = _Turn(response=response)
         for item in response.output:
@@ -776,17 +842,17 @@ class _ResponsesLoop:
     ) -> tuple[list[dict[str, Any]], bool]:
         """Run the calls (in parallel) within the cap; outputs in call order and whether capped."""
         self.phase = "tools"
-        allowance = max(0, self.settings.max_tool_calls - self.tool_calls_run)
+        allowance = max(0, self.max_tool_calls - self.tool_calls_run)
         allowed, refused = calls[:allowance], calls[allowance:]
         self.tool_calls_run += len(allowed)
         results = await asyncio.gather(*(self._run_call(erp, known, call) for call in allowed))
-        message = CAP_REACHED_MESSAGE.format(cap=self.settings.max_tool_calls)
+        message = CAP_REACHED_MESSAGE.format(cap=self.max_tool_calls)
         results += [message] * len(refused)
         outputs = [
             {"type": "function_call_output", "call_id": call.call_id, "output": text}
             for call, text in zip(calls, results, strict=True)
         ]
-        capped = bool(refused) or self.tool_calls_run >= self.settings.max_tool_calls
+        capped = bool(refused) or self.tool_calls_run >= self.max_tool_calls
         return outputs, capped
 
     async def _run_call(self, erp: ErpClient, known: set[str], call: Any) -> str:

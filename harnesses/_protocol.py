@@ -33,6 +33,56 @@ DEFAULT_OUTPUT_LIMIT = 20_000
 
 
 @dataclass(frozen=True)
+class SampleLimits:
+    """Limits on one question besides its time budget (``--max-turns``, ``--max-tool-calls``,
+    ``--max-tokens``, ``--max-cost-usd``). The runner enforces them from what the harness reports
+    in its draft (turns, tool calls, usage, cost) and stops the question when one is exceeded;
+    harnesses with a cap of their own apply the tighter of the two, so they can end gracefully."""
+
+    max_turns: int | None = None
+    max_tool_calls: int | None = None
+    max_tokens: int | None = None
+    """Input plus output tokens over every model call of the question."""
+    max_cost_usd: float | None = None
+
+    def exceeded(self, draft: TrajectoryDraft) -> tuple[TerminationReason, str] | None:
+        """The limit ``draft`` went over, with one line saying how, or None."""
+        turns, calls = draft.turns, len(draft.tool_calls)
+        tokens = draft.usage.input_tokens + draft.usage.output_tokens
+        cost = draft.cost_usd or 0.0
+        if self.max_turns is not None and turns > self.max_turns:
+            return (
+                TerminationReason.max_turns,
+                f"{turns} model turns, over --max-turns {self.max_turns}",
+            )
+        if self.max_tool_calls is not None and calls > self.max_tool_calls:
+            return (
+                TerminationReason.max_turns,
+                f"{calls} tool calls, over --max-tool-calls {self.max_tool_calls}",
+            )
+        if self.max_tokens is not None and tokens > self.max_tokens:
+            return (
+                TerminationReason.token_limit,
+                f"{tokens} tokens, over --max-tokens {self.max_tokens}",
+            )
+        if self.max_cost_usd is not None and cost > self.max_cost_usd:
+            return (
+                TerminationReason.cost_limit,
+                f"USD {cost:.4f}, over --max-cost-usd {self.max_cost_usd:g}",
+            )
+        return None
+
+    @property
+    def active(self) -> bool:
+        return any(v is not None for v in dataclasses.astuple(self))
+
+    def cap(self, own: int, limit: int | None, reserve: int = 0) -> int:
+        """A harness's own cap ``own`` tightened to ``limit`` (less ``reserve``, e.g. a final turn
+        the harness keeps for its answer), never below 0."""
+        return own if limit is None else max(0, min(own, limit - reserve))
+
+
+@dataclass(frozen=True)
 class AgentTask:
     """What the agent may see of a question: never the ground truth."""
 
@@ -43,9 +93,19 @@ class AgentTask:
     timeout_s: float
     deadline: float
     """``time.monotonic()`` value at which the runner stops the agent."""
+    stall_timeout_s: float | None = None
+    """How long the provider may stay silent (no response headers, or no stream event) before it
+    counts as hung; None: :func:`stall_timeout_s` of the budget. Set by the runner."""
+    limits: SampleLimits = SampleLimits()
+    """The run's sample limits (turns, tool calls, tokens, cost); set by the runner."""
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
+
+    def stall_bound(self) -> float:
+        """Seconds of provider silence after which a request counts as hung (never past the
+        deadline)."""
+        return self.stall_timeout_s or stall_timeout_s(self.timeout_s)
 
 
 @dataclass(frozen=True)
@@ -211,6 +271,7 @@ class TrajectoryDraft:
         usage: Usage | None = None,
         retries: int = 0,
         error: str | None = None,
+        status_code: int | None = None,
         request_id: str | None = None,
         model: str | None = None,
         output: Message | None = None,
@@ -224,6 +285,7 @@ class TrajectoryDraft:
             usage=usage or Usage(),
             retries=retries,
             error=error,
+            status_code=status_code,
             request_id=request_id,
             model=model,
             message_index=index,
@@ -502,6 +564,22 @@ def termination_reason_of(error: BaseException) -> TerminationReason:
     if any(cls.__name__ in _PROVIDER_ERROR_CLASS_NAMES for cls in type(error).__mro__):
         return TerminationReason.provider_error
     return TerminationReason.harness_error
+
+
+class ProviderStalledError(TransientError):
+    """The provider accepted the request and then went silent: no response headers, or no stream
+    event, for the stall bound (:meth:`AgentTask.stall_bound`). Transient: retried while the retry
+    window lasts; when it closes the question ends as ``provider_unavailable``, an infrastructure
+    failure, never the agent's time limit. A model that streams slowly is never stalled."""
+
+    termination_reason = TerminationReason.provider_unavailable
+
+
+def stall_timeout_s(budget_s: float) -> float:
+    """The default stall bound: a quarter of the budget, at least 1 s and at most 15 s. A live
+    provider sends response headers at once for a streamed request and then one event after
+    another; silence that long is a hung connection, not a slow model."""
+    return min(15.0, max(1.0, 0.25 * budget_s))
 
 
 def retry_window_s(budget_s: float) -> float:

@@ -25,10 +25,11 @@ from harnesses._protocol import (
     termination_reason_of,
 )
 from harnesses._redact import one_line
-from harnesses._registry import is_builtin
 from harnesses._run_config import RunConfig
 from harnesses.records import (
     ErrorInfo,
+    Message,
+    ModelEvent,
     Status,
     Termination,
     TerminationReason,
@@ -37,6 +38,11 @@ from harnesses.records import (
 from ledgerbench._trial import trial_key
 from ledgerbench.dataset import Question
 
+BLOCKED_PROBE_S = 0.05
+"""A harness loop that does not run a callback this soon after its question was cancelled is
+blocked (a synchronous call): its clean-up cannot run, so it is not waited for."""
+LIMIT_CHECK_S = 0.05
+"""How often the runner reads a question's draft against its sample limits."""
 OVERRUN_GRACE_S = 1.0
 """A harness that returns later than budget + cancel grace + this is recorded as ``timeout``."""
 
@@ -59,9 +65,12 @@ class _Attempt:
 class QuestionRunner:
     """Runs one (question, trial) under its budget and turns the draft into a record.
 
-    Built-in harnesses run on the runner's event loop; any other harness (a plug-in) runs on a
-    :class:`HarnessLoop` of its own unless it sets ``shares_runner_loop = True``, so a plug-in
-    that blocks cannot stop the runner's clock.
+    Every question runs on a :class:`HarnessLoop` of its own, a thread with its own event loop,
+    built-in harnesses and plug-ins alike (a harness may opt out with ``shares_runner_loop =
+    True``): a harness that blocks (a synchronous SDK, ``time.sleep``, a long computation) can
+    neither stop the runner's clock nor hold up other questions, so verdicts do not depend on
+    ``--concurrency``. The cost, measured by ``bench/bench_loops.py``, is within the noise of a
+    question's own time (a thread, a loop, and an SDK client per question).
     """
 
     def __init__(self, harness: Harness, env: AgentEnvironment, config: RunConfig) -> None:
@@ -70,24 +79,23 @@ class QuestionRunner:
         self.config = config
         self.harness_name = getattr(harness, "name", None) or config.harness
         self.model = getattr(harness, "model", None) or config.model
-        shares = getattr(harness, "shares_runner_loop", None)
-        if shares is None:
-            shares = is_builtin(config.harness)
-        self._own_loop: HarnessLoop | None = None if shares else HarnessLoop(self.harness_name)
+        self.own_loops = not getattr(harness, "shares_runner_loop", False)
+        """Each question runs on a loop (and thread) of its own."""
 
     async def aclose(self) -> None:
-        """Close the harness (on its own loop) and stop that loop."""
+        """Close the harness (a plug-in on a loop of its own, that then stops)."""
         closer = getattr(self.harness, "aclose", None)
-        try:
-            if closer is not None:
-                with contextlib.suppress(Exception):
-                    if self._own_loop is None:
-                        await closer()
-                    else:
-                        await asyncio.wait_for(self._own_loop.call(closer), timeout=5.0)
-        finally:
-            if self._own_loop is not None:
-                self._own_loop.close()
+        if closer is None:
+            return
+        with contextlib.suppress(Exception):
+            if not self.own_loops:
+                await closer()
+                return
+            loop = HarnessLoop(f"{self.harness_name}-close")
+            try:
+                await asyncio.wait_for(loop.call(closer), timeout=5.0)
+            finally:
+                loop.close()
 
     async def run(self, question: Question, trial: int) -> TrajectoryRecord:
         budget = self.config.budget_for(question)
@@ -101,9 +109,16 @@ class QuestionRunner:
             task_type=question.task_type,
             timeout_s=budget,
             deadline=start + budget,
+            stall_timeout_s=self.config.stall_timeout,
+            limits=self.config.sample_limits(),
         )
         env = self.env.for_trial(trial_key(question.id, trial))
-        outcome = await self._attempts(task, env, draft)
+        loop = HarnessLoop(f"{self.harness_name}-{question.id}") if self.own_loops else None
+        try:
+            outcome = await self._attempts(task, env, draft, loop)
+        finally:
+            if loop is not None:
+                loop.close(timeout=0.0)  # a harness still blocked is abandoned (daemon thread)
         outcome = self._past_budget(outcome, draft, budget)
         return self._record(question, trial, budget, started_at, draft, outcome)
 
@@ -120,7 +135,11 @@ class QuestionRunner:
         return _Attempt(TerminationReason.time_limit, outcome.answer, detail=detail)
 
     async def _attempts(
-        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+        self,
+        task: AgentTask,
+        env: AgentEnvironment,
+        draft: TrajectoryDraft,
+        loop: HarnessLoop | None = None,
     ) -> _Attempt:
         attempt = 0
         first_failure: float | None = None
@@ -128,7 +147,7 @@ class QuestionRunner:
             attempt += 1
             if attempt > 1:
                 draft.extra["attempts"] = attempt
-            result, error = await self._one_attempt(task, env, draft)
+            result, error = await self._one_attempt(task, env, draft, loop)
             if result is not None:
                 return result
             assert error is not None
@@ -158,27 +177,37 @@ class QuestionRunner:
             )
 
     def _start(
-        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+        self,
+        task: AgentTask,
+        env: AgentEnvironment,
+        draft: TrajectoryDraft,
+        loop: HarnessLoop | None,
     ) -> asyncio.Task:
-        if self._own_loop is None:
+        if loop is None:
             return asyncio.create_task(self.harness.run(task, env, draft))
-        own_loop = self._own_loop
-        return asyncio.create_task(own_loop.call(lambda: self.harness.run(task, env, draft)))
+        return asyncio.create_task(loop.call(lambda: self.harness.run(task, env, draft)))
 
     async def _one_attempt(
-        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+        self,
+        task: AgentTask,
+        env: AgentEnvironment,
+        draft: TrajectoryDraft,
+        loop: HarnessLoop | None = None,
     ) -> tuple[_Attempt | None, BaseException | None]:
         remaining = task.deadline - time.monotonic()
         if remaining <= 0:
             return _Attempt(TerminationReason.time_limit, draft.answer), None
-        agent = self._start(task, env, draft)
+        agent = self._start(task, env, draft, loop)
         try:
-            done, _ = await asyncio.wait({agent}, timeout=remaining)
+            done, over = await self._watch(agent, task, draft)
         except asyncio.CancelledError:
-            await self._stop(agent)
+            await self._stop(agent, loop)
             raise
+        if over is not None:  # a sample limit: the agent's resources, judged
+            await self._stop(agent, loop)
+            return _Attempt(over[0], draft.answer, detail=over[1]), None
         if not done:
-            await self._stop(agent)
+            await self._stop(agent, loop)
             if draft.provider_failure and not draft.answer.strip():
                 detail = f"the provider kept failing until the deadline: {draft.provider_failure}"
                 error = ErrorInfo(**{"class": "ProviderUnavailable", "message": detail[:2000]})
@@ -191,6 +220,8 @@ class QuestionRunner:
             return None, error
         outcome = agent.result()
         answer = (getattr(outcome, "answer", None) or draft.answer or "").strip()
+        if (over := task.limits.exceeded(draft)) is not None:  # went over, then finished
+            return _Attempt(over[0], answer, detail=over[1]), None
         if getattr(outcome, "deadline_reached", False):
             return _Attempt(TerminationReason.time_limit, answer), None
         if getattr(outcome, "max_turns_reached", False):
@@ -200,11 +231,32 @@ class QuestionRunner:
             return _Attempt(TerminationReason.empty_answer, "", detail=detail), None
         return _Attempt(TerminationReason.completed, answer), None
 
-    async def _stop(self, agent: asyncio.Task) -> None:
-        """Cancel the harness and give it a moment to clean up (subprocesses, connections)."""
+    async def _watch(
+        self, agent: asyncio.Task, task: AgentTask, draft: TrajectoryDraft
+    ) -> tuple[bool, tuple[TerminationReason, str] | None]:
+        """Wait for the harness until the deadline; with sample limits, check the draft every
+        :data:`LIMIT_CHECK_S` and return the limit it went over. (done, exceeded limit)."""
+        while True:
+            remaining = task.deadline - time.monotonic()
+            if remaining <= 0:
+                return False, None
+            wait = min(remaining, LIMIT_CHECK_S) if task.limits.active else remaining
+            done, _ = await asyncio.wait({agent}, timeout=wait)
+            if done:
+                return True, None
+            if (over := task.limits.exceeded(draft)) is not None:
+                return False, over
+
+    async def _stop(self, agent: asyncio.Task, loop: HarnessLoop | None = None) -> None:
+        """Cancel the harness and give it a moment to clean up (subprocesses, connections). A
+        harness whose loop does not even answer (it blocks its thread) cannot clean up: it is
+        abandoned at once instead of after the grace period."""
         agent.cancel()
+        grace = self.config.cancel_grace_s
         with contextlib.suppress(asyncio.CancelledError, Exception):
-            await asyncio.wait({agent}, timeout=self.config.cancel_grace_s)
+            if loop is not None and grace > 0 and not await loop.responds(BLOCKED_PROBE_S):
+                return
+            await asyncio.wait({agent}, timeout=grace)
         if agent.done() and not agent.cancelled():
             agent.exception()  # retrieved, so asyncio does not log "never retrieved"
 
@@ -218,6 +270,7 @@ class QuestionRunner:
         outcome: _Attempt,
     ) -> TrajectoryRecord:
         latency = draft.elapsed()
+        messages, events = with_question_turn(draft, question.query)
         return TrajectoryRecord(
             question_id=question.id,
             trial=trial,
@@ -243,10 +296,26 @@ class QuestionRunner:
             if self.config.research == "golden"
             else [],
             system_prompt_hash=instructions_hash(self.env.instructions),
-            messages=list(draft.messages),
-            events=list(draft.events),
+            messages=messages,
+            events=events,
             working_time_s=round(max(0.0, latency - draft.excluded_s), 4),
         )
+
+
+def with_question_turn(draft: TrajectoryDraft, query: str) -> tuple[list[Message], list[Any]]:
+    """The draft's conversation with the question as its first turn when the harness did not
+    write one (plug-ins, a harness that failed before it asked): every record has its question
+    turn. Model events point at messages by position, so they shift with it."""
+    messages, events = list(draft.messages), list(draft.events)
+    if any(message.role == "user" for message in messages):
+        return messages, events
+    shifted = [
+        event.model_copy(update={"message_index": event.message_index + 1})
+        if isinstance(event, ModelEvent) and event.message_index is not None
+        else event
+        for event in events
+    ]
+    return [Message(role="user", content=query, started_s=0.0), *messages], shifted
 
 
 def _error_message(error: BaseException) -> str:

@@ -22,13 +22,14 @@ import asyncio
 import contextlib
 import datetime as dt
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harnesses._erp_process import ErpServerError
-from harnesses._erp_serving import ErpInUse
+from harnesses._erp_serving import ErpInUse, fault_arguments
 from harnesses._executor import Pair, PairRunner
 from harnesses._protocol import HarnessOptions
 from harnesses._ray_worker import RunSpec, WorkerErp, run_on_worker
@@ -36,6 +37,7 @@ from harnesses._registry import HarnessLoadError
 from harnesses._run_config import RunConfig
 from harnesses.records import (
     ErrorInfo,
+    Message,
     Status,
     Termination,
     TerminationReason,
@@ -66,19 +68,22 @@ class _InFlight:
     submitted_at: dt.datetime
 
 
-def worker_erp(ray: Any, erp_url: str | None, erp: ErpInUse) -> WorkerErp:
+def worker_erp(ray: Any, config: RunConfig, erp: ErpInUse) -> WorkerErp:
     """How workers reach the ERP the driver checked: the shared URL, the SQLite file shipped
-    through the object store (verified by hash on each node), or a database URL they can reach."""
-    if erp_url:
+    through the object store (verified by hash on each node), or a database URL they can reach.
+    Servers the workers start get the run's fault injection, as the driver's own server does."""
+    if config.erp_url:
         return WorkerErp(endpoint=erp.endpoint)
     assert erp.db_url is not None
     base = erp.endpoint.url.removesuffix("/mcp")
+    args = tuple(fault_arguments(config.erp_fault_rate, config.erp_fault_seed))
     path = sqlite_path(erp.db_url)
     if path is not None:
         if not path.is_file():
             raise RayExecutorError(f"--erp-db {erp.db_url}: file not found")
-        return WorkerErp(sqlite_file=ship_file(ray, path), record_base_url=base)
-    return WorkerErp(db_url=erp.db_url, record_base_url=base)
+        shipped = ship_file(ray, path)
+        return WorkerErp(sqlite_file=shipped, record_base_url=base, server_args=args)
+    return WorkerErp(db_url=erp.db_url, record_base_url=base, server_args=args)
 
 
 def failure_record(
@@ -109,6 +114,7 @@ def failure_record(
         finished_at=flight.submitted_at + dt.timedelta(seconds=elapsed),
         input=flight.question.query,
         system_prompt_hash=instructions_hash,
+        messages=[Message(role="user", content=flight.question.query, started_s=0.0)],
     )
 
 
@@ -154,8 +160,9 @@ class RayExecutor:
                 ),
                 config_json=config.model_dump_json(),
                 instructions=instructions,
-                erp=worker_erp(self._ray, config.erp_url, erp),
+                erp=worker_erp(self._ray, config, erp),
                 run_dir=str(run_dir),
+                start_id=uuid.uuid4().hex,
             )
             self._spec_ref = self._ray.put(spec)
         except BaseException:
@@ -166,6 +173,10 @@ class RayExecutor:
             getattr(harness, "name", None) or self._config.harness,
             getattr(harness, "model", None) or self._config.model,
         )
+
+    def close(self) -> None:
+        """Disconnect from the cluster (the driver calls it when the run ends, ran or not)."""
+        self._disconnect()
 
     def _disconnect(self) -> None:
         if self._session is not None:

@@ -44,6 +44,9 @@ class WorkerErp:
     record_base_url: str | None = None
     """Base of the record URLs a worker's own server cites: the driver's server, so that records
     read as those of a local run."""
+    server_args: tuple[str, ...] = ()
+    """Extra ``erp_mcp`` arguments of the run (fault injection): a worker's own server injects
+    the faults the manifest records, keyed by the same trial header, so they replay as locally."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,10 @@ class RunSpec:
     erp: WorkerErp
     run_dir: str
     """The driver's run directory: used as the scratch parent when this node sees it too."""
+    start_id: str = ""
+    """Names this start of the run. A worker serves each start with a server of its own, as a
+    local start has its own: the fault draws count a call's occurrences per server, so a second
+    run in the same worker process replays the same faults as the first."""
 
 
 _SERVERS: dict[str, Any] = {}
@@ -70,29 +77,38 @@ def _stop_servers() -> None:
     _SERVERS.clear()
 
 
-def _served(db_url: str, record_base_url: str | None) -> ErpEndpoint:
-    """An ``erp_mcp`` server for ``db_url`` owned by this worker process, started on first use."""
+def _served(
+    db_url: str, record_base_url: str | None, args: tuple[str, ...] = (), start_id: str = ""
+) -> ErpEndpoint:
+    """An ``erp_mcp`` server for ``db_url`` (with ``args``) owned by this worker process for the
+    run's start ``start_id``, started on first use; servers of earlier starts are stopped."""
+    key = "\0".join((start_id, db_url, *args))
     with _SERVERS_LOCK:
-        server = _SERVERS.get(db_url)
+        server = _SERVERS.get(key)
         if server is not None and server.process.poll() is None:
             return server.endpoint
+        for old_key in [k for k in _SERVERS if not k.startswith(start_id + "\0")]:
+            _SERVERS.pop(old_key).stop()
         from harnesses._erp_process import start_erp_server
 
         if not _SERVERS:
             atexit.register(_stop_servers)
         log = Path(tempfile.gettempdir()) / "ledgerbench-ray" / f"erp_mcp-{os.getpid()}.log"
-        server = start_erp_server(db_url, log_path=log, record_base_url=record_base_url)
-        _SERVERS[db_url] = server
+        server = start_erp_server(
+            db_url, log_path=log, record_base_url=record_base_url, extra_args=args
+        )
+        _SERVERS[key] = server
         return server.endpoint
 
 
-def worker_endpoint(erp: WorkerErp) -> ErpEndpoint:
+def worker_endpoint(erp: WorkerErp, start_id: str = "") -> ErpEndpoint:
     if erp.endpoint is not None:
         return erp.endpoint
     if erp.sqlite_file is not None:
-        return _served(f"sqlite:///{materialize(erp.sqlite_file)}", erp.record_base_url)
+        db_url = f"sqlite:///{materialize(erp.sqlite_file)}"
+        return _served(db_url, erp.record_base_url, erp.server_args, start_id)
     assert erp.db_url is not None
-    return _served(erp.db_url, erp.record_base_url)
+    return _served(erp.db_url, erp.record_base_url, erp.server_args, start_id)
 
 
 def _work_dir(spec: RunSpec) -> str:
@@ -114,7 +130,9 @@ def run_on_worker(spec: RunSpec, question: Question, trial: int) -> str:
     config = RunConfig.model_validate_json(spec.config_json)
     harness = create_harness(spec.harness, spec.options)
     env = AgentEnvironment(
-        erp=worker_endpoint(spec.erp), instructions=spec.instructions, work_dir=_work_dir(spec)
+        erp=worker_endpoint(spec.erp, spec.start_id),
+        instructions=spec.instructions,
+        work_dir=_work_dir(spec),
     )
 
     async def run_one() -> Any:

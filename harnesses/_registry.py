@@ -51,11 +51,6 @@ def harness_names() -> list[str]:
     return sorted(BUILTIN_MODULES)
 
 
-def is_builtin(name: str) -> bool:
-    """Whether ``name`` is one of LedgerBench's own harnesses (they share the runner's loop)."""
-    return name in BUILTIN_MODULES
-
-
 def _load_plugin(path: str) -> HarnessFactory:
     module_name, _, attribute = path.partition(":")
     if not module_name or not attribute:
@@ -68,6 +63,11 @@ def _load_plugin(path: str) -> HarnessFactory:
         raise HarnessLoadError(
             f"--harness {path!r}: cannot import module {module_name!r} ({error}); "
             "is it installed or on PYTHONPATH?"
+        ) from None
+    except Exception as error:  # a syntax error, or the module raising as it is imported
+        raise HarnessLoadError(
+            f"--harness {path!r}: importing {module_name!r} failed: {_describe(error)}; "
+            "fix the plug-in module"
         ) from None
     try:
         return getattr(module, attribute)
@@ -95,9 +95,26 @@ def resolve_factory(name: str) -> HarnessFactory:
 def create_harness(name: str, options: HarnessOptions) -> Harness:
     """Build the harness ``name`` (registry name or ``module:Class``) with ``options``."""
     factory = resolve_factory(name)
-    instance = factory(options)
+    try:
+        instance = factory(options)
+    except HarnessLoadError:
+        raise
+    except Exception as error:
+        if isinstance(error, ValueError) and ":" not in name:
+            raise  # built-ins say what is wrong with the options themselves
+        raise HarnessLoadError(
+            f"--harness {name!r}: creating the harness failed: {_describe(error)}"
+        ) from None
     if not hasattr(instance, "run"):
         raise HarnessLoadError(
             f"--harness {name!r} built {type(instance).__name__}, which has no run()"
         )
     return instance
+
+
+def _describe(error: BaseException) -> str:
+    """``Class: message`` on one line, with the file and line of a syntax error."""
+    text = " ".join(str(error).split())[:300]
+    if isinstance(error, SyntaxError) and error.filename:
+        text = f"{error.msg} ({error.filename}, line {error.lineno})"
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from harnesses._erp_process import project_root
-from harnesses._protocol import DEFAULT_OUTPUT_LIMIT
+from harnesses._protocol import DEFAULT_OUTPUT_LIMIT, SampleLimits
 from harnesses._redact import one_line
 from ledgerbench.dataset import Dataset, Question, TaskType
 
@@ -41,10 +41,25 @@ class RunConfig(StrictModel):
     """Shuffle the (question, trial) order with this seed; None keeps dataset order."""
     concurrency: int = Field(default=5, ge=1, le=256)
     """Questions in flight at once."""
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     """Budget in seconds for obligations and entity-performance questions."""
-    brief_timeout: float = Field(default=300.0, gt=0)
+    brief_timeout: float = Field(default=300.0, gt=0, allow_inf_nan=False)
     """Budget in seconds for business briefs."""
+    stall_timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Seconds a provider may stay silent (no response headers, or no event of a streamed reply)
+    before the request counts as hung: retried, then ``provider_unavailable``. None: a quarter of
+    the question's budget, at least 1 s and at most 15 s."""
+    max_turns: int | None = Field(default=None, ge=1)
+    """At most this many model turns per question (the harness's own cap, if tighter, wins);
+    over it the question ends as ``max_turns``. None: only the harness's cap."""
+    max_tool_calls: int | None = Field(default=None, ge=1)
+    """At most this many tool calls per question; over it the question ends as ``max_turns``."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """At most this many tokens (input + output, over every model call) per question; over it the
+    question ends as ``token_limit``."""
+    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """At most this many US dollars of model calls per question (the provider's cost, or the price
+    table's estimate); over it the question ends as ``cost_limit``."""
     harness: str = "scripted"
     """Registry name (scripted, openai, custom, claude) or plug-in ``package.module:ClassName``."""
     model: str | None = None
@@ -110,6 +125,14 @@ class RunConfig(StrictModel):
     ray_memory_mb: int | None = Field(default=None, ge=1)
     """Memory one question's Ray task reserves, in MiB (e.g. for the Claude CLI's Node process)."""
 
+    def sample_limits(self) -> SampleLimits:
+        return SampleLimits(
+            max_turns=self.max_turns,
+            max_tool_calls=self.max_tool_calls,
+            max_tokens=self.max_tokens,
+            max_cost_usd=self.max_cost_usd,
+        )
+
     def budget_for(self, question: Question) -> float:
         if question.timeout is not None:
             return float(question.timeout)
@@ -135,7 +158,10 @@ def load_run_dataset(path: Path) -> tuple[Dataset, str]:
     try:
         dataset = load_dataset(path)
     except ValueError as error:
-        raise RunConfigError(f"--dataset {path}: {one_line(str(error))}") from None
+        problems = getattr(error, "problems", None) or [str(error)]
+        shown = "; ".join(one_line(p).removeprefix(f"{path}: ") for p in problems[:3])
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise RunConfigError(f"--dataset {path}: {shown}{more}") from None
     return dataset, dataset_hash(dataset)
 
 

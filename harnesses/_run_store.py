@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +75,26 @@ def fingerprint_parts(config: RunConfig, dataset_hash: str, instructions: str) -
         },
         "budgets": {"timeout": config.timeout, "brief_timeout": config.brief_timeout},
         "instructions": instructions_hash(instructions),
+        **({"limits": limits} if (limits := _set_limits(config)) else {}),
         **(
             {"erp_faults": {"rate": config.erp_fault_rate, "seed": config.erp_fault_seed}}
             if config.erp_fault_rate
             else {}
         ),
     }
+
+
+def _set_limits(config: RunConfig) -> dict[str, Any]:
+    """The sample limits and stall bound set for the run (they change verdicts); absent when none
+    is, so the fingerprints of runs made before they existed do not change."""
+    chosen = {
+        "max_turns": config.max_turns,
+        "max_tool_calls": config.max_tool_calls,
+        "max_tokens": config.max_tokens,
+        "max_cost_usd": config.max_cost_usd,
+        "stall_timeout": config.stall_timeout,
+    }
+    return {key: value for key, value in chosen.items() if value is not None}
 
 
 def fingerprint(parts: dict[str, Any]) -> str:
@@ -94,14 +108,19 @@ def describe_changes(old: dict[str, Any], new: dict[str, Any]) -> str:
         "selection": "question selection",
         "harness": "harness settings",
         "budgets": "time budgets",
+        "limits": "sample limits",
         "instructions": "system instructions",
         "erp": "ERP snapshot",
     }
     changes = []
     for key in labels:
-        if key not in new or old.get(key) == new.get(key):
+        optional = key == "limits"  # absent when none is set
+        if key not in new and not optional:
             continue
-        before, after = old.get(key), new.get(key)
+        empty = {} if optional else None
+        before, after = old.get(key, empty), new.get(key, empty)
+        if before == after:
+            continue
         if isinstance(before, dict) and isinstance(after, dict):
             keys = sorted(set(before) | set(after))
             detail = ", ".join(
@@ -340,8 +359,10 @@ class ErpFacts:
 
 
 @dataclass
-class PreparedRun:
-    """The selection and the run directory's state before any question runs."""
+class RunPlan:
+    """What a start will do, worked out without writing anything: the selection, the run
+    directory (not created yet) and what it already holds. Bad input fails here, before any file
+    is touched (:func:`plan_run`)."""
 
     dataset_path: Path
     dataset: Dataset
@@ -350,10 +371,19 @@ class PreparedRun:
     parts: dict[str, Any]
     run_dir: Path
     previous: RunManifest | None
-    existing: list[TrajectoryRecord]
+    """The manifest already in ``run_dir`` (None for a new run, or with ``--force-new``)."""
+
+
+@dataclass
+class PreparedRun(RunPlan):
+    """The selection and the run directory's state before any question runs."""
+
+    existing: list[TrajectoryRecord] = field(default_factory=list)
     """The records already in the run directory (the last one per question and trial)."""
     lock: RunLock | None = None
-    """Held from :func:`prepare_run` until the driver releases it at the end of the run."""
+    """Held from :func:`open_run` until the driver releases it at the end of the run."""
+    created: bool = False
+    """This start created the run directory (it is removed again if nothing gets recorded)."""
 
     def pending(self, retry_errors: bool) -> list[tuple[Question, int]]:
         """Pairs still to run: the missing ones, and with ``retry_errors`` the infrastructure
@@ -371,7 +401,7 @@ class PreparedRun:
         )
 
 
-def prepare_run(config: RunConfig, instructions: str, log: Any) -> PreparedRun:
+def check_erp_flags(config: RunConfig) -> None:
     if config.erp_url and config.erp_db:
         raise RunConfigError("--erp-url and --erp-db exclude each other; give one of them")
     if config.erp_url and config.erp_fault_rate:
@@ -379,66 +409,95 @@ def prepare_run(config: RunConfig, instructions: str, log: Any) -> PreparedRun:
             "--erp-fault-rate needs a server the runner starts; use --erp-db (or no ERP flag) "
             "instead of --erp-url, or start that server with --error-rate"
         )
+
+
+def plan_run(config: RunConfig, instructions: str, log: Any) -> RunPlan:
+    """Load the dataset, select the pairs and find the run directory, writing nothing."""
+    check_erp_flags(config)
     dataset_path = (config.dataset or default_dataset_path()).resolve()
     dataset, dataset_hash = load_run_dataset(dataset_path)
     questions = select_questions(dataset, config)
     pairs = work_order(questions, config)
     parts = fingerprint_parts(config, dataset_hash, instructions)
-    config_fp = fingerprint(parts)
     run_dir = config.out
     if run_dir is None and not config.force_new:
-        run_dir = find_resumable_run(config.runs_dir or project_root() / "runs", config_fp)
+        run_dir = find_resumable_run(config.runs_dir or project_root() / "runs", fingerprint(parts))
         if run_dir is not None:
             log(f"resuming {run_dir}")
     run_dir = (run_dir or default_run_dir(config, dt.datetime.now(dt.UTC))).resolve()
     if run_dir.exists() and not run_dir.is_dir():
         raise RunConfigError(f"--out {run_dir} is a file; give a directory")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    lock = RunLock(run_dir)
-    lock.acquire()
-    try:
-        return _open_locked(
-            config, run_dir, lock, parts, log, dataset_path, dataset, dataset_hash, pairs
-        )
-    except BaseException:
-        lock.release()
-        raise
+    previous = _check_previous(config, run_dir, parts)
+    return RunPlan(dataset_path, dataset, dataset_hash, pairs, parts, run_dir, previous)
 
 
-def _open_locked(
-    config: RunConfig,
-    run_dir: Path,
-    lock: RunLock,
-    parts: dict[str, Any],
-    log: Any,
-    dataset_path: Path,
-    dataset: Dataset,
-    dataset_hash: str,
-    pairs: list[tuple[Question, int]],
-) -> PreparedRun:
-    config_fp = fingerprint(parts)
-    previous = read_manifest(run_dir)
-    if previous is not None and previous.config_fingerprint != config_fp and not config.force_new:
+def _check_previous(config: RunConfig, run_dir: Path, parts: dict[str, Any]) -> RunManifest | None:
+    """The run already in ``run_dir`` if this start may resume it; refuses one it may not."""
+    if config.force_new:
+        return None
+    previous = read_manifest(run_dir) if run_dir.is_dir() else None
+    if previous is not None and previous.config_fingerprint != fingerprint(parts):
         changed = describe_changes(previous.fingerprint_parts or {}, parts)
         raise RunConfigError(
             f"{run_dir} holds a run with different settings: {changed}; rerun with the same "
             "settings to resume, choose another --out, or add --force-new to start over"
         )
-    if previous is not None and config.force_new:
-        aside = move_aside(run_dir)
-        log(f"--force-new: the previous run's files moved to {aside}")
-        previous = None
-    elif previous is None and (run_dir / TRAJECTORIES_FILE).exists():
-        if not config.force_new:
-            raise RunConfigError(
-                f"{run_dir} has trajectories but no manifest; choose another --out or add "
-                "--force-new to start over"
-            )
-        move_aside(run_dir)
-    existing = read_trajectories(run_dir / TRAJECTORIES_FILE, repair=True)
-    return PreparedRun(
-        dataset_path, dataset, dataset_hash, pairs, parts, run_dir, previous, existing, lock
-    )
+    if previous is None and (run_dir / TRAJECTORIES_FILE).exists():
+        raise RunConfigError(
+            f"{run_dir} has trajectories but no manifest; choose another --out or add "
+            "--force-new to start over"
+        )
+    return previous
+
+
+def open_run(plan: RunPlan, config: RunConfig, log: Any) -> PreparedRun:
+    """Create (or open) the run directory, take its lock, and read what it holds. Called once
+    every input was checked: this is the first write of a start."""
+    run_dir = plan.run_dir
+    created = not run_dir.exists()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock = RunLock(run_dir)
+    try:
+        lock.acquire()
+    except BaseException:
+        if created:
+            _remove_new_run_dir(run_dir)
+        raise
+    try:
+        previous = _check_previous(config, run_dir, plan.parts)  # again, under the lock
+        if config.force_new:
+            aside = move_aside(run_dir)
+            if aside is not None:
+                log(f"--force-new: the previous run's files moved to {aside}")
+        existing = read_trajectories(run_dir / TRAJECTORIES_FILE, repair=True)
+    except BaseException:
+        lock.release()
+        if created:
+            _remove_new_run_dir(run_dir)
+        raise
+    fields = {name: getattr(plan, name) for name in RunPlan.__dataclass_fields__}
+    fields["previous"] = previous
+    return PreparedRun(**fields, existing=existing, lock=lock, created=created)
+
+
+def _remove_new_run_dir(run_dir: Path) -> None:
+    """Remove a run directory this start created and that holds no record (no debris)."""
+    import shutil
+
+    if (run_dir / TRAJECTORIES_FILE).exists() and (run_dir / TRAJECTORIES_FILE).stat().st_size:
+        return
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def discard_if_empty(prepared: PreparedRun) -> bool:
+    """After a run: a directory this start created stays only if a record is in it."""
+    if not prepared.created:
+        return False
+    path = prepared.run_dir / TRAJECTORIES_FILE
+    if path.exists() and path.stat().st_size:
+        return False
+    _remove_new_run_dir(prepared.run_dir)
+    return True
 
 
 def build_manifest(

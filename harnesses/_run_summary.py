@@ -60,6 +60,9 @@ class RunSummary(StrictModel):
     """Records that ended in an infrastructure failure (not judged, out of every denominator)."""
     stopped: str | None = None
     """Why the circuit breaker stopped the run (with the command to resume), if it did."""
+    kept: bool = True
+    """False when this start created the run directory and removed it again: nothing was
+    recorded (a run folder exists only once a record is in it)."""
 
 
 def _percentile(values: list[float], fraction: float) -> float | None:

@@ -64,16 +64,20 @@ from harnesses._run_store import (
     MANIFEST_FILE,
     TRAJECTORIES_FILE,
     PreparedRun,
+    RunPlan,
     TrajectoryWriter,
     build_manifest,
+    check_erp_flags,
     default_run_dir,
     describe_changes,
+    discard_if_empty,
     find_resumable_run,
     fingerprint,
     fingerprint_parts,
     git_revision,
+    open_run,
     package_versions,
-    prepare_run,
+    plan_run,
     read_manifest,
     read_trajectories,
     sweep_secrets,
@@ -100,6 +104,7 @@ __all__ = [
     "QuestionRunner",
     "RunConfig",
     "RunConfigError",
+    "RunInterrupted",
     "RunSummary",
     "TaskTypeSummary",
     "TrajectoryWriter",
@@ -128,18 +133,40 @@ __all__ = [
 ]
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM before the first question started (while the ERP was being prepared):
+    nothing was recorded. The message is the one line the CLI prints."""
+
+
 async def run_async(
     config: RunConfig, *, log: Any = None, executor: Executor | None = None
 ) -> RunSummary:
     """Run the configured questions and return the summary (see the module docstring).
 
     ``executor`` runs the pairs (default: :class:`LocalExecutor` with ``config.concurrency``).
-    Raises :class:`RunConfigError` for problems with the input. Cancelling the task (Ctrl-C) stops
-    cleanly: the questions in flight are cancelled, the manifest is marked interrupted, and the
-    summary returned says so.
+    Raises :class:`RunConfigError` for problems with the input, before anything is written: the
+    dataset, the selection, the run directory and the ERP are all checked before the run
+    directory is created or opened. Cancelling the task (Ctrl-C, SIGTERM) stops cleanly: the
+    questions in flight are cancelled, the manifest is marked interrupted, and the summary
+    returned says so; before the first question it raises :class:`RunInterrupted`.
     """
     log = log or (lambda message: print(message, file=sys.stderr))
+    with _terminate_as_cancel():
+        try:
+            return await _run(config, log, executor)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            raise RunInterrupted(
+                "interrupted while preparing the run (before the first question); nothing was "
+                "recorded"
+            ) from None
+
+
+async def _run(config: RunConfig, log: Any, executor: Executor | None) -> RunSummary:
     instructions = system_instructions(config.research)
+    check_erp_flags(config)
     options = HarnessOptions(
         model=config.model,
         reasoning_effort=config.reasoning_effort,
@@ -154,15 +181,12 @@ async def run_async(
         await _close_harness(harness)
         raise RunConfigError(problem)
     try:
-        prepared = prepare_run(config, instructions, log)
+        plan = plan_run(config, instructions, log)
+        executor = executor or _executor_for(config)
     except BaseException:
-        closer = getattr(harness, "aclose", None)
-        if closer is not None:
-            with contextlib.suppress(Exception):
-                await closer()
+        await _close_harness(harness)
         raise
-    executor = executor or _executor_for(config)
-    return await _run_with_harness(config, prepared, harness, instructions, log, executor)
+    return await _run_with_harness(config, plan, harness, instructions, log, executor)
 
 
 def _executor_for(config: RunConfig) -> Executor:
@@ -189,22 +213,21 @@ async def _close_harness(harness: Harness) -> None:
 
 async def _run_with_harness(
     config: RunConfig,
-    prepared: PreparedRun,
+    plan: RunPlan,
     harness: Harness,
     instructions: str,
     log: Any,
     executor: Executor,
 ) -> RunSummary:
-    run_dir = prepared.run_dir
-    pending = prepared.pending(config.retry_errors)
     secrets = _run_secrets(config)
     outcome = _Outcome()
     runner: QuestionRunner | None = None
+    prepared: PreparedRun | None = None
     try:
-        questions = list({question.id: question for question, _ in prepared.pairs}.values())
+        questions = list({question.id: question for question, _ in plan.pairs}.values())
         async with (
-            serve_erp(config, run_dir, log, prepared.dataset) as erp,
-            world_for_run(config, run_dir, log, prepared.dataset, questions, erp.db_url) as world,
+            serve_erp(config, log, plan.dataset) as erp,
+            world_for_run(config, log, plan.dataset, questions, erp.db_url) as world,
         ):
             secrets += [e.token for e in (erp.endpoint, world and world.endpoint) if e and e.token]
             started = [erp.ready(), *([world.ready()] if world else [])]  # they boot side by side
@@ -212,21 +235,24 @@ async def _run_with_harness(
                 if isinstance(result, BaseException):
                     raise result
             if world is not None:
-                check_world_snapshot(prepared.dataset, world)
+                check_world_snapshot(plan.dataset, world)
             erp.info = await fetch_erp_info(erp.endpoint)
-            check_snapshot(prepared.dataset, prepared.dataset_path, erp)
-            check_erp_unchanged(prepared.previous, erp, config.force_new)
+            check_snapshot(plan.dataset, plan.dataset_path, erp)
+            check_erp_unchanged(plan.previous, erp, config.force_new)
             if (bind := getattr(executor, "bind", None)) is not None:  # a distributed executor
-                bind(erp=erp, instructions=instructions, run_dir=run_dir, harness=harness)
+                bind(erp=erp, instructions=instructions, run_dir=plan.run_dir, harness=harness)
+            prepared = open_run(plan, config, log)  # every input checked: the first write
+            erp.keep_log_in(prepared.run_dir)
+            if world is not None:
+                world.keep_log_in(prepared.run_dir)
+            check_erp_unchanged(prepared.previous, erp, config.force_new)
             model = getattr(harness, "model", None)
             manifest = build_manifest(
                 config, prepared, erp.facts(), instructions, secrets, model, world
             )
-            write_manifest(run_dir, manifest, secrets)
-            work_dir = run_dir / "work"
+            write_manifest(prepared.run_dir, manifest, secrets)
+            work_dir = prepared.run_dir / "work"
             work_dir.mkdir(exist_ok=True)
-            if config.research == "golden" and world is not None:
-                pending = await golden_pairs(pending, world.endpoint)
             env = AgentEnvironment(
                 erp=erp.endpoint,
                 instructions=instructions,
@@ -235,8 +261,11 @@ async def _run_with_harness(
                 research=config.research,
             )
             runner = QuestionRunner(harness, env, config)
-            writer = TrajectoryWriter(run_dir / TRAJECTORIES_FILE, secrets)
+            writer = TrajectoryWriter(prepared.run_dir / TRAJECTORIES_FILE, secrets)
             try:
+                pending = prepared.pending(config.retry_errors)
+                if config.research == "golden" and world is not None:
+                    pending = await golden_pairs(pending, world.endpoint)
                 await _execute(config, pending, prepared, runner, executor, writer, outcome)
             finally:
                 writer.close()
@@ -244,20 +273,23 @@ async def _run_with_harness(
                 manifest.interrupted = outcome.interrupted or outcome.stopped is not None
                 if manifest.model is None:  # e.g. claude without --model: what it reported
                     manifest.model = next((r.model for r in outcome.ran if r.model), None)
-                write_manifest(run_dir, manifest, secrets)
+                write_manifest(prepared.run_dir, manifest, secrets)
     finally:
         if runner is not None:
             await runner.aclose()
         else:
             await _close_harness(harness)
-        if prepared.lock is not None:
+        if (close := getattr(executor, "close", None)) is not None:
+            close()
+        if prepared is not None and prepared.lock is not None:
             prepared.lock.release()
-    sweep_secrets(run_dir, secrets)
+    sweep_secrets(prepared.run_dir, secrets)
     if outcome.stopped is not None:
-        outcome.stopped += "; resume with: " + resume_command(manifest, run_dir)
+        outcome.stopped += "; resume with: " + resume_command(manifest, prepared.run_dir)
         log(outcome.stopped)
     summary = build_run_summary(prepared, manifest, outcome.ran, outcome.interrupted)
     summary.stopped = outcome.stopped
+    summary.kept = not discard_if_empty(prepared)
     return summary
 
 
@@ -327,7 +359,7 @@ async def _execute(
     total = len(prepared.pairs)
     already = total - len(pending)
     breaker = CircuitBreaker(config.max_consecutive_infra_failures)
-    with RunProgress(config.progress, total, already, counts) as progress, _terminate_as_cancel():
+    with RunProgress(config.progress, total, already, counts) as progress:
         try:
             async with contextlib.aclosing(executor.execute(pending, runner.run)) as records:
                 async for record in records:

@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnesses._pricing import estimate_cost
 from harnesses._protocol import TrajectoryDraft
 from harnesses.records import Usage
 
@@ -138,8 +139,16 @@ class StreamParser:
     tool calls that never got a result.
     """
 
-    def __init__(self, draft: TrajectoryDraft) -> None:
+    def __init__(self, draft: TrajectoryDraft, *, stall_s: float | None = None) -> None:
         self.draft = draft
+        self.stall_s = stall_s
+        """The CLI's request timeout (``API_TIMEOUT_MS``), to name a retry without a status."""
+        self.streaming = False
+        """A top-level API message is streaming (started, not stopped): the provider owes events."""
+        self._awaiting = False
+        """An API request is out and no message of it has started yet."""
+        self._abandoned = False
+        """The last message's stream was abandoned: its event already says that attempt failed."""
         self.init: dict[str, Any] | None = None
         self.result: dict[str, Any] | None = None
         self.malformed_lines = 0
@@ -199,10 +208,24 @@ class StreamParser:
             self._malformed(line)
         return event
 
-    def finish(self) -> None:
-        """Record tool calls still waiting for a result (e.g. at a timeout) as unfinished errors."""
+    def finish(self, cut: str | None = None) -> None:
+        """Record tool calls still waiting for a result (e.g. at a timeout) as unfinished errors,
+        and an API call still open when the run ended (``cut`` says why) as a failed model call."""
         for tool_use_id in list(self._pending):
             self._complete_call(tool_use_id, UNFINISHED_TOOL_OUTPUT, is_error=True)
+        if cut is not None and self.streaming and self._current_stream_id in self._messages:
+            event = self._messages[self._current_stream_id].event
+            if event is not None:
+                event.error, event.duration_s = cut, None
+        elif cut is not None and self._awaiting:
+            self.draft.add_model_event(
+                self._call_started_s,
+                duration_s=None,
+                retries=self._retries_since_call,
+                error=cut,
+                model=self.draft.extra.get("cli_model"),
+            )
+        self.streaming = self._awaiting = False
         self.draft.extra["stream_events"] = self.events
 
     def erp_status(self, server: str) -> str | None:
@@ -238,19 +261,11 @@ class StreamParser:
 
     def _on_system(self, event: dict[str, Any]) -> None:
         if event.get("subtype") == "api_retry":
-            retry = {key: event.get(key) for key in ("attempt", "error_status", "error")}
-            retry["delay_ms"] = round(float(event.get("retry_delay_ms") or 0), 1)
-            self.draft.extra.setdefault("api_retries", []).append(retry)
-            self._retries_since_call += 1
-            self.draft.excluded_s += retry["delay_ms"] / 1000  # waiting is not working
-            self.retries += 1
-            self.first_retry = self.first_retry or time.monotonic()
-            status = retry.get("error_status")
-            self.draft.provider_failure = (
-                f"API {'HTTP ' + str(status) if status else 'error'}"
-                f" ({retry.get('error') or 'no detail'}), {self.retries} retr"
-                + ("y" if self.retries == 1 else "ies")
-            )
+            self._on_retry(event)
+            return
+        if event.get("subtype") == "status" and event.get("status") == "requesting":
+            self._call_started_s = self.draft.elapsed()
+            self._awaiting = True
             return
         if event.get("subtype") != "init":
             return
@@ -258,6 +273,7 @@ class StreamParser:
             now = self.draft.elapsed()
             self.draft.excluded_s += max(0.0, now - self._spawned_s)
             self._call_started_s = now
+            self._awaiting = True
         self.init = event
         extra = self.draft.extra
         extra["cli_version"] = event.get("claude_code_version")
@@ -268,6 +284,45 @@ class StreamParser:
         extra["permission_mode"] = event.get("permissionMode")
         extra["tools_offered"] = list(event.get("tools") or [])
         extra["mcp_servers"] = list(event.get("mcp_servers") or [])
+
+    def _on_retry(self, event: dict[str, Any]) -> None:
+        """The CLI retries a failed API call: that attempt is a failed model call."""
+        retry = {key: event.get(key) for key in ("attempt", "error_status", "error")}
+        retry["delay_ms"] = round(float(event.get("retry_delay_ms") or 0), 1)
+        self.draft.extra.setdefault("api_retries", []).append(retry)
+        self.draft.excluded_s += retry["delay_ms"] / 1000  # waiting is not working
+        self.retries += 1
+        self.first_retry = self.first_retry or time.monotonic()
+        status = retry.get("error_status")
+        if status:
+            what = f"API HTTP {status} ({retry.get('error') or 'no detail'})"
+        else:  # no status: the request timed out (API_TIMEOUT_MS) or the connection broke
+            timeout = f"no response headers within {self.stall_s:g} s, " if self.stall_s else ""
+            what = f"API request failed without a status ({timeout}or a broken connection)"
+        self.draft.provider_failure = f"{what}, {self.retries} retr" + (
+            "y" if self.retries == 1 else "ies"
+        )
+        now = self.draft.elapsed()
+        started = self._call_started_s
+        if self.streaming and self._current_stream_id in self._messages:  # died mid-stream
+            failed = self._messages[self._current_stream_id].event
+            if failed is not None and failed.error is None:
+                failed.error = f"stream abandoned: {what}"
+            self.streaming = False
+        elif self._abandoned:  # that attempt's event already says so
+            self._abandoned = False
+        else:
+            self.draft.add_model_event(
+                started,
+                duration_s=max(0.0, now - started),
+                retries=self._retries_since_call,
+                error=what,
+                status_code=status if isinstance(status, int) else None,
+                model=self.draft.extra.get("cli_model"),
+            )
+        self._retries_since_call += 1
+        self._call_started_s = now + retry["delay_ms"] / 1000
+        self._awaiting = True
 
     def _message(self, message_id: str) -> _Message:
         message = self._messages.get(message_id)
@@ -311,6 +366,7 @@ class StreamParser:
         if kind == "message_start":
             self.draft.provider_failure = None  # the provider answers again
             self.has_model_output = True
+            self.streaming, self._awaiting = True, False
             started = raw.get("message") or {}
             message = self._message(str(started.get("id") or f"stream-{len(self._order)}"))
             message.input_usage = dict(started.get("usage") or {})
@@ -320,6 +376,12 @@ class StreamParser:
             return
         message = self._messages.get(self._current_stream_id or "")
         if message is None:
+            return
+        if kind == "message_stop":
+            self.streaming = False
+            if event.get("abandoned_blocks") and message.event is not None:
+                message.event.error = "stream abandoned by the CLI (the reply was incomplete)"
+                self._abandoned = True
             return
         if kind == "content_block_start":
             block = raw.get("content_block") or {}
@@ -387,6 +449,16 @@ class StreamParser:
         self.draft.extra["api_error"] = self.api_error
         detail = f"API HTTP {status}: {text}" if status else text or "API error"
         self.draft.provider_failure = detail[:500]
+        now = self.draft.elapsed()
+        self.draft.add_model_event(
+            self._call_started_s,
+            duration_s=max(0.0, now - self._call_started_s),
+            retries=self._retries_since_call,
+            error=detail[:500],
+            status_code=status if isinstance(status, int) else None,
+            model=self.draft.extra.get("cli_model"),
+        )
+        self._awaiting = self.streaming = False
 
     def _on_subagent(self, parent: str, blocks: list[Any], role: str = "assistant") -> None:
         texts = [
@@ -415,6 +487,7 @@ class StreamParser:
         structured = event.get("tool_use_result")
         if not event.get("parent_tool_use_id"):
             self._call_started_s = self.draft.elapsed()  # results go back: the next call begins
+            self._awaiting = True
         for block in content:
             if not isinstance(block, dict) or block.get("type") != "tool_result":
                 continue
@@ -471,6 +544,12 @@ class StreamParser:
             raw = {**message.input_usage, "output_tokens": message.output_tokens}
             total = total.add(_usage_from(raw))
         self.draft.usage = total
+        if self.result is None:  # the CLI reports its cost at the end: estimate it as it goes
+            model = self.draft.model or self.draft.extra.get("cli_model")
+            estimate = estimate_cost(model, total) if model else None
+            if estimate is not None:
+                self.draft.cost_usd = estimate
+                self.draft.extra["cost_estimated"] = True
 
     def _on_result(self, event: dict[str, Any]) -> None:
         self.result = event
@@ -479,6 +558,7 @@ class StreamParser:
             draft.usage = _usage_from(event["usage"])
         if isinstance(event.get("total_cost_usd"), int | float):
             draft.cost_usd = float(event["total_cost_usd"])
+            draft.extra.pop("cost_estimated", None)
         if isinstance(event.get("num_turns"), int):
             draft.turns = event["num_turns"]
         extra = draft.extra

@@ -13,12 +13,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnesses._erp_process import project_root, start_mcp_server
+from harnesses._erp_process import ErpServerError, project_root, start_mcp_server
+from harnesses._erp_serving import keep_log
 from harnesses._protocol import McpEndpoint
 from harnesses._redact import REDACTED, one_line
 from harnesses._run_config import RunConfig, RunConfigError
@@ -29,19 +32,35 @@ DEFAULT_WORLD_SEED = 42
 RESEARCH_TASK_TYPES = frozenset({TaskType.entity_performance, TaskType.business_brief})
 
 
+WORLD_LOG_FILE = "world_mcp.log"
+
+
 @dataclass
 class WorldInUse:
     endpoint: McpEndpoint
     path: Path | None
     info: dict[str, Any] = field(default_factory=dict)
+    log_destination: Path | None = None
+    """Where the server's log goes when it stops (the run directory, once it is open)."""
     server: Any = None
     """The server process the runner started (None for ``--world-url``)."""
 
     async def ready(self) -> None:
-        """Wait until the world server listens, then read and keep its ``world_info``."""
+        """Wait until the world server listens (it boots while the ERP's does), then read and
+        keep its ``world_info``."""
         if self.server is not None:
-            await asyncio.to_thread(self.server.wait_until_listening)
+            try:
+                await self.server.until_listening()
+            except ErpServerError as error:
+                raise RunConfigError(
+                    f"the research world {self.path} could not be served: {error}"
+                ) from None
         self.info = await fetch_world_info(self.endpoint)
+
+    def keep_log_in(self, run_dir: Path) -> None:
+        """Append the server's log to ``run_dir/world_mcp.log`` when it stops (as the ERP's:
+        a start refused after the server came up leaves no file behind)."""
+        self.log_destination = run_dir / WORLD_LOG_FILE
 
     @property
     def snapshot_hash(self) -> str | None:
@@ -117,12 +136,14 @@ def ensure_default_world(erp_db_url: str, *, seed: int, expected_snapshot: str |
 @contextlib.asynccontextmanager
 async def serve_world(
     config: RunConfig,
-    run_dir: Path,
     log: Any,
     dataset: Dataset,
     erp_db_url: str | None,
 ) -> AsyncIterator[WorldInUse]:
-    """The world endpoint for the run: the given ``--world-url`` or a server started for it."""
+    """The world endpoint for the run: the given ``--world-url`` or a server started for it.
+
+    Nothing is written to the run directory here: the server logs to a temporary file, moved in by
+    :meth:`WorldInUse.keep_log_in` when the run goes ahead."""
     if config.world_url:
         token = config.world_token.get_secret_value() if config.world_token else None
         token = token or os.environ.get("WORLD_MCP_TOKEN") or None
@@ -157,20 +178,27 @@ async def serve_world(
         if config.erp_fault_rate
         else []
     )
-    server = start_mcp_server(
-        ["synthetic_world", "serve", "--db", str(path), *faults],
-        token_env="WORLD_MCP_TOKEN",
-        what="the research world's MCP server",
-        log_path=run_dir / "world_mcp.log",
-        public_url=config.world_public_url,
-        stdio_args=("synthetic_world", "serve", "--db", str(path), "--transport", "stdio"),
-        db_url=f"sqlite:///{path}",
-        wait=False,
-    )
+    scratch = Path(tempfile.mkdtemp(prefix="ledgerbench-world-"))
     try:
-        yield WorldInUse(endpoint=server.endpoint, path=path, server=server)
+        # Started from the main thread: its parent-death signal is tied to the thread that forks.
+        server = start_mcp_server(
+            ["synthetic_world", "serve", "--db", str(path), *faults],
+            token_env="WORLD_MCP_TOKEN",
+            what="the research world's MCP server",
+            log_path=scratch / WORLD_LOG_FILE,
+            public_url=config.world_public_url,
+            stdio_args=("synthetic_world", "serve", "--db", str(path), "--transport", "stdio"),
+            db_url=f"sqlite:///{path}",
+            wait=False,
+        )
+        in_use = WorldInUse(endpoint=server.endpoint, path=path, server=server)
+        try:
+            yield in_use  # the caller awaits in_use.ready()
+        finally:
+            await asyncio.shield(asyncio.to_thread(server.stop))
+            keep_log(scratch / WORLD_LOG_FILE, in_use.log_destination)
     finally:
-        await asyncio.to_thread(server.stop)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 async def fetch_world_info(endpoint: McpEndpoint, timeout: float = 30.0) -> dict[str, Any]:
@@ -216,7 +244,7 @@ def check_world_snapshot(dataset: Dataset, world: WorldInUse) -> None:
 
 @contextlib.asynccontextmanager
 async def world_for_run(
-    config: RunConfig, run_dir: Path, log: Any, dataset: Dataset, questions: list[Question],
+    config: RunConfig, log: Any, dataset: Dataset, questions: list[Question],
     erp_db_url: str | None,
 ) -> AsyncIterator[WorldInUse | None]:  # fmt: skip
     """The run's world, checked against the dataset (None when no selected question needs one)."""
@@ -229,5 +257,5 @@ async def world_for_run(
             "research world yet; run the research questions with --executor local, or on Ray "
             "with --task-type obligations or --research none"
         )
-    async with serve_world(config, run_dir, log, dataset, erp_db_url) as world:
+    async with serve_world(config, log, dataset, erp_db_url) as world:
         yield world  # the caller awaits world.ready() (the ERP boots meanwhile), then checks it

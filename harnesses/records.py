@@ -34,7 +34,8 @@ class Status(StrEnum):
     timeout = "timeout"
     """The wall-clock budget ran out; ``answer`` holds what was produced so far."""
     max_turns = "max_turns"
-    """The agent hit its turn or tool-call cap."""
+    """The agent hit a sample limit: its turn or tool-call cap, or the run's token or cost
+    limit (``termination`` says which)."""
     error = "error"
     """The harness or infrastructure failed; see ``error``. Never judged as an answer."""
 
@@ -49,7 +50,13 @@ class TerminationReason(StrEnum):
     time_limit = "time_limit"
     """The wall-clock budget ran out; any partial answer the model wrote is judged."""
     max_turns = "max_turns"
-    """The agent hit its turn or tool-call cap; judged."""
+    """The agent hit its turn or tool-call cap (the harness's own, or ``--max-turns`` /
+    ``--max-tool-calls``); judged."""
+    token_limit = "token_limit"
+    """The question's model calls used more tokens (input + output) than ``--max-tokens``;
+    judged."""
+    cost_limit = "cost_limit"
+    """The question's model calls cost more than ``--max-cost-usd``; judged."""
     provider_unavailable = "provider_unavailable"
     """The model provider could not be used at all: outage, refused connection, auth, quota."""
     provider_error = "provider_error"
@@ -79,6 +86,8 @@ _STATUS_OF_REASON = {
     TerminationReason.empty_answer: Status.ok,
     TerminationReason.time_limit: Status.timeout,
     TerminationReason.max_turns: Status.max_turns,
+    TerminationReason.token_limit: Status.max_turns,
+    TerminationReason.cost_limit: Status.max_turns,
 }
 
 
@@ -214,6 +223,9 @@ class ModelEvent(_Strict):
     retries: int = 0
     """Retries of this request (transport or rate limit) before it answered or failed."""
     error: str | None = None
+    """What went wrong with this call (it failed, stalled, was retried or cut off), else None."""
+    status_code: int | None = None
+    """The HTTP status of a failed call, when the provider sent one."""
     request_id: str | None = None
     """The provider's request id, when it sends one (the Claude CLI exposes none: there it is the
     API message id, ``msg_...``)."""

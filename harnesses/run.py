@@ -20,6 +20,9 @@ examples:
       offline baseline on 5 questions; serves the default ERP (.ledgerbench/erp.db) itself
   python -m harnesses.run --harness openai --model gpt-5.2 --timeout 60 --out runs/gpt52
   python -m harnesses.run --harness claude --model claude-haiku-4-5 --task-type obligations
+  python -m harnesses.run --harness openai --max-turns 20 --max-tokens 200000 --max-cost-usd 0.50
+      sample limits for any harness: over one, the question ends (max_turns, token_limit,
+      cost_limit) and is judged
   python -m harnesses.run --harness mypkg.agents:MyAgent --harness-opt temperature=0.2 --trials 3
   python -m harnesses.run --erp-url http://127.0.0.1:8765/mcp --erp-token "$TOKEN" --ids obl-001
   python -m harnesses.run --erp-db postgresql://bench@localhost/erp --concurrency 10
@@ -98,6 +101,45 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=300.0,
         help="seconds per business brief (default 300); an item's own timeout overrides both",
+    )
+    budget.add_argument(
+        "--stall-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="a provider silent this long (no response headers, no stream event) counts as hung: "
+        "retried, then provider_unavailable (default: a quarter of the budget, 1 to 15 s); "
+        "e.g. 30 for a model that thinks long in silence",
+    )
+    limits = parser.add_argument_group(
+        "sample limits (per question; over one, the question ends and is judged)"
+    )
+    limits.add_argument(
+        "--max-turns",
+        type=int,
+        metavar="N",
+        help="model turns (the claude max_turns, custom max_steps and a cap for every other "
+        "harness; the tighter wins); ends as max_turns; e.g. 20",
+    )
+    limits.add_argument(
+        "--max-tool-calls",
+        type=int,
+        metavar="N",
+        help="tool calls (the openai and custom max_tool_calls; the tighter wins); ends as "
+        "max_turns; e.g. 20",
+    )
+    limits.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="input + output tokens over the question's model calls; ends as token_limit; "
+        "e.g. 200000",
+    )
+    limits.add_argument(
+        "--max-cost-usd",
+        type=float,
+        metavar="USD",
+        help="cost of the question's model calls (reported, or estimated from the price table); "
+        "ends as cost_limit; e.g. 0.50",
     )
     agent = parser.add_argument_group("harness")
     agent.add_argument(
@@ -263,6 +305,11 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             concurrency=args.concurrency,
             timeout=args.timeout,
             brief_timeout=args.brief_timeout,
+            stall_timeout=args.stall_timeout,
+            max_turns=args.max_turns,
+            max_tool_calls=args.max_tool_calls,
+            max_tokens=args.max_tokens,
+            max_cost_usd=args.max_cost_usd,
             harness=args.harness,
             model=args.model,
             reasoning_effort=args.reasoning_effort,
@@ -291,9 +338,18 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             ray_memory_mb=args.ray_memory_mb,
         )
     except ValidationError as error:
-        first = error.errors()[0]
-        field = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "input"
-        raise _UsageError(f"{field}: {first['msg']}") from None
+        raise _UsageError(_flag_problem(error)) from None
+
+
+def _flag_problem(error: ValidationError) -> str:
+    """One line naming the flag, the value given and what it must be."""
+    first = error.errors()[0]
+    field = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "input"
+    value = first.get("input")
+    given = f" {value}" if isinstance(value, int | float | str) else ""
+    if first.get("type") == "finite_number":
+        return f"{field}{given}: give a finite number, e.g. {field} 60"
+    return f"{field}{given}: {first['msg'].lower()}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -311,8 +367,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_UsageError, RunConfigError, RayExecutorError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted; run the same command again to resume", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        message = str(interrupt) or "interrupted; run the same command again to resume"
+        print(message, file=sys.stderr)
         return 130
     from rich.console import Console
 
@@ -329,7 +386,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "re-run them with --retry-errors",
             file=sys.stderr,
         )
-    print(f"trajectories: {summary.run_dir / 'trajectories.jsonl'}", file=sys.stderr)
+    if summary.kept:
+        print(f"trajectories: {summary.run_dir / 'trajectories.jsonl'}", file=sys.stderr)
+    else:
+        print("nothing was recorded, so no run folder was kept", file=sys.stderr)
     if summary.stopped:
         return 3
     if summary.interrupted:

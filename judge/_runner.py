@@ -395,13 +395,14 @@ def _drop_stale(
     scores: list[ScoreRecord], trajectories: list[TrajectoryRecord]
 ) -> tuple[list[ScoreRecord], int]:
     """The scores that still belong to their trajectory (one per question and trial, the last),
-    and how many were dropped."""
+    and how many were dropped: a score whose record changed, or whose record cannot be read (a
+    line cut by a kill, a damaged line) or is gone, no longer belongs to anything."""
     current = {(t.question_id, t.trial): t for t in trajectories}
     latest = {(s.question_id, s.trial): s for s in scores}
     kept = [
         score
         for key, score in latest.items()
-        if key not in current or score_matches(score, current[key])
+        if key in current and score_matches(score, current[key])
     ]
     return kept, len(scores) - len(kept)
 
@@ -516,8 +517,9 @@ def run_judge(
     current, stale = _drop_stale(kept, trajectories)
     if stale:  # the answer behind these scores changed: keep only the scores that still match
         warnings.append(
-            f"{stale} score(s) in {scores_path.name} no longer matched their trajectory (answer, "
-            "status or termination changed); re-judged"
+            f"{stale} score(s) in {scores_path.name} no longer matched a readable trajectory "
+            "(answer, status or termination changed, or the record cannot be read); dropped, "
+            "and re-judged where the record is readable"
         )
     done = {(r.question_id, r.trial) for r in current}
 

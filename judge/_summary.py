@@ -151,7 +151,7 @@ def summary_markdown(summary: dict[str, Any], title: str) -> str:
         "",
         f"{summary['records']} records: {summary['scored']} scored, "
         f"{summary['infra_errors']} infrastructure failures (not judged), "
-        f"{summary['judge_errors']} dimension judge errors (unscored).",
+        f"{summary['judge_errors']} dimension judge errors (unscored)." + _left_out_note(summary),
         "",
         "| task type | n | " + " | ".join(present) + " |",
         "|---|---:|" + "---:|" * len(present),
@@ -177,6 +177,58 @@ def summary_markdown(summary: dict[str, Any], title: str) -> str:
             "accuracy."
         )
     return "\n".join(lines)
+
+
+def current_scores(
+    records: list[ScoreRecord], trajectories: list[Any] | None
+) -> tuple[list[ScoreRecord], dict[str, int]]:
+    """The scores that belong to the run's readable records now, and how many were left out:
+    ``stale`` (the answer, status or termination changed since judging: the analysis refuses
+    them) and ``orphaned`` (no readable record: a cut or damaged line, or a record gone). With no
+    trajectories to compare (``None``), every score is kept."""
+    if trajectories is None:
+        return records, {"stale": 0, "orphaned": 0}
+    from judge._runner import score_matches
+
+    current = {(t.question_id, t.trial): t for t in trajectories}
+    kept, stale, orphaned = [], 0, 0
+    for record in records:
+        trajectory = current.get((record.question_id, record.trial))
+        if trajectory is None:
+            orphaned += 1
+        elif not score_matches(record, trajectory):
+            stale += 1
+        else:
+            kept.append(record)
+    return kept, {"stale": stale, "orphaned": orphaned}
+
+
+def freshness_warnings(name: str, left_out: dict[str, int], run_dir: Path) -> list[str]:
+    """One line per kind of score left out of the summary, with the fix."""
+    lines = []
+    if left_out.get("stale"):
+        lines.append(
+            f"warning: {name}: {left_out['stale']} score(s) are stale (the answer, status or "
+            f"termination changed since judging; the analysis refuses them) and are left out; "
+            f"re-judge: python -m judge.run {run_dir} --judge ..."
+        )
+    if left_out.get("orphaned"):
+        lines.append(
+            f"warning: {name}: {left_out['orphaned']} score(s) belong to no readable record "
+            "(a cut or damaged trajectory line) and are left out; resume the run to redo them"
+        )
+    return lines
+
+
+def _left_out_note(summary: dict[str, Any]) -> str:
+    parts = []
+    if summary.get("stale"):
+        parts.append(f"{summary['stale']} stale")
+    if summary.get("orphaned"):
+        parts.append(f"{summary['orphaned']} without a readable record")
+    if summary.get("unreadable_trajectory_lines"):
+        parts.append(f"{summary['unreadable_trajectory_lines']} unreadable trajectory line(s)")
+    return f" Left out: {', '.join(parts)} (see the warnings)." if parts else ""
 
 
 def scores_files(run_dir: Path, judge_name: str | None = None) -> list[Path]:

@@ -37,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from judge._runner import read_scores
     from judge._summary import (
+        current_scores,
         disagreements_markdown,
+        freshness_warnings,
         rule_disagreements,
         scores_files,
         summarize,
@@ -55,10 +57,18 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    trajectories, unreadable = _trajectories(args.run_dir)
+    for line in unreadable:
+        print(f"warning: {line}; the analysis refuses the run until it is re-run", file=sys.stderr)
     output, texts = {}, []
     for path in paths:
-        records, _ = read_scores(path)
+        records, bad_lines = read_scores(path)
+        records, left_out = current_scores(records, trajectories)
+        for line in freshness_warnings(path.stem, left_out, args.run_dir):
+            print(line, file=sys.stderr)
         output[path.stem] = summarize(records)
+        output[path.stem].update(left_out, unreadable_score_lines=bad_lines)
+        output[path.stem]["unreadable_trajectory_lines"] = len(unreadable)
         disagreements = rule_disagreements(records)
         if disagreements:
             output[path.stem]["rule_disagreements"] = disagreements
@@ -70,6 +80,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("\n\n".join(texts))
     return 0
+
+
+def _trajectories(run_dir: Path) -> tuple[list | None, list[str]]:
+    """The run's readable records and a line per unreadable one (None: no trajectory file)."""
+    from judge._runner import JudgeRunError, read_trajectories
+
+    try:
+        return read_trajectories(run_dir)
+    except JudgeRunError:
+        return None, []
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -68,24 +70,110 @@ def ray_session(options: RayOptions) -> Iterator[Any]:
     if ray.is_initialized():
         yield ray
         return
-    try:
-        ray.init(
-            address=options.address,
-            log_to_driver=False,
-            configure_logging=False,
-            namespace="ledgerbench",
-        )
-    except (ConnectionError, RuntimeError, ValueError) as error:
-        where = options.address or os.environ.get("RAY_ADDRESS") or "a new local instance"
-        detail = " ".join(str(error).split())[:300]
+    address = options.address or os.environ.get("RAY_ADDRESS") or None
+    where = address or "a new local instance"
+    if address and _refuses_without_token(address):
         raise RayExecutorError(
-            f"cannot connect to Ray at {where} ({detail}); start a cluster with "
-            "`ray start --head` and pass its address with --ray-address HOST:PORT"
-        ) from None
+            f"the Ray cluster at {where} requires token authentication and this process has no "
+            f"token; {TOKEN_HINT}"
+        )
+    with _captured_stderr() as captured:
+        try:
+            ray.init(
+                address=options.address,
+                log_to_driver=False,
+                configure_logging=False,
+                namespace="ledgerbench",
+            )
+        except (ConnectionError, RuntimeError, ValueError) as error:
+            if _AUTH_REFUSED.search(captured()):
+                problem = (
+                    "refused this process's authentication token"
+                    if _has_token()
+                    else "requires token authentication and this process has no token"
+                )
+                raise RayExecutorError(
+                    f"the Ray cluster at {where} {problem}; {TOKEN_HINT}"
+                ) from None
+            detail = " ".join(str(error).split())[:300]
+            raise RayExecutorError(
+                f"cannot connect to Ray at {where} ({detail}); start a cluster with "
+                "`ray start --head` and pass its address with --ray-address HOST:PORT"
+            ) from None
     try:
         yield ray
     finally:
         ray.shutdown()
+
+
+TOKEN_HINT = (
+    "give it the cluster's token: RAY_AUTH_MODE=token with RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH, "
+    "or ~/.ray/auth_token); `ray get-auth-token` on the head node prints it"
+)
+_AUTH_REFUSED = re.compile(r"Unauthenticated|InvalidAuthToken|authentication token", re.I)
+
+
+def _refuses_without_token(address: str, timeout: float = 5.0) -> bool:
+    """Whether the GCS at ``HOST:PORT`` refuses a caller without a token, asked at once (Ray's
+    own connect retries for 20 s and then names no cause). Only when this process has no token:
+    with one, ``ray.init`` is the check."""
+    if "://" in address or address == "auto" or ":" not in address:
+        return False
+    try:
+        import grpc
+        from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+    except ImportError:
+        return False
+    if _has_token():
+        return False
+    channel = grpc.insecure_channel(address)
+    try:
+        stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
+        stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=timeout)
+    except grpc.RpcError as error:
+        return error.code() == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        channel.close()
+    return False
+
+
+def _has_token() -> bool:
+    """Whether this process would send Ray a token (``RAY_AUTH_TOKEN``, its path, the file)."""
+    try:
+        from ray._raylet import AuthenticationTokenLoader
+
+        return bool(AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True))
+    except Exception:  # an older Ray without token auth
+        return False
+
+
+@contextlib.contextmanager
+def _captured_stderr() -> Iterator[Any]:
+    """Route this process's fd 2 to a file while Ray connects (its C++ client logs a line a
+    second while it retries); the captured text is replayed afterwards unless the connection
+    failed, when the caller reads it (``captured()``) for the cause and says it in one line."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), 2)
+        failed = False
+        try:
+            yield lambda: _read(sink)
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            if not failed:
+                os.write(2, _read(sink).encode("utf-8", "replace"))
+
+
+def _read(sink: Any) -> str:
+    sink.flush()
+    sink.seek(0)
+    return sink.read().decode("utf-8", "replace")
 
 
 def check_fits(ray: Any, options: RayOptions) -> None:

@@ -42,8 +42,9 @@ examples:
   ledgerbench --agent custom:qwen3,base_url=http://127.0.0.1:8000/v1   # local server
 
 agent SPEC: HARNESS[:MODEL][,KEY=VALUE...]; keys: label (name in the report), effort (reasoning
-effort), base_url, faults (share of ERP tool calls that fail transiently), fault_seed; any other
-key is a harness option (--harness-opt KEY=VALUE), e.g. max_turns=20. A plug-in harness is
+effort), base_url, faults (share of ERP tool calls that fail transiently), fault_seed, the sample
+limits max_turns, max_tool_calls, max_tokens, max_cost_usd (the runner's --max-turns ...); any
+other key is a harness option (--harness-opt KEY=VALUE), e.g. web=false. A plug-in harness is
 package.module:Class (give its model as model=NAME).
   ledgerbench --executor ray --ray-address head:6379   # run and judge on a Ray cluster
 """
@@ -51,6 +52,10 @@ package.module:Class (give its model as model=NAME).
 DEMO_FAULT_RATE = 0.5
 """Share of ERP tool calls that fail transiently for the demo's second agent."""
 DEMO_FAULT_SEED = 36
+
+
+SAMPLE_LIMITS = {"max_turns": int, "max_tool_calls": int, "max_tokens": int, "max_cost_usd": float}
+"""Spec keys that are the runner's sample limits (``--max-turns`` ...), not harness options."""
 
 
 class SpecError(ValueError):
@@ -70,6 +75,9 @@ class AgentSpec:
     """Harness options (``--harness-opt KEY=VALUE``)."""
     fault_rate: float = 0.0
     fault_seed: int = 0
+    limits: tuple[tuple[str, str], ...] = ()
+    """Sample limits (``max_turns``, ``max_tool_calls``, ``max_tokens``, ``max_cost_usd``): the
+    runner's ``--max-turns`` etc., which every harness honours."""
 
     @classmethod
     def parse(cls, text: str) -> AgentSpec:
@@ -81,7 +89,7 @@ class AgentSpec:
         if sep and "." not in prefix:  # package.module:Class is a plug-in, not harness:model
             harness, model = prefix, rest or None
         fields: dict = {"harness": harness, "model": model}
-        options = []
+        options, limits = [], []
         for pair in pairs:
             key, eq, value = pair.partition("=")
             key = key.strip().replace("-", "_")
@@ -98,9 +106,14 @@ class AgentSpec:
                     raise SpecError(f"--agent {text!r}: faults must be between 0 and 1")
             elif key == "fault_seed":
                 fields["fault_seed"] = _number(text, key, value, int)
+            elif key in SAMPLE_LIMITS:
+                number = _number(text, key, value, SAMPLE_LIMITS[key])
+                if number <= 0:
+                    raise SpecError(f"--agent {text!r}: {key} must be above 0")
+                limits.append((key, value))
             else:
                 options.append((key, value))
-        spec = cls(**fields, options=tuple(options))
+        spec = cls(**fields, options=tuple(options), limits=tuple(limits))
         return spec if spec.label else replace(spec, label=spec.default_label())
 
     def default_label(self) -> str:
@@ -124,6 +137,8 @@ class AgentSpec:
         if self.fault_rate:
             args += ["--erp-fault-rate", f"{self.fault_rate:g}", "--erp-fault-seed"]
             args.append(str(self.fault_seed))
+        for key, value in self.limits:
+            args += ["--" + key.replace("_", "-"), value]
         return args
 
 

@@ -127,7 +127,9 @@ def run_question(
     extra: dict[str, str] | None = None,
     effort: str | None = None,
     model: str | None = MODEL,
+    stall_timeout: float | None = None,
     research: str = "web",
+    **limits: Any,
 ) -> Any:
     """One question through the CLI; the published setup (``--research web``) unless told."""
     options = HarnessOptions(
@@ -137,7 +139,14 @@ def run_question(
     env = AgentEnvironment(
         erp=erp, instructions=INSTRUCTIONS, work_dir=str(work_dir), research=research
     )
-    config = RunConfig(harness="claude", model=model, retries=0, progress=False)
+    config = RunConfig(
+        harness="claude",
+        model=model,
+        retries=0,
+        progress=False,
+        stall_timeout=stall_timeout,
+        **limits,
+    )
     runner = QuestionRunner(harness, env, config)
     return asyncio.run(runner.run(question(query, timeout), 0))
 
@@ -373,14 +382,19 @@ def test_erp_server_refusing_the_token_fails_the_question(
 
 
 @needs_claude
-def test_turn_cap_gives_max_turns(api_key: str, erp_server: RunningServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "cap", [{"extra": {"max_turns": "2"}}, {"max_turns": 2, "extra": {"max_turns": "9"}}]
+)
+def test_turn_cap_gives_max_turns(
+    api_key: str, erp_server: RunningServer, tmp_path: Path, cap: dict
+) -> None:
+    """The harness option, or the runner's --max-turns where it is tighter (the CLI's own
+    --max-turns gets the tighter of the two)."""
     model = ScriptedModel(
         [Reply(text="Checking again.", tool_uses=[ToolUse("mcp__erp__erp_info", {})])]
     )
     with AnthropicFakeServer(model, api_key=api_key) as fake:
-        record = run_question(
-            fake, endpoint(erp_server), tmp_path, "Loop forever", extra={"max_turns": "2"}
-        )
+        record = run_question(fake, endpoint(erp_server), tmp_path, "Loop forever", **cap)
         assert len(fake.main_requests()) == 2
     assert record.status == Status.max_turns
     assert record.answer == "Checking again."
@@ -438,7 +452,10 @@ def test_a_failing_provider_is_unavailable_not_a_timeout(
 def test_retry_settings_follow_the_budget() -> None:
     short, default, long = (retry_settings(b, b) for b in (8.0, 60.0, 300.0))
     assert [int(s["CLAUDE_CODE_MAX_RETRIES"]) for s in (short, default, long)] == [2, 4, 5]
-    assert short["API_TIMEOUT_MS"] == "8000" and long["API_TIMEOUT_MS"] == "300000"
+    # The CLI's request timeout covers the wait for headers: it is the stall bound.
+    assert [s["API_TIMEOUT_MS"] for s in (short, default, long)] == ["2000", "15000", "15000"]
+    assert retry_settings(60.0, 3.0, stall_s=15.0)["API_TIMEOUT_MS"] == "3000"
+    assert retry_settings(60.0, 60.0, stall_s=4.5)["API_TIMEOUT_MS"] == "4500"
 
 
 @needs_claude
@@ -501,6 +518,7 @@ PARTIAL = "The customer's balance, as far as I can tell, is"
 
 
 def stalling_model() -> ScriptedModel:
+    """A model that stops mid-message (for tests that need the CLI busy and stuck)."""
     return ScriptedModel(
         [
             Reply(text="Checking the ERP.", tool_uses=[ToolUse("mcp__erp__erp_info", {})]),
@@ -509,18 +527,29 @@ def stalling_model() -> ScriptedModel:
     )
 
 
+def slow_model() -> ScriptedModel:
+    """A live model that types slowly: a few characters every 0.4 s, never done in the budget."""
+    return ScriptedModel(
+        [
+            Reply(text="Checking the ERP.", tool_uses=[ToolUse("mcp__erp__erp_info", {})]),
+            Reply(text=PARTIAL + " still being worked out" * 100, trickle_s=0.4),
+        ]
+    )
+
+
 @needs_claude
-def test_stalled_model_times_out_with_partial_answer_and_no_leftovers(
+def test_slow_model_times_out_with_partial_answer_and_no_leftovers(
     api_key: str, erp_server: RunningServer, tmp_path: Path
 ) -> None:
-    budget = 20.0  # room for the CLI to start on a loaded machine; the model then stalls 120 s
-    with AnthropicFakeServer(stalling_model(), api_key=api_key) as fake:
+    budget = 20.0  # room for the CLI to start on a loaded machine; the model then types slowly
+    with AnthropicFakeServer(slow_model(), api_key=api_key) as fake:
         started = time.monotonic()
         record = run_question(fake, endpoint(erp_server), tmp_path, "Balance?", timeout=budget)
         finished = time.monotonic() - started
         left = wait_no_processes(tmp_path, timeout=5.0)
     assert record.status == Status.timeout, record.error
-    assert record.answer == PARTIAL
+    assert record.termination.reason == "time_limit" and not record.termination.infrastructure
+    assert record.answer.startswith(PARTIAL) and record.answer != PARTIAL
     assert [call.name for call in record.tool_calls] == ["mcp__erp__erp_info"]
     assert not record.tool_calls[0].is_error
     assert record.usage.input_tokens > 0
@@ -529,6 +558,90 @@ def test_stalled_model_times_out_with_partial_answer_and_no_leftovers(
     assert record.extra["cost_estimated"] is True
     assert finished < budget + 5.0
     assert left == [], left
+    # The text typed so far is the last assistant turn; its call was cut off by the deadline.
+    turn = record.messages[-1]
+    assert turn.role == "assistant" and turn.content == record.answer
+    cut = record.events[-1]
+    assert cut.type == "model" and cut.error == "cut off by the deadline"
+    assert record.messages[cut.message_index] is not None and cut.duration_s is None
+
+
+# --------------------------------------------------------------------------------------------------
+# a hung provider, a silent stream, a broken protocol
+# --------------------------------------------------------------------------------------------------
+
+
+@needs_claude
+def test_a_provider_that_never_answers_is_unavailable_not_a_timeout(
+    api_key: str, erp_server: RunningServer, tmp_path: Path
+) -> None:
+    budget, stall = 40.0, 3.0
+    model = ScriptedModel([Reply(fault="hang")], all_requests_main=True)
+    with AnthropicFakeServer(model, api_key=api_key) as fake:
+        record = run_question(
+            fake, endpoint(erp_server), tmp_path, "Balance?", timeout=budget, stall_timeout=stall
+        )
+        attempts = len(fake.main_requests())
+    assert record.status == Status.error, record.termination
+    assert record.termination.reason == "provider_unavailable" and record.termination.infrastructure
+    assert "no response headers within 3 s" in (record.termination.detail or "")
+    assert attempts >= 2, "the CLI retries a request its API_TIMEOUT_MS (the stall bound) cut"
+    failed = [e for e in record.events if e.type == "model" and e.error]
+    assert len(failed) >= attempts - 1 and all(e.message_index is None for e in failed)
+    assert record.latency_s < budget / 2, "a hung provider must not eat the budget"
+    assert record.answer == ""
+    assert wait_no_processes(tmp_path) == []
+
+
+@needs_claude
+def test_a_stream_that_goes_silent_ends_the_cli_as_provider_unavailable(
+    api_key: str, erp_server: RunningServer, tmp_path: Path
+) -> None:
+    budget, stall = 40.0, 3.0
+    model = ScriptedModel([Reply(text=PARTIAL, stall_s=120, stall_after_text=True)])
+    with AnthropicFakeServer(model, api_key=api_key) as fake:
+        record = run_question(
+            fake, endpoint(erp_server), tmp_path, "Balance?", timeout=budget, stall_timeout=stall
+        )
+        left = wait_no_processes(tmp_path, timeout=5.0)
+    assert record.termination.reason == "provider_unavailable", record.termination
+    assert record.error is not None and record.error.class_ == "ProviderStalledError"
+    assert "the response stream sent nothing for 3 s" in record.error.message
+    assert record.latency_s < budget / 2
+    (event,) = [e for e in record.events if e.type == "model"]
+    assert event.error.startswith("ProviderStalledError") and event.duration_s is None
+    assert record.messages[event.message_index].content == PARTIAL
+    assert left == [], left
+
+
+@needs_claude
+@pytest.mark.parametrize("fault", ["truncate", "non_json"])
+def test_a_reply_the_cli_cannot_use_is_a_provider_error(
+    api_key: str, erp_server: RunningServer, tmp_path: Path, fault: str
+) -> None:
+    model = ScriptedModel([Reply(text=PARTIAL, fault=fault)], all_requests_main=True)
+    with AnthropicFakeServer(model, api_key=api_key) as fake:
+        record = run_question(fake, endpoint(erp_server), tmp_path, "Balance?", timeout=40.0)
+    assert record.termination.reason == "provider_error", record.termination
+    assert record.termination.infrastructure
+    assert "malformed response" in (record.termination.detail or "")
+    failed = [e for e in record.events if e.type == "model" and e.error]
+    assert failed and "malformed response" in failed[-1].error
+    assert wait_no_processes(tmp_path) == []
+
+
+@needs_claude
+def test_an_unknown_stream_event_is_ignored_by_the_cli_and_the_answer_kept(
+    api_key: str, erp_server: RunningServer, tmp_path: Path
+) -> None:
+    """The CLI (not the harness) reads the provider's stream; it skips event types it does not
+    know, as the Messages API's versioning policy asks of clients, and the reply stays whole."""
+    model = ScriptedModel([Reply(text="The balance is 12.00 USD.", fault="unknown_event")])
+    with AnthropicFakeServer(model, api_key=api_key) as fake:
+        record = run_question(fake, endpoint(erp_server), tmp_path, "Balance?", timeout=40.0)
+    assert record.status == Status.ok, record.termination
+    assert record.answer == "The balance is 12.00 USD."
+    assert wait_no_processes(tmp_path) == []
 
 
 STDIO_MCP_SERVER = textwrap.dedent(
@@ -565,13 +678,13 @@ def test_stdio_erp_child_is_ended_with_the_cli_at_the_deadline(
     erp = ErpEndpoint(
         url="http://127.0.0.1:9/unused", stdio_command=(sys.executable, str(server_script))
     )
-    with AnthropicFakeServer(stalling_model(), api_key=api_key) as fake:
+    with AnthropicFakeServer(slow_model(), api_key=api_key) as fake:
         record = run_question(
             fake, erp, work_dir, "Balance?", timeout=8.0, extra={"erp_transport": "stdio"}
         )
         left = wait_no_processes(tmp_path, timeout=3.0)  # the MCP child names the script path
     assert record.status == Status.timeout, record.error
-    assert record.answer == PARTIAL
+    assert record.answer.startswith(PARTIAL)
     assert [(c.name, c.output) for c in record.tool_calls] == [
         ("mcp__erp__erp_info", '{"today": "2026-03-02"}')
     ]
@@ -838,7 +951,9 @@ def test_stubborn_cli_and_its_children_are_killed(
     env = AgentEnvironment(
         erp=ErpEndpoint(url="http://127.0.0.1:9/mcp"), instructions="I", work_dir=str(work_dir)
     )
-    config = RunConfig(harness="claude", retries=0, progress=False)
+    # The stand-in falls silent mid-message and ignores SIGTERM: silence is allowed here (a stall
+    # bound past the budget) so that the deadline, not the stall watchdog, ends it.
+    config = RunConfig(harness="claude", retries=0, progress=False, stall_timeout=60)
     started = time.monotonic()
     record = asyncio.run(QuestionRunner(harness, env, config).run(question("q", budget), 0))
     elapsed = time.monotonic() - started
@@ -849,3 +964,23 @@ def test_stubborn_cli_and_its_children_are_killed(
         assert record.extra["cli_exit_forced"] is True
         assert elapsed < budget  # the result was kept without waiting for the deadline
     assert wait_no_processes(tmp_path, timeout=3.0) == []
+
+
+def test_scratch_folders_of_dead_processes_are_swept_and_live_ones_kept(tmp_path: Path) -> None:
+    from harnesses._claude_cli import OWNER_FILE, sweep_stale_scratch
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    folders = {name: tmp_path / f"claude-{name}-0-x" for name in ("dead", "mine", "old", "new")}
+    for folder in folders.values():
+        folder.mkdir()
+        (folder / "home").mkdir()
+    (folders["dead"] / OWNER_FILE).write_text(str(dead.pid))
+    (folders["mine"] / OWNER_FILE).write_text(str(os.getpid()))
+    os.utime(folders["old"], (time.time() - 3600, time.time() - 3600))  # no owner, an hour old
+    other = tmp_path / "claude_streams"
+    other.mkdir()
+    removed = sweep_stale_scratch(tmp_path)
+    assert sorted(p.name for p in removed) == ["claude-dead-0-x", "claude-old-0-x"]
+    assert folders["mine"].exists() and folders["new"].exists() and other.exists()
+    assert sweep_stale_scratch(tmp_path) == [], "once per folder and process"

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from harnesses._pricing import estimate_cost
 from harnesses._protocol import TrajectoryDraft
 from harnesses._stream_json import UNFINISHED_TOOL_OUTPUT, StreamParser, tool_server
 
@@ -126,7 +127,10 @@ def test_timeout_stream_keeps_partial_answer_tool_calls_and_usage() -> None:
     ]
     assert draft.usage.input_tokens == sum(usage["input_tokens"] for usage in starts)
     assert draft.usage.output_tokens > 0
-    assert draft.cost_usd is None  # the CLI never reported a cost: unknown, not zero
+    # The CLI never reported a cost: the price table's estimate of the tokens so far (never 0),
+    # marked as an estimate (the runner's --max-cost-usd reads it while the CLI works).
+    assert draft.cost_usd == estimate_cost("claude-sonnet-4-5", draft.usage) > 0
+    assert draft.extra["cost_estimated"] is True
     assert draft.turns == 2
 
 
@@ -415,7 +419,10 @@ def test_thinking_retries_and_start_up_are_captured() -> None:
     for line in [lines[0], json.dumps(retry), json.dumps(thinking), *lines[1:]]:
         parser.feed_line(line)
     parser.finish()
-    first = next(e for e in draft.events if e.type == "model")
-    assert first.retries == 1
+    failed, first = [e for e in draft.events if e.type == "model"][:2]
+    # The failed attempt has its own event (error and status); the one that answered counts it.
+    assert (failed.error, failed.status_code) == ("API HTTP 529 (overloaded)", 529)
+    assert failed.message_index is None and failed.duration_s is not None
+    assert first.retries == 1 and first.error is None
     assert draft.messages[0].reasoning == "C1 first."
     assert draft.excluded_s >= 1.5 + 0.05  # the retry wait and the start-up

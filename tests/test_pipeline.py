@@ -75,8 +75,8 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
                 "claude-haiku-4-5",
                 "--reasoning-effort",
                 "low",
-                "--harness-opt",
-                "max_turns=20",
+                "--max-turns",  # a sample limit: the runner's flag, which every harness honours
+                "20",
             ],
         ),
         ("mypkg.agents:MyAgent,model=m1", ["--harness", "mypkg.agents:MyAgent", "--model", "m1"]),

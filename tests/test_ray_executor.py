@@ -440,9 +440,10 @@ def test_ctrl_c_cancels_the_remote_tasks_and_leaves_no_process(
             process.kill()
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "resume" in stderr
-    manifest = RunManifest.model_validate_json((out / MANIFEST_FILE).read_text())
-    assert manifest.interrupted and manifest.finished_at is not None
-    assert read_trajectories(out / TRAJECTORIES_FILE) == [], "cancelled questions are not recorded"
+    # Cancelled questions are not recorded; a run folder this start made and that holds no record
+    # is removed again (a run folder exists only once a record is in it).
+    assert not out.exists(), sorted(p.name for p in out.iterdir())
+    assert "nothing was recorded" in stderr
     children = [int(path.read_text()) for path in signals.glob("pid-*")]
     deadline = time.monotonic() + 30
     while any(_running(pid) for pid in children):
@@ -457,3 +458,85 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _replay_fields(path: Path) -> dict[tuple[str, int], tuple]:
+    """What a seeded faulty run must replay: the ending, the answer and every tool call (name,
+    arguments, error flag, output), with the run's own ERP host:port masked."""
+    return {
+        (r.question_id, r.trial): (
+            r.termination.reason,
+            LOCAL_SERVER.sub("http://ERP", r.answer),
+            [
+                (c.name, c.arguments, c.is_error, LOCAL_SERVER.sub("http://ERP", c.output))
+                for c in r.tool_calls
+            ],
+        )
+        for r in read_trajectories(path)
+    }
+
+
+@RAY_CLUSTER
+def test_ray_workers_inject_the_faults_the_manifest_records_and_replay_them(
+    ray_driver, erp_db_url, tmp_path: Path
+) -> None:
+    """Issue 26: on Ray the workers' own ERP servers used to start without the fault settings.
+    Now the same seed gives the same faults on the same calls as a local run."""
+    dataset = REPO_ROOT / "datasets" / "obligations.yaml"
+    common = {
+        "dataset": dataset,
+        "harness": "scripted",
+        "limit": 12,
+        "erp_db": erp_db_url,
+        "erp_fault_rate": 0.3,
+        "erp_fault_seed": 7,
+        "progress": False,
+    }
+    run(RunConfig(**common, out=tmp_path / "local", concurrency=5), log=lambda _: None)
+    on_ray = RunConfig(**common, out=tmp_path / "ray", concurrency=2, executor="ray")
+    run(on_ray, log=lambda _: None)
+    local = _replay_fields(tmp_path / "local" / TRAJECTORIES_FILE)
+    remote = _replay_fields(tmp_path / "ray" / TRAJECTORIES_FILE)
+    assert len(local) == 12 and remote == local
+    faults = [c for fields in remote.values() for c in fields[2] if c[3].startswith("TRANSIENT")]
+    assert faults, "the workers' servers injected faults"
+    manifest = RunManifest.model_validate_json((tmp_path / "ray" / MANIFEST_FILE).read_text())
+    assert manifest.config["erp_fault_rate"] == 0.3 and manifest.config["erp_fault_seed"] == 7
+    # A second start on the same (reused) workers replays the same faults again.
+    again = on_ray.model_copy(update={"out": tmp_path / "ray-again"})
+    run(again, log=lambda _: None)
+    assert _replay_fields(tmp_path / "ray-again" / TRAJECTORIES_FILE) == local
+
+
+@RAY_CLUSTER
+def test_a_cluster_that_wants_a_token_is_named_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver without the cluster's token: one line naming token authentication (instantly
+    where grpcio is installed, e.g. ray[default]; else after Ray's own 20 s connect timeout),
+    not Ray's retry log and "start a cluster"."""
+    cluster_home, driver_home = tmp_path / "cluster-home", tmp_path / "driver-home"
+    cluster_home.mkdir()
+    driver_home.mkdir()
+    for name, value in {
+        "HOME": str(cluster_home),
+        "RAY_AUTH_MODE": "token",
+        **LOOPBACK_ENV,
+    }.items():
+        monkeypatch.setenv(name, value)  # the cluster's environment (restored after the test)
+    ray_cli = Path(sys.executable).with_name("ray")
+    subprocess.run([str(ray_cli), "get-auth-token", "--generate"], check=True, timeout=60)
+    with local_ray_cluster(cpus=1) as cluster:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+        env["HOME"] = str(driver_home)
+        dataset = numbered_dataset(tmp_path / "ds.yaml", 1)
+        command = [sys.executable, "-m", "harnesses.run", "--dataset", str(dataset)]
+        command += ["--harness", f"{PLUGINS}:InstantHarness", "--out", str(tmp_path / "r")]
+        command += ["--executor", "ray", "--ray-address", cluster.address, "--no-progress"]
+        done = subprocess.run(
+            command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180
+        )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(lines) == 1 and "token" in lines[0] and "ray get-auth-token" in lines[0], lines
+    assert not (tmp_path / "r").exists()

@@ -145,6 +145,20 @@ class BlockingHarness(InstantHarness):
         return AgentOutcome(answer="answered after blocking")
 
 
+class SyncCallsHarness(InstantHarness):
+    """Makes ``calls`` synchronous "SDK calls" of ``call_s`` each (``time.sleep``), recording a
+    tool call for each, then answers: a plug-in written against a blocking client."""
+
+    name = "sync-calls"
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        calls = int(self.options.extra.get("calls", "4"))
+        for number in range(calls):
+            time.sleep(float(self.options.extra.get("call_s", "0.25")))
+            draft.add_tool_call("sync_call", {"n": number}, "ok")
+        return AgentOutcome(answer=f"Answer to {task.question_id} after {calls} blocking calls.")
+
+
 class EmptyHarness(InstantHarness):
     """Finishes on its own without writing any answer (an agent failure, not infrastructure)."""
 
@@ -279,3 +293,30 @@ def test_trial_keys_are_ascii_header_values_the_claude_cli_does_not_expand() -> 
     assert trial_key("obl-other-001", 0) == "obl-other-001#0"
     assert trial_key("a b#${X}é", 2) == "a%20b%23%24%7BX%7D%C3%A9#2"
     assert trial_key("q#1", 0) != trial_key("q", 10)  # the id's own # cannot collide
+
+
+def test_a_blocking_plugin_gets_the_same_verdicts_at_any_concurrency(erp_server, tmp_path):
+    """Each question of a plug-in runs on an event loop (and thread) of its own: one question's
+    blocking calls never eat another's budget."""
+    from harnesses._runner import TRAJECTORIES_FILE, RunConfig, read_trajectories, run
+
+    dataset = numbered_dataset(tmp_path / "ds.yaml", 10, snapshot_of(erp_server.db_url))
+    verdicts = {}
+    for concurrency in (1, 5):
+        out = tmp_path / f"run-{concurrency}"
+        config = RunConfig(
+            dataset=dataset,
+            harness="tests.test_runner_plugins:SyncCallsHarness",
+            harness_opts={"calls": "4", "call_s": "0.25"},  # 1 s of blocking work
+            erp_url=erp_server.url,
+            out=out,
+            timeout=4.0,  # serialised, 5 questions would need 5 s
+            concurrency=concurrency,
+            progress=False,
+        )
+        run(config, log=lambda _: None)
+        records = read_trajectories(out / TRAJECTORIES_FILE)
+        verdicts[concurrency] = sorted((r.question_id, r.termination.reason) for r in records)
+        assert all(len(r.tool_calls) == 4 for r in records)
+    assert verdicts[1] == verdicts[5]
+    assert {reason for _, reason in verdicts[5]} == {"completed"}

@@ -109,3 +109,50 @@ def test_infrastructure_failures_are_not_judged_and_empty_answers_score_zero(tmp
     assert accuracy.loc["q2", "status"] == "scored" and accuracy.loc["q2", "score"] == 0.0
     # Out of the denominator: the mean over scored rows is (1 + 0) / 2, not (1 + 0 + 0) / 3.
     assert accuracy["score"].mean() == pytest.approx(0.5)
+
+
+def _summary(run_dir: Path, capsys) -> tuple[dict, list[str]]:
+    import json
+
+    from judge.summary import main as summary_main
+
+    capsys.readouterr()
+    assert summary_main([str(run_dir), "--json"]) == 0
+    captured = capsys.readouterr()
+    return json.loads(captured.out)["rules"], captured.err.strip().splitlines()
+
+
+def test_summary_leaves_out_and_names_stale_scores(tmp_path, capsys) -> None:
+    questions = _questions()
+    run_dir = write_run(tmp_path / "run", questions, [trajectory(q.id, RIGHT) for q in questions])
+    run_judge(JudgeRunConfig(run_dir=run_dir, progress=False))
+    fresh, warnings = _summary(run_dir, capsys)
+    assert (fresh["records"], fresh["stale"], warnings) == (3, 0, [])
+
+    wrong = "The open balance is USD 99.00."
+    _rewrite(run_dir, [trajectory("q0", wrong), *[trajectory(q.id, RIGHT) for q in questions[1:]]])
+    summary, warnings = _summary(run_dir, capsys)
+    assert summary["stale"] == 1 and summary["records"] == 2, "the stale score is not averaged"
+    (warning,) = warnings
+    assert "1 score(s) are stale" in warning and "the analysis refuses them" in warning
+    assert f"python -m judge.run {run_dir}" in warning
+
+
+def test_a_cut_trajectory_line_drops_its_score_in_judge_run_and_summary(tmp_path, capsys) -> None:
+    questions = _questions()
+    run_dir = write_run(tmp_path / "run", questions, [trajectory(q.id, RIGHT) for q in questions])
+    run_judge(JudgeRunConfig(run_dir=run_dir, progress=False))
+    path = run_dir / "trajectories.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 40])  # a kill -9 mid-write: the last line is cut
+
+    summary, warnings = _summary(run_dir, capsys)
+    assert summary["orphaned"] == 1 and summary["records"] == 2
+    assert summary["unreadable_trajectory_lines"] == 1
+    assert any("line 3" in w and "analysis refuses" in w for w in warnings), warnings
+    assert any("belong to no readable record" in w for w in warnings), warnings
+
+    again = run_judge(JudgeRunConfig(run_dir=run_dir, progress=False))
+    kept, _ = read_scores(again.scores_path)
+    assert sorted(r.question_id for r in kept) == ["q0", "q1"], "the unreadable one's score goes"
+    assert any("cannot be read" in w for w in again.warnings), again.warnings

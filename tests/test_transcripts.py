@@ -77,12 +77,15 @@ async def test_openai_turns_reasoning_retries_and_request_ids(erp_server):
     ]
     assert record.messages[1].reasoning == "The ERP's date decides the aging."
     assert [t.index for t in record.messages[1].tool_calls] == [0]
-    first, second = model_events(record)
-    assert (first.message_index, second.message_index) == (1, 3)
+    # Every API attempt has its event: the rate-limited one too, with its error and status.
+    first, limited, second = model_events(record)
+    assert (first.message_index, limited.message_index, second.message_index) == (1, None, 3)
     assert (first.retries, second.retries) == (0, 1)
+    assert limited.status_code == 429 and "Rate limit reached" in limited.error
+    assert first.error is None and second.error is None
     assert first.request_id.startswith("req_") and first.request_id != second.request_id
     assert first.usage.input_tokens == 100 and first.model == "gpt-5.2"
-    assert [e.type for e in record.events] == ["model", "tool", "model"]
+    assert [e.type for e in record.events] == ["model", "tool", "model", "model"]
     assert_linked(record)
     # the 0.3 s Retry-After wait is not working time
     assert record.working_time_s <= record.latency_s - 0.3 + 1e-3
@@ -96,6 +99,7 @@ async def test_openai_failed_call_still_has_its_event(erp_server):
     assert record.status == Status.error
     (event,) = model_events(record)
     assert event.error.startswith("BadRequestError") and "unsupported parameter" in event.error
+    assert event.status_code == 400
     assert event.message_index is None and event.duration_s is not None
 
 
@@ -149,4 +153,13 @@ async def test_scripted_agent_transcript(erp_server):
     assert record.messages[-1].content == record.answer
     assert model_events(record) == []  # no model behind it
     assert len([m for m in record.messages if m.role == "tool"]) == len(record.tool_calls) > 0
+    assert_linked(record)
+
+
+async def test_a_plugin_record_starts_with_its_question_turn(erp_server):
+    from tests.test_runner_plugins import InstantHarness
+
+    record = await run_question(InstantHarness(HarnessOptions()), erp_server)
+    assert record.messages[0].role == "user" and record.messages[0].content == QUERY
+    assert [m.role for m in record.messages] == ["user", "tool"]
     assert_linked(record)

@@ -231,3 +231,29 @@ def test_the_shipped_research_sets_are_answered_right_on_the_default_world(tmp_p
         scores = _accuracy(run_dir, dataset, erp)
         wrong = {qid: score for qid, score in scores.items() if score != 1.0}
         assert len(scores) == len(load_dataset(dataset).items) and not wrong, wrong
+
+
+def test_a_start_refused_by_the_world_leaves_no_run_folder_and_a_run_keeps_its_log(
+    entity_set: Path, world: Path, erp_db_url: str, tmp_path: Path
+) -> None:
+    """The world server logs outside the run folder until the run goes ahead (as the ERP's)."""
+    import yaml
+
+    from harnesses import RunConfig
+    from harnesses._run_config import RunConfigError
+    from harnesses._runner import run
+
+    data = yaml.safe_load(entity_set.read_text())
+    data["header"]["world_snapshot_hash"] = "0" * 64
+    other = tmp_path / "other-world.yaml"
+    other.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp_path / "refused"
+    config = RunConfig(
+        dataset=other, erp_db=erp_db_url, world_db=f"sqlite:///{world}", out=out, progress=False
+    )
+    with pytest.raises(RunConfigError, match="keyed on world"):
+        run(config, log=lambda _m: None)
+    assert not out.exists()
+    kept = tmp_path / "kept"
+    run(config.model_copy(update={"dataset": entity_set, "out": kept, "limit": 2}), log=print)
+    assert (kept / "world_mcp.log").exists() and (kept / "erp_mcp.log").exists()

@@ -39,7 +39,7 @@ class DatasetError(ValueError):
     def __init__(self, source: str, problems: list[str]):
         self.source = source
         self.problems = problems
-        shown = "; ".join(problems[:5])
+        shown = "; ".join(problem.removeprefix(f"{source}: ") for problem in problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         super().__init__(f"{source}: {shown}{more}")
 

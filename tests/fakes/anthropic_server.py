@@ -19,13 +19,18 @@ conversations may run at once (one script serves them all)::
         env = {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "k"}
 
 A :class:`Reply` may stall (``stall_s``) before or in the middle of its stream, to test deadlines;
-stalls end early when the server is closed or the client hangs up.
+stalls end early when the server is closed or the client hangs up. It may also break the protocol
+(``fault``): ``hang`` (accept the request, send nothing, not even headers), ``truncate`` (end the
+stream before ``message_stop``), ``non_json`` (a 200 whose body is an HTML page) or
+``unknown_event`` (an event type the Messages API does not have); and ``trickle_s`` streams it
+slowly (a live model that types, never silent longer than that).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import socket
 import threading
 import time
 import uuid
@@ -34,6 +39,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.fakes._sockets import hang_up
 
 MAIN_LOOP_MARKER = "mcp__"
 """A request whose tool list has a tool starting with this is the agent's main loop."""
@@ -71,6 +78,15 @@ class Reply:
     ``(529, "overloaded_error")``."""
     stop_reason: str | None = None
     """Overrides the natural stop reason (``tool_use`` when tools are used, else ``end_turn``)."""
+    fault: str | None = None
+    """Break the protocol: ``hang``, ``truncate``, ``non_json`` or ``unknown_event``."""
+    trickle_s: float = 0.0
+    """When streaming, wait this long before every event and send text a few characters at a
+    time: a slow model that is alive."""
+
+
+FAULTS = frozenset({"hang", "truncate", "non_json", "unknown_event"})
+NON_JSON_BODY = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
 
 
 Script = list[Reply] | Callable[[dict[str, Any], int], Reply]
@@ -179,6 +195,8 @@ class _HTTPServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _HTTPServer
+    _trickle_s = 0.0
+    _piece_size = 40
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         return
@@ -216,6 +234,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.send_header("request-id", f"req_{uuid.uuid4().hex[:24]}")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_raw(self, status: int, content_type: str, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
@@ -296,6 +321,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(400, "invalid_request_error", f"scripted model failed: {error!r}")
             return
         record.main_loop = main
+        if reply.fault is not None and reply.fault not in FAULTS:
+            raise ValueError(f"unknown fault {reply.fault!r}; choose from {sorted(FAULTS)}")
+        if reply.fault == "hang":
+            self.fake.hang(self.connection)
+            self.close_connection = True
+            return
+        if reply.fault == "non_json":
+            self._send_raw(200, "text/html", NON_JSON_BODY)
+            return
         if reply.http_error:
             status, kind = reply.http_error
             self._send_error(status, kind, f"scripted {kind}")
@@ -306,6 +340,9 @@ class _Handler(BaseHTTPRequestHandler):
         message = self.fake.build_message(body, reply)
         if body.get("stream"):
             self._stream(message, reply)
+        elif reply.fault == "truncate":  # a body cut mid-JSON (its length says so)
+            data = json.dumps(message).encode()
+            self._send_raw(200, "application/json", data[: len(data) // 2])
         else:
             self._send_json(200, message)
 
@@ -316,6 +353,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _event(self, kind: str, payload: dict[str, Any]) -> None:
+        if self._trickle_s and self.fake.stall(self._trickle_s):
+            raise BrokenPipeError("the server is closing")
         self._chunk(f"event: {kind}\ndata: {json.dumps(payload)}\n\n".encode())
 
     def _stream(self, message: dict[str, Any], reply: Reply) -> None:
@@ -331,16 +370,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _stream_events(self, message: dict[str, Any], reply: Reply) -> None:
+        self._trickle_s = reply.trickle_s
+        self._piece_size = 4 if reply.trickle_s else 40
         start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
         start["usage"] = {**message["usage"], "output_tokens": 1}
         self._event("message_start", {"type": "message_start", "message": start})
         self._event("ping", {"type": "ping"})
+        if reply.fault == "unknown_event":
+            self._event("surprise_event", {"type": "surprise_event", "detail": "not in the API"})
         for index, block in enumerate(message["content"]):
             stall = block["type"] == "text" and reply.stall_after_text and reply.stall_s > 0
-            self._stream_block(index, block, stop=not stall)
+            cut = block["type"] == "text" and reply.fault == "truncate"
+            self._stream_block(index, block, stop=not (stall or cut))
             if stall:  # the text is typed but its block never closes: a half-written message
                 self.fake.stall(reply.stall_s)
                 self.close_connection = True
+                return
+            if cut:  # the body ends cleanly, but the message never did
+                self._chunk(b"")
                 return
         self._event(
             "message_delta",
@@ -357,12 +404,15 @@ class _Handler(BaseHTTPRequestHandler):
         kind = block["type"]
         if kind == "text":
             first = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
+            deltas = [
+                {"type": "text_delta", "text": piece}
+                for piece in _pieces(block["text"], self._piece_size)
+            ]
         elif kind == "thinking":
             first = {"type": "thinking", "thinking": "", "signature": ""}
             deltas = [
                 {"type": "thinking_delta", "thinking": piece}
-                for piece in _pieces(block["thinking"])
+                for piece in _pieces(block["thinking"], self._piece_size)
             ]
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
         elif kind == "web_search_tool_result":
@@ -455,6 +505,11 @@ class AnthropicFakeServer:
     def stall(self, seconds: float) -> bool:
         """Sleep up to ``seconds``; True when the server is closing (the caller should give up)."""
         return self._closing.wait(seconds)
+
+    def hang(self, connection: socket.socket) -> None:
+        """Send nothing until the client hangs up or the server closes (a provider that accepted
+        the connection and then went silent)."""
+        hang_up(connection, self._closing)
 
     def _web_search_blocks(self, body: dict[str, Any], serial: int) -> list[dict[str, Any]]:
         prompt = (

@@ -6,12 +6,19 @@ It speaks the real wire formats the OpenAI SDK uses:
   ``web_search_call``, ``reasoning`` and ``message`` output items with ``url_citation`` annotations,
   ``usage`` with cached and reasoning token details, ``previous_response_id`` state, and streaming
   (``stream: true`` -> server-sent events ending in ``response.completed``).
-- ``POST /v1/chat/completions`` (Chat Completions): assistant messages with ``tool_calls``, usage.
+- ``POST /v1/chat/completions`` (Chat Completions): assistant messages with ``tool_calls``, usage,
+  and streaming (``chat.completion.chunk`` deltas, a usage chunk with ``stream_options``,
+  ``data: [DONE]``).
 - ``GET`` of any path registered in ``pages`` (for URL-fetch tools).
 
 Like the real service it rejects (HTTP 400) function tools without ``parameters`` or ``strict``, an
 unknown ``previous_response_id``, a function call left without its ``function_call_output`` and a
 chat tool call without its ``tool`` message. A missing or wrong bearer key gets 401.
+
+A :class:`Turn` may also break the protocol (``fault``): ``hang`` (accept the request and send
+nothing, not even headers), ``truncate`` (end a stream before its final event, or cut a JSON body),
+``non_json`` (a 200 whose body is an HTML page) or ``unknown_event`` (a stream event type the API
+does not have); ``trickle_s`` streams a reply slowly (a live model, never silent longer than that).
 
 The model is a script: a list of :class:`Turn` (played in order) or a callable
 ``(ModelRequest) -> Turn`` that can read the tool outputs it was sent and chain on them. Every
@@ -32,6 +39,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fakes._sockets import hang_up
 
 
 @dataclass
@@ -86,6 +95,14 @@ class Turn:
     error_message: str = "scripted failure"
     retry_after_ms: int | None = 20
     incomplete_reason: str | None = None
+    fault: str | None = None
+    """Break the protocol: ``hang``, ``truncate``, ``non_json`` or ``unknown_event``."""
+    trickle_s: float = 0.0
+    """When streaming, wait this long before every event and send text a word at a time."""
+
+
+FAULTS = frozenset({"hang", "truncate", "non_json", "unknown_event"})
+NON_JSON_BODY = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
 
 
 @dataclass
@@ -125,6 +142,8 @@ class FakeOpenAIServer:
     """GET path (query string ignored) -> (content type, body)."""
     requests: list[RecordedRequest] = field(default_factory=list)
     responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    closing: threading.Event = field(default_factory=threading.Event)
+    """Set when the server shuts down: hangs and trickles end."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _counter: Iterator[int] = field(default_factory=itertools.count)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
@@ -149,6 +168,10 @@ class FakeOpenAIServer:
 
 class BadRequest(Exception):
     pass
+
+
+DONE: dict[str, Any] = {}
+"""Marker for the ``data: [DONE]`` line that ends a chat-completions stream."""
 
 
 def _check_function_tools(tools: list[dict[str, Any]]) -> None:
@@ -291,11 +314,15 @@ def responses_body(state: FakeOpenAIServer, body: dict[str, Any], turn: Turn) ->
 
 
 def responses_events(
-    response: dict[str, Any], stall_after_text_s: float = 0.0
+    response: dict[str, Any], stall_after_text_s: float = 0.0, fault: str | None = None
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The server-sent events of a streamed response, in the order the real service sends them."""
+    """The server-sent events of a streamed response, in the order the real service sends them
+    (``fault``: ``unknown_event`` adds an event type the API does not have, ``truncate`` stops
+    before the final event)."""
     shell = dict(response, status="in_progress", output=[], usage=None)
     yield "response.created", {"response": shell}
+    if fault == "unknown_event":
+        yield "response.surprise_event", {"detail": "not in the API"}
     for index, item in enumerate(response["output"]):
         added = dict(item, status="in_progress")
         if item["type"] == "message":
@@ -318,7 +345,11 @@ def responses_events(
                     )
             if stall_after_text_s:
                 time.sleep(stall_after_text_s)
+            if fault == "truncate":
+                return
         yield "response.output_item.done", {"output_index": index, "item": item}
+    if fault == "truncate":
+        return
     final = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
     yield final, {"response": response}
 
@@ -379,9 +410,48 @@ def chat_body(state: FakeOpenAIServer, body: dict[str, Any], turn: Turn) -> dict
     }
 
 
+def chat_events(
+    chat: dict[str, Any], fault: str | None = None, stall_after_text_s: float = 0.0
+) -> Iterator[dict[str, Any]]:
+    """The ``chat.completion.chunk`` objects of a streamed chat completion (text a word at a
+    time, each tool call in two argument pieces, then the finish reason and the usage chunk)."""
+    base = {k: chat[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    choice = chat["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
+
+    yield chunk({"role": "assistant", "content": ""})
+    if fault == "unknown_event":
+        yield dict(base, object="chat.completion.surprise", detail="not in the API")
+    if message.get("reasoning_content"):
+        yield chunk({"reasoning_content": message["reasoning_content"]})
+    words = (message.get("content") or "").split(" ")
+    for position, word in enumerate(words if message.get("content") else []):
+        yield chunk({"content": word if position == 0 else " " + word})
+    if stall_after_text_s:
+        time.sleep(stall_after_text_s)
+    if fault == "truncate":
+        return
+    for number, call in enumerate(message.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        head = {"index": number, "id": call["id"], "type": "function"}
+        head["function"] = {"name": call["function"]["name"], "arguments": arguments[:half]}
+        yield chunk({"tool_calls": [head]})
+        yield chunk(
+            {"tool_calls": [{"index": number, "function": {"arguments": arguments[half:]}}]}
+        )
+    yield chunk({}, choice["finish_reason"])
+    yield dict(base, choices=[], usage=chat["usage"])
+
+
 def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        _fault: str | None = None
+        _trickle_s = 0.0
         disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
 
         def log_message(self, format: str, *args: Any) -> None:
@@ -409,10 +479,20 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             record = RecordedRequest("POST", self.path, dict(self.headers.items()), body)
             with state._lock:
                 state.requests.append(record)
+            self._fault, self._trickle_s = None, 0.0  # one handler serves a kept-alive connection
             status, payload, headers, stream = self._answer(body)
             record.status = status
-            if stream is not None:
+            fault = self._fault
+            if fault == "hang":
+                hang_up(self.connection, state.closing)
+                self.close_connection = True
+            elif fault == "non_json":
+                self._send_bytes(200, "text/html", NON_JSON_BODY, headers)
+            elif stream is not None:
                 self._send_events(stream, headers)
+            elif fault == "truncate" and status == 200:
+                data = json.dumps(payload).encode()
+                self._send_bytes(200, "application/json", data[: len(data) // 2], headers)
             else:
                 self._send_json(status, payload, headers)
 
@@ -442,8 +522,14 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     None,
                 )
             turn = state.next_turn(api, body, outputs)
+            if turn.fault is not None and turn.fault not in FAULTS:
+                raise ValueError(f"unknown fault {turn.fault!r}; choose from {sorted(FAULTS)}")
+            self._fault = turn.fault
+            self._trickle_s = turn.trickle_s
+            if turn.fault == "hang":
+                return 200, None, {}, None
             if turn.delay_s:
-                time.sleep(turn.delay_s)
+                state.closing.wait(turn.delay_s)
             if turn.status != 200:
                 headers = {}
                 if turn.retry_after_ms is not None:
@@ -454,10 +540,20 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if api == "responses":
                 payload = responses_body(state, body, turn)
                 if body.get("stream"):
-                    events = responses_events(payload, turn.stall_after_text_s)
+                    events = responses_events(payload, turn.stall_after_text_s, turn.fault)
                     return 200, None, request_id, events
                 return 200, payload, request_id, None
-            return 200, chat_body(state, body, turn), request_id, None
+            payload = chat_body(state, body, turn)
+            if body.get("stream"):
+                with_usage = (body.get("stream_options") or {}).get("include_usage")
+                chunks = (
+                    (None, c)
+                    for c in chat_events(payload, turn.fault, turn.stall_after_text_s)
+                    if with_usage or "usage" not in c
+                )
+                done = [] if turn.fault else [(None, DONE)]
+                return 200, None, request_id, itertools.chain(chunks, done)
+            return 200, payload, request_id, None
 
         def _send_json(
             self, status: int, payload: Any, headers: dict[str, str] | None = None
@@ -489,10 +585,18 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("cache-control", "no-cache")
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
+            trickle = self._trickle_s
             try:
                 for number, (kind, data) in enumerate(events):
-                    payload = dict(data, type=kind, sequence_number=number)
-                    self._chunk(f"event: {kind}\ndata: {json.dumps(payload)}\n\n".encode())
+                    if trickle and state.closing.wait(trickle):
+                        raise BrokenPipeError("the server is closing")
+                    if data is DONE:
+                        self._chunk(b"data: [DONE]\n\n")
+                    elif kind is None:  # chat completions: data lines only
+                        self._chunk(f"data: {json.dumps(data)}\n\n".encode())
+                    else:
+                        payload = dict(data, type=kind, sequence_number=number)
+                        self._chunk(f"event: {kind}\ndata: {json.dumps(payload)}\n\n".encode())
                 self._chunk(b"")
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True
@@ -522,5 +626,6 @@ def serve_openai(
     try:
         yield state
     finally:
+        state.closing.set()
         server.shutdown()
         server.server_close()
