@@ -152,16 +152,16 @@ def score_matches(score: ScoreRecord, trajectory: TrajectoryRecord) -> bool:
 
 
 def load_run_dataset(config: JudgeRunConfig, manifest: RunManifest) -> tuple[Dataset, list[str]]:
-    from ledgerbench.dataset import dataset_hash, load_dataset
+    from ledgerbench.dataset import dataset_hash, find_run_dataset, load_dataset
 
     given = config.dataset or manifest.dataset_path
-    candidates = [Path(given), config.run_dir / given]
-    path = next((p for p in candidates if p.exists()), None)
+    override = Path(config.dataset) if config.dataset else None
+    path = find_run_dataset(manifest.dataset_path, config.run_dir, override)
     if path is None:
         raise JudgeRunError(
             f"dataset {given} not found "
             f"(from {'--dataset' if config.dataset else 'the run manifest'}); "
-            "pass --dataset PATH to the dataset file the run used"
+            "pass --dataset PATH to the dataset file or folder the run used"
         )
     try:
         dataset = load_dataset(path)

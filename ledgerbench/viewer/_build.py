@@ -132,30 +132,29 @@ def load_run(path: Path) -> RunData:
 def _dataset_questions(
     runs: list[RunData], override: Path | None
 ) -> tuple[dict[str, Any], list[str]]:
-    from ledgerbench.dataset import load_dataset
+    from ledgerbench.dataset import find_run_dataset, load_dataset, raw_items
 
     candidates: list[Path] = []
     if override is not None:
-        if not override.is_file():
+        if not override.exists():
             raise ViewerError(
-                f"--dataset {override} does not exist; pass the dataset YAML the runs used"
+                f"--dataset {override} does not exist; pass the dataset file or folder the runs "
+                "used"
             )
         candidates.append(override)
     for run in runs:
         if run.manifest is None:
             continue
-        recorded = Path(run.manifest.dataset_path)
-        for path in (recorded, run.path / recorded, run.path.parent / recorded):
-            if path.is_file() and path not in candidates:
-                candidates.append(path)
-                break
+        path = find_run_dataset(run.manifest.dataset_path, run.path)
+        if path is not None and path not in candidates:
+            candidates.append(path)
     questions: dict[str, Any] = {}
     warnings: list[str] = []
     for path in candidates:
         try:
             items = [item.model_dump(mode="json") for item in load_dataset(path).items]
         except Exception as error:  # a dataset that fails validation can still name its questions
-            items = _raw_items(path)
+            items = raw_items(path)
             if not items:
                 warnings.append(
                     f"dataset {path} could not be read ({error}); questions shown without it"
@@ -167,20 +166,6 @@ def _dataset_questions(
             "no dataset found (pass --dataset): reference answers and scenarios unknown"
         )
     return questions, warnings
-
-
-def _raw_items(path: Path) -> list[dict[str, Any]]:
-    """Items straight from a dataset YAML in our format, without validation."""
-    import yaml
-
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return []
-    items = raw.get("items") if isinstance(raw, dict) else None
-    if not isinstance(items, list):
-        return []
-    return [item for item in items if isinstance(item, dict) and item.get("id")]
 
 
 def _unique_names(paths: list[Path]) -> list[str]:

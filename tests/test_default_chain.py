@@ -1,0 +1,146 @@
+"""The default command chain on the default dataset (the ``datasets/`` folder, not one file).
+
+A newcomer types ``python -m harnesses.run --harness scripted`` without ``--dataset``: the run
+records the folder. Every later stage (judge, viewer, Inspect export, grading packet, analysis)
+must find that folder and carry the reference answers through, as the commands are typed.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harnesses._inspect_log import read_run
+from ledgerbench.dataset import load_dataset
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DATASETS = REPO_ROOT / "datasets"
+# One question of each task type: the default dataset is the whole folder.
+IDS = ["obl-credit-limit-001", "obl-aged-balance-001", "perf-financial-performance-001"]
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    completed = subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed
+
+
+@pytest.fixture(scope="module")
+def chain(erp_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """runs/scripted made with the defaults, judged by the rules judge."""
+    work = tmp_path_factory.mktemp("chain")
+    run = work / "runs" / "scripted"
+    _cli(
+        *("-m", "harnesses.run", "--harness", "scripted", "--ids", ",".join(IDS)),
+        *("--erp-db", erp_db_url, "--out", str(run), "--no-progress"),
+        cwd=work,
+    )
+    _cli("-m", "judge.run", str(run), "--judge", "rules", cwd=work)
+    return run
+
+
+def _references() -> dict[str, str | None]:
+    items = {item.id: item for item in load_dataset(DATASETS).items}
+    return {qid: items[qid].ground_truth for qid in IDS}
+
+
+def test_the_run_records_the_dataset_folder(chain: Path) -> None:
+    manifest = json.loads((chain / "manifest.json").read_text())
+    assert Path(manifest["dataset_path"]) == DATASETS.resolve()
+    assert Path(manifest["dataset_path"]).is_dir()
+
+
+def test_references_reach_the_viewer(chain: Path) -> None:
+    out = chain.parent.parent / "viewer"
+    completed = _cli("-m", "ledgerbench", "view", str(chain), "--out", str(out), cwd=chain.parent)
+    assert "no dataset found" not in completed.stderr
+    page = (out / "index.html").read_text()
+    index = json.loads(
+        re.search(r'id="lb-index">(.*?)</script>', page, re.S).group(1)  # type: ignore[union-attr]
+    )
+    by_id = {q["id"]: q for q in index["questions"]}
+    details = {
+        int(n): json.loads(gzip.decompress(base64.b64decode(blob)))
+        for n, blob in re.findall(r'id="lb-q-(\d+)">([^<]*)</script>', page)
+    }
+    references = _references()
+    for qid in IDS:
+        question = details[by_id[qid]["n"]]["question"]
+        assert question["known"], qid
+        assert question["ground_truth"] == references[qid]
+    assert references["obl-credit-limit-001"], "the obligation questions carry a reference"
+
+
+def test_the_viewer_takes_the_dataset_folder_as_a_flag(chain: Path) -> None:
+    out = chain.parent.parent / "viewer-flag"
+    completed = _cli(
+        *("-m", "ledgerbench", "view", str(chain), "--out", str(out)),
+        *("--dataset", f"{DATASETS}/"),
+        cwd=chain.parent,
+    )
+    assert "warning" not in completed.stderr, completed.stderr
+
+
+def test_references_reach_the_inspect_targets(chain: Path) -> None:
+    contents = read_run(chain)  # what the Inspect export reads its targets from
+    references = _references()
+    assert set(IDS) <= set(contents.questions)
+    for qid in IDS:
+        assert contents.questions[qid].ground_truth == references[qid]
+
+
+def test_the_inspect_log_has_the_targets(chain: Path) -> None:
+    pytest.importorskip(
+        "inspect_ai", reason="inspect-ai not installed (optional extra: pip install '.[inspect]')"
+    )
+    from inspect_ai.log import read_eval_log
+
+    out = chain.parent.parent / "logs" / "scripted.json"
+    _cli("-m", "harnesses.export", str(chain), "--format", "inspect", "--out", str(out), cwd=chain)
+    log = read_eval_log(str(out))
+    references = _references()
+    targets = {sample.id: sample.target for sample in log.samples or []}
+    for qid in IDS:
+        assert targets[qid] == (references[qid] or ""), targets
+
+
+def test_references_reach_the_grading_packet(chain: Path) -> None:
+    out = chain.parent.parent / "packet"
+    _cli(
+        *("-m", "judge.human", "export", str(chain), "--n", "10", "--seed", "1"),
+        *("--out", str(out)),
+        cwd=chain.parent,
+    )
+    page = (out / "packet.html").read_text()
+    packet = json.loads(
+        re.search(r'id="packet-data">(.*?)</script>', page, re.S)  # type: ignore[union-attr]
+        .group(1)
+        .replace("<\\/", "</")
+    )
+    references = _references()
+    shown = {item["question"]: item["reference"] for item in packet["items"]}
+    items = {item.id: item for item in load_dataset(DATASETS).items}
+    assert shown, "the packet holds the run's answers"
+    for qid in IDS:
+        if items[qid].query in shown:
+            assert shown[items[qid].query] == references[qid]
+
+
+def test_the_analysis_knows_the_scenarios(chain: Path) -> None:
+    out = chain.parent.parent / "report"
+    completed = _cli(
+        *("-m", "analysis.compare", str(chain), "--judge", "rules", "--out", str(out)),
+        "--quiet",
+        cwd=chain.parent,
+    )
+    assert "scenarios unknown" not in completed.stdout + completed.stderr
+    assert "scenarios unknown" not in (out / "report.md").read_text()
