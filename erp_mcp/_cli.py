@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import math
 import os
+import socket
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from erp_mcp._middleware import MAX_LATENCY_MS, FaultConfig
 from erp_mcp._tooling import TOOLSETS
+from ledgerbench._cli import OneLineParser
 from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
 
 SERVE_EXAMPLES = """\
@@ -32,7 +35,7 @@ class UsageError(Exception):
 
 
 def _serve_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m erp_mcp",
         description="Serve the synthetic ERP read-only over MCP (stdio or streamable HTTP). "
         "Subcommands: `tools [--json]` prints the tool catalogue; `link URL` prints a "
@@ -117,7 +120,7 @@ def _serve_parser() -> argparse.ArgumentParser:
 
 
 def _tools_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m erp_mcp tools",
         description="Print the tool catalogue (no database needed).",
         epilog="examples:\n  python -m erp_mcp tools\n  python -m erp_mcp tools --json "
@@ -134,7 +137,7 @@ def _tools_parser() -> argparse.ArgumentParser:
 
 
 def _link_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m erp_mcp link",
         description="Print a short-lived signed link to one record page of a token-protected "
         "server, to open in a browser without the token (the token itself never goes in a URL). "
@@ -290,8 +293,37 @@ def _serve(argv: list[str]) -> int:
     import uvicorn
 
     app = http_app(server, [h for h in extra_hosts if h])
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    listening = _bind(args.host, args.port)  # ours before the line below says so
+    print(_start_line(args, token), file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
+    uvicorn.Server(config).run(sockets=[listening])
     return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, or one line saying the address is taken and what to do."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise UsageError(
+                f"port {port} on {host} is already in use (another erp_mcp?); stop that "
+                "server or pass another --port"
+            ) from None
+        reason = error.strerror or error
+        raise UsageError(f"cannot listen on {host}:{port} ({reason}); check --host") from None
+
+
+def _start_line(args: argparse.Namespace, token: str | None) -> str:
+    """Where the server is, how it is reached and how it is protected (never the token)."""
+    host = args.host if ":" not in args.host else f"[{args.host}]"
+    auth = "bearer token" if token else "none"
+    links = _public_url(args)
+    return (
+        f"erp_mcp: serving MCP at http://{host}:{args.port}/mcp (transport: streamable HTTP; "
+        f"auth: {auth}; record links: {links}/erp/...)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

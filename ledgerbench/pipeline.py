@@ -26,6 +26,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ledgerbench._cli import QUIET_STOP_ENV, OneLineParser, Terminated, run_cli
+
 EXAMPLES = """\
 examples:
   ledgerbench                                   # offline demo: scripted agent on a clean ERP vs
@@ -209,12 +211,30 @@ def _run_stage_command(stage: str, command: list[str], console: Console) -> None
     shown = " ".join(_display_arg(arg) for arg in command[1:])
     console.print(f"[dim]$ python {shown}[/dim]")
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
-    completed = subprocess.run(command, env=env)
-    if completed.returncode != 0:
+    env[QUIET_STOP_ENV] = "1"  # a stopped stage leaves the one line to the pipeline
+    process = subprocess.Popen(command, env=env)
+    try:
+        returncode = process.wait()
+    except KeyboardInterrupt as stop:
+        _stop_stage(process, stop)
+        raise
+    if returncode != 0:
         raise PipelineError(
-            f"stage {stage!r} failed (exit {completed.returncode}); re-run it alone with: "
-            f"python {shown}"
+            f"stage {stage!r} failed (exit {returncode}); re-run it alone with: python {shown}"
         )
+
+
+def _stop_stage(process: subprocess.Popen, stop: KeyboardInterrupt) -> None:
+    """Let the stage stop as it would alone: Ctrl-C reached it too (same process group); SIGTERM
+    sent to the pipeline alone is passed on. It gets a minute to write what it has, then is
+    killed."""
+    if isinstance(stop, Terminated) and process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout=60)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        process.kill()
+        process.wait()
 
 
 def _display_arg(arg: str) -> str:
@@ -459,7 +479,7 @@ def _contrast_lines(stats: dict) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="ledgerbench",
         description=(
             "Run the whole LedgerBench pipeline: generate the synthetic ERP, generate obligation "
@@ -602,6 +622,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PipelineError as error:
         print(f"ledgerbench: error: {error}", file=sys.stderr)
         return 1
+    except Terminated:
+        print(
+            "ledgerbench: stopped (SIGTERM); run the same command again to resume", file=sys.stderr
+        )
+        return 143
     except KeyboardInterrupt:
         print("ledgerbench: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
@@ -611,5 +636,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def cli() -> int:
+    """The ``ledgerbench`` command: :func:`main`, stopped in one line (Ctrl-C, SIGTERM, pipe)."""
+    return run_cli(main, "ledgerbench")
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli())
