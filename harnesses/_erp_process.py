@@ -188,17 +188,20 @@ def start_erp_server(
     """Start ``python -m erp_mcp --db URL --transport http`` on a free port with a new token.
 
     ``extra_args`` go to the server as given (e.g. fault injection: ``--error-rate 0.3``).
-    ``record_base_url``: the base of the record URLs the server cites (``--public-url``), instead
-    of its own address (Ray workers cite the driver's server, as a local run would).
+    ``record_base_url``: the base of the record URLs the server cites (``--public-url``); by
+    default the stable :data:`~synthetic_erp.STABLE_RECORD_BASE`, the same in every run, never
+    this server's port (the server resolves the record paths under either name).
     """
+    from synthetic_erp._catalog import STABLE_RECORD_BASE
+
+    record_base_url = record_base_url or STABLE_RECORD_BASE
     port = free_port(host)
     token = secrets.token_urlsafe(24)
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
     env["ERP_MCP_TOKEN"] = token
     args = [sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "http"]
     args += ["--host", host, "--port", str(port), *extra_args]
-    if record_base_url:
-        args += ["--public-url", record_base_url]
+    args += ["--public-url", record_base_url]
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         output = log_path.open("ab")
@@ -221,10 +224,10 @@ def start_erp_server(
         url=f"{base}/mcp",
         token=token,
         public_url=public_url,
-        # Record links over stdio point at this HTTP server, so they stay citable http links.
+        # Record links over stdio use the same stable base, so they stay citable http links.
         stdio_command=(
             *(sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "stdio"),
-            *("--public-url", public_url or base),
+            *("--public-url", record_base_url),
         ),
     )
     server = ErpServerProcess(endpoint=endpoint, db_url=db_url, process=process, log_path=log_path)

@@ -52,6 +52,7 @@ from ledgerbench._ray import (
     sqlite_path,
 )
 from ledgerbench.dataset import Question
+from synthetic_erp._catalog import STABLE_RECORD_BASE
 
 CANCEL_GRACE_S = 5.0
 """After Ctrl-C, how long tasks get to stop on their own before their worker is killed."""
@@ -72,7 +73,7 @@ def worker_erp(ray: Any, erp_url: str | None, erp: ErpInUse) -> WorkerErp:
     if erp_url:
         return WorkerErp(endpoint=erp.endpoint)
     assert erp.db_url is not None
-    base = erp.endpoint.url.removesuffix("/mcp")
+    base = STABLE_RECORD_BASE  # the driver's server cites the same stable links
     path = sqlite_path(erp.db_url)
     if path is not None:
         if not path.is_file():
