@@ -34,6 +34,7 @@ examples:
                                                 # the same agent on an ERP with injected faults
   ledgerbench --workspace runs/pipeline --fresh # redo every stage
   ledgerbench view runs/pipeline/runs/scripted --out runs/viewer   # trajectory viewer (view --help)
+  ledgerbench runs                              # one line per run under runs/ (runs --help)
   ledgerbench --agent openai:gpt-5.2 --agent claude:claude-haiku-4-5,effort=low \\
               --judge openai/gpt-5.2            # two agents compared (needs API keys)
   ledgerbench --agent scripted --agent scripted,faults=0.5,fault_seed=3,label=flaky-erp
@@ -590,6 +591,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ledgerbench.viewer import main as view_main
 
         return view_main(argv[1:])
+    if argv[:1] == ["runs"]:  # subcommand: one line per run
+        from ledgerbench._runs import main as runs_main
+
+        return runs_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     problem = _validate(args)

@@ -61,6 +61,18 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
     assert (report / "stats.json").stat().st_mtime == stats_mtime
     assert len((run_dir / "trajectories.jsonl").read_text().splitlines()) == 25
 
+    # `ledgerbench runs` lists the demo's runs, found under the workspace's runs/ folder.
+    assert main(["runs", str(tmp_path), "--json"]) == 0
+    listed = {run["name"]: run for run in json.loads(capsys.readouterr().out)}
+    assert sorted(listed) == ["ws/runs/scripted", "ws/runs/scripted-faulty-erp"]
+    for run in listed.values():
+        assert run["records"] == 25 and run["finished"]
+        assert run["endings"] == {"completed": 25}
+        assert 0 < run["overall"]["rules"] <= 1
+    assert listed["ws/runs/scripted-faulty-erp"]["overall"]["rules"] < (
+        listed["ws/runs/scripted"]["overall"]["rules"]
+    )
+
 
 @pytest.mark.parametrize(
     ("text", "expected"),
