@@ -338,8 +338,5 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ErpDatabaseError) as error:
         print(f"erp_mcp: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a server stopped by Ctrl-C or SIGTERM ends quietly
         return 130
-    except BrokenPipeError:  # e.g. `python -m erp_mcp tools | head`
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-        return 0

@@ -70,6 +70,7 @@ def run_cli(main: Callable[[Sequence[str] | None], int], prog: str) -> int:
     install_sigterm()
     try:
         code = main(None)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe could only print a warning
     except Terminated:
         _say(f"{prog}: stopped (SIGTERM); what was written so far is kept")
         return EXIT_TERMINATED

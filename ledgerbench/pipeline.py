@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -213,11 +214,22 @@ def _run_stage_command(stage: str, command: list[str], console: Console) -> None
     console.print(f"[dim]$ python {shown}[/dim]")
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
     env[QUIET_STOP_ENV] = "1"  # a stopped stage leaves the one line to the pipeline
-    process = subprocess.Popen(command, env=env)
+    # The stage ignores Ctrl-C (it would reach the whole process group, even mid-import where
+    # Python can only print a traceback): the pipeline passes every stop on as SIGTERM instead.
+    # A stop that lands while Popen forks would leave the stage running unseen: hold the signals
+    # until the stage's process is known (the stage unblocks them for itself).
+    stops = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     try:
+        process = subprocess.Popen(command, env=env, preexec_fn=_ignore_ctrl_c)
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+        raise
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)  # a held stop arrives here
         returncode = process.wait()
-    except KeyboardInterrupt as stop:
-        _stop_stage(process, stop)
+    except KeyboardInterrupt:
+        _stop_stage(process)
         raise
     if returncode != 0:
         raise PipelineError(
@@ -225,11 +237,15 @@ def _run_stage_command(stage: str, command: list[str], console: Console) -> None
         )
 
 
-def _stop_stage(process: subprocess.Popen, stop: KeyboardInterrupt) -> None:
-    """Let the stage stop as it would alone: Ctrl-C reached it too (same process group); SIGTERM
-    sent to the pipeline alone is passed on. It gets a minute to write what it has, then is
-    killed."""
-    if isinstance(stop, Terminated) and process.poll() is None:
+def _ignore_ctrl_c() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _stop_stage(process: subprocess.Popen) -> None:
+    """Stop the stage as SIGTERM stops it alone (it writes what it has, then exits); after a
+    minute, or a second Ctrl-C, it is killed."""
+    if process.poll() is None:
         process.terminate()
     try:
         process.wait(timeout=60)
