@@ -13,6 +13,7 @@ from judge._base import (
 )
 from judge._compare import Comparison, compare_judges, kendalls_w
 from judge._dspy_judge import DspyJudge, judge_slug
+from judge._erp_links import find_erp_links
 from judge._registry import JudgeLoadError, create_judge, judge
 from judge._rules import RULES_BY_ASSERTION, RulesJudge, check_fact, rule_for
 from judge._runner import (
@@ -58,6 +59,7 @@ __all__ = [
     "compare_judges",
     "create_judge",
     "dimension_from_assertions",
+    "find_erp_links",
     "judge",
     "judge_slug",
     "kendalls_w",

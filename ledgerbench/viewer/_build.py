@@ -236,20 +236,54 @@ def _dumps(value: Any) -> bytes:
 
 
 def _detail_json(
-    info: dict[str, Any], runs: list[RunData], per_run: list[list[Record]], output_chars: int | None
+    info: dict[str, Any],
+    runs: list[RunData],
+    per_run: list[list[Record]],
+    output_chars: int | None,
+    links: list[Any],
 ) -> bytes:
     """One question's page data, assembled from the records' JSON text without re-encoding it."""
     parts = [b'{"question":', _dumps(info), b',"runs":[']
-    for n, (run, records) in enumerate(zip(runs, per_run, strict=True)):
+    for n, (run, records, run_links) in enumerate(zip(runs, per_run, links, strict=True)):
         scores = {
             judge: [by_key[r.key] for r in records if r.key in by_key]
             for judge, by_key in run.scores.items()
         }
+        carried = {
+            str(r.key[1]): vars(run_links.trials[r.key])
+            for r in records
+            if r.key in run_links.trials
+        }
         parts += [b"," if n else b"", b'{"records":[']
         parts.append(b",".join(_record_json(r, output_chars) for r in records))
-        parts += [b'],"scores":', _dumps(scores), b"}"]
+        parts += [b'],"scores":', _dumps(scores), b',"linked":', _dumps(carried), b"}"]
     parts.append(b"]}")
     return b"".join(parts)
+
+
+def _carry_linked_items(
+    runs: list[RunData], erp_db: str | None
+) -> tuple[list[Any], dict[str, Any], list[str]]:
+    """Copies of the records (and, later, documents) each answer cites or its tools showed, so
+    every such link opens in the page with the ERP server long gone."""
+    from ledgerbench.linked import LinkedItemStore, RunSources, TrialTexts
+
+    store = LinkedItemStore()
+    links, warnings = [], []
+    for run in runs:
+        trials = []
+        outputs: list[str] = []
+        for record in run.records.values():
+            calls = [str(c.get("output") or "") for c in record.data.get("tool_calls") or []]
+            outputs += calls
+            answer = str(record.data.get("answer") or "")
+            trials.append(TrialTexts(record.key, answer, calls))
+        run_links, run_warnings = store.add_run(
+            RunSources(run.path, run.manifest, outputs, erp_db=erp_db), trials
+        )
+        links.append(run_links)
+        warnings += run_warnings
+    return links, store.used(links), warnings
 
 
 def _pack(raw: bytes) -> str:
@@ -279,6 +313,7 @@ def build_viewer(
     title: str | None = None,
     output_chars: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    erp_db: str | None = None,
 ) -> tuple[Path, list[str]]:
     """Write ``out_dir/index.html`` for the runs; returns its path and warnings."""
     paths = [Path(p) for p in run_dirs]
@@ -296,6 +331,10 @@ def build_viewer(
     items, warnings = _dataset_questions(runs, dataset)
     for run in runs:
         warnings.extend(run.warnings)
+    if progress:
+        progress("copying cited records", 0, 1)
+    run_links, carried, link_warnings = _carry_linked_items(runs, erp_db)
+    warnings += link_warnings
 
     order = {qid: n for n, qid in enumerate(items)}
     grouped: dict[str, list[list[Record]]] = {}
@@ -321,7 +360,7 @@ def build_viewer(
                 ],
             }
         )
-        raw_details.append(_detail_json(info, runs, per_run, output_chars))
+        raw_details.append(_detail_json(info, runs, per_run, output_chars, run_links))
     details = _compress_all(raw_details, progress)
     index = {
         "title": title or f"LedgerBench viewer: {', '.join(run.name for run in runs)}",
@@ -333,7 +372,7 @@ def build_viewer(
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / "index.html"
     temporary = out_dir / ".index.html.tmp"
-    temporary.write_text(_page(index, details), encoding="utf-8")
+    temporary.write_text(_page(index, details, _pack(_dumps(carried))), encoding="utf-8")
     os.replace(temporary, target)
     return target, warnings
 
@@ -366,7 +405,7 @@ def _run_info(run: RunData) -> dict[str, Any]:
     }
 
 
-def _page(index: dict[str, Any], details: list[str]) -> str:
+def _page(index: dict[str, Any], details: list[str], items: str) -> str:
     script = _asset("viewer.js")
     style = _asset("viewer.css")
     csp = "; ".join(
@@ -392,5 +431,6 @@ def _page(index: dict[str, Any], details: list[str]) -> str:
         f"<style>{style}</style>\n</head><body>\n"
         '<main id="app"><noscript>The viewer needs JavaScript.</noscript></main>\n'
         f'<script type="application/json" id="lb-index">{_script_json(index)}</script>\n'
+        f'<script type="application/json" id="lb-items">{items}</script>\n'
         f"{blocks}\n<script>{script}</script>\n</body></html>\n"
     )

@@ -7,6 +7,9 @@
   const STATUSES = ["ok", "timeout", "max_turns", "error", "infra", "missing"];
   const root = document.getElementById("app");
   const detailCache = new Map();
+  let ITEMS = null; // carried copies of cited and read records: id -> item
+  let itemByLink = new Map();
+  let linkAliases = {}; // links of the trial being drawn -> id of their carried copy
   const questionIds = INDEX.questions.map((q) => q.id);
   const questionById = new Map(INDEX.questions.map((q) => [q.id, q]));
 
@@ -53,7 +56,12 @@
     if (last < text.length) out.push(text.slice(last));
     return out;
   }
+  const itemHref = (id) => `#/item/${encodeURIComponent(id)}`;
   function link(url, children, raw) {
+    const carried = linkAliases[url];
+    if (carried) {
+      return el("a", { href: itemHref(carried), class: "carried", title: `${url} (a copy carried in this page: opens offline)` }, children);
+    }
     const href = safeUrl(url);
     if (!href) return raw;
     return el("a", { href, target: "_blank", rel: "noopener noreferrer nofollow" }, children);
@@ -153,20 +161,31 @@
     return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
   }
 
-  async function detail(question) {
-    if (detailCache.has(question.id)) return detailCache.get(question.id);
-    const node = document.getElementById(`lb-q-${question.n}`);
+  async function unpack(id) {
+    const node = document.getElementById(id);
     const bytes = Uint8Array.from(atob(node.textContent.trim()), (c) => c.charCodeAt(0));
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    const value = JSON.parse(await new Response(stream).text());
+    return JSON.parse(await new Response(stream).text());
+  }
+  async function detail(question) {
+    if (detailCache.has(question.id)) return detailCache.get(question.id);
+    const value = await unpack(`lb-q-${question.n}`);
     detailCache.set(question.id, value);
     return value;
+  }
+  async function loadItems() {
+    if (ITEMS === null) {
+      ITEMS = await unpack("lb-items");
+      itemByLink = new Map(Object.entries(ITEMS).map(([id, item]) => [item.link, id]));
+    }
+    return ITEMS;
   }
 
   // ---------------------------------------------------------------- routing
   function parseHash() {
     const hash = decodeURIComponent(location.hash.replace(/^#\/?/, ""));
     if (hash.startsWith("q/")) return { view: "question", id: hash.slice(2) };
+    if (hash.startsWith("item/")) return { view: "item", id: hash.slice(5) };
     const params = new URLSearchParams(location.hash.split("?")[1] || "");
     return { view: "index", params };
   }
@@ -185,6 +204,8 @@
     window.scrollTo(0, 0);
     if (route.view === "question" && questionById.has(route.id)) {
       await renderQuestion(questionById.get(route.id));
+    } else if (route.view === "item") {
+      await renderItem(route.id);
     } else if (route.view === "question") {
       root.append(el("p", { class: "warn" }, `No question ${route.id} in these runs. `,
         el("a", { href: "#/" }, "Back to the index")));
@@ -192,7 +213,8 @@
       renderIndex(route.params);
     }
     // Tests (and anyone scripting the page) wait for this attribute.
-    document.body.setAttribute("data-rendered", route.view === "question" ? `q/${route.id}` : "index");
+    const rendered = { question: `q/${route.id}`, item: `item/${route.id}` }[route.view] || "index";
+    document.body.setAttribute("data-rendered", rendered);
   }
   window.addEventListener("hashchange", render);
 
@@ -320,6 +342,7 @@
     const loading = el("p", { class: "sub" }, "loading…");
     root.append(loading);
     const data = await detail(question);
+    await loadItems();
     loading.remove();
     const q = data.question;
     root.append(el("p", { class: "sub" },
@@ -347,11 +370,19 @@
       column.append(el("p", { class: "sub" }, "This run has no record for the question."));
       return column;
     }
-    for (const record of data.records) column.append(trialBlock(run, record, data.scores));
+    for (const record of data.records) {
+      const linked = (data.linked || {})[String(record.trial)] || null;
+      linkAliases = linked ? linked.aliases : {};
+      try {
+        column.append(trialBlock(run, record, data.scores, linked));
+      } finally {
+        linkAliases = {};
+      }
+    }
     return column;
   }
 
-  function trialBlock(run, record, scores) {
+  function trialBlock(run, record, scores, linked) {
     const block = el("div", { class: "trial" });
     const term = record.termination || {};
     const cell = { s: record.status, r: term.reason, i: term.infrastructure, d: term.detail };
@@ -367,6 +398,7 @@
       fact("model", record.model || "–")));
     block.append(el("h5", {}, "Answer"));
     block.append(record.answer ? el("div", { class: "answer" }, markdown(record.answer)) : el("p", { class: "sub" }, "(no answer)"));
+    if (linked && (linked.cited.length || linked.read.length)) block.append(carriedList(linked));
     for (const judge of Object.keys(scores).sort()) {
       const score = scores[judge].find((s) => s.trial === record.trial);
       if (score) block.append(verdict(judge, score));
@@ -465,6 +497,54 @@
         el("td", {}, ""), el("td", {}, ""), el("td", {}, e.error ? "error" : ""), el("td", {}, "")));
     return el("details", { class: "events" }, el("summary", {}, `Events (${record.events.length})`),
       el("table", {}, el("tr", {}, ["event", "start s", "duration s", "tokens in/out", "retries", "error", "request id"].map((h) => el("th", {}, h))), rows));
+  }
+
+  // ---------------------------------------------------------------- carried copies
+  function itemLink(id) {
+    const item = ITEMS[id];
+    return el("a", { href: itemHref(id), class: "carried" }, item ? item.title : id);
+  }
+  function carriedList(linked) {
+    const more = linked.not_carried ? ` (${linked.not_carried} more not carried)` : "";
+    return el("details", { class: "carried-list" },
+      el("summary", {}, `Records: ${linked.cited.length} cited, ${linked.read.length} read${more}; copies open offline`),
+      linked.cited.length ? el("p", { class: "sub" }, "Cited by the answer:") : null,
+      linked.cited.length ? el("ul", {}, linked.cited.map((id) => el("li", {}, itemLink(id)))) : null,
+      linked.read.length ? el("p", { class: "sub" }, "Shown to the agent by its tools:") : null,
+      linked.read.length ? el("ul", {}, linked.read.map((id) => el("li", {}, itemLink(id)))) : null);
+  }
+  function table(columns, rows) {
+    return el("div", { class: "table-wrap" }, el("table", { class: "md-table item-table" },
+      el("thead", {}, el("tr", {}, columns.map((c) => el("th", {}, c)))),
+      el("tbody", {}, rows.map((row) => el("tr", {}, row.map((v) => el("td", {}, v)))))));
+  }
+  async function renderItem(id) {
+    await loadItems();
+    const item = ITEMS[id];
+    root.append(el("nav", { class: "qnav" }, el("a", { href: "#/", onclick: (e) => {
+      if (history.length > 1) { e.preventDefault(); history.back(); }
+    } }, "← back")));
+    if (!item) {
+      root.append(el("p", { class: "warn" }, `No carried copy ${id} in this page.`));
+      return;
+    }
+    root.append(el("h1", { class: "item-title" }, item.title));
+    root.append(el("p", { class: "sub" }, "Link: ", el("code", {}, item.link)));
+    root.append(el("p", { class: "sub item-source" }, `Copy: ${item.source}`));
+    if (item.body) root.append(el("div", { class: "answer" }, markdown(item.body)));
+    if (item.fields.length) root.append(el("section", { class: "item-fields" }, table(["field", "value"], item.fields)));
+    for (const section of item.sections) {
+      root.append(el("h2", {}, section.title));
+      root.append(section.rows.length ? table(section.columns, section.rows) : el("p", { class: "sub" }, "none"));
+    }
+    if (item.related.length) {
+      root.append(el("h2", {}, "Related"));
+      root.append(el("ul", {}, item.related.map((r) => {
+        const carried = itemByLink.get(r.link);
+        return el("li", {}, carried ? el("a", { href: itemHref(carried), class: "carried" }, r.label) : r.label);
+      })));
+    }
+    document.title = `${item.title} — LedgerBench viewer`;
   }
 
   render();

@@ -1,0 +1,171 @@
+"""Carried copies of what runs link to, so a viewer page or a grading packet opens every link
+offline, with the server stopped, any day later.
+
+A *linked item* is anything an answer cites or a tool output names by a link: ERP records today
+(``https://erp.ledgerbench.test/erp/USMF/customers/SYNCUS-0001``, ``erp://USMF/...``),
+research-world documents next (``https://world.ledgerbench.test/<world>/docs/<doc>``). Each kind
+has a :class:`LinkAdapter` that finds its links in text and copies the items from the run's sources;
+:class:`LinkedItemStore` collects the copies of many runs, each stored once, as plain JSON that
+the pages render with one generic renderer (title, fields, tables, related links, body text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+MAX_READ_PER_TRIAL = 25
+"""Items a trial only read (named in tool outputs, not cited) carried per trial; a listing tool
+can name hundreds, and the cited ones are always carried."""
+
+
+@dataclass
+class LinkedItem:
+    """One carried copy, in the shape every page renders."""
+
+    kind: str
+    """The adapter's kind, e.g. ``erp-record``."""
+    key: str
+    """The item's canonical key within its kind, e.g. ``/erp/USMF/customers/SYNCUS-0001``."""
+    link: str
+    """The stable link the item is cited by."""
+    title: str
+    source: str
+    """Where the copy comes from, e.g. ``ERP snapshot 950bdf278781 (sqlite:///...)``."""
+    fields: list[list[str]] = field(default_factory=list)
+    """``[name, value]`` pairs."""
+    sections: list[dict[str, Any]] = field(default_factory=list)
+    """Tables: ``{"title", "columns", "rows"}`` with rows as lists of strings."""
+    related: list[dict[str, str]] = field(default_factory=list)
+    """``{"label", "link"}``: links to other items (open offline when those are carried too)."""
+    body: str | None = None
+    """Text of a document (markdown), for kinds that have one."""
+
+
+@dataclass
+class RunSources:
+    """What an adapter may read to copy one run's items."""
+
+    run_dir: Path
+    manifest: Any | None
+    """The run's ``RunManifest`` (None when unreadable)."""
+    tool_outputs: list[str]
+    """Every tool output of the run: the copy of last resort is what the agent was shown."""
+    erp_db: str | None = None
+    """An ERP database given by the user instead of the one the manifest names."""
+
+
+class LinkAdapter(Protocol):
+    """One kind of linked item. A second kind (world documents) is one more such class."""
+
+    kind: str
+
+    def find(self, text: str) -> dict[str, str]:
+        """Links of this kind in ``text``: {link as written: item key}."""
+        ...
+
+    def copy(
+        self, run: RunSources, cited: set[str], read: set[str]
+    ) -> tuple[str, dict[str, LinkedItem], list[str]]:
+        """(id of the data the copies come from, {key: copy}, warnings) for the keys the run's
+        answers cite and those its tools only showed; keys it cannot copy are left out."""
+        ...
+
+
+@dataclass
+class TrialLinks:
+    cited: list[str] = field(default_factory=list)
+    """Ids of the items the answer cites, in the order cited."""
+    read: list[str] = field(default_factory=list)
+    """Ids of the items tool outputs named that the answer does not cite."""
+    not_carried: int = 0
+    """Items read beyond :data:`MAX_READ_PER_TRIAL`, or that no source could copy."""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """The trial's links as written (answer and tool outputs) -> the id of their copy."""
+
+
+@dataclass
+class RunLinks:
+    aliases: dict[str, str] = field(default_factory=dict)
+    """Every link as written in the run's answers and tool outputs -> the id of its copy."""
+    trials: dict[tuple[str, int], TrialLinks] = field(default_factory=dict)
+
+
+@dataclass
+class TrialTexts:
+    key: tuple[str, int]
+    """(question id, trial)."""
+    answer: str
+    tool_outputs: Sequence[str]
+
+
+def default_adapters() -> list[LinkAdapter]:
+    from ledgerbench.linked._erp import ErpRecordLinks
+
+    return [ErpRecordLinks()]
+
+
+class LinkedItemStore:
+    """Copies of the items many runs link to; each (kind, source, key) is stored once."""
+
+    def __init__(self, adapters: Iterable[LinkAdapter] | None = None) -> None:
+        self.adapters = list(adapters) if adapters is not None else default_adapters()
+        self.items: dict[str, dict[str, Any]] = {}
+
+    def add_run(self, run: RunSources, trials: Iterable[TrialTexts]) -> tuple[RunLinks, list[str]]:
+        """Find and copy what the run's trials cite and read; returns the run's link map."""
+        trials = list(trials)
+        links = RunLinks()
+        warnings: list[str] = []
+        for adapter in self.adapters:
+            warnings += self._add_kind(adapter, run, trials, links)
+        return links, warnings
+
+    def _add_kind(
+        self, adapter: LinkAdapter, run: RunSources, trials: list[TrialTexts], links: RunLinks
+    ) -> list[str]:
+        found: dict[tuple[str, int], tuple[dict[str, str], dict[str, str]]] = {}
+        for trial in trials:
+            cited = adapter.find(trial.answer)
+            read: dict[str, str] = {}
+            for output in trial.tool_outputs:
+                read.update(adapter.find(output))
+            found[trial.key] = (cited, read)
+        all_cited = {key for cited, _ in found.values() for key in cited.values()}
+        all_read = {key for _, read in found.values() for key in read.values()} - all_cited
+        if not all_cited and not all_read:
+            return []
+        source, copies, warnings = adapter.copy(run, all_cited, all_read)
+        ids = {key: f"{adapter.kind}:{source}:{key}" for key in copies}
+        kept: set[str] = set()
+        for trial_key, (cited, read) in found.items():
+            entry = links.trials.setdefault(trial_key, TrialLinks())
+            cited_ids = list(dict.fromkeys(ids[k] for k in cited.values() if k in ids))
+            read_ids = [i for i in dict.fromkeys(ids[k] for k in read.values() if k in ids)]
+            read_ids = [i for i in read_ids if i not in cited_ids]
+            entry.cited += cited_ids
+            entry.read += read_ids[:MAX_READ_PER_TRIAL]
+            uncopied = {k for k in (*cited.values(), *read.values()) if k not in ids}
+            entry.not_carried += max(0, len(read_ids) - MAX_READ_PER_TRIAL) + len(uncopied)
+            shown = set(entry.cited) | set(entry.read)
+            kept |= shown
+            for text, key in (*cited.items(), *read.items()):
+                if key in ids and ids[key] in shown:
+                    entry.aliases[text] = ids[key]
+                    links.aliases[text] = ids[key]
+        for key, item in copies.items():
+            if ids[key] in kept:
+                self.items.setdefault(ids[key], dict(vars(item)))  # JSON-ready as it is
+        return warnings
+
+    def used(self, runs: Iterable[RunLinks]) -> dict[str, dict[str, Any]]:
+        """The copies the given runs' trials list, by id."""
+        keep = {
+            item
+            for run in runs
+            for trial in run.trials.values()
+            for item in (*trial.cited, *trial.read)
+        }
+        return {item_id: self.items[item_id] for item_id in sorted(keep) if item_id in self.items}
