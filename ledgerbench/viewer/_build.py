@@ -9,6 +9,7 @@ style are pinned by hash in a Content-Security-Policy, so nothing else can run.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import gzip
 import hashlib
@@ -402,6 +403,29 @@ def _run_info(run: RunData) -> dict[str, Any]:
         "records": len(run.records),
         "judges": sorted(run.scores),
         "system_prompt": manifest.system_prompt if manifest else None,
+        "summary": _run_summary(run),
+    }
+
+
+def _run_summary(run: RunData) -> dict[str, Any]:
+    """The index's summary row of a run: Overall per judge, errors, timeouts, cost."""
+    from judge.records import ScoreRecord
+    from ledgerbench._runs import overall_of
+
+    records = [record.data for record in run.records.values()]
+    costs = [r["cost_usd"] for r in records if isinstance(r.get("cost_usd"), int | float)]
+    overall = {}
+    for judge, by_key in run.scores.items():
+        scores = []
+        for score in by_key.values():
+            with contextlib.suppress(ValidationError):  # a line of another format: not counted
+                scores.append(ScoreRecord.model_validate(score))
+        overall[judge] = overall_of(scores)
+    return {
+        "overall": overall,
+        "errors": sum(r["status"] == "error" for r in records),
+        "timeouts": sum(r["termination"]["reason"] == "time_limit" for r in records),
+        "cost_usd": round(sum(costs), 6) if costs else None,
     }
 
 

@@ -230,6 +230,24 @@
     }
     return el("label", {}, box);
   }
+  const DISAGREEMENTS = [
+    ["any", "runs or judges differ"],
+    ["runs", "runs differ"],
+    ["judges", "judges differ"],
+  ];
+  const STEP = 0.25; // one step of the grading scale: a difference worth a look
+  function runsDiffer(question, judge) {
+    const scores = question.cells.map((trials) => meanScore(trials || [], judge)).filter((s) => s !== null);
+    if (scores.length > 1 && Math.max(...scores) - Math.min(...scores) >= STEP) return true;
+    const statuses = new Set(question.cells.map((trials) => statusOf((trials || [])[0])));
+    return statuses.size > 1;
+  }
+  function judgesDiffer(question) {
+    return question.cells.some((trials) => {
+      const scores = INDEX.judges.map((j) => meanScore(trials || [], j)).filter((s) => s !== null);
+      return scores.length > 1 && Math.max(...scores) - Math.min(...scores) >= STEP;
+    });
+  }
   const SCORE_FILTERS = [
     ["lt1", "below 1 in some run"],
     ["lt05", "below 0.5 in some run"],
@@ -258,6 +276,11 @@
         return false;
       }
     }
+    if (filters.dis) {
+      const differ = { runs: () => runsDiffer(question, filters.judge), judges: () => judgesDiffer(question),
+        any: () => runsDiffer(question, filters.judge) || judgesDiffer(question) }[filters.dis];
+      if (differ && !differ()) return false;
+    }
     if (filters.score) {
       const scores = runs.map((n) => meanScore(question.cells[n] || [], filters.judge));
       const known = scores.filter((s) => s !== null);
@@ -274,7 +297,7 @@
   }
 
   function renderIndex(params) {
-    const filters = Object.fromEntries(["type", "scenario", "status", "score", "judge", "run", "q"]
+    const filters = Object.fromEntries(["type", "scenario", "status", "score", "dis", "judge", "run", "q", "sort", "desc"]
       .map((key) => [key, params.get(key) || ""]));
     if (!filters.judge) filters.judge = INDEX.judges[0] || "";
     const update = (key) => (event) => {
@@ -293,6 +316,7 @@
       select("scenario", "scenario", distinct("scenario").map((s) => [s, s]), filters.scenario, update("scenario")),
       select("status", "status", STATUSES.map((s) => [s, s]), filters.status, update("status")),
       select("score", "score", SCORE_FILTERS, filters.score, update("score")),
+      select("dis", "disagreements", DISAGREEMENTS, filters.dis, update("dis")),
       RUNS.length > 1 ? select("run", "in run", RUNS.map((r, n) => [String(n), r.name]), filters.run, update("run")) : null,
       INDEX.judges.length > 1
         ? el("label", {}, el("select", { name: "judge", "aria-label": "judge", onchange: update("judge") },
@@ -304,18 +328,61 @@
     const holder = el("div", { class: "table-wrap" });
     root.append(count, holder);
 
+    const setHash = () => history.replaceState(null, "", filterHash({ ...filters, judge: filters.judge === INDEX.judges[0] ? "" : filters.judge }));
+    function sortBy(column) {
+      filters.desc = filters.sort === column && !filters.desc ? "1" : "";
+      filters.sort = column;
+      setHash();
+      drawTable();
+    }
+    function header(label, column, cls) {
+      const mark = filters.sort === column ? (filters.desc ? " ▼" : " ▲") : "";
+      return el("th", { class: cls, "data-sort": column, title: "sort by this column", onclick: () => sortBy(column) }, `${label}${mark}`);
+    }
     function drawTable() {
-      const shown = INDEX.questions.filter((q) => matches(q, filters));
+      const shown = sortRows(INDEX.questions.filter((q) => matches(q, filters)), filters);
       count.textContent = `${shown.length} of ${INDEX.questions.length} questions shown`;
-      const head = el("tr", {}, el("th", {}, "question"), el("th", {}, "type"), el("th", {}, "scenario"),
-        RUNS.map((run) => el("th", { class: "run-col" }, run.name)));
+      const head = el("tr", {}, header("question", "id"), header("text", "text", "qtext-col"), header("type", "type"),
+        header("scenario", "scenario"), RUNS.map((run, n) => header(run.name, `r${n}`, "run-col")));
+      const summary = el("tr", { class: "summary-row" }, el("td", { colspan: 4 }, "per run"),
+        RUNS.map((run) => el("td", { class: "run-col" }, runSummary(run, filters.judge))));
       const rows = shown.map((q) => el("tr", { "data-qid": q.id },
         el("td", {}, el("a", { href: questionHref(q.id), class: "qlink" }, q.id)),
+        el("td", { class: "qtext" }, q.query || "–"),
         el("td", {}, q.task_type), el("td", {}, q.scenario || "–"),
         q.cells.map((trials) => el("td", { class: "run-col" }, trialSummary(trials, filters.judge)))));
-      holder.replaceChildren(el("table", { class: "index" }, el("thead", {}, head), el("tbody", {}, rows)));
+      holder.replaceChildren(el("table", { class: "index" }, el("thead", {}, head, summary), el("tbody", {}, rows)));
     }
     drawTable();
+  }
+
+  function sortRows(questions, filters) {
+    if (!filters.sort) return questions;
+    const keyOf = (q) => {
+      const column = filters.sort;
+      if (column === "id") return q.id;
+      if (column === "text") return (q.query || "").toLowerCase();
+      if (column === "type") return q.task_type || "";
+      if (column === "scenario") return q.scenario || "";
+      const trials = q.cells[Number(column.slice(1))] || [];
+      const score = meanScore(trials, filters.judge);
+      return score === null ? -1 : score; // unscored sorts below 0
+    };
+    const sign = filters.desc ? -1 : 1;
+    return [...questions].sort((a, b) => {
+      const x = keyOf(a), y = keyOf(b);
+      return (x < y ? -1 : x > y ? 1 : a.n - b.n) * sign;
+    });
+  }
+  function runSummary(run, judge) {
+    const s = run.summary;
+    const overall = s.overall[judge];
+    return el("div", { class: "cell run-summary" },
+      el("span", { class: `num score ${scoreClass(overall ?? null)}`, title: `Overall (judge ${judge || "none"})` },
+        overall === null || overall === undefined ? "unscored" : `Overall ${fmt(overall)}`),
+      el("span", { class: "num" }, `${s.errors} errors`),
+      el("span", { class: "num" }, `${s.timeouts} timeouts`),
+      el("span", { class: "num" }, s.cost_usd === null ? "cost –" : `$${fmt(s.cost_usd, 2)}`));
   }
 
   function trialSummary(trials, judge) {
