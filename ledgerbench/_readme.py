@@ -53,10 +53,11 @@ def readme_headline(readme: str | None = None) -> list[str]:
 
 
 def demo_headline(stdout: str) -> list[str]:
-    """The headline of a demo run: its stdout from ``Report:`` up to the ``Done in`` line."""
+    """The headline of a demo run: its stdout from the last ``Report:`` line (the report stage
+    prints one of its own before) up to the ``Done in`` line."""
     lines = stdout.splitlines()
-    start = next(n for n, line in enumerate(lines) if line.startswith("Report: "))
     end = next(n for n, line in enumerate(lines) if line.startswith("Done in "))
+    start = max(n for n, line in enumerate(lines[:end]) if line.startswith("Report: "))
     return lines[start:end]
 
 

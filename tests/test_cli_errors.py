@@ -349,6 +349,7 @@ def _run_signalled(args: list[str], cwd: str, case: Case) -> tuple[int, str, str
     return process.returncode, out.decode(), (after + rest).decode(errors="replace")
 
 
+@pytest.mark.filterwarnings("ignore:.*found in sys.modules after import:RuntimeWarning")
 @pytest.mark.parametrize("name", _params())
 def test_each_error_is_one_line_with_a_non_zero_exit(
     name: str, places: dict[str, str], capfd, monkeypatch

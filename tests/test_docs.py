@@ -138,3 +138,20 @@ def test_the_readme_says_where_the_published_files_come_from() -> None:
     assert "docs/force-bench-files.md" in readme and "LEDGERBENCH_REFERENCE_DIR" in readme
     assert "microsoft/FinanceBenchmark" in doc and "scripts/fetch-force-bench" in doc
     assert "../shared/reference/force-bench/results" not in readme  # the Table 1 command
+
+
+def test_the_demo_headline_is_the_pipeline_s_own_block() -> None:
+    """The report stage prints a "Report:" block of its own first; the headline is the last one."""
+    from ledgerbench import _readme
+
+    stdout = (
+        "Report: runs/pipeline/report/report.html (also report.md, stats.json)\n"
+        "  scripted: overall 0.975 [0.957, 0.990]\n"
+        "Report: runs/pipeline/report/report.html (also report.md)\n"
+        "  scripted: overall 0.98 [0.96, 0.99]\n"
+        "Done in 61.0 s.\n"
+    )
+    assert _readme.demo_headline(stdout) == [
+        "Report: runs/pipeline/report/report.html (also report.md)",
+        "  scripted: overall 0.98 [0.96, 0.99]",
+    ]
