@@ -2,7 +2,9 @@
 
 A newcomer types ``python -m harnesses.run --harness scripted`` without ``--dataset``: the run
 records the folder. Every later stage (judge, viewer, Inspect export, grading packet, analysis)
-must find that folder and carry the reference answers through, as the commands are typed.
+must find that folder and carry the reference answers through. The run is a real process; the
+later commands run their ``main(argv)`` in this process (the same code, without an interpreter
+start each), from the run's folder as a user would.
 """
 
 from __future__ import annotations
@@ -34,6 +36,14 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return completed
 
 
+def _command(main, argv: list[str], cwd: Path, capsys, monkeypatch) -> str:
+    """A command's ``main(argv)`` run from ``cwd``; returns what it printed on stderr."""
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    assert main(argv) == 0, capsys.readouterr().err
+    return capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def chain(erp_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """runs/scripted made with the defaults, judged by the rules judge."""
@@ -59,10 +69,12 @@ def test_the_run_records_the_dataset_folder(chain: Path) -> None:
     assert Path(manifest["dataset_path"]).is_dir()
 
 
-def test_references_reach_the_viewer(chain: Path) -> None:
+def test_references_reach_the_viewer(chain: Path, capsys, monkeypatch) -> None:
+    from ledgerbench.pipeline import main
+
     out = chain.parent.parent / "viewer"
-    completed = _cli("-m", "ledgerbench", "view", str(chain), "--out", str(out), cwd=chain.parent)
-    assert "no dataset found" not in completed.stderr
+    err = _command(main, ["view", str(chain), "--out", str(out)], chain.parent, capsys, monkeypatch)
+    assert "no dataset found" not in err
     page = (out / "index.html").read_text()
     index = json.loads(
         re.search(r'id="lb-index">(.*?)</script>', page, re.S).group(1)  # type: ignore[union-attr]
@@ -80,14 +92,13 @@ def test_references_reach_the_viewer(chain: Path) -> None:
     assert references["obl-credit-limit-001"], "the obligation questions carry a reference"
 
 
-def test_the_viewer_takes_the_dataset_folder_as_a_flag(chain: Path) -> None:
+def test_the_viewer_takes_the_dataset_folder_as_a_flag(chain: Path, capsys, monkeypatch) -> None:
+    from ledgerbench.pipeline import main
+
     out = chain.parent.parent / "viewer-flag"
-    completed = _cli(
-        *("-m", "ledgerbench", "view", str(chain), "--out", str(out)),
-        *("--dataset", f"{DATASETS}/"),
-        cwd=chain.parent,
-    )
-    assert "warning" not in completed.stderr, completed.stderr
+    argv = ["view", str(chain), "--out", str(out), "--dataset", f"{DATASETS}/"]
+    err = _command(main, argv, chain.parent, capsys, monkeypatch)
+    assert "warning" not in err, err
 
 
 def test_references_reach_the_inspect_targets(chain: Path) -> None:
@@ -98,14 +109,17 @@ def test_references_reach_the_inspect_targets(chain: Path) -> None:
         assert contents.questions[qid].ground_truth == references[qid]
 
 
-def test_the_inspect_log_has_the_targets(chain: Path) -> None:
+def test_the_inspect_log_has_the_targets(chain: Path, capsys, monkeypatch) -> None:
     pytest.importorskip(
         "inspect_ai", reason="inspect-ai not installed (optional extra: pip install '.[inspect]')"
     )
     from inspect_ai.log import read_eval_log
 
+    from harnesses.export import main
+
     out = chain.parent.parent / "logs" / "scripted.json"
-    _cli("-m", "harnesses.export", str(chain), "--format", "inspect", "--out", str(out), cwd=chain)
+    argv = [str(chain), "--format", "inspect", "--out", str(out)]
+    _command(main, argv, chain, capsys, monkeypatch)
     log = read_eval_log(str(out))
     references = _references()
     targets = {sample.id: sample.target for sample in log.samples or []}
@@ -113,13 +127,12 @@ def test_the_inspect_log_has_the_targets(chain: Path) -> None:
         assert targets[qid] == (references[qid] or ""), targets
 
 
-def test_references_reach_the_grading_packet(chain: Path) -> None:
+def test_references_reach_the_grading_packet(chain: Path, capsys, monkeypatch) -> None:
+    from judge.human import main
+
     out = chain.parent.parent / "packet"
-    _cli(
-        *("-m", "judge.human", "export", str(chain), "--n", "10", "--seed", "1"),
-        *("--out", str(out)),
-        cwd=chain.parent,
-    )
+    argv = ["export", str(chain), "--n", "10", "--seed", "1", "--out", str(out)]
+    _command(main, argv, chain.parent, capsys, monkeypatch)
     page = (out / "packet.html").read_text()
     packet = json.loads(
         re.search(r'id="packet-data">(.*?)</script>', page, re.S)  # type: ignore[union-attr]
@@ -135,12 +148,11 @@ def test_references_reach_the_grading_packet(chain: Path) -> None:
             assert shown[items[qid].query] == references[qid]
 
 
-def test_the_analysis_knows_the_scenarios(chain: Path) -> None:
+def test_the_analysis_knows_the_scenarios(chain: Path, capsys, monkeypatch) -> None:
+    from analysis.compare import main
+
     out = chain.parent.parent / "report"
-    completed = _cli(
-        *("-m", "analysis.compare", str(chain), "--judge", "rules", "--out", str(out)),
-        "--quiet",
-        cwd=chain.parent,
-    )
-    assert "scenarios unknown" not in completed.stdout + completed.stderr
+    argv = [str(chain), "--judge", "rules", "--out", str(out), "--quiet"]
+    err = _command(main, argv, chain.parent, capsys, monkeypatch)
+    assert "scenarios unknown" not in err
     assert "scenarios unknown" not in (out / "report.md").read_text()

@@ -254,18 +254,11 @@ def test_the_viewer_page_carries_the_cited_records(two_runs, tmp_path) -> None:
 
 
 def test_the_grading_packet_carries_the_cited_records(two_runs, tmp_path) -> None:
+    from judge.human import main
+
     first, _ = two_runs
     out = tmp_path / "packet"
-    completed = subprocess.run(
-        [
-            *(sys.executable, "-m", "judge.human", "export", str(first)),
-            *("--n", "3", "--seed", "2", "--out", str(out)),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr
+    assert main(["export", str(first), "--n", "3", "--seed", "2", "--out", str(out)]) == 0
     page = (out / "packet.html").read_text()
     packet = json.loads(
         re.search(r'id="packet-data">(.*?)</script>', page, re.S).group(1).replace("<\\/", "</")  # type: ignore[union-attr]
