@@ -114,15 +114,11 @@ def _carried_records(chosen: list[Candidate]) -> tuple[dict[tuple, list[dict]], 
         links, run_warnings = store.add_run(sources, trials)
         warnings += run_warnings
         for (question_id, trial), entry in links.trials.items():
-            ids = entry.cited + entry.read[:PACKET_READ_RECORDS]
+            ids = entry.cited + entry.read
             carried[(run_dir, question_id, trial)] = [
                 {**store.items[i], "cited": i in entry.cited} for i in ids if i in store.items
             ]
     return carried, warnings
-
-
-PACKET_READ_RECORDS = 10
-"""Records a tool showed (not cited) carried per packet item, after every cited one."""
 
 
 def blind(answer: str, names: list[str]) -> str:

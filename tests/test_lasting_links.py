@@ -328,3 +328,17 @@ def test_a_cited_record_opens_in_the_grading_packet(two_runs, tmp_path) -> None:
             " r.parentElement.open = true; r.open = true; return r.innerText; })()"
         )
         assert "Copy: ERP snapshot" in text and "account" in text
+
+
+def test_links_are_found_in_answers_that_start_with_a_link_and_in_json_outputs() -> None:
+    finder = ErpRecordLinks()
+    link = f"{STABLE_RECORD_BASE}/erp/USMF/customers/SYNCUS-0195"
+    assert finder.find(f"[Rangel Tooling Inc. (SYNCUS-0195)]({link}) has no open disputes.") == {
+        link: "/erp/USMF/customers/SYNCUS-0195"
+    }
+    output = json.dumps({"items": [{"account": "SYNCUS-0195", "url": link}], "next_cursor": None})
+    assert finder.find(output) == {link: "/erp/USMF/customers/SYNCUS-0195"}
+    assert finder.find(f"see erp://USMF/customers/SYNCUS-0195 and {link}.") == {
+        "erp://USMF/customers/SYNCUS-0195": "/erp/USMF/customers/SYNCUS-0195",
+        link: "/erp/USMF/customers/SYNCUS-0195",
+    }

@@ -8,6 +8,8 @@ agent was shown the record.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import re
 from pathlib import Path
@@ -19,13 +21,17 @@ _LINK_RE = re.compile(
     r"(?:https?://|erp://)[^\s<>\"'`|\\\])}]+|(?<![\w/.:])/erp/[^\s<>\"'`|\\\]),;}]+",
     re.IGNORECASE,
 )
+_URL_FIELD_RE = re.compile(r'"url"\s*:\s*"([^"\\]+)"')
+"""A record's ``url`` in a JSON tool output: what the agent read (much cheaper than _LINK_RE)."""
 _TRAILING = ".,;:!?*_"
 MAX_ROWS = 50
 """Rows per table (open transactions, lines, ...) in a copy."""
 
 
+@functools.lru_cache(maxsize=65536)
 def record_key(link: str) -> str | None:
-    """``/erp/LE/set/key`` of a record link in any of its forms, or None."""
+    """``/erp/LE/set/key`` of a record link in any of its forms, or None (memoised: a run names
+    the same records again and again)."""
     from synthetic_erp import parse_record_url, record_path
 
     ref = parse_record_url(link)
@@ -35,11 +41,22 @@ def record_key(link: str) -> str | None:
 def _text(value: Any) -> str:
     if value is None:
         return ""
+    if type(value) is str:
+        return value
     if isinstance(value, float):
         return f"{value:,.2f}"
-    if isinstance(value, dict | list):
+    if isinstance(value, _NESTED):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+_NESTED = (dict, list)
+
+
+def _looks_like_json(text: str) -> bool:
+    """A JSON object or list (a markdown answer may start with "[" too: "[name](link)")."""
+    head = text[:2]
+    return head[:1] == "{" or head in ("[{", '["', "[]", "[\n")
 
 
 class ErpRecordLinks:
@@ -54,6 +71,12 @@ class ErpRecordLinks:
     def find(self, text: str) -> dict[str, str]:
         found: dict[str, str] = {}
         if "erp" not in text:
+            return found
+        if _looks_like_json(text):  # a tool output: its records' url fields
+            for match in _URL_FIELD_RE.finditer(text):
+                key = record_key(match.group(1))
+                if key is not None:
+                    found.setdefault(match.group(1), key)
             return found
         for match in _LINK_RE.finditer(text):
             link = match.group(0).rstrip(_TRAILING)
@@ -73,7 +96,8 @@ class ErpRecordLinks:
         copies: dict[str, LinkedItem] = {}
         warnings: list[str] = []
         source = expected[:12] if expected else run.run_dir.name
-        copies.update(_from_tool_outputs(read, run.tool_outputs))
+        shown = _from_tool_outputs(cited | read, run.tool_outputs)
+        copies.update({key: shown[key] for key in read if key in shown})
         wanted = cited | (read - set(copies))
         if db_url and wanted:
             cache = self._pages.setdefault((db_url, expected), {})
@@ -83,9 +107,7 @@ class ErpRecordLinks:
             cache.update(pages)
             for key in wanted & set(cache):
                 copies[key] = _from_page(key, cache[key], f"ERP snapshot {source} ({db_url})")
-        missing = (cited | read) - set(copies)
-        if missing:
-            copies.update(_from_tool_outputs(missing, run.tool_outputs))
+        copies.update({key: item for key, item in shown.items() if key not in copies})
         return source, copies, warnings
 
 
@@ -147,41 +169,36 @@ def _from_page(key: str, page: dict[str, Any], source: str) -> LinkedItem:
     )
 
 
-def _records_in(value: Any) -> Any:
-    """Every dict with a ``url`` anywhere in a parsed tool output."""
-    if isinstance(value, dict):
-        if isinstance(value.get("url"), str):
-            yield value
-        for child in value.values():
-            yield from _records_in(child)
-    elif isinstance(value, list):
-        for child in value:
-            yield from _records_in(child)
-
-
 def _from_tool_outputs(keys: set[str], outputs: list[str]) -> dict[str, LinkedItem]:
+    """Copies of ``keys`` as the first tool output that held each record showed it."""
     copies: dict[str, LinkedItem] = {}
-    for number, output in enumerate(outputs):
-        if not keys - set(copies) or "url" not in output:
-            continue
-        try:
-            parsed = json.loads(output)
-        except ValueError:
-            continue
-        for record in _records_in(parsed):
-            key = record_key(record["url"])
+    number = 0
+
+    def take(record: dict[str, Any]) -> dict[str, Any]:  # every object the decoder builds
+        url = record.get("url")
+        if type(url) is str:
+            key = record_key(url)
             if key in keys and key not in copies:
-                copies[key] = LinkedItem(
-                    kind=ErpRecordLinks.kind,
-                    key=key,
-                    link=record["url"],
-                    title=f"Record {key.rsplit('/', 2)[-2]}/{key.rsplit('/', 1)[-1]}",
-                    source=f"as a tool output showed it to the agent (output {number + 1} of the "
-                    "run)",
-                    fields=[
-                        [name, _text(value)]
-                        for name, value in record.items()
-                        if not isinstance(value, dict | list)
-                    ],
-                )
+                copies[key] = _from_record(key, record, number)
+        return record
+
+    for number, output in enumerate(outputs):  # noqa: B007 (take() reads it)
+        if len(copies) == len(keys):
+            break
+        if '"url"' in output:
+            with contextlib.suppress(ValueError):
+                json.loads(output, object_hook=take)
     return copies
+
+
+def _from_record(key: str, record: dict[str, Any], number: int) -> LinkedItem:
+    return LinkedItem(
+        kind=ErpRecordLinks.kind,
+        key=key,
+        link=record["url"],
+        title=f"Record {key.rsplit('/', 2)[-2]}/{key.rsplit('/', 1)[-1]}",
+        source=f"as a tool output showed it to the agent (output {number + 1} of the run)",
+        fields=[
+            [name, _text(value)] for name, value in record.items() if not isinstance(value, _NESTED)
+        ],
+    )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-MAX_READ_PER_TRIAL = 25
+MAX_READ_PER_TRIAL = 10
 """Items a trial only read (named in tool outputs, not cited) carried per trial; a listing tool
 can name hundreds, and the cited ones are always carried."""
 
@@ -126,38 +126,36 @@ class LinkedItemStore:
     def _add_kind(
         self, adapter: LinkAdapter, run: RunSources, trials: list[TrialTexts], links: RunLinks
     ) -> list[str]:
-        found: dict[tuple[str, int], tuple[dict[str, str], dict[str, str]]] = {}
+        # What each trial cites and (capped) reads, decided before anything is copied.
+        plan = {}
         for trial in trials:
-            cited = adapter.find(trial.answer)
-            read: dict[str, str] = {}
+            texts = adapter.find(trial.answer)
+            cited = list(dict.fromkeys(texts.values()))
+            shown: dict[str, str] = {}
             for output in trial.tool_outputs:
-                read.update(adapter.find(output))
-            found[trial.key] = (cited, read)
-        all_cited = {key for cited, _ in found.values() for key in cited.values()}
-        all_read = {key for _, read in found.values() for key in read.values()} - all_cited
+                shown.update(adapter.find(output))
+            cited_set = set(cited)
+            read = [key for key in dict.fromkeys(shown.values()) if key not in cited_set]
+            overflow = max(0, len(read) - MAX_READ_PER_TRIAL)
+            plan[trial.key] = ({**shown, **texts}, cited, read[:MAX_READ_PER_TRIAL], overflow)
+        all_cited = {key for _, cited, _, _ in plan.values() for key in cited}
+        all_read = {key for _, _, read, _ in plan.values() for key in read} - all_cited
         if not all_cited and not all_read:
             return []
         source, copies, warnings = adapter.copy(run, all_cited, all_read)
         ids = {key: f"{adapter.kind}:{source}:{key}" for key in copies}
-        kept: set[str] = set()
-        for trial_key, (cited, read) in found.items():
+        for key, item in copies.items():
+            self.items.setdefault(ids[key], dict(vars(item)))  # JSON-ready as it is
+        for trial_key, (texts, cited, read, overflow) in plan.items():
             entry = links.trials.setdefault(trial_key, TrialLinks())
-            cited_ids = list(dict.fromkeys(ids[k] for k in cited.values() if k in ids))
-            read_ids = [i for i in dict.fromkeys(ids[k] for k in read.values() if k in ids)]
-            read_ids = [i for i in read_ids if i not in cited_ids]
-            entry.cited += cited_ids
-            entry.read += read_ids[:MAX_READ_PER_TRIAL]
-            uncopied = {k for k in (*cited.values(), *read.values()) if k not in ids}
-            entry.not_carried += max(0, len(read_ids) - MAX_READ_PER_TRIAL) + len(uncopied)
-            shown = set(entry.cited) | set(entry.read)
-            kept |= shown
-            for text, key in (*cited.items(), *read.items()):
-                if key in ids and ids[key] in shown:
+            entry.cited += [ids[key] for key in cited if key in ids]
+            entry.read += [ids[key] for key in read if key in ids]
+            entry.not_carried += overflow + sum(key not in ids for key in (*cited, *read))
+            kept = set(cited) | set(read)
+            for text, key in texts.items():
+                if key in kept and key in ids:
                     entry.aliases[text] = ids[key]
                     links.aliases[text] = ids[key]
-        for key, item in copies.items():
-            if ids[key] in kept:
-                self.items.setdefault(ids[key], dict(vars(item)))  # JSON-ready as it is
         return warnings
 
     def used(self, runs: Iterable[RunLinks]) -> dict[str, dict[str, Any]]:
