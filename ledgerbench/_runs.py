@@ -14,7 +14,7 @@ import datetime as dt
 import json
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,15 +29,15 @@ examples:
 """
 
 
-def overall_of(scores: list[Any]) -> float | None:
-    """A run's Overall under one judge, from its score records.
+def overall_of(scores: Iterable[Any]) -> float | None:
+    """A run's Overall under one judge, from its score records (``ScoreRecord`` or their JSON).
 
     The one place where listings (``ledgerbench runs``, the viewer's summary rows) ask the judge
-    package for a run's Overall; today that is ``judge.summarize``'s equal-weight overall.
+    package for a run's Overall: :func:`judge.run_overall`, defined once (docs/statistics.md).
     """
-    from judge import summarize
+    from judge import run_overall, scored_answers
 
-    return summarize(scores)["equal_weight"]["overall"]["mean"]
+    return run_overall(scored_answers(scores))
 
 
 @dataclass
@@ -155,10 +155,9 @@ def _line_cells(run: RunListing) -> list[str]:
     endings = ", ".join(f"{reason} {count}" for reason, count in run.endings.items()) or "-"
     if not run.finished:
         endings += " (unfinished)"
-    overall = ", ".join(
-        f"{judge} {'-' if value is None else f'{value:.2f}'}"
-        for judge, value in run.overall.items()
-    )
+    from judge import overall_text
+
+    overall = ", ".join(f"{judge} {overall_text(value)}" for judge, value in run.overall.items())
     return [
         run.name,
         run.harness,

@@ -112,12 +112,31 @@ CASES: dict[str, Case] = {
         py("-m", "harnesses.run", "--erp-db", "sqlite:///{garbage}", "--out", "{tmp}/r2"),
         "not a database",
     ),
+    # Obligations only: research questions with --erp-url first ask for a world (its own line).
     "run: nothing listens at --erp-url": Case(
-        py("-m", "harnesses.run", "--erp-url", "http://127.0.0.1:{dead}/mcp", "--out", "{tmp}/r3"),
+        py(
+            "-m",
+            "harnesses.run",
+            "--erp-url",
+            "http://127.0.0.1:{dead}/mcp",
+            "--out",
+            "{tmp}/r3",
+            "--task-type",
+            "obligations",
+        ),
         "cannot reach the ERP",
     ),
     "run: --erp-url not a URL": Case(
-        py("-m", "harnesses.run", "--erp-url", "localhost:8765", "--out", "{tmp}/r4"),
+        py(
+            "-m",
+            "harnesses.run",
+            "--erp-url",
+            "localhost:8765",
+            "--out",
+            "{tmp}/r4",
+            "--task-type",
+            "obligations",
+        ),
         "--erp-url",
     ),
     "run: unknown flag": Case(py("-m", "harnesses.run", "--bogus"), "unrecognized arguments"),

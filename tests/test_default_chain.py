@@ -24,8 +24,10 @@ from ledgerbench.dataset import load_dataset
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATASETS = REPO_ROOT / "datasets"
-# One question of each task type: the default dataset is the whole folder.
-IDS = ["obl-credit-limit-001", "obl-aged-balance-001", "perf-financial-performance-001"]
+# Questions of two files' worth of scenarios: the default dataset is the whole folder. (Its
+# research items are keyed on the default world of the default ERP; the world adapter of the
+# viewer's carried copies is tested on a small world in tests/test_viewer_world.py.)
+IDS = ["obl-credit-limit-001", "obl-aged-balance-001"]
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

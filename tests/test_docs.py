@@ -21,6 +21,11 @@ COMMANDS = [
     ["synthetic_erp", "import-fno"],
     ["synthetic_erp", "questions"],
     ["erp_mcp"],
+    ["synthetic_world"],
+    ["synthetic_world", "generate"],
+    ["synthetic_world", "info"],
+    ["synthetic_world", "questions"],
+    ["synthetic_world", "serve"],
     ["ledgerbench.dataset"],
     ["harnesses.run"],
     ["harnesses.export"],
@@ -127,7 +132,7 @@ def test_the_readme_headline_block_is_the_demo_s_shape() -> None:
         "scripted",
         "scripted-faulty-erp",
     ]
-    assert lines[3].startswith("  scripted-faulty-erp vs scripted: overall ")
+    assert lines[3].startswith("  scripted-faulty-erp vs scripted: Overall ")
     floor = _readme.between((REPO_ROOT / "harnesses" / "README.md").read_text(), _readme.FLOOR)
     assert "`--harness nothing` accuracy" in floor
 

@@ -40,8 +40,8 @@ def test_json_lists_every_run_with_its_endings_overall_and_dataset(workspace, ca
     assert a["endings"] == {"completed": 2, "provider_unavailable": 1}
     assert a["infrastructure_failures"] == 1
     assert b["endings"] == {"completed": 2, "time_limit": 1}  # the version-1 line counts too
-    # Overall, equal weight over task types: A has obligations 1.0 and 0.5; B has obligations
-    # 0.25 and 0.0 (mean 0.125) and a brief at 0.75.
+    # The Overall (judge.run_overall): A has obligations accuracy 1.0 and 0.5; B has obligations
+    # accuracy 0.25 and 0.0 (mean 0.125) and a brief's structure at 0.75.
     assert a["overall"] == {"rules": pytest.approx(0.75)}
     assert b["overall"] == {"rules": pytest.approx((0.125 + 0.75) / 2)}
     assert a["started_at"].startswith("2026-01-05T09:00")

@@ -253,8 +253,8 @@ def two_judge_viewer(runs: list[Path], tmp_path_factory: pytest.TempPathFactory)
 def test_the_index_has_a_summary_of_each_run(two_judge_viewer: Path):
     index = _details(two_judge_viewer)["index"]
     a, b = (run["summary"] for run in index["runs"])
-    # Overall is the judge package's equal-weight overall: A has obligations 1.0 and 0.5
-    # (its brief failed: not judged); B has obligations 0.25, 0.0 and a brief at 0.75.
+    # The Overall (judge.run_overall): A has obligations accuracy 1.0 and 0.5 (its brief failed:
+    # not judged); B has obligations accuracy 0.25, 0.0 and a brief's structure at 0.75.
     assert a["overall"] == {"rules": pytest.approx(0.75)}
     assert b["overall"]["rules"] == pytest.approx((0.125 + 0.75) / 2)
     assert b["overall"]["second"] == pytest.approx(((1.0 + 0.0) / 2 + 0.75) / 2)

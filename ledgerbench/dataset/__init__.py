@@ -20,6 +20,7 @@ from ledgerbench.dataset._records import (
     DatasetHeader,
     Dimension,
     ExpectedFact,
+    Money,
     Question,
     TaskType,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "DatasetHeader",
     "Dimension",
     "ExpectedFact",
+    "Money",
     "Question",
     "TaskType",
     "build_tags",

@@ -320,6 +320,13 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def markdown_script() -> str:
+    """The safe markdown renderer (``markdown.js``: the global ``LedgerBenchMarkdown`` with
+    ``markdown(text)`` -> a DOM element, ``el``, ``link``), for any page that shows answers as
+    users see them: the viewer and the human grading packet."""
+    return _asset("markdown.js")
+
+
 def build_viewer(
     run_dirs: Iterable[Path],
     out_dir: Path,
@@ -419,6 +426,16 @@ def _compress_all(
     return details
 
 
+def _run_overall(run: RunData) -> dict[str, str]:
+    """Judge -> the run's Overall as every tool prints it (:func:`judge.overall`)."""
+    from judge._overall import overall_text, run_overall, scored_answers
+
+    return {
+        judge: overall_text(run_overall(scored_answers(by_key.values())))
+        for judge, by_key in sorted(run.scores.items())
+    }
+
+
 def _run_info(run: RunData) -> dict[str, Any]:
     manifest = run.manifest
     first = next(iter(run.records.values()), None)
@@ -429,6 +446,7 @@ def _run_info(run: RunData) -> dict[str, Any]:
         "model": manifest.model if manifest else first_data.get("model"),
         "records": len(run.records),
         "judges": sorted(run.scores),
+        "overall": _run_overall(run),
         "system_prompt": manifest.system_prompt if manifest else None,
         "summary": _run_summary(run),
     }
@@ -436,20 +454,12 @@ def _run_info(run: RunData) -> dict[str, Any]:
 
 def _run_summary(run: RunData) -> dict[str, Any]:
     """The index's summary row of a run: Overall per judge, errors, timeouts, cost."""
-    from judge.records import ScoreRecord
     from ledgerbench._runs import overall_of
 
     records = [record.data for record in run.records.values()]
     costs = [r["cost_usd"] for r in records if isinstance(r.get("cost_usd"), int | float)]
-    overall = {}
-    for judge, by_key in run.scores.items():
-        scores = []
-        for score in by_key.values():
-            with contextlib.suppress(ValidationError):  # a line of another format: not counted
-                scores.append(ScoreRecord.model_validate(score))
-        overall[judge] = overall_of(scores)
     return {
-        "overall": overall,
+        "overall": {judge: overall_of(by_key.values()) for judge, by_key in run.scores.items()},
         "errors": sum(r["status"] == "error" for r in records),
         "timeouts": sum(r["termination"]["reason"] == "time_limit" for r in records),
         "cost_usd": round(sum(costs), 6) if costs else None,
@@ -457,7 +467,7 @@ def _run_summary(run: RunData) -> dict[str, Any]:
 
 
 def _page(index: dict[str, Any], details: list[str], items: str) -> str:
-    script = _asset("viewer.js")
+    script = markdown_script() + "\n" + _asset("viewer.js")
     style = _asset("viewer.css")
     csp = "; ".join(
         [
