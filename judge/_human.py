@@ -19,7 +19,7 @@ import json
 import random
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,9 @@ class Candidate:
     hidden_names: list[str]
     tool_outputs: list[str]
     manifest: Any
-    """The run's manifest (where its ERP is, for the carried record copies)."""
+    """The run's manifest (where its ERP and world are, for the carried copies)."""
+    fetched: list[str] = field(default_factory=list)
+    """The world documents the trial's fetch calls read."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,18 +88,30 @@ def _candidates(run_dir: Path) -> list[Candidate]:
         if t.question_id not in questions or t.infrastructure_failure or not t.answer.strip():
             continue  # infrastructure failures are never judged; an empty answer needs no person
         outputs = [call.output for call in t.tool_calls]
+        fetched = [
+            link for c in t.tool_calls if c.name.split("__")[-1] == "fetch" for link in c.documents
+        ]
         question = questions[t.question_id]
         found.append(
             Candidate(
-                run_dir, question, t.question_id, t.trial, t.answer, hidden, outputs, manifest
+                run_dir,
+                question,
+                t.question_id,
+                t.trial,
+                t.answer,
+                hidden,
+                outputs,
+                manifest,
+                fetched,
             )
         )
     return found
 
 
 def _carried_records(chosen: list[Candidate]) -> tuple[dict[tuple, list[dict]], list[str]]:
-    """(run, question, trial) -> copies of the records the answer cites, then of those its tools
-    showed: the packet opens them offline, any day later, whatever became of the ERP server."""
+    """(run, question, trial) -> copies of the records and world documents the answer cites, then
+    of the records its tools showed and the documents it fetched: the packet opens them offline,
+    any day later, whatever became of the servers."""
     from ledgerbench.linked import LinkedItemStore, RunSources, TrialTexts
 
     store = LinkedItemStore()
@@ -108,7 +122,8 @@ def _carried_records(chosen: list[Candidate]) -> tuple[dict[tuple, list[dict]], 
     for run_dir, candidates in by_run.items():
         outputs = [output for c in candidates for output in c.tool_outputs]
         trials = [
-            TrialTexts((c.question_id, c.trial), c.answer, c.tool_outputs) for c in candidates
+            TrialTexts((c.question_id, c.trial), c.answer, c.tool_outputs, c.fetched)
+            for c in candidates
         ]
         sources = RunSources(run_dir, candidates[0].manifest, outputs)
         links, run_warnings = store.add_run(sources, trials)

@@ -10,7 +10,7 @@ from synthetic_world._documents import LINK_BASE, SOURCE_TYPES
 from synthetic_world._generate import GENERATOR_VERSION, WorldError, WorldReport, generate_world
 from synthetic_world._runtime import WorldUnavailable
 from synthetic_world._server import INSTRUCTIONS, build_world_server
-from synthetic_world._tools import WORLD_TOOLS, parse_doc_link
+from synthetic_world._tools import WORLD_TOOLS, parse_doc_link, read_documents
 
 __all__ = [
     "GENERATOR_VERSION",
@@ -24,4 +24,5 @@ __all__ = [
     "build_world_server",
     "generate_world",
     "parse_doc_link",
+    "read_documents",
 ]

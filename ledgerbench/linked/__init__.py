@@ -1,4 +1,5 @@
-"""Carried copies of linked items (ERP records today): pages that open every link offline.
+"""Carried copies of linked items (ERP records, research-world documents): pages that open
+every link offline.
 
 An adapter per kind of item (:class:`LinkAdapter`) finds its links and copies the items; the
 store (:class:`LinkedItemStore`) keeps each copy once. The viewer and the grading packet use it.
@@ -16,6 +17,7 @@ from ledgerbench.linked._store import (
     TrialTexts,
     default_adapters,
 )
+from ledgerbench.linked._world import WorldDocumentLinks, document_key, fetched_documents
 
 __all__ = [
     "MAX_READ_PER_TRIAL",
@@ -27,6 +29,9 @@ __all__ = [
     "RunSources",
     "TrialLinks",
     "TrialTexts",
+    "WorldDocumentLinks",
     "default_adapters",
+    "document_key",
+    "fetched_documents",
     "record_key",
 ]

@@ -3,7 +3,7 @@ offline, with the server stopped, any day later.
 
 A *linked item* is anything an answer cites or a tool output names by a link: ERP records today
 (``https://erp.ledgerbench.test/erp/USMF/customers/SYNCUS-0001``, ``erp://USMF/...``),
-research-world documents next (``https://world.ledgerbench.test/<world>/docs/<doc>``). Each kind
+research-world documents (``https://world.ledgerbench.test/<world>/docs/<doc>``). Each kind
 has a :class:`LinkAdapter` that finds its links in text and copies the items from the run's sources;
 :class:`LinkedItemStore` collects the copies of many runs, each stored once, as plain JSON that
 the pages render with one generic renderer (title, fields, tables, related links, body text).
@@ -55,10 +55,17 @@ class RunSources:
     """Every tool output of the run: the copy of last resort is what the agent was shown."""
     erp_db: str | None = None
     """An ERP database given by the user instead of the one the manifest names."""
+    world_db: str | None = None
+    """A research-world file given by the user instead of the one the manifest names."""
 
 
 class LinkAdapter(Protocol):
-    """One kind of linked item. A second kind (world documents) is one more such class."""
+    """One kind of linked item (ERP records, world documents): one such class each.
+
+    An adapter may also define ``shown(trial) -> {link: key}``, the items the trial read (by
+    default the links :meth:`find` sees in its tool outputs), and ``max_read``, how many of those
+    are carried per trial (default :data:`MAX_READ_PER_TRIAL`; None: all).
+    """
 
     kind: str
 
@@ -99,12 +106,25 @@ class TrialTexts:
     """(question id, trial)."""
     answer: str
     tool_outputs: Sequence[str]
+    fetched: Sequence[str] = ()
+    """Links of the research-world documents the trial's fetch calls read (ToolCall.documents)."""
 
 
 def default_adapters() -> list[LinkAdapter]:
     from ledgerbench.linked._erp import ErpRecordLinks
+    from ledgerbench.linked._world import WorldDocumentLinks
 
-    return [ErpRecordLinks()]
+    return [ErpRecordLinks(), WorldDocumentLinks()]
+
+
+def _shown(adapter: LinkAdapter, trial: TrialTexts) -> dict[str, str]:
+    """What the trial read of the adapter's kind: {link as written: item key}."""
+    if hasattr(adapter, "shown"):
+        return adapter.shown(trial)
+    shown: dict[str, str] = {}
+    for output in trial.tool_outputs:
+        shown.update(adapter.find(output))
+    return shown
 
 
 class LinkedItemStore:
@@ -128,16 +148,15 @@ class LinkedItemStore:
     ) -> list[str]:
         # What each trial cites and (capped) reads, decided before anything is copied.
         plan = {}
+        cap = getattr(adapter, "max_read", MAX_READ_PER_TRIAL)
         for trial in trials:
             texts = adapter.find(trial.answer)
             cited = list(dict.fromkeys(texts.values()))
-            shown: dict[str, str] = {}
-            for output in trial.tool_outputs:
-                shown.update(adapter.find(output))
+            shown = _shown(adapter, trial)
             cited_set = set(cited)
             read = [key for key in dict.fromkeys(shown.values()) if key not in cited_set]
-            overflow = max(0, len(read) - MAX_READ_PER_TRIAL)
-            plan[trial.key] = ({**shown, **texts}, cited, read[:MAX_READ_PER_TRIAL], overflow)
+            overflow = 0 if cap is None else max(0, len(read) - cap)
+            plan[trial.key] = ({**shown, **texts}, cited, read[:cap], overflow)
         all_cited = {key for _, cited, _, _ in plan.values() for key in cited}
         all_read = {key for _, _, read, _ in plan.values() for key in read} - all_cited
         if not all_cited and not all_read:

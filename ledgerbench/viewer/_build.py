@@ -264,11 +264,11 @@ def _detail_json(
 
 
 def _carry_linked_items(
-    runs: list[RunData], erp_db: str | None
+    runs: list[RunData], erp_db: str | None, world_db: str | None = None
 ) -> tuple[list[Any], dict[str, Any], list[str]]:
-    """Copies of the records (and, later, documents) each answer cites or its tools showed, so
-    every such link opens in the page with the ERP server long gone."""
-    from ledgerbench.linked import LinkedItemStore, RunSources, TrialTexts
+    """Copies of the ERP records each answer cites or its tools showed, and of the world
+    documents it cites or fetched, so every such link opens in the page with the servers gone."""
+    from ledgerbench.linked import LinkedItemStore, RunSources, TrialTexts, fetched_documents
 
     store = LinkedItemStore()
     links, warnings = [], []
@@ -276,13 +276,13 @@ def _carry_linked_items(
         trials = []
         outputs: list[str] = []
         for record in run.records.values():
-            calls = [str(c.get("output") or "") for c in record.data.get("tool_calls") or []]
+            tool_calls = record.data.get("tool_calls") or []
+            calls = [str(c.get("output") or "") for c in tool_calls]
             outputs += calls
             answer = str(record.data.get("answer") or "")
-            trials.append(TrialTexts(record.key, answer, calls))
-        run_links, run_warnings = store.add_run(
-            RunSources(run.path, run.manifest, outputs, erp_db=erp_db), trials
-        )
+            trials.append(TrialTexts(record.key, answer, calls, fetched_documents(tool_calls)))
+        sources = RunSources(run.path, run.manifest, outputs, erp_db=erp_db, world_db=world_db)
+        run_links, run_warnings = store.add_run(sources, trials)
         links.append(run_links)
         warnings += run_warnings
     return links, store.used(links), warnings
@@ -336,10 +336,11 @@ def build_viewer(
     output_chars: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     erp_db: str | None = None,
+    world_db: str | None = None,
 ) -> tuple[Path, list[str]]:
     """Write ``out_dir/index.html`` for the runs; returns its path and warnings."""
     with _cyclic_gc_paused():
-        return _build(run_dirs, out_dir, dataset, title, output_chars, progress, erp_db)
+        return _build(run_dirs, out_dir, dataset, title, output_chars, progress, erp_db, world_db)
 
 
 def _build(
@@ -350,6 +351,7 @@ def _build(
     output_chars: int | None,
     progress: Callable[[str, int, int], None] | None,
     erp_db: str | None,
+    world_db: str | None,
 ) -> tuple[Path, list[str]]:
     paths = [Path(p) for p in run_dirs]
     if not paths:
@@ -367,8 +369,8 @@ def _build(
     for run in runs:
         warnings.extend(run.warnings)
     if progress:
-        progress("copying cited records", 0, 1)
-    run_links, carried, link_warnings = _carry_linked_items(runs, erp_db)
+        progress("copying cited records and documents", 0, 1)
+    run_links, carried, link_warnings = _carry_linked_items(runs, erp_db, world_db)
     warnings += link_warnings
 
     order = {qid: n for n, qid in enumerate(items)}

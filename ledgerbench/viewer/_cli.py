@@ -50,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="ERP database to copy the cited records from, e.g. sqlite:///erp.db (default: the "
         "one each run's manifest names); the copies open offline, any day later",
     )
+    parser.add_argument(
+        "--world-db",
+        metavar="PATH",
+        help="research-world file to copy the cited and fetched documents from, e.g. "
+        ".ledgerbench/world.db (default: the one each run's manifest names)",
+    )
     parser.add_argument("--title", help="page title (default: the run names)")
     parser.add_argument(
         "--max-output-chars",
@@ -96,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 output_chars=args.max_output_chars,
                 progress=report,
                 erp_db=args.erp_db,
+                world_db=args.world_db,
             )
         except ViewerError as error:
             print(f"ledgerbench view: error: {error}", file=sys.stderr)

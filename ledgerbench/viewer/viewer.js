@@ -388,6 +388,17 @@
     return box;
   }
 
+  // The research-world documents a search returned or a fetch read (ToolCall.documents); a
+  // document with a carried copy (cited or fetched) opens offline.
+  function documentList(call) {
+    const docs = call.documents || [];
+    if (!docs.length) return null;
+    const fetched = String(call.name || "").split("__").pop() === "fetch";
+    const label = fetched ? "Document read:" : `Documents returned (${docs.length}, best first):`;
+    return el("div", { class: "documents" }, el("p", { class: "sub" }, label),
+      el("ol", {}, docs.map((url) => el("li", {}, link(url, [url], url)))));
+  }
+
   function toolCall(call, index) {
     const args = JSON.stringify(call.arguments || {});
     const meta = [
@@ -399,6 +410,7 @@
       el("summary", {}, el("code", {}, `#${index} ${call.name}`), ` ${args.length > 120 ? `${args.slice(0, 117)}…` : args} `,
         el("span", { class: "sub" }, meta)),
       el("pre", { class: "args" }, JSON.stringify(call.arguments || {}, null, 2)),
+      documentList(call),
       el("pre", { class: "output" }, call.output || ""),
       call.view_clipped ? el("p", { class: "sub" }, `Shown: the first ${call.output.length} characters; the record holds ${call.record_chars}.`) : null,
       el("p", { class: "sub hash" }, `sha256 ${call.output_sha256}`));
@@ -458,10 +470,10 @@
   function carriedList(linked) {
     const more = linked.not_carried ? ` (${linked.not_carried} more not carried)` : "";
     return el("details", { class: "carried-list" },
-      el("summary", {}, `Records: ${linked.cited.length} cited, ${linked.read.length} read${more}; copies open offline`),
+      el("summary", {}, `Records and documents: ${linked.cited.length} cited, ${linked.read.length} read${more}; copies open offline`),
       linked.cited.length ? el("p", { class: "sub" }, "Cited by the answer:") : null,
       linked.cited.length ? el("ul", {}, linked.cited.map((id) => el("li", {}, itemLink(id)))) : null,
-      linked.read.length ? el("p", { class: "sub" }, "Shown to the agent by its tools:") : null,
+      linked.read.length ? el("p", { class: "sub" }, "Shown to the agent by its tools (records) or fetched (documents):") : null,
       linked.read.length ? el("ul", {}, linked.read.map((id) => el("li", {}, itemLink(id)))) : null);
   }
   function table(columns, rows) {
