@@ -4,33 +4,44 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 .PHONY: demo test test-slow setup lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstall only when pyproject.toml changes, so a second `make demo` starts at once.
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev,inspect,ray]"
-	touch $(STAMP)
+# Each target installs only what it needs, again only when pyproject.toml changes (a second
+# `make demo` starts at once): the demo needs no model SDK, no test tools, no Inspect, no Ray.
+$(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
+	$(PIP) -e .
+	touch $@
 
-setup: $(STAMP)
+# The test tools and model SDKs (the tests drive them against local fakes); the tests that need
+# Inspect or Ray skip, with the reason, when those extras are missing.
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(PIP) -e ".[test]"
+	touch $@ $(VENV)/.installed-demo
 
-demo: setup
+# Everything, Inspect and Ray included: what engineers and CI (.ci/run) use.
+$(VENV)/.installed-all: pyproject.toml | $(BIN)/python
+	$(PIP) -e ".[all]"
+	touch $@ $(VENV)/.installed-test $(VENV)/.installed-demo
+
+setup: $(VENV)/.installed-all
+
+demo: $(VENV)/.installed-demo
 	$(BIN)/ledgerbench
 
 # Three workers on two cores: many tests wait on servers and subprocesses, so a third keeps both busy.
 # Whole files go to one worker, so module fixtures (generated ERPs and question sets) are built once.
-test: setup
+test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -rs -n 3 --dist loadfile
 
-# The slow tier (a real Ray cluster, headless Chromium sessions, the whole demo twice): CI runs it after
-# `make test`.
-test-slow: setup
+# The slow tier (a real Ray cluster, headless Chromium sessions, the whole demo twice), with the
+# Inspect and Ray extras: CI runs it after `make test`.
+test-slow: $(VENV)/.installed-all
 	$(BIN)/python -m pytest -q -rs -n 2 --dist worksteal --runslow -m "slow or browser"
 
-lint: setup
+lint: $(VENV)/.installed-test
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -286,37 +286,20 @@ def _overall(overall: float | None, statuses: list[str]) -> dict[str, Any]:
 
 def _dataset_scenarios(dataset_path: str, run_dir: Path) -> tuple[dict[str, str], list[str]]:
     """question_id -> scenario from the run's dataset; a caveat instead when it cannot be read."""
-    candidates = [Path(dataset_path)]
-    if not Path(dataset_path).is_absolute():
-        candidates.append(run_dir / dataset_path)
-    path = next((p for p in candidates if p.exists()), None)
+    from ledgerbench.dataset import find_run_dataset, load_dataset, raw_items
+
+    path = find_run_dataset(dataset_path, run_dir)
     if path is None:
         return {}, [f"{run_dir}: dataset {dataset_path} not found; obligation scenarios unknown."]
     try:
-        from ledgerbench.dataset import load_dataset
-
         dataset = load_dataset(path)
     except Exception as exc:  # a dataset that fails validation can still name its scenarios
-        scenarios = _raw_scenarios(path)
+        scenarios = {
+            str(item["id"]): str(item["scenario"])
+            for item in raw_items(path)
+            if item.get("scenario")
+        }
         if scenarios:
             return scenarios, []
         return {}, [f"{run_dir}: dataset {path} could not be read ({exc}); scenarios unknown."]
     return {item.id: item.scenario for item in dataset.items}, []
-
-
-def _raw_scenarios(path: Path) -> dict[str, str]:
-    """id -> scenario read straight from a dataset YAML in our format (no validation)."""
-    import yaml
-
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return {}
-    items = raw.get("items") if isinstance(raw, dict) else None
-    if not isinstance(items, list):
-        return {}
-    return {
-        str(item["id"]): str(item["scenario"])
-        for item in items
-        if isinstance(item, dict) and item.get("id") and item.get("scenario")
-    }

@@ -186,4 +186,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ledgerbench._cli import run_cli
+
+    raise SystemExit(run_cli(main, "analysis.compare"))

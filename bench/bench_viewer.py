@@ -4,7 +4,8 @@
 
 The runs are synthetic but shaped like real ones: per record 6 tool calls with 0.3-3 KB outputs
 (ERP JSON), an answer of ~1 KB in markdown with a table, the conversation (messages) and one event
-per model and tool call, and a rules-judge score record with assertion reasons.
+per model and tool call, and a rules-judge score record with assertion reasons. The answers cite
+records the tool outputs hold, so the build includes copying them into the page (offline links).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ TOOLS = [
     "erp_info",
 ]
 START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+LINK_BASE = "https://erp.ledgerbench.test/erp/USMF/customer-transactions"
+"""Record links of a real entity set: the viewer copies each cited record into the page (here
+from the tool outputs: these synthetic runs name no ERP database)."""
 TAGS = {Dimension.accuracy: [Assertion(id="accuracy.balance", text="The balance is right.")]}
 
 
@@ -61,7 +65,7 @@ def _tool_output(rng: random.Random, question: int) -> str:
             "amount": round(rng.uniform(100, 90_000), 2),
             "currency": "USD",
             "due_date": f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
-            "url": f"http://127.0.0.1:8765/erp/USMF/invoices/INV-{question:04d}-{n:03d}",
+            "url": f"{LINK_BASE}/INV-{question:04d}-{n:03d}",
         }
         for n in range(rng.randint(2, 20))
     ]
@@ -77,7 +81,7 @@ def _answer(rng: random.Random, question: int) -> str:
     lines += ["| invoice | amount | due |", "|---|---|---|"]
     for n in range(rng.randint(3, 10)):
         lines.append(
-            f"| [INV-{question:04d}-{n:03d}](http://127.0.0.1:8765/erp/USMF/invoices/INV-{n}) "
+            f"| [INV-{question:04d}-{n:03d}]({LINK_BASE}/INV-{question:04d}-{n:03d}) "
             f"| {rng.uniform(100, 9e4):,.2f} | 2025-0{rng.randint(1, 9)}-1{n % 9} |"
         )
     lines += ["", "- Oldest item is over 90 days.", "- Figures as of 2025-12-31."]

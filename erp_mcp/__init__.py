@@ -11,6 +11,7 @@ _EXPORTS = {
     "build_server": "erp_mcp._server",
     "http_app": "erp_mcp._server",
     "main": "erp_mcp._cli",
+    "read_record_pages": "erp_mcp._pages",
     "tool_catalog": "erp_mcp._cli",
 }
 
@@ -34,5 +35,6 @@ __all__ = [
     "build_server",
     "http_app",
     "main",
+    "read_record_pages",
     "tool_catalog",
 ]

@@ -1,5 +1,6 @@
 import sys
 
 from erp_mcp._cli import main
+from ledgerbench._cli import run_cli
 
-sys.exit(main())
+sys.exit(run_cli(main, "erp_mcp"))

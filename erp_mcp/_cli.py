@@ -19,6 +19,7 @@ from erp_mcp._serve_cli import (
     serve,
 )
 from erp_mcp._tooling import TOOLSETS
+from ledgerbench._cli import OneLineParser
 from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
 
 SERVE_EXAMPLES = """\
@@ -34,7 +35,7 @@ examples:
 
 
 def _serve_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m erp_mcp",
         description="Serve the synthetic ERP read-only over MCP (stdio or streamable HTTP). "
         "Subcommands: `tools [--json]` prints the tool catalogue; `link URL` prints a "
@@ -72,7 +73,7 @@ def _serve_parser() -> argparse.ArgumentParser:
 
 
 def _tools_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m erp_mcp tools",
         description="Print the tool catalogue (no database needed).",
         epilog="examples:\n  python -m erp_mcp tools\n  python -m erp_mcp tools --json "
@@ -89,7 +90,7 @@ def _tools_parser() -> argparse.ArgumentParser:
 
 
 def _link_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m erp_mcp link",
         description="Print a short-lived signed link to one record page of a token-protected "
         "server, to open in a browser without the token (the token itself never goes in a URL). "
@@ -194,7 +195,18 @@ def _serve(argv: list[str]) -> int:
         include_bench_tools=args.bench_tools,
     )
     _check_database(args.db)
-    return serve(server, args, hosts)
+    return serve(server, args, hosts, start_line=_start_line(args, token))
+
+
+def _start_line(args: argparse.Namespace, token: str | None) -> str:
+    """Where the server is, how it is reached and how it is protected (never the token)."""
+    host = args.host if ":" not in args.host else f"[{args.host}]"
+    auth = "bearer token" if token else "none"
+    links = link_base(args, None)
+    return (
+        f"erp_mcp: serving MCP at http://{host}:{args.port}/mcp (transport: streamable HTTP; "
+        f"auth: {auth}; record links: {links}/erp/...)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,8 +221,5 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ErpDatabaseError) as error:
         print(f"erp_mcp: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a server stopped by Ctrl-C or SIGTERM ends quietly
         return 130
-    except BrokenPipeError:  # e.g. `python -m erp_mcp tools | head`
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-        return 0

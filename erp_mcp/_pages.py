@@ -10,7 +10,7 @@ import hashlib
 import hmac
 import html
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -140,6 +140,29 @@ def record_page(rt: ErpRuntime, le: str, set_name: str, key: str) -> dict | None
         "children": children,
         "related": _related(rt, es.name, le, record),
     }
+
+
+def read_record_pages(
+    db_url: str, paths: Iterable[str], public_url: str | None = None
+) -> tuple[str | None, dict[str, dict]]:
+    """The pages of the record ``paths`` (``/erp/LE/set/key``) read straight from the database,
+    as the server would serve them (links based on ``public_url``): copies that outlive the
+    server. Returns the database's snapshot hash and {path: page}; unknown records are left
+    out. Raises ``ErpDatabaseError`` (or SQLAlchemy's errors) when the database cannot be read.
+    """
+    runtime = ErpRuntime.open(db_url, public_url)
+    pages: dict[str, dict] = {}
+    try:
+        for path in paths:
+            ref = parse_record_url(path)
+            if ref is None or ref.legal_entity not in runtime.legal_entities:
+                continue
+            page = record_page(runtime, ref.legal_entity, ref.entity_set, ref.key)
+            if page is not None:
+                pages[path] = page
+        return runtime.meta.get("snapshot_hash"), pages
+    finally:
+        runtime.close()
 
 
 def _related(rt: ErpRuntime, set_name: str, le: str, record: dict) -> list[dict]:

@@ -7,7 +7,10 @@ flag means the same on both servers and is checked the same way (one line, exit 
 from __future__ import annotations
 
 import argparse
+import errno
 import math
+import socket
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -151,8 +154,9 @@ def allowed_hosts(args: argparse.Namespace) -> list[str]:
     return [h for h in hosts if h]
 
 
-def serve(server, args: argparse.Namespace, hosts: list[str]) -> int:
-    """Run ``server`` over the transport ``args`` names until stopped."""
+def serve(server, args: argparse.Namespace, hosts: list[str], start_line: str | None = None) -> int:
+    """Run ``server`` over the transport ``args`` names until stopped; over HTTP the port is
+    bound first (a taken one is a UsageError), then ``start_line`` goes to stderr."""
     if args.transport == "stdio":
         server.run(transport="stdio", show_banner=False)
         return 0
@@ -161,5 +165,24 @@ def serve(server, args: argparse.Namespace, hosts: list[str]) -> int:
     from erp_mcp._serving import http_app
 
     app = http_app(server, hosts)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    listening = bind(args.host, args.port)  # ours before the start line says so
+    if start_line:
+        print(start_line, file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
+    uvicorn.Server(config).run(sockets=[listening])
     return 0
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, or a UsageError saying the address is taken and what to do."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise UsageError(
+                f"port {port} on {host} is already in use (another server?); stop that "
+                "server or pass another --port"
+            ) from None
+        reason = error.strerror or error
+        raise UsageError(f"cannot listen on {host}:{port} ({reason}); check --host") from None

@@ -40,6 +40,7 @@ from harnesses._openai import (
     record_model_event,
     recorded_call,
     require_env_key,
+    require_sdk,
     warm_up_offline,
 )
 from harnesses._pricing import Price, estimate_cost, parse_price
@@ -912,6 +913,7 @@ class FinanceAgentHarness:
     def __init__(self, options: HarnessOptions) -> None:
         self.settings = CustomSettings.from_options(options)
         self.model: str | None = self.settings.model
+        require_sdk(self.settings.api, "custom")
         self._api_key = require_env_key(API_KEY_VARIABLES[self.settings.api], "custom")
         self.tools = ToolCatalogue()
         warm_up_sdk(self.settings.api)

@@ -298,12 +298,14 @@ def start_erp_server(
 
     ``extra_args`` go to the server as given (e.g. fault injection: ``--error-rate 0.3``).
     ``wait=False`` returns as soon as the process exists: ``await server.until_listening()``.
-    ``record_base_url``: the base of the record URLs the server cites (``--public-url``), instead
-    of its own address (Ray workers cite the driver's server, as a local run would).
+    ``record_base_url``: the base of the record URLs the server cites (``--public-url``); by
+    default the stable :data:`~synthetic_erp.STABLE_RECORD_BASE`, the same in every run, never
+    this server's port (the server resolves the record paths under either name).
     """
-    args = ["erp_mcp", "--db", db_url, *extra_args]
-    if record_base_url:
-        args += ["--public-url", record_base_url]
+    from synthetic_erp._catalog import STABLE_RECORD_BASE
+
+    record_base_url = record_base_url or STABLE_RECORD_BASE
+    args = ["erp_mcp", "--db", db_url, *extra_args, "--public-url", record_base_url]
     server = start_mcp_server(
         args,
         token_env="ERP_MCP_TOKEN",
@@ -315,13 +317,12 @@ def start_erp_server(
         db_url=db_url,
         wait=wait,
     )
-    # Record links over stdio point at this HTTP server, so they stay citable http links.
-    base = public_url or server.endpoint.url.removesuffix("/mcp")
+    # Record links over stdio use the same stable base, so they stay citable http links.
     server.endpoint = dataclasses.replace(
         server.endpoint,
         stdio_command=(
             *(sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "stdio"),
-            *("--public-url", base),
+            *("--public-url", record_base_url),
         ),
     )
     return server

@@ -70,14 +70,14 @@ def read_run(run_dir: Path, dataset: Path | None = None) -> RunContents:
 
 
 def _questions(run_dir: Path, manifest: RunManifest, dataset: Path | None) -> dict[str, Any]:
-    from ledgerbench.dataset import load_dataset
+    from ledgerbench.dataset import find_run_dataset, load_dataset
 
-    recorded = Path(manifest.dataset_path)
-    candidates = [dataset] if dataset else [recorded, run_dir / recorded]
-    path = next((p for p in candidates if p is not None and p.is_file()), None)
+    path = find_run_dataset(manifest.dataset_path, run_dir, dataset)
     if path is None:
         if dataset:
-            raise ExportError(f"--dataset {dataset} does not exist")
+            raise ExportError(
+                f"--dataset {dataset} does not exist; pass the dataset file or folder the run used"
+            )
         return {}
     return {item.id: item for item in load_dataset(path).items}
 

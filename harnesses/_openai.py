@@ -87,6 +87,25 @@ class HarnessConfigError(HarnessLoadError):
     """A ``--harness-opt`` value or setting the harness cannot work with."""
 
 
+LLM_EXTRA_HINT = "pip install 'ledgerbench[llm]'"
+"""Installs the model SDKs (openai, anthropic, dspy), an extra: the offline demo needs none."""
+
+
+class MissingSdkError(HarnessLoadError):
+    """The provider SDK a harness needs is not installed."""
+
+
+def require_sdk(module: str, harness_name: str) -> None:
+    """:class:`MissingSdkError` with the install command when ``module`` cannot be imported."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise MissingSdkError(
+            f"--harness {harness_name} needs the {module} package, an optional extra: install "
+            f"it with {LLM_EXTRA_HINT} (or make test), or use --harness scripted to run offline"
+        )
+
+
 def require_env_key(variable: str, harness_name: str) -> str:
     """The key in ``variable``, or :class:`MissingApiKeyError` with a one-line fix."""
     key = os.environ.get(variable, "").strip()
@@ -527,6 +546,7 @@ class OpenAIResponsesHarness:
     def __init__(self, options: HarnessOptions) -> None:
         self.settings = OpenAISettings.from_options(options)
         self.model: str | None = self.settings.model
+        require_sdk("openai", "openai")
         self._api_key = require_env_key("OPENAI_API_KEY", "openai")
         self.tools = ToolCatalogue()
         warm_up_responses_api()

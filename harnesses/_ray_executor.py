@@ -54,6 +54,7 @@ from ledgerbench._ray import (
     sqlite_path,
 )
 from ledgerbench.dataset import Question
+from synthetic_erp._catalog import STABLE_RECORD_BASE
 
 CANCEL_GRACE_S = 5.0
 """After Ctrl-C, how long tasks get to stop on their own before their worker is killed."""
@@ -75,7 +76,7 @@ def worker_erp(ray: Any, config: RunConfig, erp: ErpInUse) -> WorkerErp:
     if config.erp_url:
         return WorkerErp(endpoint=erp.endpoint)
     assert erp.db_url is not None
-    base = erp.endpoint.url.removesuffix("/mcp")
+    base = STABLE_RECORD_BASE  # the driver's server cites the same stable links
     args = tuple(fault_arguments(config.erp_fault_rate, config.erp_fault_seed))
     path = sqlite_path(erp.db_url)
     if path is not None:

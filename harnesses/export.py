@@ -43,7 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, required=True, metavar="FILE", help="log file: .eval (default) or .json"
     )
     parser.add_argument(
-        "--dataset", type=Path, help="dataset YAML for targets (default: the run manifest's)"
+        "--dataset",
+        type=Path,
+        help="dataset YAML file or folder for targets (default: the run manifest's)",
     )
     return parser
 
@@ -72,4 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from ledgerbench._cli import run_cli
+
+    raise SystemExit(run_cli(main, "harnesses.export"))

@@ -142,11 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
         "ends as cost_limit; e.g. 0.50",
     )
     agent = parser.add_argument_group("harness")
+    from harnesses._registry import harness_names
+
     agent.add_argument(
         "--harness",
         default="scripted",
-        help="scripted, openai, custom, claude, or a plug-in package.module:ClassName "
-        "(default scripted)",
+        help=f"{', '.join(harness_names())} (nothing: the floor, always 'nothing found'), or a "
+        "plug-in package.module:ClassName (default scripted)",
     )
     agent.add_argument("--model", help="model name passed to the harness; e.g. gpt-5.2")
     agent.add_argument(

@@ -13,6 +13,7 @@ from judge._base import (
 )
 from judge._compare import Comparison, compare_judges, kendalls_w
 from judge._dspy_judge import DspyJudge, judge_slug
+from judge._erp_links import find_erp_links
 from judge._overall import (
     ScoredAnswer,
     dimension_means,
@@ -68,6 +69,7 @@ __all__ = [
     "create_judge",
     "dimension_from_assertions",
     "dimension_means",
+    "find_erp_links",
     "judge",
     "judge_slug",
     "kendalls_w",

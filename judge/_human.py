@@ -19,7 +19,7 @@ import json
 import random
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,11 @@ class Candidate:
     trial: int
     answer: str
     hidden_names: list[str]
+    tool_outputs: list[str]
+    manifest: Any
+    """The run's manifest (where its ERP and world are, for the carried copies)."""
+    fetched: list[str] = field(default_factory=list)
+    """The world documents the trial's fetch calls read."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -82,10 +87,53 @@ def _candidates(run_dir: Path) -> list[Candidate]:
     for t in trajectories:
         if t.question_id not in questions or t.infrastructure_failure or not t.answer.strip():
             continue  # infrastructure failures are never judged; an empty answer needs no person
+        outputs = [call.output for call in t.tool_calls]
+        fetched = [
+            link for c in t.tool_calls if c.name.split("__")[-1] == "fetch" for link in c.documents
+        ]
+        question = questions[t.question_id]
         found.append(
-            Candidate(run_dir, questions[t.question_id], t.question_id, t.trial, t.answer, hidden)
+            Candidate(
+                run_dir,
+                question,
+                t.question_id,
+                t.trial,
+                t.answer,
+                hidden,
+                outputs,
+                manifest,
+                fetched,
+            )
         )
     return found
+
+
+def _carried_records(chosen: list[Candidate]) -> tuple[dict[tuple, list[dict]], list[str]]:
+    """(run, question, trial) -> copies of the records and world documents the answer cites, then
+    of the records its tools showed and the documents it fetched: the packet opens them offline,
+    any day later, whatever became of the servers."""
+    from ledgerbench.linked import LinkedItemStore, RunSources, TrialTexts
+
+    store = LinkedItemStore()
+    by_run: dict[Path, list[Candidate]] = defaultdict(list)
+    for candidate in chosen:
+        by_run[candidate.run_dir].append(candidate)
+    carried, warnings = {}, []
+    for run_dir, candidates in by_run.items():
+        outputs = [output for c in candidates for output in c.tool_outputs]
+        trials = [
+            TrialTexts((c.question_id, c.trial), c.answer, c.tool_outputs, c.fetched)
+            for c in candidates
+        ]
+        sources = RunSources(run_dir, candidates[0].manifest, outputs)
+        links, run_warnings = store.add_run(sources, trials)
+        warnings += run_warnings
+        for (question_id, trial), entry in links.trials.items():
+            ids = entry.cited + entry.read
+            carried[(run_dir, question_id, trial)] = [
+                {**store.items[i], "cited": i in entry.cited} for i in ids if i in store.items
+            ]
+    return carried, warnings
 
 
 def blind(answer: str, names: list[str]) -> str:
@@ -108,6 +156,7 @@ def export_packet(run_dirs: list[Path], *, n: int, seed: int, out: Path) -> dict
     rng = random.Random(seed)
     rng.shuffle(candidates)
     chosen = candidates[:n]
+    carried, _ = _carried_records(chosen)
     items, key = [], {}
     for index, candidate in enumerate(chosen, start=1):
         code = f"A{index:03d}"
@@ -119,6 +168,12 @@ def export_packet(run_dirs: list[Path], *, n: int, seed: int, out: Path) -> dict
                 "task_type": question.task_type.value,
                 "reference": question.ground_truth,
                 "answer": blind(candidate.answer, candidate.hidden_names),
+                "records": [
+                    {**record, "source": blind(record["source"], candidate.hidden_names)}
+                    for record in carried.get(
+                        (candidate.run_dir, candidate.question_id, candidate.trial), []
+                    )
+                ],
                 "assertions": [
                     {"dimension": d.value, "id": a.id, "text": a.text, "level": a.level}
                     for d, assertions in question.tags.items()

@@ -33,6 +33,11 @@ table.grades td.choices { white-space: nowrap; }
 .ungraded { background: #fff8e6; }
 button { font-size: 1em; padding: .4em 1em; cursor: pointer; }
 #status { color: #445; }
+details.records { margin-top: .6em; }
+details.record { margin: .3em 0 .3em 1em; }
+details.record table { border-collapse: collapse; font-size: .85em; margin: .3em 0; }
+details.record td, details.record th { border: 1px solid #e4e7ec; padding: 2px 6px; text-align: left; }
+.source { color: #667; font-size: .85em; }
 .md table { border-collapse: collapse; margin: .4em 0; }
 .md th, .md td { border: 1px solid #d8dce3; padding: .2em .5em; text-align: left; }
 .md th { background: #eef1f5; }
@@ -71,6 +76,32 @@ SCRIPT = r"""(function () {
     document.body.setAttribute("data-graded", String(done));
   }
 
+  function grid(columns, rows) {
+    var table = el("table", {});
+    var head = el("tr", {});
+    columns.forEach(function (c) { head.appendChild(el("th", {}, c)); });
+    table.appendChild(head);
+    rows.forEach(function (row) {
+      var tr = el("tr", {});
+      row.forEach(function (v) { tr.appendChild(el("td", {}, v)); });
+      table.appendChild(tr);
+    });
+    return table;
+  }
+  // A carried copy of a record the answer cites (or its tools showed): opens with no server.
+  function recordCopy(record) {
+    var box = el("details", { "class": "record" });
+    box.appendChild(el("summary", {}, record.title + (record.cited ? " \u00b7 cited" : "")));
+    box.appendChild(el("div", { "class": "source" }, record.link));
+    box.appendChild(el("div", { "class": "source" }, "Copy: " + record.source));
+    if (record.body) { box.appendChild(el("div", { "class": "answer" }, record.body)); }
+    if (record.fields.length) { box.appendChild(grid(["field", "value"], record.fields)); }
+    record.sections.forEach(function (section) {
+      box.appendChild(el("div", { "class": "label" }, section.title));
+      if (section.rows.length) { box.appendChild(grid(section.columns, section.rows)); }
+    });
+    return box;
+  }
   var main = document.getElementById("items");
   packet.items.forEach(function (item) {
     var card = el("section", { "class": "card", "id": item.item });
@@ -83,6 +114,14 @@ SCRIPT = r"""(function () {
     }
     card.appendChild(el("div", { "class": "label" }, "Answer"));
     card.appendChild(rendered("answer", item.answer));
+    if (item.records && item.records.length) {
+      var cited = item.records.filter(function (r) { return r.cited; }).length;
+      var records = el("details", { "class": "records" });
+      records.appendChild(el("summary", {}, "Records: " + cited + " cited by the answer, " +
+        (item.records.length - cited) + " shown to the agent by its tools (copies that open offline)"));
+      item.records.forEach(function (record) { records.appendChild(recordCopy(record)); });
+      card.appendChild(records);
+    }
     var table = el("table", { "class": "grades" });
     item.assertions.forEach(function (assertion) {
       total += 1;

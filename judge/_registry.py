@@ -41,6 +41,13 @@ def _rules_factory(**options: Any) -> Judge:
 
 
 def _dspy_factory(model: str, **options: Any) -> Judge:
+    import importlib.util
+
+    if importlib.util.find_spec("dspy") is None:
+        raise JudgeLoadError(
+            f"--judge {model}: the LLM judge needs dspy, an optional extra: install it with "
+            "pip install 'ledgerbench[llm]' (or make test), or use --judge rules"
+        )
     from judge._dspy_judge import DspyJudge
 
     return DspyJudge(model, **{k: v for k, v in options.items() if k not in ("erp_db_url", "name")})

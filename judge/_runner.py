@@ -160,16 +160,16 @@ def score_matches(score: ScoreRecord, trajectory: TrajectoryRecord) -> bool:
 
 
 def load_run_dataset(config: JudgeRunConfig, manifest: RunManifest) -> tuple[Dataset, list[str]]:
-    from ledgerbench.dataset import dataset_hash, load_dataset
+    from ledgerbench.dataset import dataset_hash, find_run_dataset, load_dataset
 
     given = config.dataset or manifest.dataset_path
-    candidates = [Path(given), config.run_dir / given]
-    path = next((p for p in candidates if p.exists()), None)
+    override = Path(config.dataset) if config.dataset else None
+    path = find_run_dataset(manifest.dataset_path, config.run_dir, override)
     if path is None:
         raise JudgeRunError(
             f"dataset {given} not found "
             f"(from {'--dataset' if config.dataset else 'the run manifest'}); "
-            "pass --dataset PATH to the dataset file the run used"
+            "pass --dataset PATH to the dataset file or folder the run used"
         )
     try:
         dataset = load_dataset(path)
@@ -499,7 +499,6 @@ def run_judge(
     warnings += _check_erp(judge, config, manifest)
 
     scores_dir = config.run_dir / "scores"
-    scores_dir.mkdir(parents=True, exist_ok=True)
     scores_path = scores_dir / f"{judge.name}.jsonl"
     manifest_path = scores_dir / f"{judge.name}.manifest.json"
     if not config.overwrite:
@@ -560,13 +559,16 @@ def run_judge(
         started_at=started,
         dataset_hash=manifest.dataset_hash,
     )
-    manifest_path.write_text(judge_manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+    def write_manifest() -> None:
+        manifest_path.write_text(judge_manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
     result = JudgeRunResult(scores_path=scores_path, manifest_path=manifest_path, resumed=len(done))
     result.warnings = warnings
+    scores = ScoresFile(scores_path, on_create=write_manifest)
     try:
-        with _score_executor(config, judge, erp_db_url, built=built) as executor:
-            _score_all(config, executor, questions, todo, scores_path, result, on_record)
+        with _score_executor(config, judge, erp_db_url, built=built) as executor, scores:
+            _score_all(config, executor, questions, todo, scores, result, on_record)
         if executor.lost:
             result.warnings.append(
                 f"{executor.lost} trajectories were not judged: their Ray worker was lost; "
@@ -581,7 +583,8 @@ def run_judge(
         judge_manifest.counts = dict(counts)
         judge_manifest.usage = usage
         judge_manifest.cost_usd = cost
-        manifest_path.write_text(judge_manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        if scores_path.exists():  # no scores file (nothing scored): no manifest either
+            write_manifest()
         result.counts = counts
     return result
 
@@ -657,21 +660,46 @@ def _score_executor(
         yield executor
 
 
+class ScoresFile:
+    """The scores file, appended to one record at a time. It is created (with its folder, and
+    the judge manifest through ``on_create``) only when the first record is written: a judge
+    that fails before scoring anything leaves no empty file behind for later stages to trip on."""
+
+    def __init__(self, path: Path, on_create: Callable[[], None]) -> None:
+        self.path = path
+        self._on_create = on_create
+        self._handle: Any = None
+
+    def write(self, record: ScoreRecord) -> None:
+        if self._handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():
+                self._on_create()
+            self._handle = self.path.open("a", encoding="utf-8")
+        self._handle.write(record.model_dump_json() + "\n")
+        self._handle.flush()
+
+    def __enter__(self) -> ScoresFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
 def _score_all(
     config: JudgeRunConfig,
     executor: ScoreExecutor,
     questions: dict[str, Question],
     todo: list[TrajectoryRecord],
-    scores_path: Path,
+    out: ScoresFile,
     result: JudgeRunResult,
     on_record: Callable[[ScoreRecord], None] | None,
 ) -> None:
     status = Counter()
     breaker = JudgeCircuitBreaker(config.max_consecutive_infra_failures)
-    with (
-        _progress(config.progress, len(todo)) as progress,
-        scores_path.open("a", encoding="utf-8") as out,
-    ):
+    with _progress(config.progress, len(todo)) as progress:
         task = progress.add_task("judging", total=len(todo), status="")
         pending: set[Future[ScoreRecord | None]] = set()
         queue = iter(todo)
@@ -691,8 +719,7 @@ def _score_all(
                     if record is None:  # its worker was lost: left for the next run
                         progress.update(task, advance=1)
                         continue
-                    out.write(record.model_dump_json() + "\n")
-                    out.flush()
+                    out.write(record)
                     _account(result, record, status)
                     if on_record is not None:
                         on_record(record)

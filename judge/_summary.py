@@ -153,6 +153,11 @@ def summary_markdown(summary: dict[str, Any], title: str) -> str:
         f"{summary['infra_errors']} infrastructure failures (not judged), "
         f"{summary['judge_errors']} dimension judge errors (unscored)." + _left_out_note(summary),
         "",
+    ]
+    if not present:  # no column to show: a table would have none either
+        lines.append("No dimension was scored, so there is no table of means.")
+        return "\n".join(lines)
+    lines += [
         "| task type | n | " + " | ".join(present) + " |",
         "|---|---:|" + "---:|" * len(present),
     ]

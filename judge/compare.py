@@ -8,6 +8,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from ledgerbench._cli import OneLineParser
+
 EXAMPLES = """\
 examples:
   python -m judge.compare runs/demo --judges rules openai-gpt-5.2
@@ -20,7 +22,7 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m judge.compare",
         description="Compare judges (LLMs, rules, people imported with judge.human) that scored "
         "the same runs, on the assertions both decided: per (task type, dimension) cell with "
@@ -167,4 +169,6 @@ def _label(run_dir: Path, taken: dict[str, Path]) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ledgerbench._cli import run_cli
+
+    sys.exit(run_cli(main, "judge.compare"))

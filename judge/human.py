@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ledgerbench._cli import OneLineParser
+
 EXAMPLES = """\
 examples:
   python -m judge.human export runs/gpt runs/claude --n 40 --seed 1 --out packets/p1
@@ -18,7 +20,7 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m judge.human",
         description="People as judges. export writes a blinded grading packet (answers of all "
         "runs shuffled, agents hidden): packet.html (a self-contained form that works offline "
@@ -94,4 +96,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ledgerbench._cli import run_cli
+
+    sys.exit(run_cli(main, "judge.human"))

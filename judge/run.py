@@ -9,6 +9,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from ledgerbench._cli import OneLineParser
+
 EXAMPLES = """\
 examples:
   python -m judge.run runs/demo --judge rules
@@ -24,7 +26,7 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m judge.run",
         description="Score every trajectory of a run; writes runs/NAME/scores/<judge>.jsonl and "
         "<judge>.manifest.json. Re-running resumes: records already scored are skipped.",
@@ -238,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        from ledgerbench._cli import quiet_stop
+
+        if quiet_stop():
+            return 130
         print(
             "interrupted: the records written so far are kept; run the same command again to "
             "resume",
@@ -269,4 +275,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ledgerbench._cli import run_cli
+
+    sys.exit(run_cli(main, "judge.run"))

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from ledgerbench._cli import OneLineParser
+
 EXAMPLES = """\
 examples:
   python -m judge.summary runs/demo
@@ -16,7 +18,7 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m judge.summary",
         description="Summarize scores: mean per dimension and overall, by task type and with task "
         "types weighted equally; counts infrastructure failures and judge errors; prints the "
@@ -93,4 +95,6 @@ def _trajectories(run_dir: Path) -> tuple[list | None, list[str]]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ledgerbench._cli import run_cli
+
+    sys.exit(run_cli(main, "judge.summary"))

@@ -1,5 +1,5 @@
 """``python -m ledgerbench``: the one-command pipeline (same as the ``ledgerbench`` script)."""
 
-from ledgerbench.pipeline import main
+from ledgerbench.pipeline import cli
 
-raise SystemExit(main())
+raise SystemExit(cli())

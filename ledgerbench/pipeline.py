@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -30,12 +31,15 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ledgerbench._cli import QUIET_STOP_ENV, OneLineParser, Terminated, run_cli
+
 EXAMPLES = """\
 examples:
   ledgerbench                                   # offline demo: scripted agent on a clean ERP vs
                                                 # the same agent on an ERP with injected faults
   ledgerbench --workspace runs/pipeline --fresh # redo every stage
   ledgerbench view runs/pipeline/runs/scripted --out runs/viewer   # trajectory viewer (view --help)
+  ledgerbench runs                              # one line per run under runs/ (runs --help)
   ledgerbench --agent openai:gpt-5.2 --agent claude:claude-haiku-4-5,effort=low \\
               --judge openai/gpt-5.2            # two agents compared (needs API keys)
   ledgerbench --agent scripted --agent scripted,faults=0.5,fault_seed=3,label=flaky-erp
@@ -260,12 +264,45 @@ def _run_stage_command(stage: str, command: list[str], console: Console) -> None
     shown = " ".join(_display_arg(arg) for arg in command[1:])
     console.print(f"[dim]$ python {shown}[/dim]")
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
-    completed = subprocess.run(command, env=env)
-    if completed.returncode != 0:
+    env[QUIET_STOP_ENV] = "1"  # a stopped stage leaves the one line to the pipeline
+    # The stage ignores Ctrl-C (it would reach the whole process group, even mid-import where
+    # Python can only print a traceback): the pipeline passes every stop on as SIGTERM instead.
+    # A stop that lands while Popen forks would leave the stage running unseen: hold the signals
+    # until the stage's process is known (the stage unblocks them for itself).
+    stops = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    try:
+        process = subprocess.Popen(command, env=env, preexec_fn=_ignore_ctrl_c)
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+        raise
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)  # a held stop arrives here
+        returncode = process.wait()
+    except KeyboardInterrupt:
+        _stop_stage(process)
+        raise
+    if returncode != 0:
         raise PipelineError(
-            f"stage {stage!r} failed (exit {completed.returncode}); re-run it alone with: "
-            f"python {shown}"
+            f"stage {stage!r} failed (exit {returncode}); re-run it alone with: python {shown}"
         )
+
+
+def _ignore_ctrl_c() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _stop_stage(process: subprocess.Popen) -> None:
+    """Stop the stage as SIGTERM stops it alone (it writes what it has, then exits); after a
+    minute, or a second Ctrl-C, it is killed."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout=60)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        process.kill()
+        process.wait()
 
 
 def _display_arg(arg: str) -> str:
@@ -645,7 +682,7 @@ def _contrast_lines(stats: dict) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="ledgerbench",
         description=(
             "Run the whole LedgerBench pipeline: generate the synthetic ERP and the research world "
@@ -781,6 +818,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ledgerbench.viewer import main as view_main
 
         return view_main(argv[1:])
+    if argv[:1] == ["runs"]:  # subcommand: one line per run
+        from ledgerbench._runs import main as runs_main
+
+        return runs_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     problem = _validate(args)
@@ -816,6 +857,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PipelineError as error:
         print(f"ledgerbench: error: {error}", file=sys.stderr)
         return 1
+    except Terminated:
+        print(
+            "ledgerbench: stopped (SIGTERM); run the same command again to resume", file=sys.stderr
+        )
+        return 143
     except KeyboardInterrupt:
         print("ledgerbench: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
@@ -825,5 +871,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def cli() -> int:
+    """The ``ledgerbench`` command: :func:`main`, stopped in one line (Ctrl-C, SIGTERM, pipe)."""
+    return run_cli(main, "ledgerbench")
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli())

@@ -2,6 +2,7 @@
 
 from synthetic_erp._catalog import (
     ENTITY_SETS,
+    STABLE_RECORD_BASE,
     EntitySet,
     RecordRef,
     entity_set,
@@ -15,6 +16,7 @@ from synthetic_erp._snapshot import erp_stats, snapshot_hash
 
 __all__ = [
     "ENTITY_SETS",
+    "STABLE_RECORD_BASE",
     "EntitySet",
     "GenerationReport",
     "RecordRef",

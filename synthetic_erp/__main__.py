@@ -2,6 +2,7 @@
 
 import sys
 
+from ledgerbench._cli import run_cli
 from synthetic_erp._cli import main
 
-sys.exit(main())
+sys.exit(run_cli(main, "synthetic_erp"))

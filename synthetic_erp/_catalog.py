@@ -173,6 +173,11 @@ class RecordRef:
     key: str
 
 
+STABLE_RECORD_BASE = "https://erp.ledgerbench.test"
+"""The base of record links in runs the runner serves: one public name for every run, so the same
+answer cites the same links whatever port the run's server had (``.test`` is reserved by RFC 2606
+and never resolves; the viewer and grading packet carry copies of the records it names)."""
+
 RESOURCE_SCHEME = "erp://"
 """Prefix of a record's MCP resource URI (record links over stdio)."""
 

@@ -161,7 +161,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot use {redact_url(args.db)}: {reason}; {hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("error: interrupted; nothing was written", file=sys.stderr)
+        from ledgerbench._cli import quiet_stop
+
+        if not quiet_stop():
+            print("error: interrupted; nothing was written", file=sys.stderr)
         return 130
 
 

@@ -20,6 +20,7 @@ _EXPORTS = {
     "build_world_server": "synthetic_world._server",
     "generate_world": "synthetic_world._generate",
     "parse_doc_link": "synthetic_world._tools",
+    "read_documents": "synthetic_world._tools",
 }
 
 
@@ -45,4 +46,5 @@ __all__ = [
     "build_world_server",
     "generate_world",
     "parse_doc_link",
+    "read_documents",
 ]

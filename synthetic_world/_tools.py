@@ -6,8 +6,11 @@ errors, faults, audit log, result budget)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -465,3 +468,21 @@ def prices(rt: WorldRuntime, args: PriceArgs) -> Prices:
         items=items,
         sources=list(sources),
     )
+
+
+def read_documents(
+    path: Path, doc_ids: Iterable[str], link_base: str | None = None
+) -> tuple[dict[str, str], dict[str, Document]]:
+    """The documents ``doc_ids`` of the world file ``path`` as ``fetch`` returns them (links on
+    ``link_base``), read straight from the file: copies that outlive the server. Returns the
+    world's meta (``world_id``, ``snapshot_hash``, ...) and {doc_id: document}; unknown ids are
+    left out. Raises :class:`WorldUnavailable` when the file is not a readable world."""
+    rt = WorldRuntime.open(Path(path), link_base)
+    try:
+        found = {}
+        for doc_id in doc_ids:
+            with contextlib.suppress(ClientError):
+                found[doc_id] = fetch(rt, FetchArgs(url=doc_id))
+        return dict(rt.meta), found
+    finally:
+        rt.close()

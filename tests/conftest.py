@@ -21,6 +21,12 @@ REFERENCE_DIR = Path(os.environ.get("LEDGERBENCH_REFERENCE_DIR") or SHARED_DIR /
 """``../shared/reference`` next to the repository; ``LEDGERBENCH_REFERENCE_DIR`` overrides it (e.g.
 for a git worktree that sits one level deeper)."""
 
+REFERENCE_MISSING = (
+    f"published FORCE-Bench files not found at {REFERENCE_DIR}: fetch them with "
+    "scripts/fetch-force-bench and set LEDGERBENCH_REFERENCE_DIR (docs/force-bench-files.md)"
+)
+"""The skip reason of every test that needs the published files: where, and how to get them."""
+
 TEST_SEED = 42
 TEST_TOKEN = "test-token-not-a-secret"
 
@@ -71,7 +77,7 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 120.0) 
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
     if not REFERENCE_DIR.exists():
-        pytest.skip(f"shared reference data not found at {REFERENCE_DIR}")
+        pytest.skip(REFERENCE_MISSING)
     return REFERENCE_DIR
 
 

@@ -36,6 +36,9 @@ class LocalRayCluster:
     temp_dir: Path
     process: subprocess.Popen
     cpus: int
+    home: Path
+    """The cluster's own HOME (and its drivers'): nothing of the user's ``~/.ray`` (an
+    ``auth_token`` from another cluster, say) can reach it."""
 
     def worker_pids(self) -> set[int]:
         """Pids of the Ray worker processes of this cluster (idle or busy)."""
@@ -92,8 +95,10 @@ def _stop(process: subprocess.Popen, temp_dir: Path) -> None:
 def local_ray_cluster(cpus: int = RAY_WORKER_CPUS) -> Iterator[LocalRayCluster]:
     # Short path: Ray's unix sockets live under it and must fit in 107 characters.
     temp_dir = Path(tempfile.mkdtemp(prefix="lbray-", dir="/tmp"))
+    home = temp_dir / "home"
+    home.mkdir()
     ray_cli = Path(sys.executable).with_name("ray")
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), **LOOPBACK_ENV)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), HOME=str(home), **LOOPBACK_ENV)
     env[TEST_JUDGE_KEY_ENV] = "fake-judge-key"
     env.pop("RAY_ADDRESS", None)
     log = temp_dir / "ray-start.log"
@@ -123,7 +128,9 @@ def local_ray_cluster(cpus: int = RAY_WORKER_CPUS) -> Iterator[LocalRayCluster]:
         )
     try:
         address = _wait_for_address(temp_dir, log, process, timeout=120)
-        yield LocalRayCluster(address=address, temp_dir=temp_dir, process=process, cpus=cpus)
+        yield LocalRayCluster(
+            address=address, temp_dir=temp_dir, process=process, cpus=cpus, home=home
+        )
     finally:
         _stop(process, temp_dir)
 

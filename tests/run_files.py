@@ -108,9 +108,11 @@ def _record(question: Question, harness: str, answer: str, tool_output: str, **k
     return json.loads(record.model_dump_json(by_alias=True))
 
 
-def _score(record: dict, overall: float, reason: str) -> str:
+def _score(record: dict, overall: float, reason: str, dimension: str = "accuracy") -> str:
+    """A rules score of one dimension (a brief's is structure: accuracy of research items is
+    LedgerBench's extension, outside the Overall)."""
     assertion = AssertionScore(
-        assertion_id="accuracy.balance", score=overall, reason=reason, decided_by="amount_rule"
+        assertion_id=f"{dimension}.balance", score=overall, reason=reason, decided_by="amount_rule"
     )
     score = ScoreRecord(
         question_id=record["question_id"],
@@ -118,7 +120,7 @@ def _score(record: dict, overall: float, reason: str) -> str:
         judge="rules",
         status="scored",
         dimensions={
-            "accuracy": DimensionScore(
+            dimension: DimensionScore(
                 status=DimensionStatus.scored, score=overall, assertions=[assertion]
             )
         },
@@ -225,7 +227,7 @@ def write_sample_runs(root: Path) -> list[Path]:
         [
             _score(b_records[0], 0.25, "Balance stated, aging missing."),
             _score(b_records[1], 0.0, "Wrong: says none are overdue."),
-            _score(b_records[2], 0.75, "Brief is fine."),
+            _score(b_records[2], 0.75, "Brief is fine.", "structure"),
         ],
     )
     return [run_a, run_b]

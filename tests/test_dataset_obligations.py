@@ -18,6 +18,7 @@ from synthetic_erp._questions import (
     main,
     plan_counts,
 )
+from tests.conftest import REFERENCE_DIR, REFERENCE_MISSING
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -141,14 +142,11 @@ FORCE_BENCH = REPO.parent.parent / "shared" / "reference" / "force-bench" / "dat
 def _published_questions() -> list[str]:
     import yaml
 
-    for path in (
-        REPO.parent / "shared" / "reference" / "force-bench" / "dataset.yaml",
-        FORCE_BENCH,
-    ):
+    for path in (REFERENCE_DIR / "force-bench" / "dataset.yaml", FORCE_BENCH):
         if path.exists():
             items = yaml.safe_load(path.read_text(encoding="utf-8"))
             return [item["query"].lower() for item in items if item.get("plugin") == "erp_qa"]
-    pytest.skip("the published FORCE-Bench dataset is not in ../shared/reference")
+    pytest.skip(REFERENCE_MISSING)
 
 
 def test_no_question_repeats_a_published_one(large_set: Dataset) -> None:

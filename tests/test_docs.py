@@ -14,6 +14,7 @@ from tests.conftest import REPO_ROOT
 COMMANDS = [
     ["ledgerbench"],
     ["ledgerbench", "view"],
+    ["ledgerbench", "runs"],
     ["synthetic_erp"],
     ["synthetic_erp", "generate"],
     ["synthetic_erp", "stats"],
@@ -110,3 +111,52 @@ def test_every_linked_doc_exists() -> None:
     assert links
     for link in links:
         assert (REPO_ROOT / link).exists(), link
+
+
+def test_runner_help_names_every_built_in_harness(help_texts) -> None:
+    from harnesses._registry import harness_names
+
+    shown = " ".join(help_texts["harnesses.run"]["stdout"].split())
+    for name in harness_names():
+        assert name in shown, name
+    assert "nothing" in shown
+
+
+def test_the_readme_headline_block_is_the_demo_s_shape() -> None:
+    """The block ``scripts/refresh-docs`` writes (the slow test compares it with a real demo)."""
+    from ledgerbench import _readme
+
+    lines = _readme.readme_headline()
+    assert lines[0].startswith("Report: runs/pipeline/report/report.html")
+    assert [line.split(":")[0].strip() for line in lines[1:3]] == [
+        "scripted",
+        "scripted-faulty-erp",
+    ]
+    assert lines[3].startswith("  scripted-faulty-erp vs scripted: Overall ")
+    floor = _readme.between((REPO_ROOT / "harnesses" / "README.md").read_text(), _readme.FLOOR)
+    assert "`--harness nothing` accuracy" in floor
+
+
+def test_the_readme_says_where_the_published_files_come_from() -> None:
+    readme = (REPO_ROOT / "README.md").read_text()
+    doc = (REPO_ROOT / "docs" / "force-bench-files.md").read_text()
+    assert "docs/force-bench-files.md" in readme and "LEDGERBENCH_REFERENCE_DIR" in readme
+    assert "microsoft/FinanceBenchmark" in doc and "scripts/fetch-force-bench" in doc
+    assert "../shared/reference/force-bench/results" not in readme  # the Table 1 command
+
+
+def test_the_demo_headline_is_the_pipeline_s_own_block() -> None:
+    """The report stage prints a "Report:" block of its own first; the headline is the last one."""
+    from ledgerbench import _readme
+
+    stdout = (
+        "Report: runs/pipeline/report/report.html (also report.md, stats.json)\n"
+        "  scripted: overall 0.975 [0.957, 0.990]\n"
+        "Report: runs/pipeline/report/report.html (also report.md)\n"
+        "  scripted: overall 0.98 [0.96, 0.99]\n"
+        "Done in 61.0 s.\n"
+    )
+    assert _readme.demo_headline(stdout) == [
+        "Report: runs/pipeline/report/report.html (also report.md)",
+        "  scripted: overall 0.98 [0.96, 0.99]",
+    ]

@@ -61,6 +61,19 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
     assert (report / "stats.json").stat().st_mtime == stats_mtime
     assert len((run_dir / "trajectories.jsonl").read_text().splitlines()) == 25
 
+    # `ledgerbench runs` lists the demo's runs, found under the workspace's runs/ folder.
+    assert main(["runs", str(tmp_path), "--json"]) == 0
+    listed = {run["name"]: run for run in json.loads(capsys.readouterr().out)}
+    assert sorted(listed) == ["ws/runs/scripted", "ws/runs/scripted-faulty-erp"]
+    for run in listed.values():
+        assert run["records"] == 25 and run["finished"]
+        assert run["endings"] == {"completed": 25}
+        assert 0 < run["overall"]["rules"] <= 1
+    assert (
+        listed["ws/runs/scripted-faulty-erp"]["overall"]["rules"]
+        < (listed["ws/runs/scripted"]["overall"]["rules"])
+    )
+
 
 @pytest.mark.parametrize(
     ("text", "expected"),
@@ -123,3 +136,14 @@ def test_a_failing_stage_names_itself_and_the_command_to_rerun(tmp_path, capsys)
     err = capsys.readouterr().err
     assert "stage 'run agent' failed" in err
     assert "python -m harnesses.run" in err
+
+
+@pytest.mark.slow  # the whole default demo (about a minute on an idle machine)
+@pytest.mark.timeout(1200)
+def test_the_readme_headline_is_what_the_demo_prints(tmp_path) -> None:
+    """`make demo` in a fresh folder prints the README's headline block line for line (else:
+    scripts/refresh-docs)."""
+    from ledgerbench import _readme
+
+    printed, _ = _readme.run_demo(tmp_path)
+    assert printed == _readme.readme_headline(), "the demo changed: run scripts/refresh-docs"

@@ -53,11 +53,14 @@ PLUGINS = "tests.test_runner_plugins"
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[LocalRayCluster]:
-    saved = {name: os.environ.get(name) for name in LOOPBACK_ENV}
+    saved = {name: os.environ.get(name) for name in [*LOOPBACK_ENV, "HOME"]}
     os.environ.update(LOOPBACK_ENV)  # before Ray's first import here: it reads them then
     try:
-        pytest.importorskip("ray")
+        pytest.importorskip(
+            "ray", reason="ray not installed (optional extra: pip install '.[ray]', make setup)"
+        )
         with local_ray_cluster() as cluster:
+            os.environ["HOME"] = str(cluster.home)  # drivers here and in subprocesses too
             yield cluster
     finally:
         for name, value in saved.items():

@@ -221,3 +221,85 @@ def test_no_script_from_answers_tool_outputs_or_reasons_runs(viewer: Path, tmp_p
         # The only <script> elements are the viewer's own and its data blocks.
         kinds = page.evaluate("[...document.scripts].map(s => s.type || 'classic')")
         assert kinds.count("classic") == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The index: question text, a summary row per run, sorting, the disagreements filter
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_judge_viewer(runs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample runs with a second judge on run B that disagrees with the rules judge on
+    obl-aged-001 only (0.25 -> 1.0)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("two-judges")
+    copies = [Path(shutil.copytree(run, root / run.name)) for run in runs]
+    rules = (copies[1] / "scores" / "rules.jsonl").read_text().splitlines()
+    second = []
+    for line in rules:
+        score = json.loads(line)
+        score["judge"] = "second"
+        if score["question_id"] == "obl-aged-001":
+            score["overall"] = 1.0
+            score["dimensions"]["accuracy"]["score"] = 1.0
+        second.append(json.dumps(score))
+    (copies[1] / "scores" / "second.jsonl").write_text("\n".join(second) + "\n")
+    page, _ = build_viewer(copies, root / "viewer")
+    return page
+
+
+def test_the_index_has_a_summary_of_each_run(two_judge_viewer: Path):
+    index = _details(two_judge_viewer)["index"]
+    a, b = (run["summary"] for run in index["runs"])
+    # The Overall (judge.run_overall): A has obligations accuracy 1.0 and 0.5 (its brief failed:
+    # not judged); B has obligations accuracy 0.25, 0.0 and a brief's structure at 0.75.
+    assert a["overall"] == {"rules": pytest.approx(0.75)}
+    assert b["overall"]["rules"] == pytest.approx((0.125 + 0.75) / 2)
+    assert b["overall"]["second"] == pytest.approx(((1.0 + 0.0) / 2 + 0.75) / 2)
+    assert (a["errors"], a["timeouts"]) == (1, 0)  # the provider outage
+    assert (b["errors"], b["timeouts"]) == (0, 1)
+    assert a["cost_usd"] is None
+
+
+def _shown(page: Browser) -> list[str]:
+    return page.evaluate(
+        "[...document.querySelectorAll('table.index tbody tr')].map(r => r.dataset.qid)"
+    )
+
+
+@pytest.mark.browser
+@browser
+def test_the_index_sorts_summarizes_and_filters_disagreements(
+    two_judge_viewer: Path, tmp_path: Path
+):
+    with Browser(tmp_path / "profile") as page:
+        page.navigate(two_judge_viewer.as_uri())
+        page.wait_for("document.body.dataset.rendered === 'index'")
+        texts = page.evaluate(
+            "[...document.querySelectorAll('table.index tbody td.qtext')].map(t => t.textContent)"
+        )
+        assert texts == [q.query for q in QUESTIONS]
+        summary = page.evaluate("document.querySelector('tr.summary-row').innerText")
+        assert "Overall 0.75" in summary and "1 errors" in summary and "1 timeouts" in summary
+        # Sort by run B's score (rules): 0.0, 0.25, 0.75; again for descending.
+        page.evaluate("document.querySelector('th[data-sort=r1]').click()")
+        assert _shown(page) == ["obl-overdue-002", "obl-aged-001", "brief-003"]
+        assert "sort=r1" in page.evaluate("location.hash")
+        page.evaluate("document.querySelector('th[data-sort=r1]').click()")
+        assert _shown(page) == ["brief-003", "obl-aged-001", "obl-overdue-002"]
+        page.evaluate("document.querySelector('th[data-sort=text]').click()")
+        assert _shown(page) == sorted(
+            (q.id for q in QUESTIONS), key=lambda i: next(q.query for q in QUESTIONS if q.id == i)
+        )
+        # Disagreements: the judges differ on obl-aged-001 only (in run B).
+        page.evaluate("document.body.removeAttribute('data-rendered')")
+        page.navigate(two_judge_viewer.as_uri() + "#/?dis=judges")
+        page.wait_for("document.body.dataset.rendered === 'index'")
+        assert _shown(page) == ["obl-aged-001"]
+        page.evaluate("document.body.removeAttribute('data-rendered')")
+        page.navigate(two_judge_viewer.as_uri() + "#/?dis=any")
+        page.wait_for("document.body.dataset.rendered === 'index'")
+        assert len(_shown(page)) == 3  # the runs differ on every question
+        assert not [line for line in page.console if "Content Security Policy" in line]

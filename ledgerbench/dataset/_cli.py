@@ -92,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report_validation(path: str, dataset: Dataset | None, problems: list[str]) -> int:
+    if dataset is None and len(problems) == 1:  # nothing to validate (no such file): one line
+        print(f"error: {problems[0]}", file=sys.stderr)
+        return 2
     if problems:
         for problem in problems:
             print(problem)

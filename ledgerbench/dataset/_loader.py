@@ -70,6 +70,47 @@ def check_dataset_path(path: str | Path) -> tuple[Dataset | None, list[str]]:
     return _check_file(path)
 
 
+def dataset_files(path: str | Path) -> list[Path]:
+    """The YAML files a dataset path stands for: the file itself, or a directory's ``*.yaml``."""
+    path = Path(path)
+    return sorted(path.glob("*.yaml")) if path.is_dir() else [path]
+
+
+def find_run_dataset(
+    recorded: str | Path | None, run_dir: Path, override: Path | None = None
+) -> Path | None:
+    """The dataset (a file or a directory) a run used, or None when it cannot be found.
+
+    ``override`` (a ``--dataset`` flag) wins when given; otherwise the path the run manifest
+    recorded, as written, then relative to the run directory and to the folder holding it (a run
+    copied elsewhere with its dataset beside it).
+    """
+    if override is not None:
+        return override if override.exists() else None
+    if not recorded:
+        return None
+    recorded = Path(recorded)
+    candidates = [recorded]
+    if not recorded.is_absolute():
+        candidates += [run_dir / recorded, run_dir.parent / recorded]
+    return next((path for path in candidates if path.exists()), None)
+
+
+def raw_items(path: str | Path) -> list[dict[str, Any]]:
+    """Items read straight from the YAML of a dataset file or directory, without validation (for
+    showing questions of a dataset that no longer validates); [] when nothing can be read."""
+    items: list[dict[str, Any]] = []
+    for file in dataset_files(path):
+        try:
+            raw = yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            continue
+        found = raw.get("items") if isinstance(raw, dict) else None
+        if isinstance(found, list):
+            items += [item for item in found if isinstance(item, dict) and item.get("id")]
+    return items
+
+
 def _check_file(path: Path) -> tuple[Dataset | None, list[str]]:
     try:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
@@ -150,7 +191,7 @@ def _one_line(exc: Exception) -> str:
 
 
 def _check_directory(path: Path) -> tuple[Dataset | None, list[str]]:
-    files = sorted(path.glob("*.yaml"))
+    files = dataset_files(path)
     if not files:
         return None, [f"{path}: no *.yaml dataset files in this directory"]
     datasets: list[Dataset] = []

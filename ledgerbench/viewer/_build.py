@@ -9,12 +9,14 @@ style are pinned by hash in a Content-Security-Policy, so nothing else can run.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
+import gc
 import gzip
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -132,30 +134,29 @@ def load_run(path: Path) -> RunData:
 def _dataset_questions(
     runs: list[RunData], override: Path | None
 ) -> tuple[dict[str, Any], list[str]]:
-    from ledgerbench.dataset import load_dataset
+    from ledgerbench.dataset import find_run_dataset, load_dataset, raw_items
 
     candidates: list[Path] = []
     if override is not None:
-        if not override.is_file():
+        if not override.exists():
             raise ViewerError(
-                f"--dataset {override} does not exist; pass the dataset YAML the runs used"
+                f"--dataset {override} does not exist; pass the dataset file or folder the runs "
+                "used"
             )
         candidates.append(override)
     for run in runs:
         if run.manifest is None:
             continue
-        recorded = Path(run.manifest.dataset_path)
-        for path in (recorded, run.path / recorded, run.path.parent / recorded):
-            if path.is_file() and path not in candidates:
-                candidates.append(path)
-                break
+        path = find_run_dataset(run.manifest.dataset_path, run.path)
+        if path is not None and path not in candidates:
+            candidates.append(path)
     questions: dict[str, Any] = {}
     warnings: list[str] = []
     for path in candidates:
         try:
             items = [item.model_dump(mode="json") for item in load_dataset(path).items]
         except Exception as error:  # a dataset that fails validation can still name its questions
-            items = _raw_items(path)
+            items = raw_items(path)
             if not items:
                 warnings.append(
                     f"dataset {path} could not be read ({error}); questions shown without it"
@@ -167,20 +168,6 @@ def _dataset_questions(
             "no dataset found (pass --dataset): reference answers and scenarios unknown"
         )
     return questions, warnings
-
-
-def _raw_items(path: Path) -> list[dict[str, Any]]:
-    """Items straight from a dataset YAML in our format, without validation."""
-    import yaml
-
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return []
-    items = raw.get("items") if isinstance(raw, dict) else None
-    if not isinstance(items, list):
-        return []
-    return [item for item in items if isinstance(item, dict) and item.get("id")]
 
 
 def _unique_names(paths: list[Path]) -> list[str]:
@@ -251,20 +238,54 @@ def _dumps(value: Any) -> bytes:
 
 
 def _detail_json(
-    info: dict[str, Any], runs: list[RunData], per_run: list[list[Record]], output_chars: int | None
+    info: dict[str, Any],
+    runs: list[RunData],
+    per_run: list[list[Record]],
+    output_chars: int | None,
+    links: list[Any],
 ) -> bytes:
     """One question's page data, assembled from the records' JSON text without re-encoding it."""
     parts = [b'{"question":', _dumps(info), b',"runs":[']
-    for n, (run, records) in enumerate(zip(runs, per_run, strict=True)):
+    for n, (run, records, run_links) in enumerate(zip(runs, per_run, links, strict=True)):
         scores = {
             judge: [by_key[r.key] for r in records if r.key in by_key]
             for judge, by_key in run.scores.items()
         }
+        carried = {
+            str(r.key[1]): vars(run_links.trials[r.key])
+            for r in records
+            if r.key in run_links.trials
+        }
         parts += [b"," if n else b"", b'{"records":[']
         parts.append(b",".join(_record_json(r, output_chars) for r in records))
-        parts += [b'],"scores":', _dumps(scores), b"}"]
+        parts += [b'],"scores":', _dumps(scores), b',"linked":', _dumps(carried), b"}"]
     parts.append(b"]}")
     return b"".join(parts)
+
+
+def _carry_linked_items(
+    runs: list[RunData], erp_db: str | None, world_db: str | None = None
+) -> tuple[list[Any], dict[str, Any], list[str]]:
+    """Copies of the ERP records each answer cites or its tools showed, and of the world
+    documents it cites or fetched, so every such link opens in the page with the servers gone."""
+    from ledgerbench.linked import LinkedItemStore, RunSources, TrialTexts, fetched_documents
+
+    store = LinkedItemStore()
+    links, warnings = [], []
+    for run in runs:
+        trials = []
+        outputs: list[str] = []
+        for record in run.records.values():
+            tool_calls = record.data.get("tool_calls") or []
+            calls = [str(c.get("output") or "") for c in tool_calls]
+            outputs += calls
+            answer = str(record.data.get("answer") or "")
+            trials.append(TrialTexts(record.key, answer, calls, fetched_documents(tool_calls)))
+        sources = RunSources(run.path, run.manifest, outputs, erp_db=erp_db, world_db=world_db)
+        run_links, run_warnings = store.add_run(sources, trials)
+        links.append(run_links)
+        warnings += run_warnings
+    return links, store.used(links), warnings
 
 
 def _pack(raw: bytes) -> str:
@@ -286,6 +307,19 @@ def _asset(name: str) -> str:
     return resources.files("ledgerbench.viewer").joinpath(name).read_text(encoding="utf-8")
 
 
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Without the cyclic collector: a build holds every record of every run (tens of MB of
+    dicts, no cycles), and each collection would scan them all again; refcounting frees them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def markdown_script() -> str:
     """The safe markdown renderer (``markdown.js``: the global ``LedgerBenchMarkdown`` with
     ``markdown(text)`` -> a DOM element, ``el``, ``link``), for any page that shows answers as
@@ -301,8 +335,24 @@ def build_viewer(
     title: str | None = None,
     output_chars: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    erp_db: str | None = None,
+    world_db: str | None = None,
 ) -> tuple[Path, list[str]]:
     """Write ``out_dir/index.html`` for the runs; returns its path and warnings."""
+    with _cyclic_gc_paused():
+        return _build(run_dirs, out_dir, dataset, title, output_chars, progress, erp_db, world_db)
+
+
+def _build(
+    run_dirs: Iterable[Path],
+    out_dir: Path,
+    dataset: Path | None,
+    title: str | None,
+    output_chars: int | None,
+    progress: Callable[[str, int, int], None] | None,
+    erp_db: str | None,
+    world_db: str | None,
+) -> tuple[Path, list[str]]:
     paths = [Path(p) for p in run_dirs]
     if not paths:
         raise ViewerError("no run given; pass one or more run directories (runs/NAME)")
@@ -318,6 +368,10 @@ def build_viewer(
     items, warnings = _dataset_questions(runs, dataset)
     for run in runs:
         warnings.extend(run.warnings)
+    if progress:
+        progress("copying cited records and documents", 0, 1)
+    run_links, carried, link_warnings = _carry_linked_items(runs, erp_db, world_db)
+    warnings += link_warnings
 
     order = {qid: n for n, qid in enumerate(items)}
     grouped: dict[str, list[list[Record]]] = {}
@@ -343,7 +397,7 @@ def build_viewer(
                 ],
             }
         )
-        raw_details.append(_detail_json(info, runs, per_run, output_chars))
+        raw_details.append(_detail_json(info, runs, per_run, output_chars, run_links))
     details = _compress_all(raw_details, progress)
     index = {
         "title": title or f"LedgerBench viewer: {', '.join(run.name for run in runs)}",
@@ -355,7 +409,7 @@ def build_viewer(
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / "index.html"
     temporary = out_dir / ".index.html.tmp"
-    temporary.write_text(_page(index, details), encoding="utf-8")
+    temporary.write_text(_page(index, details, _pack(_dumps(carried))), encoding="utf-8")
     os.replace(temporary, target)
     return target, warnings
 
@@ -396,10 +450,25 @@ def _run_info(run: RunData) -> dict[str, Any]:
         "judges": sorted(run.scores),
         "overall": _run_overall(run),
         "system_prompt": manifest.system_prompt if manifest else None,
+        "summary": _run_summary(run),
     }
 
 
-def _page(index: dict[str, Any], details: list[str]) -> str:
+def _run_summary(run: RunData) -> dict[str, Any]:
+    """The index's summary row of a run: Overall per judge, errors, timeouts, cost."""
+    from ledgerbench._runs import overall_of
+
+    records = [record.data for record in run.records.values()]
+    costs = [r["cost_usd"] for r in records if isinstance(r.get("cost_usd"), int | float)]
+    return {
+        "overall": {judge: overall_of(by_key.values()) for judge, by_key in run.scores.items()},
+        "errors": sum(r["status"] == "error" for r in records),
+        "timeouts": sum(r["termination"]["reason"] == "time_limit" for r in records),
+        "cost_usd": round(sum(costs), 6) if costs else None,
+    }
+
+
+def _page(index: dict[str, Any], details: list[str], items: str) -> str:
     script = markdown_script() + "\n" + _asset("viewer.js")
     style = _asset("viewer.css")
     csp = "; ".join(
@@ -425,5 +494,6 @@ def _page(index: dict[str, Any], details: list[str]) -> str:
         f"<style>{style}</style>\n</head><body>\n"
         '<main id="app"><noscript>The viewer needs JavaScript.</noscript></main>\n'
         f'<script type="application/json" id="lb-index">{_script_json(index)}</script>\n'
+        f'<script type="application/json" id="lb-items">{items}</script>\n'
         f"{blocks}\n<script>{script}</script>\n</body></html>\n"
     )

@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write a self-contained HTML viewer of runs: an index of questions x runs "
         "(status, termination reason, latency, tool calls, scores; filterable) and, per question, "
         "the question, the reference answer, each run's answer, the conversation with its tool "
-        "calls, and every judge verdict with its reason.",
+        "calls, and every judge verdict with its reason; the ERP records answers cite or tools "
+        "showed are copied in, so their links open offline.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -40,8 +41,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--dataset",
         type=Path,
-        help="dataset YAML for question texts and reference answers (default: the one each "
-        "run's manifest names)",
+        help="dataset YAML file or folder for question texts and reference answers (default: "
+        "the one each run's manifest names)",
+    )
+    parser.add_argument(
+        "--erp-db",
+        metavar="URL",
+        help="ERP database to copy the cited records from, e.g. sqlite:///erp.db (default: the "
+        "one each run's manifest names); the copies open offline, any day later",
+    )
+    parser.add_argument(
+        "--world-db",
+        metavar="PATH",
+        help="research-world file to copy the cited and fetched documents from, e.g. "
+        ".ledgerbench/world.db (default: the one each run's manifest names)",
     )
     parser.add_argument("--title", help="page title (default: the run names)")
     parser.add_argument(
@@ -88,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 title=args.title,
                 output_chars=args.max_output_chars,
                 progress=report,
+                erp_db=args.erp_db,
+                world_db=args.world_db,
             )
         except ViewerError as error:
             print(f"ledgerbench view: error: {error}", file=sys.stderr)

@@ -43,7 +43,12 @@ const LedgerBenchMarkdown = (() => {
     if (last < text.length) out.push(text.slice(last));
     return out;
   }
+  // A page that carries copies of linked records and documents (the viewer) names them here:
+  // url -> {href, title} of the copy in the page, or null (the link then goes to the web).
+  let carriedCopy = () => null;
   function link(url, children, raw) {
+    const copy = carriedCopy(url);
+    if (copy) return el("a", { href: copy.href, class: "carried", title: copy.title }, children);
     const href = safeUrl(url);
     if (!href) return raw;
     return el("a", { href, target: "_blank", rel: "noopener noreferrer nofollow" }, children);
@@ -128,5 +133,6 @@ const LedgerBenchMarkdown = (() => {
     return box;
   }
 
-  return { el, link, inline, markdown, safeUrl };
+  const onCarriedCopy = (resolve) => { carriedCopy = resolve; };
+  return { el, link, inline, markdown, safeUrl, onCarriedCopy };
 })();

@@ -9,6 +9,9 @@
   const STATUSES = ["ok", "timeout", "max_turns", "error", "infra", "missing"];
   const root = document.getElementById("app");
   const detailCache = new Map();
+  let ITEMS = null; // carried copies of cited and read records: id -> item
+  let itemByLink = new Map();
+  let linkAliases = {}; // links of the trial being drawn -> id of their carried copy
   const questionIds = INDEX.questions.map((q) => q.id);
   const questionById = new Map(INDEX.questions.map((q) => [q.id, q]));
 
@@ -17,6 +20,12 @@
   const fmt = (value, digits = 2) =>
     value === null || value === undefined ? "–" : Number(value).toFixed(digits);
   const seconds = (value) => (value === null || value === undefined ? "–" : `${fmt(value, 1)} s`);
+
+  const itemHref = (id) => `#/item/${encodeURIComponent(id)}`;
+  LedgerBenchMarkdown.onCarriedCopy((url) => {
+    const carried = linkAliases[url];
+    return carried ? { href: itemHref(carried), title: `${url} (a copy carried in this page: opens offline)` } : null;
+  });
 
   // ---------------------------------------------------------------- data
   function statusOf(cell) {
@@ -33,20 +42,31 @@
     return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
   }
 
-  async function detail(question) {
-    if (detailCache.has(question.id)) return detailCache.get(question.id);
-    const node = document.getElementById(`lb-q-${question.n}`);
+  async function unpack(id) {
+    const node = document.getElementById(id);
     const bytes = Uint8Array.from(atob(node.textContent.trim()), (c) => c.charCodeAt(0));
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    const value = JSON.parse(await new Response(stream).text());
+    return JSON.parse(await new Response(stream).text());
+  }
+  async function detail(question) {
+    if (detailCache.has(question.id)) return detailCache.get(question.id);
+    const value = await unpack(`lb-q-${question.n}`);
     detailCache.set(question.id, value);
     return value;
+  }
+  async function loadItems() {
+    if (ITEMS === null) {
+      ITEMS = await unpack("lb-items");
+      itemByLink = new Map(Object.entries(ITEMS).map(([id, item]) => [item.link, id]));
+    }
+    return ITEMS;
   }
 
   // ---------------------------------------------------------------- routing
   function parseHash() {
     const hash = decodeURIComponent(location.hash.replace(/^#\/?/, ""));
     if (hash.startsWith("q/")) return { view: "question", id: hash.slice(2) };
+    if (hash.startsWith("item/")) return { view: "item", id: hash.slice(5) };
     const params = new URLSearchParams(location.hash.split("?")[1] || "");
     return { view: "index", params };
   }
@@ -65,6 +85,8 @@
     window.scrollTo(0, 0);
     if (route.view === "question" && questionById.has(route.id)) {
       await renderQuestion(questionById.get(route.id));
+    } else if (route.view === "item") {
+      await renderItem(route.id);
     } else if (route.view === "question") {
       root.append(el("p", { class: "warn" }, `No question ${route.id} in these runs. `,
         el("a", { href: "#/" }, "Back to the index")));
@@ -72,7 +94,8 @@
       renderIndex(route.params);
     }
     // Tests (and anyone scripting the page) wait for this attribute.
-    document.body.setAttribute("data-rendered", route.view === "question" ? `q/${route.id}` : "index");
+    const rendered = { question: `q/${route.id}`, item: `item/${route.id}` }[route.view] || "index";
+    document.body.setAttribute("data-rendered", rendered);
   }
   window.addEventListener("hashchange", render);
 
@@ -87,6 +110,24 @@
       box.append(el("option", { value: optionValue, selected: optionValue === value }, text));
     }
     return el("label", {}, box);
+  }
+  const DISAGREEMENTS = [
+    ["any", "runs or judges differ"],
+    ["runs", "runs differ"],
+    ["judges", "judges differ"],
+  ];
+  const STEP = 0.25; // one step of the grading scale: a difference worth a look
+  function runsDiffer(question, judge) {
+    const scores = question.cells.map((trials) => meanScore(trials || [], judge)).filter((s) => s !== null);
+    if (scores.length > 1 && Math.max(...scores) - Math.min(...scores) >= STEP) return true;
+    const statuses = new Set(question.cells.map((trials) => statusOf((trials || [])[0])));
+    return statuses.size > 1;
+  }
+  function judgesDiffer(question) {
+    return question.cells.some((trials) => {
+      const scores = INDEX.judges.map((j) => meanScore(trials || [], j)).filter((s) => s !== null);
+      return scores.length > 1 && Math.max(...scores) - Math.min(...scores) >= STEP;
+    });
   }
   const SCORE_FILTERS = [
     ["lt1", "below 1 in some run"],
@@ -116,6 +157,11 @@
         return false;
       }
     }
+    if (filters.dis) {
+      const differ = { runs: () => runsDiffer(question, filters.judge), judges: () => judgesDiffer(question),
+        any: () => runsDiffer(question, filters.judge) || judgesDiffer(question) }[filters.dis];
+      if (differ && !differ()) return false;
+    }
     if (filters.score) {
       const scores = runs.map((n) => meanScore(question.cells[n] || [], filters.judge));
       const known = scores.filter((s) => s !== null);
@@ -132,7 +178,7 @@
   }
 
   function renderIndex(params) {
-    const filters = Object.fromEntries(["type", "scenario", "status", "score", "judge", "run", "q"]
+    const filters = Object.fromEntries(["type", "scenario", "status", "score", "dis", "judge", "run", "q", "sort", "desc"]
       .map((key) => [key, params.get(key) || ""]));
     if (!filters.judge) filters.judge = INDEX.judges[0] || "";
     const update = (key) => (event) => {
@@ -154,6 +200,7 @@
       select("scenario", "scenario", distinct("scenario").map((s) => [s, s]), filters.scenario, update("scenario")),
       select("status", "status", STATUSES.map((s) => [s, s]), filters.status, update("status")),
       select("score", "score", SCORE_FILTERS, filters.score, update("score")),
+      select("dis", "disagreements", DISAGREEMENTS, filters.dis, update("dis")),
       RUNS.length > 1 ? select("run", "in run", RUNS.map((r, n) => [String(n), r.name]), filters.run, update("run")) : null,
       INDEX.judges.length > 1
         ? el("label", {}, el("select", { name: "judge", "aria-label": "judge", onchange: update("judge") },
@@ -165,18 +212,61 @@
     const holder = el("div", { class: "table-wrap" });
     root.append(count, holder);
 
+    const setHash = () => history.replaceState(null, "", filterHash({ ...filters, judge: filters.judge === INDEX.judges[0] ? "" : filters.judge }));
+    function sortBy(column) {
+      filters.desc = filters.sort === column && !filters.desc ? "1" : "";
+      filters.sort = column;
+      setHash();
+      drawTable();
+    }
+    function header(label, column, cls) {
+      const mark = filters.sort === column ? (filters.desc ? " ▼" : " ▲") : "";
+      return el("th", { class: cls, "data-sort": column, title: "sort by this column", onclick: () => sortBy(column) }, `${label}${mark}`);
+    }
     function drawTable() {
-      const shown = INDEX.questions.filter((q) => matches(q, filters));
+      const shown = sortRows(INDEX.questions.filter((q) => matches(q, filters)), filters);
       count.textContent = `${shown.length} of ${INDEX.questions.length} questions shown`;
-      const head = el("tr", {}, el("th", {}, "question"), el("th", {}, "type"), el("th", {}, "scenario"),
-        RUNS.map((run) => el("th", { class: "run-col" }, run.name)));
+      const head = el("tr", {}, header("question", "id"), header("text", "text", "qtext-col"), header("type", "type"),
+        header("scenario", "scenario"), RUNS.map((run, n) => header(run.name, `r${n}`, "run-col")));
+      const summary = el("tr", { class: "summary-row" }, el("td", { colspan: 4 }, "per run"),
+        RUNS.map((run) => el("td", { class: "run-col" }, runSummary(run, filters.judge))));
       const rows = shown.map((q) => el("tr", { "data-qid": q.id },
         el("td", {}, el("a", { href: questionHref(q.id), class: "qlink" }, q.id)),
+        el("td", { class: "qtext" }, q.query || "–"),
         el("td", {}, q.task_type), el("td", {}, q.scenario || "–"),
         q.cells.map((trials) => el("td", { class: "run-col" }, trialSummary(trials, filters.judge)))));
-      holder.replaceChildren(el("table", { class: "index" }, el("thead", {}, head), el("tbody", {}, rows)));
+      holder.replaceChildren(el("table", { class: "index" }, el("thead", {}, head, summary), el("tbody", {}, rows)));
     }
     drawTable();
+  }
+
+  function sortRows(questions, filters) {
+    if (!filters.sort) return questions;
+    const keyOf = (q) => {
+      const column = filters.sort;
+      if (column === "id") return q.id;
+      if (column === "text") return (q.query || "").toLowerCase();
+      if (column === "type") return q.task_type || "";
+      if (column === "scenario") return q.scenario || "";
+      const trials = q.cells[Number(column.slice(1))] || [];
+      const score = meanScore(trials, filters.judge);
+      return score === null ? -1 : score; // unscored sorts below 0
+    };
+    const sign = filters.desc ? -1 : 1;
+    return [...questions].sort((a, b) => {
+      const x = keyOf(a), y = keyOf(b);
+      return (x < y ? -1 : x > y ? 1 : a.n - b.n) * sign;
+    });
+  }
+  function runSummary(run, judge) {
+    const s = run.summary;
+    const overall = s.overall[judge];
+    return el("div", { class: "cell run-summary" },
+      el("span", { class: `num score ${scoreClass(overall ?? null)}`, title: `Overall (judge ${judge || "none"})` },
+        overall === null || overall === undefined ? "unscored" : `Overall ${fmt(overall, 3)}`),
+      el("span", { class: "num" }, `${s.errors} errors`),
+      el("span", { class: "num" }, `${s.timeouts} timeouts`),
+      el("span", { class: "num" }, s.cost_usd === null ? "cost –" : `$${fmt(s.cost_usd, 2)}`));
   }
 
   function trialSummary(trials, judge) {
@@ -203,6 +293,7 @@
     const loading = el("p", { class: "sub" }, "loading…");
     root.append(loading);
     const data = await detail(question);
+    await loadItems();
     loading.remove();
     const q = data.question;
     root.append(el("p", { class: "sub" },
@@ -230,11 +321,19 @@
       column.append(el("p", { class: "sub" }, "This run has no record for the question."));
       return column;
     }
-    for (const record of data.records) column.append(trialBlock(run, record, data.scores));
+    for (const record of data.records) {
+      const linked = (data.linked || {})[String(record.trial)] || null;
+      linkAliases = linked ? linked.aliases : {};
+      try {
+        column.append(trialBlock(run, record, data.scores, linked));
+      } finally {
+        linkAliases = {};
+      }
+    }
     return column;
   }
 
-  function trialBlock(run, record, scores) {
+  function trialBlock(run, record, scores, linked) {
     const block = el("div", { class: "trial" });
     const term = record.termination || {};
     const cell = { s: record.status, r: term.reason, i: term.infrastructure, d: term.detail };
@@ -250,6 +349,7 @@
       fact("model", record.model || "–")));
     block.append(el("h5", {}, "Answer"));
     block.append(record.answer ? el("div", { class: "answer" }, markdown(record.answer)) : el("p", { class: "sub" }, "(no answer)"));
+    if (linked && (linked.cited.length || linked.read.length)) block.append(carriedList(linked));
     for (const judge of Object.keys(scores).sort()) {
       const score = scores[judge].find((s) => s.trial === record.trial);
       if (score) block.append(verdict(judge, score));
@@ -288,6 +388,17 @@
     return box;
   }
 
+  // The research-world documents a search returned or a fetch read (ToolCall.documents); a
+  // document with a carried copy (cited or fetched) opens offline.
+  function documentList(call) {
+    const docs = call.documents || [];
+    if (!docs.length) return null;
+    const fetched = String(call.name || "").split("__").pop() === "fetch";
+    const label = fetched ? "Document read:" : `Documents returned (${docs.length}, best first):`;
+    return el("div", { class: "documents" }, el("p", { class: "sub" }, label),
+      el("ol", {}, docs.map((url) => el("li", {}, link(url, [url], url)))));
+  }
+
   function toolCall(call, index) {
     const args = JSON.stringify(call.arguments || {});
     const meta = [
@@ -299,6 +410,7 @@
       el("summary", {}, el("code", {}, `#${index} ${call.name}`), ` ${args.length > 120 ? `${args.slice(0, 117)}…` : args} `,
         el("span", { class: "sub" }, meta)),
       el("pre", { class: "args" }, JSON.stringify(call.arguments || {}, null, 2)),
+      documentList(call),
       el("pre", { class: "output" }, call.output || ""),
       call.view_clipped ? el("p", { class: "sub" }, `Shown: the first ${call.output.length} characters; the record holds ${call.record_chars}.`) : null,
       el("p", { class: "sub hash" }, `sha256 ${call.output_sha256}`));
@@ -348,6 +460,54 @@
         el("td", {}, ""), el("td", {}, ""), el("td", {}, e.error ? "error" : ""), el("td", {}, "")));
     return el("details", { class: "events" }, el("summary", {}, `Events (${record.events.length})`),
       el("table", {}, el("tr", {}, ["event", "start s", "duration s", "tokens in/out", "retries", "error", "request id"].map((h) => el("th", {}, h))), rows));
+  }
+
+  // ---------------------------------------------------------------- carried copies
+  function itemLink(id) {
+    const item = ITEMS[id];
+    return el("a", { href: itemHref(id), class: "carried" }, item ? item.title : id);
+  }
+  function carriedList(linked) {
+    const more = linked.not_carried ? ` (${linked.not_carried} more not carried)` : "";
+    return el("details", { class: "carried-list" },
+      el("summary", {}, `Records and documents: ${linked.cited.length} cited, ${linked.read.length} read${more}; copies open offline`),
+      linked.cited.length ? el("p", { class: "sub" }, "Cited by the answer:") : null,
+      linked.cited.length ? el("ul", {}, linked.cited.map((id) => el("li", {}, itemLink(id)))) : null,
+      linked.read.length ? el("p", { class: "sub" }, "Shown to the agent by its tools (records) or fetched (documents):") : null,
+      linked.read.length ? el("ul", {}, linked.read.map((id) => el("li", {}, itemLink(id)))) : null);
+  }
+  function table(columns, rows) {
+    return el("div", { class: "table-wrap" }, el("table", { class: "md-table item-table" },
+      el("thead", {}, el("tr", {}, columns.map((c) => el("th", {}, c)))),
+      el("tbody", {}, rows.map((row) => el("tr", {}, row.map((v) => el("td", {}, v)))))));
+  }
+  async function renderItem(id) {
+    await loadItems();
+    const item = ITEMS[id];
+    root.append(el("nav", { class: "qnav" }, el("a", { href: "#/", onclick: (e) => {
+      if (history.length > 1) { e.preventDefault(); history.back(); }
+    } }, "← back")));
+    if (!item) {
+      root.append(el("p", { class: "warn" }, `No carried copy ${id} in this page.`));
+      return;
+    }
+    root.append(el("h1", { class: "item-title" }, item.title));
+    root.append(el("p", { class: "sub" }, "Link: ", el("code", {}, item.link)));
+    root.append(el("p", { class: "sub item-source" }, `Copy: ${item.source}`));
+    if (item.body) root.append(el("div", { class: "answer" }, markdown(item.body)));
+    if (item.fields.length) root.append(el("section", { class: "item-fields" }, table(["field", "value"], item.fields)));
+    for (const section of item.sections) {
+      root.append(el("h2", {}, section.title));
+      root.append(section.rows.length ? table(section.columns, section.rows) : el("p", { class: "sub" }, "none"));
+    }
+    if (item.related.length) {
+      root.append(el("h2", {}, "Related"));
+      root.append(el("ul", {}, item.related.map((r) => {
+        const carried = itemByLink.get(r.link);
+        return el("li", {}, carried ? el("a", { href: itemHref(carried), class: "carried" }, r.label) : r.label);
+      })));
+    }
+    document.title = `${item.title} — LedgerBench viewer`;
   }
 
   render();
