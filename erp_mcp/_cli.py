@@ -5,13 +5,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import sys
-from pathlib import Path
-from urllib.parse import urlsplit
 
-from erp_mcp._middleware import MAX_LATENCY_MS, FaultConfig
+from erp_mcp._serve_cli import (
+    UsageError,
+    add_fault_arguments,
+    add_http_arguments,
+    allowed_hosts,
+    check_port,
+    fault_config,
+    link_base,
+    serve,
+)
 from erp_mcp._tooling import TOOLSETS
 from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
 
@@ -25,10 +31,6 @@ examples:
   python -m erp_mcp tools --json                                           # tool catalogue
   ERP_MCP_TOKEN=secret python -m erp_mcp link http://127.0.0.1:8765/erp/USMF/customers/SYNCUS-0001
 """
-
-
-class UsageError(Exception):
-    """A bad command line: one line, exit code 2."""
 
 
 def _serve_parser() -> argparse.ArgumentParser:
@@ -46,34 +48,12 @@ def _serve_parser() -> argparse.ArgumentParser:
         help="ERP database URL, e.g. sqlite:///erp.db or postgresql://u:p@host/db "
         "(default: $ERP_DB_URL or sqlite:///erp.db)",
     )
-    parser.add_argument(
-        "--transport",
-        choices=("stdio", "http"),
-        default="stdio",
-        help="stdio (default) or http (streamable HTTP at /mcp plus record pages at /erp/...)",
-    )
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1, loopback)"
-    )
-    parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
-    parser.add_argument(
-        "--public-url",
-        help="base URL of record links when behind a proxy, e.g. https://erp.example.org "
-        "(default http://HOST:PORT over http; over stdio links are erp:// MCP resources unless "
-        "this is given)",
-    )
-    parser.add_argument(
-        "--allowed-host",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a host name (besides localhost, 127.0.0.1, ::1) that requests may name in Host and "
-        "Origin, repeatable, e.g. --allowed-host erp.internal (others get 421 / 403)",
-    )
-    parser.add_argument(
-        "--token",
-        help="bearer token required on HTTP, e.g. --token s3cret (default: $ERP_MCP_TOKEN; "
-        "unset = no auth)",
+    add_http_arguments(
+        parser,
+        default_port=8765,
+        token_env="ERP_MCP_TOKEN",
+        link_example="https://erp.example.org",
+        stdio_links="links are erp:// MCP resources",
     )
     parser.add_argument(
         "--toolset",
@@ -86,33 +66,7 @@ def _serve_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also expose the no-op `ping` tool (benchmark floor), e.g. --bench-tools",
     )
-    parser.add_argument(
-        "--latency-ms",
-        type=float,
-        default=0.0,
-        help="inject latency per valid tool call, 0-600000, e.g. 200",
-    )
-    parser.add_argument(
-        "--jitter-ms", type=float, default=0.0, help="extra random latency 0..N ms, e.g. 50"
-    )
-    parser.add_argument(
-        "--error-rate",
-        type=float,
-        default=0.0,
-        help="share of valid tool calls failing with a TRANSIENT ERROR, 0-1, e.g. 0.05",
-    )
-    parser.add_argument(
-        "--fault-seed",
-        type=int,
-        default=0,
-        help="seed of the injected faults, e.g. 7; each draw is keyed by the seed, the "
-        "X-LedgerBench-Trial header, the call and its repeat count, so a run replays",
-    )
-    parser.add_argument(
-        "--audit-log",
-        type=Path,
-        help="append one JSON line per tool call to this file, e.g. runs/calls.jsonl",
-    )
+    add_fault_arguments(parser)
     return parser
 
 
@@ -197,40 +151,6 @@ def _run_tools(argv: list[str]) -> int:
     return 0
 
 
-def _faults(args: argparse.Namespace) -> FaultConfig:
-    if not (math.isfinite(args.error_rate) and 0 <= args.error_rate <= 1):
-        raise UsageError(f"--error-rate must be between 0 and 1, got {args.error_rate}")
-    for flag, value in (("--latency-ms", args.latency_ms), ("--jitter-ms", args.jitter_ms)):
-        if not (math.isfinite(value) and 0 <= value <= MAX_LATENCY_MS):
-            raise UsageError(
-                f"{flag} must be a finite number of milliseconds from 0 to {MAX_LATENCY_MS:.0f}, "
-                f"got {value}"
-            )
-    return FaultConfig(
-        latency_ms=args.latency_ms,
-        jitter_ms=args.jitter_ms,
-        error_rate=args.error_rate,
-        seed=args.fault_seed,
-    )
-
-
-def _public_url(args: argparse.Namespace) -> str:
-    if args.public_url is None and args.transport == "stdio":
-        from erp_mcp._runtime import RESOURCE_LINKS
-
-        return RESOURCE_LINKS
-    if args.public_url:
-        parts = urlsplit(args.public_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise UsageError(
-                f"--public-url must be an http(s) URL like https://erp.example.org, "
-                f"got {args.public_url!r}"
-            )
-        return args.public_url.rstrip("/")
-    host = args.host if ":" not in args.host else f"[{args.host}]"
-    return f"http://{host}:{args.port}"
-
-
 def _check_database(db_url: str) -> None:
     """Read the snapshot facts now, so a bad database fails before serving, in one line."""
     from sqlalchemy.exc import SQLAlchemyError
@@ -257,41 +177,23 @@ def _check_database(db_url: str) -> None:
 
 def _serve(argv: list[str]) -> int:
     args = _serve_parser().parse_args(argv)
-    if not 0 < args.port < 65536:
-        raise UsageError(f"--port must be 1-65535, got {args.port}")
+    check_port(args)
     token = args.token or os.environ.get("ERP_MCP_TOKEN") or None
-    from erp_mcp._security import normalize_host
-    from erp_mcp._server import build_server, http_app
+    from erp_mcp._runtime import RESOURCE_LINKS
+    from erp_mcp._server import build_server
 
-    for name in args.allowed_host:
-        if normalize_host(name) is None:
-            raise UsageError(
-                f"--allowed-host {name!r} is not a host name; give a name like erp.internal"
-            )
-    extra_hosts = list(args.allowed_host)
-    if args.public_url:
-        extra_hosts.append(urlsplit(args.public_url).hostname or "")
-    if args.host not in ("0.0.0.0", "::", ""):
-        extra_hosts.append(args.host)  # an explicit bind address is reachable under its own name
-
+    hosts = allowed_hosts(args)
     server = build_server(
         args.db,
         toolset=args.toolset,
-        public_url=_public_url(args),
-        faults=_faults(args),
+        public_url=link_base(args, RESOURCE_LINKS),
+        faults=fault_config(args),
         audit_log=args.audit_log,
         token=token,
         include_bench_tools=args.bench_tools,
     )
     _check_database(args.db)
-    if args.transport == "stdio":
-        server.run(transport="stdio", show_banner=False)
-        return 0
-    import uvicorn
-
-    app = http_app(server, [h for h in extra_hosts if h])
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
-    return 0
+    return serve(server, args, hosts)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -205,7 +205,8 @@ class FaultMiddleware(Middleware):
         if draw.fail:
             raise InjectedFault(
                 f"{TRANSIENT_PREFIX} (injected fault, occurrence {draw.occurrence + 1} of this "
-                "call): the ERP is temporarily unavailable. The request was not processed; "
+                f"call): {self._tools[tool].service} is temporarily unavailable. The request was "
+                "not processed; "
                 "retrying the same call may succeed."
             )
         return await call_next(context)

@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import html
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -185,15 +186,14 @@ def _signed(request: Request, token: str, raw_path: str) -> bool:
     return hmac.compare_digest(signature, link_signature(token, raw_path, expires))
 
 
-def _authorized(request: Request, token: str | None) -> bool:
+def authorized(request: Request, token: str | None) -> bool:
     if not token:
         return True
     header = request.headers.get("authorization", "")
     scheme, _, supplied = header.partition(" ")
     if scheme.lower() == "bearer" and hmac.compare_digest(supplied.strip(), token):
         return True
-    raw = request.scope.get("raw_path", b"").decode("latin-1") or request.url.path
-    return _signed(request, token, raw)
+    return _signed(request, token, raw_path(request))
 
 
 SECURITY_HEADERS = {
@@ -206,51 +206,65 @@ SECURITY_HEADERS = {
 """Record pages render data, never scripts: nothing may load, frame or sniff them."""
 
 
-def make_page_endpoint(holder: RuntimeHolder, token: str | None):
-    async def page(request: Request) -> Response:
-        response = await _page(request)
-        response.headers.update(SECURITY_HEADERS)
-        return response
+def guarded_page(
+    token: str | None, handler: Callable[[Request], Awaitable[Response]], link_command: str
+) -> Callable[[Request], Awaitable[Response]]:
+    """A page endpoint that refuses requests without the bearer token or a signed link (401,
+    naming ``link_command`` that prints one) and sends :data:`SECURITY_HEADERS` on every reply."""
 
-    async def _page(request: Request) -> Response:
-        if not _authorized(request, token):
-            return JSONResponse(
+    async def page(request: Request) -> Response:
+        if not authorized(request, token):
+            response: Response = JSONResponse(
                 {
                     "error": "unauthorized: send Authorization: Bearer <token>, or open a signed "
-                    "link from: python -m erp_mcp link URL"
+                    f"link from: {link_command} URL"
                 },
                 status_code=401,
                 headers={"WWW-Authenticate": "Bearer"},
             )
-        # The undecoded path: keys may contain escaped characters (payment terms "2%10Net30").
-        raw = request.scope.get("raw_path", b"").decode("latin-1") or request.url.path
-        ref = parse_record_url(raw)
-        if ref is None or "%2f" in raw.lower() or ".." in raw or "%2e%2e" in raw.lower():
-            return _not_found(request, "not a record link")
-        runtime = await anyio.to_thread.run_sync(holder.get)
-        if ref.legal_entity not in runtime.legal_entities:
-            return _not_found(request, f"unknown legal entity {ref.legal_entity}")
-        data = await anyio.to_thread.run_sync(
-            record_page, runtime, ref.legal_entity, ref.entity_set, ref.key
-        )
-        if data is None:
-            return _not_found(
-                request, f"no {ref.entity_set} record {ref.key} in {ref.legal_entity}"
-            )
-        if _wants_json(request):
-            return JSONResponse(data)
-        return HTMLResponse(render_html(data))
+        else:
+            response = await handler(request)
+        response.headers.update(SECURITY_HEADERS)
+        return response
 
     return page
 
 
-def _wants_json(request: Request) -> bool:
+def raw_path(request: Request) -> str:
+    """The undecoded request path: keys may contain escaped characters (terms "2%10Net30")."""
+    return request.scope.get("raw_path", b"").decode("latin-1") or request.url.path
+
+
+def make_page_endpoint(holder: RuntimeHolder, token: str | None):
+    async def record(request: Request) -> Response:
+        raw = raw_path(request)
+        ref = parse_record_url(raw)
+        if ref is None or "%2f" in raw.lower() or ".." in raw or "%2e%2e" in raw.lower():
+            return not_found_page(request, "not a record link")
+        runtime = await anyio.to_thread.run_sync(holder.get)
+        if ref.legal_entity not in runtime.legal_entities:
+            return not_found_page(request, f"unknown legal entity {ref.legal_entity}")
+        data = await anyio.to_thread.run_sync(
+            record_page, runtime, ref.legal_entity, ref.entity_set, ref.key
+        )
+        if data is None:
+            return not_found_page(
+                request, f"no {ref.entity_set} record {ref.key} in {ref.legal_entity}"
+            )
+        if wants_json(request):
+            return JSONResponse(data)
+        return HTMLResponse(render_html(data))
+
+    return guarded_page(token, record, "python -m erp_mcp link")
+
+
+def wants_json(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     return "application/json" in accept or request.query_params.get("format") == "json"
 
 
-def _not_found(request: Request, message: str) -> Response:
-    if _wants_json(request):
+def not_found_page(request: Request, message: str) -> Response:
+    if wants_json(request):
         return JSONResponse({"error": f"not found: {message}"}, status_code=404)
     return HTMLResponse(
         f"<!doctype html><title>Not found</title><h1>Not found</h1><p>{html.escape(message)}</p>",

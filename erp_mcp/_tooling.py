@@ -30,8 +30,6 @@ from fastmcp.exceptions import ToolError
 from pydantic import AfterValidator, AllowInfNan, BaseModel, Field, ValidationError, create_model
 from pydantic_core import to_json
 
-from erp_mcp._runtime import ErpRuntime, RuntimeHolder
-
 logger = logging.getLogger("erp_mcp")
 
 RESULT_BUDGET = 100_000
@@ -105,7 +103,7 @@ SHARED_DESCRIPTIONS = {
 """Descriptions of parameters whose model gives none (the same meaning in every tool)."""
 
 
-Toolset = Literal["finance", "generic", "bench"]
+Toolset = Literal["finance", "generic", "research", "bench"]
 TOOLSETS = ("finance", "generic", "all")
 
 
@@ -115,65 +113,91 @@ class ToolDef:
     toolset: Toolset
     input_model: type[BaseModel]
     output_model: type[BaseModel]
-    fn: Callable[[ErpRuntime, Any], BaseModel]
+    fn: Callable[[Any, Any], BaseModel]
+    """``fn(runtime, params)``: the runtime is whatever the server's holder opens."""
     description: str
+    service: str = "the ERP"
+    """What answers the tool, as error messages name it ("the ERP", "the research world")."""
 
 
-_REGISTRY: dict[str, ToolDef] = {}
+class ToolRegistry:
+    """The tools of one MCP server, registered by decorator in the modules it names.
+
+    Each server (the ERP, the research world) has its own registry, so the serving machinery
+    (argument gate, faults, audit, budget, record pages) is shared while the tool lists stay apart.
+    Importing ``modules`` (in their order) registers the tools; nothing is imported before the
+    first call of :meth:`tools`."""
+
+    def __init__(self, modules: tuple[str, ...], service: str = "the ERP") -> None:
+        self.modules = modules
+        self.service = service
+        self._tools: dict[str, ToolDef] = {}
+
+    def tool(self, toolset: Toolset, input_model: type[BaseModel]):
+        """Register ``fn(runtime, params)`` as an MCP tool named after the function."""
+
+        def decorator(fn: Callable[[Any, Any], BaseModel]):
+            output_model = get_type_hints(fn)["return"]
+            # One paragraph per blank-line block: docstring line breaks are layout, not meaning.
+            description = re.sub(r"(?<!\n)\n(?!\n)", " ", inspect.cleandoc(fn.__doc__ or ""))
+            self._tools[fn.__name__] = ToolDef(
+                fn.__name__, toolset, input_model, output_model, fn, description, self.service
+            )
+            return fn
+
+        return decorator
+
+    def add(self, tool: ToolDef) -> None:
+        """Serve a tool another registry defined (the no-op ``ping`` floor, for instance)."""
+        self._tools[tool.name] = tool
+
+    def tools(self) -> list[ToolDef]:
+        """Every registered tool, in the order of the modules that define them."""
+        import importlib
+
+        for module in self.modules:
+            importlib.import_module(module)
+        order = {name: i for i, name in enumerate(self.modules)}
+        return sorted(self._tools.values(), key=lambda t: order.get(t.fn.__module__, 99))
+
+    def select(self, toolset: str, *, include_bench: bool = False) -> list[ToolDef]:
+        """The tools of ``toolset`` ("all": every non-bench tool), plus bench tools if asked."""
+        chosen = []
+        for tool in self.tools():
+            if tool.toolset == "bench":
+                if include_bench:
+                    chosen.append(tool)
+            elif toolset == "all" or tool.toolset == toolset:
+                chosen.append(tool)
+        return chosen
 
 
-def erp_tool(toolset: Toolset, input_model: type[BaseModel]):
-    """Register ``fn(runtime, params)`` as an MCP tool named after the function."""
-
-    def decorator(fn: Callable[[ErpRuntime, Any], BaseModel]):
-        output_model = get_type_hints(fn)["return"]
-        # One paragraph per blank-line block: docstring line breaks are layout, not meaning.
-        description = re.sub(r"(?<!\n)\n(?!\n)", " ", inspect.cleandoc(fn.__doc__ or ""))
-        _REGISTRY[fn.__name__] = ToolDef(
-            fn.__name__, toolset, input_model, output_model, fn, description
+ERP_TOOLS = ToolRegistry(
+    tuple(
+        f"erp_mcp.{name}"
+        for name in (
+            "_tools_parties",
+            "_tools_ledger",
+            "_tools_rankings",
+            "_tools_orders",
+            "_tools_collections",
+            "_tools_generic",
         )
-        return fn
+    )
+)
+"""The ERP server's tools."""
 
-    return decorator
+erp_tool = ERP_TOOLS.tool
 
 
 def registered_tools() -> list[ToolDef]:
-    # Importing the tool modules registers their tools.
-    from erp_mcp import (  # noqa: F401
-        _tools_collections,
-        _tools_generic,
-        _tools_ledger,
-        _tools_orders,
-        _tools_parties,
-        _tools_rankings,
-    )
-
-    order = {name: i for i, name in enumerate(_MODULE_ORDER)}
-    tools = list(_REGISTRY.values())
-    return sorted(tools, key=lambda t: order.get(t.fn.__module__.rsplit(".", 1)[-1], 99))
-
-
-_MODULE_ORDER = (
-    "_tools_parties",
-    "_tools_ledger",
-    "_tools_rankings",
-    "_tools_orders",
-    "_tools_collections",
-    "_tools_generic",
-)
+    return ERP_TOOLS.tools()
 
 
 def tools_for(toolset: str, *, include_bench: bool = False) -> list[ToolDef]:
     if toolset not in TOOLSETS:
         raise ValueError(f"unknown toolset {toolset!r}; choose one of {', '.join(TOOLSETS)}")
-    chosen = []
-    for tool in registered_tools():
-        if tool.toolset == "bench":
-            if include_bench:
-                chosen.append(tool)
-        elif toolset == "all" or tool.toolset == toolset:
-            chosen.append(tool)
-    return chosen
+    return ERP_TOOLS.select(toolset, include_bench=include_bench)
 
 
 def validation_message(error: ValidationError) -> str:
@@ -274,7 +298,7 @@ def _bounded_type(annotation: Any, field_kinds: frozenset | set = frozenset()) -
     return annotation
 
 
-def as_callable(tool: ToolDef, holder: RuntimeHolder) -> Callable[..., BaseModel]:
+def as_callable(tool: ToolDef, holder: Any) -> Callable[..., BaseModel]:
     """A function with the (bounded) input model's fields as keyword parameters, for FastMCP.
 
     Client errors pass through as they are; any other failure is logged as one line (no traceback
@@ -304,8 +328,8 @@ def as_callable(tool: ToolDef, holder: RuntimeHolder) -> Callable[..., BaseModel
             logger.error("internal error in tool %s: %s: %s", tool.name, type(error).__name__,
                          _short(first_line, 300))  # fmt: skip
             raise InternalError(
-                f"internal error in {tool.name}: the ERP could not answer this call (logged on "
-                "the server); the arguments were valid, retrying will not help"
+                f"internal error in {tool.name}: {tool.service} could not answer this call "
+                "(logged on the server); the arguments were valid, retrying will not help"
             ) from None
         return fit_budget(result, params_model)
 

@@ -1,0 +1,162 @@
+"""Command-line pieces every LedgerBench MCP server shares: HTTP, auth and fault flags, and serving.
+
+``python -m erp_mcp`` and ``python -m synthetic_world serve`` build their parsers from these, so a
+flag means the same on both servers and is checked the same way (one line, exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from erp_mcp._middleware import MAX_LATENCY_MS, FaultConfig
+
+
+class UsageError(Exception):
+    """A bad command line: one line, exit code 2."""
+
+
+def add_http_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    default_port: int,
+    token_env: str,
+    link_example: str,
+    stdio_links: str,
+) -> None:
+    """--transport, --host, --port, --public-url, --allowed-host and --token."""
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default) or http (streamable HTTP at /mcp plus the pages of its records)",
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1, loopback)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=default_port, help=f"HTTP port (default {default_port})"
+    )
+    parser.add_argument(
+        "--public-url",
+        help=f"base URL of the links in results when behind a proxy, e.g. {link_example} "
+        f"(default http://HOST:PORT over http; over stdio {stdio_links} unless this is given)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name (besides localhost, 127.0.0.1, ::1) that requests may name in Host and "
+        "Origin, repeatable, e.g. --allowed-host erp.internal (others get 421 / 403)",
+    )
+    parser.add_argument(
+        "--token",
+        help=f"bearer token required on HTTP, e.g. --token s3cret (default: ${token_env}; "
+        "unset = no auth)",
+    )
+
+
+def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
+    """--latency-ms, --jitter-ms, --error-rate, --fault-seed and --audit-log."""
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="inject latency per valid tool call, 0-600000, e.g. 200",
+    )
+    parser.add_argument(
+        "--jitter-ms", type=float, default=0.0, help="extra random latency 0..N ms, e.g. 50"
+    )
+    parser.add_argument(
+        "--error-rate",
+        type=float,
+        default=0.0,
+        help="share of valid tool calls failing with a TRANSIENT ERROR, 0-1, e.g. 0.05",
+    )
+    parser.add_argument(
+        "--fault-seed",
+        type=int,
+        default=0,
+        help="seed of the injected faults, e.g. 7; each draw is keyed by the seed, the "
+        "X-LedgerBench-Trial header, the call and its repeat count, so a run replays",
+    )
+    parser.add_argument(
+        "--audit-log",
+        type=Path,
+        help="append one JSON line per tool call to this file, e.g. runs/calls.jsonl",
+    )
+
+
+def fault_config(args: argparse.Namespace) -> FaultConfig:
+    """The fault flags as a checked :class:`FaultConfig` (a UsageError names a bad one)."""
+    if not (math.isfinite(args.error_rate) and 0 <= args.error_rate <= 1):
+        raise UsageError(f"--error-rate must be between 0 and 1, got {args.error_rate}")
+    for flag, value in (("--latency-ms", args.latency_ms), ("--jitter-ms", args.jitter_ms)):
+        if not (math.isfinite(value) and 0 <= value <= MAX_LATENCY_MS):
+            raise UsageError(
+                f"{flag} must be a finite number of milliseconds from 0 to {MAX_LATENCY_MS:.0f}, "
+                f"got {value}"
+            )
+    return FaultConfig(
+        latency_ms=args.latency_ms,
+        jitter_ms=args.jitter_ms,
+        error_rate=args.error_rate,
+        seed=args.fault_seed,
+    )
+
+
+def check_port(args: argparse.Namespace) -> None:
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port must be 1-65535, got {args.port}")
+
+
+def link_base(args: argparse.Namespace, stdio_default: str | None) -> str | None:
+    """The base of the links a server puts in its results: ``--public-url``, else
+    ``stdio_default`` over stdio (None: the server's own default), else the HTTP address."""
+    if args.public_url is None and args.transport == "stdio":
+        return stdio_default
+    if args.public_url:
+        parts = urlsplit(args.public_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise UsageError(
+                f"--public-url must be an http(s) URL like https://erp.example.org, "
+                f"got {args.public_url!r}"
+            )
+        return args.public_url.rstrip("/")
+    host = args.host if ":" not in args.host else f"[{args.host}]"
+    return f"http://{host}:{args.port}"
+
+
+def allowed_hosts(args: argparse.Namespace) -> list[str]:
+    """The host names requests may name besides loopback: --allowed-host, the public URL's host
+    and an explicit bind address (reachable under its own name)."""
+    from erp_mcp._security import normalize_host
+
+    for name in args.allowed_host:
+        if normalize_host(name) is None:
+            raise UsageError(
+                f"--allowed-host {name!r} is not a host name; give a name like erp.internal"
+            )
+    hosts = list(args.allowed_host)
+    if args.public_url:
+        hosts.append(urlsplit(args.public_url).hostname or "")
+    if args.host not in ("0.0.0.0", "::", ""):
+        hosts.append(args.host)
+    return [h for h in hosts if h]
+
+
+def serve(server, args: argparse.Namespace, hosts: list[str]) -> int:
+    """Run ``server`` over the transport ``args`` names until stopped."""
+    if args.transport == "stdio":
+        server.run(transport="stdio", show_banner=False)
+        return 0
+    import uvicorn
+
+    from erp_mcp._serving import http_app
+
+    app = http_app(server, hosts)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    return 0
