@@ -363,6 +363,10 @@ def _result(
     )
 
 
+_GROUPS = "_groups"
+"""Label of the number of groups read with an aggregate page (no field starts with _)."""
+
+
 def _aggregate(rt, es: EntitySet, table, conditions, args: QueryArgs, offset: int) -> QueryResult:
     keys = [_column(table, es, name) for name in args.group_by or []]
     measures = []
@@ -394,12 +398,15 @@ def _aggregate(rt, es: EntitySet, table, conditions, args: QueryArgs, offset: in
         order.append(sub.c[o.field].desc() if o.descending else sub.c[o.field])
     order += [sub.c[k.name] for k in keys]
     with rt.engine.connect() as conn:
-        total = conn.execute(select(func.count()).select_from(sub)).scalar() if keys else 1
-        rows = (
-            []
-            if args.count_only
-            else conn.execute(select(sub).order_by(*order).limit(args.top).offset(offset)).all()
-        )
+        rows = []
+        if not args.count_only:
+            # The number of groups comes with the page (one pass over the rows, not two).
+            page = select(sub, func.count().over().label(_GROUPS)).order_by(*order)
+            rows = conn.execute(page.limit(args.top).offset(offset)).all()
+        if rows:
+            total = rows[0]._mapping[_GROUPS]
+        else:  # count_only, or an offset past the last group
+            total = conn.execute(select(func.count()).select_from(sub)).scalar() if keys else 1
     money_columns = {
         m.name for m in measures if m.name != "count" and not m.name.startswith("count_")
     }
@@ -407,6 +414,8 @@ def _aggregate(rt, es: EntitySet, table, conditions, args: QueryArgs, offset: in
     for row in rows:
         item = {}
         for name, value in row._mapping.items():
+            if name == _GROUPS:
+                continue
             value = plain_value(value)
             if name in money_columns and isinstance(value, float):
                 value = round(value, 6)

@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Literal
 
 from pydantic import Field
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 
 from erp_mcp._common import check_range
 from erp_mcp._ledger import LEDGERS
@@ -92,7 +92,8 @@ def rank_parties(rt: ErpRuntime, args: RankArgs) -> PartyRanking:
         clauses.append(t.c.txn_type == "payment")
         amount = -func.sum(t.c.amount_acct)
     else:
-        clauses.append(t.c.open_amount_cur != 0)
+        # closed_date is NULL on every open line: it lets the open-items index serve the query
+        clauses += [t.c.closed_date.is_(None), t.c.open_amount_cur != 0]
         amount = func.sum(t.c.open_amount_acct)
     per_party = (
         select(
@@ -106,11 +107,15 @@ def rank_parties(rt: ErpRuntime, args: RankArgs) -> PartyRanking:
         .subquery()
     )
     ordered = per_party.c.amount.asc() if args.ascending else per_party.c.amount.desc()
+    counted_party = case((per_party.c.amount != 0, 1), else_=0)
+    by_entity = {"partition_by": per_party.c.legal_entity}
+    # One pass over the ledger: the ranks, and per legal entity the total and the number of
+    # parties with a non-zero amount, as window functions over the per-party sums.
     ranked = select(
         per_party,
-        func.row_number()
-        .over(partition_by=per_party.c.legal_entity, order_by=[ordered, per_party.c.account])
-        .label("rank"),
+        func.row_number().over(**by_entity, order_by=[ordered, per_party.c.account]).label("rank"),
+        func.sum(per_party.c.amount).over(**by_entity).label("entity_total"),
+        func.sum(counted_party).over(**by_entity).label("entity_parties"),
     ).subquery()
     with rt.engine.connect() as conn:
         rows = conn.execute(
@@ -118,17 +123,14 @@ def rank_parties(rt: ErpRuntime, args: RankArgs) -> PartyRanking:
             .where(ranked.c.rank <= args.top_n)
             .order_by(ranked.c.legal_entity, ranked.c.rank)
         ).all()
-        summary = conn.execute(
-            select(per_party.c.legal_entity, func.sum(per_party.c.amount), func.count())
-            .where(per_party.c.amount != 0)
-            .group_by(per_party.c.legal_entity)
-        ).all()
     totals: dict[str, float] = {}
     counted: dict[str, int] = {}
-    for code, total, n in summary:
-        currency = rt.legal_entities[code].accounting_currency
-        totals[currency] = money(totals.get(currency, 0) + float(total or 0))
-        counted[code] = int(n)
+    for r in rows:
+        if r.rank != 1 or not r.entity_parties:
+            continue
+        currency = rt.legal_entities[r.legal_entity].accounting_currency
+        totals[currency] = money(totals.get(currency, 0) + float(r.entity_total or 0))
+        counted[r.legal_entity] = int(r.entity_parties)
     return PartyRanking(
         party_type=args.party_type,
         measure=args.measure,
