@@ -119,9 +119,7 @@ def describe_entity_set(rt: ErpRuntime, args: DescribeArgs) -> EntitySetDescript
     """The fields of one entity set (name, type, nullability, meaning), its key, its row count and
     the filter operators query_entity_set accepts."""
     es = _entity_set(args.entity_set)
-    table = es.table.__table__
-    with rt.engine.connect() as conn:
-        count = conn.execute(select(func.count()).select_from(table)).scalar()
+    count = rt.row_count(es.table.__table__)
     return EntitySetDescription(
         name=es.name,
         title=es.title,
