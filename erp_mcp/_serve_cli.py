@@ -7,7 +7,10 @@ flag means the same on both servers and is checked the same way (one line, exit 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
+import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -56,6 +59,27 @@ def add_http_arguments(
         "--token",
         help=f"bearer token required on HTTP, e.g. --token s3cret (default: ${token_env}; "
         "unset = no auth)",
+    )
+
+
+MAX_WORKERS = 64
+
+
+def add_scaling_arguments(parser: argparse.ArgumentParser) -> None:
+    """--workers and --stateless (HTTP only)."""
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="HTTP: serve with N processes sharing the port, e.g. --workers 2 (default 1); more "
+        "than one implies --stateless, so any worker answers any request",
+    )
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP: stateless streamable HTTP (no MCP session: every request stands alone), as "
+        "replicas behind a load balancer need; implied by --workers 2 or more",
     )
 
 
@@ -148,8 +172,39 @@ def allowed_hosts(args: argparse.Namespace) -> list[str]:
     return [h for h in hosts if h]
 
 
-def serve(server, args: argparse.Namespace, hosts: list[str]) -> int:
-    """Run ``server`` over the transport ``args`` names until stopped."""
+WORKER_ENV = "LEDGERBENCH_MCP_WORKER"
+"""Environment variable that hands a ``--workers`` worker process what to serve (JSON)."""
+
+
+def check_scaling(args: argparse.Namespace) -> None:
+    """--workers and --stateless are for HTTP; several workers cannot replay seeded faults."""
+    workers = getattr(args, "workers", 1)
+    if not 1 <= workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be 1-{MAX_WORKERS}, got {workers}")
+    if (workers > 1 or getattr(args, "stateless", False)) and args.transport != "http":
+        raise UsageError("--workers and --stateless serve HTTP; add --transport http")
+    if workers > 1 and (getattr(args, "error_rate", 0) or getattr(args, "jitter_ms", 0)):
+        raise UsageError(
+            "--error-rate and --jitter-ms draw faults from how often each process saw a call, "
+            "so with --workers they would not replay; use --workers 1 for fault runs"
+        )
+
+
+def serve(
+    server,
+    args: argparse.Namespace,
+    hosts: list[str],
+    *,
+    worker_factory: str | None = None,
+    argv: list[str] | None = None,
+) -> int:
+    """Run ``server`` over the transport ``args`` names until stopped.
+
+    With ``--workers N`` (N > 1) uvicorn runs N processes on the port; each builds its own server
+    with ``worker_factory`` (``"module:function"``, called with ``argv``, the server's command
+    line) and serves it stateless. They share one cursor key, so a cursor from one worker works on
+    another."""
+    check_scaling(args)
     if args.transport == "stdio":
         server.run(transport="stdio", show_banner=False)
         return 0
@@ -157,6 +212,31 @@ def serve(server, args: argparse.Namespace, hosts: list[str]) -> int:
 
     from erp_mcp._serving import http_app
 
-    app = http_app(server, hosts)
+    workers = getattr(args, "workers", 1)
+    if workers > 1:
+        if worker_factory is None:
+            raise UsageError("this server cannot run --workers; serve it with --workers 1")
+        from erp_mcp._cursors import CURSOR_SECRET_ENV
+
+        os.environ.setdefault(CURSOR_SECRET_ENV, secrets.token_urlsafe(32))
+        os.environ[WORKER_ENV] = json.dumps(
+            {"factory": worker_factory, "argv": list(argv or []), "hosts": hosts}
+        )
+        uvicorn.run(f"{__name__}:worker_app", factory=True, workers=workers, host=args.host,
+                    port=args.port, log_level="warning", access_log=False)  # fmt: skip
+        return 0
+    app = http_app(server, hosts, stateless=getattr(args, "stateless", False))
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0
+
+
+def worker_app():
+    """The ASGI app of one ``--workers`` process (uvicorn imports and calls it in each)."""
+    import importlib
+
+    from erp_mcp._serving import http_app
+
+    spec = json.loads(os.environ[WORKER_ENV])
+    module, _, function = spec["factory"].partition(":")
+    server = getattr(importlib.import_module(module), function)(spec["argv"])
+    return http_app(server, spec["hosts"], stateless=True)
