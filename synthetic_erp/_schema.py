@@ -37,8 +37,8 @@ def ledger_indexes(prefix: str, account: str) -> tuple[Index, ...]:
 
     ``open_items`` and ``by_type`` cover the aggregate queries of the MCP server, so those read
     the index alone, in the order they group by: the open items today (``closed_date IS NULL``
-    first) per party, with what aging needs; and the lines per type and date with the party and
-    the amounts (invoiced or paid in a period, vendor spend, sums per type)."""
+    first) per party, with what aging needs; and the lines per type and party with the date and
+    the amounts (invoiced or paid in a period per party, vendor spend, sums per type)."""
     return (
         Index(f"ix_{prefix}_party", "legal_entity", account, "txn_date"),
         Index(f"ix_{prefix}_due", "legal_entity", "due_date"),
@@ -59,8 +59,8 @@ def ledger_indexes(prefix: str, account: str) -> tuple[Index, ...]:
             f"ix_{prefix}_by_type",
             "legal_entity",
             "txn_type",
-            "txn_date",
             account,
+            "txn_date",
             "posted",
             "currency",
             "amount_cur",
@@ -405,7 +405,10 @@ class CollectionLetter(SQLModel, table=True):
 
 class CollectionCase(SQLModel, table=True):
     __tablename__ = "collection_case"
-    __table_args__ = (UniqueConstraint("legal_entity", "case_id"),)
+    __table_args__ = (
+        UniqueConstraint("legal_entity", "case_id"),
+        Index("ix_collcase_opened", "opened_date"),  # the latest cases first, without sorting all
+    )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
     case_id: str
