@@ -168,6 +168,9 @@ class SalesOrderDetails(StrictModel):
     lines: list[SalesOrderLineRecord]
     invoices: list[CustomerTransactionRecord]
     """Customer transactions (invoices) posted from this order."""
+    truncated: bool = False
+    """True when a list was cut to stay within the result budget (about 100,000 characters);
+    the counts and totals still cover every line."""
 
 
 @erp_tool("finance", GetSalesOrderArgs)
@@ -290,6 +293,9 @@ class PurchaseOrderDetails(StrictModel):
     receipts: list[ProductReceiptRecord]
     invoices: list[VendorInvoiceRecord]
     """Vendor invoices that reference this PO."""
+    truncated: bool = False
+    """True when a list was cut to stay within the result budget (about 100,000 characters);
+    the counts and totals still cover every line."""
 
 
 @erp_tool("finance", GetPurchaseOrderArgs)
@@ -647,6 +653,9 @@ class PaymentJournalDetails(StrictModel):
     total_by_currency: dict[str, float]
     """Sum of line amounts per currency."""
     vendor_count: int
+    truncated: bool = False
+    """True when a list was cut to stay within the result budget (about 100,000 characters);
+    the counts and totals still cover every line."""
 
 
 @erp_tool("finance", GetPaymentJournalArgs)

@@ -428,6 +428,23 @@ def test_the_budget_cuts_every_long_list_until_the_result_fits():
     assert fitted.truncated is True and fitted.first == [] and 0 < len(fitted.second) < 200
 
 
+def test_every_result_the_budget_can_cut_says_so():
+    """A payment journal of 250 lines (10x) was cut to fit the budget without a word: every
+    result with a list the budget may cut has a ``truncated`` flag (pages also a cursor)."""
+    import typing
+
+    from erp_mcp._tooling import tools_for
+
+    bounded = {"erp_info", "search_parties", "list_entity_sets", "describe_entity_set"}
+    silent = []
+    for tool in tools_for("all"):
+        fields = tool.output_model.model_fields
+        lists = [n for n, f in fields.items() if typing.get_origin(f.annotation) is list]
+        if lists and tool.name not in bounded and "truncated" not in fields:
+            silent.append(tool.name)
+    assert silent == []
+
+
 def test_resident_objects_are_frozen_out_of_collections(erp_db_url):
     from erp_mcp._runtime import RuntimeHolder
 
@@ -560,3 +577,39 @@ async def test_prompt_arguments_say_what_they_are(server):
     assert len(described) == 6
     for key, text in described.items():
         assert text and "JSON schema" not in text, key
+
+
+# -- the slow tier: a 10x ERP ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sql_10x(erp_10x_db_url: str) -> Iterator[sqlite3.Connection]:
+    path = erp_10x_db_url.removeprefix("sqlite:///")
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    yield connection
+    connection.close()
+
+
+@pytest.mark.slow
+async def test_query_plans_at_10x(erp_10x_db_url, sql_10x):
+    await check_plans(build_server(erp_10x_db_url, public_url="http://erp.test"), sql_10x)
+
+
+@pytest.mark.slow
+async def test_no_result_exceeds_the_budget_at_10x(erp_10x_db_url, sql_10x):
+    from tests.mcp_budget import largest_arguments
+
+    sizes = {}
+    async with Client(build_server(erp_10x_db_url, public_url="http://erp.test")) as client:
+        for tool, many in largest_arguments(sql_10x).items():
+            for args in many:
+                result = await client.call_tool(tool, args, raise_on_error=False)
+                assert not result.is_error, (tool, args, result.content[0].text)
+                size = len(result.content[0].text)
+                sizes[(tool, json.dumps(args))] = size
+                assert size <= RESULT_BUDGET, (tool, args, size)
+                content = result.structured_content
+                if size > 0.9 * RESULT_BUDGET:  # cut by the budget (it says so) or complete
+                    complete = content.get("returned") == args.get("top")
+                    assert content.get("truncated") is True or complete, (tool, args)
+    assert max(sizes.values()) > 0.9 * RESULT_BUDGET  # the budget, not the data, bounds them
