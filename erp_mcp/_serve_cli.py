@@ -7,10 +7,7 @@ flag means the same on both servers and is checked the same way (one line, exit 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -172,10 +169,6 @@ def allowed_hosts(args: argparse.Namespace) -> list[str]:
     return [h for h in hosts if h]
 
 
-WORKER_ENV = "LEDGERBENCH_MCP_WORKER"
-"""Environment variable that hands a ``--workers`` worker process what to serve (JSON)."""
-
-
 def check_scaling(args: argparse.Namespace) -> None:
     """--workers and --stateless are for HTTP; several workers cannot replay seeded faults."""
     workers = getattr(args, "workers", 1)
@@ -200,10 +193,10 @@ def serve(
 ) -> int:
     """Run ``server`` over the transport ``args`` names until stopped.
 
-    With ``--workers N`` (N > 1) uvicorn runs N processes on the port; each builds its own server
-    with ``worker_factory`` (``"module:function"``, called with ``argv``, the server's command
-    line) and serves it stateless. They share one cursor key, so a cursor from one worker works on
-    another."""
+    With ``--workers N`` (N > 1) N processes serve the port (:mod:`erp_mcp._workers`); each builds
+    its own server with ``worker_factory`` (``"module:function"``, called with ``argv``, the
+    server's command line) and serves it stateless. They share one cursor key, so a cursor from
+    one worker works on another."""
     check_scaling(args)
     if args.transport == "stdio":
         server.run(transport="stdio", show_banner=False)
@@ -216,27 +209,14 @@ def serve(
     if workers > 1:
         if worker_factory is None:
             raise UsageError("this server cannot run --workers; serve it with --workers 1")
-        from erp_mcp._cursors import CURSOR_SECRET_ENV
+        from erp_mcp._workers import WorkersFailed, serve_workers
 
-        os.environ.setdefault(CURSOR_SECRET_ENV, secrets.token_urlsafe(32))
-        os.environ[WORKER_ENV] = json.dumps(
-            {"factory": worker_factory, "argv": list(argv or []), "hosts": hosts}
-        )
-        uvicorn.run(f"{__name__}:worker_app", factory=True, workers=workers, host=args.host,
-                    port=args.port, log_level="warning", access_log=False)  # fmt: skip
-        return 0
+        try:
+            return serve_workers(
+                args.host, args.port, workers, worker_factory, list(argv or []), hosts
+            )
+        except WorkersFailed as error:
+            raise UsageError(str(error)) from None
     app = http_app(server, hosts, stateless=getattr(args, "stateless", False))
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0
-
-
-def worker_app():
-    """The ASGI app of one ``--workers`` process (uvicorn imports and calls it in each)."""
-    import importlib
-
-    from erp_mcp._serving import http_app
-
-    spec = json.loads(os.environ[WORKER_ENV])
-    module, _, function = spec["factory"].partition(":")
-    server = getattr(importlib.import_module(module), function)(spec["argv"])
-    return http_app(server, spec["hosts"], stateless=True)
