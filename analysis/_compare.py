@@ -7,7 +7,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from analysis._data import TASK_TYPES, InputError, ProviderData
-from analysis._schema import Correction, InfraFailures, ModelKind, Settings, Stats
+from analysis._schema import (
+    Correction,
+    InfraFailures,
+    ModelKind,
+    Settings,
+    StandardErrors,
+    Stats,
+)
 
 
 class CompareConfig(BaseModel):
@@ -38,6 +45,9 @@ class CompareConfig(BaseModel):
     """``pairwise`` (each pair on its own data) or ``pooled`` (the paper's single model)."""
     infra_failures: InfraFailures = InfraFailures.exclude
     """``exclude`` infrastructure failures from the scores, or score them ``zero`` (the paper)."""
+    se: StandardErrors = StandardErrors.observed
+    """Mixed-model standard errors from the ``observed`` information (statsmodels') or the
+    ``expected`` information ``(X' V^-1 X)^-1``."""
 
 
 def compare(config: CompareConfig, progress: bool = False) -> Stats:
@@ -65,6 +75,7 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
             min_observations=config.min_observations,
             model=config.model,
             infra_failures=config.infra_failures,
+            se=config.se,
         )
         combined = combine(providers, config.latency_budget, config.infra_failures)
         stats = compute_stats(providers, settings, progress=bar.step, combined=combined)

@@ -100,17 +100,22 @@ class Fit:
     warnings: list[str] = field(default_factory=list)
 
 
-def fit_mixed_model(data: pd.DataFrame, exog: pd.DataFrame, fit_options: dict | None = None) -> Fit:
+def fit_mixed_model(
+    data: pd.DataFrame,
+    exog: pd.DataFrame,
+    fit_options: dict | None = None,
+    se: str = "observed",
+) -> Fit:
     """Random intercept per question, maximum likelihood; warnings captured, not printed.
 
     Without ``fit_options`` the exact profile-likelihood fit (:func:`fit_random_intercept`) is used:
     the same estimates as statsmodels MixedLM in milliseconds (the tests check the two agree).
     ``fit_options`` (e.g. ``maxiter``, ``method``) select statsmodels ``MixedLM.fit``; ``reml`` is
-    always False.
+    always False, and the standard errors are statsmodels' own (observed information).
     """
     if not fit_options:
         return fit_random_intercept(
-            data["score"].to_numpy(float), exog, data["question_id"].to_numpy()
+            data["score"].to_numpy(float), exog, data["question_id"].to_numpy(), se=se
         )
     from statsmodels.regression.mixed_linear_model import MixedLM
 
@@ -137,14 +142,19 @@ LOG_RATIO_BOUNDS = (-18.0, 9.0)
 """Search range of log(group variance / residual variance) for the profile likelihood."""
 
 
-def fit_random_intercept(y: np.ndarray, exog: pd.DataFrame, groups: np.ndarray) -> Fit:
+def fit_random_intercept(
+    y: np.ndarray, exog: pd.DataFrame, groups: np.ndarray, se: str = "observed"
+) -> Fit:
     """ML fit of ``y = X b + u_question + e`` by profiling out b and the residual variance.
 
     With ``lam = var(u) / var(e)`` each question's covariance block is ``var(e) (I + lam J)``,
     whose inverse is ``I - w J`` with ``w = lam / (1 + n lam)``. Everything then reduces to
     per-question sums, so one likelihood evaluation costs O(questions x effects^2), and the
     one-dimensional maximum over ``lam`` (boundary ``lam = 0`` included) is found by a bounded
-    scalar search. The fixed-effect covariance is ``var(e) (X' V^-1 X)^-1`` at the optimum.
+    scalar search. The fixed-effect covariance at the optimum (``se``): ``observed`` (default,
+    statsmodels MixedLM's ``cov_params()``) is the b block of the inverse observed information of
+    the profile log-likelihood in (b, lam); ``expected`` is ``var(e) (X' V^-1 X)^-1``. The two
+    agree in balanced designs; in unbalanced ones the observed adds the b-lam covariance.
     """
     from scipy.optimize import minimize_scalar
 
@@ -181,6 +191,10 @@ def fit_random_intercept(y: np.ndarray, exog: pd.DataFrame, groups: np.ndarray) 
             best_lam = 0.0
         negloglik, beta, a, sigma2 = solve(best_lam)
         cov = sigma2 * np.linalg.inv(a)
+        if se == "observed" and sigma2 > 0:
+            cov = _observed_covariance(x, y, codes, sizes, x_sums, beta, a, best_lam)
+        elif se not in ("observed", "expected"):
+            raise ValueError(f"se {se!r}: use observed or expected")
     return Fit(
         fe_names=list(exog.columns),
         params=beta,
@@ -190,6 +204,47 @@ def fit_random_intercept(y: np.ndarray, exog: pd.DataFrame, groups: np.ndarray) 
         group_variance=best_lam * sigma2,
         residual_variance=sigma2,
     )
+
+
+def _observed_covariance(
+    x: np.ndarray,
+    y: np.ndarray,
+    codes: np.ndarray,
+    sizes: np.ndarray,
+    x_sums: np.ndarray,
+    beta: np.ndarray,
+    a: np.ndarray,
+    lam: float,
+) -> np.ndarray:
+    """The fixed-effect block of the inverse negative Hessian of the ML profile log-likelihood
+    ``l(b, lam) = -(N/2) log S(b, lam) - (1/2) sum_g log(1 + n_g lam)``, with
+    ``S = sum_g r_g' (I - w_g J) r_g`` (the residual variance profiled out), as statsmodels'
+    ``MixedLM.hessian`` parameterises it (the covariance of the random effect relative to the
+    residual variance, i.e. ``lam``). Per question g with ``n_g`` answers, residual sum ``s_g``
+    and ``d_g = 1 + n_g lam``: ``H_bb = -N X'V0^-1 X / S``, ``H_b,lam = -N sum_g X_g'1 s_g / d_g^2
+    / S`` and ``H_lam,lam = sum_g n_g^2 / (2 d_g^2) - (N/2) (S'' / S - S'^2 / S^2)`` with
+    ``S' = -sum_g s_g^2 / d_g^2`` and ``S'' = 2 sum_g n_g s_g^2 / d_g^3``."""
+    n_obs = len(y)
+    residual = y - x @ beta
+    s_g = np.bincount(codes, weights=residual, minlength=len(sizes))
+    d_g = 1.0 + sizes * lam
+    total = float(residual @ residual) - float(((lam / d_g) * s_g**2).sum())
+    if not total > 0:  # no residual variance left: a degenerate fit, whose SE is undefined
+        return np.full_like(a, np.nan)
+    d_s = -float((s_g**2 / d_g**2).sum())
+    d2_s = 2.0 * float((sizes * s_g**2 / d_g**3).sum())
+    k = x.shape[1]
+    hessian = np.zeros((k + 1, k + 1))
+    hessian[:k, :k] = -n_obs * a / total
+    cross = -n_obs * (x_sums * (s_g / d_g**2)[:, None]).sum(axis=0) / total
+    hessian[:k, k] = hessian[k, :k] = cross
+    hessian[k, k] = 0.5 * float((sizes**2 / d_g**2).sum()) - 0.5 * n_obs * (
+        d2_s / total - d_s**2 / total**2
+    )
+    try:
+        return np.linalg.inv(-hessian)[:k, :k]
+    except np.linalg.LinAlgError:
+        return np.full_like(a, np.nan)
 
 
 def wald(fit: Fit, c: np.ndarray) -> tuple[float, float, float, float]:
@@ -218,6 +273,8 @@ class MetricInput:
     """Extra ``MixedLM.fit`` arguments (tests use ``maxiter``)."""
     all_pairs: bool = False
     """Also test every pair of non-reference providers from the same fit (pooled model)."""
+    se: str = "observed"
+    """Standard errors from the ``observed`` (statsmodels') or ``expected`` information."""
 
 
 def analyse_metric(inp: MetricInput) -> tuple[MetricModel, list[Guard]]:
@@ -329,7 +386,7 @@ def _fit_and_test(
         guards.append(_guard(GuardKind.singular_design, inp.metric, None, None, why))
         return why
     try:
-        fit = fit_mixed_model(data, exog, inp.fit_options)
+        fit = fit_mixed_model(data, exog, inp.fit_options, se=inp.se)
     except (np.linalg.LinAlgError, ValueError, FloatingPointError) as exc:
         # The design has full rank here, so a singular matrix is the fit's information matrix
         # (typically a variance estimated at zero), not the design.

@@ -51,6 +51,16 @@ class ModelKind(StrEnum):
     """One mixed model with every provider, one residual variance (the paper's model)."""
 
 
+class StandardErrors(StrEnum):
+    observed = "observed"
+    """From the observed information: the inverse Hessian of the profile log-likelihood in the
+    fixed effects and the variance ratio, its fixed-effect block (what statsmodels MixedLM's
+    ``cov_params()`` gives; the default)."""
+    expected = "expected"
+    """From the expected information: ``(X' V^-1 X)^-1``, which ignores the fixed effects' and
+    variances' covariance (equal to the observed in balanced designs, smaller in unbalanced)."""
+
+
 class InfraFailures(StrEnum):
     exclude = "exclude"
     """Infrastructure failures are left out of every score (default)."""
@@ -76,6 +86,8 @@ class Settings(_Strict):
     """Task type -> seconds; answers slower than this were re-scored as failures (0)."""
     model: ModelKind = ModelKind.pairwise
     infra_failures: InfraFailures = InfraFailures.exclude
+    se: StandardErrors = StandardErrors.observed
+    """How the mixed models' standard errors are computed (``--se``)."""
     power: float = 0.8
     """Power for the minimum detectable difference (two-sided test at 1 - confidence)."""
 

@@ -308,13 +308,27 @@ class Bootstrap:
             parts = [p for p in parts if p is not None]
             if not parts:
                 return None
-            result = equal_weight(parts)
+            result = equal_weight(parts)  # the resamples: the same formula, vectorised
+            result.point = np.array([self.overall(i, scope) for i in range(len(self.names))])
             result.n = np.max([p.n for p in parts], axis=0)  # answers, not answers x dimensions
             return result
         if scope == EQUAL_WEIGHT:
             parts = [self.strata[(metric, t)] for t in self.tasks(metric)]
             return equal_weight(parts) if parts else None
         return self.strata.get((metric, scope))
+
+    def overall(self, i: int, scope: str) -> float:
+        """Provider ``i``'s Overall (NaN without scores), computed by the one definition every
+        tool uses (:func:`judge.overall`) from its dimension x task type means."""
+        from judge._overall import overall
+
+        tasks = TASK_TYPES if scope == EQUAL_WEIGHT else (scope,)
+        means = {
+            d: {t: float(self.strata[(d, t)].point[i]) for t in tasks if self.has(d, t, i)}
+            for d in self.dimensions()
+        }
+        value = overall({d: cells for d, cells in means.items() if cells})
+        return np.nan if value is None else value
 
     def common_tasks(self, metric: str, i: int, j: int) -> list[str]:
         if metric == OVERALL:
@@ -434,6 +448,7 @@ def fit_metric(
             task_types=tasks,
             min_observations=settings.min_observations,
             all_pairs=True,
+            se=settings.se.value,
         )
         model, metric_guards = analyse_metric(inp)
         guards.extend(metric_guards)
@@ -489,7 +504,9 @@ def pair_contrasts(
         if values is None:
             contrast.not_tested_reason = f"no {metric} scores in {task_type}"
             continue
-        fit = _fit_pair_cell(values[[i, j]], (first, second), metric, task_type, guards)
+        fit = _fit_pair_cell(
+            values[[i, j]], (first, second), metric, task_type, guards, settings.se.value
+        )
         if isinstance(fit, str):
             contrast.not_tested_reason = fit
             continue
@@ -565,6 +582,7 @@ def _fit_pair_cell(
     metric: str,
     task_type: str,
     guards: list[Guard],
+    se: str = "observed",
 ) -> tuple[tuple[float, float], FitSummary] | str:
     """``score ~ provider + (1 | question)`` for two providers in one task type (``values`` is
     ``[2, n]``): ((estimate, se), summary), or the reason it was not estimated (guard recorded)."""
@@ -601,7 +619,7 @@ def _fit_pair_cell(
             )
     rows, questions = np.nonzero(present)
     exog = pd.DataFrame({"Intercept": np.ones(len(rows)), "second": rows.astype(float)})
-    fit = fit_random_intercept(values[rows, questions], exog, questions)
+    fit = fit_random_intercept(values[rows, questions], exog, questions, se=se)
     se = math.sqrt(fit.cov[1, 1]) if fit.cov[1, 1] > 0 else math.nan
     if not fit.residual_variance > RESIDUAL_FLOOR or not math.isfinite(se):
         return stop(

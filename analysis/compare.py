@@ -14,7 +14,7 @@ from typing import NoReturn
 
 from analysis._compare import CompareConfig, compare, parse_budget
 from analysis._data import InputError
-from analysis._schema import Correction, InfraFailures, ModelKind
+from analysis._schema import Correction, InfraFailures, ModelKind, StandardErrors
 
 EXAMPLES = """\
 examples:
@@ -105,6 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
         "provider cannot change a pair's verdict; pooled: one model for all (the paper's)",
     )
     parser.add_argument(
+        "--se",
+        choices=[m.value for m in StandardErrors],
+        default="observed",
+        help="mixed-model standard errors: observed (default) from the observed information, "
+        "as statsmodels MixedLM computes them; expected: (X' V^-1 X)^-1, which is smaller when "
+        "cells are unbalanced (docs/statistics.md)",
+    )
+    parser.add_argument(
         "--infra-failures",
         choices=[m.value for m in InfraFailures],
         default="exclude",
@@ -158,11 +166,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             viewer=args.viewer,
             model=ModelKind(args.model),
             infra_failures=InfraFailures(args.infra_failures),
+            se=StandardErrors(args.se),
         )
         stats = compare(config, progress=not args.quiet and sys.stderr.isatty())
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from judge._overall import overall_text
+
     print(f"Report: {config.out / 'report.html'} (also report.md, stats.json)")
     for row in stats.headline:
         cell = row.overall
@@ -170,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             interval = (
                 f" [{cell.ci_low:.3f}, {cell.ci_high:.3f}]" if cell.ci_low is not None else ""
             )
-            print(f"  {row.provider}: overall {cell.score:.3f}{interval}")
+            print(f"  {row.provider}: Overall {overall_text(cell.score)}{interval}")
     return 0
 
 

@@ -55,8 +55,9 @@ def _serve_parser() -> argparse.ArgumentParser:
         parser,
         default_port=8765,
         token_env="ERP_MCP_TOKEN",
-        link_example="https://erp.example.org",
-        stdio_links="links are erp:// MCP resources",
+        link_example="https://erp.example.org behind a proxy",
+        default_links="default http://HOST:PORT over http; over stdio links are erp:// MCP "
+        "resources unless this is given",
     )
     parser.add_argument(
         "--toolset",

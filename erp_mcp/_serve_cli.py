@@ -24,7 +24,7 @@ def add_http_arguments(
     default_port: int,
     token_env: str,
     link_example: str,
-    stdio_links: str,
+    default_links: str,
 ) -> None:
     """--transport, --host, --port, --public-url, --allowed-host and --token."""
     parser.add_argument(
@@ -41,8 +41,7 @@ def add_http_arguments(
     )
     parser.add_argument(
         "--public-url",
-        help=f"base URL of the links in results when behind a proxy, e.g. {link_example} "
-        f"(default http://HOST:PORT over http; over stdio {stdio_links} unless this is given)",
+        help=f"base URL of the links in results, e.g. {link_example} ({default_links})",
     )
     parser.add_argument(
         "--allowed-host",

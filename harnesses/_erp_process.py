@@ -10,6 +10,7 @@ fires when the thread that started it ends, so the runner starts it from its mai
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import signal
@@ -158,21 +159,73 @@ def _wait_until_listening(
     timeout: float,
     log_path: Path | None,
     token: str,
+    what: str = "the ERP MCP server",
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise ErpServerError(
-                f"the ERP MCP server exited with code {process.returncode} before listening: "
+                f"{what} exited with code {process.returncode} before listening: "
                 f"{_log_tail(log_path, token) or 'no output'}"
             )
         with socket.socket() as sock:
             if sock.connect_ex((host, port)) == 0:
                 return
         time.sleep(0.05)
-    raise ErpServerError(
-        f"the ERP MCP server did not listen on {host}:{port} within {timeout:.0f}s"
+    raise ErpServerError(f"{what} did not listen on {host}:{port} within {timeout:.0f}s")
+
+
+def start_mcp_server(
+    module_args: Sequence[str],
+    *,
+    token_env: str,
+    what: str,
+    log_path: Path | None = None,
+    public_url: str | None = None,
+    host: str = "127.0.0.1",
+    startup_timeout: float = 60.0,
+    stdio_args: Sequence[str] | None = None,
+    db_url: str = "",
+) -> ErpServerProcess:
+    """Start ``python -m <module_args> --transport http`` on a free port with a new token (handed
+    over in ``token_env``), wait until it listens and return it; ``stdio_args`` serve the same
+    over stdio for harnesses that spawn their own server."""
+    port = free_port(host)
+    token = secrets.token_urlsafe(24)
+    env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
+    env[token_env] = token
+    args = [sys.executable, "-m", *module_args, "--transport", "http"]
+    args += ["--host", host, "--port", str(port)]
+    if log_path is not None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        output = log_path.open("ab")
+    else:
+        output = subprocess.DEVNULL
+    try:
+        process = subprocess.Popen(
+            args,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=parent_death_signal(),
+        )
+    finally:
+        if log_path is not None:
+            output.close()
+    endpoint = ErpEndpoint(
+        url=f"http://{host}:{port}/mcp",
+        token=token,
+        public_url=public_url,
+        stdio_command=(sys.executable, "-m", *stdio_args) if stdio_args else None,
     )
+    server = ErpServerProcess(endpoint=endpoint, db_url=db_url, process=process, log_path=log_path)
+    try:
+        _wait_until_listening(host, port, process, startup_timeout, log_path, token, what)
+    except BaseException:
+        server.stop()
+        raise
+    return server
 
 
 def start_erp_server(
@@ -191,46 +244,26 @@ def start_erp_server(
     ``record_base_url``: the base of the record URLs the server cites (``--public-url``), instead
     of its own address (Ray workers cite the driver's server, as a local run would).
     """
-    port = free_port(host)
-    token = secrets.token_urlsafe(24)
-    env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
-    env["ERP_MCP_TOKEN"] = token
-    args = [sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "http"]
-    args += ["--host", host, "--port", str(port), *extra_args]
+    args = ["erp_mcp", "--db", db_url, *extra_args]
     if record_base_url:
         args += ["--public-url", record_base_url]
-    if log_path is not None:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        output = log_path.open("ab")
-    else:
-        output = subprocess.DEVNULL
-    try:
-        process = subprocess.Popen(
-            args,
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            preexec_fn=parent_death_signal(),
-        )
-    finally:
-        if log_path is not None:
-            output.close()
-    base = f"http://{host}:{port}"
-    endpoint = ErpEndpoint(
-        url=f"{base}/mcp",
-        token=token,
+    server = start_mcp_server(
+        args,
+        token_env="ERP_MCP_TOKEN",
+        what="the ERP MCP server",
+        log_path=log_path,
         public_url=public_url,
-        # Record links over stdio point at this HTTP server, so they stay citable http links.
+        host=host,
+        startup_timeout=startup_timeout,
+        db_url=db_url,
+    )
+    # Record links over stdio point at this HTTP server, so they stay citable http links.
+    base = public_url or server.endpoint.url.removesuffix("/mcp")
+    server.endpoint = dataclasses.replace(
+        server.endpoint,
         stdio_command=(
             *(sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "stdio"),
-            *("--public-url", public_url or base),
+            *("--public-url", base),
         ),
     )
-    server = ErpServerProcess(endpoint=endpoint, db_url=db_url, process=process, log_path=log_path)
-    try:
-        _wait_until_listening(host, port, process, startup_timeout, log_path, token)
-    except BaseException:
-        server.stop()
-        raise
     return server

@@ -3,8 +3,9 @@
 Inspect AI is optional (``pip install 'ledgerbench[inspect]'``): it is imported only here, and only
 when an export is asked for. One run becomes one log: one sample per (question, trial), with the
 conversation as chat messages, one ``ModelEvent`` per model call and one ``ToolEvent`` per tool
-call, one score per judge (the overall score and each scored dimension; reasons in the
-explanation), and token usage per sample and in total.
+call, one score per judge (the answer's mean and each scored dimension; reasons in the
+explanation; the run's Overall is the judge's ``overall`` metric), and token usage per sample and
+in total.
 """
 
 from __future__ import annotations
@@ -259,7 +260,7 @@ def _scores(inspect: Any, record: TrajectoryRecord, contents: RunContents) -> di
         score = by_key.get((record.question_id, record.trial))
         if score is None or score.overall is None:
             continue
-        value = {"overall": score.overall}
+        value = {"answer_mean": score.overall}  # the answer's own mean; Overall is the run's
         reasons = []
         for dimension, result in score.dimensions.items():
             if result.score is not None:
@@ -354,14 +355,18 @@ def build_eval_log(contents: RunContents) -> Any:
     for sample in samples:
         for usage in sample.model_usage.values():
             total_usage = total_usage + usage
+    from judge._overall import answer_means, equal_weight, run_overall, scored_answers
+
     results = []
     for judge in sorted(contents.scores):
-        values = [
-            s.scores[judge].value["overall"] for s in samples if s.scores and judge in s.scores
-        ]
+        values = [s for s in samples if s.scores and judge in s.scores]
+        answers = scored_answers(contents.scores[judge].values())
         metrics = {}
-        if values:
-            metrics["mean"] = log.EvalMetric(name="mean", value=sum(values) / len(values))
+        if values:  # the run's Overall (docs/statistics.md), and the mean of the answers' means
+            metrics["overall"] = log.EvalMetric(name="overall", value=run_overall(answers))
+            metrics["answer_mean"] = log.EvalMetric(
+                name="answer_mean", value=equal_weight(answer_means(answers))
+            )
         results.append(
             log.EvalScore(
                 name=judge,

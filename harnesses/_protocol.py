@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -49,7 +50,8 @@ class AgentTask:
 
 @dataclass(frozen=True)
 class ErpEndpoint:
-    """How to reach the ERP MCP server."""
+    """How to reach an MCP server of the run: the ERP's, or the research world's (the same
+    shape; :data:`McpEndpoint` names it so)."""
 
     url: str
     """Streamable-HTTP endpoint, e.g. ``http://127.0.0.1:8765/mcp``."""
@@ -72,6 +74,9 @@ class ErpEndpoint:
         return headers
 
 
+McpEndpoint = ErpEndpoint
+
+
 @dataclass(frozen=True)
 class AgentEnvironment:
     erp: ErpEndpoint
@@ -79,14 +84,21 @@ class AgentEnvironment:
     """System instructions shared by every general-purpose harness."""
     work_dir: str
     """A folder inside the run directory the harness may write to (scratch, configs)."""
+    world: McpEndpoint | None = None
+    """The research world's MCP server (search, fetch, company, prices), when the run has
+    research questions; None otherwise."""
 
     @property
     def instructions_hash(self) -> str:
         return hashlib.sha256(self.instructions.encode()).hexdigest()[:16]
 
     def for_trial(self, trial: str) -> AgentEnvironment:
-        """This environment for one (question, trial): its ERP requests carry ``trial``."""
-        return dataclasses.replace(self, erp=dataclasses.replace(self.erp, trial=trial))
+        """This environment for one (question, trial): its ERP and world requests carry
+        ``trial``."""
+        world = dataclasses.replace(self.world, trial=trial) if self.world else None
+        return dataclasses.replace(
+            self, erp=dataclasses.replace(self.erp, trial=trial), world=world
+        )
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,32 @@ class HarnessOptions:
             return int(value)
         except ValueError:
             raise ValueError(f"--harness-opt {key}={value}: expected an integer") from None
+
+
+RESEARCH_TOOLS = frozenset({"search", "fetch"})
+
+
+def research_documents(name: str, server: str | None, output: str) -> list[str]:
+    """The document links a research-world ``search`` returned or a ``fetch`` read, from its
+    output (the world server's JSON); [] for any other call. MCP clients name tools
+    ``mcp__world__search`` (Claude) or ``world__search``; harnesses record ``server="world"``."""
+    parts = name.split("__")
+    if parts[-1] not in RESEARCH_TOOLS or not (server == "world" or "world" in parts[:-1]):
+        return []
+    try:
+        data = json.loads(output)
+    except (json.JSONDecodeError, TypeError):
+        return []
+    if isinstance(data, dict) and set(data) == {"result"}:
+        data = data["result"]
+    if not isinstance(data, dict):
+        return []
+    if parts[-1] == "fetch":
+        return [data["url"]] if isinstance(data.get("url"), str) else []
+    results = data.get("results")
+    if not isinstance(results, list):
+        return []
+    return [r["url"] for r in results if isinstance(r, dict) and isinstance(r.get("url"), str)]
 
 
 def _sha256(text: str) -> str:
@@ -224,6 +262,7 @@ class TrajectoryDraft:
             started_s=started_s,
             duration_s=None if cancelled else duration_s,
             cancelled=cancelled,
+            documents=[] if is_error else research_documents(name, server, output),
         )
         self.tool_calls.append(call)
         self._note_tool_call(len(self.tool_calls) - 1, call)

@@ -65,6 +65,13 @@ class RunConfig(StrictModel):
     server the runner starts; 0 = no injected faults."""
     erp_fault_seed: int = 0
     """Seed of the injected faults (``erp_mcp --fault-seed``)."""
+    world_db: str | None = None
+    """Research world file (``sqlite:///world.db``): the runner serves it itself. None: the
+    default world beside the default ERP, when the questions need one."""
+    world_url: str | None = None
+    """MCP endpoint of a running research-world server."""
+    world_token: SecretStr | None = Field(default=None, exclude=True)
+    """Bearer token for ``world_url``; never written anywhere."""
     out: Path | None = None
     """Run directory; None: ``runs/<harness>-<model>-<time>`` under the project root (or the
     latest unfinished run with the same settings, which is resumed)."""

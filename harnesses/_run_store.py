@@ -448,6 +448,7 @@ def build_manifest(
     instructions: str,
     secrets: list[str],
     model: str | None,
+    world: Any = None,
 ) -> RunManifest:
     previous = prepared.previous
     config_dump = config.model_dump(mode="json")
@@ -456,6 +457,7 @@ def build_manifest(
     config_dump["harness_opts"] = public_harness_opts(config.harness_opts)
     config_dump.pop("command", None)  # recorded once, redacted, as the manifest's command
     config_dump["erp_token"] = REDACTED if config.erp_token else None
+    config_dump["world_token"] = REDACTED if config.world_token else None
     timeouts = {
         "obligations": config.timeout,
         "entity_performance": config.timeout,
@@ -482,6 +484,10 @@ def build_manifest(
         erp_url=erp.url,
         erp_db_url=redact_url(erp.db_url),
         erp_snapshot_hash=erp.snapshot_hash,
+        world_url=world.endpoint.url if world else None,
+        world_db=str(world.path) if world and world.path else None,
+        world_id=world.world_id if world else None,
+        world_snapshot_hash=world.snapshot_hash if world else None,
         system_prompt_hash=instructions_hash(instructions),
         system_prompt=instructions,
         package_versions=package_versions(),

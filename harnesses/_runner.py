@@ -86,6 +86,7 @@ from harnesses._run_summary import (
     summarize_records,
     summary_table,
 )
+from harnesses._world_serving import world_for_run
 from harnesses.records import PreviousAttempt, TrajectoryRecord
 
 __all__ = [
@@ -169,7 +170,8 @@ def _executor_for(config: RunConfig) -> Executor:
 
 
 def _run_secrets(config: RunConfig) -> list[str]:
-    secrets = [s for s in [config.erp_token.get_secret_value() if config.erp_token else None] if s]
+    tokens = (config.erp_token, config.world_token)
+    secrets = [t.get_secret_value() for t in tokens if t and t.get_secret_value()]
     secrets += [v for k, v in config.harness_opts.items() if is_secret_key(k) and v]
     return secrets + environment_secrets()
 
@@ -195,21 +197,29 @@ async def _run_with_harness(
     outcome = _Outcome()
     runner: QuestionRunner | None = None
     try:
-        async with serve_erp(config, run_dir, log, prepared.dataset) as erp:
-            if erp.endpoint.token:
-                secrets.append(erp.endpoint.token)
+        questions = list({question.id: question for question, _ in prepared.pairs}.values())
+        async with (
+            serve_erp(config, run_dir, log, prepared.dataset) as erp,
+            world_for_run(config, run_dir, log, prepared.dataset, questions, erp.db_url) as world,
+        ):
+            secrets += [e.token for e in (erp.endpoint, world and world.endpoint) if e and e.token]
             erp.info = await fetch_erp_info(erp.endpoint)
             check_snapshot(prepared.dataset, prepared.dataset_path, erp)
             check_erp_unchanged(prepared.previous, erp, config.force_new)
             if (bind := getattr(executor, "bind", None)) is not None:  # a distributed executor
                 bind(erp=erp, instructions=instructions, run_dir=run_dir, harness=harness)
             model = getattr(harness, "model", None)
-            manifest = build_manifest(config, prepared, erp.facts(), instructions, secrets, model)
+            manifest = build_manifest(
+                config, prepared, erp.facts(), instructions, secrets, model, world
+            )
             write_manifest(run_dir, manifest, secrets)
             work_dir = run_dir / "work"
             work_dir.mkdir(exist_ok=True)
             env = AgentEnvironment(
-                erp=erp.endpoint, instructions=instructions, work_dir=str(work_dir)
+                erp=erp.endpoint,
+                instructions=instructions,
+                work_dir=str(work_dir),
+                world=world.endpoint if world else None,
             )
             runner = QuestionRunner(harness, env, config)
             writer = TrajectoryWriter(run_dir / TRAJECTORIES_FILE, secrets)

@@ -148,6 +148,9 @@ class ToolCall(_Strict):
     """Seconds the call took; None when the deadline cut it off."""
     cancelled: bool = False
     """The call was still running when the deadline (or a cancellation) cut it off."""
+    documents: list[str] = Field(default_factory=list)
+    """Research-world calls: the document links a ``search`` returned (best first), or the one a
+    ``fetch`` read; empty for other tools."""
 
 
 class Source(_Strict):
@@ -337,6 +340,12 @@ class RunManifest(_Strict):
     erp_db_url: str | None = None
     """Database behind the ERP server, when the runner knows it (password redacted)."""
     erp_snapshot_hash: str | None = None
+    world_url: str | None = None
+    """MCP endpoint of the research world the run used (None: no research world)."""
+    world_db: str | None = None
+    """The world file the runner served."""
+    world_id: str | None = None
+    world_snapshot_hash: str | None = None
     system_prompt_hash: str
     system_prompt: str | None = None
     """The system instructions every question of the run was sent (stored once, not per record)."""

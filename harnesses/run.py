@@ -152,6 +152,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed of the injected faults (erp_mcp --fault-seed), keyed by question, call and "
         "retry so the same seed replays the same faults at any --concurrency; e.g. 7",
     )
+    world = parser.add_argument_group(
+        "research world (entity and brief questions; default: serve .ledgerbench/world.db, "
+        "generated from the default ERP if missing)"
+    )
+    world.add_argument(
+        "--world-db",
+        help="serve this research world file for the run; e.g. sqlite:///world.db (made with "
+        "python -m synthetic_world generate)",
+    )
+    world.add_argument(
+        "--world-url",
+        help="MCP endpoint of a running research-world server; e.g. http://127.0.0.1:8766/mcp",
+    )
+    world.add_argument(
+        "--world-token",
+        help="bearer token for --world-url (or set WORLD_MCP_TOKEN); never written to any file",
+    )
     out = parser.add_argument_group("output")
     out.add_argument(
         "--out",
@@ -218,6 +235,7 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
     if (problem := check_executor_arguments(args)) is not None:
         raise _UsageError(problem)
     token = args.erp_token or os.environ.get("ERP_MCP_TOKEN") or None
+    world_token = args.world_token or os.environ.get("WORLD_MCP_TOKEN") or None
     try:
         return RunConfig(
             dataset=args.dataset,
@@ -240,6 +258,9 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             erp_public_url=args.erp_public_url,
             erp_fault_rate=args.erp_fault_rate,
             erp_fault_seed=args.erp_fault_seed,
+            world_db=args.world_db,
+            world_url=args.world_url,
+            world_token=SecretStr(world_token) if world_token else None,
             out=args.out,
             force_new=args.force_new,
             retry_errors=args.retry_errors,

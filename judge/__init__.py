@@ -13,6 +13,14 @@ from judge._base import (
 )
 from judge._compare import Comparison, compare_judges, kendalls_w
 from judge._dspy_judge import DspyJudge, judge_slug
+from judge._overall import (
+    ScoredAnswer,
+    dimension_means,
+    overall,
+    overall_text,
+    run_overall,
+    scored_answers,
+)
 from judge._registry import JudgeLoadError, create_judge, judge
 from judge._rules import RULES_BY_ASSERTION, RulesJudge, check_fact, rule_for
 from judge._runner import (
@@ -54,18 +62,24 @@ __all__ = [
     "RulesJudge",
     "ScoreRecord",
     "ScoreStatus",
+    "ScoredAnswer",
     "check_fact",
     "compare_judges",
     "create_judge",
     "dimension_from_assertions",
+    "dimension_means",
     "judge",
     "judge_slug",
     "kendalls_w",
+    "overall",
     "overall_score",
+    "overall_text",
     "read_scores",
     "rule_for",
     "run_judge",
+    "run_overall",
     "score_trajectory",
+    "scored_answers",
     "summarize",
     "summary_markdown",
 ]

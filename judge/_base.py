@@ -19,6 +19,15 @@ class JudgeAbort(RuntimeError):
     instead of filling the scores file with judge errors."""
 
 
+class JudgeUnreachable(JudgeAbort):
+    """The judge model does not answer (connection refused, no reply in time): the pre-flight
+    call failed, or the circuit breaker tripped after records in a row could not reach it."""
+
+
+UNREACHABLE = "judge_unreachable"
+"""``ScoreRecord.extra`` key: the transport error with which the judge model could not be reached
+for this record (an infrastructure failure of the judge, counted by the circuit breaker)."""
+
 NEEDS_LLM = "needs an LLM judge"
 
 

@@ -19,9 +19,11 @@ from urllib.parse import urlsplit, urlunsplit
 from harnesses.records import Usage
 from judge._base import (
     ALLOWED_SCORES,
+    UNREACHABLE,
     JudgeAbort,
     JudgeItem,
     JudgeOutcome,
+    JudgeUnreachable,
     dimension_from_assertions,
     sha256_text,
     stable_hash,
@@ -32,6 +34,11 @@ from judge.records import AssertionScore, DimensionScore, DimensionStatus
 from ledgerbench.dataset import Assertion, Dimension, Question, TaskType
 
 MAX_REASON_CHARS = 500
+PREFLIGHT_PROMPT = "LedgerBench pre-flight check: reply with the single word OK."
+"""The one call made to the judge model before judging, to learn that it answers."""
+PREFLIGHT_TIMEOUT_S = 15.0
+"""How long the pre-flight call waits for the judge model (a server that accepts and never
+answers is a dead endpoint too)."""
 
 
 class JudgeReplyError(ValueError):
@@ -58,6 +65,8 @@ class CallResult:
     calls: int = 0
     transport_retries: int = 0
     """Calls repeated after a transport failure (each failed attempt is in ``calls`` too)."""
+    unreachable: str | None = None
+    """The transport error when the judge model could not be reached even after its retries."""
     messages: list[list[dict[str, Any]]] = field(default_factory=list)
     """Prompts sent, one message list per model call (kept in memory for inspection and tests)."""
 
@@ -160,7 +169,10 @@ def ground_truth_text(question: Question) -> str:
         lines.append("Expected facts:")
         for fact in question.expected:
             tolerance = f" (tolerance {fact.tolerance})" if fact.tolerance else ""
-            lines.append(f"- {fact.field} [{fact.kind}]: {fact.value}{tolerance}")
+            what = ", ".join(filter(None, [fact.kind, fact.currency, fact.side]))
+            also = "".join(f" or {e.currency} {e.value}" for e in fact.equivalents)
+            whole = " (the whole set)" if fact.complete else ""
+            lines.append(f"- {fact.field} [{what}]: {fact.value}{also}{tolerance}{whole}")
     return "\n".join(lines)
 
 
@@ -191,6 +203,18 @@ def _raise_if_fatal(exc: BaseException) -> None:
     if names & set(_FATAL_LM_ERRORS):
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise JudgeAbort(f"the judge model cannot be used: {first_line}") from exc
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    """No answer at all: refused, reset, unresolvable, or no reply in time (not an HTTP error
+    status, which is an answer)."""
+    names = " ".join(cls.__name__ for cls in type(exc).__mro__)
+    if any(word in names for word in ("Connect", "Timeout", "Connection")):
+        return True
+    text = str(exc).lower()
+    markers = ("failed to connect", "connection refused", "timed out", "connection reset",
+               "name or service not known", "no route to host", "connection aborted")  # fmt: skip
+    return "LMTransportError" in names and any(m in text for m in markers)
 
 
 def _is_transport_error(exc: BaseException) -> bool:
@@ -286,6 +310,8 @@ class DspyJudge:
             sha256_text(Path(program_path).read_text(encoding="utf-8")) if program_path else None
         )
         self._lm = lm
+        self._owns_lm = False
+        """Whether the judge built its LM from the model string (then it calls the network)."""
         self.name = name or judge_slug(self.model) + ("-single" if mode == "single-call" else "")
         self.cache = DiskCache(cache_dir) if cache_dir else None
         self._program = None
@@ -300,7 +326,8 @@ class DspyJudge:
         import dspy
 
         if self._lm is None:
-            self._lm = dspy.settings.lm if self.model == "dspy-context-lm" else self._make_lm()
+            self._owns_lm = self.model != "dspy-context-lm"
+            self._lm = self._make_lm() if self._owns_lm else dspy.settings.lm
             if self._lm is None:
                 raise ValueError("no judge model: pass --judge MODEL or set a DSPy LM in context")
         if self.adapter == "json":
@@ -314,6 +341,28 @@ class DspyJudge:
             if self.program_path:
                 # A tuned program (demos, rewritten instructions) saved with module.save(path).
                 self._program.load(self.program_path)
+
+    def preflight(self) -> None:
+        """One call to the judge model before judging: JudgeUnreachable (one line naming the
+        failure and the fix) when it does not answer within PREFLIGHT_TIMEOUT_S, JudgeAbort when
+        it refuses the key or the model. Any answer, even an HTTP error status, is an answer.
+        Skipped for an LM object given in code (DummyLM in tests, a DSPy context LM)."""
+        if self._lm is None or self._program is None:
+            self.prepare()
+        if not self._owns_lm:
+            return
+        timeout = min(self.request_timeout or PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S)
+        lm = self._lm.copy(timeout=timeout)
+        try:
+            lm(PREFLIGHT_PROMPT)
+        except Exception as exc:
+            _raise_if_fatal(exc)
+            if _is_connection_error(exc):
+                where = f" at {_redact_credentials(self.base_url)}" if self.base_url else ""
+                raise JudgeUnreachable(
+                    f"the judge model {self.model}{where} does not answer "
+                    f"({_error_text(exc)}); check --base-url and that the server is up"
+                ) from None
 
     def _make_lm(self):
         import dspy
@@ -448,6 +497,9 @@ class DspyJudge:
             except Exception as exc:  # parse errors, bad replies and transport failures alike
                 _raise_if_fatal(exc)
                 result.error = _error_text(exc)
+                if _is_transport_error(exc):  # its own retries are spent: no model to re-ask
+                    result.unreachable = result.error
+                    break
                 continue
             result.error = None
             dimension_score = dimension_from_assertions(
@@ -495,6 +547,9 @@ class DspyJudge:
             except Exception as exc:
                 _raise_if_fatal(exc)
                 errors = {d: _error_text(exc) for d in pending}
+                if _is_transport_error(exc):
+                    result.unreachable = _error_text(exc)
+                    break
                 continue
             for d in pending:
                 try:
@@ -550,7 +605,14 @@ class DspyJudge:
             for dimension, assertions in item.question.tags.items():
                 if not assertions:
                     continue
+                if total.unreachable:  # asking again for the next dimension would only wait
+                    dimensions[dimension] = DimensionScore(
+                        status=DimensionStatus.judge_error,
+                        error=f"not judged: the judge model did not answer ({total.unreachable})",
+                    )
+                    continue
                 dimensions[dimension], result = self.judge_dimension(item, dimension)
+                total.unreachable = total.unreachable or result.unreachable
                 cache_hits += (
                     result.calls == 0
                     and dimensions[dimension].status != DimensionStatus.judge_error
@@ -574,6 +636,8 @@ class DspyJudge:
             extra["cost_unknown_calls"] = total.cost_unknown_calls
         if total.transport_retries:
             extra["transport_retries"] = total.transport_retries
+        if total.unreachable:
+            extra[UNREACHABLE] = total.unreachable
         return JudgeOutcome(
             dimensions=dimensions,
             usage=total.usage,

@@ -120,6 +120,8 @@ class ErpResolver:
         self.db_url = db_url
         self._engine: Engine | None = None
         self._known: dict[RecordRef, bool] = {}
+        self._names: dict[tuple[str, RecordRef], str | None] = {}
+        self._legal_entities: frozenset[str] | None = None
         self._lock = threading.Lock()
 
     def _get_engine(self) -> Engine:
@@ -143,6 +145,32 @@ class ErpResolver:
             found = session.execute(statement.limit(1)).first() is not None
         self._known[ref] = found
         return found
+
+    def party_name(self, ref: RecordRef) -> str | None:
+        """The name of the customer or vendor ``ref`` points to; None for other records or
+        when it does not exist."""
+        if ref.entity_set not in ("customers", "vendors"):
+            return None
+        key = ("name", ref)
+        if key not in self._names:
+            spec = entity_set(ref.entity_set)
+            table = spec.table
+            statement = select(table.name).where(
+                table.legal_entity == ref.legal_entity, getattr(table, spec.key_column) == ref.key
+            )
+            with Session(self._get_engine()) as session:
+                self._names[key] = session.execute(statement.limit(1)).scalar()
+        return self._names[key]
+
+    def legal_entities(self) -> frozenset[str]:
+        """The codes of the ERP's legal entities (USMF, ...)."""
+        if self._legal_entities is None:
+            from synthetic_erp import _schema
+
+            with Session(self._get_engine()) as session:
+                codes = session.execute(select(_schema.LegalEntity.code)).scalars()
+                self._legal_entities = frozenset(codes)
+        return self._legal_entities
 
     def check(self, expected_snapshot: str | None = None) -> str | None:
         """Open the database and read its snapshot hash; ValueError when it cannot be used.

@@ -33,9 +33,19 @@ _SCALE_WORDS = {
     "billion": 1e9,
     "billions": 1e9,
 }
-_CURRENCY = r"(?:[$€£¥]|USD|EUR|GBP|CAD|AUD|JPY|CHF|CNY|INR|MXN|BRL|US\$)"
+_CURRENCY_CODES = (
+    "USD|EUR|GBP|CAD|AUD|NZD|JPY|CHF|CNY|INR|MXN|BRL|SEK|NOK|DKK|PLN|CZK|HUF|ZAR|SGD|HKD|KRW"
+)
+_CURRENCY = (
+    rf"(?:US\$|C\$|CA\$|A\$|AU\$|[$€£¥]|(?:{_CURRENCY_CODES})(?![A-Za-z])"
+    r"|(?:US\s)?dollars?\b|euros?\b|pounds?(?:\s+sterling)?\b)"
+)
+_GROUP_SPACES = "\u2009\u202f\u00a0'\u2019"
+"""Thousands separators besides , and .: thin space, narrow no-break space, no-break space and
+apostrophes (French and SI style write 57 907.13 with a thin space, Swiss style 1'234.56)."""
 _NUMBER_BODY = (
-    r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+,\d{1,2}"
+    rf"(?:\d{{1,3}}(?:[{_GROUP_SPACES}]\d{{3}})+(?:[.,]\d+)?"
+    r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+,\d{1,2}"
     r"|\d{1,3},\d{2}(?![\d,.])|\d+(?:\.\d+)?|\.\d+)"
 )
 _SCALE = r"(?:thousand|millions?|billions?|mio|mn|bn|mm|[kmb])\b"
@@ -50,28 +60,44 @@ _AMOUNT_RE = re.compile(
     (?:\s{{0,2}}(?P<scale>{_SCALE}))?
     (?![\w])
     (?:\s{{0,2}}(?P<cur2>{_CURRENCY})(?![A-Za-z]))?
+    (?:\s{{0,2}}(?P<mark>CR|DR)\b\.?)?
     \s{{0,2}}(?P<close>\))?
     """,
     re.VERBOSE | re.IGNORECASE,
 )
-_NUMBER_WORDS = {
-    "zero": 0,
-    "no": 0,
-    "none": 0,
-    "one": 1,
-    "a single": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-}
+CURRENCY_RE = _CURRENCY
+"""A currency as an answer writes it: an ISO code, a symbol or a word ("euros")."""
+_SYMBOLS = {"€": "EUR", "£": "GBP", "¥": "JPY", "us$": "USD", "c$": "CAD", "ca$": "CAD",
+            "a$": "AUD", "au$": "AUD"}  # fmt: skip
+DOLLARS = "$"
+"""A bare ``$`` or "dollars": any dollar currency (USD, CAD, AUD, ...)."""
+_DOLLAR_CURRENCIES = frozenset({"USD", "CAD", "AUD", "NZD", "SGD", "HKD", "MXN"})
+
+
+def currency_code(written: str | None) -> str | None:
+    """The ISO code a currency mark stands for (``$`` for any dollar currency), or None."""
+    if not written:
+        return None
+    key = " ".join(written.split()).lower()
+    if key in _SYMBOLS:
+        return _SYMBOLS[key]
+    if key == "$" or "dollar" in key:
+        return "USD" if key.startswith("us") else DOLLARS
+    if key.startswith("euro"):
+        return "EUR"
+    if key.startswith("pound"):
+        return "GBP"
+    return key.upper()
+
+
+def same_currency(written: str | None, expected: str | None) -> bool:
+    """Whether a figure written in ``written`` (a :func:`currency_code`) can be in ``expected``;
+    a figure without a currency, or a fact without one, is never a mismatch."""
+    if written is None or expected is None:
+        return True
+    if written == DOLLARS:
+        return expected in _DOLLAR_CURRENCIES
+    return written == expected
 
 
 @dataclass(frozen=True)
@@ -91,11 +117,23 @@ class NumberMention:
     """False for a negated or contrasted mention (see :func:`is_affirmative`)."""
     rounded: bool = False
     """The answer says this figure is rounded ("about", "approximately", "rounded")."""
+    currency: str | None = None
+    """The ISO code it is written with (:func:`currency_code`; ``$`` for any dollar), or None."""
+    mark: str | None = None
+    """``debit`` or ``credit`` when the figure is marked with a ledger side (``DR``/``CR``, "a
+    credit balance of", "... credit"), else None."""
+    grouped: bool = False
+    """Written with a thousands separator or decimals (``1,234`` or ``12.50``, not ``12``)."""
+    minus: bool = False
+    """Written with a minus sign (parentheses alone also make ``explicit_sign``, but they are
+    ambiguous after another figure: "CAD 100.00 ($73.00)")."""
 
 
 def _parse_body(body: str) -> tuple[float, float]:
     """Value and precision of a bare number, e.g. ``1,234.5`` -> (1234.5, 0.05)."""
-    if re.fullmatch(r"\d{1,3}(?:\.\d{3})+,\d{1,2}|\d{1,3},\d{2}", body):  # 1.234,56 / 340,97
+    if any(c in body for c in _GROUP_SPACES):  # 57 907,13 / 1'234.56
+        body = re.sub(f"[{_GROUP_SPACES}]", "", body).replace(",", ".")
+    elif re.fullmatch(r"\d{1,3}(?:\.\d{3})+,\d{1,2}|\d{1,3},\d{2}", body):  # 1.234,56 / 340,97
         body = body.replace(".", "").replace(",", ".")
     else:
         body = body.replace(",", "")
@@ -104,7 +142,8 @@ def _parse_body(body: str) -> tuple[float, float]:
 
 
 def find_numbers(text: str) -> list[NumberMention]:
-    """Every number stated in ``text`` with its sign, scale, currency and percent markers.
+    """Every number stated in ``text`` with its sign, scale, currency, ledger side and percent
+    markers.
 
     Digits inside links and dates are no figures: a record link's port (``127.0.0.1:35958``, a
     free port that changes with every server start) or an id in its path, and the year of
@@ -112,11 +151,38 @@ def find_numbers(text: str) -> list[NumberMention]:
     return list(_numbers(text))
 
 
+_SIDE_WORD_AFTER = re.compile(
+    r"^\s*\)?\s*\(?(credit|debit)\b(?!\s+(?:limit|line|note|memo|card|rating|terms|hold|check))",
+    re.IGNORECASE,
+)
+_SIDE_WORD_BEFORE = re.compile(
+    r"\b(credit|debit)\s+balance\s+(?:of\s+|is\s+|was\s+)?$|\bin\s+(credit|debit)\s+(?:by|of)\s+$",
+    re.IGNORECASE,
+)
+
+
+def _ledger_mark(text: str, match: re.Match[str]) -> str | None:
+    """The ledger side a figure is marked with: ``CR``/``DR`` after it, "credit"/"debit" just
+    after it, or "a credit balance of" / "in debit by" just before it."""
+    mark = (match.group("mark") or "").lower()
+    if mark:
+        return "credit" if mark == "cr" else "debit"
+    after = _SIDE_WORD_AFTER.match(text[match.end() : match.end() + 24])
+    if after:
+        return after.group(1).lower()
+    start = match.start("cur1") if match.group("cur1") else match.start("num")
+    before = _SIDE_WORD_BEFORE.search(text[max(0, start - 40) : start])
+    if before:
+        return (before.group(1) or before.group(2)).lower()
+    return None
+
+
 @functools.lru_cache(maxsize=512)
 def _numbers(text: str) -> tuple[NumberMention, ...]:
     found = []
     for match in _AMOUNT_RE.finditer(_blank_dates(prose(text))):
-        value, precision = _parse_body(match.group("num"))
+        body = match.group("num")
+        value, precision = _parse_body(body)
         scale_word = (match.group("scale") or "").lower()
         scale = _SCALE_WORDS.get(scale_word, 1.0)
         negative = bool(match.group("sign1") or match.group("sign2"))
@@ -125,6 +191,7 @@ def _numbers(text: str) -> tuple[NumberMention, ...]:
         is_percent = tail.lstrip().startswith(("%", "percent", "per cent"))
         value *= scale
         precision *= scale
+        written = match.group("cur1") or match.group("cur2")
         found.append(
             NumberMention(
                 value=-value if negative else value,
@@ -132,13 +199,88 @@ def _numbers(text: str) -> tuple[NumberMention, ...]:
                 explicit_sign=negative,
                 start=match.start("num"),
                 end=match.end(),
-                has_currency=bool(match.group("cur1") or match.group("cur2")),
+                has_currency=bool(written),
                 is_percent=is_percent,
                 affirmative=is_affirmative(text, match.start(), match.end()),
                 rounded=says_rounded(text, match.start(), match.end()),
+                currency=currency_code(written),
+                mark=_ledger_mark(text, match),
+                grouped=not re.fullmatch(r"\d+", body),
+                minus=bool(match.group("sign1") or match.group("sign2")),
             )
         )
     return tuple(found)
+
+
+# ---------------------------------------------------------------------------------------------
+# Counts written in words, to any size
+# ---------------------------------------------------------------------------------------------
+
+_UNITS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "a single": 1, "a dozen": 12,
+}  # fmt: skip
+_TENS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fourty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90,
+}  # fmt: skip
+_MAGNITUDES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_WORD = "|".join(
+    sorted([*(u.replace(" ", r"\s+") for u in _UNITS), *_TENS, "hundred", *_MAGNITUDES], key=len)[
+        ::-1
+    ]
+)
+_WORD_NUMBER_RE = re.compile(
+    rf"\b(?:a\s+)?(?:{_WORD})(?:(?:\s*-\s*|\s+(?:and\s+)?|,\s+)(?:{_WORD}))*\b", re.IGNORECASE
+)
+
+
+def _words_value(words: list[str]) -> int | None:
+    """``["two", "thousand", "three", "hundred", "forty", "one"]`` -> 2341; None when the words
+    do not make one number ("one two")."""
+    total, group, last = 0, 0, None
+    for word in words:
+        if word in _UNITS or word in _TENS:
+            value = _UNITS.get(word, _TENS.get(word))
+            if last in ("unit", "teen") or (last == "tens" and (word in _TENS or value >= 10)):
+                return None
+            group += value
+            last = "tens" if word in _TENS else ("teen" if value >= 10 else "unit")
+        elif word == "hundred":
+            if last == "hundred" or group >= 100:
+                return None
+            group = (group or 1) * 100
+            last = "hundred"
+        elif word in _MAGNITUDES:
+            if last is None and not total and not group:
+                group = 1
+            total += (group or 1) * _MAGNITUDES[word]
+            group, last = 0, None
+        else:
+            return None
+    return total + group
+
+
+def word_numbers(text: str) -> list[tuple[int, int, int]]:
+    """Numbers written in words, any size: (value, start, end) for "twenty-three", "one hundred
+    and five", "two thousand three hundred forty-one", "a dozen"."""
+    found = []
+    for match in _WORD_NUMBER_RE.finditer(text):
+        words = re.findall(r"[a-z]+", match.group(0).lower())
+        joined = []
+        for word in words:  # "a single" and "a dozen" are one word; "a thousand" is 1,000
+            if joined and joined[-1] == "a" and word in ("single", "dozen"):
+                joined[-1] = f"a {word}"
+            elif word != "and":
+                joined.append(word)
+        if joined and joined[0] == "a":
+            joined = joined[1:]
+        value = _words_value(joined) if joined else None
+        if value is not None:
+            found.append((value, match.start(), match.end()))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,19 +429,99 @@ def _strip_dates(text: str) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class CountMention:
+    """A whole number stated as a count: digits ("23 invoices") or words ("twenty-three")."""
+
+    value: int
+    start: int
+    end: int
+    affirmative: bool
+    noun: str
+    """The word it counts (singular, lower case: ``invoice``), "" when none follows."""
+
+
+_COUNT_FILLER = frozenset(
+    {"open", "unpaid", "posted", "unposted", "overdue", "past", "due", "vendor", "customer",
+     "sales", "purchase", "return", "collections", "collection", "payment", "credit", "debit",
+     "active", "pending", "distinct", "separate", "such", "more", "total", "matching", "record",
+     "outstanding", "new", "individual", "line"}
+)  # fmt: skip
+_NOUN_AFTER = re.compile(r"^(?:[\s*_]|\(s\))*((?:[A-Za-z][\w'-]*\s+){0,3}?)([A-Za-z]+)")
+
+
+def _singular(word: str) -> str:
+    word = word.lower()
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ses", "xes")) and len(word) > 4:
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+_NOUN_STOP = frozenset(
+    {"of", "in", "over", "for", "to", "from", "with", "and", "or", "at", "on", "by", "the",
+     "a", "an", "is", "are", "was", "were", "that", "which", "each", "per", "since", "between",
+     "across", "totalling", "totaling", "worth", "have", "has", "had", "as", "than"}
+)  # fmt: skip
+
+
+def counted_noun(text: str, end: int) -> str:
+    """The noun a count counts: the first word after it that is not a filler adjective
+    ("148 open vendor invoices" -> invoice; "a single payment over ..." -> payment)."""
+    words = re.findall(r"[A-Za-z]+(?:\(s\))?", text[end : end + 60])
+    last_filler = ""
+    for written in words[:4]:
+        word = written.replace("(s)", "").lower()
+        if word in _NOUN_STOP:
+            break
+        if word not in _COUNT_FILLER or written.endswith("(s)"):
+            return _singular(word)
+        last_filler = word
+    return _singular(last_filler) if last_filler else ""
+
+
+def count_mentions(text: str) -> list[CountMention]:
+    """Every whole number in the prose that can be a count, outside dates, ids, links and
+    amounts with a currency or decimals."""
+    return list(_count_mentions(text))
+
+
+@functools.lru_cache(maxsize=512)
+def _count_mentions(text: str) -> tuple[CountMention, ...]:
+    blanked = _blank_dates(prose(text))
+    found = []
+    for mention in find_numbers(text):
+        if mention.has_currency or mention.is_percent or (mention.grouped and mention.value % 1):
+            continue
+        if mention.precision != 0.5 or mention.explicit_sign:
+            continue
+        found.append(
+            CountMention(
+                int(abs(mention.value)),
+                mention.start,
+                mention.end,
+                mention.affirmative,
+                counted_noun(blanked, mention.end),
+            )
+        )
+    for value, start, end in word_numbers(blanked):
+        found.append(
+            CountMention(
+                value, start, end, is_affirmative(text, start, end), counted_noun(blanked, end)
+            )
+        )
+    return tuple(sorted(found, key=lambda c: c.start))
+
+
 def find_count(text: str, expected: int, tolerance: float = 0.0) -> bool:
-    """Whether the answer states the count ``expected`` (digits or a number word)."""
-    stripped = _strip_dates(prose(text))
-    for mention in find_numbers(stripped):
-        if mention.has_currency or mention.is_percent or mention.precision != 0.5:
-            continue
-        if mention.affirmative and abs(abs(mention.value) - expected) <= tolerance:
+    """Whether the answer states the count ``expected`` (digits or words, any size)."""
+    for mention in count_mentions(text):
+        if mention.affirmative and abs(mention.value - expected) <= tolerance:
             return True
-    for word, number in _NUMBER_WORDS.items():
-        if (word in {"no", "none"} and expected != 0) or abs(number - expected) > tolerance:
-            continue
-        for match in re.finditer(rf"\b{word}\b", stripped, re.IGNORECASE):
-            if is_affirmative(stripped, match.start(), match.end()):
+    if expected == 0:
+        for match in re.finditer(r"\b(?:no|none)\b", prose(text), re.IGNORECASE):
+            if is_affirmative(text, match.start(), match.end()):
                 return True
     return False
 
@@ -308,7 +530,7 @@ def find_count(text: str, expected: int, tolerance: float = 0.0) -> bool:
 # Dates
 # ---------------------------------------------------------------------------------------------
 
-_MONTHS = {
+MONTHS = {
     name: index
     for index, names in enumerate(
         [
@@ -329,7 +551,7 @@ _MONTHS = {
     )
     for name in names
 }
-_MONTH_RE = "(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+MONTH_RE = "(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 
 
 @dataclass(frozen=True)
@@ -342,12 +564,12 @@ _DATE_PATTERNS = (
     _DatePattern(re.compile(r"\b(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})\b"), "ymd"),
     _DatePattern(re.compile(r"\b(?P<a>\d{1,2})[/.-](?P<b>\d{1,2})[/.-](?P<y>\d{4}|\d{2})\b"), "ab"),
     _DatePattern(
-        re.compile(rf"\b{_MONTH_RE}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})\b", re.I),
+        re.compile(rf"\b{MONTH_RE}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})\b", re.I),
         "mdy",
     ),
     _DatePattern(
         re.compile(
-            rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?[\s-]+(?:of\s+)?{_MONTH_RE}[\s,-]+(?P<y>\d{{4}})\b",
+            rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?[\s-]+(?:of\s+)?{MONTH_RE}[\s,-]+(?P<y>\d{{4}})\b",
             re.I,
         ),
         "dmy",
@@ -355,7 +577,7 @@ _DATE_PATTERNS = (
 )
 
 
-def _safe_date(year: int, month: int, day: int) -> dt.date | None:
+def safe_date(year: int, month: int, day: int) -> dt.date | None:
     try:
         return dt.date(year, month, day)
     except ValueError:
@@ -376,12 +598,24 @@ def find_dates(text: str) -> set[dt.date]:
                 a, b = int(groups["a"]), int(groups["b"])
                 candidates = [(a, b), (b, a)]
             else:
-                month = _MONTHS[groups["month"].lower().rstrip(".")]
+                month = MONTHS[groups["month"].lower().rstrip(".")]
                 candidates = [(month, int(groups["d"]))]
             for month, day in candidates:
-                if (parsed := _safe_date(year, month, day)) is not None:
+                if (parsed := safe_date(year, month, day)) is not None:
                     dates.add(parsed)
     return dates
+
+
+def dates_at_start(text: str) -> set[dt.date]:
+    """The readings of a date written at the very start of ``text`` (leading spaces and
+    emphasis skipped); empty when it does not start with a date."""
+    stripped = text.lstrip(" *_")
+    shift = len(text) - len(stripped)
+    for pattern in _DATE_PATTERNS:
+        match = pattern.regex.match(stripped)
+        if match:
+            return find_dates(text[shift : shift + match.end()])
+    return set()
 
 
 def find_date(text: str, expected: str | dt.date) -> bool:
@@ -432,12 +666,12 @@ def prose(text: str) -> str:
     return _LINK_RE.sub(lambda m: _FILL * len(m.group(0)), text)
 
 
-_ID_TOKEN = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*)-(\d[\w-]*)(?![\w-])")
+ID_TOKEN = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*)-(\d[\w-]*)(?![\w-])")
 
 
 def find_id_tokens(text: str) -> list[str]:
     """Account and document ids (``SYNCUS-0001``, ``INV-000123``) stated in the prose."""
-    return [m.group(0) for m in _ID_TOKEN.finditer(prose(text))]
+    return [m.group(0) for m in ID_TOKEN.finditer(prose(text))]
 
 
 def find_id(text: str, expected: str) -> bool:
@@ -466,14 +700,46 @@ def says_no_records(text: str) -> bool:
     return _NO_RECORDS_RE.search(text) is not None
 
 
+_YES_NO_WORD = re.compile(
+    r"\b(?:(yes|correct|true|indeed)|(no|false|incorrect))\b(?=\s*[.,;:!?)\u2013\u2014-]|\s*$)",
+    re.IGNORECASE,
+)
+_OPENING_YES_NO = re.compile(r"^(?:\w+ ){0,3}?(?:(yes|correct|true)|(no|not|false|incorrect))\b")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
+
+
+def first_sentence(text: str) -> str:
+    """The answer's first sentence (a line break ends it too), headings and emphasis marks
+    skipped; an abbreviation such as "Co." does not end it."""
+    body = "\n".join(
+        line for line in text.strip().splitlines() if not line.lstrip().startswith("#")
+    )
+    body = body.lstrip()
+    for match in _SENTENCE_END.finditer(body):
+        before = body[: match.start()].rsplit(None, 1)
+        if match.group(0) == "." and before and before[-1].strip("*_(").lower() in ABBREVIATIONS:
+            continue
+        if body[: match.start()].strip(" *_:"):
+            return body[: match.start()]
+    return body
+
+
+ABBREVIATIONS = frozenset(
+    {"co", "corp", "inc", "ltd", "no", "st", "mr", "mrs", "ms", "dr", "vs", "approx", "e.g",
+     "i.e", "etc", "jr", "sr", "bros", "mfg", "dept", "est", "int", "intl"}
+)  # fmt: skip
+
+
 def says_boolean(text: str, expected: bool) -> bool | None:
-    """True/False when the answer opens with a clear yes/no, None when it does not."""
-    opening = normalize_words(text[:200])
-    if re.match(r"^(?:\w+ ){0,3}?(yes|correct|true)\b", opening):
-        return expected is True
-    if re.match(r"^(?:\w+ ){0,3}?(no|not|false|incorrect)\b", opening):
-        return expected is False
-    return None
+    """True/False when the answer's first sentence says yes or no: a yes or no that stands on
+    its own anywhere in it ("Per the ERP records I queried: yes.", "the answer is no:"), or one
+    of its first words ("No discount is offered"); None when it says neither ("there are no such
+    records" is no answer)."""
+    sentence = prose(first_sentence(text)).replace("*", "").replace("_", " ")
+    match = _YES_NO_WORD.search(sentence) or _OPENING_YES_NO.match(normalize_words(sentence))
+    if match is None:
+        return None
+    return expected is bool(match.group(1))
 
 
 # ---------------------------------------------------------------------------------------------

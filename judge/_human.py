@@ -171,12 +171,11 @@ def sheet_csv(packet: dict[str, Any]) -> str:
 
 
 def packet_html(packet: dict[str, Any]) -> str:
-    from judge._human_form import FORM
+    from judge._human_form import form_page
 
-    data = json.dumps(packet).replace("</", "<\\/")
-    return FORM.replace("__PACKET_ID__", html.escape(packet["packet_id"])).replace(
-        "__PACKET_JSON__", data
-    )
+    # JSON that no "<" can end or turn into markup, as the viewer embeds its data.
+    data = json.dumps(packet).replace("<", "\\u003c").replace(">", "\\u003e")
+    return form_page(html.escape(packet["packet_id"]), data.replace("&", "\\u0026"))
 
 
 # ---------------------------------------------------------------------------------------------

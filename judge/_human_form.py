@@ -3,25 +3,27 @@
 
 The packet is embedded as JSON; the page renders one card per answer with a 0 / .25 / .5 / .75 /
 1 / n/a choice per assertion, keeps the grades in the browser's local storage as they are given,
-and "Save grades" downloads them as ``grades-<packet>.json`` for ``judge.human import``.
+and "Save grades" downloads them as ``grades-<packet>.json`` for ``judge.human import``. Answers
+and reference answers are rendered as users see them (tables as tables, links as links) by the
+trajectory viewer's safe markdown subset (``ledgerbench/viewer/markdown.js``, the same file);
+no HTML from a run is ever parsed, and a Content-Security-Policy lets only the page's own script
+and style run.
 """
 
-FORM = r"""<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>LedgerBench grading packet __PACKET_ID__</title>
-<style>
-body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 980px; padding: 1em;
+from __future__ import annotations
+
+import base64
+import hashlib
+
+STYLE = """body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 980px; padding: 1em;
        color: #1d232a; background: #f6f7f9; }
 header { position: sticky; top: 0; background: #f6f7f9; padding: .5em 0; border-bottom: 1px solid #ccd;
          display: flex; gap: 1em; align-items: center; flex-wrap: wrap; z-index: 1; }
 .card { background: #fff; border: 1px solid #d8dce3; border-radius: 6px; margin: 1em 0; padding: 1em; }
 .card h2 { font-size: 1.05em; margin: 0 0 .5em; }
 .label { font-weight: 600; font-size: .85em; color: #556; text-transform: uppercase; margin-top: .8em; }
-.answer, .reference { white-space: pre-wrap; background: #fafbfc; border: 1px solid #e4e7ec;
-                      padding: .6em; border-radius: 4px; overflow-x: auto; }
+.answer, .reference { background: #fafbfc; border: 1px solid #e4e7ec;
+                      padding: .2em .8em; border-radius: 4px; overflow-x: auto; }
 .reference { background: #f3f8f3; }
 table.grades { width: 100%; border-collapse: collapse; margin-top: .6em; }
 table.grades td { border-top: 1px solid #eceef2; padding: .35em .3em; vertical-align: top; }
@@ -31,23 +33,15 @@ table.grades td.choices { white-space: nowrap; }
 .ungraded { background: #fff8e6; }
 button { font-size: 1em; padding: .4em 1em; cursor: pointer; }
 #status { color: #445; }
-</style>
-</head>
-<body>
-<header>
-  <strong>Grading packet __PACKET_ID__</strong>
-  <label>Your name <input id="grader" autocomplete="name"></label>
-  <span id="status"></span>
-  <button id="save" type="button">Save grades</button>
-</header>
-<p>Grade each answer against each statement: 1 = fully met, 0.75 = mostly, 0.5 = partly,
-0.25 = barely, 0 = not met, n/a = the statement does not apply to this question. Use the
-reference answer for accuracy. The agent that wrote each answer is hidden. Your grades are kept
-in this browser as you go; "Save grades" downloads them as a file to send back.</p>
-<main id="items"></main>
-<script type="application/json" id="packet-data">__PACKET_JSON__</script>
-<script>
-(function () {
+.md table { border-collapse: collapse; margin: .4em 0; }
+.md th, .md td { border: 1px solid #d8dce3; padding: .2em .5em; text-align: left; }
+.md th { background: #eef1f5; }
+.md blockquote { margin: .4em 0; padding-left: .8em; border-left: 3px solid #d8dce3; color: #556; }
+.md pre { background: #f3f4f6; padding: .5em; overflow-x: auto; }
+.md li.nested { margin-left: 1.2em; }
+"""
+
+SCRIPT = r"""(function () {
   "use strict";
   var packet = JSON.parse(document.getElementById("packet-data").textContent);
   var storeKey = "ledgerbench-grades-" + packet.packet_id;
@@ -60,6 +54,14 @@ in this browser as you go; "Save grades" downloads them as a file to send back.<
     Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
     if (text !== undefined && text !== null) { node.textContent = text; }
     return node;
+  }
+
+  // Answers and the reference are shown as the user sees them (tables, links, lists), by the
+  // viewer's safe markdown subset: text nodes and built elements only, never parsed HTML.
+  function rendered(kind, text) {
+    var box = el("div", { "class": kind });
+    box.appendChild(LedgerBenchMarkdown.markdown(text));
+    return box;
   }
 
   function remember() {
@@ -77,10 +79,10 @@ in this browser as you go; "Save grades" downloads them as a file to send back.<
     card.appendChild(el("div", {}, item.question));
     if (item.reference) {
       card.appendChild(el("div", { "class": "label" }, "Reference answer (for accuracy)"));
-      card.appendChild(el("div", { "class": "reference" }, item.reference));
+      card.appendChild(rendered("reference", item.reference));
     }
     card.appendChild(el("div", { "class": "label" }, "Answer"));
-    card.appendChild(el("div", { "class": "answer" }, item.answer));
+    card.appendChild(rendered("answer", item.answer));
     var table = el("table", { "class": "grades" });
     item.assertions.forEach(function (assertion) {
       total += 1;
@@ -141,7 +143,56 @@ in this browser as you go; "Save grades" downloads them as a file to send back.<
   remember();
   document.body.setAttribute("data-ready", "1");
 })();
-</script>
+"""
+
+PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="__CSP__">
+<meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>LedgerBench grading packet __PACKET_ID__</title>
+<style>__STYLE__</style>
+</head>
+<body>
+<header>
+  <strong>Grading packet __PACKET_ID__</strong>
+  <label>Your name <input id="grader" autocomplete="name"></label>
+  <span id="status"></span>
+  <button id="save" type="button">Save grades</button>
+</header>
+<p>Grade each answer against each statement: 1 = fully met, 0.75 = mostly, 0.5 = partly,
+0.25 = barely, 0 = not met, n/a = the statement does not apply to this question. Use the
+reference answer for accuracy. The agent that wrote each answer is hidden. Your grades are kept
+in this browser as you go; "Save grades" downloads them as a file to send back.</p>
+<main id="items"></main>
+<script type="application/json" id="packet-data">__PACKET_JSON__</script>
+<script>__SCRIPT__</script>
 </body>
 </html>
 """
+
+
+def _hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def form_page(packet_id: str, packet_json: str) -> str:
+    """The page for one packet (``packet_id`` HTML-escaped, ``packet_json`` safe inside a
+    ``<script type="application/json">``)."""
+    from ledgerbench.viewer import markdown_script
+
+    script = markdown_script() + "\n" + SCRIPT
+    csp = "; ".join(
+        [
+            "default-src 'none'",
+            f"script-src {_hash(script)}",
+            f"style-src {_hash(STYLE)}",
+            "img-src data:",
+            "base-uri 'none'",
+            "form-action 'none'",
+        ]
+    )
+    page = PAGE.replace("__CSP__", csp).replace("__STYLE__", STYLE).replace("__SCRIPT__", script)
+    return page.replace("__PACKET_ID__", packet_id).replace("__PACKET_JSON__", packet_json)

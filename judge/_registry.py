@@ -33,7 +33,11 @@ def judge(name: str) -> Callable[[JudgeFactory], JudgeFactory]:
 def _rules_factory(**options: Any) -> Judge:
     from judge._rules import RulesJudge
 
-    return RulesJudge(erp_db_url=options.get("erp_db_url"), name=options.get("name") or "rules")
+    return RulesJudge(
+        erp_db_url=options.get("erp_db_url"),
+        world_db=options.get("world_db"),
+        name=options.get("name") or "rules",
+    )
 
 
 def _dspy_factory(model: str, **options: Any) -> Judge:

@@ -24,13 +24,16 @@ Every other assertion is null with the reason "needs an LLM judge".
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from harnesses.records import ToolCall, TrajectoryRecord
+from judge import _claims as claims
 from judge import _extract as x
 from judge._base import (
     NEEDS_LLM,
@@ -46,12 +49,23 @@ from judge._erp_links import (
     normalize_record_path,
     parse_link,
 )
+from judge._research import (
+    WorldResolver,
+    keyed_research,
+    research_metrics,
+    rule_world_citations,
+    rule_world_groundedness,
+    rule_world_recency,
+)
 from judge.records import AssertionScore, DimensionStatus
 from ledgerbench.dataset import Dimension, ExpectedFact, Question, TaskType
 
-RULES_VERSION = "rules-3"
+RULES_VERSION = "rules-5"
 """Bumped when a rule reads answers differently, so scores of older rules are not resumed
-(rules-3: digits inside links and dates are no figures; erp:// resource URIs count as citations)."""
+(rules-3: digits inside links and dates are no figures; erp:// resource URIs count as citations;
+rules-4: currencies, ledger sides, figures per record, whole lists, the legal entity and as-of
+date, contradictions in either order, hedges, mislabelled links everywhere, more number forms;
+rules-5: research items keyed on a world: accuracy, world citations, groundedness, recency)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,8 @@ class RuleContext:
     resolver: ErpResolver | None
     assertion_id: str
     trajectory: TrajectoryRecord | None = None
+    world: WorldResolver | None = None
+    """The research world's documents (``--world-db``), for research citations."""
 
 
 Rule = Callable[[RuleContext], Verdict]
@@ -81,14 +97,23 @@ Rule = Callable[[RuleContext], Verdict]
 # ---------------------------------------------------------------------------------------------
 
 
-def check_fact(answer: str, fact: ExpectedFact, siblings: tuple[ExpectedFact, ...] = ()) -> Verdict:
+def check_fact(
+    answer: str,
+    fact: ExpectedFact,
+    siblings: tuple[ExpectedFact, ...] = (),
+    question: Question | None = None,
+) -> Verdict:
     """Whether one expected fact is stated in the answer: 1 stated right, 0 missing or wrong.
 
     ``siblings`` are the item's other facts: an amount equal to one of them is not a competing
-    statement of this one.
+    statement of this one. ``question`` (when given) names the party the item is about and the
+    reference answer's ids.
     """
     if fact.kind == "amount":
-        return _check_amount(answer, fact, siblings)
+        concerned = concerned_ids(question, siblings or (fact,))
+        return _check_amount(answer, fact, siblings, concerned, question)
+    if fact.kind == "top_n":
+        return _check_top_n(answer, fact, question)
     return _FACT_CHECKERS[fact.kind](answer, fact)
 
 
@@ -106,47 +131,277 @@ def _wrong(fact: ExpectedFact, detail: str) -> Verdict:
 
 NEAR_MISS = 0.10
 """A stated amount within 10% of the expected one (and equal to no other expected amount) is a
-competing statement of it: the first such statement must be the right one."""
+competing statement of it: where the answer states the fact, every such statement must be the
+right one, whichever comes first."""
 
 
-def _record_scope(answer: str, fact: ExpectedFact) -> tuple[str, str]:
-    """The lines about the record the fact is for (``excess_SYNCUS-0507`` -> lines naming
-    SYNCUS-0507: its table row or sentence), or the whole answer for answer-level facts."""
+@dataclass(frozen=True)
+class _Target:
+    value: float
+    currency: str | None
+    labelled: bool
+    """An equivalent in another currency counts only written with its currency."""
+
+
+def _targets(fact: ExpectedFact) -> list[_Target]:
+    main = _Target(float(fact.value), fact.currency, False)
+    return [main, *(_Target(e.value, e.currency, True) for e in fact.equivalents)]
+
+
+def signed_value(mention: x.NumberMention, side: str | None) -> float:
+    """The value a figure states once its ledger mark is read: for a fact whose positive values
+    are debits, ``2,790.96 CR`` is -2,790.96 (and the other way round for credits)."""
+    if mention.mark and side:
+        return abs(mention.value) if mention.mark == side else -abs(mention.value)
+    return mention.value
+
+
+def _states(mention: x.NumberMention, target: _Target, fact: ExpectedFact) -> bool:
+    """Whether the mention states the target's value (its sign read with the fact's side)."""
+    value = signed_value(mention, fact.side)
+    allowed = max(fact.tolerance, min(mention.precision, 0.5) if mention.rounded else 0.0) + 1e-9
+    if abs(value - target.value) <= allowed:
+        return True
+    # A negative balance is often written without a sign ("a credit balance of $500").
+    unsigned = not mention.explicit_sign and not (mention.mark and fact.side)
+    return unsigned and abs(value - abs(target.value)) <= allowed
+
+
+def _consistent(mention: x.NumberMention, value: float) -> bool:
+    """A coarser figure that agrees with ``value`` to the digits it shows ("USD 1.2 million"
+    beside USD 1,216,629.49) is no competing statement."""
+    return abs(abs(mention.value) - abs(value)) <= mention.precision + 1e-9
+
+
+def _is_count(answer: str, mention: x.NumberMention) -> bool:
+    """A bare whole number followed by what it counts ("176 open invoices") is no amount."""
+    if mention.has_currency or mention.grouped:
+        return False
+    return bool(x.counted_noun(x.prose(answer), mention.end))
+
+
+@dataclass(frozen=True)
+class _Reading:
+    kind: str
+    """right | wrong_currency | wrong_side | competitor | other"""
+    mention: x.NumberMention
+
+
+def _read(
+    answer: str,
+    mention: x.NumberMention,
+    fact: ExpectedFact,
+    others: list[tuple[float, str | None]],
+    elsewhere: list[tuple[float, str | None]] = (),
+) -> _Reading:
+    """What one figure says about the fact: states it, states it in another currency or on the
+    other ledger side, competes with it (a near figure), states another record's figure where
+    this record's belongs (``elsewhere``: the values of other records' facts), or is about
+    something else."""
+    kinds = []
+    if mention.currency is None and (column := claims.cell_currency(answer, mention.start)):
+        mention = dataclasses.replace(mention, currency=column)
+    for target in _targets(fact):
+        if _states(mention, target, fact):
+            if not x.same_currency(mention.currency, target.currency):
+                kinds.append("wrong_currency")
+            elif target.labelled and mention.currency is None:
+                kinds.append("other")
+            else:
+                return _Reading("right", mention)
+        elif abs(abs(mention.value) - abs(target.value)) <= fact.tolerance + 1e-9 and (
+            mention.minus or (mention.mark and fact.side)
+        ):
+            kinds.append("wrong_side")
+
+    def equal_to(values: list[tuple[float, str | None]]) -> bool:
+        return any(
+            abs(abs(mention.value) - abs(v)) <= max(fact.tolerance, 0.005) + 1e-9
+            and x.same_currency(mention.currency, c)
+            for v, c in values
+        )
+
+    if not kinds and equal_to(elsewhere):
+        return _Reading("misattributed", mention)
+    if equal_to(others):
+        return _Reading("other", mention)  # another expected figure of the item
+    if kinds:
+        return _Reading(kinds[0], mention)
+    expected = float(fact.value)
+    near = expected and abs(abs(mention.value) - abs(expected)) <= NEAR_MISS * abs(expected)
+    currencies = {t.currency for t in _targets(fact)}
+    foreign = mention.currency is not None and not any(
+        x.same_currency(mention.currency, c) for c in currencies
+    )  # a conversion into another currency, not a competing figure
+    if (
+        near
+        and not foreign
+        and not _consistent(mention, expected)
+        and not _is_count(answer, mention)
+    ):
+        return _Reading("competitor", mention)
+    return _Reading("other", mention)
+
+
+def _record_ids(fact: ExpectedFact) -> tuple[list[str], list[str]]:
+    """The record ids in a per-record fact's field (``excess_SYNCUS-0507``) and its other
+    qualifiers (``balance_USMF_SYNCUS-0387`` -> USMF)."""
     qualifiers = fact.field.split("_")[1:]
     ids = [q for q in qualifiers if x.find_id_tokens(q)]
+    # Codes (USMF), not the words of a compound name ("past_due_SYNCUS-0473" is about one record).
+    others = [q for q in qualifiers if q not in ids and q.isupper() and len(q) > 1]
+    return ids, others
+
+
+def _record_scope(answer: str, fact: ExpectedFact) -> tuple[list[tuple[int, int]], str]:
+    """The spans of the answer whose figures belong to the record a per-record fact is about
+    (its table row, list item or clause, see :mod:`judge._claims`); empty for answer-level facts
+    or when no unit about the record holds a figure."""
+    ids, others = _record_ids(fact)
     if not ids:
-        return answer, ""
-    lines = [line for line in answer.splitlines() if all(x.find_id(line, i) for i in ids)]
-    others = [q for q in qualifiers if q not in ids and len(q) > 1]
+        return [], ""
+    spans = claims.record_spans(answer, ids[0])
+    for key in ids[1:]:
+        spans = [s for s in spans if x.find_id(answer[s[0] : s[1]], key)]
     narrowed = [
-        line for line in lines if all(x.find_phrase_position(line, q) is not None for q in others)
+        s
+        for s in spans
+        if all(x.find_phrase_position(answer[s[0] : s[1]], q) is not None for q in others)
     ]
-    lines = narrowed or lines
-    scoped = "\n".join(line for line in lines if x.find_numbers(line))
-    if not scoped:
-        return answer, ""
-    return scoped, f" (in the line for {', '.join(ids)})"
+    spans = narrowed or spans
+    numbers = x.find_numbers(answer)
+    spans = [s for s in spans if any(s[0] <= n.start < s[1] for n in numbers)]
+    if not spans:
+        return [], ""
+    return spans, f" (in the line for {', '.join(ids)})"
+
+
+def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
+    return any(start <= position < end for start, end in spans)
+
+
+def _sibling_amounts(
+    fact: ExpectedFact, siblings: tuple[ExpectedFact, ...], *, per_record: bool = False
+) -> tuple[list, list]:
+    """The item's other amounts: (those a figure may equal without competing, those of other
+    records, which in this record's line are misattributed). Only a per-record fact has the
+    second kind; for any other fact every sibling is of the first."""
+    own = _record_ids(fact)[0]
+    others, elsewhere = [], []
+    for sibling in siblings:
+        if sibling.kind != "amount" or sibling is fact:
+            continue
+        values = [(float(sibling.value), sibling.currency)]
+        values += [(e.value, e.currency) for e in sibling.equivalents]
+        ids = _record_ids(sibling)[0]
+        if per_record and ids and ids != own:
+            elsewhere += values
+        else:
+            others += values
+    return others, elsewhere
+
+
+def concerned_ids(question: Question | None, facts: tuple[ExpectedFact, ...]) -> set[str]:
+    """The records an item's amounts can be about (case-folded ids): its id facts, the ids in
+    per-record fields and the party the question names (not the members of a list: "the largest
+    order's amount" is about one of them, and the others' figures are theirs)."""
+    ids: set[str] = set()
+    for fact in facts:
+        if fact.kind == "id":
+            ids.add(str(fact.value).casefold())
+        ids |= {i.casefold() for i in _record_ids(fact)[0]}
+    if question is not None:
+        ids |= {k.casefold() for k in party_keys(question)}
+        ids |= {t.casefold() for t in x.find_id_tokens(question.query)}
+    return ids
+
+
+def _shown(answer: str, mention: x.NumberMention) -> str:
+    start = mention.start
+    prefix = re.search(rf"(?:{x.CURRENCY_RE})\s{{0,2}}$", answer[max(0, start - 6) : start])
+    if prefix:
+        start -= len(prefix.group(0))
+    return " ".join(answer[start : mention.end].split()).rstrip(").,;")
+
+
+_WRONG = {
+    "wrong_currency": "states {shown}: the right figure in the wrong currency ({currency} is "
+    "expected){where}",
+    "wrong_side": "states {shown}: the right figure on the wrong ledger side (a {side} of "
+    "{value:,.2f} is expected){where}",
+    "competitor": "states {shown} where {value:,.2f} is expected{where}",
+    "misattributed": "states {shown}, another record's figure, where {value:,.2f} is "
+    "expected{where}",
+}
+
+
+def reference_ids(question: Question | None, fact: ExpectedFact) -> set[str]:
+    """The records the reference answer attaches the fact's value to (case-folded ids; see
+    :func:`judge._claims.attached_record`)."""
+    if question is None or not question.ground_truth:
+        return set()
+    return set(_reference_ids(question.ground_truth, float(fact.value)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _reference_ids(text: str, value: float) -> frozenset[str]:
+    found = {
+        claims.attached_record(text, m.start)
+        for m in x.find_numbers(text)
+        if abs(abs(m.value) - abs(value)) < 0.006
+    }
+    return frozenset(found - {None})
 
 
 def _check_amount(
-    answer: str, fact: ExpectedFact, siblings: tuple[ExpectedFact, ...] = ()
+    answer: str,
+    fact: ExpectedFact,
+    siblings: tuple[ExpectedFact, ...] = (),
+    concerned: frozenset[str] | set[str] = frozenset(),
+    question: Question | None = None,
 ) -> Verdict:
     expected = float(fact.value)
-    text, where = _record_scope(answer, fact)
-    others = [float(f.value) for f in siblings if f.kind == "amount" and f is not fact]
-    stated = [m for m in x.find_numbers(text) if not m.is_percent and m.affirmative]
-    for mention in stated:
-        if x.amount_matches(mention, expected, fact.tolerance):
-            return _found(True, fact, where)
-        if any(x.amount_matches(mention, other, fact.tolerance) for other in others):
-            continue
-        if expected and abs(abs(mention.value) - abs(expected)) <= NEAR_MISS * abs(expected):
-            shown = text[mention.start : mention.end].strip()
-            return _wrong(fact, f"states {shown} where {expected:,.2f} is expected{where}")
+    scope, where = _record_scope(answer, fact)
+    others, elsewhere = _sibling_amounts(fact, siblings, per_record=bool(scope))
+    mentions = [m for m in x.find_numbers(answer) if not m.is_percent]
+    domain = [m for m in mentions if not scope or _inside(m.start, scope)]
+    readings = [_read(answer, m, fact, others, elsewhere) for m in domain if m.affirmative]
+    rights = [r.mention for r in readings if r.kind == "right"]
+    if not scope:  # answer-level: a figure counts where it can be about what the fact concerns
+        named = set(concerned) | reference_ids(question, fact)
+        named |= {claims.attached_record(answer, m.start) for m in rights} - {None}
+        known = bool(named or rights)  # knowing nothing of its records, any figure may be its
+        scope = [
+            (m.start, m.end)
+            for m in mentions
+            if not known or claims.attached_record(answer, m.start) in named | {None}
+        ]
+    # A table row that states the fact right holds other columns, not other statements of it.
+    rows = {u for m in rights if (u := claims.unit_of(answer, m.start)) and u.kind == "row"}
+    wrong = [
+        r
+        for r in readings
+        if r.kind in _WRONG
+        and _inside(r.mention.start, scope)
+        and claims.unit_of(answer, r.mention.start) not in rows
+    ]
+    if wrong:
+        reading = wrong[0]
+        detail = _WRONG[reading.kind].format(
+            shown=_shown(answer, reading.mention),
+            currency=fact.currency,
+            side=fact.side,
+            value=expected,
+            where=where,
+        )
+        return _wrong(fact, detail)
+    if rights:
+        return _found(True, fact, where)
+    text = answer if not where else "\n".join(answer[a:b] for a, b in scope)
     if expected == 0 and x.find_amount(text, 0.0) is not None:
         return _found(True, fact, where)
-    denied = [m for m in x.find_numbers(text) if not m.affirmative]
-    if any(x.amount_matches(m, expected, fact.tolerance) for m in denied):
+    denied = [m for m in domain if not m.affirmative]
+    if any(_states(m, t, fact) for m in denied for t in _targets(fact)):
         return _wrong(fact, f"{expected:,.2f} appears only negated or contrasted{where}")
     return _found(False, fact, where)
 
@@ -195,7 +450,7 @@ def _position(answer: str, item: Any) -> int | None:
     return x.find_phrase_position(answer, text)
 
 
-def _check_top_n(answer: str, fact: ExpectedFact) -> Verdict:
+def _check_top_n(answer: str, fact: ExpectedFact, question: Question | None = None) -> Verdict:
     items = list(fact.value or [])
     positions = [_position(answer, item) for item in items]
     missing = [str(item) for item, pos in zip(items, positions, strict=True) if pos is None]
@@ -205,9 +460,36 @@ def _check_top_n(answer: str, fact: ExpectedFact) -> Verdict:
         )
     if fact.ordered and positions != sorted(positions):
         return Verdict(0.0, f"{fact.field}: all {len(items)} present but out of order")
+    if fact.complete and (extra := invented_members(answer, fact, question)):
+        return Verdict(
+            0.0,
+            f"{fact.field}: names {extra[0]}, which is not one of the {len(items)} "
+            "(the list is the whole set)",
+        )
     return Verdict(
         1.0, f"{fact.field}: all {len(items)} present" + (" in order" if fact.ordered else "")
     )
+
+
+def invented_members(answer: str, fact: ExpectedFact, question: Question | None) -> list[str]:
+    """Ids of the list's kind the answer states affirmatively that are neither members nor
+    mentioned by the reference answer (nor the party asked about)."""
+    members = {str(v).casefold() for v in fact.value or []}
+    prefixes = {m.split("-", 1)[0] for m in members if x.find_id_tokens(m.upper())}
+    if not prefixes:
+        return []
+    known = set(members)
+    if question is not None:
+        known |= {t.casefold() for t in x.find_id_tokens(question.ground_truth or "")}
+        known |= {k.casefold() for k in party_keys(question)}
+    extra = []
+    for mention in claims.id_mentions(answer):
+        token = mention.token.casefold()
+        if mention.prefix not in prefixes or token in known or token in map(str.casefold, extra):
+            continue
+        if x.is_affirmative(answer, mention.start, mention.end):
+            extra.append(mention.token)
+    return extra
 
 
 _FACT_CHECKERS: dict[str, Callable[[str, ExpectedFact], Verdict]] = {
@@ -331,15 +613,75 @@ def check_party(question: Question, answer: str) -> Verdict | None:
     return Verdict(0.0, f"does not name {shown}, the party asked about (links do not count)")
 
 
+_NOT_LEGAL_ENTITIES = frozenset({"GAAP", "IFRS", "EBIT", "FIFO", "LIFO", "ROCE", "CAPEX", "OPEX"})
+
+
+def known_legal_entities(ctx: RuleContext) -> set[str]:
+    """Legal entity codes the judge knows: the ERP's, the question's, its records' and those the
+    answer names as a company ("in USPI", "legal entity USPI", "the USPI company") in the form
+    of the question's code (four capitals or digits for USMF)."""
+    known = set(ctx.resolver.legal_entities()) if ctx.resolver is not None else set()
+    code = ctx.question.legal_entity
+    if code:
+        known.add(code)
+        shape = rf"[A-Z][A-Z0-9]{{{len(code) - 1}}}"
+        said = re.finditer(
+            rf"\b(?:in|within|for|legal\s+entity|company)\s+(?:the\s+)?({shape})\b"
+            rf"|\b({shape})\s+company\b",
+            x.prose(ctx.answer),
+        )
+        known |= {m.group(1) or m.group(2) for m in said} - _NOT_LEGAL_ENTITIES
+    for ref in (*ctx.question.record_refs, *(link.text for link in find_erp_links(ctx.answer))):
+        parsed = parse_link(ref)
+        if parsed is not None:
+            known.add(parsed.legal_entity)
+    return known
+
+
+def check_scope(ctx: RuleContext) -> Verdict | None:
+    """The answer answers for the legal entity and the date the question pins: it names no
+    other legal entity without naming the question's, and every "as of" date it states is the
+    question's. None when it does."""
+    question = ctx.question
+    if question.legal_entity:
+        named = claims.stated_legal_entities(ctx.answer, known_legal_entities(ctx))
+        if named and question.legal_entity not in named:
+            return Verdict(
+                0.0,
+                f"says it answers for {named[0]}, but the question is about "
+                f"{question.legal_entity}",
+            )
+    if question.as_of:
+        for stated in claims.stated_as_of(ctx.answer, question.as_of.year):
+            if question.as_of not in stated.readings:
+                shown = ", ".join(sorted(d.isoformat() for d in stated.readings))
+                return Verdict(
+                    0.0,
+                    f'says it is as of {shown} ("{stated.text}"), but the question is as of '
+                    f"{question.as_of.isoformat()}",
+                )
+    return None
+
+
 def rule_expected_facts(ctx: RuleContext) -> Verdict:
     facts = _facts_for(ctx)
-    if ctx.question.task_type is not TaskType.obligations or not facts:
+    if not facts:
         return Verdict(None, NEEDS_LLM)
+    if ctx.question.task_type is not TaskType.obligations:
+        from judge._research import rule_research_facts
+
+        return rule_research_facts(ctx)
     party = check_party(ctx.question, ctx.answer)
     if party is not None:
         return party
+    scope = check_scope(ctx)
+    if scope is not None:
+        return scope
+    hedge = claims.disowning_hedge(ctx.answer)
+    if hedge is not None:
+        return Verdict(0.0, f'the answer disowns its figures ("{hedge}"): nothing is stated')
     siblings = tuple(ctx.question.expected)
-    verdicts = [check_fact(ctx.answer, fact, siblings) for fact in facts]
+    verdicts = [check_fact(ctx.answer, fact, siblings, ctx.question) for fact in facts]
     found = sum(1 for v in verdicts if v.score == 1.0)
     reasons = "; ".join(v.reason for v in verdicts)
     return Verdict(
@@ -397,22 +739,58 @@ def rule_link_resolves(ctx: RuleContext) -> Verdict:
 
 
 _MARKDOWN_LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s]+)\)")
+_GENERIC_LABEL_WORDS = frozenset(
+    {"customer", "customers", "vendor", "vendors", "record", "records", "account", "accounts",
+     "link", "erp", "page", "here", "see", "view", "open", "details", "detail", "the", "this",
+     "in", "of", "for", "source", "entry", "profile", "card", "master", "data", "supplier"}
+)  # fmt: skip
 
 
-def mislabeled_links(answer: str) -> list[tuple[str, str]]:
-    """Markdown links whose label names another record of the kind they point to
-    (``[SYNCUS-0002](.../customers/SYNCUS-0001)``): (label id, target path)."""
+def _label_names_other(label: str, name: str) -> bool:
+    """Whether a link label that names a party by name names another one than ``name``."""
+    words = [
+        w
+        for w in x.normalize_words(label).split()
+        if w not in _GENERIC_LABEL_WORDS and not w.isdigit() and len(w) > 1
+    ]
+    words = [w for w in words if not re.fullmatch(r"[a-z]{3}", w) or w not in _CURRENCY_WORDS]
+    if not words:
+        return False
+    target = x.normalize_words(name).split()
+    matched = [
+        w for w in words if any(difflib.SequenceMatcher(None, w, t).ratio() >= 0.8 for t in target)
+    ]
+    return len(matched) < max(1, (len(words) + 1) // 2)
+
+
+_CURRENCY_WORDS = frozenset({"usd", "eur", "gbp", "cad"})
+
+
+def mislabeled_links(answer: str, resolver: ErpResolver | None = None) -> list[tuple[str, str]]:
+    """Markdown links whose label names another record than the one they point to: a label id
+    of the target's kind that is not its key (``[SYNCUS-0002](.../customers/SYNCUS-0001)``),
+    or, with the ERP at hand, a customer or vendor label that is not the target's name
+    (``[Acme Corp.](.../customers/SYNCUS-0001)`` when SYNCUS-0001 is Rios Hardware): (label,
+    target path)."""
     found = []
     for match in _MARKDOWN_LINK.finditer(answer):
-        ref = parse_link(match.group(2))
+        label, target = match.group(1), match.group(2)
+        ref = parse_link(target)
         if ref is None:
             continue
+        path = normalize_record_path(target) or target
         prefix = ref.key.split("-", 1)[0].casefold()
-        labels = [
-            t for t in x.find_id_tokens(match.group(1)) if t.split("-", 1)[0].casefold() == prefix
-        ]
-        if labels and all(t.casefold() != ref.key.casefold() for t in labels):
-            found.append((labels[0], normalize_record_path(match.group(2)) or match.group(2)))
+        tokens = x.find_id_tokens(label)
+        labels = [t for t in tokens if t.split("-", 1)[0].casefold() == prefix]
+        if labels:
+            if all(t.casefold() != ref.key.casefold() for t in labels):
+                found.append((labels[0], path))
+            continue
+        if tokens or resolver is None:
+            continue  # labelled with a document id, or no ERP to look the name up in
+        name = resolver.party_name(ref)
+        if name and _label_names_other(label, name):
+            found.append((label.strip(), path))
     return found
 
 
@@ -430,6 +808,10 @@ def rule_link_on_topic(ctx: RuleContext) -> Verdict:
     is not about."""
     if not _link_rule_applies(ctx):
         return Verdict(None, NEEDS_LLM)
+    mislabeled = mislabeled_links(ctx.answer, ctx.resolver)
+    if mislabeled:
+        label, path = mislabeled[0]
+        return Verdict(0.0, f"the link labelled {label} points to {path}")
     refs = list(
         dict.fromkeys(p for p in (normalize_record_path(r) for r in ctx.question.record_refs) if p)
     )
@@ -447,10 +829,6 @@ def rule_link_on_topic(ctx: RuleContext) -> Verdict:
         stray = sorted(p for p in cited - set(refs) if _entity_set(p) in party_sets)
         if stray:
             return Verdict(0.0, f"cites {stray[0]} but the answer is about {refs[0]}")
-    mislabeled = mislabeled_links(ctx.answer)
-    if mislabeled:
-        label, path = mislabeled[0]
-        return Verdict(0.0, f"the link labelled {label} points to {path}")
     named = [p for p in refs if x.find_id(ctx.answer, p.rsplit("/", 1)[-1])]
     hits = cited & set(refs)
     if not hits:
@@ -527,7 +905,7 @@ def rule_answer_first(ctx: RuleContext) -> Verdict:
             if not fact.value:
                 continue
             probe = ExpectedFact(kind="name", field=fact.field, value=fact.value[0])
-        if check_fact(opening, probe, tuple(ctx.question.expected)).score == 1.0:
+        if check_fact(opening, probe, tuple(ctx.question.expected), ctx.question).score == 1.0:
             return Verdict(1.0, f"the opening lines state {fact.field}")
     return Verdict(0.0, "none of the expected facts is in the opening lines", certain=False)
 
@@ -566,6 +944,9 @@ RULES: dict[str, Rule] = {
     "table_for_many": rule_table_for_many,
     "answer_first": rule_answer_first,
     "erp_reached": rule_erp_reached,
+    "world_citations": rule_world_citations,
+    "world_groundedness": rule_world_groundedness,
+    "world_recency": rule_world_recency,
 }
 
 RULES_BY_ASSERTION: dict[str, str] = {
@@ -578,6 +959,9 @@ RULES_BY_ASSERTION: dict[str, str] = {
     "structure.answer_first": "answer_first",
     "relevance.erp_reached": "erp_reached",
     "relevance.erp_reached_ar_ap": "erp_reached",
+    "citations.world_sources": "world_citations",
+    "groundedness.supported": "world_groundedness",
+    "recency.period_asked": "world_recency",
 }
 """Assertion id -> rule deciding it. ``accuracy.*`` ids go to ``expected_facts`` (see
 :func:`rule_for`)."""
@@ -598,10 +982,13 @@ class RulesJudge:
     model = None
     mode = "rules"
 
-    def __init__(self, *, erp_db_url: str | None = None, name: str = "rules") -> None:
+    def __init__(
+        self, *, erp_db_url: str | None = None, world_db: str | None = None, name: str = "rules"
+    ) -> None:
         self.name = name
         self.erp_db_url = erp_db_url
         self.resolver = ErpResolver(erp_db_url) if erp_db_url else None
+        self.world = WorldResolver(world_db) if world_db else None
 
     def check_erp(self, expected_snapshot: str | None = None) -> str | None:
         """Check the ERP database before judging; raises ValueError when it cannot be used."""
@@ -632,7 +1019,7 @@ class RulesJudge:
         rule_name = rule_for(dimension, assertion_id)
         if rule_name is None:
             return AssertionScore(assertion_id=assertion_id, score=None, reason=NEEDS_LLM)
-        ctx = RuleContext(question, answer, self.resolver, assertion_id, trajectory)
+        ctx = RuleContext(question, answer, self.resolver, assertion_id, trajectory, self.world)
         verdict = RULES[rule_name](ctx)
         undecided = verdict.score is None and NEEDS_LLM in verdict.reason
         decided_by = "" if undecided else f"rule:{rule_name}"
@@ -657,8 +1044,13 @@ class RulesJudge:
             dimensions[dimension] = dimension_from_assertions(
                 scored, undecided_status=DimensionStatus.needs_llm
             )
-        return JudgeOutcome(dimensions=dimensions)
+        extra = {}
+        if keyed_research(question):
+            extra["research"] = research_metrics(question, item.trajectory).as_dict()
+        return JudgeOutcome(dimensions=dimensions, extra=extra)
 
     def close(self) -> None:
         if self.resolver is not None:
             self.resolver.close()
+        if self.world is not None:
+            self.world.close()

@@ -24,14 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from harnesses.records import RunManifest, TrajectoryRecord, Usage
 from judge._base import (
+    UNREACHABLE,
     Judge,
     JudgeAbort,
     JudgeItem,
     JudgeOutcome,
+    JudgeUnreachable,
     answer_is_empty,
     dimension_from_assertions,
     overall_score,
@@ -61,6 +63,8 @@ class JudgeRunConfig(BaseModel):
     with_rules: bool = False
     name: str | None = None
     erp_db: str | None = None
+    world_db: str | None = None
+    """The research world the run used (default: the run manifest's), for research citations."""
     dataset: str | None = None
     concurrency: int = 4
     retries: int = 2
@@ -75,6 +79,10 @@ class JudgeRunConfig(BaseModel):
     program: str | None = None
     """A tuned DSPy program state saved with ``module.save(path)`` (demos, instructions)."""
     progress: bool = True
+    preflight: bool = True
+    """Call the judge model once before judging and stop with one line when it does not answer."""
+    max_consecutive_infra_failures: int = Field(default=5, ge=0)
+    """Stop after this many records in a row could not reach the judge model (0: never)."""
     executor: Literal["local", "ray"] = "local"
     """``local``: threads of this process; ``ray``: one Ray task per trajectory."""
     ray_address: str | None = None
@@ -200,6 +208,10 @@ class CombinedJudge:
         if hasattr(self.llm, "prepare"):
             self.llm.prepare()
 
+    def preflight(self) -> None:
+        if hasattr(self.llm, "preflight"):
+            self.llm.preflight()
+
     def settings(self) -> dict[str, Any]:
         return {**self.llm.settings(), "with_rules": self.rules.settings()}
 
@@ -247,10 +259,12 @@ class CombinedJudge:
         self.rules.close()
 
 
-def build_judge(config: JudgeRunConfig, erp_db_url: str | None) -> Judge:
+def build_judge(
+    config: JudgeRunConfig, erp_db_url: str | None, world_db: str | None = None
+) -> Judge:
     from judge._registry import create_judge
 
-    rules_options = {"erp_db_url": erp_db_url}
+    rules_options = {"erp_db_url": erp_db_url, "world_db": world_db or config.world_db}
     if config.program and not Path(config.program).is_file():
         raise JudgeRunError(f"--program {config.program}: file not found")
     if config.judge == "rules":
@@ -476,7 +490,7 @@ def run_judge(
     erp_db_url = config.erp_db or manifest.erp_db_url
     built = judge is None
     if judge is None:
-        judge = build_judge(config, erp_db_url)
+        judge = build_judge(config, erp_db_url, config.world_db or manifest.world_db)
     elif config.name:
         judge.name = config.name
     if hasattr(judge, "prepare"):
@@ -487,32 +501,25 @@ def run_judge(
     scores_dir.mkdir(parents=True, exist_ok=True)
     scores_path = scores_dir / f"{judge.name}.jsonl"
     manifest_path = scores_dir / f"{judge.name}.manifest.json"
-    if config.overwrite:
-        scores_path.unlink(missing_ok=True)
-        manifest_path.unlink(missing_ok=True)
-    _check_resume(manifest_path, judge)
-    existing, bad_lines = read_scores(scores_path)
+    if not config.overwrite:
+        _check_resume(manifest_path, judge)
+    existing, bad_lines = read_scores(scores_path) if not config.overwrite else ([], 0)
     # A resume judges again the records with judge errors (the dimensions that were graded come
     # from the verdict cache, so only the failed ones cost calls).
     kept = [r for r in existing if not r.extra.get("judge_error_dimensions")]
-    if bad_lines or len(kept) < len(existing):
-        scores_path.write_text("".join(r.model_dump_json() + "\n" for r in kept), encoding="utf-8")
     if bad_lines:  # a line cut by an interruption
         warnings.append(
             f"{bad_lines} unreadable line(s) dropped from {scores_path.name}; re-judged"
         )
     if len(kept) < len(existing):
         warnings.append(f"{len(existing) - len(kept)} record(s) with judge errors judged again")
-    existing, stale = _drop_stale(kept, trajectories)
+    current, stale = _drop_stale(kept, trajectories)
     if stale:  # the answer behind these scores changed: keep only the scores that still match
-        scores_path.write_text(
-            "".join(r.model_dump_json() + "\n" for r in existing), encoding="utf-8"
-        )
         warnings.append(
             f"{stale} score(s) in {scores_path.name} no longer matched their trajectory (answer, "
             "status or termination changed); re-judged"
         )
-    done = {(r.question_id, r.trial) for r in existing}
+    done = {(r.question_id, r.trial) for r in current}
 
     questions = {q.id: q for q in dataset.items}
     todo = []
@@ -523,6 +530,21 @@ def run_judge(
             warnings.append(f"question {trajectory.question_id} is not in the dataset; not judged")
             continue
         todo.append(trajectory)
+
+    if todo and config.preflight and hasattr(judge, "preflight"):
+        try:  # before anything is written: a dead endpoint leaves the scores as they were
+            judge.preflight()
+        except JudgeAbort:
+            if hasattr(judge, "close"):
+                judge.close()
+            raise
+    if config.overwrite:
+        scores_path.unlink(missing_ok=True)
+        manifest_path.unlink(missing_ok=True)
+    elif bad_lines or len(current) < len(existing):
+        scores_path.write_text(
+            "".join(r.model_dump_json() + "\n" for r in current), encoding="utf-8"
+        )
 
     started = dt.datetime.now(dt.UTC)
     judge_manifest = JudgeManifest(
@@ -643,6 +665,7 @@ def _score_all(
     on_record: Callable[[ScoreRecord], None] | None,
 ) -> None:
     status = Counter()
+    breaker = JudgeCircuitBreaker(config.max_consecutive_infra_failures)
     with (
         _progress(config.progress, len(todo)) as progress,
         scores_path.open("a", encoding="utf-8") as out,
@@ -672,9 +695,35 @@ def _score_all(
                     if on_record is not None:
                         on_record(record)
                     progress.update(task, advance=1, status=_status_text(status, result))
+                    if (stop := breaker.record(record)) is not None:
+                        raise JudgeUnreachable(stop)
         except BaseException:
             executor.cancel(pending)
             raise
+
+
+class JudgeCircuitBreaker:
+    """Counts records in a row whose judge model could not be reached (the runner's breaker
+    for agents, ``harnesses._runner.CircuitBreaker``, for the judge); trips at ``limit``
+    (0: never)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.streak = 0
+
+    def record(self, record: ScoreRecord) -> str | None:
+        """The reason to stop, once ``limit`` records in a row could not reach the judge."""
+        error = record.extra.get(UNREACHABLE)
+        if not error:
+            self.streak = 0
+            return None
+        self.streak += 1
+        if not self.limit or self.streak < self.limit:
+            return None
+        return (
+            f"stopped after {self.streak} records in a row could not reach the judge model "
+            f"({error})"
+        )
 
 
 def _account(result: JudgeRunResult, record: ScoreRecord, status: Counter[str]) -> None:
@@ -687,14 +736,22 @@ def _account(result: JudgeRunResult, record: ScoreRecord, status: Counter[str]) 
         result.cost_usd += record.cost_usd or 0.0
     status[record.status.value] += 1
     status["judge_error"] += len(record.extra.get("judge_error_dimensions", []))
+    status["records_with_errors"] += bool(record.extra.get("judge_error_dimensions"))
+    status["unreachable"] += bool(record.extra.get(UNREACHABLE))
 
 
 def _status_text(status: Counter[str], result: JudgeRunResult) -> str:
+    """The progress bar's counts: scored, failed runs not judged, records with judge errors
+    (and their dimensions), records the judge model did not answer for, model calls."""
     parts = [f"{status['scored']} scored"]
     if status["infra_error"]:
         parts.append(f"{status['infra_error']} infra errors")
     if status["judge_error"]:
-        parts.append(f"{status['judge_error']} judge errors")
+        parts.append(
+            f"{status['records_with_errors']} with judge errors ({status['judge_error']} dims)"
+        )
+    if status["unreachable"]:
+        parts.append(f"{status['unreachable']} judge model unreachable")
     parts.append(f"{result.calls} calls")
     return ", ".join(parts)
 

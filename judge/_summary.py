@@ -1,9 +1,11 @@
 """Aggregating a scores file: by task type, and with task types weighted equally.
 
-Dimension score of a record = mean of its non-null assertion scores (computed when judged); a
-record's overall = mean of its scored dimensions. Here: a task type's dimension mean is the mean
-over its records where that dimension was scored; judge errors and n/a are counted, never averaged
-in. Equal weight = the mean of the task-type means, so 100 obligations do not outweigh 25 briefs.
+A record's dimension score = mean of its non-null assertion scores (computed when judged). Here,
+as everywhere (:mod:`judge._overall`): a task type's dimension mean is the mean over questions
+(a question's trials averaged first) where that dimension was scored; judge errors and n/a are
+counted, never averaged in. Equal weight = the mean of the task-type means, so 100 obligations do
+not outweigh 25 briefs. **Overall** = the mean of the equal-weight dimension means (the paper's,
+docs/statistics.md); ``answer_mean`` = the judge's per-answer mean averaged the same way.
 """
 
 from __future__ import annotations
@@ -12,15 +14,21 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from judge._base import mean
+from judge._overall import (
+    ANSWER_MEAN,
+    OVERALL,
+    answer_means,
+    dimension_means,
+    equal_weight,
+    overall,
+    overall_text,
+    run_overall,
+    scored_answers,
+)
 from judge.records import DimensionStatus, ScoreRecord, ScoreStatus
 from ledgerbench.dataset import Dimension, TaskType
 
-OVERALL = "overall"
-
-
-def _cell(values: list[float]) -> dict[str, Any]:
-    return {"mean": mean(values), "n": len(values)}
+COLUMNS = [*(d.value for d in Dimension), OVERALL, ANSWER_MEAN]
 
 
 def summarize(records: list[ScoreRecord]) -> dict[str, Any]:
@@ -28,29 +36,38 @@ def summarize(records: list[ScoreRecord]) -> dict[str, Any]:
     by_type: dict[TaskType, list[ScoreRecord]] = defaultdict(list)
     for record in records:
         by_type[record.task_type].append(record)
+    answers = scored_answers(records)
+    means = dimension_means(answers)
+    by_answer = answer_means(answers)
     task_types: dict[str, Any] = {}
     for task_type in TaskType:
         group = by_type.get(task_type)
         if group:
-            task_types[task_type.value] = _summarize_group(group)
-    columns = [d.value for d in Dimension] + [OVERALL]
-    equal_weight = {}
-    for column in columns:
-        means = [t["scores"][column]["mean"] for t in task_types.values() if column in t["scores"]]
-        means = [m for m in means if m is not None]
-        equal_weight[column] = {"mean": mean(means), "task_types": len(means)}
+            task_types[task_type.value] = _summarize_group(group, task_type.value, means, by_answer)
+    equal = {
+        dimension: {"mean": equal_weight(cells), "task_types": len(cells)}
+        for dimension, cells in means.items()
+    }
+    equal[OVERALL] = {"mean": overall(means), "task_types": len(task_types)}
+    equal[ANSWER_MEAN] = {"mean": equal_weight(by_answer), "task_types": len(by_answer)}
     return {
         "records": len(records),
         "scored": sum(r.status is ScoreStatus.scored for r in records),
         "infra_errors": sum(r.status is ScoreStatus.infra_error for r in records),
         "judge_errors": sum(t["judge_errors"] for t in task_types.values()),
         "task_types": task_types,
-        "equal_weight": equal_weight,
+        "equal_weight": equal,
+        "overall": overall(means),
     }
 
 
-def _summarize_group(records: list[ScoreRecord]) -> dict[str, Any]:
-    values: dict[str, list[float]] = defaultdict(list)
+def _summarize_group(
+    records: list[ScoreRecord],
+    task_type: str,
+    means: dict[str, dict[str, float]],
+    by_answer: dict[str, float],
+) -> dict[str, Any]:
+    counts: dict[str, int] = defaultdict(int)
     judge_errors: dict[str, int] = defaultdict(int)
     not_applicable: dict[str, int] = defaultdict(int)
     needs_llm: dict[str, int] = defaultdict(int)
@@ -58,21 +75,30 @@ def _summarize_group(records: list[ScoreRecord]) -> dict[str, Any]:
     for record in scored:
         for dimension, score in record.dimensions.items():
             if score.status is DimensionStatus.scored and score.score is not None:
-                values[dimension.value].append(score.score)
+                counts[dimension.value] += 1
             elif score.status is DimensionStatus.judge_error:
                 judge_errors[dimension.value] += 1
             elif score.status is DimensionStatus.needs_llm:
                 needs_llm[dimension.value] += 1
             else:
                 not_applicable[dimension.value] += 1
-        if record.overall is not None:
-            values[OVERALL].append(record.overall)
+    cells = {
+        dimension: {"mean": means[dimension][task_type], "n": n} for dimension, n in counts.items()
+    }
+    answers = [r for r in scored if r.overall is not None]
+    if cells:
+        cells[OVERALL] = {
+            "mean": run_overall(scored_answers(scored), task_type),
+            "n": len(answers),
+        }
+    if task_type in by_answer:
+        cells[ANSWER_MEAN] = {"mean": by_answer[task_type], "n": len(answers)}
     return {
         "records": len(records),
         "scored": len(scored),
         "infra_errors": len(records) - len(scored),
         "judge_errors": sum(judge_errors.values()),
-        "scores": {column: _cell(v) for column, v in values.items()},
+        "scores": cells,
         "judge_error_by_dimension": dict(judge_errors),
         "not_applicable_by_dimension": dict(not_applicable),
         "needs_llm_by_dimension": dict(needs_llm),
@@ -84,11 +110,13 @@ def _fmt(value: float | None) -> str:
 
 
 def summary_markdown(summary: dict[str, Any], title: str) -> str:
-    """The summary as a markdown table: one row per task type plus the equal-weight row."""
-    columns = [d.value for d in Dimension] + [OVERALL]
-    present = [c for c in columns if any(c in t["scores"] for t in summary["task_types"].values())]
+    """The summary as a markdown table: one row per task type plus the equal-weight row, and the
+    Overall on a line of its own."""
+    present = [c for c in COLUMNS if any(c in t["scores"] for t in summary["task_types"].values())]
     lines = [
         f"## {title}",
+        "",
+        f"Overall {overall_text(summary['equal_weight'][OVERALL]['mean'])}",
         "",
         f"{summary['records']} records: {summary['scored']} scored, "
         f"{summary['infra_errors']} infrastructure failures (not judged), "
@@ -106,7 +134,11 @@ def summary_markdown(summary: dict[str, Any], title: str) -> str:
     equal = [_fmt(summary["equal_weight"][c]["mean"]) for c in present]
     lines.append("| **equal weight** | | " + " | ".join(equal) + " |")
     lines.append("")
-    lines.append("Cells: mean (records with a score). Equal weight: mean of the task-type means.")
+    lines.append(
+        "Cells: mean over questions (answers with a score). Equal weight: mean of the task-type "
+        "means. Overall: the mean of the equal-weight dimension scores (docs/statistics.md); "
+        "answer_mean: the judge's per-answer mean, averaged the same way."
+    )
     return "\n".join(lines)
 
 

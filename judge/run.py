@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -76,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
         "erp_db_url), e.g. sqlite:///erp.db",
     )
     parser.add_argument(
+        "--world-db",
+        help="research world file for checking cited world documents (default: the run "
+        "manifest's world_db), e.g. sqlite:///world.db",
+    )
+    parser.add_argument(
         "--dataset",
         help="dataset file (default: the run manifest's dataset_path), e.g. "
         "datasets/obligations.yaml",
@@ -143,6 +150,19 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="delete this judge's existing scores for the run and start over",
     )
+    parser.add_argument(
+        "--max-consecutive-infra-failures",
+        type=int,
+        default=5,
+        metavar="N",
+        help="stop after N records in a row could not reach the judge model (connection "
+        "refused, no reply in time), printing the command to resume (default 5; 0: never stop)",
+    )
+    parser.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="skip the one call to the judge model made before judging to learn that it answers",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     from ledgerbench._ray import add_executor_arguments
 
@@ -152,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    from judge._base import JudgeAbort
+    from judge._base import JudgeAbort, JudgeUnreachable
     from judge._registry import JudgeLoadError
     from judge._runner import JudgeRunConfig, JudgeRunError, print_warnings, run_judge
     from judge._summary import summarize, summary_markdown
@@ -175,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         with_rules=args.with_rules,
         name=args.name if len(panel) == 1 else None,
         erp_db=args.erp_db,
+        world_db=args.world_db,
         dataset=args.dataset,
         concurrency=args.concurrency,
         retries=args.retries,
@@ -188,15 +209,31 @@ def main(argv: list[str] | None = None) -> int:
         cache_dir=args.cache_dir,
         overwrite=args.overwrite,
         progress=not args.no_progress and sys.stderr.isatty(),
+        preflight=not args.no_preflight,
+        max_consecutive_infra_failures=args.max_consecutive_infra_failures,
         executor=args.executor,
         ray_address=args.ray_address,
         ray_num_cpus=args.ray_num_cpus,
         ray_memory_mb=args.ray_memory_mb,
     )
+    if args.max_consecutive_infra_failures < 0:
+        print("error: --max-consecutive-infra-failures must be 0 or more", file=sys.stderr)
+        return 2
     results = []
     try:
         for spec in panel:
             results.append(run_judge(config.model_copy(update={"judge": spec})))
+    except JudgeUnreachable as exc:
+        given = sys.argv[1:] if argv is None else list(argv)
+        # No password of a --base-url or --erp-db URL reaches the terminal.
+        given = [re.sub(r"://[^/@\s:]+:[^/@\s]+@", "://***@", arg) for arg in given]
+        command = shlex.join(["python", "-m", "judge.run", *given])
+        print(
+            f"error: {str(exc).splitlines()[0]}; records written so far are kept; fix the "
+            f"endpoint, then resume with: {command}",
+            file=sys.stderr,
+        )
+        return 2
     except (JudgeRunError, JudgeLoadError, JudgeAbort, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

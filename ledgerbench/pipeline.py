@@ -412,6 +412,8 @@ def headline(report_dir: Path) -> list[str]:
     stats_path = report_dir / "stats.json"
     if not stats_path.exists():
         return lines
+    from judge._overall import overall_text
+
     stats = json.loads(stats_path.read_text())
     for provider in stats.get("headline", []):
         name = provider.get("provider", "?")
@@ -421,7 +423,10 @@ def headline(report_dir: Path) -> list[str]:
             if isinstance(cell, dict) and cell.get("score") is not None:
                 low, high = cell.get("ci_low"), cell.get("ci_high")
                 interval = f" [{low:.2f}, {high:.2f}]" if low is not None else ""
-                parts.append(f"{metric} {cell['score']:.2f}{interval}")
+                if metric == "overall":  # the Overall, printed as every tool prints it
+                    parts.append(f"Overall {overall_text(cell['score'])}{interval}")
+                else:
+                    parts.append(f"{metric} {cell['score']:.2f}{interval}")
         lines.append(f"  {name}: " + ("; ".join(parts) if parts else "no scored metrics"))
     lines.extend(_contrast_lines(stats))
     return lines
@@ -445,7 +450,8 @@ def _contrast_lines(stats: dict) -> list[str]:
             boot = c.get("bootstrap") or {}
             if boot.get("estimate") is None:
                 continue
-            text = f"{c['metric']} {boot['estimate']:+.2f}"
+            label = "Overall" if c["metric"] == "overall" else c["metric"]
+            text = f"{label} {boot['estimate']:+.2f}"
             if boot.get("ci_low") is not None:
                 text += f" [{boot['ci_low']:+.2f}, {boot['ci_high']:+.2f}]"
             p = c.get("p_value")

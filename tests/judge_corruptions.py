@@ -9,6 +9,8 @@ rules judge and counts how many fail accuracy or citations. Used by
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +31,10 @@ Neighbour = Callable[[str, str, str], str | None]
 @dataclass
 class Context:
     neighbour: Neighbour
+    legal_entities: tuple[str, ...] = ()
+    """Every legal entity of the ERP (for answers that claim another one)."""
+    party_name: Callable[[str, str, str], str | None] = lambda _set, _le, _key: None
+    """(entity set, legal entity, key) -> the customer's or vendor's name."""
 
 
 Corruption = Callable[[Question, str, Context], str | None]
@@ -214,6 +220,358 @@ def wrong_party_cited(question: Question, answer: str, ctx: Context) -> str | No
     return None
 
 
+# ---------------------------------------------------------------------------------------------
+# The wrong answers of issue 25: what the answer claims, not only its figures
+# ---------------------------------------------------------------------------------------------
+
+_OTHER_CURRENCY = {"USD": "EUR", "EUR": "USD", "GBP": "EUR", "CAD": "USD"}
+_SYMBOL_CODES = {"$": "USD", "€": "EUR", "£": "GBP"}
+
+
+def wrong_currency(question: Question, answer: str, ctx: Context) -> str | None:
+    """Every expected amount written with its currency shown as another one (USD as EUR)."""
+    spans, texts = [], []
+    for fact in _amount_facts(question):
+        if not fact.currency:
+            continue
+        for _start, _end, match in _amount_spans(answer, fact):
+            group = "cur1" if match.group("cur1") else "cur2" if match.group("cur2") else None
+            if group is None or match.span(group) in spans:
+                continue
+            code = _SYMBOL_CODES.get(match.group(group).strip(), match.group(group).upper())
+            spans.append(match.span(group))
+            texts.append(_OTHER_CURRENCY.get(fact.currency, "USD") if code else code)
+    return _replace(answer, spans, texts) if spans else None
+
+
+def _marked(question: Question, answer: str, marks: dict[str, str]) -> str | None:
+    """Every positive expected amount whose side is in ``marks`` followed by that side's mark."""
+    spans, texts = [], []
+    for fact in _amount_facts(question):
+        if fact.side not in marks or float(fact.value) < 0:
+            continue
+        for _start, _end, match in _amount_spans(answer, fact):
+            end = match.end("cur2") if match.group("cur2") else match.end("num")
+            if (end, end) in spans:
+                continue
+            spans.append((end, end))
+            texts.append(f" {marks[fact.side]}")
+    return _replace(answer, spans, texts) if spans else None
+
+
+def debit_written_as_credit(question: Question, answer: str, ctx: Context) -> str | None:
+    """A debit (a receivable, an AR invoice) marked CR: ``GBP 2,790.96 CR``."""
+    return _marked(question, answer, {"debit": "CR"})
+
+
+def credit_written_as_debit(question: Question, answer: str, ctx: Context) -> str | None:
+    """A credit (a payable, a customer payment) marked DR."""
+    return _marked(question, answer, {"credit": "DR"})
+
+
+def _record_amount_facts(question: Question) -> list[tuple[str, ExpectedFact]]:
+    """(record id, fact) of the per-record amounts (``past_due_SYNCUS-0473``)."""
+    found = []
+    for fact in _amount_facts(question):
+        ids = [q for q in fact.field.split("_")[1:] if x.find_id_tokens(q)]
+        if len(ids) == 1:
+            found.append((ids[0], fact))
+    return found
+
+
+def swapped_parties(question: Question, answer: str, ctx: Context) -> str | None:
+    """Two parties' figures swapped where the answer names both on one line."""
+    facts = _record_amount_facts(question)
+    for (key_a, fact_a), (key_b, fact_b) in itertools.pairwise(facts):
+        if abs(float(fact_a.value) - float(fact_b.value)) < 0.01:
+            continue
+        for line_start, line in _lines(answer):
+            spans_a = [s for s in _amount_spans(line, fact_a)]
+            spans_b = [s for s in _amount_spans(line, fact_b)]
+            if not (spans_a and spans_b and key_a in line and key_b in line):
+                continue
+            (a0, a1, ma), (b0, b1, mb) = spans_a[0], spans_b[0]
+            text_a = _format_like(ma.group("num"), float(fact_b.value))
+            text_b = _format_like(mb.group("num"), float(fact_a.value))
+            swapped = _replace(line, [(a0, a1), (b0, b1)], [text_a, text_b])
+            return answer[:line_start] + swapped + answer[line_start + len(line) :]
+    return None
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    found, offset = [], 0
+    for line in text.splitlines(keepends=True):
+        found.append((offset, line.rstrip("\n")))
+        offset += len(line)
+    return found
+
+
+def invented_list_member(question: Question, answer: str, ctx: Context) -> str | None:
+    """An invented id added to a list that is the whole set, the count left unchanged."""
+    for fact in question.expected:
+        if fact.kind != "top_n" or not fact.complete or not fact.value:
+            continue
+        first = str(fact.value[0])
+        if not x.find_id_tokens(first):
+            continue
+        prefix, digits = first.split("-", 1)
+        invented = f"{prefix}-{'9' * len(digits)}"
+        text = x.prose(answer)
+        found = re.search(rf"(?<![\w-]){re.escape(first)}(?![\w-])", text)
+        if found is None:
+            continue
+        end = found.end()
+        link = re.compile(r"\[[^\]\n]*\]\([^)\s]*\)")
+        for match in link.finditer(answer):
+            if match.start() <= found.start() < match.end():
+                end = match.end()
+        closing = re.match(r"[*_]*\)?", answer[end:])
+        end += len(closing.group(0)) if closing else 0
+        return answer[:end] + f", {invented}" + answer[end:]
+    return None
+
+
+def other_legal_entity(question: Question, answer: str, ctx: Context) -> str | None:
+    """The answer says it is about another legal entity (every mention in the prose; links
+    unchanged)."""
+    le = question.legal_entity
+    others = [code for code in ctx.legal_entities if code != le]
+    if not le or not others:
+        return None
+    text = x.prose(answer)
+    spans = [m.span() for m in re.finditer(rf"(?<![\w/-]){re.escape(le)}(?![\w/-])", text)]
+    return _replace(answer, spans, [others[0]] * len(spans)) if spans else None
+
+
+def wrong_as_of(question: Question, answer: str, ctx: Context) -> str | None:
+    """The answer states another as-of date: "as of March 2, 2026" -> "as of February 2"."""
+    if question.as_of is None:
+        return None
+    day = question.as_of
+    earlier = (day.replace(day=1) - dt.timedelta(days=1)).replace(day=min(day.day, 28))
+    written = {
+        f"{day:%B} {day.day}, {day.year}": f"{earlier:%B} {earlier.day}",
+        day.isoformat(): earlier.isoformat(),
+    }
+    text = x.prose(answer)
+    spans, texts = [], []
+    for match in re.finditer(r"\bas\s+(?:of|at)\s+", text, re.IGNORECASE):
+        for old, new in written.items():
+            if text.startswith(old, match.end()):
+                spans.append((match.end(), match.end() + len(old)))
+                texts.append(new)
+    return _replace(answer, spans, texts) if spans else None
+
+
+def table_cell_wrong(question: Question, answer: str, ctx: Context) -> str | None:
+    """A table cell with an expected amount +1% while the prose states the right figure (not
+    for a value the reference answer itself gives for two things: a total equal to its only line,
+    whose table cell states the line)."""
+    from judge import _claims as claims
+
+    for fact in _amount_facts(question):
+        if len(_amount_spans(question.ground_truth or "", fact)) > 1:
+            continue  # the reference gives this value twice (a total equal to its one line)
+        spans = _amount_spans(answer, fact)
+        kinds = [
+            (claims.unit_of(answer, s).kind if claims.unit_of(answer, s) else "")
+            for s, _, _ in spans
+        ]
+        if "row" not in kinds or all(k == "row" for k in kinds):
+            continue
+        start, end, match = next(s for s, k in zip(spans, kinds, strict=True) if k == "row")
+        return _replace(
+            answer, [(start, end)], [_format_like(match.group("num"), float(fact.value) * 1.01)]
+        )
+    return None
+
+
+def right_then_wrong_restated(question: Question, answer: str, ctx: Context) -> str | None:
+    """The right figure first, then the same fact restated wrong further down."""
+    for fact in _amount_facts(question):
+        spans = _amount_spans(answer, fact)
+        if spans:
+            _start, _end, match = spans[0]
+            wrong = _format_like(match.group("num"), float(fact.value) * 1.01)
+            currency = (match.group("cur1") or match.group("cur2") or "").strip()
+            shown = f"{currency} {wrong}".strip()
+            return answer + f"\n\nLedger figure for {fact.field.replace('_', ' ')}: {shown}."
+    return None
+
+
+def asked_id_changed(question: Question, answer: str, ctx: Context) -> str | None:
+    """The id the question asks about (``customer account SYNCUS-0141``, ``journal
+    PJ-0000956``) changed in the prose to another existing record's, links untouched."""
+    asked = x.find_id_tokens(question.query)
+    refs = [r for r in (parse_link(ref) for ref in question.record_refs) if r is not None]
+    for token in asked:
+        ref = next((r for r in refs if r.key.casefold() == token.casefold()), None)
+        if ref is None:
+            continue
+        text = x.prose(answer)
+        spans = [m.span() for m in re.finditer(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text)]
+        other = ctx.neighbour(ref.entity_set, ref.legal_entity, ref.key)
+        if spans and other is not None:
+            return _replace(answer, spans, [other] * len(spans))
+    return None
+
+
+HEDGE = "I could not verify this in the ERP; it may be wrong."
+
+
+def hedged(question: Question, answer: str, ctx: Context) -> str | None:
+    """The right figures followed by a hedge that disowns them."""
+    if any(f.kind == "no_records" for f in question.expected) or not question.expected:
+        return None
+    return answer.rstrip() + f"\n\n{HEDGE}"
+
+
+def _mislabel(question: Question, answer: str, ctx: Context, with_refs: bool) -> str | None:
+    if bool(question.record_refs) != with_refs:
+        return None
+    for match in re.finditer(r"\[([^\]\n]+)\]\(([^)\s]+)\)", answer):
+        ref = parse_link(match.group(2))
+        if ref is None or ref.entity_set not in ("customers", "vendors"):
+            continue
+        label = match.group(1)
+        name = ctx.party_name(ref.entity_set, ref.legal_entity, ref.key)
+        if ref.key not in label and not (name and name in label):
+            continue
+        other = ctx.neighbour(ref.entity_set, ref.legal_entity, ref.key)
+        if other is None:
+            continue
+        target = match.group(2).replace(f"/{ref.key}", f"/{other}")
+        return answer[: match.start(2)] + target + answer[match.end(2) :]
+    return None
+
+
+def mislabeled_link_no_refs(question: Question, answer: str, ctx: Context) -> str | None:
+    """A link labelled with one customer or vendor that points at another (an existing one), in
+    an item without ``record_refs``."""
+    return _mislabel(question, answer, ctx, with_refs=False)
+
+
+def mislabeled_link_with_refs(question: Question, answer: str, ctx: Context) -> str | None:
+    """The same in an item with ``record_refs``."""
+    return _mislabel(question, answer, ctx, with_refs=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Right answers in other forms: each must still pass
+# ---------------------------------------------------------------------------------------------
+
+
+def _grouped_with(separator: str) -> Corruption:
+    def rewrite(question: Question, answer: str, ctx: Context) -> str | None:
+        spans, texts = [], []
+        for fact in _amount_facts(question):
+            if abs(float(fact.value)) < 1000:
+                continue
+            for start, end, match in _amount_spans(answer, fact):
+                body = match.group("num")
+                if "," not in body or (start, end) in spans:
+                    continue
+                spans.append((start, end))
+                texts.append(body.replace(",", separator))
+        return _replace(answer, spans, texts) if spans else None
+
+    return rewrite
+
+
+_WORD_UNITS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_WORD_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+
+
+def in_words(number: int) -> str:
+    """``2341`` -> "two thousand three hundred forty-one"."""
+    if number < 20:
+        return _WORD_UNITS[number]
+    if number < 100:
+        tens, unit = divmod(number, 10)
+        return _WORD_TENS[tens - 2] + (f"-{_WORD_UNITS[unit]}" if unit else "")
+    if number < 1000:
+        hundreds, rest = divmod(number, 100)
+        return f"{_WORD_UNITS[hundreds]} hundred" + (f" and {in_words(rest)}" if rest else "")
+    for size, word in ((10**9, "billion"), (10**6, "million"), (10**3, "thousand")):
+        if number >= size:
+            high, rest = divmod(number, size)
+            return f"{in_words(high)} {word}" + (f" {in_words(rest)}" if rest else "")
+    raise AssertionError(number)
+
+
+def counts_in_words(question: Question, answer: str, ctx: Context) -> str | None:
+    """Every expected count of 13 or more written in words ("twenty-three open invoices")."""
+    for fact in _count_facts(question):
+        if int(fact.value) < 13:
+            continue
+        spans = _count_spans(answer, int(fact.value))
+        if spans:
+            return _replace(answer, spans, [in_words(int(fact.value))] * len(spans))
+    return None
+
+
+_LEAD_INS = (
+    "Per the ERP records I queried: {word}.",
+    "Having checked the ERP, the answer is {word}:",
+)
+
+
+def yes_no_after_lead_in(question: Question, answer: str, ctx: Context) -> str | None:
+    """The yes/no after a lead-in in the first sentence: "Per the ERP records I queried: no."."""
+    facts = [f for f in question.expected if f.kind == "boolean"]
+    opening = re.match(r"^\s*\**(yes|no)\**[.,:;!]?\s*", answer, re.IGNORECASE)
+    if not facts or opening is None:
+        return None
+    lead = _LEAD_INS[len(question.id) % 2].format(word=opening.group(1).lower())
+    return f"{lead} {answer[opening.end() :]}"
+
+
+def marked_on_its_side(question: Question, answer: str, ctx: Context) -> str | None:
+    """Every amount with a ledger side marked with its own side: debits DR, credits CR."""
+    return _marked(question, answer, {"debit": "DR", "credit": "CR"})
+
+
+def in_the_other_currency(question: Question, answer: str, ctx: Context) -> str | None:
+    """An amount the key gives in two currencies (an invoice in its document currency and in
+    accounting currency) stated in the other one, with its currency code."""
+    for fact in _amount_facts(question):
+        if not fact.equivalents:
+            continue
+        other = fact.equivalents[0]
+        spans = _amount_spans(answer, fact)
+        if not spans:
+            continue
+        texts, edits = [], []
+        for _start, _end, match in spans:
+            first = "cur1" if match.group("cur1") else "num"
+            last = "cur2" if match.group("cur2") else "num"
+            edits.append((match.start(first), match.end(last)))
+            texts.append(f"{other.currency} {other.value:,.2f}")
+        return _replace(answer, edits, texts)
+    return None
+
+
 CORRUPTIONS: dict[str, tuple[str, Corruption]] = {
     "figure_plus_1pct": ("a figure +1% everywhere it appears", figure_plus_one_percent),
     "count_plus_1": ("a count +1", count_plus_one),
@@ -238,7 +596,89 @@ CORRUPTIONS: dict[str, tuple[str, Corruption]] = {
         "the wrong customer or vendor cited, when its link also resolves",
         wrong_party_cited,
     ),
+    "wrong_currency": (
+        "the right amounts with the wrong currency code (USD shown as EUR)",
+        wrong_currency,
+    ),
+    "debit_as_credit": (
+        "a debit written as a credit: `GBP 2,790.96 CR` (receivables, AR invoices)",
+        debit_written_as_credit,
+    ),
+    "credit_as_debit": (
+        "a credit written as a debit: `USD 1,234.56 DR` (payables, customer payments)",
+        credit_written_as_debit,
+    ),
+    "swapped_parties": (
+        "two parties' figures swapped, when the answer names both on one line",
+        swapped_parties,
+    ),
+    "invented_member": (
+        "an invented id added to a list that is the whole set, the count unchanged",
+        invented_list_member,
+    ),
+    "other_legal_entity": (
+        "the answer says it is about another legal entity (links unchanged)",
+        other_legal_entity,
+    ),
+    "wrong_as_of": ('the answer states the wrong as-of date ("as of February 2")', wrong_as_of),
+    "table_cell_wrong": (
+        "a table cell wrong while the prose states the right figure",
+        table_cell_wrong,
+    ),
+    "right_then_wrong": (
+        "the right figure first, the same fact restated wrong further down",
+        right_then_wrong_restated,
+    ),
+    "asked_id_changed": (
+        "the account or document id the question asks about changed in the prose (links "
+        "untouched), the figures right",
+        asked_id_changed,
+    ),
+    "hedged": (f'right figures followed by "{HEDGE}"', hedged),
+    "mislabeled_no_refs": (
+        "a link labelled with one customer or vendor that points at another, items without "
+        "`record_refs`",
+        mislabeled_link_no_refs,
+    ),
+    "mislabeled_with_refs": (
+        "the same, items with `record_refs`",
+        mislabeled_link_with_refs,
+    ),
 }
+"""Wrong answers: each must score lower on accuracy or citations than the right one."""
+
+ISSUE_15 = tuple(list(CORRUPTIONS)[:8])
+"""The corruption kinds of issue 15 (the rest came with issue 25)."""
+
+RIGHT_FORMS: dict[str, tuple[str, Corruption]] = {
+    "thin_space": (
+        "thousands separated by a thin space (U+2009): `57 907.13`",
+        _grouped_with("\u2009"),
+    ),
+    "narrow_nbsp": (
+        "thousands separated by a narrow no-break space (U+202F)",
+        _grouped_with("\u202f"),
+    ),
+    "nbsp": ("thousands separated by a no-break space (U+00A0)", _grouped_with("\u00a0")),
+    "apostrophe": ("thousands separated by apostrophes: `1'234.56`", _grouped_with("'")),
+    "counts_in_words": (
+        'counts of 13 and up in words ("twenty-three open invoices")',
+        counts_in_words,
+    ),
+    "yes_no_lead_in": (
+        '"Per the ERP records I queried: no. ..." (yes/no after a lead-in)',
+        yes_no_after_lead_in,
+    ),
+    "own_side_marked": (
+        "every amount marked with its own side (debits DR, credits CR)",
+        marked_on_its_side,
+    ),
+    "other_currency": (
+        "the largest invoice stated in its other currency (accounting or document), labelled",
+        in_the_other_currency,
+    ),
+}
+"""Right answers in other forms: each must score the same as the original."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,13 +759,46 @@ class Measurement:
     baseline_passing: int
     baseline_failures: list[str]
     rows: list[Row]
+    """Wrong answers: ``caught`` of ``touched``."""
+    rights: list[Row] = field(default_factory=list)
+    """Right answers in other forms: ``caught`` counts those that failed."""
+
+
+def erp_context(db_url: str) -> Context:
+    """What the corruptions need from the ERP: other existing records, the legal entities,
+    party names."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from judge._erp_links import ErpResolver
+    from synthetic_erp import _schema
+    from synthetic_erp._catalog import RecordRef
+    from synthetic_erp._db import open_engine
+
+    engine = open_engine(db_url, read_only=True)
+    with Session(engine) as session:
+        codes = tuple(sorted(session.execute(select(_schema.LegalEntity.code)).scalars()))
+    engine.dispose()
+    resolver = ErpResolver(db_url)
+
+    def party_name(set_name: str, legal_entity: str, key: str) -> str | None:
+        return resolver.party_name(
+            RecordRef(legal_entity=legal_entity, entity_set=set_name, key=key)
+        )
+
+    return Context(neighbour=erp_neighbour(db_url), legal_entities=codes, party_name=party_name)
 
 
 def measure(
-    pairs: list[tuple[Question, TrajectoryRecord]], judge: RulesJudge, neighbour: Neighbour
+    pairs: list[tuple[Question, TrajectoryRecord]],
+    judge: RulesJudge,
+    context: Context | Neighbour,
+    kinds: dict[str, tuple[str, Corruption]] | None = None,
+    right_forms: dict[str, tuple[str, Corruption]] | None = None,
 ) -> Measurement:
-    """Corrupt every correct answer with every corruption and re-judge it."""
-    ctx = Context(neighbour=neighbour)
+    """Corrupt every correct answer with every corruption (``kinds``, default all) and re-judge
+    it; rewrite it in every right form (``right_forms``, default none) and re-judge it."""
+    ctx = context if isinstance(context, Context) else Context(neighbour=context)
     correct, failures = [], []
     for question, trajectory in pairs:
         if question.task_type is not TaskType.obligations or not trajectory.answer.strip():
@@ -335,34 +808,52 @@ def measure(
             correct.append((question, trajectory, before))
         else:
             failures.append(question.id)
-    rows = []
-    for name, (description, corrupt) in CORRUPTIONS.items():
-        row = Row(name, description)
-        for question, trajectory, before in correct:
-            corrupted = corrupt(question, trajectory.answer, ctx)
-            if corrupted is None or corrupted == trajectory.answer:
-                continue
-            row.touched += 1
-            changed = trajectory.model_copy(update={"answer": corrupted})
-            if caught(before, graded(judged(judge, question, changed))):
-                row.caught += 1
-            else:
+    rows = [
+        _row(name, description, corrupt, correct, judge, ctx, wrong=True)
+        for name, (description, corrupt) in (CORRUPTIONS if kinds is None else kinds).items()
+    ]
+    rights = [
+        _row(name, description, rewrite, correct, judge, ctx, wrong=False)
+        for name, (description, rewrite) in (right_forms or {}).items()
+    ]
+    return Measurement(len(correct) + len(failures), len(correct), failures, rows, rights)
+
+
+def _row(name, description, change, correct, judge, ctx, *, wrong: bool) -> Row:
+    """``wrong``: count the changed answers that score lower (caught); otherwise count those
+    that score lower (failed) among right answers rewritten."""
+    row = Row(name, description)
+    for question, trajectory, before in correct:
+        changed = change(question, trajectory.answer, ctx)
+        if changed is None or changed == trajectory.answer:
+            continue
+        row.touched += 1
+        after = graded(judged(judge, question, trajectory.model_copy(update={"answer": changed})))
+        if caught(before, after):
+            row.caught += 1
+            if not wrong:
                 row.missed.append(question.id)
-        rows.append(row)
-    return Measurement(len(correct) + len(failures), len(correct), failures, rows)
+        elif wrong:
+            row.missed.append(question.id)
+    return row
 
 
 def table_markdown(measurement: Measurement) -> str:
     lines = [
-        f"Correct answers whose accuracy the rules judge 1 (the ones corrupted): "
-        f"{measurement.baseline_passing} of {measurement.baseline_total}. Caught = the corrupted "
-        "answer scores lower on accuracy or citations than the correct one.",
+        f"Correct answers whose accuracy the rules judge 1 (the ones changed): "
+        f"{measurement.baseline_passing} of {measurement.baseline_total}. Caught = the wrong "
+        "answer scores lower on accuracy or citations than the correct one; failed = the right "
+        "answer in another form does.",
         "",
-        "| corruption | caught / touched |",
+        "| wrong answer | caught / touched |",
         "|---|---|",
     ]
     for row in measurement.rows:
         lines.append(f"| {row.description} | {row.caught} of {row.touched} ({row.share:.0%}) |")
+    if measurement.rights:
+        lines += ["", "| right answer, another form | failed / touched |", "|---|---|"]
+        for row in measurement.rights:
+            lines.append(f"| {row.description} | {row.caught} of {row.touched} ({row.share:.1%}) |")
     return "\n".join(lines) + "\n"
 
 

@@ -174,3 +174,29 @@ def test_gpt_vs_haiku_contrasts_keyed_by_question(default_stats: Stats):
             agree = (low > 0 or high < 0) == (contrast.p_value < 0.05)
             assert agree or contrast.disagreement, (contrast.metric, contrast.scope)
     assert all(math.isfinite(c.mdd) for c in by.values() if c.tested and c.mdd is not None)
+
+
+@pytest.mark.parametrize(("se", "expected_se", "expected_p"), [
+    ("observed", 0.0427, 0.0043),  # the default: statsmodels' standard errors
+    ("expected", 0.0356, 0.0006),  # (X' V^-1 X)^-1, what issue 25 found the project used
+])  # fmt: skip
+def test_standard_errors_on_the_unbalanced_published_cell(
+    providers: dict, se: str, expected_se: float, expected_p: float
+):
+    """Opus vs Haiku groundedness in entity research under the paper's conventions: an
+    unbalanced cell (groundedness applied to few answered research items)."""
+    budget = {"obligations": 60.0, "entity_performance": 60.0, "business_brief": 300.0}
+    pair = [providers["Haiku"], providers["Opus"]]
+    settings = Settings(
+        reference="Haiku", judge="gpt-5.2", bootstrap=50, latency_budget=budget,
+        infra_failures="zero", se=se,
+    )  # fmt: skip
+    stats = compute_stats(pair, settings)
+    cell = next(
+        c
+        for m in stats.models
+        for c in m.contrasts
+        if (c.metric, c.scope, c.provider) == ("groundedness", "entity_performance", "Opus")
+    )
+    assert cell.lmm_se == pytest.approx(expected_se, abs=5e-5)
+    assert cell.p_value == pytest.approx(expected_p, abs=5e-5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis import Settings, compute_stats
@@ -164,3 +165,58 @@ def test_providers_on_different_dimension_sets_are_flagged():
     # The Overall difference uses the dimensions both have (clarity): +0.1.
     overall = contrast(stats, "B", "A", metric="overall")
     assert overall.bootstrap.estimate == pytest.approx(0.1)
+
+
+def _unbalanced(seed: int) -> pd.DataFrame:
+    """A pair on the judge's quarter grid where B has no answer for the questions A scored
+    highest (answers missing where scores are high, as timeouts on hard questions are): an
+    unbalanced design, where the observed and expected information differ."""
+    data = simulate({"A": 0.0, "B": 0.06}, {"obligations": 60}, seed=seed)
+    data["score"] = np.clip(np.round(data["score"] * 4) / 4, 0.0, 1.0)
+    first = data[data["provider"] == "A"].set_index("question_id")["score"]
+    high = set(first[first > first.quantile(0.6)].index)
+    drop = (data["provider"] == "B") & data["question_id"].isin(high)
+    return data[~drop].reset_index(drop=True)
+
+
+@pytest.mark.parametrize("seed", [3, 21, 40])
+def test_observed_standard_errors_are_statsmodels_on_an_unbalanced_design(seed: int) -> None:
+    from statsmodels.regression.mixed_linear_model import MixedLM
+
+    data = _unbalanced(seed)
+    exog = design_matrix(data, "A", ["B"], ["obligations"])
+    fitted = MixedLM(data["score"].to_numpy(), exog, groups=data["question_id"].to_numpy()).fit(
+        reml=False, method="bfgs"
+    )
+    theirs = np.sqrt(np.diag(np.asarray(fitted.cov_params())[:2, :2]))
+    observed = fit_mixed_model(data, exog)  # the default
+    assert np.allclose(np.sqrt(np.diag(observed.cov)), theirs, rtol=2e-3)
+    # The expected information is (X' V^-1 X)^-1 at the same estimates: computed here directly.
+    expected = fit_mixed_model(data, exog, se="expected")
+    assert np.allclose(expected.params, observed.params)
+    sigma2, tau2 = expected.residual_variance, expected.group_variance
+    x, v_inv = exog.to_numpy(), []
+    for _, group in data.groupby("question_id", sort=False):
+        n = len(group)
+        v_inv.append((group.index, np.linalg.inv(sigma2 * np.eye(n) + tau2 * np.ones((n, n)))))
+    information = sum(x[idx].T @ inv @ x[idx] for idx, inv in v_inv)
+    assert np.allclose(expected.cov, np.linalg.inv(information), rtol=1e-6)
+    assert abs(np.sqrt(expected.cov[1, 1]) / theirs[1] - 1) > 0.02  # a real difference
+
+
+def test_se_option_reaches_every_contrast_and_is_recorded() -> None:
+    data = _unbalanced(21)
+    rows = {
+        name: [
+            row(r.question_id, "clarity", float(r.score))
+            for r in data[data["provider"] == name].itertuples()
+        ]
+        for name in ("A", "B")
+    }
+    ses = {}
+    for se in ("observed", "expected"):
+        settings = Settings(reference="A", judge="x", bootstrap=50, se=se)
+        stats = compute_stats([provider(n, r) for n, r in rows.items()], settings)
+        assert stats.settings.se == se
+        ses[se] = contrast(stats, "B", "A").lmm_se
+    assert ses["observed"] > 1.02 * ses["expected"]

@@ -146,7 +146,13 @@ def test_validation_reports_every_problem_with_item_ids(tmp_path: Path) -> None:
         _item("bad-ref", record_refs=["https://example.com/not-a-record"]),
         _item("bad-top", expected=[{"kind": "top_n", "field": "customers", "value": "SYNCUS-1"}]),
         {"query": "no id and no task type"},
-        _item("research-with-accuracy", task_type="entity_performance", segment="Peers"),
+        _item(
+            "research-with-accuracy",
+            task_type="entity_performance",
+            segment="Peers",
+            expected=[],
+            ground_truth=None,
+        ),
     ]
     with pytest.raises(DatasetError) as caught:
         load_dataset(_write(tmp_path / "bad.yaml", items))
@@ -156,9 +162,30 @@ def test_validation_reports_every_problem_with_item_ids(tmp_path: Path) -> None:
     assert "item bad-ref: record_ref 'https://example.com/not-a-record'" in problems
     assert "item bad-top: expected customers: top_n needs a list value" in problems
     assert "item #7 (no id): id: Field required" in problems
-    assert "item research-with-accuracy: accuracy tag on a entity_performance item" in problems
+    assert (
+        "item research-with-accuracy: accuracy tag on a entity_performance item without a key"
+        in (problems)
+    )
     assert "ok-1" not in problems
     assert "bad-kind" in str(caught.value)
+
+
+def test_a_research_item_keyed_on_a_world_may_carry_accuracy(tmp_path: Path) -> None:
+    keyed = _item(
+        "keyed",
+        task_type="entity_performance",
+        segment="Peers",
+        gold_documents=["https://world.ledgerbench.test/w0123456789/docs/d0123456789ab"],
+    )
+    dataset = load_dataset(_write(tmp_path / "keyed.yaml", [keyed]))
+    assert dataset.items[0].expected and dataset.items[0].ground_truth
+    unkeyed = _item("unkeyed", task_type="entity_performance", segment="Peers")
+    unkeyed["tags"] = {"relevance": [{"id": "relevance.on_topic", "text": "On topic."}]}
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(_write(tmp_path / "unkeyed.yaml", [unkeyed]))
+    assert "ground_truth/expected on a entity_performance item with no accuracy tag" in "\n".join(
+        caught.value.problems
+    )
 
 
 def test_obligation_item_with_recency_or_wrong_segment_is_rejected(tmp_path: Path) -> None:

@@ -111,6 +111,30 @@ def test_questions_read_like_peoples(large_set: Dataset) -> None:
     assert modes["misspelled"] >= 5 and modes["partial"] >= 5
 
 
+def test_keys_say_what_a_reader_needs_whole(large_set: Dataset) -> None:
+    """Issue 25: no history question ends in a bare "today" (it reads as "issued today"), every
+    reference answer lists every record it counts, every amount has a currency, and the
+    largest-invoice key gives the amount in both currencies where they differ."""
+    import re
+
+    items = large_set.items
+    # A bare "today" is right only where the question is about one day (a worklist due today).
+    about_a_day = {i.id for i in items if "date" in i.metadata["params"]}
+    bare = re.compile(r"(?<!as of )\btoday\W*$")
+    assert not [i.query for i in items if i.id not in about_a_day and bare.search(i.query)]
+    assert not [i.id for i in items if re.search(r"\.\.\. and \d+ more", i.ground_truth or "")]
+    amounts = [f for i in items for f in i.expected if f.kind == "amount"]
+    assert amounts and all(f.currency for f in amounts)
+    assert {f.side for f in amounts} == {"debit", "credit", None}
+    largest = [i for i in items if i.metadata["template"] == "largest_invoice_entity"]
+    facts = [f for i in largest for f in i.expected if f.field == "amount"]
+    assert facts and all(
+        f.equivalents or f.currency == i.ground_truth.split(": ")[-1][:3]
+        for i, f in zip(largest, facts, strict=True)
+    )
+    assert any(f.complete for i in items for f in i.expected if f.kind == "top_n")
+
+
 FORCE_BENCH = REPO.parent.parent / "shared" / "reference" / "force-bench" / "dataset.yaml"
 
 

@@ -84,7 +84,7 @@ def test_erp_party_paths_reads_customers_and_vendors(erp_db_url: str) -> None:
 
 def test_build_research_cli_writes_loadable_files(tmp_path: Path, capsys) -> None:
     assert dataset_cli(["build-research", "--out", str(tmp_path)]) == 0
-    assert "entity_performance.yaml" in capsys.readouterr().out
+    assert "entity_performance_web.yaml" in capsys.readouterr().out
     merged = load_dataset(tmp_path)
     assert Counter(item.task_type.value for item in merged.items) == {
         "entity_performance": 126,
@@ -94,15 +94,15 @@ def test_build_research_cli_writes_loadable_files(tmp_path: Path, capsys) -> Non
 
 
 def test_committed_research_files_match_the_builder() -> None:
-    committed = load_dataset(REPO / "datasets" / "entity_performance.yaml")
+    committed = load_dataset(REPO / "datasets" / "web" / "entity_performance_web.yaml")
     assert [i.query for i in committed.items] == [i.query for i in entity_performance_items()]
-    briefs = load_dataset(REPO / "datasets" / "business_briefs.yaml")
+    briefs = load_dataset(REPO / "datasets" / "web" / "business_briefs_web.yaml")
     assert [i.query for i in briefs.items] == [i.query for i in business_brief_items()]
     assert dataset_to_yaml(committed).count("accuracy") == 0
 
 
 def test_committed_briefs_are_grounded_in_the_default_erp(erp_db_url: str) -> None:
-    committed = load_dataset(REPO / "datasets" / "business_briefs.yaml")
+    committed = load_dataset(REPO / "datasets" / "web" / "business_briefs_web.yaml")
     fresh = business_brief_items(erp_party_paths(erp_db_url))
     assert [i.record_refs for i in committed.items] == [i.record_refs for i in fresh]
     grounded = [i for i in committed.items if i.record_refs]

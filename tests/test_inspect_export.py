@@ -88,7 +88,7 @@ def test_log_reads_back_with_samples_messages_events_scores_and_usage(
     assert first_call.working_time == pytest.approx(1.5)
     assert tool.function == "get_aging" and tool.working_time == pytest.approx(0.2)
 
-    assert aged.scores["rules"].value == {"overall": 1.0, "accuracy": 1.0}
+    assert aged.scores["rules"].value == {"answer_mean": 1.0, "accuracy": 1.0}
     assert "accuracy.balance" in aged.scores["rules"].explanation
     assert aged.model_usage["m-1"].input_tokens == 2300
     assert aged.total_time == pytest.approx(4.2) and aged.working_time == pytest.approx(4.0)
@@ -100,7 +100,8 @@ def test_log_reads_back_with_samples_messages_events_scores_and_usage(
 
     (rules,) = log.results.scores
     assert rules.name == "rules" and rules.scored_samples == 2
-    assert rules.metrics["mean"].value == pytest.approx(0.75)
+    assert rules.metrics["overall"].value == pytest.approx(0.75)  # the run's Overall
+    assert rules.metrics["answer_mean"].value == pytest.approx(0.75)
     assert log.stats.model_usage["m-1"].input_tokens == 3 * 2300
 
 

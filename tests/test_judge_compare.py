@@ -103,8 +103,13 @@ def test_summary_by_task_type_and_equal_weight() -> None:
     research = summary["task_types"]["entity_performance"]
     assert research["scores"]["clarity"] == {"mean": 0.25, "n": 1}
     assert research["judge_error_by_dimension"] == {"clarity": 1}
-    # Equal weight: (0.75 + 0.25) / 2, not the pooled (1 + 0.5 + 0.25) / 3.
-    assert summary["equal_weight"]["overall"]["mean"] == pytest.approx(0.5)
+    # The judge's per-answer mean, equal weight: (0.75 + 0.25) / 2, not the pooled
+    # (1 + 0.5 + 0.25) / 3.
+    assert summary["equal_weight"]["answer_mean"]["mean"] == pytest.approx(0.5)
+    # The Overall (the paper's): the mean of the dimensions, each equal-weight over task types:
+    # accuracy 0.75 (obligations only), clarity (0.75 + 0.25) / 2 = 0.5 -> 0.625.
+    assert summary["equal_weight"]["overall"]["mean"] == pytest.approx(0.625)
+    assert summary["overall"] == pytest.approx(0.625)
     assert summary["equal_weight"]["clarity"]["mean"] == pytest.approx(0.5)
     assert summary["equal_weight"]["accuracy"] == {"mean": 0.75, "task_types": 1}
 

@@ -18,8 +18,9 @@ from ledgerbench.dataset import Dimension, Question, load_dataset
 from tests.conftest import REPO_ROOT, free_port, stop_process, wait_for_port
 from tests.judge_corruptions import (
     CORRUPTIONS,
+    RIGHT_FORMS,
     _amount_spans,
-    erp_neighbour,
+    erp_context,
     graded,
     judged,
     load_run,
@@ -46,6 +47,12 @@ def pick_questions(items: list[Question], per_kind: int = 2) -> list[str]:
         ),
         "list": lambda q: any(f.kind == "top_n" and len(f.value or []) >= 3 for f in q.expected),
         "amount": lambda q: any(f.kind == "amount" and float(f.value) for f in q.expected),
+        "whole list": lambda q: any(f.kind == "top_n" and f.complete for f in q.expected),
+        "records side by side": lambda q: (
+            sum(f.kind == "amount" and "_SYN" in f.field for f in q.expected) >= 2
+        ),
+        "a credit": lambda q: any(f.side == "credit" for f in q.expected),
+        "no record_refs": lambda q: not q.record_refs and q.expected,
     }
     chosen: list[str] = []
     for matches in kinds.values():
@@ -99,14 +106,18 @@ def rules(erp_db_url: str):
 def test_every_corruption_fails_at_least_90_percent_of_touched_answers(
     scripted_answers, rules, erp_db_url: str
 ) -> None:
-    measurement = measure(scripted_answers, rules, erp_neighbour(erp_db_url))
+    measurement = measure(scripted_answers, rules, erp_context(erp_db_url), right_forms=RIGHT_FORMS)
     # The scripted answers are correct when the test ERP is the dataset's; judged correct:
     assert measurement.baseline_passing >= 0.9 * measurement.baseline_total, (
         measurement.baseline_failures
     )
+    rare = {"mislabeled_no_refs", "yes_no_lead_in", "other_currency"}  # few items have them
     for row in measurement.rows:
-        assert row.touched >= 1, f"{row.name} touched no answer of the sample"
+        assert row.touched >= 1 or row.name in rare, f"{row.name} touched no answer of the sample"
         assert row.caught >= 0.9 * row.touched, (row.name, row.missed)
+    for row in measurement.rights:  # right answers in other forms: none may fail
+        assert row.touched >= 1 or row.name in rare, f"{row.name} touched no answer of the sample"
+        assert row.caught == 0, (row.name, row.missed)
 
 
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
@@ -179,15 +190,17 @@ def test_the_issue_table_on_the_whole_dataset(tmp_path, erp_db_url: str, erp_mcp
     """The closing table of issue 15 (also printed by bench/bench_judge_corruptions.py)."""
     pairs = load_run(run_scripted(tmp_path / "all", erp_mcp_url, None), DATASET)
     judge = RulesJudge(erp_db_url=erp_db_url)
-    measurement = measure(pairs, judge, erp_neighbour(erp_db_url))
+    measurement = measure(pairs, judge, erp_context(erp_db_url), right_forms=RIGHT_FORMS)
     assert len(measurement.rows) == len(CORRUPTIONS)
     for row in measurement.rows:
-        assert row.caught >= 0.9 * row.touched, (row.name, row.missed)
+        assert row.caught >= 0.95 * row.touched, (row.name, row.missed)
+    for row in measurement.rights:
+        assert row.caught <= 0.01 * row.touched, (row.name, row.missed)
     assert measurement.baseline_passing >= 0.95 * measurement.baseline_total
 
 
 def test_pick_questions_spreads_over_kinds() -> None:
     ids = pick_questions(load_dataset(DATASET).items)
-    assert 6 <= len(ids) <= 10 and len(set(ids)) == len(ids)
+    assert 10 <= len(ids) <= 18 and len(set(ids)) == len(ids)
     assert all(re.match(r"^[\w-]+$", i) for i in ids)
     assert Dimension.accuracy  # the dataset's items carry accuracy assertions

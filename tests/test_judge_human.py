@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -402,3 +403,87 @@ def test_round_trip_browser_import_compare(packet, tmp_path) -> None:
         if {k["judge_a"], k["judge_b"]} == {"rules", "human-alice"} and k["dimension"] == "accuracy"
     )
     assert accuracy_kappa["kappa"]["value"] == pytest.approx(1.0)  # the rules read it as Alice did
+
+
+# ---------------------------------------------------------------------------------------------
+# Answers as the user sees them (issue 25)
+# ---------------------------------------------------------------------------------------------
+
+RECORDS = [f"SYNCUS-{n:04d}" for n in range(1, 26)]
+RENDERED_ANSWER = (
+    "**25 customers** are on credit hold, first "
+    "[SYNCUS-0001](http://erp.ledgerbench.test/erp/USMF/customers/SYNCUS-0001):\n\n"
+    "| Account | Balance |\n|---|---|\n"
+    + "".join(f"| {r} | USD {n},000.00 |\n" for n, r in enumerate(RECORDS, start=1))
+    + "\n- checked in the ERP\n- nothing else to report\n\n"
+    '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"> '
+    "[click me](javascript:window.pwned=3)"
+)
+
+
+def _rendering_packet(tmp_path: Path) -> Path:
+    reference = "25 customer(s) are on credit hold: " + "; ".join(RECORDS) + "."
+    q = question(
+        "q0",
+        tags={Dimension.accuracy: ["accuracy.ground_truth"], Dimension.structure: ["structure.x"]},
+        ground_truth=reference,
+        query="Who is on credit hold in USMF?",
+    )
+    run = write_run(tmp_path / "runs" / "a", [q], [trajectory("q0", answer=RENDERED_ANSWER)])
+    out = tmp_path / "packet"
+    done = human("export", str(run), "--n", "1", "--seed", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return out / "packet.html"
+
+
+def test_packet_embeds_the_viewers_renderer_under_a_strict_csp(tmp_path) -> None:
+    from ledgerbench.viewer import markdown_script
+
+    page = _rendering_packet(tmp_path).read_text()
+    assert markdown_script() in page  # the viewer's renderer itself, not a second one
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    assert "default-src 'none'" in csp and "'unsafe-inline'" not in csp
+    assert len(re.findall(r"<script>", page)) == 1  # run content is JSON data, never markup
+    assert "<img src=x" not in page and "<script>window" not in page
+
+
+@pytest.mark.browser
+@pytest.mark.slow  # a real Chromium session renders the packet
+@pytest.mark.skipif(_chromium() is None, reason="chromium not installed: apt-get install chromium")
+def test_packet_shows_tables_links_and_the_whole_reference_safely(tmp_path) -> None:
+    from tests.cdp import Browser
+
+    page = _rendering_packet(tmp_path)
+    with Browser(tmp_path / "profile") as browser:
+        browser.navigate(page.resolve().as_uri())
+        browser.wait_for("document.body && document.body.dataset.ready === '1'")
+        seen = browser.evaluate(
+            """(() => {
+              const answer = document.querySelector('.answer');
+              const reference = document.querySelector('.reference');
+              const table = answer.querySelector('table');
+              return {
+                header: [...table.querySelectorAll('th')].map((c) => c.textContent),
+                rows: table.querySelectorAll('tbody tr').length,
+                last: [...table.querySelectorAll('tbody tr:last-child td')]
+                  .map((c) => c.textContent),
+                links: [...answer.querySelectorAll('a')].map((a) => [a.textContent, a.href]),
+                strong: answer.querySelector('strong').textContent,
+                items: answer.querySelectorAll('li').length,
+                pipes: answer.textContent.includes('|---|'),
+                scripts: answer.querySelectorAll('script, img').length,
+                owned: window.pwned === undefined ? null : window.pwned,
+                text: answer.textContent,
+                reference: reference.textContent,
+              };
+            })()"""
+        )
+    assert seen["header"] == ["Account", "Balance"] and seen["rows"] == 25
+    assert seen["last"] == ["SYNCUS-0025", "USD 25,000.00"] and not seen["pipes"]
+    assert seen["links"] == [
+        ["SYNCUS-0001", "http://erp.ledgerbench.test/erp/USMF/customers/SYNCUS-0001"]
+    ]  # the javascript: link stays text
+    assert seen["strong"] == "25 customers" and seen["items"] == 2
+    assert seen["scripts"] == 0 and seen["owned"] is None
+    assert "<script>window.pwned = 1</script>" in seen["text"]  # shown as text
+    assert all(r in seen["reference"] for r in RECORDS) and "more" not in seen["reference"]

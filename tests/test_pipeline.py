@@ -19,8 +19,8 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
     assert main(["--workspace", str(workspace), *SMALL]) == 0
     first = capsys.readouterr()
     assert "report.html" in first.out
-    assert "scripted: overall" in first.out
-    assert "scripted-faulty-erp vs scripted: overall" in first.out
+    assert "scripted: Overall" in first.out
+    assert "scripted-faulty-erp vs scripted: Overall" in first.out
 
     report = workspace / "report"
     stats = json.loads((report / "stats.json").read_text())

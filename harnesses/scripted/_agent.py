@@ -182,8 +182,9 @@ NOT_UNDERSTOOD = (
 )
 WEB_NEEDED = (
     "I cannot answer this request: it needs public-company research (filings, market data and "
-    "news from the web), and this agent is a rule-based ERP agent with no web access and no "
-    "language model. I did not look anything up, so I give no figures rather than guess."
+    "news), and this run gave the agent no research tools (no research world), while this "
+    "rule-based agent has no web access and no language model. I did not look anything up, so I "
+    "give no figures rather than guess."
 )
 
 ERP_INFO_MISSING = (
@@ -221,8 +222,9 @@ class ScriptedAgent:
         self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
     ) -> AgentOutcome:
         if task.task_type != TaskType.obligations:
-            draft.set_answer(WEB_NEEDED)
-            return AgentOutcome(answer=WEB_NEEDED)
+            answer = await self._answer_research(task, env, draft)
+            draft.set_answer(answer)
+            return AgentOutcome(answer=answer)
         async with ErpClient(env.erp, transport=self.transport) as erp:
             info = await _erp_info(erp, draft)
             entities = {le["code"]: le for le in info.get("legal_entities", [])}
@@ -246,6 +248,26 @@ class ScriptedAgent:
         draft.set_answer(answer)
         return AgentOutcome(answer=answer)
 
+    async def _answer_research(
+        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+    ) -> str:
+        """A research-world question through the world's tools (and the ERP's for accounts)."""
+        if env.world is None:
+            return WEB_NEEDED
+        from harnesses.scripted._research import answer_research
+
+        async with (
+            ErpClient(env.world, server_label="world", transport=self.transport) as world,
+            ErpClient(env.erp, transport=self.transport) as erp,
+        ):
+            info = await _erp_info(world, draft, "world_info")
+            if not info.get("today"):
+                return ERP_INFO_MISSING.replace("ERP's `erp_info`", "world's `world_info`")
+            today = dt.date.fromisoformat(str(info["today"])[:10])
+            answer = await answer_research(world, erp, draft, task.query, today)
+            draft.turns += 1
+        return answer if answer is not None else NOT_UNDERSTOOD
+
 
 async def _answer(ctx: Context, intent: Intent) -> str:
     try:
@@ -264,13 +286,15 @@ async def _answer(ctx: Context, intent: Intent) -> str:
         )
 
 
-async def _erp_info(erp: ErpClient, draft: TrajectoryDraft) -> dict[str, Any]:
-    result = await erp.call("erp_info", {}, draft)
+async def _erp_info(
+    erp: ErpClient, draft: TrajectoryDraft, tool: str = "erp_info"
+) -> dict[str, Any]:
+    result = await erp.call(tool, {}, draft)
     for attempt in range(1, TOOL_RETRIES + 1):
         if not result.is_error:
             break
         await asyncio.sleep(0.2 * attempt)
-        result = await erp.call("erp_info", {}, draft)
+        result = await erp.call(tool, {}, draft)
     data = result.structured
     if isinstance(data, dict) and set(data) == {"result"}:
         data = data["result"]

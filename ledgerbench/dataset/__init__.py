@@ -17,6 +17,7 @@ from ledgerbench.dataset._records import (
     DatasetHeader,
     Dimension,
     ExpectedFact,
+    Money,
     Question,
     TaskType,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "DatasetHeader",
     "Dimension",
     "ExpectedFact",
+    "Money",
     "Question",
     "TaskType",
     "build_tags",

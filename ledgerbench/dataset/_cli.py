@@ -58,12 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_build_research(commands: argparse._SubParsersAction) -> None:
     build = commands.add_parser(
         "build-research",
-        help="write datasets/entity_performance.yaml and datasets/business_briefs.yaml",
-        description="Build the authored research and brief sets from their specifications "
-        "in ledgerbench/dataset. Example: build-research --out datasets/",
+        help="write the real-company sets for live-web runs (datasets/web/)",
+        description="Build the authored research and brief sets about real public companies "
+        "(for runs with live web tools, paper-comparable) from their specifications in "
+        "ledgerbench/dataset. Example: build-research --out datasets/web",
     )
     build.add_argument(
-        "--out", default="datasets", help="directory to write the two files to (default: datasets)"
+        "--out",
+        default="datasets/web",
+        help="directory to write the two files to (default: datasets/web)",
     )
     build.add_argument(
         "--db",

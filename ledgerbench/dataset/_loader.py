@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,14 @@ import yaml
 from pydantic import ValidationError
 
 from ledgerbench.dataset._published import convert_published, is_published_format
-from ledgerbench.dataset._records import Dataset, DatasetHeader, Dimension, Question, TaskType
+from ledgerbench.dataset._records import (
+    Dataset,
+    DatasetHeader,
+    Dimension,
+    ExpectedFact,
+    Question,
+    TaskType,
+)
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -169,12 +177,23 @@ def merge_datasets(datasets: list[Dataset], *, name: str) -> tuple[Dataset, list
         )
     seeds = {d.header.generator_seed for d in datasets} - {None}
     rubrics = {d.header.rubric_version for d in datasets} - {None}
+    worlds = sorted({d.header.world_snapshot_hash for d in datasets} - {None})
+    if len(worlds) > 1:
+        problems.append(
+            f"files disagree on world_snapshot_hash ({', '.join(w[:16] for w in worlds)}); "
+            "regenerate the research questions on one world"
+        )
+    world = next((d.header for d in datasets if d.header.world_snapshot_hash), None)
+    one_world = world is not None and len(worlds) == 1
     header = DatasetHeader(
         name=name,
         description="Merged: " + ", ".join(d.header.name for d in datasets),
         erp_snapshot_hash=hashes[0] if len(hashes) == 1 else None,
         generator_seed=seeds.pop() if len(seeds) == 1 else None,
         rubric_version=rubrics.pop() if len(rubrics) == 1 else None,
+        world_snapshot_hash=world.world_snapshot_hash if one_world else None,
+        world_id=world.world_id if one_world else None,
+        world_seed=world.world_seed if one_world else None,
         created_by="merged directory",
     )
     items = [item for dataset in datasets for item in dataset.items]
@@ -211,12 +230,26 @@ def _item_problems(item: Question) -> list[str]:
     obligations = item.task_type is TaskType.obligations
     if obligations and item.segment not in OBLIGATION_SEGMENTS:
         problems.append(f"segment {item.segment!r} is not AR or AP (obligations)")
-    if not obligations and Dimension.accuracy in item.tags:
-        problems.append(f"accuracy tag on a {item.task_type.value} item (obligations only)")
+    keyed = bool(item.expected and item.ground_truth)
+    if not obligations and Dimension.accuracy in item.tags and not keyed:
+        problems.append(
+            f"accuracy tag on a {item.task_type.value} item without a key (only obligations and "
+            "research items keyed on a world, with ground_truth and expected facts, have one)"
+        )
     if obligations and Dimension.recency in item.tags:
         problems.append("recency tag on an obligations item (the ERP answer is pinned by as_of)")
-    if not obligations and (item.expected or item.ground_truth):
-        problems.append(f"ground_truth/expected on a {item.task_type.value} item")
+    if (
+        not obligations
+        and (item.expected or item.ground_truth)
+        and (Dimension.accuracy not in item.tags)
+    ):
+        problems.append(
+            f"ground_truth/expected on a {item.task_type.value} item with no accuracy tag: a "
+            "keyed research item needs the accuracy.research_key assertion (build_tags adds it)"
+        )
+    for url in item.gold_documents:
+        if not url.startswith(("http://", "https://")):
+            problems.append(f"gold document {url!r} is not a link")
     for dimension, assertions in item.tags.items():
         if not assertions:
             problems.append(f"tag {dimension.value} has no assertions")
@@ -235,6 +268,7 @@ def _item_problems(item: Question) -> list[str]:
             )
         if fact.tolerance < 0:
             problems.append(f"expected {fact.field}: tolerance must be >= 0")
+        problems += _fact_extras_problems(fact)
     if item.record_refs:
         # Imported here: the ERP catalogue pulls in the ORM, which plain dataset users never need.
         from synthetic_erp._catalog import parse_record_url
@@ -249,6 +283,32 @@ def _item_problems(item: Question) -> list[str]:
     return problems
 
 
+def _fact_extras_problems(fact: ExpectedFact) -> list[str]:
+    """The fields that belong to one kind of fact are set only on that kind."""
+    problems = []
+    amount_only = {
+        "currency": fact.currency is not None,
+        "side": fact.side is not None,
+        "equivalents": bool(fact.equivalents),
+    }
+    if fact.kind != "amount":
+        problems += [
+            f"expected {fact.field}: {name} is for amounts only"
+            for name, given in amount_only.items()
+            if given
+        ]
+    if fact.complete and fact.kind != "top_n":
+        problems.append(f"expected {fact.field}: complete is for top_n lists only")
+    codes = [fact.currency] if fact.currency else []
+    codes += [money.currency for money in fact.equivalents]
+    problems += [
+        f"expected {fact.field}: currency {code!r} is not an ISO code such as USD"
+        for code in codes
+        if not re.fullmatch(r"[A-Z]{3}", code)
+    ]
+    return problems
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -258,10 +318,21 @@ def _is_number(value: Any) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 
+LATER_FACT_FIELDS = ("currency", "side", "equivalents", "complete")
+"""ExpectedFact fields added after format version 1 was first written: hashed only when set, so a
+dataset that does not use them keeps the hash it had before they existed (and its runs resume)."""
+
+
 def canonical_json(dataset: Dataset) -> str:
-    return json.dumps(
-        dataset.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    data = dataset.model_dump(mode="json")
+    defaults = {name: ExpectedFact.model_fields[name].get_default(call_default_factory=True)
+                for name in LATER_FACT_FIELDS}  # fmt: skip
+    for item in data["items"]:
+        for fact in item["expected"]:
+            for name, default in defaults.items():
+                if fact.get(name) == default:
+                    del fact[name]
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def dataset_hash(dataset: Dataset) -> str:

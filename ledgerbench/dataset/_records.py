@@ -13,7 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-DATASET_FORMAT_VERSION = 1
+DATASET_FORMAT_VERSION = 2
+"""2: research keys (unit, scale, period, basis, subject and gold documents of expected facts;
+the world snapshot of the header). Version-1 files read unchanged."""
 
 
 class _Strict(BaseModel):
@@ -57,16 +59,32 @@ ExpectedKind = Literal[
     "top_n",
     "no_records",
     "boolean",
+    "not_disclosed",
 ]
 
 
+class Money(_Strict):
+    """An amount in one currency."""
+
+    value: float
+    currency: str
+    """ISO 4217 code, e.g. ``USD``."""
+
+
+LedgerSide = Literal["debit", "credit"]
+
+
 class ExpectedFact(_Strict):
-    """A fact a program can check in an answer."""
+    """A fact a program can check in an answer.
+
+    ``currency``, ``side``, ``equivalents`` and ``complete`` came with the rules of issue 25;
+    files written before them load unchanged (the defaults check nothing more than before)."""
 
     kind: ExpectedKind
     """amount (money, any common format), count, id (an account or document id), name, date,
     text (a phrase), percent, top_n (an ordered list of ids or names), no_records (the answer must
-    say nothing was found), boolean (yes/no)."""
+    say nothing was found), boolean (yes/no), not_disclosed (the answer must say the figure is not
+    disclosed or not yet reported: ``value`` says which)."""
     field: str
     """What the value is, e.g. ``balance``, ``customer_account``, ``overdue_invoices``."""
     value: Any = None
@@ -75,6 +93,37 @@ class ExpectedFact(_Strict):
     """Absolute tolerance for amounts, counts and percents."""
     ordered: bool = True
     """For ``top_n``: whether the order matters."""
+    currency: str | None = None
+    """For ``amount``: the ISO currency of ``value`` (``USD``). A figure written with another
+    currency's code or symbol states another amount. None: the currency is not checked."""
+    side: LedgerSide | None = None
+    """For ``amount``: the ledger side of a positive ``value`` (``debit``: a receivable, an AR
+    invoice, an AP payment; ``credit``: a payable, a vendor invoice, a customer payment). An answer
+    that marks the figure with the other side (``CR``/``DR``, "credit balance") states its
+    negative. None: the amount has no side (a credit limit) and such marks are not read."""
+    equivalents: list[Money] = Field(default_factory=list)
+    """For ``amount``: the same amount in other currencies (an invoice in its document currency
+    and in the accounting currency). An answer may state any one of them instead of ``value``,
+    written with its currency."""
+    complete: bool = False
+    """For ``top_n``: the list holds every record that qualifies, so an answer that names
+    another record of the same kind (an id the reference answer does not mention) is wrong."""
+    unit: str | None = None
+    """Research facts: what a figure that is no amount counts: ``percent``, ``employees`` or
+    ``shares`` (an amount's currency is ``currency``)."""
+    scale: Literal["units", "thousands", "millions", "billions"] | None = None
+    """Research facts: the scale ``value`` and ``tolerance`` are in (amounts: millions)."""
+    period: str | None = None
+    """Research facts: the period the value is for (FY2025, FY2025-Q3), or the day of a price
+    (YYYY-MM-DD)."""
+    basis: Literal["GAAP", "non-GAAP"] | None = None
+    """Research facts: the accounting basis of the value (GAAP unless the question asks for an
+    adjusted, non-GAAP measure)."""
+    subject: str | None = None
+    """The company the fact is about, when an item has facts about several (peer rankings)."""
+    sources: list[str] = Field(default_factory=list)
+    """Research facts: links of the gold documents that state the fact (or the figures it is
+    computed from) as of the item's as-of date."""
 
 
 class Question(_Strict):
@@ -88,7 +137,8 @@ class Question(_Strict):
     scenario: str
     """Obligation scenario (e.g. ``Aged Balance``) or research/brief sub-kind."""
     as_of: dt.date | None = None
-    """Date the question is asked as of (obligations)."""
+    """Date the question is asked as of: the ERP's or the world's today unless the question names
+    another (research keys count only what was published by then)."""
     legal_entity: str | None = None
     """Legal entity the question pins, or None for questions across all legal entities."""
     timeout: float | None = None
@@ -96,11 +146,14 @@ class Question(_Strict):
     tags: dict[Dimension, list[Assertion]] = Field(default_factory=dict)
     """Dimension -> assertions to judge."""
     ground_truth: str | None = None
-    """Reference answer for the judge (obligations)."""
+    """Reference answer for the judge (obligations and keyed research items)."""
     expected: list[ExpectedFact] = Field(default_factory=list)
-    """Machine-checkable facts (obligations)."""
+    """Machine-checkable facts (obligations and keyed research items)."""
     record_refs: list[str] = Field(default_factory=list)
     """Record paths (``/erp/LE/set/key``) the answer is about; citations checks use them."""
+    gold_documents: list[str] = Field(default_factory=list)
+    """Research items: links of every document a complete answer rests on (the union of the
+    facts' ``sources``), for retrieval recall and citation checks."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form provenance (generator template, phrasing, published source id, ...)."""
 
@@ -111,6 +164,12 @@ class DatasetHeader(_Strict):
     description: str = ""
     erp_snapshot_hash: str | None = None
     """Snapshot hash of the ERP the answer keys were computed from (None: no ERP dependency)."""
+    world_snapshot_hash: str | None = None
+    """Snapshot hash of the research world the keys were computed from (None: no world)."""
+    world_id: str | None = None
+    """Id of that world (in every document link it keys)."""
+    world_seed: int | None = None
+    """Seed of that world (the runner regenerates its default world from it)."""
     generator_seed: int | None = None
     rubric_version: str | None = None
     created_by: str = ""

@@ -2,9 +2,10 @@
 
 There is no ERP truth for these questions, so they are written by hand as specifications here (real
 public companies, their peers, segments and markets; question forms with an explicit period and a
-reason the user asks) and expanded deterministically into ``datasets/entity_performance.yaml`` and
-``datasets/business_briefs.yaml``. No accuracy tags: the right figures move over time; the rubric
-judges depth, recency, citations and the rest.
+reason the user asks) and expanded deterministically into
+``datasets/web/entity_performance_web.yaml`` and ``datasets/web/business_briefs_web.yaml``: the
+sets for runs with live web tools (paper comparability). No accuracy tags: the right figures move
+over time; the rubric judges depth, recency, citations and the rest.
 """
 
 from __future__ import annotations
@@ -834,11 +835,11 @@ def _snapshot_hash(db_url: str) -> str | None:
 
 
 def build_research_sets(out_dir: str | Path, db_url: str | None = None) -> list[Path]:
-    """Write entity_performance.yaml and business_briefs.yaml into ``out_dir``."""
+    """Write entity_performance_web.yaml and business_briefs_web.yaml into ``out_dir``."""
     out = Path(out_dir)
     performance = Dataset(
         header=DatasetHeader(
-            name="entity_performance",
+            name="entity_performance_web",
             description="Entity-performance research questions about real public companies, "
             "each with an explicit period and a reason for asking. Authored; no ERP truth.",
             generator_seed=SEED,
@@ -852,7 +853,7 @@ def build_research_sets(out_dir: str | Path, db_url: str | None = None) -> list[
     grounded = any(item.record_refs for item in brief_items)
     briefs = Dataset(
         header=DatasetHeader(
-            name="business_briefs",
+            name="business_briefs_web",
             description="Business-brief requests across the five request kinds, judged on "
             "section depth; the AR/AP section is grounded in the ERP where the company is a "
             "customer or vendor there.",
@@ -863,6 +864,6 @@ def build_research_sets(out_dir: str | Path, db_url: str | None = None) -> list[
         items=brief_items,
     )
     return [
-        write_dataset(performance, out / "entity_performance.yaml"),
-        write_dataset(briefs, out / "business_briefs.yaml"),
+        write_dataset(performance, out / "entity_performance_web.yaml"),
+        write_dataset(briefs, out / "business_briefs_web.yaml"),
     ]

@@ -1,9 +1,10 @@
 """The rubric: which assertions each item is judged on, per dimension.
 
 Every item gets the common assertions of its task type plus task-specific ones. The rules follow the
-benchmark (see docs/dataset-format.md): accuracy only for obligations, no recency for obligations,
-citations mean ERP record links for obligations and named providers or URLs elsewhere, two or more
-records call for a table, and an ERP tool failure fails relevance. Texts are templates; the rubric
+benchmark (see docs/dataset-format.md): accuracy for obligations (and, LedgerBench's extension, for
+research items keyed on the research world), no recency for obligations, citations mean ERP record
+links for obligations and named providers or URLs elsewhere, two or more records call for a table,
+and an ERP tool failure fails relevance. Texts are templates; the rubric
 version is a hash of all of them, so any wording change gives a new version.
 """
 
@@ -232,6 +233,18 @@ SCENARIO_DEPTH: dict[str, dict[str, str]] = {
 }
 
 RESEARCH: dict[str, str] = {
+    "accuracy.research_key": (
+        "The facts in the response agree with the research key below: each figure within its "
+        "stated precision, for the period, currency, scale and basis asked (GAAP unless the "
+        "question asks for an adjusted, non-GAAP measure), using the latest figures published by "
+        "the question's date (a restated or revised figure replaces the original); an item the "
+        "key calls not disclosed or not yet reported is said to be so. Key: {ground_truth}"
+    ),
+    "citations.world_sources": (
+        "Every research-world document the response cites resolves in the world, is about the "
+        "company asked about, and states the figure it is cited for (or the figures it is "
+        "computed from)."
+    ),
     "citations.named_source": (
         "The response names where its data comes from: inline links to traceable URLs, or a "
         "specific named provider (a company filing such as the 10-K for a stated year, an "
@@ -390,7 +403,8 @@ def build_tags(
             (``Business Brief``, ``Company Overview``, ...).
         records: how many ERP records the right answer lists (obligations): 0 means "none found",
             2 or more requires a table.
-        ground_truth: the reference answer (obligations; required there).
+        ground_truth: the reference answer (obligations, where it is required; a keyed research
+            or brief item gets an accuracy assertion on it).
         segment: AR or AP for obligations (names the party in citation texts).
         period: the period a research question asks about, e.g. ``FY2024``.
         comparison: the research question asks for a comparison with peers or periods.
@@ -409,8 +423,14 @@ def build_tags(
             _reference_assertion(tags, segment, given_name, resolved_name)
         return tags
     if task_type is TaskType.entity_performance:
-        return _research_tags(period, comparison, global_context, metrics)
-    return _brief_tags(scenario, sections, erp_grounded)
+        tags = _research_tags(period, comparison, global_context, metrics)
+    else:
+        tags = _brief_tags(scenario, sections, erp_grounded)
+    if ground_truth is not None:  # a keyed research item (the research world)
+        text = RESEARCH["accuracy.research_key"].format(ground_truth=ground_truth)
+        tags = _ordered({Dimension.accuracy: [_assertion("accuracy.research_key", text)], **tags})
+        _add(tags, "citations.world_sources", RESEARCH["citations.world_sources"], "important")
+    return tags
 
 
 def _assertion(assertion_id: str, text: str, level: str = "critical") -> Assertion:

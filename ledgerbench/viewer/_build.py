@@ -286,6 +286,13 @@ def _asset(name: str) -> str:
     return resources.files("ledgerbench.viewer").joinpath(name).read_text(encoding="utf-8")
 
 
+def markdown_script() -> str:
+    """The safe markdown renderer (``markdown.js``: the global ``LedgerBenchMarkdown`` with
+    ``markdown(text)`` -> a DOM element, ``el``, ``link``), for any page that shows answers as
+    users see them: the viewer and the human grading packet."""
+    return _asset("markdown.js")
+
+
 def build_viewer(
     run_dirs: Iterable[Path],
     out_dir: Path,
@@ -367,6 +374,16 @@ def _compress_all(
     return details
 
 
+def _run_overall(run: RunData) -> dict[str, str]:
+    """Judge -> the run's Overall as every tool prints it (:func:`judge.overall`)."""
+    from judge._overall import overall_text, run_overall, scored_answers
+
+    return {
+        judge: overall_text(run_overall(scored_answers(by_key.values())))
+        for judge, by_key in sorted(run.scores.items())
+    }
+
+
 def _run_info(run: RunData) -> dict[str, Any]:
     manifest = run.manifest
     first = next(iter(run.records.values()), None)
@@ -377,12 +394,13 @@ def _run_info(run: RunData) -> dict[str, Any]:
         "model": manifest.model if manifest else first_data.get("model"),
         "records": len(run.records),
         "judges": sorted(run.scores),
+        "overall": _run_overall(run),
         "system_prompt": manifest.system_prompt if manifest else None,
     }
 
 
 def _page(index: dict[str, Any], details: list[str]) -> str:
-    script = _asset("viewer.js")
+    script = markdown_script() + "\n" + _asset("viewer.js")
     style = _asset("viewer.css")
     csp = "; ".join(
         [

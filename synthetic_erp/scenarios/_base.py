@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from ledgerbench.dataset._records import ExpectedFact
+from ledgerbench.dataset._records import ExpectedFact, LedgerSide, Money
 from synthetic_erp import _schema as s
 from synthetic_erp._catalog import record_path
 
@@ -38,7 +38,8 @@ INVOICE_TYPES = (*AR_INVOICE_TYPES, "invoice")
 OPEN_ACTIVITY_STATUSES = ("open", "in_progress")
 BUCKETS = ("current", "1-30", "31-60", "61-90", "over 90")
 LIST_LIMIT = 10
-"""Ground-truth texts list at most this many records (counts and totals cover all of them)."""
+"""Record refs name at most this many of the records a key lists (its text lists every one, so
+that a reference answer shown to a grader or a judge is whole)."""
 AMOUNT_TOLERANCE = 0.01
 PERCENT_TOLERANCE = 0.1
 
@@ -286,8 +287,31 @@ def _num(value: Decimal | float | int) -> float:
     return float(round(Decimal(value), 2))
 
 
-def _amount(name: str, value: Decimal | float | int) -> ExpectedFact:
-    return ExpectedFact(kind="amount", field=name, value=_num(value), tolerance=AMOUNT_TOLERANCE)
+def _amount(
+    name: str,
+    value: Decimal | float | int,
+    currency: str,
+    side: LedgerSide | None = None,
+    equivalents: Sequence[tuple[Decimal | float | int, str]] = (),
+) -> ExpectedFact:
+    """An amount fact in ``currency``; ``side``: the ledger side of a positive value (see
+    :class:`~ledgerbench.dataset.ExpectedFact`); ``equivalents``: (value, currency) pairs of the
+    same amount in other currencies."""
+    return ExpectedFact(
+        kind="amount",
+        field=name,
+        value=_num(value),
+        tolerance=AMOUNT_TOLERANCE,
+        currency=currency,
+        side=side,
+        equivalents=[Money(value=_num(v), currency=c) for v, c in equivalents if c != currency],
+    )
+
+
+def balance_side(kind: str) -> LedgerSide:
+    """The side of a party's positive balance: customers owe us (debit), we owe vendors
+    (credit)."""
+    return "debit" if kind == "customer" else "credit"
 
 
 def _count(name: str, value: int) -> ExpectedFact:
@@ -302,8 +326,13 @@ def _fact(kind: str, name: str, value: Any) -> ExpectedFact:
     return ExpectedFact(kind=kind, field=name, value=value)
 
 
-def _top(name: str, values: Sequence[str], ordered: bool = True) -> ExpectedFact:
-    return ExpectedFact(kind="top_n", field=name, value=list(values), ordered=ordered)
+def _top(
+    name: str, values: Sequence[str], ordered: bool = True, *, complete: bool = False
+) -> ExpectedFact:
+    """A list fact; ``complete``: the values are every record that qualifies."""
+    return ExpectedFact(
+        kind="top_n", field=name, value=list(values), ordered=ordered, complete=complete
+    )
 
 
 def no_records(text: str, noun: str, refs: Sequence[str] = (), *, counted: bool = True) -> Answer:
@@ -319,7 +348,7 @@ def listed(
     facts: list[ExpectedFact],
     refs: list[str],
 ) -> Answer:
-    """The key that lists ``rows``: ``text``, a colon and the first LIST_LIMIT ``lines``."""
+    """The key that lists ``rows``: ``text``, a colon and every one of ``lines``."""
     return Answer(
         text=f"{text}: {_listing(lines, len(rows))}.", facts=facts, refs=refs, records=len(rows)
     )
@@ -344,10 +373,9 @@ def _only(asked: int, found: int, noun: str) -> str:
 
 
 def _listing(lines: Sequence[str], total: int) -> str:
-    shown = "; ".join(lines[:LIST_LIMIT])
-    if total > LIST_LIMIT:
-        shown += f"; ... and {total - LIST_LIMIT} more"
-    return shown
+    if len(lines) != total:
+        raise ValueError(f"a key lists {len(lines)} lines for {total} records")
+    return "; ".join(lines)
 
 
 def _where(legal_entity: str | None) -> str:
@@ -444,8 +472,14 @@ def _bucket_text(buckets: dict[str, Decimal], currency: str) -> str:
     return "; ".join(parts)
 
 
-def _bucket_facts(buckets: dict[str, Decimal], prefix: str = "aging") -> list[ExpectedFact]:
-    return [_amount(f"{prefix}_{name}", value) for name, value in buckets.items() if value != 0]
+def _bucket_facts(
+    buckets: dict[str, Decimal], currency: str, side: LedgerSide, prefix: str = "aging"
+) -> list[ExpectedFact]:
+    return [
+        _amount(f"{prefix}_{name}", value, currency, side)
+        for name, value in buckets.items()
+        if value != 0
+    ]
 
 
 def party_txns(
@@ -506,13 +540,14 @@ def _balance_answer(ctx: OracleContext, p: Party, items: Sequence[Any], lead: st
     """A party's open balance over its open ``items``; ``lead`` words it ("The open ... of")."""
     total = _sum(row.open_amount_cur for row in items)
     total_acct = _sum(row.open_amount_acct for row in items)
-    facts = [_amount("balance", total)]
+    side = balance_side(p.kind)
+    facts = [_amount("balance", total, p.currency, side)]
     text = f"{lead} {p.label} in {p.legal_entity} as of "
     text += f"{long_date(ctx.today)} is {money(total, p.currency)}"
     acct = ctx.currency(p.legal_entity)
     if acct != p.currency and total:
         text += f" ({money(total_acct, acct)} in accounting currency)"
-        facts.append(_amount("balance_accounting", total_acct))
+        facts.append(_amount("balance_accounting", total_acct, acct, side))
     text += f", over {len(items)} open transaction(s)."
     if not items:
         facts.append(_none("open_items"))

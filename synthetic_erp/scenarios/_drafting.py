@@ -31,7 +31,7 @@ AS_OF_WORDS = (
     "as of {date}",
     "as of {iso}",
     "on {date}",
-    "today",
+    "as of today",  # never a bare "today": "letters issued to X today" reads as issued today
     "as of today",
     "right now",
     "at the moment",

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from ledgerbench.dataset._records import ExpectedFact
+from ledgerbench.dataset._records import ExpectedFact, LedgerSide
 from synthetic_erp import _schema as s
 from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (
@@ -65,8 +65,8 @@ def entity_records(
 
 
 def id_list(name: str, rows: Iterable[Any], attribute: str) -> ExpectedFact:
-    """An unordered list fact of the rows' ``attribute`` values."""
-    return _top(name, [getattr(row, attribute) for row in rows], ordered=False)
+    """An unordered list fact of the rows' ``attribute`` values: every record that qualifies."""
+    return _top(name, [getattr(row, attribute) for row in rows], ordered=False, complete=True)
 
 
 def record_refs(set_name: str, rows: Sequence[Any], attribute: str) -> list[str]:
@@ -101,6 +101,8 @@ class Total:
     column: str = "amount_cur"
     sign: int = 1
     """-1 turns credits (stored negative) into a positive total."""
+    side: LedgerSide | None = None
+    """The ledger side of a positive total (see :class:`~ledgerbench.dataset.ExpectedFact`)."""
 
     def of(self, rows: Sequence[Any]) -> Decimal:
         return self.sign * _sum(getattr(row, self.column) for row in rows)
@@ -149,7 +151,7 @@ class ListKey:
         found = [_count(self.noun, len(rows))]
         if self.total:
             total = self.total.of(rows)
-            found.append(_amount(self.total.field, total))
+            found.append(_amount(self.total.field, total, currency, self.total.side))
             words["total"] = money(total, currency)
         if self.ids:
             found.append(id_list(self.ids[0], rows, self.ids[1]))
@@ -220,10 +222,20 @@ class Ranking:
     """The three largest amounts are facts named ``<fact_prefix>_<account>``."""
     line: str = "{name} ({account}) {amount}"
 
+    side: LedgerSide | None = None
+    """The ledger side of the ranked amounts."""
+
     def answer(
-        self, ctx: OracleContext, le: str, ranked: list[tuple[Decimal, str]], lead: str
+        self,
+        ctx: OracleContext,
+        le: str,
+        ranked: list[tuple[Decimal, str]],
+        lead: str,
+        *,
+        complete: bool = False,
     ) -> Answer:
-        """The key listing ``ranked`` (amounts in accounting currency) after ``lead``."""
+        """The key listing ``ranked`` (amounts in accounting currency) after ``lead``;
+        ``complete``: ``ranked`` holds every party that qualifies."""
         names = _names(ctx, self.kind, le, [a for _, a in ranked])
         currency = ctx.currency(le)
         lines = [
@@ -231,8 +243,8 @@ class Ranking:
         ]
         return Answer(
             text=f"{lead}: " + "; ".join(lines) + ".",
-            facts=[_top(f"{self.kind}s", [a for _, a in ranked])]
-            + [_amount(f"{self.fact_prefix}_{a}", v) for v, a in ranked[:3]],
+            facts=[_top(f"{self.kind}s", [a for _, a in ranked], complete=complete)]
+            + [_amount(f"{self.fact_prefix}_{a}", v, currency, self.side) for v, a in ranked[:3]],
             refs=[record_path(f"{self.kind}s", le, a) for _, a in ranked],
             records=len(ranked),
         )

@@ -96,7 +96,7 @@ def aging_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answ
         return Answer(
             text=f"{p.label} in {p.legal_entity} has no open transactions as of "
             f"{long_date(ctx.today)}: the balance is {money(0, p.currency)}.",
-            facts=[_none("open_items"), _amount("balance", 0)],
+            facts=[_none("open_items"), _amount("balance", 0, p.currency, "debit")],
             refs=[p.path],
         )
     buckets = _aging(ctx, items)
@@ -104,7 +104,10 @@ def aging_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answ
     return Answer(
         text=f"{p.label} in {p.legal_entity} has an open balance of {money(total, p.currency)} "
         f"as of {long_date(ctx.today)}, aged by days overdue: {_bucket_text(buckets, p.currency)}.",
-        facts=[_amount("balance", total), *_bucket_facts(buckets)],
+        facts=[
+            _amount("balance", total, p.currency, "debit"),
+            *_bucket_facts(buckets, p.currency, "debit"),
+        ],
         refs=_party_txn_refs(p, items),
         records=1,
     )
@@ -126,21 +129,22 @@ def balance_all_entities(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     for p in found:
         balance = _sum(row.open_amount_cur for row in party_open_items(ctx, p))
         lines.append(f"{p.label} in {p.legal_entity}: {money(balance, p.currency)}")
-        facts.append(_amount(f"balance_{p.legal_entity}_{p.account}", balance))
+        facts.append(_amount(f"balance_{p.legal_entity}_{p.account}", balance, p.currency, "debit"))
         refs.append(p.path)
     currencies = {p.currency for p in found}
     text = f"Open balances for customers named {found[0].name} across all legal entities as of "
     text += f"{long_date(ctx.today)}: " + "; ".join(lines) + "."
     if len(found) > 1 and len(currencies) == 1:
         total = _sum(Decimal(str(f.value)) for f in facts)
-        text += f" Combined: {money(total, currencies.pop())}."
-        facts.append(_amount("balance_combined", total))
+        currency = currencies.pop()
+        text += f" Combined: {money(total, currency)}."
+        facts.append(_amount("balance_combined", total, currency, "debit"))
     elif len(found) > 1:
         text += " The balances are in different currencies, so they are not added up."
     return Answer(text=text, facts=facts, refs=refs, records=len(found))
 
 
-PAST_DUE = Ranking("customer", "past_due")
+PAST_DUE = Ranking("customer", "past_due", side="debit")
 
 
 @template(
@@ -163,7 +167,8 @@ def top_past_due_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         overdue = overdue_days(ctx.today, row) > days
         if row.customer_account in accounts and is_open_invoice(row) and overdue:
             totals[row.customer_account] += row.open_amount_acct
-    ranked = top_totals({a: v for a, v in totals.items() if v > 0}, n)
+    qualifying = {a: v for a, v in totals.items() if v > 0}
+    ranked = top_totals(qualifying, n)
     if not ranked:
         return no_records(
             f"No customer in group {group} in {le} has unpaid invoices more than {days} "
@@ -177,6 +182,7 @@ def top_past_due_group(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         ranked,
         f"Top {len(ranked)} customers in group {group} in {le} by unpaid invoices more than "
         f"{days} days past due as of {long_date(ctx.today)} (accounting currency)",
+        complete=len(ranked) == len(qualifying),
     )
 
 
@@ -198,7 +204,10 @@ def aging_totals_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         text=f"Open customer balances in {le} as of {long_date(ctx.today)} by days overdue "
         f"(accounting currency): {_bucket_text(buckets, currency)}; "
         f"total {money(total, currency)}.",
-        facts=[_amount("total", total), *_bucket_facts(buckets)],
+        facts=[
+            _amount("total", total, currency, "debit"),
+            *_bucket_facts(buckets, currency, "debit"),
+        ],
         refs=[],
         records=len(BUCKETS),
     )
@@ -225,7 +234,7 @@ def past_due_total_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         text=f"Unpaid customer invoices in {le} more than {days} days past due as of "
         f"{long_date(ctx.today)} total {money(total, currency)} (accounting currency) across "
         f"{len(items)} open invoice(s) of {customers} customer(s).",
-        facts=[_amount("total_past_due", total), _count("invoices", len(items))],
+        facts=[_amount("total_past_due", total, currency, "debit"), _count("invoices", len(items))],
         records=1,
     )
 
@@ -234,7 +243,7 @@ COMING_DUE = ListKey(
     "transactions_due",
     none="No open transactions of {who} fall due between {window}.",
     found="{n} open transaction(s) of {who} fall due between {window}, totalling {total}",
-    total=Total("total_due", "open_amount_cur"),
+    total=Total("total_due", "open_amount_cur", side="debit"),
     counted=False,
     ids=("documents", "document_number"),
 )

@@ -85,7 +85,7 @@ PENDING_APPROVAL = ListKey(
     "invoices",
     none="There are no vendor invoices pending approval for {who}.",
     found="{n} invoice(s) from {who} are pending approval, {total} in total",
-    total=Total("total", "amount"),
+    total=Total("total", "amount", side="credit"),
     ids=("invoices", "invoice_id"),
 )
 
@@ -128,7 +128,10 @@ def invoices_by_status_entity(ctx: OracleContext, params: dict[str, Any]) -> Ans
         rows,
         [_vi_line(r) for r in rows],
         _vi_refs(rows),
-        facts=[_amount(name, value) for name, value in zip(names, totals.values(), strict=True)],
+        facts=[
+            _amount(name, value, currency, "credit")
+            for name, (currency, value) in zip(names, totals.items(), strict=True)
+        ],
         status=status.replace("_", " "),
         where=_where(le),
         worth=", ".join(money(value, currency) for currency, value in totals.items()),
@@ -139,7 +142,7 @@ DUE_IN_WINDOW = ListKey(
     "invoices",
     none="No open vendor invoices in {le} fall due {window}.",
     found="{n} open vendor invoice(s) in {le} fall due {window}, {total} in accounting currency",
-    total=Total("total_due", "open_amount_acct"),
+    total=Total("total_due", "open_amount_acct", side="credit"),
 )
 
 
@@ -172,7 +175,7 @@ POSTED_ON_DATE = ListKey(
     "invoices",
     none="No vendor invoices were posted in {le} on {day}.",
     found="{n} vendor invoice(s) were posted in {le} on {day}, {total} in accounting currency",
-    total=Total("total", "amount_acct"),
+    total=Total("total", "amount_acct", side="credit"),
 )
 
 

@@ -131,7 +131,10 @@ def proposal_vendors_on_date(ctx: OracleContext, params: dict[str, Any]) -> Answ
     return Answer(
         text=f"Payment proposal journal(s) {', '.join(ids)} created in {le} on {long_date(day)} "
         f"include {len(vendors)} vendor(s): {who}.",
-        facts=[_count("vendors", len(vendors)), _top("vendors", vendors, ordered=False)],
+        facts=[
+            _count("vendors", len(vendors)),
+            _top("vendors", vendors, ordered=False, complete=True),
+        ],
         refs=[record_path("payment-journals", le, i) for i in ids],
         records=len(vendors),
     )
@@ -154,7 +157,7 @@ def ap_obligation_next_days(ctx: OracleContext, params: dict[str, Any]) -> Answe
     if not rows:
         return Answer(
             text=f"There is no AP payment obligation in {le} due {window}, overdue or not.",
-            facts=[_none("invoices"), _amount("total_due", 0)],
+            facts=[_none("invoices"), _amount("total_due", 0, currency, "credit")],
         )
     total = _sum(r.open_amount_acct for r in rows)
     return Answer(
@@ -162,8 +165,8 @@ def ap_obligation_next_days(ctx: OracleContext, params: dict[str, Any]) -> Answe
         f"(accounting currency, {money(overdue, currency)} of it already overdue) across "
         f"{len(rows)} open vendor invoice(s) of {len({r.vendor_account for r in rows})} vendor(s).",
         facts=[
-            _amount("total_due", total),
-            _amount("overdue", overdue),
+            _amount("total_due", total, currency, "credit"),
+            _amount("overdue", overdue, currency, "credit"),
             _count("invoices", len(rows)),
         ],
         refs=[_txn_path("vendor", r) for r in rows[:LIST_LIMIT]],
@@ -175,7 +178,7 @@ PAYMENTS_IN_WINDOW = ListKey(
     "payments",
     none="No payments were made to {who} {window}.",
     found="{n} payment(s) totalling {total} were made to {who} {window}",
-    total=Total("total_paid", sign=-1),
+    total=Total("total_paid", sign=-1, side="debit"),
 )
 
 
@@ -215,7 +218,10 @@ def payment_journal_total(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         text=f"Payment journal {journal_id} in {le} ({row.description}; {row.source}, status "
         f"{row.status}, created {long_date(row.created_date)}) totals "
         f"{money(row.total_amount, row.currency)} over {row.line_count} line(s).",
-        facts=[_amount("total", row.total_amount), _count("lines", row.line_count)],
+        facts=[
+            _amount("total", row.total_amount, row.currency, "debit"),
+            _count("lines", row.line_count),
+        ],
         refs=[record_path("payment-journals", le, journal_id)],
         records=1,
     )

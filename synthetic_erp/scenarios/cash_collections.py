@@ -39,14 +39,17 @@ def collected_fiscal_year(ctx: OracleContext, p: Party, params: dict[str, Any]) 
     if not rows:
         return Answer(
             text=f"Nothing was collected from {p.label} in {p.legal_entity} {window}: no payments.",
-            facts=[_none("payments"), _amount("total_collected", 0)],
+            facts=[_none("payments"), _amount("total_collected", 0, p.currency, "credit")],
             refs=[p.path],
         )
     total = -_sum(row.amount_cur for row in rows)
     return Answer(
         text=f"{money(total, p.currency)} was collected from {p.label} in {p.legal_entity} "
         f"{window}, in {len(rows)} payment(s).",
-        facts=[_amount("total_collected", total), _count("payments", len(rows))],
+        facts=[
+            _amount("total_collected", total, p.currency, "credit"),
+            _count("payments", len(rows)),
+        ],
         refs=_party_txn_refs(p, rows),
         records=1,
     )

@@ -101,7 +101,10 @@ def discounts_taken_customer(ctx: OracleContext, p: Party, params: dict[str, Any
     return Answer(
         text=f"{p.label} in {p.legal_entity} paid within the discount window {len(rows)} time(s) "
         f"{span}, taking {money(total, p.currency)} in cash discounts.",
-        facts=[_count("discounts_taken", len(rows)), _amount("discount_total", total)],
+        facts=[
+            _count("discounts_taken", len(rows)),
+            _amount("discount_total", total, p.currency, "credit"),
+        ],
         refs=[p.path, *record_refs("customer-settlements", rows, "settlement_id")],
         records=1,
     )

@@ -154,7 +154,7 @@ def agent_worklist(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         rows,
         [_activity_line(r, names.get(r.customer_account)) for r in rows],
         _activity_refs(rows),
-        facts=[_top("customers", customers, ordered=False)],
+        facts=[_top("customers", customers, ordered=False, complete=True)],
         agent=f"{agent.name} ({agent_id})" if agent else agent_id,
         day=long_date(day),
         le=le,

@@ -58,9 +58,9 @@ def credit_limit(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer
         f"available credit is {money(available, acct)} (accounting currency)"
         + (" (over the limit)." if available < 0 else "."),
         facts=[
-            _amount("credit_limit", limit),
-            _amount("balance", balance),
-            _amount("available_credit", available),
+            _amount("credit_limit", limit, acct),
+            _amount("balance", balance, acct, "debit"),
+            _amount("available_credit", available, acct),
         ],
         refs=[p.path],
         records=1,
@@ -80,7 +80,7 @@ def credit_utilization(ctx: OracleContext, p: Party, params: dict[str, Any]) -> 
         return Answer(
             text=f"{p.label} has no credit limit (0), so utilisation is undefined; the balance is "
             f"{money(balance, acct)}.",
-            facts=[_amount("credit_limit", 0), _amount("balance", balance)],
+            facts=[_amount("credit_limit", 0, acct), _amount("balance", balance, acct, "debit")],
             refs=[p.path],
             records=1,
         )
@@ -96,8 +96,8 @@ def credit_utilization(ctx: OracleContext, p: Party, params: dict[str, Any]) -> 
                 value=_num(percent),
                 tolerance=PERCENT_TOLERANCE,
             ),
-            _amount("credit_limit", limit),
-            _amount("balance", balance),
+            _amount("credit_limit", limit, acct),
+            _amount("balance", balance, acct, "debit"),
         ],
         refs=[p.path],
         records=1,
@@ -156,7 +156,8 @@ def over_limit_group_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         if row.customer_account in limits:
             balances[row.customer_account] += row.open_amount_acct
     excess = {a: balances[a] - limit for a, limit in limits.items()}
-    over = top_totals({a: v for a, v in excess.items() if v > 0}, n)
+    qualifying = {a: v for a, v in excess.items() if v > 0}
+    over = top_totals(qualifying, n)
     if not over:
         return no_records(
             f"No customer in group {group} in {le} is over its credit limit as of "
@@ -170,4 +171,5 @@ def over_limit_group_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         over,
         f"Customers in group {group} in {le} over their credit limit as of "
         f"{long_date(ctx.today)}, largest excess first",
+        complete=len(over) == len(qualifying),
     )

@@ -30,7 +30,7 @@ UNAPPLIED = ListKey(
     "credit_notes",
     none="{who} has no unapplied credit notes as of {today}.",
     found="{who} has {n} credit note(s) not fully applied, {total} in total",
-    total=Total("unapplied_total", "open_amount_cur", sign=-1),
+    total=Total("unapplied_total", "open_amount_cur", sign=-1, side="credit"),
 )
 
 

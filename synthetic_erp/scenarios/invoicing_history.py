@@ -51,7 +51,7 @@ INVOICES_IN_WINDOW = ListKey(
     "invoices",
     none="No invoices were issued to {who} {window}.",
     found="{n} invoice(s) were issued to {who} {window}, totalling {total}",
-    total=Total("total_invoiced"),
+    total=Total("total_invoiced", side="debit"),
 )
 
 
@@ -89,7 +89,10 @@ def invoice_count_customer(ctx: OracleContext, p: Party, params: dict[str, Any])
     return Answer(
         text=f"{p.label} in {p.legal_entity} has {len(rows)} posted invoice(s) as of "
         f"{long_date(ctx.today)}, totalling {money(total, p.currency)}.",
-        facts=[_count("invoices", len(rows)), _amount("total_invoiced", total)],
+        facts=[
+            _count("invoices", len(rows)),
+            _amount("total_invoiced", total, p.currency, "debit"),
+        ],
         refs=[p.path],
         records=1,
     )
@@ -137,7 +140,13 @@ def largest_invoice_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer
         facts=[
             _fact("id", "invoice", row.document_number),
             _fact("id", "customer_account", row.customer_account),
-            _amount("amount", row.amount_cur),
+            _amount(
+                "amount",
+                row.amount_cur,
+                row.currency,
+                "debit",
+                equivalents=[(row.amount_acct, currency)],
+            ),
         ],
         refs=[_txn_path("customer", row), record_path("customers", le, row.customer_account)],
         records=1,
@@ -167,7 +176,10 @@ def top_invoiced_customer_entity(ctx: OracleContext, params: dict[str, Any]) -> 
     return Answer(
         text=f"{name} ({account}) has the highest total invoiced in {le} {span}: "
         f"{money(total, currency)} (accounting currency) over {count} invoice(s).",
-        facts=[_fact("id", "customer_account", account), _amount("total_invoiced", total)],
+        facts=[
+            _fact("id", "customer_account", account),
+            _amount("total_invoiced", total, currency, "debit"),
+        ],
         refs=[record_path("customers", le, account)],
         records=1,
     )

@@ -34,7 +34,7 @@ def _notes_list(kind: str) -> ListKey:
         f"{kind}_notes",
         none=f"There are no {kind} notes for {{who}}{{window}}.",
         found=f"{{n}} {kind} note(s) for {{who}}{{window}}, {{total}} in total",
-        total=Total("total", sign=-1),
+        total=Total("total", sign=-1, side="debit"),  # notes reduce what we owe
     )
 
 
@@ -99,7 +99,7 @@ def vendor_spend_fiscal_year(ctx: OracleContext, p: Party, params: dict[str, Any
     window = f"in the current fiscal year ({long_date(start)} to {long_date(ctx.today)})"
     acct = ctx.currency(p.legal_entity)
     total = _sum(r.amount_acct for r in rows)
-    facts = [_amount("spend", total), _count("invoices", len(invoices))]
+    facts = [_amount("spend", total, acct), _count("invoices", len(invoices))]
     if not rows:
         facts.insert(0, _none("invoices"))
     return Answer(

@@ -32,7 +32,7 @@ UNPAID = ListKey(
     "unpaid_invoices",
     none="{who} has no unpaid invoices as of {today}.",
     found="{who} has {n} unpaid invoice(s) totalling {total} as of {today}, largest first",
-    total=Total("unpaid_total", "open_amount_cur"),
+    total=Total("unpaid_total", "open_amount_cur", side="debit"),
     counted=False,
 )
 
@@ -48,7 +48,9 @@ UNPAID = ListKey(
 def unpaid_invoices_customer(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     items = [row for row in party_open_items(ctx, p) if is_open_invoice(row)]
     items.sort(key=lambda row: (-row.open_amount_cur, row.voucher))
-    largest = _top("largest_unpaid", [row.document_number for row in items[:3]])
+    largest = _top(
+        "largest_unpaid", [row.document_number for row in items[:3]], complete=len(items) <= 3
+    )
     return ledger_answer(UNPAID, p, items, _open_line, facts=[largest], today=long_date(ctx.today))
 
 

@@ -55,7 +55,7 @@ def largest_payment(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Ans
         f"is {_txn_line(top, p.currency)} (voucher {top.voucher}).",
         facts=[
             _fact("id", "payment", top.document_number),
-            _amount("amount", -top.amount_cur),
+            _amount("amount", -top.amount_cur, p.currency, "credit"),
             _fact("date", "payment_date", top.txn_date.isoformat()),
         ],
         refs=[p.path, _txn_path("customer", top)],
@@ -73,7 +73,8 @@ def largest_payment(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Ans
 )
 def top_payments(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer:
     n = params["n"]
-    rows = _by_amount_desc(_payments(ctx, p))[:n]
+    every = _by_amount_desc(_payments(ctx, p))
+    rows = every[:n]
     if not rows:
         return _no_payments(ctx, p)
     lines = [_txn_line(row, p.currency) for row in rows]
@@ -81,8 +82,8 @@ def top_payments(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer
         text=f"The {len(rows)} largest payment(s) by {p.label} in {p.legal_entity} as of "
         f"{long_date(ctx.today)}{_only(n, len(rows), 'payments')}: " + "; ".join(lines) + ".",
         facts=[
-            _top("payments", [row.document_number for row in rows]),
-            _amount("largest_amount", -rows[0].amount_cur),
+            _top("payments", [row.document_number for row in rows], complete=len(every) <= n),
+            _amount("largest_amount", -rows[0].amount_cur, p.currency, "credit"),
         ],
         refs=[p.path, *(_txn_path("customer", row) for row in rows)],
         records=len(rows),
@@ -93,7 +94,7 @@ PAYMENTS_IN_WINDOW = ListKey(
     "payments",
     none="{who} made no payments {window}.",
     found="{who} made {n} payment(s) {window} totalling {total}",
-    total=Total("total_paid", sign=-1),
+    total=Total("total_paid", sign=-1, side="credit"),
 )
 
 
@@ -130,7 +131,7 @@ def last_payment(ctx: OracleContext, p: Party, params: dict[str, Any]) -> Answer
         f"{long_date(last_day)}: " + "; ".join(lines) + ".",
         facts=[
             _fact("date", "last_payment_date", last_day.isoformat()),
-            _amount("amount", -_sum(row.amount_cur for row in last)),
+            _amount("amount", -_sum(row.amount_cur for row in last), p.currency, "credit"),
         ],
         refs=[p.path, *(_txn_path("customer", row) for row in last)],
         records=len(last),

@@ -162,7 +162,10 @@ def most_open_orders_entity(ctx: OracleContext, params: dict[str, Any]) -> Answe
         text=f"The customer(s) with the most open sales orders in {le} as of "
         f"{long_date(ctx.today)}: {who}, with {best} open order(s)"
         + (" each." if len(leaders) > 1 else "."),
-        facts=[_count("open_orders", best), _top("customers", leaders, ordered=False)],
+        facts=[
+            _count("open_orders", best),
+            _top("customers", leaders, ordered=False, complete=True),
+        ],
         refs=[record_path("customers", le, a) for a in leaders],
         records=len(leaders),
     )
@@ -201,8 +204,8 @@ def largest_orders_customer(ctx: OracleContext, p: Party, params: dict[str, Any]
         + "; ".join(lines)
         + ".",
         facts=[
-            _top("orders", [row.sales_id for row in rows]),
-            _amount("largest_amount", rows[0].total_amount),
+            _top("orders", [row.sales_id for row in rows], complete=found <= params["n"]),
+            _amount("largest_amount", rows[0].total_amount, rows[0].currency),
         ],
         refs=[p.path, *_order_refs(rows)],
         records=len(rows),

@@ -100,7 +100,8 @@ def ap_by_group_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     return Answer(
         text=f"Open AP balance in {le} by vendor group as of {long_date(ctx.today)} (accounting "
         f"currency): " + "; ".join(lines) + f"; total {money(grand, currency)}.",
-        facts=[_amount("total", grand)] + [_amount(f"group_{g}", v) for g, v in totals.items()],
+        facts=[_amount("total", grand, currency, "credit")]
+        + [_amount(f"group_{g}", v, currency, "credit") for g, v in totals.items()],
         refs=[record_path("vendor-groups", le, g) for g in totals if g != "?"],
         records=len(totals),
     )
@@ -120,7 +121,7 @@ def ap_group_balance(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     g = s.VendorGroup
     name = ctx.session.scalar(select(g.name).where(g.legal_entity == le, g.group_id == group))
     label = f"vendor group {group}" + (f" ({name})" if name else "")
-    facts = [_amount("balance", value)]
+    facts = [_amount("balance", value, currency, "credit")]
     if not value:
         facts.append(_none("open_items"))
     return Answer(
@@ -157,8 +158,8 @@ def ap_by_currency_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
         text=f"Open AP balance in {le} by transaction currency as of {long_date(ctx.today)}: "
         + "; ".join(lines)
         + f"; total {money(grand, acct)} in accounting currency.",
-        facts=[_amount("total_accounting", grand)]
-        + [_amount(f"balance_{cur}", v[0]) for cur, v in sorted(by_cur.items())],
+        facts=[_amount("total_accounting", grand, acct, "credit")]
+        + [_amount(f"balance_{cur}", v[0], cur, "credit") for cur, v in sorted(by_cur.items())],
         records=len(by_cur),
     )
 
@@ -182,18 +183,21 @@ def ap_overdue_entity(ctx: OracleContext, params: dict[str, Any]) -> Answer:
     if not rows:
         return Answer(
             text=f"No vendor invoices in {le} are overdue as of {long_date(ctx.today)}.",
-            facts=[_none("overdue_invoices"), _amount("total_overdue", 0)],
+            facts=[_none("overdue_invoices"), _amount("total_overdue", 0, currency, "credit")],
         )
     return Answer(
         text=f"Overdue AP in {le} as of {long_date(ctx.today)} totals {money(total, currency)} "
         f"(accounting currency) across {len(rows)} open vendor invoice(s) of "
         f"{len({r.vendor_account for r in rows})} vendor(s).",
-        facts=[_amount("total_overdue", total), _count("overdue_invoices", len(rows))],
+        facts=[
+            _amount("total_overdue", total, currency, "credit"),
+            _count("overdue_invoices", len(rows)),
+        ],
         records=1,
     )
 
 
-DUE_NEXT_MONTH = Ranking("vendor", "due")
+DUE_NEXT_MONTH = Ranking("vendor", "due", side="credit")
 
 
 @template(
@@ -219,4 +223,4 @@ def ap_due_next_month_top(ctx: OracleContext, params: dict[str, Any]) -> Answer:
             counted=False,
         )
     lead = f"The largest AP balances in {le} due next month ({span}), accounting currency"
-    return DUE_NEXT_MONTH.answer(ctx, le, ranked, lead)
+    return DUE_NEXT_MONTH.answer(ctx, le, ranked, lead, complete=len(ranked) == len(totals))

@@ -36,6 +36,8 @@ def question(
     record_refs: list[str] | None = None,
     ground_truth: str | None = "The balance of SYNCUS-0001 is USD 1,234.56.",  # obligations only
     query: str = "What is the open balance of SYNCUS-0001 in USMF as of March 2, 2026?",
+    legal_entity: str | None = None,
+    as_of: dt.date | None = None,
 ) -> Question:
     tags = tags or {
         Dimension.accuracy: ["accuracy.ground_truth"],
@@ -51,6 +53,8 @@ def question(
         ground_truth=ground_truth if task_type is TaskType.obligations else None,
         expected=expected or [],
         record_refs=record_refs or [],
+        legal_entity=legal_entity,
+        as_of=as_of,
     )
 
 

@@ -35,6 +35,9 @@ class FakeChatServer:
     base_url: str
     responder: Responder
     requests: list[dict[str, Any]] = field(default_factory=list)
+    """Every request but the pre-flight calls."""
+    preflights: list[dict[str, Any]] = field(default_factory=list)
+    """The judge's pre-flight calls (``judge._dspy_judge.PREFLIGHT_PROMPT``), answered "OK"."""
     prompt_tokens: int = 100
     completion_tokens: int = 20
     cached_tokens: int = 0
@@ -42,9 +45,18 @@ class FakeChatServer:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reply_for(self, body: dict[str, Any]) -> dict[str, Any]:
+        from judge._dspy_judge import PREFLIGHT_PROMPT
+
+        messages = body.get("messages") or [{}]
+        if PREFLIGHT_PROMPT in str(messages[-1].get("content", "")):
+            with self.lock:  # the judge's one call before judging: answered, counted apart
+                self.preflights.append(body)
+            return self._payload(body, "OK")
         with self.lock:
             self.requests.append(body)
-        content = self.responder(body)
+        return self._payload(body, self.responder(body))
+
+    def _payload(self, body: dict[str, Any], content: str) -> dict[str, Any]:
         return {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
@@ -100,10 +112,10 @@ def _handler_for(state: FakeChatServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve_fake_chat(responder: Responder, **usage: int) -> Iterator[FakeChatServer]:
-    """Run the fake on a free loopback port for the duration of the ``with`` block."""
+def serve_fake_chat(responder: Responder, port: int = 0, **usage: int) -> Iterator[FakeChatServer]:
+    """Run the fake on a loopback port (a free one by default) for the ``with`` block."""
     state = FakeChatServer(base_url="", responder=responder, **usage)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(state))
+    server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(state))
     state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -1,0 +1,189 @@
+"""The research world a run talks to: a given MCP endpoint, or a world server the runner starts.
+
+A run needs the world when it puts entity-performance or brief questions keyed on a world (their
+dataset header records the world's snapshot). ``--world-db PATH`` serves that world file;
+``--world-url URL`` uses a running world server; with neither, the runner builds the default world
+beside the default ERP (``.ledgerbench/world.db``, generated from ``.ledgerbench/erp.db``) when it
+is missing or does not match the dataset, and serves it. Like the ERP server, the world server is a
+subprocess on a free loopback port with a fresh token, stopped when the run ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harnesses._erp_process import project_root, start_mcp_server
+from harnesses._protocol import McpEndpoint
+from harnesses._redact import REDACTED, one_line
+from harnesses._run_config import RunConfig, RunConfigError
+from ledgerbench.dataset import Dataset, Question, TaskType
+
+DEFAULT_WORLD_RELATIVE_PATH = Path(".ledgerbench") / "world.db"
+DEFAULT_WORLD_SEED = 42
+RESEARCH_TASK_TYPES = frozenset({TaskType.entity_performance, TaskType.business_brief})
+
+
+@dataclass
+class WorldInUse:
+    endpoint: McpEndpoint
+    path: Path | None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def snapshot_hash(self) -> str | None:
+        value = self.info.get("snapshot_hash")
+        return str(value) if value else None
+
+    @property
+    def world_id(self) -> str | None:
+        value = self.info.get("world_id")
+        return str(value) if value else None
+
+
+def needs_world(dataset: Dataset, questions: list[Question], config: RunConfig) -> bool:
+    """Whether the run serves a world: asked for, or research questions keyed on one."""
+    if config.world_db or config.world_url:
+        return True
+    keyed = bool(dataset.header.world_snapshot_hash)
+    return keyed and any(q.task_type in RESEARCH_TASK_TYPES for q in questions)
+
+
+def world_path_of(url: str) -> Path:
+    return Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else Path(url)
+
+
+def ensure_default_world(erp_db_url: str, *, seed: int, expected_snapshot: str | None) -> Path:
+    """The default world's file, generated from ``erp_db_url`` when it is missing or is not the
+    world ``expected_snapshot`` names (a world passed with ``--world-db`` is never touched)."""
+    from synthetic_world import generate_world
+    from synthetic_world._runtime import WorldUnavailable, connect_read_only
+
+    path = project_root() / DEFAULT_WORLD_RELATIVE_PATH
+    if path.exists():
+        try:
+            conn = connect_read_only(path)
+            with contextlib.closing(conn):
+                meta = dict(conn.execute("SELECT key, value FROM world_meta"))
+            if expected_snapshot is None or meta.get("snapshot_hash") == expected_snapshot:
+                return path
+        except WorldUnavailable:
+            pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    generate_world(erp_db_url, path, seed=seed, overwrite=True)
+    return path
+
+
+@contextlib.asynccontextmanager
+async def serve_world(
+    config: RunConfig,
+    run_dir: Path,
+    log: Any,
+    dataset: Dataset,
+    erp_db_url: str | None,
+) -> AsyncIterator[WorldInUse]:
+    """The world endpoint for the run: the given ``--world-url`` or a server started for it."""
+    if config.world_url:
+        token = config.world_token.get_secret_value() if config.world_token else None
+        token = token or os.environ.get("WORLD_MCP_TOKEN") or None
+        yield WorldInUse(endpoint=McpEndpoint(url=config.world_url, token=token), path=None)
+        return
+    if config.world_db:
+        path = world_path_of(config.world_db)
+        if not path.exists():
+            raise RunConfigError(
+                f"--world-db {path}: no such world; create it with: python -m synthetic_world "
+                f"generate --erp-db sqlite:///erp.db --db sqlite:///{path}"
+            )
+    elif erp_db_url is None:
+        raise RunConfigError(
+            "the research questions need a world, and the ERP came as --erp-url: pass "
+            "--world-db PATH (python -m synthetic_world generate ...) or --world-url URL"
+        )
+    else:
+        log("preparing the default research world (.ledgerbench/world.db; generated on first use)")
+        header = dataset.header
+        path = await asyncio.to_thread(
+            ensure_default_world,
+            erp_db_url,
+            seed=header.world_seed if header.world_seed is not None else DEFAULT_WORLD_SEED,
+            expected_snapshot=header.world_snapshot_hash,
+        )
+    faults = (
+        ["--error-rate", str(config.erp_fault_rate), "--fault-seed", str(config.erp_fault_seed)]
+        if config.erp_fault_rate
+        else []
+    )
+    server = start_mcp_server(
+        ["synthetic_world", "serve", "--db", str(path), *faults],
+        token_env="WORLD_MCP_TOKEN",
+        what="the research world's MCP server",
+        log_path=run_dir / "world_mcp.log",
+        stdio_args=("synthetic_world", "serve", "--db", str(path), "--transport", "stdio"),
+        db_url=f"sqlite:///{path}",
+    )
+    try:
+        yield WorldInUse(endpoint=server.endpoint, path=path)
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+async def fetch_world_info(endpoint: McpEndpoint, timeout: float = 30.0) -> dict[str, Any]:
+    """The ``world_info`` tool's result (today, world id, snapshot hash, ...)."""
+    from fastmcp import Client
+
+    from harnesses._erp_client import http_transport
+
+    try:
+        async with asyncio.timeout(timeout), Client(http_transport(endpoint)) as client:
+            for attempt in range(4):  # a fault-injecting server may fail it transiently
+                result = await client.call_tool_mcp("world_info", {})
+                if not result.is_error:
+                    break
+                await asyncio.sleep(0.2 * (attempt + 1))
+    except Exception as error:
+        detail = one_line(f"{type(error).__name__}: {error}")
+        if endpoint.token:
+            detail = detail.replace(endpoint.token, REDACTED)
+        raise RunConfigError(
+            f"cannot reach the research world's MCP server at {endpoint.url} ({detail}); check "
+            "--world-url and --world-token (or WORLD_MCP_TOKEN), or use --world-db"
+        ) from None
+    if result.is_error:
+        raise RunConfigError(f"the research world's server at {endpoint.url} failed world_info")
+    structured = result.structured_content or {}
+    return structured.get("result", structured) if len(structured) == 1 else structured
+
+
+def check_world_snapshot(dataset: Dataset, world: WorldInUse) -> None:
+    expected = dataset.header.world_snapshot_hash
+    if not expected or expected == world.snapshot_hash:
+        return
+    where = world.path or world.endpoint.url
+    raise RunConfigError(
+        f"the dataset's research questions were keyed on world {dataset.header.world_id} "
+        f"(snapshot {expected[:16]}), but the world in use ({where}) is "
+        f"{world.world_id} (snapshot {(world.snapshot_hash or 'unknown')[:16]}); serve that "
+        "world (--world-db/--world-url) or regenerate the questions on this one "
+        "(python -m synthetic_world questions ...)"
+    )
+
+
+@contextlib.asynccontextmanager
+async def world_for_run(
+    config: RunConfig, run_dir: Path, log: Any, dataset: Dataset, questions: list[Question],
+    erp_db_url: str | None,
+) -> AsyncIterator[WorldInUse | None]:  # fmt: skip
+    """The run's world, checked against the dataset (None when no selected question needs one)."""
+    if not needs_world(dataset, questions, config):
+        yield None
+        return
+    async with serve_world(config, run_dir, log, dataset, erp_db_url) as world:
+        world.info = await fetch_world_info(world.endpoint)
+        check_world_snapshot(dataset, world)
+        yield world

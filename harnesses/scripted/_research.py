@@ -1,0 +1,976 @@
+"""The scripted agent's research solvers: entity-performance and brief questions of the world.
+
+Like the obligations solvers, they know the question generator's grammar (the phrasings of
+``synthetic_world/question_kinds.yaml`` and the brief requests) and answer through the MCP tools
+alone: the world's ``company``, ``search``, ``fetch`` and ``prices`` (documents parsed as they
+come back) and, for ERP account references and the AR/AP of briefs, the ERP's tools. They never
+read the world's database. Figures follow docs/conventions.md: the latest version published by the
+question's date (a later annual report's restated prior-year column, the annual report over the
+release's preliminary figure), GAAP unless adjusted, one-decimal percentages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN, Decimal
+from functools import cache
+from typing import Any
+
+from harnesses._erp_client import ErpClient
+from harnesses._protocol import TrajectoryDraft
+from harnesses.scripted._base import TOOL_RETRIES, ToolFailure
+from harnesses.scripted._research_docs import LONG_DATE, Page, number, parse_long_date
+
+SIGNS = {"USD": "$", "EUR": "€", "GBP": "£"}
+LABELS = {
+    "revenue": "Revenue",
+    "cost_of_revenue": "Cost of revenue",
+    "gross_profit": "Gross profit",
+    "operating_expenses": "Operating expenses",
+    "operating_income": "Operating income",
+    "net_income": "Net income",
+    "cash_from_operations": "Net cash from operating activities",
+    "capital_expenditures": "Capital expenditures",
+    "cash": "Cash and cash equivalents",
+    "total_debt": "Total debt",
+    "total_assets": "Total assets",
+}
+SECTIONS = {
+    "operations": (
+        "revenue",
+        "cost_of_revenue",
+        "gross_profit",
+        "operating_expenses",
+        "operating_income",
+        "net_income",
+    ),
+    "balance sheets": ("cash", "total_debt", "total_assets"),
+    "cash flows": ("cash_from_operations", "capital_expenditures"),
+}
+RELEASED = {
+    "revenue": "Revenue",
+    "operating_income": "GAAP operating income",
+    "net_income": "net income",
+}
+METRIC_WORDS = {
+    "revenue": "revenue",
+    "net income": "net_income",
+    "operating income": "operating_income",
+    "gross profit": "gross_profit",
+    "operating cash flow": "cash_from_operations",
+    "total assets": "total_assets",
+}
+
+
+class NotFound(Exception):
+    """What the question needs is not in the documents published by its date."""
+
+
+# -- the grammar -----------------------------------------------------------------------------------
+
+_FIELDS = {
+    "company": r"(?P<company>.+?)",
+    "metric": r"(?P<metric>[a-z ]+?)",
+    "fiscal_year": r"(?P<fiscal_year>\d{4})",
+    "as_of": rf"(?:, as of (?P<as_of>{LONG_DATE}))?",
+    "peers": r"(?P<peers>.+?)",
+    "peer": r"(?P<peer>.+?)",
+    "product": r"(?P<product>.+?)",
+    "segment": r"(?P<segment>.+?)",
+    "region": r"(?P<region>.+?)",
+    "date": rf"(?P<date>{LONG_DATE})",
+}
+
+
+@cache
+def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    from synthetic_world._briefs import BRIEF_REQUESTS
+    from synthetic_world._questions import question_kinds
+
+    _, _, kinds = question_kinds()
+    out = []
+    for kind in kinds:
+        for phrasing in kind.phrasings:
+            parts = re.split(r"(\{[a-z_]+\})", phrasing)
+            regex = "".join(_FIELDS[p[1:-1]] if p.startswith("{") else re.escape(p) for p in parts)
+            out.append((kind.kind, re.compile(f"^{regex}$")))
+    for brief, request in BRIEF_REQUESTS.items():
+        head, _, tail = request.partition("{company}")
+        regex = re.escape(head) + r"(?P<company>.+?)" + re.escape(tail)
+        out.append((f"brief:{brief}", re.compile(f"^{regex}$")))
+    return tuple(out)
+
+
+def read_research(text: str) -> tuple[str, dict[str, str]] | None:
+    """The question kind and its slots, when ``text`` is one of the world's phrasings."""
+    for kind, pattern in _patterns():
+        match = pattern.match(text.strip())
+        if match:
+            return kind, {k: v for k, v in match.groupdict().items() if v is not None}
+    return None
+
+
+# -- the tools -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Company:
+    company_id: str
+    name: str
+    ticker: str | None
+    listed: bool
+    currency: str
+    peers: list[dict]
+    erp_accounts: list[dict]
+    lines_of_business: list[str]
+    chief_executive: str
+    headquarters: str
+
+
+@dataclass
+class Research:
+    """The world and ERP clients of one question, with what was read so far."""
+
+    world: ErpClient
+    erp: ErpClient | None
+    draft: TrajectoryDraft
+    as_of: dt.date
+    today: dt.date
+    pages: dict[str, Page] = field(default_factory=dict)
+    cited: list[str] = field(default_factory=list)
+
+    async def call(self, client: ErpClient, tool: str, **arguments: Any) -> dict[str, Any]:
+        clean = {
+            k: (v.isoformat() if isinstance(v, dt.date) else v)
+            for k, v in arguments.items()
+            if v is not None
+        }
+        result = await client.call(tool, clean, self.draft)
+        for attempt in range(1, TOOL_RETRIES + 1):
+            if not (result.is_error and result.text.lstrip().startswith("TRANSIENT")):
+                break
+            await asyncio.sleep(0.2 * attempt)
+            result = await client.call(tool, clean, self.draft)
+        if result.is_error:
+            raise ToolFailure(tool, result.text.strip() or "tool error")
+        data = result.structured
+        if isinstance(data, dict) and set(data) == {"result"}:
+            data = data["result"]
+        return data if isinstance(data, dict) else json.loads(result.text)
+
+    async def company(self, reference: str) -> Company:
+        """The company a question names: by ERP account, ticker or (misspelt) name."""
+        erp_ref = re.match(r"^our (customer|vendor) (\S+) in ([A-Z]{4})$", reference)
+        if erp_ref and self.erp is not None:
+            kind, account, le = erp_ref.groups()
+            data = await self.call(self.erp, f"get_{kind}", account=account, legal_entity=le)
+            reference = data[kind]["name"]
+        ticker = re.match(r"^the company with ticker ([A-Z]+)$", reference)
+        if ticker:
+            reference = ticker.group(1)
+        data = await self.call(self.world, "company", name_or_ticker=reference)
+        best = data["matches"][0]
+        return Company(
+            best["company_id"],
+            best["name"],
+            best["ticker"],
+            best["listed"],
+            best["reporting_currency"],
+            best["peers"],
+            best["erp_accounts"],
+            best["lines_of_business"],
+            best["chief_executive"],
+            best["headquarters"],
+        )
+
+    async def search(
+        self,
+        company: Company,
+        query: str,
+        source_type: str,
+        k: int = 10,
+        before: dt.date | None = None,
+        after: dt.date | None = None,
+    ) -> list[dict]:
+        data = await self.call(
+            self.world,
+            "search",
+            query=f"{company.name} {query}",
+            k=k,
+            company=company.company_id,
+            source_type=source_type,
+            published_after=after,
+            published_before=before or self.as_of,
+        )
+        return data["results"]
+
+    async def page(self, url: str) -> Page:
+        if url not in self.pages:
+            self.pages[url] = Page.from_fetch(await self.call(self.world, "fetch", url=url))
+        return self.pages[url]
+
+    def cite(self, page: Page) -> str:
+        if page.url not in self.cited:
+            self.cited.append(page.url)
+        return page.url
+
+    # -- filings ----------------------------------------------------------------------------------
+
+    async def annual_pages(self, company: Company, fy: int, section: str) -> list[Page]:
+        """The annual-report sections (``section`` in the title) of fiscal ``fy`` and ``fy + 1``
+        published by the as-of date, newest first."""
+        found = []
+        for year in (fy + 1, fy):
+            for hit in await self.search(
+                company, f"annual report fiscal {year} {section}", "annual_report", k=5
+            ):
+                if hit["title"].endswith(f"fiscal {year}: {_section_title(section)}"):
+                    found.append(await self.page(hit["url"]))
+                    break
+        return sorted(found, key=lambda p: p.published_at, reverse=True)
+
+    async def annual(self, company: Company, metric: str, fy: int) -> tuple[Decimal, Page]:
+        """The latest published figure of ``metric`` for fiscal ``fy``: the newest annual report
+        stating it (a restated prior-year column wins), else the Q4 release's preliminary one."""
+        section = next((s for s, rows in SECTIONS.items() if metric in rows), None)
+        if metric == "employees":
+            for page in await self.annual_pages(company, fy, "business overview"):
+                match = page.find(r"Human capital: as of .*? we had ([\d,]+) employees")
+                if match and f"Fiscal Year {fy}" in page.content.splitlines()[0]:
+                    return Decimal(match.group(1).replace(",", "")), page
+            raise NotFound(f"no fiscal {fy} headcount")
+        for page in await self.annual_pages(company, fy, section or "operations"):
+            statement = page.tables[0] if page.tables else None  # the year's statement
+            if statement is None:
+                continue
+            cell = statement.cell(LABELS[metric], f"Fiscal {fy}")
+            value = number(cell) if cell else None
+            if value is not None:
+                return value, page
+        if metric in RELEASED:
+            release = await self.release(company, f"fourth quarter and fiscal {fy}")
+            if release is not None:
+                value = _release_value(release, metric, f"fiscal {fy}")
+                if value is not None:
+                    return value, release
+        raise NotFound(f"no fiscal {fy} {metric}")
+
+    async def release(self, company: Company, period: str) -> Page | None:
+        for hit in await self.search(company, f"reports results {period}", "earnings_release", k=5):
+            if hit["title"] == f"{company.name} reports {period} results":
+                return await self.page(hit["url"])
+        return None
+
+    async def releases(self, company: Company) -> list[dict]:
+        """Earnings-release search hits by the as-of date, newest first."""
+        # Releases come about every three months: the last 200 days hold the latest two or three.
+        recent = self.as_of - dt.timedelta(days=200)
+        hits = await self.search(company, "reports results", "earnings_release", after=recent)
+        return sorted(hits, key=lambda h: h["published_at"], reverse=True)
+
+    async def latest_fiscal_year(self, company: Company) -> int:
+        """The latest fiscal year with results out by the as-of date (its fourth-quarter
+        release)."""
+        hits = await self.search(
+            company, "reports results fourth quarter and fiscal", "earnings_release"
+        )
+        years = [
+            int(m.group(1))
+            for h in hits
+            if (m := re.search(r"fourth quarter and fiscal (\d{4}) results", h["title"]))
+        ]
+        if not years:
+            raise NotFound("no fiscal year reported yet")
+        return max(years)
+
+    async def member(
+        self, company: Company, title: str, member: str, fy: int
+    ) -> tuple[Decimal, Page]:
+        for page in await self.annual_pages(company, fy, "revenue by segment"):
+            table = page.table(title)
+            cell = table.cell(member, f"Fiscal {fy}") if table else None
+            if cell is not None and (value := number(cell)) is not None:
+                return value, page
+        raise NotFound(f"no fiscal {fy} figure for {member}")
+
+
+def _section_title(section: str) -> str:
+    return {
+        "operations": "consolidated statements of operations",
+        "balance sheets": "consolidated balance sheets",
+        "cash flows": "consolidated statements of cash flows",
+        "business overview": "business overview",
+        "revenue by segment": "revenue by segment, product line and region",
+    }[section]
+
+
+def _release_value(page: Page, metric: str, period_words: str) -> Decimal | None:
+    paragraph = re.search(rf"Revenue for {re.escape(period_words)} was [^\n]*", page.content)
+    if paragraph is None:
+        return None
+    text = paragraph.group(0)
+    pattern = {
+        "revenue": r"^Revenue for [^$€£-]*?(-?[$€£]-?[\d,]+\.\d) million",
+        "operating_income": r"GAAP operating income was (-?[$€£]-?[\d,]+\.\d) million",
+        "net_income": r"net income was (-?[$€£]-?[\d,]+\.\d) million",
+    }[metric]
+    match = re.search(pattern, text)
+    return number(match.group(1)) if match else None
+
+
+def percent(numerator: Decimal, denominator: Decimal) -> Decimal:
+    return (numerator / denominator * 100).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
+
+
+def money(value: Decimal, currency: str) -> str:
+    sign = "-" if value < 0 else ""
+    return f"{sign}{SIGNS[currency]}{abs(value):,.1f} million"
+
+
+def link(text: str, page: Page) -> str:
+    return f"[{text}]({page.url})"
+
+
+# -- solvers ---------------------------------------------------------------------------------------
+
+Solver = Callable[[Research, Company, dict[str, str]], Awaitable[str]]
+
+
+async def _not_reported(
+    r: Research, c: Company, what: str, fy: int, metric: str = "revenue"
+) -> str:
+    """Fiscal ``fy`` is not out by the as-of date: say so, with the latest year's ``metric``."""
+    try:
+        latest = await r.latest_fiscal_year(c)
+        try:
+            value, page = await r.annual(c, metric, latest)
+        except NotFound:  # released, but the annual report with this figure is not out yet
+            latest -= 1
+            value, page = await r.annual(c, metric, latest)
+        words = next((w for w, m in METRIC_WORDS.items() if m == metric), metric)
+        tail = (
+            f" The latest reported fiscal year is fiscal {latest}: {words} "
+            f"{money(value, c.currency)} ({link('source', page)})."
+        )
+    except NotFound:
+        tail = ""
+    return (
+        f"{c.name} has not yet reported fiscal {fy} results as of {_day(r.as_of)}, so its "
+        f"fiscal {fy} {what} is not yet reported.{tail}"
+    )
+
+
+def _day(day: dt.date) -> str:
+    return f"{day:%B} {day.day}, {day.year}"
+
+
+async def fy_metric(r: Research, c: Company, s: dict[str, str]) -> str:
+    metric, fy = METRIC_WORDS[s["metric"]], int(s["fiscal_year"])
+    try:
+        value, page = await r.annual(c, metric, fy)
+    except NotFound:
+        return await _not_reported(r, c, s["metric"], fy, metric)
+    r.cite(page)
+    return (
+        f"{c.name}'s fiscal {fy} {s['metric']} was **{money(value, c.currency)}** (GAAP), per "
+        f"{link(page.title, page)}."
+    )
+
+
+async def latest_fy_metric(r: Research, c: Company, s: dict[str, str]) -> str:
+    """The latest fiscal year for which the figure is out: a release gives revenue and income,
+    the annual report (weeks later) the balance sheet and cash flows."""
+    fy = await r.latest_fiscal_year(c)
+    for year in (fy, fy - 1):
+        try:
+            await r.annual(c, METRIC_WORDS[s["metric"]], year)
+        except NotFound:
+            continue
+        fy = year
+        break
+    return f"The latest fiscal year {c.name} has reported is fiscal {fy}. " + await fy_metric(
+        r, c, {**s, "fiscal_year": str(fy)}
+    )
+
+
+async def operating_margin(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    try:
+        revenue, page = await r.annual(c, "revenue", fy)
+        income, page2 = await r.annual(c, "operating_income", fy)
+    except NotFound:
+        return await _not_reported(r, c, "operating margin", fy)
+    r.cite(page)
+    r.cite(page2)
+    return (
+        f"{c.name}'s fiscal {fy} GAAP operating margin was **{percent(income, revenue)}%**: "
+        f"operating income of {money(income, c.currency)} on revenue of "
+        f"{money(revenue, c.currency)} ({link(page.title, page)})."
+    )
+
+
+async def adjusted_margin(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    release = await r.release(c, f"fourth quarter and fiscal {fy}")
+    table = release.table("Reconciliation") if release else None
+    cell = table.cell("Adjusted operating margin (non-GAAP)", f"Fiscal {fy}") if table else None
+    if cell is None:
+        return await _not_reported(r, c, "adjusted operating margin", fy)
+    adjusted = table.cell("Adjusted operating income (non-GAAP)", f"Fiscal {fy}")
+    r.cite(release)
+    return (
+        f"{c.name}'s fiscal {fy} adjusted (non-GAAP) operating margin was **{cell}** "
+        f"(adjusted operating income {money(number(adjusted), c.currency)}), per its earnings "
+        f"release {link(release.title, release)}."
+    )
+
+
+async def free_cash_flow(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    try:
+        cfo, page = await r.annual(c, "cash_from_operations", fy)
+        capex, _ = await r.annual(c, "capital_expenditures", fy)
+    except NotFound:
+        return await _not_reported(r, c, "free cash flow", fy)
+    r.cite(page)
+    return (
+        f"{c.name}'s fiscal {fy} free cash flow was **{money(cfo - capex, c.currency)}**: "
+        f"operating cash flow {money(cfo, c.currency)} minus capital expenditures "
+        f"{money(capex, c.currency)} ({link(page.title, page)})."
+    )
+
+
+async def revenue_growth(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    try:
+        current, page = await r.annual(c, "revenue", fy)
+        prior, page2 = await r.annual(c, "revenue", fy - 1)
+    except NotFound:
+        return await _not_reported(r, c, "revenue growth", fy)
+    r.cite(page)
+    r.cite(page2)
+    growth = percent(current - prior, prior)
+    return (
+        f"{c.name}'s revenue {'grew' if growth >= 0 else 'fell'} **{abs(growth)}%** year over "
+        f"year in fiscal {fy}: {money(current, c.currency)} against "
+        f"{money(prior, c.currency)} in fiscal {fy - 1} ({link(page.title, page)})."
+    )
+
+
+async def latest_quarter_revenue(r: Research, c: Company, s: dict[str, str]) -> str:
+    hits = await r.releases(c)
+    if not hits:
+        raise NotFound("no earnings release")
+    page = await r.page(hits[0]["url"])
+    match = re.search(
+        r"results for the (first|second|third|fourth) quarter(?: and)? (?:of )?"
+        r"fiscal (\d{4})",
+        page.content,
+    )
+    value = _release_value(page, "revenue", "the quarter")
+    if match is None or value is None:
+        raise NotFound("unreadable release")
+    quarter = ("first", "second", "third", "fourth").index(match.group(1)) + 1
+    r.cite(page)
+    return (
+        f"{c.name}'s most recent reported quarter as of {_day(r.as_of)} is Q{quarter} of "
+        f"fiscal {match.group(2)} (FY{match.group(2)}-Q{quarter}): revenue of "
+        f"**{money(value, c.currency)}** ({link(page.title, page)})."
+    )
+
+
+async def net_debt(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    try:
+        debt, page = await r.annual(c, "total_debt", fy)
+        cash, _ = await r.annual(c, "cash", fy)
+    except NotFound:
+        return await _not_reported(r, c, "net debt", fy)
+    r.cite(page)
+    return (
+        f"{c.name}'s net debt at the end of fiscal {fy} was **{money(debt - cash, c.currency)}**"
+        f": total debt {money(debt, c.currency)} less cash {money(cash, c.currency)} "
+        f"({link(page.title, page)})."
+    )
+
+
+async def private_revenue(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    hits = await r.search(c, f"fiscal {fy} revenue reached", "news")
+    announced = [h for h in hits if "revenue reached" in h["title"]]
+    for hit in announced:
+        if f"fiscal {fy} revenue" in hit["title"]:
+            page = await r.page(hit["url"])
+            match = page.find(r"was (-?[$€£][\d,]+\.\d) million")
+            if match:
+                r.cite(page)
+                return (
+                    f"{c.name} (privately held) reported fiscal {fy} revenue of "
+                    f"**{money(number(match.group(1)), c.currency)}** "
+                    f"({link(page.title, page)})."
+                )
+    missing = "not yet reported" if announced else "not disclosed"
+    return (
+        f"{c.name} is privately held and its fiscal {fy} revenue is **{missing}** as of "
+        f"{_day(r.as_of)}: no filing, release or article states it."
+    )
+
+
+def _names(text: str) -> list[str]:
+    parts = text.split(", ")
+    last = parts.pop()
+    return [*parts, *last.split(" and ")] if " and " in last else [*parts, last]
+
+
+async def _peer_companies(r: Research, c: Company, text: str) -> list[Company]:
+    return [await r.company(name) for name in _names(text)]
+
+
+async def _latest_revenue(r: Research, c: Company) -> tuple[Decimal, int, Page]:
+    fy = await r.latest_fiscal_year(c)
+    value, page = await r.annual(c, "revenue", fy)
+    return value, fy, page
+
+
+async def peer_revenue_ranking(r: Research, c: Company, s: dict[str, str]) -> str:
+    rows = []
+    for company in [c, *await _peer_companies(r, c, s["peers"])]:
+        value, fy, page = await _latest_revenue(r, company)
+        r.cite(page)
+        rows.append((value, company, fy, page))
+    rows.sort(key=lambda row: -row[0])
+    lines = "\n".join(
+        f"| {i} | {company.name} | {money(value, company.currency)} | FY{fy} | "
+        f"{link('source', page)} |"
+        for i, (value, company, fy, page) in enumerate(rows, 1)
+    )
+    return (
+        "Ranked by revenue in each company's latest reported fiscal year (as of "
+        f"{_day(r.as_of)}):\n\n| Rank | Company | Revenue | Fiscal year | Source |\n"
+        f"|---|---|---:|---|---|\n{lines}"
+    )
+
+
+async def _margin(r: Research, c: Company) -> tuple[Decimal, int, Page]:
+    fy = await r.latest_fiscal_year(c)
+    revenue, page = await r.annual(c, "revenue", fy)
+    income, _ = await r.annual(c, "operating_income", fy)
+    return percent(income, revenue), fy, page
+
+
+async def peer_margin_comparison(r: Research, c: Company, s: dict[str, str]) -> str:
+    other = await r.company(s["peer"])
+    a, afy, apage = await _margin(r, c)
+    b, bfy, bpage = await _margin(r, other)
+    r.cite(apage)
+    r.cite(bpage)
+    higher = c if a > b else other
+    return (
+        f"**{higher.name}** had the higher GAAP operating margin: {c.name} {a}% in fiscal "
+        f"{afy} ({link('source', apage)}) against {other.name} {b}% in fiscal {bfy} "
+        f"({link('source', bpage)})."
+    )
+
+
+async def _growth(r: Research, c: Company) -> tuple[Decimal, int, Page]:
+    fy = await r.latest_fiscal_year(c)
+    current, page = await r.annual(c, "revenue", fy)
+    prior, _ = await r.annual(c, "revenue", fy - 1)
+    return percent(current - prior, prior), fy, page
+
+
+async def peer_growth_comparison(r: Research, c: Company, s: dict[str, str]) -> str:
+    other = await r.company(s["peer"])
+    a, afy, apage = await _growth(r, c)
+    b, bfy, bpage = await _growth(r, other)
+    r.cite(apage)
+    r.cite(bpage)
+    verdict = "Yes" if a > b else "No"
+    return (
+        f"{verdict}: {c.name}'s revenue grew {a}% in fiscal {afy} ({link('source', apage)}), "
+        f"against {b}% for {other.name} in fiscal {bfy} ({link('source', bpage)})."
+    )
+
+
+async def competitors(r: Research, c: Company, s: dict[str, str]) -> str:
+    page = await _profile(r, c)
+    match = page.find(r"Competitors: (.+)\.") if page else None
+    if match is None:
+        raise NotFound("no profile")
+    r.cite(page)
+    return f"{c.name}'s main competitors are {match.group(1)} ({link('company profile', page)})."
+
+
+async def _profile(r: Research, c: Company) -> Page | None:
+    hits = await r.search(c, "company profile", "company_profile", k=3)
+    return await r.page(hits[0]["url"]) if hits else None
+
+
+async def _market_cap(r: Research, c: Company, day: dt.date) -> tuple[Decimal, str]:
+    data = await r.call(
+        r.world, "prices", ticker=c.ticker, start=day - dt.timedelta(days=10), end=day, page_size=50
+    )
+    rows = [row for row in data["items"] if row["date"] <= day.isoformat()]
+    if not rows or rows[-1]["market_cap"] is None:
+        raise NotFound("no price")
+    r.cited += [link for link in data.get("sources", [])[-1:] if link not in r.cited]
+    return Decimal(str(rows[-1]["market_cap"])), rows[-1]["date"]
+
+
+async def market_cap(r: Research, c: Company, s: dict[str, str]) -> str:
+    day = parse_long_date(s["date"])
+    value, traded = await _market_cap(r, c, day)
+    return (
+        f"{c.name}'s market capitalisation at the close on {traded} was about "
+        f"**{money(value, c.currency)}** (closing price x shares outstanding, from the world's "
+        "price data)."
+    )
+
+
+async def market_cap_ranking(r: Research, c: Company, s: dict[str, str]) -> str:
+    day = parse_long_date(s["date"])
+    rows = []
+    for company in [c, *await _peer_companies(r, c, s["peers"])]:
+        value, traded = await _market_cap(r, company, day)
+        rows.append((value, company, traded))
+    rows.sort(key=lambda row: -row[0])
+    lines = "\n".join(
+        f"| {i} | {company.name} | {money(value, company.currency)} | {traded} |"
+        for i, (value, company, traded) in enumerate(rows, 1)
+    )
+    return (
+        f"Ranked by market capitalisation at the close on {s['date']}:\n\n"
+        f"| Rank | Company | Market cap | Close of |\n|---|---|---:|---|\n{lines}"
+    )
+
+
+async def _share(r: Research, c: Company, title: str, member: str, fy: int, what: str) -> str:
+    try:
+        part, page = await r.member(c, title, member, fy)
+        revenue, _ = await r.annual(c, "revenue", fy)
+    except NotFound:
+        return await _not_reported(r, c, "revenue share", fy)
+    r.cite(page)
+    return (
+        f"**{percent(part, revenue)}%** of {c.name}'s fiscal {fy} revenue came from {what}: "
+        f"{money(part, c.currency)} of {money(revenue, c.currency)} "
+        f"({link(page.title, page)})."
+    )
+
+
+async def product_share(r: Research, c: Company, s: dict[str, str]) -> str:
+    return await _share(
+        r,
+        c,
+        "Revenue by product line",
+        s["product"],
+        int(s["fiscal_year"]),
+        f"its {s['product']} product line",
+    )
+
+
+async def regional_share(r: Research, c: Company, s: dict[str, str]) -> str:
+    return await _share(r, c, "Revenue by region", s["region"], int(s["fiscal_year"]), s["region"])
+
+
+async def segment_revenue(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    try:
+        value, page = await r.member(c, "Segment revenue", s["segment"], fy)
+    except NotFound:
+        return await _not_reported(r, c, "segment revenue", fy)
+    r.cite(page)
+    return (
+        f"{c.name}'s {s['segment']} segment generated **{money(value, c.currency)}** of revenue"
+        f" in fiscal {fy} (before intersegment eliminations; {link(page.title, page)})."
+    )
+
+
+async def largest_product_line(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    for page in await r.annual_pages(c, fy, "revenue by segment"):
+        table = page.table("Revenue by product line")
+        if table is None or table.column(f"Fiscal {fy}") is None:
+            continue
+        col = table.column(f"Fiscal {fy}")
+        lines = [(number(row[col]), row[0]) for row in table.rows if row[0] != "Total revenue"]
+        value, name = max(lines)
+        r.cite(page)
+        return (
+            f"{c.name}'s largest product line in fiscal {fy} was **{name}**, with "
+            f"{money(value, c.currency)} of revenue ({link(page.title, page)})."
+        )
+    return await _not_reported(r, c, "product-line revenue", fy)
+
+
+async def _news(r: Research, c: Company, query: str, title_word: str) -> list[Page]:
+    hits = [h for h in await r.search(c, query, "news") if title_word in h["title"]]
+    hits.sort(key=lambda h: h["published_at"], reverse=True)
+    return [await r.page(h["url"]) for h in hits]
+
+
+async def latest_launch(r: Research, c: Company, s: dict[str, str]) -> str:
+    pages = await _news(r, c, "launches", " launches ")
+    if not pages:
+        raise NotFound("no launch")
+    page = pages[0]
+    product = page.title.split(" launches ", 1)[1]
+    r.cite(page)
+    return (
+        f"{c.name}'s most recent launch as of {_day(r.as_of)} is **{product}**, announced on "
+        f"{_day(page.published_at)} ({link(page.title, page)})."
+    )
+
+
+async def _rounds(r: Research, c: Company) -> list[tuple[Page, dict[str, str]]]:
+    hits = await r.search(c, "announces financing round", "funding_announcement")
+    rounds = []
+    for hit in sorted(hits, key=lambda h: h["published_at"]):
+        page = await r.page(hit["url"])
+        terms = {row[0]: row[1] for row in page.tables[0].rows} if page.tables else {}
+        rounds.append((page, terms))
+    if not rounds:
+        raise NotFound("no funding round")
+    return rounds
+
+
+async def latest_funding_round(r: Research, c: Company, s: dict[str, str]) -> str:
+    page, terms = (await _rounds(r, c))[-1]
+    r.cite(page)
+    return (
+        f"{c.name}'s most recent funding round as of {_day(r.as_of)} was its {terms['Round']} "
+        f"of **{terms['Amount raised']}**, announced on {_day(page.published_at)} and led by "
+        f"**{terms['Lead investor']}**, at a post-money valuation of "
+        f"**{terms['Post-money valuation']}** ({link(page.title, page)})."
+    )
+
+
+async def total_raised(r: Research, c: Company, s: dict[str, str]) -> str:
+    rounds = await _rounds(r, c)
+    total = sum((number(terms["Amount raised"]) for _, terms in rounds), Decimal(0))
+    for page, _ in rounds:
+        r.cite(page)
+    listing = ", ".join(f"{terms['Round']} {terms['Amount raised']}" for _, terms in rounds)
+    return (
+        f"{c.name} has raised **{money(total, c.currency)}** across {len(rounds)} announced "
+        f"rounds as of {_day(r.as_of)} ({listing}); talks the company denied are not "
+        "counted."
+    )
+
+
+async def regulatory_action(r: Research, c: Company, s: dict[str, str]) -> str:
+    pages = await _news(r, c, "fines", " fines ")
+    if not pages:
+        return (
+            f"No: I found no regulatory fine against {c.name} as of {_day(r.as_of)} in the "
+            "world's filings and news."
+        )
+    page = pages[0]
+    pattern = rf"^(.+?) fined {re.escape(c.name)} ([$€£][\d,.]+ (?:million|billion))"
+    match = re.search(pattern, page.content, re.MULTILINE)
+    if match is None:
+        raise NotFound("unreadable fine")
+    regulator = match.group(1).strip().removeprefix("The ").removeprefix("the ")
+    r.cite(page)
+    return (
+        f"Yes: **{regulator}** fined {c.name} **{match.group(2)}** on "
+        f"{_day(page.published_at)} ({link(page.title, page)})."
+    )
+
+
+SOLVERS: dict[str, Solver] = {
+    "fy_metric": fy_metric,
+    "latest_fy_metric": latest_fy_metric,
+    "operating_margin": operating_margin,
+    "adjusted_margin": adjusted_margin,
+    "free_cash_flow": free_cash_flow,
+    "revenue_growth": revenue_growth,
+    "latest_quarter_revenue": latest_quarter_revenue,
+    "net_debt": net_debt,
+    "private_revenue": private_revenue,
+    "peer_revenue_ranking": peer_revenue_ranking,
+    "peer_margin_comparison": peer_margin_comparison,
+    "peer_growth_comparison": peer_growth_comparison,
+    "competitors": competitors,
+    "market_cap_ranking": market_cap_ranking,
+    "product_share": product_share,
+    "segment_revenue": segment_revenue,
+    "largest_product_line": largest_product_line,
+    "latest_launch": latest_launch,
+    "latest_funding_round": latest_funding_round,
+    "total_raised": total_raised,
+    "market_cap": market_cap,
+    "regional_share": regional_share,
+    "regulatory_action": regulatory_action,
+}
+
+
+# -- briefs ----------------------------------------------------------------------------------------
+
+
+async def _latest_news(r: Research, c: Company) -> Page | None:
+    hits = await r.search(c, "news", "news", k=10)
+    pages = [
+        await r.page(h["url"]) for h in sorted(hits, key=lambda h: h["published_at"], reverse=True)
+    ]
+    dated = [p for p in pages if _sentiment(p)]
+    return max(dated, key=lambda p: p.published_at) if dated else None
+
+
+def _sentiment(page: Page) -> str | None:
+    match = page.find(r"\((?:market reaction|sentiment): (positive|negative|neutral)\)")
+    return match.group(1) if match else None
+
+
+async def _ar_ap(r: Research, c: Company) -> list[str]:
+    lines = []
+    for account in c.erp_accounts:
+        kind, le, number_ = account["party_type"], account["legal_entity"], account["account"]
+        details = await r.call(r.erp, f"get_{kind}", account=number_, legal_entity=le)
+        record_url = (details.get(kind) or {}).get("url") or ""
+        data = await r.call(
+            r.erp,
+            "get_aging",
+            party_type=kind,
+            account=number_,
+            legal_entity=le,
+            bucket_edges=[30, 60, 90],
+        )
+        rows = data.get("rows") or []
+        row = rows[0] if rows else {}
+        currency = row.get("currency") or (details.get(kind) or {}).get("currency") or ""
+        balance = Decimal(str(row.get("balance_cur") or 0))
+        url = row.get("url") or record_url
+        who = f"[{c.name} ({number_})]({url})" if url else f"{c.name} ({number_})"
+        side = "receivable from" if kind == "customer" else "payable to"
+        text = f"- Open {side} {who} in {le}: **{currency} {balance:,.2f}**"
+        acct = row.get("balance_acct")
+        if acct is not None and row.get("accounting_currency") not in (None, currency):
+            text += (
+                f" ({row['accounting_currency']} {Decimal(str(acct)):,.2f} in accounting currency)"
+            )
+        if kind == "customer":
+            buckets = [
+                f"{b.get('label')}: {currency} {Decimal(str(b.get('amount_cur') or 0)):,.2f}"
+                for b in row.get("buckets") or []
+            ]
+            if buckets:
+                text += "; aging " + "; ".join(buckets)
+        lines.append(text + ".")
+    return lines
+
+
+async def brief(r: Research, c: Company, s: dict[str, str]) -> str:
+    profile = await _profile(r, c)
+    parts = [f"# {c.name}"]
+    header = f"**{c.name}**" + (f" (ticker {c.ticker})" if c.ticker else " (privately held)")
+    header += f", headquartered in {c.headquarters.split(',')[0]}, led by chief executive "
+    header += f"{c.chief_executive}."
+    if profile is not None:
+        r.cite(profile)
+        header += f" Source: {link('company profile', profile)}."
+    parts += ["## Company header and overview", header]
+    parts += ["## Financials", await _brief_financials(r, c)]
+    move = await _strategic_move(r, c)
+    if move:
+        parts += ["## Strategic moves", move]
+    if c.lines_of_business:
+        parts += ["## Lines of business", ", ".join(c.lines_of_business) + "."]
+    if c.peers:
+        parts += ["## Peers", ", ".join(p["name"] for p in c.peers) + "."]
+    news = await _latest_news(r, c)
+    if news is not None:
+        r.cite(news)
+        parts += [
+            "## Top news and sentiment",
+            f"{_day(news.published_at)}: {link(news.title, news)} (sentiment: {_sentiment(news)}).",
+        ]
+    parts += ["## AR/AP in our ERP", "\n".join(await _ar_ap(r, c)) or "No ERP accounts."]
+    return "\n\n".join(parts)
+
+
+async def _brief_financials(r: Research, c: Company) -> str:
+    if c.listed:
+        value, fy, page = await _latest_revenue(r, c)
+        margin, _, _ = await _margin(r, c)
+        r.cite(page)
+        return (
+            f"Fiscal {fy} revenue {money(value, c.currency)}; GAAP operating margin "
+            f"{margin}% ({link('annual report', page)})."
+        )
+    text = ""
+    hits = [
+        h for h in await r.search(c, "revenue reached", "news") if "revenue reached" in h["title"]
+    ]
+    if hits:
+        latest = max(hits, key=lambda h: h["published_at"])
+        page = await r.page(latest["url"])
+        match = page.find(r"revenue for fiscal (\d{4}).*? was (-?[$€£][\d,]+\.\d) million")
+        if match:
+            r.cite(page)
+            text = (
+                f"Fiscal {match.group(1)} revenue {money(number(match.group(2)), c.currency)}"
+                f" (announced; {link('source', page)}). "
+            )
+    if not text:
+        text = "Revenue: not disclosed (privately held). "
+    try:
+        page, terms = (await _rounds(r, c))[-1]
+        r.cite(page)
+        text += (
+            f"Latest funding ({_day(page.published_at)}): {terms['Round']} of "
+            f"{terms['Amount raised']} led by {terms['Lead investor']}, post-money valuation "
+            f"{terms['Post-money valuation']} ({link('announcement', page)})."
+        )
+    except NotFound:
+        pass
+    return text
+
+
+async def _strategic_move(r: Research, c: Company) -> str:
+    candidates = await _news(r, c, "to acquire", " to acquire ")
+    candidates += await _news(r, c, "launches", " launches ")
+    if not candidates:
+        return ""
+    page = max(candidates, key=lambda p: p.published_at)
+    r.cite(page)
+    if " to acquire " in page.title:
+        target = page.title.split(" to acquire ", 1)[1]
+        return f"Agreed to acquire **{target}** ({_day(page.published_at)}; {link('news', page)})."
+    product = page.title.split(" launches ", 1)[1]
+    return f"Launched **{product}** ({_day(page.published_at)}; {link('news', page)})."
+
+
+# -- the entry point -------------------------------------------------------------------------------
+
+
+async def answer_research(
+    world: ErpClient, erp: ErpClient | None, draft: TrajectoryDraft, text: str, today: dt.date
+) -> str | None:
+    """The answer to a world question, or None when ``text`` is not one of the world's."""
+    reading = read_research(text)
+    if reading is None:
+        return None
+    kind, slots = reading
+    as_of = parse_long_date(slots["as_of"]) if slots.get("as_of") else today
+    research = Research(world, erp, draft, as_of, today)
+    draft.extra["intent"] = kind
+    try:
+        company = await research.company(slots["company"])
+        solver = brief if kind.startswith("brief:") else SOLVERS[kind]
+        answer = await solver(research, company, slots)
+    except NotFound as missing:
+        return f"I could not find this in the documents published by {_day(as_of)}: {missing}."
+    except ToolFailure as failure:
+        return (
+            f"I could not answer: the research tool `{failure.tool}` failed "
+            f"({failure.message[:200]}). No figures are given rather than guessed."
+        )
+    if research.cited:
+        answer += "\n\nSources: " + ", ".join(research.cited)
+    return answer

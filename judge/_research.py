@@ -1,0 +1,595 @@
+"""Accuracy of research answers against the world's keys (entity-performance and brief items).
+
+A research amount is in millions of a reporting currency for a period and basis. An answer states
+it right when a figure equals the key at the precision it is written in (``$1.2 billion``,
+``$1,204 million`` and ``1,204.3`` under a "(USD millions)" header all state 1,204.3 million),
+with at least two significant digits, in the right currency. A figure in another currency, a
+thousands figure read as millions, a prior-year or non-GAAP figure, a decoy's or an original
+figure where the key is restated: none equals the key, so the fact is not stated. Facts about one
+company of several (peer rankings) count only in the lines that name that company, and a
+figure whose line names another fiscal year than the key's is for the wrong period. Brief items'
+ERP facts are checked as obligations are.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harnesses.records import TrajectoryRecord
+from judge import _extract as x
+from ledgerbench.dataset import ExpectedFact, Question, TaskType
+
+if TYPE_CHECKING:
+    from judge._rules import RuleContext, Verdict
+
+SCALES = {"units": 1.0, "thousands": 1e3, "millions": 1e6, "billions": 1e9}
+CURRENCY_MARKS = {
+    "USD": ("$", "USD", "US$", "dollar"),
+    "EUR": ("€", "EUR", "euro"),
+    "GBP": ("£", "GBP", "pound", "sterling"),
+}
+_MARK = re.compile(r"US\$|[$€£]|\b(?:USD|EUR|GBP)\b", re.IGNORECASE)
+_NOT_PUBLISHED = re.compile(
+    r"\bnot (?:yet )?(?:been )?(?:reported|disclosed|published|released|available|public|made "
+    r"public|out)\b|\bhas(?: not|n't) (?:yet )?(?:reported|disclosed|published|released)\b|"
+    r"\bdoes(?: not|n't) (?:disclose|publish|report)\b|\bno (?:figure|figures|data) "
+    r"(?:is |are )?(?:disclosed|published|available)\b|\bundisclosed\b",
+    re.IGNORECASE,
+)
+_YEAR_LABEL = re.compile(r"\b(?:FY|fiscal(?: year)?\s*)'?(\d{2,4})\b", re.IGNORECASE)
+_LEGAL_SUFFIX = re.compile(
+    r"\s+(?:Inc\.?|LLC|Corp\.?|Co\.|GmbH & Co\. KG|GmbH|AG|SE|KG|Ltd|PLC|plc|& Co\.|Group)$"
+)
+
+
+def short_name(name: str) -> str:
+    previous = None
+    while previous != name:
+        previous, name = name, _LEGAL_SUFFIX.sub("", name).strip()
+    return name
+
+
+def _name_position(answer: str, name: str) -> int | None:
+    return x.find_phrase_position(answer, name) if name else None
+
+
+def name_in(answer: str, name: str) -> bool:
+    """A company (or other) name, with or without its legal suffix."""
+    return _name_position(answer, name) is not None or (
+        short_name(name) != name and _name_position(answer, short_name(name)) is not None
+    )
+
+
+def _subject_scope(answer: str, fact: ExpectedFact) -> str:
+    """The lines naming the fact's company, when the item has facts about several."""
+    if not fact.subject:
+        return answer
+    lines = [line for line in answer.splitlines() if name_in(line, fact.subject)]
+    return "\n".join(lines)
+
+
+def _mention_currency(text: str, start: int, end: int) -> str | None:
+    """The currency written with a figure (a sign or code just before it, or a code after it)."""
+    match = _MARK.search(text[max(0, start - 6) : end])
+    if match is None:
+        return None
+    mark = match.group(0).upper()
+    return {"$": "USD", "US$": "USD", "€": "EUR", "£": "GBP"}.get(mark, mark)
+
+
+def _line_of(text: str, start: int) -> str:
+    left = text.rfind("\n", 0, start) + 1
+    right = text.find("\n", start)
+    return text[left : right if right != -1 else len(text)]
+
+
+def _years_in(line: str) -> set[int]:
+    years = set()
+    for match in _YEAR_LABEL.finditer(line):
+        year = int(match.group(1))
+        years.add(year + 2000 if year < 100 else year)
+    return years
+
+
+def _period_year(fact: ExpectedFact) -> int | None:
+    match = re.match(r"FY(\d{4})", fact.period or "")
+    return int(match.group(1)) if match else None
+
+
+def check_research_amount(answer: str, fact: ExpectedFact) -> tuple[bool, str]:
+    """(stated right, reason) for an amount with a scale (research keys)."""
+    expected = float(fact.value) * SCALES[fact.scale or "units"]
+    text = _subject_scope(answer, fact)
+    says_millions = re.search(r"\bmillions?\b|\bmn\b|\(m\)", answer, re.IGNORECASE) is not None
+    wrong_currency = None
+    wrong_period = None
+    for mention in x.find_numbers(text):
+        if mention.is_percent or not mention.affirmative:
+            continue
+        readings = [(mention.value, mention.precision)]
+        if abs(mention.value) < 1e6 and says_millions:
+            readings.append((mention.value * 1e6, mention.precision * 1e6))
+        key_precision = fact.tolerance * SCALES[fact.scale or "units"]
+        for value, precision in readings:
+            # Coarser than the key: at least two significant digits ("$1.2 billion", not "$1bn").
+            if precision > key_precision + 1e-6 and precision > abs(expected) / 20 + 1e-9:
+                continue
+            allowed = max(key_precision, precision) + 1e-6
+            if abs(value - expected) > allowed:
+                continue
+            currency = _mention_currency(text, mention.start, mention.end)
+            if currency and fact.currency in CURRENCY_MARKS and currency != fact.currency:
+                wrong_currency = currency
+                continue
+            year = _period_year(fact)
+            years = _years_in(_line_of(text, mention.start))
+            if year is not None and years and year not in years and len(years) == 1:
+                wrong_period = years.pop()
+                continue
+            return True, ""
+    if wrong_currency:
+        return False, f"states the figure in {wrong_currency}, the key is in {fact.currency}"
+    if wrong_period:
+        return False, f"states the figure for fiscal {wrong_period}, the key is {fact.period}"
+    return False, ""
+
+
+def check_research_fact(answer: str, fact: ExpectedFact) -> tuple[bool, str]:
+    """(stated right, detail) for one research fact."""
+    if fact.kind == "amount" and fact.scale:
+        return check_research_amount(answer, fact)
+    scoped = _subject_scope(answer, fact)
+    if fact.kind == "percent":
+        return x.find_percent(scoped, float(fact.value), fact.tolerance) is not None, ""
+    if fact.kind == "not_disclosed":
+        return _NOT_PUBLISHED.search(answer) is not None, ""
+    if fact.kind in ("name", "text"):
+        return name_in(scoped, str(fact.value)), ""
+    if fact.kind == "top_n":
+        positions = [_first_position(scoped, str(v)) for v in fact.value or []]
+        if any(p is None for p in positions):
+            return False, "not every one named"
+        return (not fact.ordered or positions == sorted(positions)), (
+            "" if not fact.ordered or positions == sorted(positions) else "out of order"
+        )
+    if fact.kind == "id":
+        return x.find_id(scoped, str(fact.value)), ""
+    if fact.kind == "date":
+        return x.find_date(scoped, str(fact.value)), ""
+    if fact.kind == "count":
+        return x.find_count(scoped, int(fact.value), fact.tolerance), ""
+    if fact.kind == "boolean":
+        return bool(x.says_boolean(answer, bool(fact.value))), ""
+    if fact.kind == "no_records":
+        return x.says_no_records(answer) or re.search(r"\bno\b", answer[:80], re.I) is not None, ""
+    return False, f"cannot check a {fact.kind} fact"
+
+
+def _first_position(answer: str, name: str) -> int | None:
+    positions = [
+        p
+        for p in (_name_position(answer, name), _name_position(answer, short_name(name)))
+        if p is not None
+    ]
+    return min(positions) if positions else None
+
+
+def _account_lines(answer: str, fact: ExpectedFact) -> str:
+    """A brief's ERP fact is about one account (``subject`` LE/ACCOUNT): the lines naming it."""
+    account = (fact.subject or "").rsplit("/", 1)[-1]
+    lines = [line for line in answer.splitlines() if account and x.find_id(line, account)]
+    return "\n".join(lines) or answer
+
+
+def rule_research_facts(ctx: RuleContext) -> Verdict:
+    """``accuracy.research_key``: the share of the key's facts the answer states (quarter grid);
+    a brief's ERP facts (no scale) are checked as obligations are."""
+    from judge._rules import Verdict, _quarter_floor, check_fact
+
+    facts = ctx.question.expected
+    erp = tuple(f for f in facts if f.kind == "amount" and not f.scale)
+    found, reasons, certain = 0, [], True
+    for fact in facts:
+        if fact.kind == "amount" and not fact.scale:
+            verdict = check_fact(_account_lines(ctx.answer, fact), fact, erp)
+            ok, detail = verdict.score == 1.0, verdict.reason
+            certain = certain and verdict.certain
+        else:
+            ok, detail = check_research_fact(ctx.answer, fact)
+            certain = certain and (ok or bool(detail))
+        found += ok
+        shown = fact.value if not isinstance(fact.value, list) else ", ".join(map(str, fact.value))
+        subject = f" ({fact.subject})" if fact.subject else ""
+        status = "found" if ok else "not found"
+        reasons.append(
+            f"{fact.field}{subject} {shown}: {status}" + (f", {detail}" if detail else "")
+        )
+    return Verdict(
+        _quarter_floor(found / len(facts)),
+        f"{found}/{len(facts)} facts: " + "; ".join(reasons),
+        certain=certain,
+    )
+
+
+# -- the world's documents, as a judge reads them --------------------------------------------------
+
+_DOC_LINK = re.compile(r"https?://[^\s<>\"'`|\])]+?/w[0-9a-f]{10}/docs/d[0-9a-f]{12}")
+
+
+@dataclass(frozen=True)
+class WorldDoc:
+    doc_id: str
+    url: str
+    companies: tuple[str, ...]
+    body: str
+    published_at: str
+
+
+class WorldResolver:
+    """Read-only lookups of a world's documents by link (any host: the path names the world)."""
+
+    def __init__(self, path: str | Path) -> None:
+        path = Path(str(path).removeprefix("sqlite:///"))
+        self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        self._lock = threading.Lock()
+        (self.world_id,) = self._conn.execute(
+            "SELECT value FROM world_meta WHERE key = 'world_id'"
+        ).fetchone()
+        self._cache: dict[str, WorldDoc | None] = {}
+
+    def doc(self, link: str) -> WorldDoc | None:
+        """The document a link names in this world; None for another world's or no document."""
+        match = re.search(r"/(w[0-9a-f]{10})/docs/(d[0-9a-f]{12})", link)
+        if match is None or match.group(1) != self.world_id:
+            return None
+        doc_id = match.group(2)
+        with self._lock:
+            if doc_id not in self._cache:
+                row = self._conn.execute(
+                    "SELECT doc_id, url, companies, body, published_at FROM document "
+                    "WHERE doc_id = ?",
+                    (doc_id,),
+                ).fetchone()
+                self._cache[doc_id] = (
+                    WorldDoc(row[0], row[1], tuple(row[2].split()), row[3], row[4]) if row else None
+                )
+            return self._cache[doc_id]
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def world_links(answer: str) -> list[str]:
+    """Document links of a research world the answer cites, once each, in order."""
+    return list(dict.fromkeys(m.group(0) for m in _DOC_LINK.finditer(answer)))
+
+
+def canonical(link: str) -> str:
+    """A document link without its host: ``/{world_id}/docs/{doc_id}``."""
+    match = re.search(r"/w[0-9a-f]{10}/docs/d[0-9a-f]{12}", link)
+    return match.group(0) if match else link
+
+
+# -- what the run read, and the metrics of retrieval and citation ----------------------------------
+
+
+@dataclass(frozen=True)
+class ResearchMetrics:
+    """Retrieval and citation of one research answer against its item's gold documents."""
+
+    gold: int
+    shown_recall: float | None
+    """Share of gold documents among the results the agent's searches returned."""
+    fetched_recall: float | None
+    """Share of gold documents the agent fetched."""
+    cited: int
+    citation_precision: float | None
+    """Share of the cited world documents that are gold."""
+    citation_recall: float | None
+    """Share of gold documents the answer cites."""
+    searches: int
+    fetches: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def research_reads(trajectory: TrajectoryRecord) -> tuple[list[str], list[str]]:
+    """(links the searches returned, links fetched), host-free, in order, once each."""
+    shown: dict[str, None] = {}
+    fetched: dict[str, None] = {}
+    for call in trajectory.tool_calls:
+        base = call.name.split("__")[-1]
+        for link in call.documents:
+            (fetched if base == "fetch" else shown).setdefault(canonical(link), None)
+    return list(shown), list(fetched)
+
+
+def research_metrics(question: Question, trajectory: TrajectoryRecord) -> ResearchMetrics:
+    gold = {canonical(link) for link in question.gold_documents}
+    shown, fetched = research_reads(trajectory)
+    cited = [canonical(link) for link in world_links(trajectory.answer)]
+
+    def share(found: list[str], of: set[str]) -> float | None:
+        return round(len(of & set(found)) / len(of), 4) if of else None
+
+    return ResearchMetrics(
+        gold=len(gold),
+        shown_recall=share(shown, gold),
+        fetched_recall=share(fetched, gold),
+        cited=len(cited),
+        citation_precision=round(len(gold & set(cited)) / len(cited), 4) if cited else None,
+        citation_recall=share(cited, gold),
+        searches=sum(1 for c in trajectory.tool_calls if c.name.split("__")[-1] == "search"),
+        fetches=len(fetched),
+    )
+
+
+# -- figures as documents state them ---------------------------------------------------------------
+
+
+_DOC_NUMBER = re.compile(
+    r"(?<![\w.,])(-)?[$€£]?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\w,]*\d)"
+    r"(\s*(?:%|percent\b))?(?:\s*(billion|million|thousand)s?\b)?",
+    re.IGNORECASE,
+)
+_WORD_SCALES = {"billion": 1e9, "million": 1e6, "thousand": 1e3}
+
+
+@functools.lru_cache(maxsize=4096)
+def _doc_values(doc_text: str) -> tuple[tuple[float, float, bool], ...]:
+    """(value in units, precision in units, is a percentage) of every figure a document or tool
+    result states. A bare figure is read in units and in millions (filings' tables and the world
+    tools' JSON), and in thousands where the text says so (data-vendor tables). Documents are
+    read plainly (no negation or rounding analysis: they state their figures), and often: the
+    same filing backs many answers, so its figures are remembered."""
+    scales = (1.0, 1e3, 1e6) if re.search(r"\bthousands\b", doc_text, re.I) else (1.0, 1e6)
+    out = []
+    for match in _DOC_NUMBER.finditer(doc_text):
+        body = match.group(2).replace(",", "")
+        decimals = len(body.split(".", 1)[1]) if "." in body else 0
+        value = float(body) * (-1 if match.group(1) else 1)
+        precision = 0.5 * 10 ** (-decimals)
+        if match.group(3):
+            out.append((value, precision, True))
+        elif match.group(4):
+            scale = _WORD_SCALES[match.group(4).lower()]
+            out.append((value * scale, precision * scale, False))
+        else:
+            out += [(value * s, precision * s, False) for s in scales]
+    return tuple(out)
+
+
+def _year_or_rank(mention: x.NumberMention) -> bool:
+    """A bare whole number that is a year (fiscal 2025), a rank or a small count, no figure."""
+    if mention.is_percent or mention.has_currency or mention.precision != 0.5:
+        return False
+    value = abs(mention.value)
+    return float(value).is_integer() and (value < 100 or 1990 <= value <= 2100)
+
+
+def _answer_figures(text: str) -> list[tuple[tuple[float, float, bool], ...]]:
+    """The figures an answer states, each as its possible readings (value in units, precision,
+    is a percentage): a bare figure without a currency, in an answer that speaks of millions,
+    may be in millions (a table under a "(USD millions)" header) or in units."""
+    millions = re.search(r"\bmillions?\b|\bmn\b", text, re.IGNORECASE) is not None
+    out = []
+    for mention in x.find_numbers(text):
+        if not mention.affirmative or _year_or_rank(mention):
+            continue
+        reading = (mention.value, mention.precision, mention.is_percent)
+        bare = not (mention.is_percent or mention.has_currency) and abs(mention.value) < 1e5
+        if bare and millions:
+            out.append((reading, (mention.value * 1e6, mention.precision * 1e6, False)))
+        else:
+            out.append((reading,))
+    return out
+
+
+def _stated_in(figure: tuple, values) -> bool:
+    """Whether any reading of the figure is a figure of ``values``."""
+    for value, precision, percent in figure:
+        for other, other_precision, other_percent in values:
+            if (
+                percent == other_percent
+                and abs(value - other) <= max(precision, other_precision) + 1e-6
+            ):
+                return True
+    return False
+
+
+def _derived(figure: tuple, question: Question) -> list[ExpectedFact]:
+    """The key's computed facts (margin, share, growth, FCF, net debt, total) a reading of this
+    figure states; a figure written without a sign ("fell 2.8%") may state a negative one."""
+    found = []
+    for value, precision, percent in figure:
+        for fact in question.expected:
+            numeric = fact.kind == "percent" if percent else fact.kind == "amount" and fact.scale
+            if not numeric:
+                continue
+            scale = 1.0 if percent else SCALES[fact.scale]
+            expected = float(fact.value) * scale
+            allowed = max(precision, fact.tolerance * scale) + 1e-6
+            if min(abs(value - expected), abs(abs(value) - abs(expected))) <= allowed:
+                found.append(fact)
+    return found
+
+
+_FIGURE_LINE = re.compile(r"[^\n]+")
+
+
+def _lines_with_figures(answer: str) -> list[str]:
+    return [m.group(0) for m in _FIGURE_LINE.finditer(answer) if x.find_numbers(m.group(0))]
+
+
+def _needs_link(question: Question) -> bool:
+    return any(f.kind not in ("not_disclosed", "no_records") for f in question.expected)
+
+
+def _item_companies(question: Question, world: WorldResolver) -> set[str]:
+    companies = {str(question.metadata.get("company_id", ""))}
+    for link in question.gold_documents:
+        doc = world.doc(link)
+        if doc is not None:
+            companies.update(doc.companies)
+    return companies - {""}
+
+
+def _supports(doc: WorldDoc, figures: list, question: Question) -> bool:
+    """Whether the document states one of ``figures`` (or the figures a computed one rests on);
+    True when there is no figure to check."""
+    if not figures:
+        return True
+    values = _doc_values(doc.body)
+    for figure in figures:
+        if _stated_in(figure, values):
+            return True
+        if any(
+            canonical(doc.url) in {canonical(link) for link in fact.sources}
+            for fact in _derived(figure, question)
+        ):
+            return True
+    return False
+
+
+def keyed_research(question: Question) -> bool:
+    """A research item keyed on a world (its facts name their gold documents)."""
+    return question.task_type is not TaskType.obligations and bool(question.gold_documents)
+
+
+_SOURCES_LINE = re.compile(r"^\W*(?:sources?|references?|citations?)\b", re.IGNORECASE)
+
+
+def _cited_for(link: str, lines: list[str], every_figure: list) -> list:
+    """The figures a link is cited for: those of its line; every figure of the answer for a link
+    in a sources list; none for a link on a line without figures (it backs words)."""
+    own, only_in_lists = [], True
+    for line in lines:
+        if link not in line:
+            continue
+        listing = bool(_SOURCES_LINE.match(line)) or not x.prose(line).strip("\x00 ,;-*")
+        if not listing:
+            own += _answer_figures(x.prose(line))
+            only_in_lists = False
+    if own:
+        return own
+    return every_figure if only_in_lists else []
+
+
+def rule_world_citations(ctx: RuleContext) -> Verdict:
+    """``citations.world_sources``: every cited world document resolves, is about the company
+    asked about, and states the figure it is cited for (or the figures it is computed from)."""
+    from judge._rules import NEEDS_LLM, Verdict, _quarter_floor
+
+    world: WorldResolver | None = getattr(ctx, "world", None)
+    if world is None:
+        return Verdict(None, "research world unavailable (pass --world-db): " + NEEDS_LLM)
+    links = world_links(ctx.answer)
+    if not links:
+        if _needs_link(ctx.question):
+            return Verdict(0.0, "cites no document of the research world")
+        return Verdict(1.0, "nothing found, nothing to cite")
+    companies = _item_companies(ctx.question, world)
+    lines = ctx.answer.splitlines()
+    every_figure = _answer_figures(x.prose(ctx.answer))
+    problems, good = [], 0
+    for link in links:
+        doc = world.doc(link)
+        if doc is None:
+            problems.append(f"{link} does not resolve in world {world.world_id}")
+            continue
+        if not companies & set(doc.companies):
+            problems.append(f"{link} is about another company")
+            continue
+        if not _supports(doc, _cited_for(link, lines, every_figure), ctx.question):
+            problems.append(f"{link} does not state the figure it is cited for")
+            continue
+        good += 1
+    reason = f"{good}/{len(links)} cited documents resolve, are on topic and state their figures"
+    return Verdict(_quarter_floor(good / len(links)), reason + "".join(f"; {p}" for p in problems))
+
+
+def rule_world_groundedness(ctx: RuleContext) -> Verdict:
+    """``groundedness.supported`` on keyed research items: every figure the answer states is in
+    a document or tool result the agent read during the run, or is the key's computed figure from
+    documents it fetched."""
+    from judge._rules import NEEDS_LLM, Verdict, _quarter_floor
+
+    if not keyed_research(ctx.question):
+        return Verdict(None, NEEDS_LLM)
+    if ctx.trajectory is None:
+        return Verdict(None, "no trajectory: " + NEEDS_LLM)
+    figures = _answer_figures(x.prose(ctx.answer))
+    if not figures:
+        return Verdict(1.0, "states no figures")
+    read = [
+        v
+        for call in ctx.trajectory.tool_calls
+        if not call.is_error
+        for v in _doc_values(call.output)
+    ]
+    _, fetched = research_reads(ctx.trajectory)
+    grounded = 0
+    for figure in figures:
+        if _stated_in(figure, read):
+            grounded += 1
+            continue
+        if any(
+            {canonical(link) for link in fact.sources} & set(fetched)
+            for fact in _derived(figure, ctx.question)
+        ):
+            grounded += 1
+    reason = f"{grounded}/{len(figures)} stated figures are in what the agent read"
+    return Verdict(_quarter_floor(grounded / len(figures)), reason)
+
+
+def _period_words(period: str) -> list[str]:
+    """Ways an answer names a period: FY2025 / fiscal 2025 / FY25; FY2025-Q3 / Q3 ... 2025."""
+    match = re.fullmatch(r"FY(\d{4})(?:-Q(\d))?", period)
+    if match is None:
+        return [period]
+    year, quarter = match.groups()
+    if quarter is None:
+        return [rf"\bFY\s?'?{year}\b", rf"\bFY\s?'?{year[2:]}\b", rf"\bfiscal (?:year )?{year}\b"]
+    ordinal = ("first", "second", "third", "fourth")[int(quarter) - 1]
+    return [
+        rf"\bQ{quarter}\b[^\n]{{0,40}}\b(?:FY\s?)?'?(?:{year}|{year[2:]})\b",
+        rf"\b{ordinal} quarter of fiscal (?:year )?{year}\b",
+        rf"\bFY{year}-Q{quarter}\b",
+    ]
+
+
+def _names_period(answer: str, period: str) -> bool:
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", period):
+        return x.find_date(answer, period)
+    return any(re.search(p, answer, re.IGNORECASE) for p in _period_words(period))
+
+
+def rule_world_recency(ctx: RuleContext) -> Verdict:
+    """``recency.period_asked`` on keyed research items: the answer names the period of every
+    dated figure of the key (the latest reported one where "latest" is asked); a period not yet
+    reported is said to be so."""
+    from judge._rules import NEEDS_LLM, Verdict
+
+    if not keyed_research(ctx.question):
+        return Verdict(None, NEEDS_LLM)
+    periods = list(
+        dict.fromkeys(
+            f.period for f in ctx.question.expected if f.period and f.kind != "not_disclosed"
+        )
+    )
+    pending = [f for f in ctx.question.expected if f.kind == "not_disclosed"]
+    if not periods and not pending:
+        return Verdict(None, "no dated figures in the key: " + NEEDS_LLM)
+    missing = [p for p in periods if not _names_period(ctx.answer, p)]
+    if pending and not _NOT_PUBLISHED.search(ctx.answer):
+        return Verdict(0.0, f"does not say the {pending[0].period} figure is {pending[0].value}")
+    if missing:
+        return Verdict(0.0, f"does not name the period {', '.join(missing)}")
+    return Verdict(1.0, "names " + (", ".join(periods) or "the period as not yet reported"))

@@ -1,0 +1,323 @@
+"""Business-brief questions: a company's sections from the world and its AR/AP from the ERP.
+
+Each brief is about a notable company that is a customer or vendor in the ERP, as of the world's
+today (which is the ERP's today). Its key holds one fact or more per section: header (name,
+ticker, chief executive, headquarters), financials (latest fiscal year revenue and operating
+margin, or the latest funding round of a private company), strategic moves (the latest deal or
+launch), lines of business, peers, top news with its sentiment, and the ERP's open balance and
+aging for the company's accounts, computed by the ERP's own oracle.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from decimal import Decimal
+
+from sqlalchemy import Engine, select
+
+from ledgerbench.dataset import ExpectedFact, Question, TaskType
+from synthetic_erp import _schema as erp
+from synthetic_world._calendar import profile_date
+from synthetic_world._documents import long_date
+from synthetic_world._keys import (
+    Company,
+    Key,
+    KeyContext,
+    KeyError_,
+    amount,
+    money_text,
+    share,
+)
+from synthetic_world._questions import _question, question_kinds
+
+BRIEF_REQUESTS = {
+    "Business Brief": (
+        "Prepare a business brief on {company} for our account review: company header, overview, "
+        "financials, strategic moves, lines of business, peers, top news with sentiment, and our "
+        "AR/AP position with them."
+    ),
+    "Company Overview": (
+        "Give me a company overview of {company}: who they are, leadership, financials, business "
+        "lines, competitors, recent news, and what our ERP shows we owe them or they owe us."
+    ),
+    "Corporate Profile": (
+        "Write a corporate profile of {company}, including its latest financials, strategy, "
+        "segments, peers and news, plus our receivables or payables with them."
+    ),
+    "Executive Snapshot": (
+        "I meet {company}'s leadership tomorrow. Give me an executive snapshot: header, latest "
+        "financials, strategic moves, top news and our open AR/AP with them."
+    ),
+    "Highlights": (
+        "What are the highlights on {company} right now? Key financials, top news with sentiment "
+        "and our open balances with them in the ERP."
+    ),
+}
+
+
+def erp_party_names(engine: Engine) -> dict[tuple[str, str, str], str]:
+    """(legal entity, party type, account) -> name, for every ERP customer and vendor."""
+    names = {}
+    with engine.connect() as conn:
+        for party_type, table in (("customer", erp.Customer), ("vendor", erp.Vendor)):
+            t = table.__table__
+            for le, account, name in conn.execute(select(t.c.legal_entity, t.c.account, t.c.name)):
+                names[(le, party_type, account)] = name
+    return names
+
+
+def _header(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFact], str]:
+    row = ctx.conn.execute(
+        "SELECT ceo, city, ticker, exchange FROM company WHERE company_id = ?", (c.company_id,)
+    ).fetchone()
+    ceo, city, ticker, exchange = row
+    profile = ctx.doc_sources(c.company_id, "company_profile", as_of)
+    ceo_sources = profile
+    changes = ctx.events(c.company_id, ("executive_change",), as_of)
+    profile_day = profile_date(c.company_id, ctx.today)
+    if changes and changes[-1]["date"] > profile_day.isoformat():
+        # The profile predates the latest change of chief executive: the news states the new one.
+        ceo_sources = ctx.event_sources([changes[-1]["event_id"]], as_of)
+    facts = [
+        ExpectedFact(kind="name", field="chief_executive", value=ceo, sources=ceo_sources),
+        ExpectedFact(kind="name", field="headquarters", value=city, sources=profile),
+    ]
+    text = f"{c.name}"
+    if ticker:
+        facts.insert(0, ExpectedFact(kind="id", field="ticker", value=ticker, sources=profile))
+        text += f" ({exchange}: {ticker})"
+    return facts, f"{text}, headquartered in {city}, led by chief executive {ceo}."
+
+
+def _financials(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFact], str]:
+    if c.listed:
+        years = ctx.reported_years(c.company_id, as_of)
+        fy = years[-1]
+        revenue = ctx.fact(c.company_id, "revenue", f"FY{fy}", as_of)
+        income = ctx.fact(c.company_id, "operating_income", f"FY{fy}", as_of)
+        margin, value = share(
+            "operating_margin",
+            income.value,
+            revenue.value,
+            f"FY{fy}",
+            ctx.sources([revenue, income], as_of),
+        )
+        facts = [
+            amount("revenue", revenue.value, c, f"FY{fy}", ctx.sources([revenue], as_of)),
+            margin,
+        ]
+        return facts, (
+            f"Fiscal {fy} revenue {money_text(revenue.value, c.currency)}, GAAP "
+            f"operating margin {value}%."
+        )
+    facts, text = [], ""
+    years = ctx.reported_years(c.company_id, as_of)
+    if years:
+        revenue = ctx.fact(c.company_id, "revenue", f"FY{years[-1]}", as_of)
+        facts.append(
+            amount(
+                "revenue",
+                revenue.value,
+                c,
+                f"FY{years[-1]}",
+                ctx.sources([revenue], as_of),
+                basis=None,
+            )
+        )
+        text = f"Fiscal {years[-1]} revenue {money_text(revenue.value, c.currency)} (announced). "
+    else:
+        facts.append(ExpectedFact(kind="not_disclosed", field="revenue", value="not disclosed"))
+        text = "Revenue is not disclosed. "
+    rounds = ctx.events(c.company_id, ("funding_round",), as_of)
+    if rounds:
+        last = rounds[-1]
+        sources = ctx.event_sources([last["event_id"]], as_of)
+        facts.append(
+            amount(
+                "post_money_valuation",
+                Decimal(last["post_money"]),
+                c,
+                last["date"],
+                sources,
+                basis=None,
+            )
+        )
+        facts.append(
+            ExpectedFact(
+                kind="name", field="lead_investor", value=last["lead_investor"], sources=sources
+            )
+        )
+        text += (
+            f"Latest round: {last['round_name']} led by {last['lead_investor']} at a "
+            f"post-money valuation of {money_text(Decimal(last['post_money']), c.currency)}."
+        )
+    return facts, text
+
+
+def _strategy(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFact], str]:
+    moves = ctx.events(c.company_id, ("acquisition", "product_launch"), as_of)
+    if not moves:
+        return [], ""
+    last = moves[-1]
+    sources = ctx.event_sources([last["event_id"]], as_of)
+    if last["kind"] == "acquisition":
+        target = ctx.companies.get(last["counterparty"])
+        name = target.name if target else last["counterparty"]
+        return (
+            [ExpectedFact(kind="name", field="latest_acquisition", value=name, sources=sources)],
+            f"Latest strategic move: agreed to acquire {name} "
+            f"({long_date(dt.date.fromisoformat(last['date']))}).",
+        )
+    return (
+        [ExpectedFact(kind="name", field="latest_launch", value=last["product"], sources=sources)],
+        f"Latest strategic move: launched {last['product']} "
+        f"({long_date(dt.date.fromisoformat(last['date']))}).",
+    )
+
+
+def _lines_and_peers(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFact], str]:
+    facts, text = [], ""
+    profile = ctx.doc_sources(c.company_id, "company_profile", as_of)
+    if c.segments:
+        facts.append(
+            ExpectedFact(
+                kind="top_n",
+                field="lines_of_business",
+                value=c.segments,
+                ordered=False,
+                sources=profile,
+            )
+        )
+        text += f"Segments: {', '.join(c.segments)}. "
+    peers = [ctx.companies[p].name for p in c.peers]
+    if peers:
+        facts.append(
+            ExpectedFact(kind="top_n", field="peers", value=peers, ordered=False, sources=profile)
+        )
+        text += f"Peers: {', '.join(peers)}."
+    return facts, text
+
+
+def _news(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFact], str]:
+    events = [
+        e for e in ctx.events(c.company_id, tuple(_NEWS_KINDS), as_of) if e["status"] == "confirmed"
+    ]
+    if not events:
+        return [], ""
+    last = events[-1]
+    sources = ctx.event_sources([last["event_id"]], as_of, "news")  # the article with a sentiment
+    facts = [
+        ExpectedFact(kind="date", field="latest_news_date", value=last["date"], sources=sources),
+        ExpectedFact(
+            kind="text", field="latest_news_sentiment", value=last["sentiment"], sources=sources
+        ),
+    ]
+    day = long_date(dt.date.fromisoformat(last["date"]))
+    return facts, f'Top news: "{last["headline"]}" ({day}, {last["sentiment"]}).'
+
+
+_NEWS_KINDS = (
+    "funding_round",
+    "acquisition",
+    "executive_change",
+    "product_launch",
+    "regulatory_action",
+    "rating_change",
+    "restructuring",
+)
+
+
+def _ar_ap(engine: Engine, c: Company, names: dict) -> tuple[list[ExpectedFact], list[str], str]:
+    """The ERP's open balance and aging of every account of the company (its own oracle)."""
+    from synthetic_erp.scenarios._base import OracleContext, answer_question
+
+    _load_scenarios()
+    ctx = OracleContext.open(engine)
+    facts, refs, texts = [], [], []
+    try:
+        for le, party_type, account in c.erp:
+            if names.get((le, party_type, account)) != c.name:
+                continue
+            template = "aging_customer" if party_type == "customer" else "vendor_balance"
+            answer = answer_question(ctx, template, {"legal_entity": le, "account": account})
+            for fact in answer.facts:
+                if fact.kind == "no_records":  # a brief states the zero balance instead
+                    continue
+                facts.append(
+                    fact.model_copy(
+                        update={"field": f"{party_type}_{fact.field}", "subject": f"{le}/{account}"}
+                    )
+                )
+            refs += answer.refs
+            texts.append(answer.text)
+    finally:
+        ctx.close()
+    return facts, refs, " ".join(texts)
+
+
+def _load_scenarios() -> None:
+    import synthetic_erp.scenarios  # noqa: F401  (registers the templates)
+
+
+def brief_key(ctx: KeyContext, engine: Engine, c: Company, names: dict) -> tuple[Key, list[str]]:
+    as_of = ctx.today
+    parts = [
+        _header(ctx, c, as_of),
+        _financials(ctx, c, as_of),
+        _strategy(ctx, c, as_of),
+        _lines_and_peers(ctx, c, as_of),
+        _news(ctx, c, as_of),
+    ]
+    facts = [f for part, _ in parts for f in part]
+    texts = [text for _, text in parts if text]
+    erp_facts, refs, erp_text = _ar_ap(engine, c, names)
+    if not erp_facts:
+        raise KeyError_("no ERP account of that name")
+    facts += erp_facts
+    texts.append("In our ERP: " + erp_text)
+    return Key(" ".join(texts), facts, period="latest reported period"), refs
+
+
+def brief_questions(
+    ctx: KeyContext, engine: Engine, n: int, seed: int, names: dict
+) -> list[Question]:
+    _, kinds, _ = question_kinds()
+    rng = random.Random(f"brief-questions:{seed}:{ctx.world_id}")
+    candidates = sorted(
+        (c for c in ctx.companies.values() if c.kind == "notable" and c.erp),
+        key=lambda c: c.company_id,
+    )
+    rng.shuffle(candidates)
+    if len(candidates) < n:
+        raise KeyError_(f"the world has {len(candidates)} ERP-linked companies, fewer than {n}")
+    items = []
+    for number in range(n):
+        kind = kinds[number % len(kinds)]
+        while True:
+            company = candidates.pop()
+            try:
+                key, refs = brief_key(ctx, engine, company, names)
+                break
+            except KeyError_:
+                if not candidates:
+                    raise
+        query = BRIEF_REQUESTS[kind].format(company=company.name)
+        items.append(
+            _question(
+                ctx,
+                f"wld-brf-{number + 1:03d}",
+                query,
+                TaskType.business_brief,
+                kind,
+                "brief",
+                key,
+                company,
+                ctx.today,
+                "name",
+                {},
+                record_refs=refs,
+                erp_grounded=True,
+            )
+        )
+    return items

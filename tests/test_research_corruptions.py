@@ -1,0 +1,67 @@
+"""Corrupted research answers lose accuracy; legitimate rewrites keep it.
+
+The scripted agent's right answers on the small world are corrupted in five wrong ways and
+rewritten in three right ways, then judged by the rules judge: every wrong kind must be caught in
+at least 95% of the answers it touched, every right kind must keep accuracy in all of them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harnesses.records import TrajectoryRecord
+from judge._rules import RulesJudge
+from ledgerbench.dataset import load_dataset
+from tests import research_corruptions as rc
+from tests.world_fixtures import question_set, shared_folder, small_world
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def pairs(erp_db_url: str, tmp_path_factory: pytest.TempPathFactory, worker_id: str):
+    from harnesses import RunConfig
+    from harnesses._runner import run
+
+    folder = shared_folder(tmp_path_factory, worker_id, "world")
+    world = small_world(erp_db_url, folder)
+    dataset = question_set(world, erp_db_url, folder, "entity_performance", 126)
+    out = tmp_path_factory.mktemp("corruptions") / "run"
+    run(
+        RunConfig(
+            dataset=dataset,
+            harness="scripted",
+            erp_db=erp_db_url,
+            world_db=f"sqlite:///{world}",
+            out=out,
+            progress=False,
+            concurrency=6,
+        ),
+        log=lambda _m: None,
+    )
+    items = {item.id: item for item in load_dataset(dataset).items}
+    records = [
+        TrajectoryRecord.model_validate_json(line)
+        for line in (out / "trajectories.jsonl").read_text().splitlines()
+    ]
+    return world, [(items[r.question_id], r) for r in records]
+
+
+def test_wrong_research_figures_lose_accuracy_and_right_rewrites_keep_it(pairs) -> None:
+    world, answered = pairs
+    judge = RulesJudge(world_db=str(world))
+    ledger = rc.Ledger.open(world)
+    baseline = [q.id for q, r in answered if rc.accuracy(judge, q, r, r.answer) < 1.0]
+    assert not baseline, f"right answers judged wrong before any corruption: {baseline}"
+    wrong = rc.measure(answered, judge, ledger, rc.WRONG)
+    right = rc.measure(answered, judge, ledger, rc.RIGHT)
+    report = rc.table(wrong, right)
+    for name, tally in wrong.items():
+        assert tally.touched >= 3, f"{name} touched too few answers to measure\n{report}"
+        assert tally.lost / tally.touched >= 0.95, f"{name}\n{report}"
+    for name, tally in right.items():
+        assert tally.touched >= 3, f"{name} touched too few answers to measure\n{report}"
+        assert tally.lost == 0, f"{name}: {tally.examples}\n{report}"
+    print(json.dumps({"table": report}))

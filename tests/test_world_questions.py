@@ -1,0 +1,233 @@
+"""Keyed research question sets: the published mix, negatives, well-formed keys, gold documents,
+and the scripted agent answering every item through MCP (judged correct) while ``nothing``
+scores 0 on every positive item."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ledgerbench.dataset import load_dataset
+from tests.world_fixtures import question_set, shared_folder, small_world, world_rows
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    return shared_folder(tmp_path_factory, worker_id, "world")
+
+
+@pytest.fixture(scope="module")
+def world(erp_db_url: str, folder: Path) -> Path:
+    return small_world(erp_db_url, folder)
+
+
+@pytest.fixture(scope="module")
+def entity_set(world: Path, erp_db_url: str, folder: Path) -> Path:
+    return question_set(world, erp_db_url, folder, "entity_performance", 126)
+
+
+@pytest.fixture(scope="module")
+def brief_set(world: Path, erp_db_url: str, folder: Path) -> Path:
+    return question_set(world, erp_db_url, folder, "business_brief", 30)
+
+
+@pytest.fixture(scope="module")
+def run_sets(world: Path, erp_db_url: str, folder: Path) -> list[Path]:
+    """Smaller sets for the end-to-end runs (the slow tier runs the shipped sets whole)."""
+    return [
+        question_set(world, erp_db_url, folder, "entity_performance", 50),
+        question_set(world, erp_db_url, folder, "business_brief", 10),
+    ]
+
+
+def test_entity_items_follow_the_published_segment_mix_with_a_fifth_negative(entity_set: Path):
+    dataset = load_dataset(entity_set)
+    segments = Counter(item.segment for item in dataset.items)
+    assert segments == {
+        "Financial Performance & Financial Health": 44,
+        "Peers & Competitive Positioning": 44,
+        "Product & Service Intelligence": 18,
+        "Investor & Funding Landscape": 15,
+        "Geographic & Governmental Insights": 5,
+    }
+    negatives = sum(1 for item in dataset.items if item.metadata["negative"])
+    assert 0.15 <= negatives / len(dataset.items) <= 0.27
+    assert any(item.as_of != dt.date(2026, 3, 2) for item in dataset.items)
+    styles = Counter(item.metadata["company_reference"] for item in dataset.items)
+    assert {"name", "ticker", "misspelled"} <= set(styles)
+    assert len({item.metadata["kind"] for item in dataset.items}) >= 18
+
+
+def test_every_key_is_well_formed_and_its_gold_documents_state_it_by_the_as_of_date(
+    entity_set: Path, brief_set: Path, world: Path
+) -> None:
+    published = dict(world_rows(world, "SELECT url, published_at FROM document"))
+    for path in (entity_set, brief_set):
+        dataset = load_dataset(path)
+        assert dataset.header.world_snapshot_hash and dataset.header.world_id
+        for item in dataset.items:
+            assert item.ground_truth and item.expected and item.as_of
+            assert "accuracy" in {d.value for d in item.tags}
+            for fact in item.expected:
+                if fact.kind == "amount" and fact.scale:
+                    assert fact.currency in {"USD", "EUR", "GBP"} and fact.scale == "millions"
+                    assert fact.period, (item.id, fact.field)
+                if (fact.kind == "amount" and fact.scale) or fact.kind == "percent":
+                    assert fact.sources, (item.id, fact.field)
+                for url in fact.sources:
+                    assert published[url] <= item.as_of.isoformat(), (item.id, url)
+            assert set(item.gold_documents) == {u for f in item.expected for u in f.sources}
+
+
+def test_brief_items_carry_world_sections_and_the_erps_ar_ap(brief_set: Path) -> None:
+    dataset = load_dataset(brief_set)
+    assert Counter(item.segment for item in dataset.items) == {
+        "Business Brief": 6,
+        "Company Overview": 6,
+        "Corporate Profile": 6,
+        "Executive Snapshot": 6,
+        "Highlights": 6,
+    }
+    for item in dataset.items:
+        fields = {fact.field for fact in item.expected}
+        assert "chief_executive" in fields and "headquarters" in fields
+        assert any(f.startswith(("customer_", "vendor_")) for f in fields), item.id
+        assert item.record_refs and dataset.header.erp_snapshot_hash
+
+
+def test_the_same_seed_draws_the_same_set(world: Path, erp_db_url: str, tmp_path: Path):
+    from synthetic_world._cli import main
+
+    outputs = []
+    for name in ("a.yaml", "b.yaml"):
+        out = tmp_path / name
+        assert (
+            main(
+                [
+                    "questions",
+                    "--db",
+                    f"sqlite:///{world}",
+                    "--erp-db",
+                    erp_db_url,
+                    "--n",
+                    "40",
+                    "--seed",
+                    "9",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
+        outputs.append(load_dataset(out))
+    assert outputs[0].items == outputs[1].items
+    assert outputs[0].header.world_snapshot_hash == outputs[1].header.world_snapshot_hash
+
+
+def test_questions_refuse_a_world_made_from_another_erp(world: Path, tmp_path: Path, capsys):
+    from synthetic_erp import generate_erp
+    from synthetic_world._cli import main
+
+    other = tmp_path / "other.db"
+    generate_erp(f"sqlite:///{other}", seed=8, customers=60, vendors=60)
+    out = tmp_path / "q.yaml"
+    code = main(
+        [
+            "questions",
+            "--db",
+            f"sqlite:///{world}",
+            "--erp-db",
+            f"sqlite:///{other}",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 2 and not out.exists()
+    assert "was generated from ERP snapshot" in capsys.readouterr().err
+
+
+def _run(dataset: Path, world: Path, erp_db_url: str, out: Path, harness: str) -> Path:
+    from harnesses import RunConfig
+    from harnesses._runner import run
+
+    summary = run(
+        RunConfig(
+            dataset=dataset,
+            harness=harness,
+            erp_db=erp_db_url,
+            world_db=f"sqlite:///{world}",
+            out=out,
+            progress=False,
+            concurrency=6,
+        ),
+        log=lambda _m: None,
+    )
+    assert summary is not None
+    return out
+
+
+def _accuracy(run_dir: Path, dataset: Path, erp_db_url: str) -> dict[str, float]:
+    from judge import JudgeRunConfig, run_judge
+
+    run_judge(
+        JudgeRunConfig(
+            run_dir=run_dir, judge="rules", dataset=str(dataset), erp_db=erp_db_url, progress=False
+        )
+    )
+    scores = {}
+    for line in (run_dir / "scores" / "rules.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        scores[record["question_id"]] = record["dimensions"]["accuracy"]["score"]
+    return scores
+
+
+def test_the_scripted_agent_answers_every_item_through_mcp_and_is_judged_right(
+    run_sets: list[Path], world: Path, erp_db_url: str, tmp_path: Path
+) -> None:
+    for name, dataset in zip(("entity", "briefs"), run_sets, strict=True):
+        run_dir = _run(dataset, world, erp_db_url, tmp_path / name, "scripted")
+        records = [json.loads(line) for line in (run_dir / "trajectories.jsonl").open()]
+        assert all(r["status"] == "ok" for r in records)
+        servers = {c["server"] for r in records for c in r["tool_calls"]}
+        assert "world" in servers
+        scores = _accuracy(run_dir, dataset, erp_db_url)
+        wrong = {qid: score for qid, score in scores.items() if score != 1.0}
+        assert not wrong, wrong
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        assert manifest["world_snapshot_hash"] == load_dataset(dataset).header.world_snapshot_hash
+
+
+def test_the_nothing_agent_scores_zero_on_every_positive_item(
+    entity_set: Path, world: Path, erp_db_url: str, tmp_path: Path
+) -> None:
+    run_dir = _run(entity_set, world, erp_db_url, tmp_path / "nothing", "nothing")
+    scores = _accuracy(run_dir, entity_set, erp_db_url)
+    positive = {i.id for i in load_dataset(entity_set).items if not i.metadata["negative"]}
+    assert positive and all(scores[qid] == 0.0 for qid in positive)
+
+
+@pytest.mark.slow
+def test_the_shipped_research_sets_are_answered_right_on_the_default_world(tmp_path: Path):
+    """The committed entity and brief sets, keyed on the default world of the default ERP (both
+    rebuilt here from their seeds), answered by the scripted agent through MCP, judged right."""
+    from harnesses._erp_process import ensure_default_erp
+    from harnesses._world_serving import ensure_default_world
+
+    repo = Path(__file__).resolve().parents[1]
+    erp = ensure_default_erp()
+    for name in ("entity_performance", "business_briefs"):
+        dataset = repo / "datasets" / f"{name}.yaml"
+        header = load_dataset(dataset).header
+        world = ensure_default_world(
+            erp, seed=header.world_seed, expected_snapshot=header.world_snapshot_hash
+        )
+        run_dir = _run(dataset, world, erp, tmp_path / name, "scripted")
+        scores = _accuracy(run_dir, dataset, erp)
+        wrong = {qid: score for qid, score in scores.items() if score != 1.0}
+        assert len(scores) == len(load_dataset(dataset).items) and not wrong, wrong

@@ -1,0 +1,540 @@
+"""Keys proven twice (issue 23, item 4): every research key, recomputed from the rendered documents.
+
+For each world seed this generates a world beside the shared seed-42 ERP, keys the 126-item
+entity-performance set and the 30-item brief set, parses the documents with the tests' own
+parser (tests/world_documents.py: the ``document``, ``company`` and ``world_meta`` tables
+only, nothing imported from synthetic_world) and recomputes every item by the written
+conventions (tests/world_recompute.py). The ERP's AR/AP facts of the briefs come from the ERP
+oracle, which tests/test_oracle_crosscheck.py proves a second way; here only the world's facts
+are recomputed.
+
+A disagreement that the documents show to be the key's (or the rendering's) fault is a known
+defect: it is left out of ``test_keys_match_documents`` by a narrow rule and asserted in its own
+``xfail(strict=True)`` test, so fixing the generator turns that test into an unexpected pass.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ledgerbench.dataset import Dataset
+from tests.world_documents import World, load_world
+from tests.world_recompute import (
+    Mismatch,
+    Recompute,
+    compare_item,
+    fy_key,
+    recompute_item,
+    reference_problems,
+)
+
+pytestmark = pytest.mark.timeout(600)
+
+ENTITY_ITEMS, BRIEF_ITEMS = 126, 30
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SEEDS = [42, pytest.param(7, marks=pytest.mark.slow)]
+
+
+@dataclass
+class KeyedWorld:
+    seed: int
+    world: World
+    recompute: Recompute
+    entity: Dataset
+    briefs: Dataset
+    erp: sqlite3.Connection
+    results: dict[str, tuple[list[Mismatch], int]]
+    """Item id -> (mismatches, facts compared)."""
+    draw: object
+    """draw(task_type, n, question_seed, folder) -> Dataset: another keyed set of this world."""
+
+    @property
+    def items(self):
+        return [*self.entity.items, *self.briefs.items]
+
+    def mismatches(self) -> list[Mismatch]:
+        return [m for mismatches, _n in self.results.values() for m in mismatches]
+
+
+@pytest.fixture(scope="module", params=SEEDS, ids=lambda seed: f"seed{seed}")
+def keyed(request, erp_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> KeyedWorld:
+    from synthetic_world._cli import main as world_cli
+
+    seed = request.param
+    folder = tmp_path_factory.mktemp(f"world{seed}")
+    world_db = folder / "world.db"
+    common = ["--db", f"sqlite:///{world_db}", "--erp-db", erp_db_url]
+    assert world_cli(["generate", *common, "--seed", str(seed), "--quiet"]) == 0
+
+    def draw(task_type: str, n: int, question_seed: int, out_folder: Path) -> Dataset:
+        out = out_folder / f"{task_type}-{question_seed}.yaml"
+        args = ["questions", *common, "--task-type", task_type, "--n", str(n)]
+        assert world_cli([*args, "--seed", str(question_seed), "--out", str(out)]) == 0
+        return Dataset.model_validate(yaml.load(out.read_text(), Loader=YAML_LOADER))
+
+    sets = {
+        task_type: draw(task_type, n, 1, folder)
+        for task_type, n in (("entity_performance", ENTITY_ITEMS), ("business_brief", BRIEF_ITEMS))
+    }
+    world = load_world(world_db)
+    prices = sqlite3.connect(f"file:{world_db}?mode=ro", uri=True)
+    recompute = Recompute(world, prices)
+    erp = sqlite3.connect(f"file:{erp_db_url.removeprefix('sqlite:///')}?mode=ro", uri=True)
+    entity, briefs = sets["entity_performance"], sets["business_brief"]
+    results = {item.id: compare_item(recompute, item) for item in [*entity.items, *briefs.items]}
+    yield KeyedWorld(seed, world, recompute, entity, briefs, erp, results, draw)
+    prices.close()
+    erp.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Known defects: each a narrow rule over the mismatches, proven by the documents
+
+
+KNOWN_DEFECTS = {
+    "stated_coarser": "Amounts of $1 billion or more are written '$10.3 billion' in funding "
+    "documents (round sizes, post-money valuations, and so totals raised), so a key of "
+    "10,298.9 million with tolerance 0.05 is stated by no document.",
+    "missing_fallback": "A 'not yet reported' item on a figure only annual reports state (total "
+    "assets, operating cash flow), asked after the prior year's earnings release but before "
+    "its annual report, gives no latest figure, though the conventions say the answer gives "
+    "the latest reported one (the year before).",
+    "stale_gold_source": "A brief's chief executive is right, but its gold document is a company "
+    "profile published before the appointment, naming the predecessor; the appointment "
+    "article is not cited.",
+}
+"""Mismatch causes (set by tests/world_recompute.py by narrow rules) that are the generator's
+fault, as the documents show: each is asserted apart in a strict xfail."""
+
+KNOWN_AT: dict[str, set[int]] = {defect: set() for defect in KNOWN_DEFECTS}
+"""The world seeds whose keyed sets show each defect today (none: each class stays as a guard
+that fails the run if the defect comes back)."""
+
+
+def _listing(mismatches: list[Mismatch]) -> str:
+    return "\n".join(str(m) for m in mismatches)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tests
+
+
+def test_every_document_parses(keyed: KeyedWorld):
+    world = keyed.world
+    assert world.problems == [], "\n".join(world.problems[:50])
+    types = Counter(doc.source_type for doc in world.docs.values())
+    assert len(types) == 8, types
+    # each source type yields what it states
+    parsed = Counter(f.doc.source_type for f in world.figures)
+    for source_type in (
+        "annual_report",
+        "quarterly_report",
+        "earnings_release",
+        "data_vendor",
+        "company_profile",
+        "news",
+        "analyst_note",
+    ):
+        assert parsed[source_type] > 0, source_type
+    kinds = Counter(event.kind for event in world.events)
+    assert set(kinds) >= {
+        "launch",
+        "acquisition",
+        "ceo_change",
+        "fine",
+        "rating_change",
+        "funding_round",
+        "rumour",
+        "denial",
+        "revenue_announcement",
+    }, kinds
+    listed = [c for c in world.companies.values() if c.ticker]
+    assert {o.company for o in world.overviews} <= {c.company_id for c in listed}
+
+
+def test_sets_are_full_and_recomputed(keyed: KeyedWorld):
+    assert len(keyed.entity.items) == ENTITY_ITEMS
+    assert len(keyed.briefs.items) == BRIEF_ITEMS
+    kinds = Counter(item.metadata["kind"] for item in keyed.entity.items)
+    assert len(kinds) >= 18, kinds
+    compared = sum(n for _m, n in keyed.results.values())
+    world_facts = sum(
+        1
+        for item in keyed.items
+        for e in item.expected
+        if not e.field.startswith(("customer_", "vendor_"))
+    )
+    not_recomputed = [m for m in keyed.mismatches() if m.what == "recomputation"]
+    assert not_recomputed == [], _listing(not_recomputed)
+    assert compared >= 0.95 * world_facts, (compared, world_facts)
+
+
+def test_keys_match_documents(keyed: KeyedWorld):
+    """Every key fact of both sets equals what the documents published by the item's as-of date
+    say, under the conventions; every gold document is published by then and states the fact
+    (or a figure it is computed from). Known defects are asserted apart, below."""
+    unexplained = [m for m in keyed.mismatches() if m.cause not in KNOWN_DEFECTS]
+    assert unexplained == [], (
+        f"{len(unexplained)} key facts disagree with the documents of world seed "
+        f"{keyed.seed}:\n{_listing(unexplained)}"
+    )
+
+
+@pytest.mark.parametrize("defect", sorted(KNOWN_DEFECTS))
+def test_known_key_defect_is_gone(keyed: KeyedWorld, defect: str, request):
+    """Strictly expected to fail at the seeds where the defect shows (KNOWN_AT): once the
+    generator is fixed it passes, the strict mark fails the run, and the entry goes."""
+    if keyed.seed in KNOWN_AT[defect]:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_DEFECTS[defect]))
+    found = [m for m in keyed.mismatches() if m.cause == defect]
+    assert found == [], f"{KNOWN_DEFECTS[defect]}\n{_listing(found)}"
+
+
+def test_gold_documents_are_the_items_sources(keyed: KeyedWorld):
+    """An item's gold documents are the union of its facts' sources, all in this world."""
+    problems = []
+    for item in keyed.items:
+        union = {url for e in item.expected for url in e.sources}
+        if set(item.gold_documents) != union:
+            problems.append(
+                f"{item.id}: gold_documents {sorted(item.gold_documents)} != "
+                f"sources {sorted(union)}"
+            )
+        for url in item.gold_documents:
+            if not url.startswith(f"https://world.ledgerbench.test/{keyed.world.world_id}/"):
+                problems.append(f"{item.id}: {url} is not a link of world {keyed.world.world_id}")
+    assert problems == [], "\n".join(problems)
+
+
+def test_questions_name_their_company(keyed: KeyedWorld):
+    """By name, ticker, ERP account or a misspelling nearest to the company (not a decoy)."""
+    problems = [p for item in keyed.items for p in reference_problems(keyed.world, item, keyed.erp)]
+    assert problems == [], "\n".join(problems)
+    # and a question about another company, or a brief about another account, is caught
+    named = next(i for i in keyed.entity.items if i.metadata["company_reference"] == "name")
+    other = next(
+        c for c in keyed.world.companies.values() if c.company_id != named.metadata["company_id"]
+    )
+    renamed = named.model_copy(
+        update={"metadata": {**named.metadata, "company_id": other.company_id}}
+    )
+    assert reference_problems(keyed.world, renamed, keyed.erp)
+    brief = next(b for b in keyed.briefs.items if any(e.subject for e in b.expected))
+    index = next(i for i, e in enumerate(brief.expected) if e.subject)
+    entity, _, account = brief.expected[index].subject.partition("/")
+    stranger = keyed.erp.execute(
+        "SELECT account FROM customer WHERE legal_entity = ? AND account != ? LIMIT 1",
+        (entity, account),
+    ).fetchone()[0]
+    moved = _with_fact(
+        brief,
+        index,
+        subject=f"{entity}/{stranger}",
+        field=brief.expected[index].field.replace("vendor_", "customer_"),
+    )
+    assert reference_problems(keyed.world, moved, keyed.erp)
+
+
+def test_negative_items_find_nothing(keyed: KeyedWorld):
+    """Items whose key says 'not yet reported', 'not disclosed' or 'none' are a real share, and
+    the recomputation, finding nothing, agrees (their mismatches are in the tests above)."""
+    negative = [
+        item
+        for item in keyed.entity.items
+        if any(e.kind in ("not_disclosed", "no_records") for e in item.expected)
+    ]
+    assert 0.1 * ENTITY_ITEMS <= len(negative) <= 0.35 * ENTITY_ITEMS, len(negative)
+    disagree = [
+        item.id
+        for item in negative
+        if any(m.cause not in KNOWN_DEFECTS for m in keyed.results[item.id][0])
+    ]
+    assert disagree == [], disagree
+
+
+def test_documents_agree_with_each_other(keyed: KeyedWorld):
+    """Data-vendor tables and profiles state the latest version of the filings' figures, and
+    analyst notes' calendar-year revenue is the sum of the four quarters ending in that year."""
+    world, recompute = keyed.world, keyed.recompute
+    problems = []
+    for figure in world.figures:
+        if figure.role in ("vendor", "profile") and figure.metric in (
+            "revenue",
+            "operating_income",
+            "net_income",
+            "total_assets",
+            "employees",
+        ):
+            version = recompute.version(
+                figure.company, figure.metric, figure.period, figure.published
+            )
+            if version is None:
+                continue  # a private company's employees, or the oldest year's, filed nowhere
+            if abs(version.value - figure.value) > figure.half_unit + version.half_unit:
+                problems.append(
+                    f"{figure.doc.doc_id} states {figure.metric} {figure.period} "
+                    f"{figure.value}, the filings {version.value}"
+                )
+        elif figure.metric == "calendar_revenue":
+            total = _calendar_revenue(keyed, figure)
+            if total is not None and abs(total - figure.value) > figure.half_unit:
+                problems.append(
+                    f"{figure.doc.doc_id} states {figure.period} revenue "
+                    f"{figure.value}, the quarters add to {total}"
+                )
+    assert problems == [], "\n".join(problems[:50])
+
+
+def _calendar_revenue(keyed: KeyedWorld, figure) -> Decimal | None:
+    year = int(figure.period.removeprefix("CY"))
+    year_end_month = keyed.world.companies[figure.company].fiscal_year_end_month
+    total, found = Decimal(0), 0
+    for fiscal_year in (year, year + 1):
+        for quarter in range(1, 5):
+            month, calendar_year = year_end_month + 3 * quarter - 12, fiscal_year
+            while month <= 0:
+                month, calendar_year = month + 12, calendar_year - 1
+            if calendar_year != year:
+                continue
+            version = keyed.recompute.version(
+                figure.company, "revenue", f"FY{fiscal_year}-Q{quarter}", figure.published
+            )
+            if version is not None:
+                total, found = total + version.value, found + 1
+    return total if found == 4 else None  # quarters before the world's first filings
+
+
+def test_revenue_notes_add_up(keyed: KeyedWorld):
+    """Product lines and regions add up to consolidated revenue exactly; segments do after the
+    intersegment eliminations (docs/conventions.md)."""
+    columns: dict[tuple[str, str], dict[str, list]] = {}
+    for figure in keyed.world.figures:
+        if (
+            figure.doc.source_type == "annual_report"
+            and figure.metric in ("revenue", "product_revenue", "region_revenue", "segment_revenue")
+            and "Note 4." in figure.doc.body
+        ):
+            columns.setdefault((figure.doc.doc_id, figure.period), {}).setdefault(
+                figure.metric, []
+            ).append(figure)
+    problems = []
+    for (doc_id, period), metrics in sorted(columns.items()):
+        total = metrics["revenue"][0].value
+        for metric in ("product_revenue", "region_revenue", "segment_revenue"):
+            parts = sum(f.value for f in metrics[metric])
+            if parts != total:
+                problems.append(f"{doc_id} {period}: {metric} adds to {parts}, total {total}")
+    assert problems == [], f"{len(problems)} columns:\n" + "\n".join(problems[:20])
+
+
+def test_latest_periods_are_the_latest_published(keyed: KeyedWorld):
+    """A 'latest' key names the latest period published by the as-of date: nothing later."""
+    problems = []
+    for item in keyed.entity.items:
+        if item.metadata["kind"] not in ("latest_fy_metric", "latest_quarter_revenue"):
+            continue
+        for fact in item.expected:
+            if fact.period and fact.kind == "amount":
+                later = [
+                    f
+                    for f in keyed.world.figures_of(item.metadata["company_id"], fact.field)
+                    if f.published <= item.as_of
+                    and f.period.startswith("FY")
+                    and ("-Q" in f.period) == ("-Q" in fact.period)
+                    and fy_key(f.period) > fy_key(fact.period)
+                ]
+                if later:
+                    problems.append(
+                        f"{item.id}: {fact.period}, but {later[0].period} was "
+                        f"published {later[0].published}"
+                    )
+    assert problems == [], "\n".join(problems)
+
+
+def _first(keyed: KeyedWorld, kind: str, negative: bool = False):
+    return next(
+        item
+        for item in keyed.entity.items
+        if item.metadata["kind"] == kind
+        and not keyed.results[item.id][0]
+        and any(e.kind in ("not_disclosed", "no_records") for e in item.expected) == negative
+    )
+
+
+def _with_fact(item, index: int, **changes):
+    expected = list(item.expected)
+    expected[index] = expected[index].model_copy(update=changes)
+    return item.model_copy(update={"expected": expected})
+
+
+def test_wrong_keys_are_caught(keyed: KeyedWorld):
+    """The comparison fails on keys that are wrong in each way a generator could go wrong, and
+    none of these failures passes for a known defect."""
+    world = keyed.world
+    amount = _first(keyed, "fy_metric")
+    fact = amount.expected[0]
+    company = amount.metadata["company_id"]
+    unrelated = next(
+        d
+        for d in world.docs.values()
+        if d.company == company and d.source_type == "analyst_note" and d.published <= amount.as_of
+    )
+    dated = next(
+        item
+        for item in keyed.entity.items
+        if item.as_of < world.today and not keyed.results[item.id][0] and item.expected[0].sources
+    )
+    later = next(
+        d
+        for d in world.docs.values()
+        if d.company == dated.metadata["company_id"] and d.published > dated.as_of
+    )
+    ranking = _first(keyed, "peer_revenue_ranking")
+    growth = _first(keyed, "peer_growth_comparison")
+    margin = _first(keyed, "peer_margin_comparison")
+    negative = _first(keyed, "fy_metric", negative=True)
+    brief = next(item for item in keyed.briefs.items if not keyed.results[item.id][0])
+    news = next(i for i, e in enumerate(brief.expected) if e.field == "latest_news_date")
+    valued = next(
+        item
+        for item in keyed.briefs.items
+        if any(e.field == "post_money_valuation" for e in item.expected)
+    )
+    valuation = next(i for i, e in enumerate(valued.expected) if e.field == "post_money_valuation")
+    wrong = {
+        "value": _with_fact(amount, 0, value=fact.value + 0.2),
+        "period": _with_fact(amount, 0, period=f"FY{int(fact.period[2:]) - 1}"),
+        "basis": _with_fact(amount, 0, basis="non-GAAP"),
+        "currency": _with_fact(amount, 0, currency="EUR" if fact.currency != "EUR" else "USD"),
+        "gold document that states something else": _with_fact(
+            amount, 0, sources=[*fact.sources, unrelated.url]
+        ),
+        "gold document after the as-of date": _with_fact(
+            dated, 0, sources=[*dated.expected[0].sources, later.url]
+        ),
+        "ranking order": _with_fact(ranking, 0, value=list(reversed(ranking.expected[0].value))),
+        "comparison": _with_fact(growth, 0, value=not growth.expected[0].value),
+        "name": _with_fact(
+            margin,
+            0,
+            value=margin.expected[1].subject
+            if margin.expected[0].value != margin.expected[1].subject
+            else margin.expected[2].subject,
+        ),
+        "a figure where none is reported": negative.model_copy(
+            update={
+                "expected": [
+                    negative.expected[0].model_copy(
+                        update={"kind": "amount", "value": 1.0, "tolerance": 0.05}
+                    )
+                ]
+            }
+        ),
+        "older news than the latest": _with_fact(brief, news, value="2000-01-01"),
+        "a valuation off by 0.2 million": _with_fact(
+            valued, valuation, value=valued.expected[valuation].value + 0.2
+        ),
+    }
+    missed = [
+        what
+        for what, item in wrong.items()
+        if not any(m.cause not in KNOWN_DEFECTS for m in compare_item(keyed.recompute, item)[0])
+    ]
+    assert missed == [], f"wrong keys not caught: {missed}"
+    # and the unchanged items do match
+    for item in (amount, dated, ranking, growth, margin, negative, brief):
+        assert compare_item(keyed.recompute, item)[0] == []
+
+
+def test_versions_follow_the_conventions(keyed: KeyedWorld):
+    """A release's preliminary figure counts until the annual report revises it; a report's
+    figure counts until a later report restates it; nothing counts before it is published."""
+    world, recompute = keyed.world, keyed.recompute
+    template = _first(keyed, "fy_metric")
+
+    def answer(company: str, period: str, as_of) -> object:
+        item = template.model_copy(
+            update={
+                "as_of": as_of,
+                "metadata": {
+                    **template.metadata,
+                    "company_id": company,
+                    "params": {"fy": int(period[2:]), "metric": "revenue"},
+                },
+            }
+        )
+        facts = recompute_item(recompute, item)
+        return facts[0].value
+
+    cases = Counter()
+    for figure in world.figures:
+        if (
+            figure.metric != "revenue"
+            or "-Q" in figure.period
+            or figure.role not in ("preliminary", "restated")
+        ):
+            continue
+        older = [
+            f
+            for f in world.statements(figure.company, "revenue", figure.period)
+            if f.published < figure.published and f.doc.source_type != "data_vendor"
+        ]
+        if figure.role == "preliminary":
+            final = next(
+                (
+                    f
+                    for f in world.statements(figure.company, "revenue", figure.period)
+                    if f.role == "current" and f.doc.source_type == "annual_report"
+                ),
+                None,
+            )
+            if final is None or final.value == figure.value or cases["revised"] >= 5:
+                continue
+            cases["revised"] += 1
+            day_before = figure.published - dt.timedelta(days=1)
+            assert answer(figure.company, figure.period, day_before) == "not yet reported"
+            assert answer(figure.company, figure.period, figure.published) == figure.value
+            assert (
+                answer(figure.company, figure.period, final.published - dt.timedelta(days=1))
+                == figure.value
+            )
+            assert answer(figure.company, figure.period, final.published) == final.value
+        elif older and older[-1].value != figure.value and cases["restated"] < 5:
+            cases["restated"] += 1
+            day_before = figure.published - dt.timedelta(days=1)
+            assert answer(figure.company, figure.period, day_before) == older[-1].value
+            assert answer(figure.company, figure.period, figure.published) == figure.value
+    assert cases["revised"] == 5 and cases["restated"] >= 1, cases
+
+
+@pytest.fixture(scope="module")
+def more_draws(keyed: KeyedWorld, tmp_path_factory: pytest.TempPathFactory) -> list[Mismatch]:
+    """The mismatches of four more draws of both sets (question seeds 2 to 5) on the world."""
+    folder = tmp_path_factory.mktemp(f"draws{keyed.seed}")
+    mismatches = []
+    for question_seed in range(2, 6):
+        for task_type, n in (("entity_performance", ENTITY_ITEMS), ("business_brief", BRIEF_ITEMS)):
+            for item in keyed.draw(task_type, n, question_seed, folder).items:
+                found, _compared = compare_item(keyed.recompute, item)
+                mismatches += [replace(m, item=f"{m.item}@q{question_seed}") for m in found]
+    return mismatches
+
+
+@pytest.mark.slow
+def test_more_draws_match_documents(more_draws: list[Mismatch]):
+    """Four more draws of both sets: every disagreement is one of the known defects."""
+    unexplained = [m for m in more_draws if m.cause not in KNOWN_DEFECTS]
+    assert unexplained == [], _listing(unexplained)
+
+
+@pytest.mark.slow
+def test_more_draws_show_no_known_defect(more_draws: list[Mismatch]):
+    assert more_draws == [], f"{len(more_draws)} mismatches, e.g.\n{_listing(more_draws[:20])}"

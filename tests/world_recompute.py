@@ -1,0 +1,1086 @@
+"""The research conventions (docs/conventions.md), applied to what tests/world_documents.py reads.
+
+For a keyed world item this recomputes its expected facts from the documents published by the
+item's as-of date, and compares them with the item's key: values within tolerance, periods,
+units, bases, rankings, names, and the gold documents (each must be published by the as-of date
+and state the fact or a figure it is computed from). Nothing here reads the fact ledger or
+imports synthetic_world; the only table read besides the documents is ``price`` (the closes that
+market capitalisation needs on an arbitrary day: MarketLens pages state only a last close).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from tests.world_documents import Doc, Event, Figure, World
+
+PRIMARY = ("annual_report", "quarterly_report", "earnings_release", "news")
+"""The company's own statements (and news of private companies' announcements): the versions
+that the 'latest version published by the as-of date' rule chooses among."""
+ROLE_ORDER = {"prior": 0, "preliminary": 1, "announced": 1, "current": 2, "restated": 3}
+"""Among statements published the same day, a restated column beats the report's own."""
+
+NEWS_TYPES = ("news", "funding_announcement")
+FILING_HALF_UNIT = Decimal("0.05")
+"""The precision of an amount written in millions with one decimal."""
+
+NOT_REPORTED_FIELDS = {
+    "operating_margin": "operating margin",
+    "adjusted_margin": "operating margin",
+    "free_cash_flow": "free cash flow",
+    "revenue_growth": "revenue growth",
+    "net_debt": "net debt",
+    "product_share": "revenue share",
+    "regional_share": "revenue share",
+    "segment_revenue": "segment revenue",
+    "largest_product_line": "product-line revenue",
+}
+"""The field label of a "not yet reported" fact, per kind (a label, not a figure)."""
+
+
+@dataclass
+class Fact:
+    """One recomputed expected fact, with the documents that state it or its inputs."""
+
+    kind: str
+    field: str
+    value: Any = None
+    tolerance: float = 0.0
+    ordered: bool = True
+    unit: str | None = None
+    currency: str | None = None
+    scale: str | None = None
+    period: str | None = None
+    basis: str | None = None
+    subject: str | None = None
+    half_unit: Decimal = Decimal(0)
+    """The precision the documents give the value (an amount written '$1.2 billion': 50)."""
+    inputs: list[tuple[str, frozenset[str]]] = field(default_factory=list)
+    """(what, doc ids stating it at the version used) for the value and each figure it is
+    computed from."""
+
+    @property
+    def identity(self) -> tuple:
+        return (self.kind, self.field, self.subject)
+
+
+class KeyUnavailable(Exception):
+    """The documents do not let the recomputation produce a key for this item."""
+
+
+def percent(numerator: Decimal, denominator: Decimal) -> Decimal:
+    return (numerator / denominator * 100).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+
+
+def fy_key(period: str) -> tuple[int, int]:
+    """'FY2025' -> (2025, 5); 'FY2025-Q3' -> (2025, 3): quarters order before the year."""
+    year, _, quarter = period.removeprefix("FY").partition("-Q")
+    return int(year), int(quarter or 5)
+
+
+class Recompute:
+    def __init__(self, world: World, price_db: sqlite3.Connection) -> None:
+        self.world = world
+        self.prices = price_db
+        self.names = {cid: company.name for cid, company in world.companies.items()}
+
+    # -- versions --------------------------------------------------------------------------
+
+    def version(
+        self, company: str, metric: str, period: str, as_of: dt.date, member: str = ""
+    ) -> Figure | None:
+        """The latest version of a figure published by ``as_of`` among the primary statements."""
+        candidates = [
+            f
+            for f in self.world.statements(company, metric, period, member)
+            if f.published <= as_of and f.doc.source_type in PRIMARY
+        ]
+        if not candidates:
+            return None
+        return max(candidates, key=lambda f: (f.published, ROLE_ORDER[f.role]))
+
+    def stating(self, figure: Figure, as_of: dt.date) -> frozenset[str]:
+        """Documents published by ``as_of`` that state this version's value (any source type)."""
+        return frozenset(
+            f.doc.doc_id
+            for f in self.world.statements(
+                figure.company, figure.metric, figure.period, figure.member
+            )
+            if f.published <= as_of and abs(f.value - figure.value) <= f.half_unit
+        )
+
+    def need(
+        self, company: str, metric: str, period: str, as_of: dt.date, member: str = ""
+    ) -> Figure:
+        figure = self.version(company, metric, period, as_of, member)
+        if figure is None:
+            raise NotReported(period)
+        return figure
+
+    def reported_years(
+        self, company: str, metric: str, as_of: dt.date, member: str = ""
+    ) -> list[int]:
+        years = {
+            fy_key(f.period)[0]
+            for f in self.world.figures_of(company, metric)
+            if f.published <= as_of
+            and f.doc.source_type in PRIMARY
+            and f.member == member
+            and f.period.startswith("FY")
+            and "-Q" not in f.period
+        }
+        return sorted(years)
+
+    def latest_year(self, company: str, as_of: dt.date, *metrics: str) -> int | None:
+        """The latest fiscal year whose every ``metrics`` figure is published by ``as_of``."""
+        years = None
+        for metric in metrics:
+            found = set(self.reported_years(company, metric, as_of))
+            years = found if years is None else years & found
+        return max(years) if years else None
+
+    def money_fact(
+        self, field_: str, figure: Figure, as_of: dt.date, subject=None, basis: str | None = "GAAP"
+    ) -> Fact:
+        return Fact(
+            "amount",
+            field_,
+            figure.value,
+            0.05,
+            currency=self.currency(figure.company),
+            scale="millions",
+            period=figure.period,
+            basis=basis,
+            subject=subject,
+            half_unit=figure.half_unit,
+            inputs=[
+                (
+                    f"{figure.metric} {figure.member} {figure.period}".replace("  ", " "),
+                    self.stating(figure, as_of),
+                )
+            ],
+        )
+
+    def currency(self, company: str) -> str:
+        return self.world.companies[company].currency
+
+    # -- computed measures -----------------------------------------------------------------
+
+    def margin(self, company: str, year: int, as_of: dt.date, subject=None) -> Fact:
+        revenue = self.need(company, "revenue", f"FY{year}", as_of)
+        income = self.need(company, "operating_income", f"FY{year}", as_of)
+        return Fact(
+            "percent",
+            "operating_margin",
+            percent(income.value, revenue.value),
+            0.1,
+            unit="percent",
+            period=f"FY{year}",
+            basis="GAAP",
+            subject=subject,
+            inputs=[
+                ("revenue", self.stating(revenue, as_of)),
+                ("operating income", self.stating(income, as_of)),
+            ],
+        )
+
+    def growth(self, company: str, year: int, as_of: dt.date, subject=None) -> Fact:
+        this = self.need(company, "revenue", f"FY{year}", as_of)
+        prior = self.need(company, "revenue", f"FY{year - 1}", as_of)
+        value = ((this.value / prior.value - 1) * 100).quantize(Decimal("0.1"), ROUND_HALF_UP)
+        return Fact(
+            "percent",
+            "revenue_growth",
+            value,
+            0.1,
+            unit="percent",
+            period=f"FY{year}",
+            basis="GAAP",
+            subject=subject,
+            inputs=[
+                (f"revenue FY{year}", self.stating(this, as_of)),
+                (f"revenue FY{year - 1}", self.stating(prior, as_of)),
+            ],
+        )
+
+    def latest_revenue(self, company: str, as_of: dt.date, subject=None) -> Fact | None:
+        year = self.latest_year(company, as_of, "revenue")
+        if year is None:
+            return None
+        return self.money_fact(
+            "revenue", self.need(company, "revenue", f"FY{year}", as_of), as_of, subject
+        )
+
+    def market_cap(self, company: str, day: dt.date, as_of: dt.date, subject=None) -> Fact:
+        info = self.world.companies[company]
+        row = self.prices.execute(
+            "SELECT date, close FROM price WHERE ticker = ? AND date <= ? ORDER BY date DESC "
+            "LIMIT 1",
+            (info.ticker, day.isoformat()),
+        ).fetchone()
+        if row is None:
+            raise KeyUnavailable(f"no close for {info.ticker} on or before {day}")
+        shares = [
+            f
+            for f in self.world.figures_of(company, "shares_outstanding")
+            if f.published <= day and f.doc.source_type in PRIMARY
+        ]
+        if not shares:
+            raise KeyUnavailable(f"no shares outstanding of {company} reported by {day}")
+        latest = max(shares, key=lambda f: (f.published, f.period))
+        value = (Decimal(row[1]) * latest.value).quantize(Decimal("0.1"), ROUND_HALF_UP)
+        # any page by the as-of date with the same count states it (a later MarketLens page too)
+        stating = frozenset(
+            f.doc.doc_id
+            for f in self.world.figures_of(company, "shares_outstanding")
+            if f.published <= as_of and f.value == latest.value
+        )
+        # the close is data and the shares are as stated: the product is exact, not rounded
+        return Fact(
+            "amount",
+            "market_cap",
+            value,
+            float(value / 1000),
+            currency=info.currency,
+            scale="millions",
+            period=day.isoformat(),
+            subject=subject,
+            inputs=[(f"shares outstanding at {latest.period}", stating)],
+        )
+
+    # -- events ----------------------------------------------------------------------------
+
+    def rounds(self, company: str, as_of: dt.date) -> list[list[Event]]:
+        """Announced funding rounds by ``as_of``, each with every document stating it."""
+        grouped: dict[tuple, list[Event]] = {}
+        for event in self.world.events_of(company, "funding_round"):
+            if event.date <= as_of:
+                grouped.setdefault((event.date, event.details["series"]), []).append(event)
+        return [grouped[key] for key in sorted(grouped)]
+
+    def latest_event(self, company: str, as_of: dt.date, *kinds: str) -> list[Event]:
+        """The latest event of the kinds by ``as_of``, with every document stating it."""
+        found = [e for e in self.world.events_of(company, *kinds) if e.date <= as_of]
+        if not found:
+            return []
+        last = found[-1]
+        return [e for e in found if (e.date, e.kind) == (last.date, last.kind)]
+
+    def profile(self, company: str, as_of: dt.date):
+        profiles = [p for p in self.world.profiles_of(company) if p.doc.published <= as_of]
+        return max(profiles, key=lambda p: p.doc.published) if profiles else None
+
+    def chief_executive(self, company: str, as_of: dt.date) -> tuple[str, frozenset[str]]:
+        """The latest statement of who leads the company: report, appointment or profile."""
+        said: list[tuple[dt.date, int, str, Doc]] = []
+        for overview in self.world.overviews_of(company):
+            if overview.doc.published <= as_of:
+                said.append((overview.doc.published, 0, overview.chief_executive, overview.doc))
+        for event in self.world.events_of(company, "ceo_change"):
+            if event.date <= as_of:
+                said.append((event.date, 1, event.details["new"], event.doc))
+        profile = self.profile(company, as_of)
+        if profile:
+            said.append((profile.doc.published, 0, profile.fields["Chief executive"], profile.doc))
+        if not said:
+            raise KeyUnavailable(f"no chief executive of {company} stated by {as_of}")
+        said.sort(key=lambda s: (s[0], s[1]))
+        name = said[-1][2]
+        # documents that state the current chief executive after the latest change
+        return name, frozenset(doc.doc_id for _day, _rank, who, doc in said if who == name)
+
+
+class NotReported(Exception):
+    """A figure the item needs is not published by the as-of date."""
+
+    def __init__(self, period: str) -> None:
+        super().__init__(period)
+        self.period = period
+
+
+# ---------------------------------------------------------------------------------------------
+# The question kinds
+
+
+def _fy_item(
+    kind: str,
+    compute: Callable[[Recompute, str, int, dt.date], list[Fact]],
+    fallback_metric: Callable[[dict], str] | None = None,
+):
+    """A kind about one fiscal year: its facts, or 'not yet reported' plus the latest reported
+    figure (the same metric for a plain metric, else revenue)."""
+
+    def program(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fact]:
+        year = params["fy"]
+        try:
+            return compute(rc, company, params, as_of)
+        except NotReported:
+            label = params.get("metric") or NOT_REPORTED_FIELDS[kind]
+            facts = [Fact("not_disclosed", label, "not yet reported", period=f"FY{year}")]
+            metric = fallback_metric(params) if fallback_metric else "revenue"
+            latest = rc.latest_year(company, as_of, metric)
+            if latest is not None and latest < year:
+                figure = rc.need(company, metric, f"FY{latest}", as_of)
+                facts.append(rc.money_fact(metric, figure, as_of))
+            return facts
+
+    return program
+
+
+def fy_metric(rc, company, params, as_of):
+    metric, year = params["metric"], params["fy"]
+    return [rc.money_fact(metric, rc.need(company, metric, f"FY{year}", as_of), as_of)]
+
+
+def latest_fy_metric(rc, company, params, as_of):
+    metric = params["metric"]
+    year = rc.latest_year(company, as_of, metric)
+    if year is None:
+        return [Fact("not_disclosed", metric, "not yet reported")]
+    return [rc.money_fact(metric, rc.need(company, metric, f"FY{year}", as_of), as_of)]
+
+
+def operating_margin(rc, company, params, as_of):
+    return [rc.margin(company, params["fy"], as_of)]
+
+
+def adjusted_margin(rc, company, params, as_of):
+    year = params["fy"]
+    adjusted = rc.need(company, "adjusted_operating_income", f"FY{year}", as_of)
+    release = adjusted.doc
+    revenue = next(
+        (
+            f
+            for f in rc.world.statements(company, "revenue", f"FY{year}")
+            if f.doc.doc_id == release.doc_id and f.role == "preliminary"
+        ),
+        None,
+    )
+    if revenue is None:
+        raise KeyUnavailable(f"release {release.doc_id} states no fiscal revenue")
+    stated = next(
+        f
+        for f in rc.world.statements(company, "adjusted_operating_margin", f"FY{year}")
+        if f.doc.doc_id == release.doc_id
+    )
+    value = percent(adjusted.value, revenue.value)
+    if abs(value - stated.value) > Decimal("0.1"):
+        raise KeyUnavailable(
+            f"release {release.doc_id} states adjusted margin {stated.value}%, its figures "
+            f"give {value}%"
+        )
+    return [
+        Fact(
+            "percent",
+            "adjusted_operating_margin",
+            value,
+            0.1,
+            unit="percent",
+            period=f"FY{year}",
+            basis="non-GAAP",
+            inputs=[("adjusted operating income and revenue", frozenset({release.doc_id}))],
+        )
+    ]
+
+
+def free_cash_flow(rc, company, params, as_of):
+    period = f"FY{params['fy']}"
+    cfo = rc.need(company, "cash_from_operations", period, as_of)
+    capex = rc.need(company, "capital_expenditures", period, as_of)
+    return [
+        Fact(
+            "amount",
+            "free_cash_flow",
+            cfo.value - capex.value,
+            0.05,
+            currency=rc.currency(company),
+            scale="millions",
+            period=period,
+            basis="GAAP",
+            inputs=[
+                ("operating cash flow", rc.stating(cfo, as_of)),
+                ("capital expenditures", rc.stating(capex, as_of)),
+            ],
+        )
+    ]
+
+
+def revenue_growth(rc, company, params, as_of):
+    return [rc.growth(company, params["fy"], as_of)]
+
+
+def net_debt(rc, company, params, as_of):
+    period = f"FY{params['fy']}"
+    debt = rc.need(company, "total_debt", period, as_of)
+    cash = rc.need(company, "cash", period, as_of)
+    return [
+        Fact(
+            "amount",
+            "net_debt",
+            debt.value - cash.value,
+            0.05,
+            currency=rc.currency(company),
+            scale="millions",
+            period=period,
+            basis="GAAP",
+            inputs=[("total debt", rc.stating(debt, as_of)), ("cash", rc.stating(cash, as_of))],
+        )
+    ]
+
+
+def latest_quarter_revenue(rc, company, params, as_of):
+    quarters = {
+        f.period
+        for f in rc.world.figures_of(company, "revenue")
+        if "-Q" in f.period
+        and f.published <= as_of
+        and f.doc.source_type in PRIMARY
+        and f.role == "current"
+    }
+    if not quarters:
+        return [Fact("not_disclosed", "revenue", "not yet reported")]
+    latest = max(quarters, key=fy_key)
+    return [rc.money_fact("revenue", rc.need(company, "revenue", latest, as_of), as_of)]
+
+
+def product_share(rc, company, params, as_of):
+    return [
+        _share(
+            rc, company, params["fy"], "product_revenue", params["product"], "product_share", as_of
+        )
+    ]
+
+
+def regional_share(rc, company, params, as_of):
+    return [
+        _share(
+            rc, company, params["fy"], "region_revenue", params["region"], "regional_share", as_of
+        )
+    ]
+
+
+def _share(rc, company, year, metric, member, field_, as_of):
+    period = f"FY{year}"
+    part = rc.need(company, metric, period, as_of, member)
+    total = rc.need(company, "revenue", period, as_of)
+    return Fact(
+        "percent",
+        field_,
+        percent(part.value, total.value),
+        0.1,
+        unit="percent",
+        period=period,
+        basis="GAAP",
+        inputs=[
+            (f"{member} revenue", rc.stating(part, as_of)),
+            ("revenue", rc.stating(total, as_of)),
+        ],
+    )
+
+
+def segment_revenue(rc, company, params, as_of):
+    period = f"FY{params['fy']}"
+    figure = rc.need(company, "segment_revenue", period, as_of, params["segment"])
+    return [rc.money_fact("segment_revenue", figure, as_of)]
+
+
+def largest_product_line(rc, company, params, as_of):
+    period = f"FY{params['fy']}"
+    members = {
+        f.member
+        for f in rc.world.figures_of(company, "product_revenue")
+        if f.period == period and f.published <= as_of
+    }
+    if not members:
+        raise NotReported(period)
+    versions = [rc.need(company, "product_revenue", period, as_of, m) for m in sorted(members)]
+    top = max(versions, key=lambda f: f.value)
+    if sum(1 for f in versions if f.value == top.value) > 1:
+        raise KeyUnavailable(f"two product lines tie at {top.value}")
+    return [
+        Fact(
+            "name",
+            "largest_product_line",
+            top.member,
+            period=period,
+            inputs=[("product lines", rc.stating(top, as_of))],
+        ),
+        rc.money_fact("product_revenue", top, as_of),
+    ]
+
+
+def private_revenue(rc, company, params, as_of):
+    year = params["fy"]
+    announced = [
+        f
+        for f in rc.world.figures_of(company, "revenue")
+        if f.role == "announced" and f.published <= as_of
+    ]
+    this = [f for f in announced if f.period == f"FY{year}"]
+    if this:
+        figure = max(this, key=lambda f: f.published)
+        return [rc.money_fact("revenue", figure, as_of, basis=None)]
+    value = "not yet reported" if announced else "not disclosed"
+    return [Fact("not_disclosed", "revenue", value, period=f"FY{year}")]
+
+
+def peer_revenue_ranking(rc, company, params, as_of):
+    facts = []
+    for member in [company, *params["peers"]]:
+        fact = rc.latest_revenue(member, as_of, subject=rc.names[member])
+        if fact is None:
+            raise KeyUnavailable(f"{member} has no revenue reported by {as_of}")
+        facts.append(fact)
+    ranking = sorted(facts, key=lambda f: -f.value)
+    if len({f.value for f in facts}) < len(facts):
+        raise KeyUnavailable("a tie in the ranking")
+    return [Fact("top_n", "revenue_ranking", [f.subject for f in ranking]), *facts]
+
+
+def peer_margin_comparison(rc, company, params, as_of):
+    facts = []
+    for member in (company, params["peer"]):
+        year = rc.latest_year(member, as_of, "revenue", "operating_income")
+        if year is None:
+            raise KeyUnavailable(f"{member} has no margin by {as_of}")
+        facts.append(rc.margin(member, year, as_of, subject=rc.names[member]))
+    if facts[0].value == facts[1].value:
+        raise KeyUnavailable("equal margins")
+    higher = max(facts, key=lambda f: f.value)
+    return [Fact("name", "higher_operating_margin", higher.subject), *facts]
+
+
+def peer_growth_comparison(rc, company, params, as_of):
+    facts = []
+    for member in (company, params["peer"]):
+        years = rc.reported_years(member, "revenue", as_of)
+        year = next((y for y in reversed(years) if y - 1 in years), None)
+        if year is None:
+            raise KeyUnavailable(f"{member} has no growth by {as_of}")
+        facts.append(rc.growth(member, year, as_of, subject=rc.names[member]))
+    if facts[0].value == facts[1].value:
+        raise KeyUnavailable("equal growth")
+    return [Fact("boolean", "grew_faster", facts[0].value > facts[1].value), *facts]
+
+
+def competitors(rc, company, params, as_of):
+    profile = rc.profile(company, as_of)
+    if profile is None or not profile.competitors:
+        return [Fact("no_records", "competitors")]
+    return [
+        Fact(
+            "top_n",
+            "competitors",
+            list(profile.competitors),
+            ordered=False,
+            inputs=[("competitors", frozenset({profile.doc.doc_id}))],
+        )
+    ]
+
+
+def market_cap_ranking(rc, company, params, as_of):
+    day = dt.date.fromisoformat(params["day"])
+    facts = [rc.market_cap(m, day, as_of, subject=rc.names[m]) for m in [company, *params["peers"]]]
+    if len({f.value for f in facts}) < len(facts):
+        raise KeyUnavailable("a tie in the ranking")
+    ranking = sorted(facts, key=lambda f: -f.value)
+    return [Fact("top_n", "market_cap_ranking", [f.subject for f in ranking]), *facts]
+
+
+def market_cap(rc, company, params, as_of):
+    return [rc.market_cap(company, dt.date.fromisoformat(params["day"]), as_of)]
+
+
+def latest_launch(rc, company, params, as_of):
+    events = rc.latest_event(company, as_of, "launch")
+    if not events:
+        return [Fact("no_records", "product_launches")]
+    docs = frozenset(e.doc.doc_id for e in events)
+    return [
+        Fact("name", "product", events[0].details["product"], inputs=[("launch", docs)]),
+        Fact("date", "launch_date", events[0].date.isoformat(), inputs=[("launch", docs)]),
+    ]
+
+
+def latest_funding_round(rc, company, params, as_of):
+    rounds = rc.rounds(company, as_of)
+    if not rounds:
+        return [Fact("no_records", "funding_rounds")]
+    return _round_facts(rc, company, rounds[-1], as_of)
+
+
+def _round_facts(rc, company, statements: list[Event], as_of, fields=None) -> list[Fact]:
+    docs = frozenset(e.doc.doc_id for e in statements)
+    first = statements[0]
+    day = first.date.isoformat()
+    amount = _most_precise(statements, "amount")
+    post = _most_precise(statements, "post_money")
+    facts = [
+        Fact(
+            "amount",
+            "round_amount",
+            amount[0],
+            0.05,
+            currency=first.details["currency"],
+            scale="millions",
+            period=day,
+            half_unit=amount[1],
+            inputs=[("amount", docs)],
+        ),
+        Fact("name", "lead_investor", first.details["lead"], inputs=[("lead", docs)]),
+        Fact(
+            "amount",
+            "post_money_valuation",
+            post[0],
+            0.05,
+            currency=first.details["currency"],
+            scale="millions",
+            period=day,
+            half_unit=post[1],
+            inputs=[("valuation", docs)],
+        ),
+        Fact("date", "round_date", day, inputs=[("date", docs)]),
+    ]
+    return [f for f in facts if fields is None or f.field in fields]
+
+
+def _most_precise(statements: list[Event], name: str) -> tuple[Decimal, Decimal]:
+    best = min(statements, key=lambda e: e.details[f"{name}_half"])
+    for event in statements:
+        if abs(event.details[name] - best.details[name]) > event.details[f"{name}_half"]:
+            raise KeyUnavailable(f"documents disagree on a round's {name}")
+    return best.details[name], best.details[f"{name}_half"]
+
+
+def total_raised(rc, company, params, as_of):
+    rounds = rc.rounds(company, as_of)
+    if not rounds:
+        return [Fact("no_records", "funding_rounds")]
+    amounts = [_most_precise(r, "amount") for r in rounds]
+    docs = [(f"{r[0].details['series']} round", frozenset(e.doc.doc_id for e in r)) for r in rounds]
+    return [
+        Fact(
+            "amount",
+            "total_raised",
+            sum(a for a, _ in amounts),
+            0.05,
+            currency=rounds[0][0].details["currency"],
+            scale="millions",
+            period=as_of.isoformat(),
+            # amounts written to 0.1 million add up exactly; each written in billions adds
+            # its rounding to the total's
+            half_unit=sum(h for _, h in amounts if h > FILING_HALF_UNIT),
+            inputs=docs,
+        )
+    ]
+
+
+def regulatory_action(rc, company, params, as_of):
+    fines = [e for e in rc.world.events_of(company, "fine") if e.date <= as_of]
+    if not fines:
+        return [Fact("no_records", "regulatory_actions")]
+    last = fines[-1]
+    docs = frozenset({last.doc.doc_id})
+    return [
+        Fact("name", "regulator", last.details["regulator"], inputs=[("fine", docs)]),
+        Fact("date", "action_date", last.date.isoformat(), inputs=[("fine", docs)]),
+        Fact(
+            "amount",
+            "fine",
+            last.details["amount"],
+            0.05,
+            currency=last.details["currency"],
+            scale="millions",
+            period=last.date.isoformat(),
+            half_unit=last.details["half_unit"],
+            inputs=[("fine", docs)],
+        ),
+    ]
+
+
+PROGRAMS: dict[str, Callable] = {
+    "fy_metric": _fy_item("fy_metric", fy_metric, lambda p: p["metric"]),
+    "latest_fy_metric": latest_fy_metric,
+    "operating_margin": _fy_item("operating_margin", operating_margin),
+    "adjusted_margin": _fy_item("adjusted_margin", adjusted_margin),
+    "free_cash_flow": _fy_item("free_cash_flow", free_cash_flow),
+    "revenue_growth": _fy_item("revenue_growth", revenue_growth),
+    "latest_quarter_revenue": latest_quarter_revenue,
+    "net_debt": _fy_item("net_debt", net_debt),
+    "private_revenue": private_revenue,
+    "peer_revenue_ranking": peer_revenue_ranking,
+    "peer_margin_comparison": peer_margin_comparison,
+    "peer_growth_comparison": peer_growth_comparison,
+    "competitors": competitors,
+    "market_cap_ranking": market_cap_ranking,
+    "product_share": _fy_item("product_share", product_share),
+    "segment_revenue": _fy_item("segment_revenue", segment_revenue),
+    "largest_product_line": _fy_item("largest_product_line", largest_product_line),
+    "latest_launch": latest_launch,
+    "latest_funding_round": latest_funding_round,
+    "total_raised": total_raised,
+    "market_cap": market_cap,
+    "regional_share": _fy_item("regional_share", regional_share),
+    "regulatory_action": regulatory_action,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Briefs: the world's sections (the ERP's AR/AP facts are the ERP oracle's, checked elsewhere)
+
+ERP_FIELDS = ("customer_", "vendor_")
+
+
+def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fact]:
+    profile = rc.profile(company, as_of)
+    if profile is None:
+        raise KeyUnavailable(f"no profile of {company} by {as_of}")
+    profile_docs = frozenset({profile.doc.doc_id})
+    facts = []
+    listing = re.fullmatch(r"Public \((.+): ([A-Z]+)\)", profile.fields["Ownership"])
+    listed = listing is not None
+    if listed:
+        ticker = listing[2]
+        facts.append(Fact("id", "ticker", ticker, inputs=[("ticker", profile_docs)]))
+    ceo, ceo_docs = rc.chief_executive(company, as_of)
+    facts.append(Fact("name", "chief_executive", ceo, inputs=[("chief executive", ceo_docs)]))
+    city = profile.fields["Headquarters"].rsplit(", ", 1)[0]
+    facts.append(Fact("name", "headquarters", city, inputs=[("headquarters", profile_docs)]))
+    if listed:
+        year = rc.latest_year(company, as_of, "revenue", "operating_income")
+        facts.append(
+            rc.money_fact("revenue", rc.need(company, "revenue", f"FY{year}", as_of), as_of)
+        )
+        facts.append(rc.margin(company, year, as_of))
+    else:
+        announced = [
+            f
+            for f in rc.world.figures_of(company, "revenue")
+            if f.role == "announced" and f.published <= as_of
+        ]
+        if announced:
+            latest = max(announced, key=lambda f: fy_key(f.period))
+            facts.append(rc.money_fact("revenue", latest, as_of, basis=None))
+        else:
+            facts.append(Fact("not_disclosed", "revenue", "not disclosed"))
+        rounds = rc.rounds(company, as_of)
+        if rounds:
+            facts += _round_facts(
+                rc, company, rounds[-1], as_of, fields=("post_money_valuation", "lead_investor")
+            )
+    moves = rc.latest_event(company, as_of, "launch", "acquisition")
+    if moves:
+        docs = frozenset(e.doc.doc_id for e in moves)
+        if moves[0].kind == "launch":
+            facts.append(
+                Fact(
+                    "name", "latest_launch", moves[0].details["product"], inputs=[("launch", docs)]
+                )
+            )
+        else:
+            facts.append(
+                Fact(
+                    "name",
+                    "latest_acquisition",
+                    moves[0].details["target"],
+                    inputs=[("acquisition", docs)],
+                )
+            )
+    lines = rc.world.lines_of_business(profile)
+    if lines:
+        facts.append(
+            Fact(
+                "top_n",
+                "lines_of_business",
+                list(lines),
+                ordered=False,
+                inputs=[("lines of business", profile_docs)],
+            )
+        )
+    facts.append(
+        Fact(
+            "top_n",
+            "peers",
+            list(profile.competitors),
+            ordered=False,
+            inputs=[("competitors", profile_docs)],
+        )
+    )
+    # Top news: the latest articles reporting an event with its sentiment (conventions: revenue
+    # announcements, funding talks and denials state none).
+    news = [
+        e
+        for e in rc.world.events_of(company)
+        if e.date <= as_of and e.doc.source_type in NEWS_TYPES and e.details.get("sentiment")
+    ]
+    if news:
+        last_day = max(e.date for e in news)
+        latest = [e for e in news if e.date == last_day]
+        docs = frozenset(e.doc.doc_id for e in latest)
+        moods = {e.details["sentiment"] for e in latest}
+        facts.append(
+            Fact("date", "latest_news_date", last_day.isoformat(), inputs=[("news", docs)])
+        )
+        facts.append(
+            Fact(
+                "text",
+                "latest_news_sentiment",
+                moods.pop() if len(moods) == 1 else sorted(moods),
+                inputs=[("news", docs)],
+            )
+        )
+    return facts
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing with a key
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    item: str
+    kind: str
+    what: str
+    expected: Any
+    recomputed: Any
+    cause: str = ""
+    """A known defect the documents show (see tests/test_world_recompute.py), or ''."""
+
+    def __str__(self) -> str:
+        cause = f" ({self.cause})" if self.cause else ""
+        return (
+            f"{self.item} [{self.kind}] {self.what}: key {self.expected!r}, documents "
+            f"{self.recomputed!r}{cause}"
+        )
+
+
+def recompute_item(rc: Recompute, item) -> list[Fact]:
+    kind = item.metadata["kind"]
+    program = brief if item.task_type == "business_brief" else PROGRAMS[kind]
+    return program(rc, item.metadata["company_id"], item.metadata.get("params") or {}, item.as_of)
+
+
+def compare_item(rc: Recompute, item) -> tuple[list[Mismatch], int]:
+    """Mismatches between an item's key and the recomputation, and the facts compared."""
+    kind = item.metadata["kind"]
+    out: list[Mismatch] = []
+
+    def miss(what, expected, recomputed, cause=""):
+        out.append(Mismatch(item.id, kind, what, expected, recomputed, cause))
+
+    try:
+        mine = recompute_item(rc, item)
+    except (KeyUnavailable, NotReported) as error:
+        miss("recomputation", "a key", f"none: {error!r}")
+        return out, 0
+    expected = [e for e in item.expected if not e.field.startswith(ERP_FIELDS)]
+    mine_by = {f.identity: f for f in mine}
+    key_by = {(e.kind, e.field, e.subject): e for e in expected}
+    if len(key_by) != len(expected):
+        miss("facts", "unique (kind, field, subject)", "duplicates in the key")
+    for identity in sorted(set(key_by) - set(mine_by), key=str):
+        miss(f"fact {identity}", key_by[identity].value, "not derivable from the documents")
+    not_reported = any(e.kind == "not_disclosed" for e in expected)
+    for identity in sorted(set(mine_by) - set(key_by), key=str):
+        fallback = (
+            not_reported
+            and identity[0] == "amount"
+            and not any(e.kind == "amount" for e in expected)
+        )
+        miss(
+            f"fact {identity} (the latest reported figure)" if fallback else f"fact {identity}",
+            "absent from the key",
+            mine_by[identity].value,
+            "missing_fallback" if fallback else "",
+        )
+    compared = 0
+    for identity in sorted(set(key_by) & set(mine_by), key=str):
+        compared += 1
+        key, mine = key_by[identity], mine_by[identity]
+        cause = _cause(rc, item, key, mine, key_by)
+
+        def fact_miss(what, expected, recomputed, cause=cause):
+            miss(what, expected, recomputed, cause)
+
+        _compare_fact(rc, item, key, mine, fact_miss)
+    return out, compared
+
+
+def _cause(rc: Recompute, item, key, mine: Fact, key_by: dict) -> str:
+    """The known defect behind a fact's disagreement, if it is one (empty otherwise)."""
+    if (
+        key.kind == "amount"
+        and mine.half_unit > Decimal(str(key.tolerance))
+        and abs(Decimal(str(key.value)) - Decimal(str(mine.value))) <= mine.half_unit
+    ):
+        return "stated_coarser"
+    if key.field == "chief_executive" and key.value == mine.value:
+        stale = [
+            profile
+            for profile in rc.world.profiles_of(item.metadata["company_id"])
+            if profile.doc.url in key.sources and profile.fields["Chief executive"] != key.value
+        ]
+        if stale:
+            return "stale_gold_source"
+    return ""
+
+
+def _compare_fact(rc: Recompute, item, key, mine: Fact, miss) -> None:
+    label = f"{key.field}" + (f" of {key.subject}" if key.subject else "")
+    if key.kind in ("amount", "percent"):
+        difference = abs(Decimal(str(key.value)) - Decimal(str(mine.value)))
+        if difference > Decimal(str(key.tolerance)) + Decimal("1e-9"):
+            miss(f"{label} value", key.value, mine.value)
+        elif mine.half_unit > Decimal(str(key.tolerance)) + Decimal("1e-9"):
+            miss(
+                f"{label} precision: the documents state it to +/- {mine.half_unit}, the key "
+                f"asks +/- {key.tolerance}",
+                key.value,
+                f"{mine.value} +/- {mine.half_unit}",
+            )
+    elif key.kind == "top_n":
+        if key.ordered != mine.ordered:
+            miss(f"{label} ordered", key.ordered, mine.ordered)
+        same = key.value == mine.value if mine.ordered else sorted(key.value) == sorted(mine.value)
+        if not same:
+            miss(f"{label} list", key.value, mine.value)
+    elif key.value != mine.value:
+        miss(f"{label} value", key.value, mine.value)
+    for attribute in ("unit", "currency", "scale", "period", "basis"):
+        if getattr(key, attribute) != getattr(mine, attribute):
+            miss(f"{label} {attribute}", getattr(key, attribute), getattr(mine, attribute))
+    _check_sources(rc, item, key, mine, label, miss)
+
+
+def _check_sources(rc: Recompute, item, key, mine: Fact, label: str, miss) -> None:
+    stating = frozenset().union(*(docs for _what, docs in mine.inputs)) if mine.inputs else None
+    ids = []
+    for url in key.sources:
+        doc_id = url.rsplit("/", 1)[1]
+        doc = rc.world.docs.get(doc_id)
+        if doc is None or doc.url != url:
+            miss(f"{label} gold document", url, "no such document in this world")
+            continue
+        if doc.published > item.as_of:
+            miss(
+                f"{label} gold document {doc_id}",
+                f"published by {item.as_of}",
+                f"published {doc.published}",
+            )
+        ids.append(doc_id)
+    if stating is None:
+        return
+    for doc_id in ids:
+        if doc_id not in stating:
+            miss(
+                f"{label} gold document {doc_id} ({rc.world.docs[doc_id].title})",
+                "states the fact",
+                "does not state it (or states another version)",
+            )
+    for what, docs in mine.inputs:
+        if key.sources and not docs & set(ids):
+            miss(
+                f"{label} gold documents",
+                f"cover {what}",
+                f"none of them states it; documents that do: {sorted(docs)[:3]}",
+            )
+    if not key.sources and key.kind in ("amount", "percent", "name", "date", "id"):
+        miss(f"{label} gold documents", "none", f"documents stating it: {sorted(stating)[:3]}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Does the question name the company its key is about?
+
+
+def edit_distance(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, 1):
+        current = [i]
+        for j, char_b in enumerate(b, 1):
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b))
+            )
+        previous = current
+    return previous[-1]
+
+
+def reference_problems(world: World, item, erp: sqlite3.Connection) -> list[str]:
+    """Problems with how the question refers to its company (and, for peer kinds, its peers)."""
+    company = world.companies[item.metadata["company_id"]]
+    reference = item.metadata.get("company_reference", "name")
+    query = item.query
+    problems = []
+    if reference == "name":
+        if company.name not in query:
+            problems.append(f"{item.id}: the query does not name {company.name!r}")
+    elif reference == "ticker":
+        match = re.search(r"the company with ticker ([A-Z]+)", query)
+        owners = [c.company_id for c in world.companies.values() if match and c.ticker == match[1]]
+        if owners != [company.company_id]:
+            problems.append(
+                f"{item.id}: ticker {match and match[1]!r} belongs to {owners}, "
+                f"not {company.company_id}"
+            )
+    elif reference == "erp":
+        match = re.search(r"our (customer|vendor) (\S+) in ([A-Z]{4})", query)
+        row = (
+            match
+            and erp.execute(
+                f"SELECT name FROM {match[1]} WHERE account = ? AND legal_entity = ?",
+                (match[2], match[3]),
+            ).fetchone()
+        )
+        if not row or row[0] != company.name:
+            problems.append(
+                f"{item.id}: ERP reference {match and match[0]!r} names "
+                f"{row and row[0]!r}, not {company.name!r}"
+            )
+    elif reference == "misspelled":
+        words = _misspelled_span(query, company.name)
+        ranked = sorted(world.companies.values(), key=lambda c: edit_distance(words, c.name))
+        best = edit_distance(words, ranked[0].name)
+        nearest = [c.name for c in ranked if edit_distance(words, c.name) == best]
+        if words == company.name or nearest != [company.name]:
+            problems.append(
+                f"{item.id}: the misspelling {words!r} of {company.name!r} is nearest to {nearest}"
+            )
+    else:
+        problems.append(f"{item.id}: unknown company_reference {reference!r}")
+    for fact in item.expected:  # a brief's AR/AP facts are about the company's own accounts
+        party = fact.field.split("_", 1)[0]
+        if party in ("customer", "vendor"):
+            entity, _, account = (fact.subject or "").partition("/")
+            row = erp.execute(
+                f"SELECT name FROM {party} WHERE account = ? AND legal_entity = ?",
+                (account, entity),
+            ).fetchone()
+            if not row or row[0] != company.name:
+                problems.append(
+                    f"{item.id}: {fact.field} is about {party} {fact.subject!r} "
+                    f"({row and row[0]!r}), not {company.name!r}"
+                )
+    params = item.metadata.get("params") or {}
+    for peer in [*params.get("peers", []), *([params["peer"]] if "peer" in params else [])]:
+        if world.companies[peer].name not in query:
+            problems.append(
+                f"{item.id}: the query does not name peer {peer} ({world.companies[peer].name!r})"
+            )
+    return problems
+
+
+def _misspelled_span(query: str, name: str) -> str:
+    """The words of the query that stand for ``name``: the span of the same word count that is
+    nearest to it."""
+    words = re.findall(r"[\w&.'-]+", query)
+    size = len(name.split())
+    spans = [
+        " ".join(words[i : i + size]).removesuffix("'s").rstrip(",?")
+        for i in range(len(words) - size + 1)
+    ]
+    return min(spans, key=lambda span: edit_distance(span, name))
