@@ -9,8 +9,9 @@ all compute it with :func:`run_overall` / :func:`overall`; any other aggregate t
 another name (``answer_mean``: the judge's per-answer mean of scored dimensions, averaged the
 same way).
 
-The functions are general over task types and dimensions: a task type or a dimension added later
-(entity accuracy, brief accuracy) enters by having scores.
+The Overall stays the paper's: accuracy enters it from obligations only. Accuracy of research
+items keyed on a world (LedgerBench's extension: the published benchmark had no key for them) is
+reported beside it (:func:`extension_accuracy`), never mixed into it.
 """
 
 from __future__ import annotations
@@ -74,11 +75,33 @@ def equal_weight(by_task_type: Mapping[str, float | None]) -> float | None:
     return _mean(v for v in by_task_type.values() if v is not None and v == v)
 
 
+EXTENSION_CELLS = frozenset({("accuracy", "entity_performance"), ("accuracy", "business_brief")})
+"""(dimension, task type) cells the paper's Overall does not have: accuracy of research items."""
+
+
+def paper_cells(
+    means: Mapping[str, Mapping[str, float | None]],
+) -> dict[str, dict[str, float | None]]:
+    """``means`` without the extension's cells (the paper's Table 1 rows)."""
+    return {
+        dimension: {t: v for t, v in cells.items() if (dimension, t) not in EXTENSION_CELLS}
+        for dimension, cells in means.items()
+    }
+
+
+def extension_accuracy(means: Mapping[str, Mapping[str, float | None]]) -> dict[str, float]:
+    """Task type -> accuracy of research items keyed on a world (LedgerBench's extension)."""
+    cells = means.get("accuracy", {})
+    return {t: v for t, v in cells.items() if ("accuracy", t) in EXTENSION_CELLS and v is not None}
+
+
 def overall(means: Mapping[str, Mapping[str, float | None]]) -> float | None:
     """The Overall of dimension -> task type -> mean: the mean over dimensions of each
-    dimension's equal-weight mean over its task types. None without any score."""
+    dimension's equal-weight mean over its task types (the paper's cells only). None without any
+    score."""
+    cells = paper_cells(means)
     return _mean(
-        value for value in (equal_weight(cells) for cells in means.values()) if value is not None
+        value for value in (equal_weight(task) for task in cells.values()) if value is not None
     )
 
 

@@ -98,7 +98,9 @@ def prior_year(question: Question, answer: str, ledger: Ledger) -> str | None:
     prior = ledger.value(question.metadata["company_id"], metric, f"FY{year - 1}")
     if prior is None:
         return None
-    return _replace(answer, _money(Decimal(str(fact.value)), fact.unit), _money(prior, fact.unit))
+    return _replace(
+        answer, _money(Decimal(str(fact.value)), fact.currency), _money(prior, fact.currency)
+    )
 
 
 def thousands_as_millions(question: Question, answer: str, ledger: Ledger) -> str | None:
@@ -106,8 +108,8 @@ def thousands_as_millions(question: Question, answer: str, ledger: Ledger) -> st
     if fact is None:
         return None
     value = Decimal(str(fact.value))
-    wrong = f"{SIGNS[fact.unit]}{int(value * 1000):,} million"
-    return _replace(answer, _money(value, fact.unit), wrong)
+    wrong = f"{SIGNS[fact.currency]}{int(value * 1000):,} million"
+    return _replace(answer, _money(value, fact.currency), wrong)
 
 
 def non_gaap_margin(question: Question, answer: str, ledger: Ledger) -> str | None:
@@ -134,7 +136,7 @@ def decoy_company(question: Question, answer: str, ledger: Ledger) -> str | None
         if wrong is None:
             return None
         return _replace(
-            answer, _money(Decimal(str(fact.value)), fact.unit), _money(wrong, fact.unit)
+            answer, _money(Decimal(str(fact.value)), fact.currency), _money(wrong, fact.currency)
         )
     if question.metadata["kind"] == "operating_margin":
         fact = next(f for f in question.expected if f.kind == "percent")
@@ -158,7 +160,7 @@ def original_for_restated(question: Question, answer: str, ledger: Ledger) -> st
         return None
     original = ledger.value(company, metric, fact.period, version="ASC")
     return _replace(
-        answer, _money(Decimal(str(fact.value)), fact.unit), _money(original, fact.unit)
+        answer, _money(Decimal(str(fact.value)), fact.currency), _money(original, fact.currency)
     )
 
 
@@ -168,8 +170,8 @@ def in_billions(question: Question, answer: str, ledger: Ledger) -> str | None:
     if fact is None or abs(fact.value) < 1000:
         return None
     value = Decimal(str(fact.value))
-    short = f"{SIGNS[fact.unit]}{value / 1000:.1f} billion"
-    return _replace(answer, _money(value, fact.unit), short)
+    short = f"{SIGNS[fact.currency]}{value / 1000:.1f} billion"
+    return _replace(answer, _money(value, fact.currency), short)
 
 
 def as_table(question: Question, answer: str, ledger: Ledger) -> str | None:
@@ -177,7 +179,7 @@ def as_table(question: Question, answer: str, ledger: Ledger) -> str | None:
     fact = _key_amount(question)
     if fact is None:
         return None
-    figure = _money(Decimal(str(fact.value)), fact.unit)
+    figure = _money(Decimal(str(fact.value)), fact.currency)
     sentence = next((s for s in answer.split("\n") if figure in s), None)
     if sentence is None:
         return None

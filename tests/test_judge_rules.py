@@ -289,7 +289,16 @@ def test_every_rule_mapping_targets_real_rubric_ids() -> None:
         TaskType.obligations, scenario="Aged Balance", records=3, ground_truth="x", segment="AR"
     )
     brief = build_tags(TaskType.business_brief, scenario="Business Brief", erp_grounded=True)
-    rubric_ids = {a.id for tags in (obligation, brief) for items in tags.values() for a in items}
+    keyed_entity = build_tags(
+        TaskType.entity_performance, scenario="revenue", period="FY2024", ground_truth="x"
+    )
+    keyed_brief = build_tags(TaskType.business_brief, scenario="Business Brief", ground_truth="x")
+    rubric_ids = {
+        a.id
+        for tags in (obligation, brief, keyed_entity, keyed_brief)
+        for items in tags.values()
+        for a in items
+    }
     separate_parts = {
         "citations.erp_link_present",
         "citations.erp_link_resolves",
@@ -305,6 +314,7 @@ def test_every_rule_mapping_targets_real_rubric_ids() -> None:
         "structure.answer_first",
         "structure.table_for_many",
         "relevance.erp_reached",
+        "groundedness.supported",  # its rule abstains (needs an LLM) unless the item is keyed
     }
     assert rule_for(Dimension.clarity, "clarity.acronyms") is None
 
