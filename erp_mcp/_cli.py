@@ -12,8 +12,10 @@ from erp_mcp._serve_cli import (
     UsageError,
     add_fault_arguments,
     add_http_arguments,
+    add_scaling_arguments,
     allowed_hosts,
     check_port,
+    check_scaling,
     fault_config,
     link_base,
     serve,
@@ -29,6 +31,7 @@ examples:
   ERP_MCP_TOKEN=secret python -m erp_mcp --transport http                  # bearer auth
   python -m erp_mcp --transport http --error-rate 0.1 --fault-seed 7 --audit-log calls.jsonl
   python -m erp_mcp --transport http --host 0.0.0.0 --allowed-host erp.internal  # serve a name
+  python -m erp_mcp --db postgresql://erp@db/erp --transport http --workers 2    # 2 processes
   python -m erp_mcp tools --json                                           # tool catalogue
   ERP_MCP_TOKEN=secret python -m erp_mcp link http://127.0.0.1:8765/erp/USMF/customers/SYNCUS-0001
 """
@@ -68,6 +71,7 @@ def _serve_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also expose the no-op `ping` tool (benchmark floor), e.g. --bench-tools",
     )
+    add_scaling_arguments(parser)
     add_fault_arguments(parser)
     return parser
 
@@ -177,25 +181,41 @@ def _check_database(db_url: str) -> None:
         )
 
 
-def _serve(argv: list[str]) -> int:
-    args = _serve_parser().parse_args(argv)
-    check_port(args)
-    token = args.token or os.environ.get("ERP_MCP_TOKEN") or None
+def _build(args: argparse.Namespace):
     from erp_mcp._runtime import RESOURCE_LINKS
     from erp_mcp._server import build_server
 
-    hosts = allowed_hosts(args)
-    server = build_server(
+    return build_server(
         args.db,
         toolset=args.toolset,
         public_url=link_base(args, RESOURCE_LINKS),
         faults=fault_config(args),
         audit_log=args.audit_log,
-        token=token,
+        token=args.token or os.environ.get("ERP_MCP_TOKEN") or None,
         include_bench_tools=args.bench_tools,
     )
+
+
+def worker_server(argv: list[str]):
+    """The server of one ``--workers`` process, built from the same command line."""
+    return _build(_serve_parser().parse_args(argv))
+
+
+def _serve(argv: list[str]) -> int:
+    args = _serve_parser().parse_args(argv)
+    check_port(args)
+    check_scaling(args)
+    hosts = allowed_hosts(args)
+    server = _build(args)
     _check_database(args.db)
-    return serve(server, args, hosts, start_line=_start_line(args, token))
+    return serve(
+        server,
+        args,
+        hosts,
+        worker_factory=f"{__name__}:worker_server",
+        argv=argv,
+        start_line=_start_line(args, args.token or os.environ.get("ERP_MCP_TOKEN") or None),
+    )
 
 
 def _start_line(args: argparse.Namespace, token: str | None) -> str:

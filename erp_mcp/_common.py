@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import hashlib
-import json
 from typing import Any
 
 from fastmcp.exceptions import ToolError
 from pydantic import Field
-from sqlalchemy import Connection, Select, func, select
+from sqlalchemy import Connection, Select, func, literal, select
 from sqlmodel import SQLModel
 
+from erp_mcp import _cursors
 from erp_mcp._records import StrictModel, money, record_model, row_values
 from erp_mcp._runtime import ErpRuntime
 from synthetic_erp._catalog import entity_set_for
@@ -21,7 +19,6 @@ MAX_PAGE_SIZE = 500
 MAX_PAGE = 100_000
 """Far beyond the last page at 100x scale; keeps offsets inside 64-bit SQL integers."""
 MAX_CURSOR_CHARS = 200
-_PAGING_FIELDS = frozenset({"page", "page_size", "cursor", "top", "skip"})
 
 
 class PageArgs(StrictModel):
@@ -54,39 +51,17 @@ class PageInfo(StrictModel):
     last page."""
 
 
-def _query_fingerprint(args: StrictModel) -> str:
-    """Short hash of the filters of a paged call, so a cursor only continues the same query."""
-    filters = args.model_dump(mode="json", exclude=set(_PAGING_FIELDS))
-    blob = json.dumps([type(args).__name__, filters], sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
-
-
 def encode_cursor(args: StrictModel, offset: int) -> str:
-    payload = json.dumps({"o": offset, "q": _query_fingerprint(args)}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+    """The signed cursor continuing the call ``args`` at row ``offset`` (see _cursors)."""
+    return _cursors.encode_cursor(args, offset)
 
 
 def cursor_offset(args: PageArgs, *, fingerprint_of: StrictModel | None = None) -> int:
-    """Rows to skip: from ``cursor`` when given (checked against the filters of
+    """Rows to skip: from ``cursor`` when given (checked against the tool and the filters of
     ``fingerprint_of``, default ``args``), else from page."""
     if args.cursor is None:
         return (args.page - 1) * args.page_size
-    try:
-        raw = base64.urlsafe_b64decode(args.cursor + "=" * (-len(args.cursor) % 4))
-        payload = json.loads(raw)
-        offset, fingerprint = int(payload["o"]), str(payload["q"])
-    except (ValueError, KeyError, TypeError):
-        raise ToolError(
-            "cursor: not a cursor this server issued; pass next_cursor unchanged"
-        ) from None
-    if fingerprint != _query_fingerprint(fingerprint_of or args):
-        raise ToolError(
-            "cursor: it continues a call with different filters; repeat the filters of the call "
-            "that returned it, or drop cursor to start again"
-        )
-    if not 0 <= offset <= MAX_PAGE * MAX_PAGE_SIZE:
-        raise ToolError("cursor: offset out of range; pass next_cursor unchanged")
-    return offset
+    return _cursors.decode_cursor(args.cursor, fingerprint_of or args)
 
 
 class CurrencyTotal(StrictModel):
@@ -106,9 +81,9 @@ def check_range(name: str, low: Any, high: Any) -> None:
 def page_of(conn: Connection, stmt: Select, order_by: list[Any], args: PageArgs):
     """``(rows, PageInfo)`` for one page of ``stmt`` (count over all matching rows)."""
     offset = cursor_offset(args)
-    total = int(
-        conn.execute(select(func.count()).select_from(stmt.order_by(None).subquery())).scalar() or 0
-    )
+    # Count the matching rows only: the selected columns may hold joins or subqueries.
+    counted = stmt.with_only_columns(literal(1), maintain_column_froms=True).order_by(None)
+    total = int(conn.execute(select(func.count()).select_from(counted.subquery())).scalar() or 0)
     rows = conn.execute(stmt.order_by(*order_by).limit(args.page_size).offset(offset)).all()
     return rows, page_info(args, offset, len(rows), total)
 
@@ -138,6 +113,12 @@ def sum_by_currency(
     """``amount`` summed per currency over the rows matching ``clauses``, rounded to cents."""
     stmt = select(currency, func.sum(amount)).where(*clauses).group_by(currency)
     return {code: money(total) for code, total in conn.execute(stmt)}
+
+
+def text_key(rt: ErpRuntime, column: Any) -> Any:
+    """``column`` for ORDER BY in byte order on every backend (PostgreSQL databases may sort text
+    by a locale; SQLite always compares bytes), so both give rows in the same order."""
+    return column.collate("C") if rt.engine.dialect.name == "postgresql" else column
 
 
 def to_record(

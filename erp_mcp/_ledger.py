@@ -4,7 +4,8 @@ A transaction's open amount as of a past date is its open amount today plus what
 that date took off it: for a debit (invoice) the settled amount (which includes any cash discount
 taken), for a credit (payment, credit note) the settled amount less that discount. On or after the
 ERP's today it is simply ``open_amount_cur``. All of it is SQL expressions, so single-party queries
-use the party indexes and never scan the ledger.
+use the party indexes and never scan the ledger, and aggregates over many parties (aging, worklists)
+group, sum and rank in the database: only the rows a tool returns reach Python.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, and_, case, func, literal, or_, select
+from sqlalchemy import ColumnElement, Subquery, Table, and_, case, func, literal, or_, select
 from sqlmodel import SQLModel
 
 from synthetic_erp import _schema as s
@@ -150,3 +151,73 @@ def bucket_index(ledger: Ledger, basis: str, as_of: dt.date, edges: list[int]) -
 
 def days_between(later: dt.date, earlier: dt.date | None) -> int | None:
     return None if earlier is None else (later - earlier).days
+
+
+def open_item_rows(
+    ledger: Ledger,
+    as_of: dt.date,
+    today: dt.date,
+    *,
+    basis: str = "due_date",
+    where: list[Any] | tuple = (),
+    columns: list[Any] | tuple = (),
+    with_party: bool = False,
+) -> Subquery:
+    """One row per transaction open on ``as_of`` matching ``where``: ``legal_entity``,
+    ``account``, ``currency``, ``aging_date`` (see :func:`aging_date`), ``open_cur``,
+    ``open_acct`` and any extra ``columns`` (``with_party`` joins the party table for them).
+
+    On a past date the open amounts are correlated subqueries over the settlements; the
+    subquery is then fenced (``OFFSET 0``, which SQLite renders ``LIMIT -1 OFFSET 0``) so that
+    neither database inlines them into every aggregate that reads them (a conditional sum per
+    bucket would otherwise run them once per bucket). Today's are plain columns, so the query
+    stays flat and reads the open-items index in its order."""
+    t, p = ledger.txn, ledger.party
+    open_cur, open_acct, base = open_amounts(ledger, as_of, today)
+    stmt = select(
+        t.c.legal_entity,
+        ledger.account.label("account"),
+        t.c.currency,
+        aging_date(ledger, basis).label("aging_date"),
+        open_cur.label("open_cur"),
+        open_acct.label("open_acct"),
+        *columns,
+    ).where(base, *where)
+    if with_party:
+        stmt = stmt.join_from(
+            t, p, and_(p.c.legal_entity == t.c.legal_entity, p.c.account == ledger.account)
+        )
+    if as_of < today:
+        stmt = stmt.offset(0)
+    return stmt.subquery("open_items")
+
+
+def bucket_bounds(as_of: dt.date, edges: list[int]) -> list[tuple[dt.date | None, dt.date | None]]:
+    """Per bucket of :func:`make_buckets`, ``(first aging date, day after the last)`` on
+    ``as_of`` (None: unbounded), the same buckets as :func:`bucket_index`."""
+    starts = [as_of - dt.timedelta(days=edge) for edge in edges]
+    bounds: list[tuple[dt.date | None, dt.date | None]] = [(as_of, None)]
+    ends = [as_of, *starts]
+    for start, end in zip(starts, ends, strict=False):
+        bounds.append((start, end))
+    bounds.append((None, starts[-1]))
+    return bounds
+
+
+def in_bucket(date: ColumnElement, bounds: tuple[dt.date | None, dt.date | None]) -> ColumnElement:
+    """SQL: ``date`` falls in the bucket ``bounds`` (from :func:`bucket_bounds`)."""
+    low, high = bounds
+    terms = []
+    if low is not None:
+        terms.append(date >= low)
+    if high is not None:
+        terms.append(date < high)
+    return and_(*terms)
+
+
+def bucket_of(date: dt.date, bounds: list[tuple[dt.date | None, dt.date | None]]) -> int:
+    """The bucket number of an aging date (Python twin of :func:`in_bucket`)."""
+    for index, (low, high) in enumerate(bounds):
+        if (low is None or date >= low) and (high is None or date < high):
+            return index
+    raise ValueError(f"no bucket holds {date}")

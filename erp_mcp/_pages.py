@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import html
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -193,7 +194,9 @@ def signed_link(url: str, token: str, ttl_s: int, *, now: float | None = None) -
     if not 1 <= ttl_s <= MAX_LINK_TTL_S:
         raise ValueError(f"the lifetime must be 1-{MAX_LINK_TTL_S} seconds, got {ttl_s}")
     parts = urlsplit(url)
-    expires = int(now if now is not None else time.time()) + ttl_s
+    # Rounded up: the link works for at least ttl_s seconds (rounding down could make a one-second
+    # link expire as soon as it is printed).
+    expires = math.ceil((now if now is not None else time.time()) + ttl_s)
     signature = link_signature(token, parts.path, expires)
     return parts._replace(query=f"expires={expires}&signature={signature}", fragment="").geturl()
 
@@ -201,12 +204,21 @@ def signed_link(url: str, token: str, ttl_s: int, *, now: float | None = None) -
 def _signed(request: Request, token: str, raw_path: str) -> bool:
     expires_text = request.query_params.get("expires", "")
     signature = request.query_params.get("signature", "")
-    if not (expires_text.isdigit() and len(expires_text) <= 12 and signature):
+    if not (expires_text.isascii() and expires_text.isdigit() and len(expires_text) <= 12):
         return False
     expires, now = int(expires_text), time.time()
-    if not now <= expires <= now + MAX_LINK_TTL_S:
+    if not signature or not now <= expires <= now + MAX_LINK_TTL_S + 1:
         return False
-    return hmac.compare_digest(signature, link_signature(token, raw_path, expires))
+    return same_secret(signature, link_signature(token, raw_path, expires))
+
+
+def same_secret(supplied: str, expected: str) -> bool:
+    """Constant-time comparison of a supplied secret (any text, e.g. a non-ASCII header) with the
+    expected one; ``hmac.compare_digest`` refuses non-ASCII ``str``, so both are compared as
+    UTF-8 bytes."""
+    return hmac.compare_digest(
+        supplied.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")
+    )
 
 
 def authorized(request: Request, token: str | None) -> bool:
@@ -214,7 +226,7 @@ def authorized(request: Request, token: str | None) -> bool:
         return True
     header = request.headers.get("authorization", "")
     scheme, _, supplied = header.partition(" ")
-    if scheme.lower() == "bearer" and hmac.compare_digest(supplied.strip(), token):
+    if scheme.lower() == "bearer" and same_secret(supplied.strip(), token):
         return True
     return _signed(request, token, raw_path(request))
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Annotated
 
 import anyio
 import mcp_types
 from fastmcp import FastMCP
 from fastmcp.exceptions import ResourceError
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+from mcp.shared.exceptions import MCPError
+from pydantic import Field
 
 from erp_mcp._pages import record_page
 from erp_mcp._runtime import RESOURCE_TEMPLATE, RuntimeHolder
@@ -59,11 +63,61 @@ def register_resources(mcp: FastMCP, holder: RuntimeHolder) -> None:
         )
 
     _register_prompts(mcp)
+    mcp.add_middleware(_NotFoundCodes())
+    _refuse_unknown_completion_targets(mcp)
 
 
-def _not_found(message: str) -> ResourceError:
-    """A client error: logged at info level, not as a server failure."""
-    return ResourceError(message, log_level=logging.INFO)
+class RecordNotFound(ResourceError):
+    """A record, legal entity or entity set that does not exist: the client's error."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, log_level=logging.INFO)  # not a server failure
+
+
+def _not_found(message: str) -> RecordNotFound:
+    return RecordNotFound(message)
+
+
+class _NotFoundCodes(Middleware):
+    """A missing record reads as the protocol's not-found error (invalid params naming the URI,
+    as the server answers an unknown resource URI), with the message saying what is missing;
+    FastMCP would send any other resource error as an internal error."""
+
+    async def on_read_resource(self, context: MiddlewareContext, call_next):
+        try:
+            return await call_next(context)
+        except RecordNotFound as error:
+            uri = str(getattr(context.message, "uri", ""))
+            raise MCPError(
+                code=mcp_types.INVALID_PARAMS,
+                message=f"Resource not found: {error}",
+                data={"uri": uri},
+            ) from None
+
+
+def _refuse_unknown_completion_targets(mcp: FastMCP) -> None:
+    """Completion for a prompt or resource template this server does not have is an error
+    naming the ones it has (FastMCP answers an empty list, which reads as "no values")."""
+    answer = mcp._on_complete
+
+    async def complete(ctx, params: mcp_types.CompleteRequestParams) -> mcp_types.CompleteResult:
+        ref = params.ref
+        key = ref.name if isinstance(ref, mcp_types.PromptReference) else ref.uri
+        if await mcp._completion_target(ref.type, key) is None:
+            if isinstance(ref, mcp_types.PromptReference):
+                known = ", ".join(sorted(p.name for p in await mcp.list_prompts()))
+                message = f"unknown prompt {key!r}; prompts: {known}"
+            else:
+                templates = await mcp.list_resource_templates()
+                message = f"unknown resource template {key!r}; templates: " + ", ".join(
+                    t.uri_template for t in templates
+                )
+            raise MCPError(code=mcp_types.INVALID_PARAMS, message=message)
+        return await answer(ctx, params)
+
+    mcp._mcp_server.add_request_handler(
+        "completion/complete", mcp_types.CompleteRequestParams, complete
+    )
 
 
 def _completion(
@@ -83,15 +137,9 @@ def _completion(
             if supplied.get("entity_set") == "collections-agents":
                 return _agent_ids(rt, le, prefix)
             return mcp_types.Completion(values=[])
-        values = sorted(
-            {
-                e.account
-                for e in rt.parties.entries
-                if e.account.upper().startswith(prefix)
-                and (party_type in (None, "any") or e.party_type == party_type)
-                and (le is None or e.legal_entity == le)
-            }
-        )
+        kind = None if party_type in (None, "any") else party_type
+        values, total = rt.parties.accounts_starting(prefix, kind, le, MAX_COMPLETIONS)
+        return mcp_types.Completion(values=values, total=total, has_more=total > len(values))
     elif name == "agent_id":
         return _agent_ids(rt, le, prefix)
     else:
@@ -121,13 +169,36 @@ def _capped(values: list[str]) -> mcp_types.Completion:
     )
 
 
+LegalEntityArg = Annotated[
+    str, Field(description="Legal entity (company code), e.g. USMF; erp_info lists them.")
+]
+OptionalLegalEntityArg = Annotated[
+    str | None,
+    Field(description="Legal entity (company code), e.g. USMF; omit when the id is unique."),
+]
+PartyTypeArg = Annotated[
+    str,
+    Field(description="customer (receivables, the default) or vendor (payables)."),
+]
+AccountArg = Annotated[
+    str, Field(description="Customer account id, e.g. SYNCUS-0001, or the customer's name.")
+]
+AgentArg = Annotated[
+    str,
+    Field(
+        description="Collections agent id, e.g. CA001 (list_reference_data kind "
+        "collections_agents lists them)."
+    ),
+]
+
+
 def _register_prompts(mcp: FastMCP) -> None:
     @mcp.prompt(
         name="aging_review",
         description="Review receivables or payables aging for one legal entity: buckets, the "
         "largest overdue parties and what to do about them, citing record links.",
     )
-    def aging_review(legal_entity: str, party_type: str = "customer") -> str:
+    def aging_review(legal_entity: LegalEntityArg, party_type: PartyTypeArg = "customer") -> str:
         side = "receivables" if party_type != "vendor" else "payables"
         return (
             f"Review the {side} aging of legal entity {legal_entity} as of the ERP's today "
@@ -147,7 +218,9 @@ def _register_prompts(mcp: FastMCP) -> None:
         description="Summarise one customer's account: balance, overdue items, credit, disputes "
         "and collections activity.",
     )
-    def customer_account_review(account: str, legal_entity: str | None = None) -> str:
+    def customer_account_review(
+        account: AccountArg, legal_entity: OptionalLegalEntityArg = None
+    ) -> str:
         where = f" in legal entity {legal_entity}" if legal_entity else ""
         return (
             f"Summarise customer {account}{where}. Resolve it with search_parties if the id is "
@@ -161,7 +234,9 @@ def _register_prompts(mcp: FastMCP) -> None:
         name="collections_worklist",
         description="Plan a collections agent's day from their worklist.",
     )
-    def collections_worklist(agent_id: str, legal_entity: str | None = None) -> str:
+    def collections_worklist(
+        agent_id: AgentArg, legal_entity: OptionalLegalEntityArg = None
+    ) -> str:
         where = f", legal_entity={legal_entity}" if legal_entity else ""
         return (
             f"Plan today's work for collections agent {agent_id}: call get_collections_worklist "

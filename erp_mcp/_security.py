@@ -80,33 +80,48 @@ class HostOriginGuard:
                     "server with --allowed-host NAME to accept that site",
                 )
                 return
-        length = headers.get("content-length", "")
-        if length.isdigit() and int(length) > MAX_REQUEST_BYTES:
-            await _refuse(
-                send,
-                413,
-                f"request body over {MAX_REQUEST_BYTES} bytes; no valid call is that large "
-                "(an in filter takes at most 500 values)",
-            )
+        length = headers.get("content-length")
+        if length is None:  # chunked: read the body (at most the limit) before the app sees it
+            receive = await _buffered(receive)
+            if receive is None:
+                await _refuse(send, 413, _TOO_LARGE)
+                return
+        elif length.isascii() and length.isdigit() and int(length) > MAX_REQUEST_BYTES:
+            await _refuse(send, 413, _TOO_LARGE)
             return
-        await self.app(scope, _capped(receive), send)
+        await self.app(scope, receive, send)
 
 
-def _capped(receive):
-    """``receive`` that ends the request (as a disconnect) once a body without a declared length
-    grows past ``MAX_REQUEST_BYTES``."""
-    seen = 0
+_TOO_LARGE = (
+    f"request body over {MAX_REQUEST_BYTES} bytes; no valid call is that large (an in filter "
+    "takes at most 500 values)"
+)
 
-    async def wrapped():
-        nonlocal seen
+
+async def _buffered(receive):
+    """``receive`` replaying a body sent without a declared length (chunked), read here in full;
+    None once it grows past ``MAX_REQUEST_BYTES`` (the caller answers 413 itself: an app that
+    met the limit halfway through reading would answer 500)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
         message = await receive()
-        if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > MAX_REQUEST_BYTES:
-                return {"type": "http.disconnect"}
-        return message
+        if message["type"] != "http.request":  # the client went away: pass that on
+            first = message
+            break
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if size > MAX_REQUEST_BYTES:
+            return None
+        if not message.get("more_body", False):
+            first = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            break
+    pending = [first]
 
-    return wrapped
+    async def replay():
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 async def _refuse(send, status: int, message: str) -> None:

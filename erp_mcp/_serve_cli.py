@@ -63,6 +63,27 @@ def add_http_arguments(
     )
 
 
+MAX_WORKERS = 64
+
+
+def add_scaling_arguments(parser: argparse.ArgumentParser) -> None:
+    """--workers and --stateless (HTTP only)."""
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="HTTP: serve with N processes sharing the port, e.g. --workers 2 (default 1); more "
+        "than one implies --stateless, so any worker answers any request",
+    )
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP: stateless streamable HTTP (no MCP session: every request stands alone), as "
+        "replicas behind a load balancer need; implied by --workers 2 or more",
+    )
+
+
 def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
     """--latency-ms, --jitter-ms, --error-rate, --fault-seed and --audit-log."""
     parser.add_argument(
@@ -154,9 +175,37 @@ def allowed_hosts(args: argparse.Namespace) -> list[str]:
     return [h for h in hosts if h]
 
 
-def serve(server, args: argparse.Namespace, hosts: list[str], start_line: str | None = None) -> int:
+def check_scaling(args: argparse.Namespace) -> None:
+    """--workers and --stateless are for HTTP; several workers cannot replay seeded faults."""
+    workers = getattr(args, "workers", 1)
+    if not 1 <= workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be 1-{MAX_WORKERS}, got {workers}")
+    if (workers > 1 or getattr(args, "stateless", False)) and args.transport != "http":
+        raise UsageError("--workers and --stateless serve HTTP; add --transport http")
+    if workers > 1 and (getattr(args, "error_rate", 0) or getattr(args, "jitter_ms", 0)):
+        raise UsageError(
+            "--error-rate and --jitter-ms draw faults from how often each process saw a call, "
+            "so with --workers they would not replay; use --workers 1 for fault runs"
+        )
+
+
+def serve(
+    server,
+    args: argparse.Namespace,
+    hosts: list[str],
+    *,
+    worker_factory: str | None = None,
+    argv: list[str] | None = None,
+    start_line: str | None = None,
+) -> int:
     """Run ``server`` over the transport ``args`` names until stopped; over HTTP the port is
-    bound first (a taken one is a UsageError), then ``start_line`` goes to stderr."""
+    bound first (a taken one is a UsageError), then ``start_line`` goes to stderr.
+
+    With ``--workers N`` (N > 1) N processes serve the port (:mod:`erp_mcp._workers`); each builds
+    its own server with ``worker_factory`` (``"module:function"``, called with ``argv``, the
+    server's command line) and serves it stateless. They share one cursor key, so a cursor from
+    one worker works on another."""
+    check_scaling(args)
     if args.transport == "stdio":
         server.run(transport="stdio", show_banner=False)
         return 0
@@ -164,7 +213,21 @@ def serve(server, args: argparse.Namespace, hosts: list[str], start_line: str | 
 
     from erp_mcp._serving import http_app
 
-    app = http_app(server, hosts)
+    workers = getattr(args, "workers", 1)
+    if workers > 1:
+        if worker_factory is None:
+            raise UsageError("this server cannot run --workers; serve it with --workers 1")
+        from erp_mcp._workers import WorkersFailed, serve_workers
+
+        if start_line:
+            print(f"{start_line} with {workers} workers", file=sys.stderr, flush=True)
+        try:
+            return serve_workers(
+                args.host, args.port, workers, worker_factory, list(argv or []), hosts
+            )
+        except WorkersFailed as error:
+            raise UsageError(str(error)) from None
+    app = http_app(server, hosts, stateless=getattr(args, "stateless", False))
     listening = bind(args.host, args.port)  # ours before the start line says so
     if start_line:
         print(start_line, file=sys.stderr, flush=True)

@@ -130,9 +130,12 @@ def assemble_server(
     return mcp
 
 
-def http_app(server: FastMCP, allowed_hosts: Iterable[str] = ()):
-    """The ASGI app serving ``/mcp`` and the server's pages behind the Host/Origin guard."""
+def http_app(server: FastMCP, allowed_hosts: Iterable[str] = (), *, stateless: bool = False):
+    """The ASGI app serving ``/mcp`` and the server's pages behind the Host/Origin guard.
+
+    ``stateless``: FastMCP's stateless streamable HTTP, where every request stands alone (no
+    session to initialise or keep), so any process or replica can answer it."""
     from starlette.middleware import Middleware
 
     guard = Middleware(HostOriginGuard, allowed_hosts=list(allowed_hosts))
-    return server.http_app(path="/mcp", middleware=[guard])
+    return server.http_app(path="/mcp", middleware=[guard], stateless_http=stateless)

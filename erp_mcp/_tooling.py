@@ -30,6 +30,8 @@ from fastmcp.exceptions import ToolError
 from pydantic import AfterValidator, AllowInfNan, BaseModel, Field, ValidationError, create_model
 from pydantic_core import to_json
 
+from erp_mcp._cursors import encode_cursor, tool_scope
+
 logger = logging.getLogger("erp_mcp")
 
 RESULT_BUDGET = 100_000
@@ -317,21 +319,22 @@ def as_callable(tool: ToolDef, holder: Any) -> Callable[..., BaseModel]:
 
     def call(**kwargs: Any) -> BaseModel:
         params_model = check_arguments(tool, kwargs)
-        try:
-            result = tool.fn(holder.get(), params_model)
-        except ClientError:
-            raise
-        except ToolError as error:
-            raise ClientError(str(error)) from None
-        except Exception as error:
-            first_line = (str(error).splitlines() or [""])[0]
-            logger.error("internal error in tool %s: %s: %s", tool.name, type(error).__name__,
-                         _short(first_line, 300))  # fmt: skip
-            raise InternalError(
-                f"internal error in {tool.name}: {tool.service} could not answer this call "
-                "(logged on the server); the arguments were valid, retrying will not help"
-            ) from None
-        return fit_budget(result, params_model)
+        with tool_scope(tool.name):  # cursors made and read here belong to this tool
+            try:
+                result = tool.fn(holder.get(), params_model)
+            except ClientError:
+                raise
+            except ToolError as error:
+                raise ClientError(str(error)) from None
+            except Exception as error:
+                first_line = (str(error).splitlines() or [""])[0]
+                logger.error("internal error in tool %s: %s: %s", tool.name,
+                             type(error).__name__, _short(first_line, 300))  # fmt: skip
+                raise InternalError(
+                    f"internal error in {tool.name}: {tool.service} could not answer this call "
+                    "(logged on the server); the arguments were valid, retrying will not help"
+                ) from None
+            return fit_budget(result, params_model)
 
     call.__name__ = tool.name
     call.__doc__ = tool.description
@@ -346,44 +349,44 @@ def as_callable(tool: ToolDef, holder: Any) -> Callable[..., BaseModel]:
 def fit_budget(result: BaseModel, args: BaseModel) -> BaseModel:
     """``result``, cut to at most ``RESULT_BUDGET`` characters of JSON.
 
-    The longest list (``items`` of a page, else the largest list field) keeps its first rows; a page
-    then says ``truncated`` with a ``next_cursor`` right after the last row kept, other results set
-    their ``truncated`` flag."""
+    Lists are cut, largest first (``items`` of a page before any other), until the result fits: a
+    list keeps its first rows; a page then says ``truncated`` with a ``next_cursor`` right after
+    the last row kept, other results set their ``truncated`` flag. A result with several long
+    lists (a worklist's customers and activities) has each cut in turn."""
     size = len(result.model_dump_json())
-    if size <= RESULT_BUDGET:
-        return result
-    name = _largest_list(result)
-    if name is None:
-        return result
-    rows = getattr(result, name)
-    row_sizes = [len(to_json(row)) + 1 for row in rows]
-    keep, room = 0, _TRIM_TARGET - (size - sum(row_sizes))
-    while keep < len(rows) and room - row_sizes[keep] >= 0:
-        room -= row_sizes[keep]
-        keep += 1
     fields = type(result).model_fields
-    updates: dict[str, Any] = {name: rows[:keep]}
-    if "truncated" in fields:
-        updates["truncated"] = True
-    if "next_cursor" in fields:
-        from erp_mcp._common import encode_cursor
+    done: set[str] = set()
+    while size > RESULT_BUDGET:
+        name = _largest_list(result, done)
+        if name is None:
+            break
+        done.add(name)
+        rows = getattr(result, name)
+        row_sizes = [len(to_json(row)) + 1 for row in rows]
+        keep, room = 0, _TRIM_TARGET - (size - sum(row_sizes))
+        while keep < len(rows) and room - row_sizes[keep] >= 0:
+            room -= row_sizes[keep]
+            keep += 1
+        updates: dict[str, Any] = {name: rows[:keep]}
+        if "truncated" in fields:
+            updates["truncated"] = True
+        if name == "items" and "next_cursor" in fields:
+            updates["next_cursor"] = encode_cursor(args, getattr(result, "offset", 0) + keep)
+            updates["has_more"] = True
+            if "returned" in fields:
+                updates["returned"] = keep
+        result = result.model_copy(update=updates)
+        size = len(result.model_dump_json())
+    return result
 
-        updates["next_cursor"] = encode_cursor(args, getattr(result, "offset", 0) + keep)
-        updates["has_more"] = True
-    if "returned" in fields:
-        updates["returned"] = keep
-    trimmed = result.model_copy(update=updates)
-    if len(trimmed.model_dump_json()) > RESULT_BUDGET:  # one huge row: drop the list
-        return trimmed.model_copy(update={name: []})
-    return trimmed
 
-
-def _largest_list(result: BaseModel) -> str | None:
-    if isinstance(getattr(result, "items", None), list):
+def _largest_list(result: BaseModel, done: set[str]) -> str | None:
+    """The list field to cut next: ``items`` first, else the longest in JSON not cut yet."""
+    if "items" not in done and isinstance(getattr(result, "items", None), list):
         return "items"
     sizes = {
-        name: len(value.__repr__())
+        name: len(to_json(value))
         for name in type(result).model_fields
-        if isinstance(value := getattr(result, name), list) and value
+        if name not in done and isinstance(value := getattr(result, name), list) and value
     }
     return max(sizes, key=sizes.__getitem__) if sizes else None

@@ -9,8 +9,16 @@ from fastmcp.exceptions import ToolError
 from pydantic import Field
 from sqlalchemy import and_, case, func, select
 
-from erp_mcp._common import PageArgs, PageInfo, check_range, count_by, page_of, to_record
-from erp_mcp._ledger import LEDGERS, open_amounts
+from erp_mcp._common import (
+    PageArgs,
+    PageInfo,
+    check_range,
+    count_by,
+    page_of,
+    text_key,
+    to_record,
+)
+from erp_mcp._ledger import LEDGERS, open_item_rows
 from erp_mcp._records import StrictModel, money, record_model
 from erp_mcp._runtime import ErpRuntime
 from erp_mcp._tooling import erp_tool
@@ -218,18 +226,11 @@ def list_collection_cases(rt: ErpRuntime, args: CaseArgs) -> CasePage:
         clauses.append(CC.c.opened_date >= args.opened_from)
     if args.opened_to:
         clauses.append(CC.c.opened_date <= args.opened_to)
-    activity_count = (
-        select(func.count())
-        .where(CA.c.legal_entity == CC.c.legal_entity, CA.c.case_id == CC.c.case_id)
-        .scalar_subquery()
-    )
     with rt.engine.connect() as conn:
         rows, info = page_of(
-            conn,
-            select(CC, activity_count.label("activity_count")).where(*clauses),
-            [CC.c.opened_date.desc(), CC.c.case_id],
-            args,
+            conn, select(CC).where(*clauses), [CC.c.opened_date.desc(), CC.c.case_id], args
         )
+        counts = _activity_counts(conn, [(r.legal_entity, r.case_id) for r in rows])
     return CasePage(
         **info.model_dump(),
         items=[
@@ -239,11 +240,25 @@ def list_collection_cases(rt: ErpRuntime, args: CaseArgs) -> CasePage:
                 r,
                 model=CaseItem,
                 customer_name=rt.party_name("customer", r.legal_entity, r.customer_account),
-                activity_count=int(r.activity_count or 0),
+                activity_count=counts.get((r.legal_entity, r.case_id), 0),
             )
             for r in rows
         ],
     )
+
+
+def _activity_counts(conn, cases: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """Activities linked to each of ``cases`` (the page only: one indexed lookup per case)."""
+    counts: dict[tuple[str, str], int] = {}
+    for le in sorted({le for le, _ in cases}):
+        ids = [case_id for code, case_id in cases if code == le]
+        stmt = (
+            select(CA.c.case_id, func.count())
+            .where(CA.c.legal_entity == le, CA.c.case_id.in_(ids))
+            .group_by(CA.c.case_id)
+        )
+        counts.update({(le, case_id): int(n) for case_id, n in conn.execute(stmt)})
+    return counts
 
 
 class WorklistArgs(StrictModel):
@@ -305,57 +320,23 @@ def get_collections_worklist(rt: ErpRuntime, args: WorklistArgs) -> Worklist:
         raise ToolError("give agent_id or pool_id (see list_reference_data collections_agents)")
     as_of = args.as_of or rt.today
     le = rt.check_legal_entity(args.legal_entity)
-    ledger = LEDGERS["customer"]
-    t = ledger.txn
-    open_cur, open_acct, where = open_amounts(ledger, as_of, rt.today)
-    party_clauses = []
-    if args.agent_id:
-        party_clauses.append(CU.c.collections_agent_id == args.agent_id.strip())
-    if args.pool_id:
-        party_clauses.append(CU.c.collections_pool_id == args.pool_id.strip())
-    if le:
-        party_clauses.append(CU.c.legal_entity == le)
-    due = func.coalesce(t.c.due_date, t.c.txn_date)
     with rt.engine.connect() as conn:
         _check_assignee(conn, args, le)
-        past_due = and_(due < as_of, open_cur > 0)
-        stmt = (
-            select(
-                CU.c.legal_entity,
-                CU.c.account,
-                CU.c.collections_agent_id,
-                CU.c.collections_pool_id,
-                func.sum(open_acct).label("balance"),
-                func.sum(case((past_due, open_acct), else_=0)).label("overdue"),
-                func.min(case((past_due, due))).label("oldest"),
-            )
-            .join_from(
-                CU, t, and_(t.c.legal_entity == CU.c.legal_entity, ledger.account == CU.c.account)
-            )
-            .where(*party_clauses, where)
-            .group_by(CU.c.legal_entity, CU.c.account)
-        )
-        rows = conn.execute(stmt).all()
-        balances = {(r.legal_entity, r.account): r for r in rows}
-        overdue_rows = [
-            r for r in rows if r.oldest is not None and float(r.overdue or 0) >= args.min_overdue
-        ]
-        overdue_rows.sort(key=lambda r: (-float(r.overdue), r.legal_entity, r.account))
-        listed = overdue_rows[: args.limit]
+        listed = conn.execute(_overdue_customers(rt, args, le, as_of)).all()
         activities = _open_activities(conn, [(r.legal_entity, r.account) for r in listed])
-        owned = _owned_activity_clauses(args, le)
+        owned = _owned_activity_clauses(rt, args, le)
         due_today = conn.execute(
             select(CA)
             .where(*owned, CA.c.due_date == as_of)
             .order_by(CA.c.customer_account, CA.c.activity_id)
+            .limit(MAX_DUE_ACTIVITIES + 1)
         ).all()
         past_due = conn.execute(
             select(func.count()).select_from(CA).where(*owned, CA.c.due_date < as_of)
         ).scalar()
     customers, totals = [], {}
     for r in listed:
-        base = balances.get((r.legal_entity, r.account))
-        oldest = r.oldest if isinstance(r.oldest, dt.date) else dt.date.fromisoformat(str(r.oldest))
+        oldest = _as_date(r.oldest)
         currency = rt.legal_entities[r.legal_entity].accounting_currency
         totals[currency] = money(totals.get(currency, 0) + float(r.overdue))
         customers.append(
@@ -363,9 +344,9 @@ def get_collections_worklist(rt: ErpRuntime, args: WorklistArgs) -> Worklist:
                 legal_entity=r.legal_entity,
                 account=r.account,
                 name=rt.party_name("customer", r.legal_entity, r.account),
-                collections_agent_id=base.collections_agent_id if base else None,
-                collections_pool_id=base.collections_pool_id if base else None,
-                balance_acct=money(base.balance if base else 0),
+                collections_agent_id=r.collections_agent_id,
+                collections_pool_id=r.collections_pool_id,
+                balance_acct=money(r.balance),
                 overdue_acct=money(r.overdue),
                 oldest_due_date=oldest,
                 max_days_overdue=(as_of - oldest).days,
@@ -379,18 +360,68 @@ def get_collections_worklist(rt: ErpRuntime, args: WorklistArgs) -> Worklist:
         as_of=as_of,
         agent_id=args.agent_id,
         pool_id=args.pool_id,
-        activities_due=[_activity_item(rt, a) for a in due_today],
+        activities_due=[_activity_item(rt, a) for a in due_today[:MAX_DUE_ACTIVITIES]],
         past_due_activity_count=int(past_due or 0),
         customers=customers,
-        customer_count=len(overdue_rows),
+        customer_count=int(listed[0].customer_count) if listed else 0,
         total_overdue_acct=totals,
+        truncated=len(due_today) > MAX_DUE_ACTIVITIES,
     )
 
 
-def _owned_activity_clauses(args: WorklistArgs, le: str | None) -> list:
-    clauses = [CA.c.status.in_(("open", "in_progress"))]
-    if le:
-        clauses.append(CA.c.legal_entity == le)
+MAX_DUE_ACTIVITIES = 1000
+"""Most activities due on the worklist date that are read (the result budget keeps fewer)."""
+
+
+def _overdue_customers(rt: ErpRuntime, args: WorklistArgs, le: str | None, as_of: dt.date):
+    """The assigned customers with at least ``min_overdue`` past due on ``as_of``, largest
+    first, cut to ``limit`` in the database, with their number before the cut
+    (``customer_count``)."""
+    ledger = LEDGERS["customer"]
+    party_clauses = [CU.c.legal_entity.in_([le] if le else list(rt.legal_entities))]
+    if args.agent_id:
+        party_clauses.append(CU.c.collections_agent_id == args.agent_id.strip())
+    if args.pool_id:
+        party_clauses.append(CU.c.collections_pool_id == args.pool_id.strip())
+    items = open_item_rows(
+        ledger,
+        as_of,
+        rt.today,
+        where=party_clauses,
+        columns=[CU.c.collections_agent_id, CU.c.collections_pool_id],
+        with_party=True,
+    )
+    past_due = and_(items.c.aging_date < as_of, items.c.open_cur > 0)
+    overdue = func.sum(case((past_due, items.c.open_acct), else_=0))
+    oldest = func.min(case((past_due, items.c.aging_date)))
+    keys = [items.c.legal_entity, items.c.account, items.c.collections_agent_id,
+            items.c.collections_pool_id]  # fmt: skip
+    return (
+        select(
+            *keys,
+            func.sum(items.c.open_acct).label("balance"),
+            overdue.label("overdue"),
+            oldest.label("oldest"),
+            func.count().over().label("customer_count"),
+        )
+        .group_by(*keys)
+        .having(and_(oldest.is_not(None), overdue >= args.min_overdue))
+        .order_by(overdue.desc(), text_key(rt, items.c.legal_entity), text_key(rt, items.c.account))
+        .limit(args.limit)
+    )
+
+
+def _as_date(value) -> dt.date | None:
+    if value is None or isinstance(value, dt.date):
+        return value
+    return dt.date.fromisoformat(str(value)[:10])
+
+
+def _owned_activity_clauses(rt: ErpRuntime, args: WorklistArgs, le: str | None) -> list:
+    clauses = [
+        CA.c.status.in_(("open", "in_progress")),
+        CA.c.legal_entity.in_([le] if le else list(rt.legal_entities)),
+    ]
     if args.agent_id:
         clauses.append(CA.c.owner_agent_id == args.agent_id.strip())
     if args.pool_id:

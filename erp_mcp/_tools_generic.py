@@ -119,9 +119,7 @@ def describe_entity_set(rt: ErpRuntime, args: DescribeArgs) -> EntitySetDescript
     """The fields of one entity set (name, type, nullability, meaning), its key, its row count and
     the filter operators query_entity_set accepts."""
     es = _entity_set(args.entity_set)
-    table = es.table.__table__
-    with rt.engine.connect() as conn:
-        count = conn.execute(select(func.count()).select_from(table)).scalar()
+    count = rt.row_count(es.table.__table__)
     return EntitySetDescription(
         name=es.name,
         title=es.title,
@@ -363,6 +361,10 @@ def _result(
     )
 
 
+_GROUPS = "_groups"
+"""Label of the number of groups read with an aggregate page (no field starts with _)."""
+
+
 def _aggregate(rt, es: EntitySet, table, conditions, args: QueryArgs, offset: int) -> QueryResult:
     keys = [_column(table, es, name) for name in args.group_by or []]
     measures = []
@@ -394,12 +396,15 @@ def _aggregate(rt, es: EntitySet, table, conditions, args: QueryArgs, offset: in
         order.append(sub.c[o.field].desc() if o.descending else sub.c[o.field])
     order += [sub.c[k.name] for k in keys]
     with rt.engine.connect() as conn:
-        total = conn.execute(select(func.count()).select_from(sub)).scalar() if keys else 1
-        rows = (
-            []
-            if args.count_only
-            else conn.execute(select(sub).order_by(*order).limit(args.top).offset(offset)).all()
-        )
+        rows = []
+        if not args.count_only:
+            # The number of groups comes with the page (one pass over the rows, not two).
+            page = select(sub, func.count().over().label(_GROUPS)).order_by(*order)
+            rows = conn.execute(page.limit(args.top).offset(offset)).all()
+        if rows:
+            total = rows[0]._mapping[_GROUPS]
+        else:  # count_only, or an offset past the last group
+            total = conn.execute(select(func.count()).select_from(sub)).scalar() if keys else 1
     money_columns = {
         m.name for m in measures if m.name != "count" and not m.name.startswith("count_")
     }
@@ -407,6 +412,8 @@ def _aggregate(rt, es: EntitySet, table, conditions, args: QueryArgs, offset: in
     for row in rows:
         item = {}
         for name, value in row._mapping.items():
+            if name == _GROUPS:
+                continue
             value = plain_value(value)
             if name in money_columns and isinstance(value, float):
                 value = round(value, 6)

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from fastmcp.exceptions import ToolError
 from pydantic import Field, field_validator
-from sqlalchemy import and_, exists, func, literal, or_, select, union_all
+from sqlalchemy import and_, case, exists, func, literal, or_, select, union, union_all
 
 from erp_mcp._common import (
     CurrencyTotal,
@@ -18,9 +18,17 @@ from erp_mcp._common import (
     cursor_offset,
     page_info,
     page_of,
+    text_key,
     to_record,
 )
-from erp_mcp._ledger import LEDGERS, aging_date, bucket_index, make_buckets, open_amounts
+from erp_mcp._ledger import (
+    LEDGERS,
+    bucket_bounds,
+    bucket_of,
+    in_bucket,
+    make_buckets,
+    open_item_rows,
+)
 from erp_mcp._records import StrictModel, money, record_model
 from erp_mcp._runtime import ErpRuntime
 from erp_mcp._tooling import erp_tool
@@ -165,62 +173,107 @@ def get_aging(rt: ErpRuntime, args: AgingArgs) -> AgingReport:
     as_of = args.as_of or rt.today
     le = rt.check_legal_entity(args.legal_entity)
     currency = rt.check_currency(args.currency)
-    open_cur, open_acct, where = open_amounts(ledger, as_of, rt.today)
-    clauses = [where]
+    where = []
     if args.account:
         le, account = rt.resolve_party(args.party_type, args.account, le)
-        clauses.append(ledger.account == account)
+        where.append(ledger.account == account)
     if le:
-        clauses.append(t.c.legal_entity == le)
+        where.append(t.c.legal_entity == le)
     if currency:
-        clauses.append(t.c.currency == currency)
-    needs_party = args.group_id is not None or args.group_by == "group"
+        where.append(t.c.currency == currency)
+    with_party = args.group_id is not None or args.group_by == "group"
     if args.group_id is not None:
-        clauses.append(p.c.group_id == args.group_id)
-    keys = {
-        "party": [t.c.legal_entity, ledger.account],
-        "group": [t.c.legal_entity, p.c.group_id],
-        "currency": [t.c.legal_entity, t.c.currency],
-        "legal_entity": [t.c.legal_entity],
-    }[args.group_by]
-    bucket = bucket_index(ledger, args.aging_basis, as_of, args.bucket_edges).label("bucket")
-    stmt = select(
-        *keys,
-        t.c.currency.label("txn_currency"),
-        bucket,
-        func.count().label("n"),
-        func.sum(open_cur).label("cur"),
-        func.sum(open_acct).label("acct"),
-    )
-    if needs_party:
-        stmt = stmt.join_from(
-            t,
-            p,
-            and_(p.c.legal_entity == t.c.legal_entity, p.c.account == ledger.account),
-        )
-    stmt = stmt.where(*clauses).group_by(*keys, t.c.currency, bucket)
+        where.append(p.c.group_id == args.group_id)
+    columns = [p.c.group_id.label("group_id")] if with_party else []
+    items = open_item_rows(ledger, as_of, rt.today, basis=args.aging_basis, where=where,
+                           columns=columns, with_party=with_party)  # fmt: skip
     buckets = make_buckets(args.bucket_edges)
+    bounds = bucket_bounds(as_of, args.bucket_edges)
     with rt.engine.connect() as conn:
-        grouped = conn.execute(stmt).all()
+        rows, total_rows = _aging_page(rt, conn, items, args, as_of, bounds)
+        totals = conn.execute(
+            select(items.c.legal_entity, items.c.currency, *_bucket_sums(items, bounds))
+            .group_by(items.c.legal_entity, items.c.currency)
+            .order_by(items.c.legal_entity, items.c.currency)
+        ).all()
         group_names = _group_names(conn, ledger) if args.group_by == "group" else {}
-        items = None
+        transactions = None
         if args.include_transactions and args.account:
-            items = _aging_items(rt, conn, ledger, args, clauses, open_cur, open_acct, as_of)
-    rows = _aging_rows(rt, ledger, args, grouped, buckets, group_names)
-    total_rows = len(rows)
-    rows = _sort_rows(rows, args.sort_by)[: args.limit]
+            transactions = _aging_items(rt, conn, ledger, args, where, with_party, as_of, bounds)
     return AgingReport(
         party_type=args.party_type,
         as_of=as_of,
         group_by=args.group_by,
         aging_basis=args.aging_basis,
         bucket_labels=[b.label for b in buckets],
-        rows=rows,
+        rows=[_aging_row(rt, ledger, args, r, buckets, group_names) for r in rows],
         total_rows=total_rows,
-        totals_acct=_totals(rt, grouped, buckets, by="acct"),
-        totals_by_currency=_totals(rt, grouped, buckets, by="cur"),
-        transactions=items,
+        totals_acct=_totals(rt, totals, buckets, by="acct"),
+        totals_by_currency=_totals(rt, totals, buckets, by="cur"),
+        transactions=transactions,
     )
+
+
+_AGING_KEYS = {
+    "party": "account",
+    "group": "group_id",
+    "currency": "currency",
+    "legal_entity": None,
+}
+"""The key of an aging row besides its legal entity, per ``group_by``."""
+
+
+def _bucket_sums(items, bounds) -> list:
+    """Per bucket, the open amount in the accounting currency (``acct_i``) and in the transaction
+    currency (``cur_i``, meaningful where one currency is summed)."""
+    sums = []
+    for name, column in (("acct", items.c.open_acct), ("cur", items.c.open_cur)):
+        for i, bucket in enumerate(bounds):
+            amount = case((in_bucket(items.c.aging_date, bucket), column), else_=0)
+            sums.append(func.sum(amount).label(f"{name}_{i}"))
+    return sums
+
+
+def _aging_page(rt: ErpRuntime, conn, items, args: AgingArgs, as_of: dt.date, bounds):
+    """The returned rows only, grouped, summed, sorted and cut to ``limit`` in the database, and
+    the number of rows before the cut.
+
+    Per party today (tens of thousands of parties at 100x) the page is chosen on one sum and
+    only its parties get their bucket sums; groups, currencies and legal entities are few, and
+    open amounts on a past date are costly to compute, so those take one pass."""
+    key_name = _AGING_KEYS[args.group_by]
+    keys = [items.c.legal_entity] + ([items.c[key_name]] if key_name else [])
+    balance = func.sum(items.c.open_acct)
+    overdue = func.sum(case((items.c.aging_date < as_of, items.c.open_acct), else_=0))
+    summed = [
+        func.count().label("n"),
+        balance.label("balance"),
+        overdue.label("overdue"),
+        func.sum(items.c.open_cur).label("balance_cur"),
+        func.min(items.c.currency).label("first_currency"),
+        func.max(items.c.currency).label("last_currency"),
+        *_bucket_sums(items, bounds),
+    ]
+    order = [text_key(rt, key) for key in keys]
+    if args.sort_by != "key":
+        measure = balance if args.sort_by == "balance" else overdue
+        order.insert(0, func.round(measure, 2).desc())
+    if args.group_by != "party" or as_of < rt.today:
+        one_pass = select(*keys, *summed, func.count().over().label("total_rows"))
+        rows = conn.execute(one_pass.group_by(*keys).order_by(*order).limit(args.limit)).all()
+        return rows, int(rows[0].total_rows) if rows else 0
+    page = conn.execute(select(*keys).group_by(*keys).order_by(*order).limit(args.limit)).all()
+    groups = select(literal(1)).select_from(items).group_by(*keys).subquery()
+    total = int(conn.execute(select(func.count()).select_from(groups)).scalar() or 0)
+    wanted: dict[str, list[str]] = {}
+    for le, account in page:
+        wanted.setdefault(le, []).append(account)
+    chosen = or_(*(and_(keys[0] == le, keys[1].in_(accounts)) for le, accounts in wanted.items()))
+    detail = (
+        conn.execute(select(*keys, *summed).where(chosen).group_by(*keys)).all() if page else []
+    )
+    by_key = {(r.legal_entity, r.account): r for r in detail}
+    return [by_key[(le, account)] for le, account in page], total
 
 
 def _group_names(conn, ledger) -> dict[tuple[str, str], str]:
@@ -228,76 +281,58 @@ def _group_names(conn, ledger) -> dict[tuple[str, str], str]:
     return {(r.legal_entity, r.group_id): r.name for r in conn.execute(select(g))}
 
 
-def _aging_rows(rt, ledger, args, grouped, buckets, group_names) -> list[AgingRow]:
-    acc: dict[tuple, dict] = {}
-    for row in grouped:
-        key = tuple(row[: len(row) - 5])
-        txn_currency, index, n, cur, acct = row[-5:]
-        entry = acc.setdefault(
-            key, {"acct": [0.0] * len(buckets), "cur": {}, "n": 0, "currencies": set()}
-        )
-        entry["acct"][index] += float(acct or 0)
-        per_currency = entry["cur"].setdefault(txn_currency, [0.0] * len(buckets))
-        per_currency[index] += float(cur or 0)
-        entry["n"] += int(n)
-    rows = []
-    for key, entry in acc.items():
-        le = key[0]
-        facts = rt.legal_entities.get(le)
-        single = next(iter(entry["cur"])) if len(entry["cur"]) == 1 else None
-        cur_amounts = entry["cur"][single] if single else None
-        row = AgingRow(
-            legal_entity=le,
-            accounting_currency=facts.accounting_currency if facts else None,
-            balance_acct=money(sum(entry["acct"])),
-            balance_cur=money(sum(cur_amounts)) if cur_amounts else None,
-            currency=single,
-            overdue_acct=money(sum(entry["acct"][1:])),
-            open_transaction_count=entry["n"],
-            buckets=[
-                BucketAmount(
-                    label=b.label,
-                    from_days=b.from_days if i else None,
-                    to_days=b.to_days if i else None,
-                    amount_acct=money(entry["acct"][i]),
-                    amount_cur=money(cur_amounts[i]) if cur_amounts else None,
-                )
-                for i, b in enumerate(buckets)
-            ],
-            url=None,
-        )
-        if args.group_by == "party":
-            row.account = key[1]
-            row.name = rt.party_name(args.party_type, le, key[1])
-            row.url = rt.url(ledger.party_set, le, key[1])
-        elif args.group_by == "group":
-            row.group_id = key[1]
-            row.name = group_names.get((le, key[1]))
-            row.url = rt.url(ledger.group_set, le, key[1])
-        elif args.group_by == "currency":
-            row.currency = key[1]
-        rows.append(row)
-    return rows
+def _aging_row(rt, ledger, args, r, buckets, group_names) -> AgingRow:
+    m = r._mapping
+    le = m["legal_entity"]
+    facts = rt.legal_entities.get(le)
+    single = m["first_currency"] if m["first_currency"] == m["last_currency"] else None
+    row = AgingRow(
+        legal_entity=le,
+        accounting_currency=facts.accounting_currency if facts else None,
+        balance_acct=money(m["balance"]),
+        balance_cur=money(m["balance_cur"]) if single else None,
+        currency=single,
+        overdue_acct=money(m["overdue"]),
+        open_transaction_count=int(m["n"]),
+        buckets=[
+            BucketAmount(
+                label=b.label,
+                from_days=b.from_days if i else None,
+                to_days=b.to_days if i else None,
+                amount_acct=money(m[f"acct_{i}"]),
+                amount_cur=money(m[f"cur_{i}"]) if single else None,
+            )
+            for i, b in enumerate(buckets)
+        ],
+        url=None,
+    )
+    if args.group_by == "party":
+        row.account = m["account"]
+        row.name = rt.party_name(args.party_type, le, m["account"])
+        row.url = rt.url(ledger.party_set, le, m["account"])
+    elif args.group_by == "group":
+        row.group_id = m["group_id"]
+        row.name = group_names.get((le, m["group_id"]))
+        row.url = rt.url(ledger.group_set, le, m["group_id"])
+    elif args.group_by == "currency":
+        row.currency = m["currency"]
+    return row
 
 
-def _sort_rows(rows: list[AgingRow], sort_by: str) -> list[AgingRow]:
-    if sort_by == "key":
-        return sorted(rows, key=lambda r: (r.legal_entity or "", r.account or r.group_id or ""))
-    field = "balance_acct" if sort_by == "balance" else "overdue_acct"
-    return sorted(rows, key=lambda r: (-getattr(r, field), r.legal_entity or "", r.account or ""))
-
-
-def _totals(rt, grouped, buckets, *, by: str) -> list[AgingTotal]:
+def _totals(rt, rows, buckets, *, by: str) -> list[AgingTotal]:
+    """Totals per accounting currency (``by="acct"``) or transaction currency (``"cur"``) from
+    rows of ``(legal_entity, currency, acct_0.., cur_0..)``."""
     sums: dict[str, list[float]] = {}
-    for row in grouped:
-        le = row[0]
-        txn_currency, index, _n, cur, acct = row[-5:]
+    for row in rows:
+        m = row._mapping
         if by == "acct":
-            facts = rt.legal_entities.get(le)
-            name, value = (facts.accounting_currency if facts else "?"), acct
+            facts = rt.legal_entities.get(m["legal_entity"])
+            name = facts.accounting_currency if facts else "?"
         else:
-            name, value = txn_currency, cur
-        sums.setdefault(name, [0.0] * len(buckets))[index] += float(value or 0)
+            name = m["currency"]
+        values = sums.setdefault(name, [0.0] * len(buckets))
+        for i in range(len(buckets)):
+            values[i] += float(m[f"{by}_{i}"] or 0)
     return [
         AgingTotal(
             currency=name,
@@ -317,52 +352,36 @@ def _totals(rt, grouped, buckets, *, by: str) -> list[AgingTotal]:
     ]
 
 
-def _aging_items(rt, conn, ledger, args, clauses, open_cur, open_acct, as_of) -> list[AgingItem]:
+def _aging_items(rt, conn, ledger, args, where, with_party, as_of, bounds) -> list[AgingItem]:
+    """The open transactions behind one party's balance (the first 500 by aging date)."""
     t = ledger.txn
-    date = aging_date(ledger, args.aging_basis)
+    extra = [t.c.voucher, t.c.document_number, t.c.txn_type, t.c.txn_date, t.c.due_date,
+             t.c.amount_cur]  # fmt: skip
+    items = open_item_rows(ledger, as_of, rt.today, basis=args.aging_basis, where=where,
+                           columns=extra, with_party=with_party)  # fmt: skip
+    stmt = select(items).order_by(items.c.aging_date, items.c.voucher).limit(500)
     buckets = make_buckets(args.bucket_edges)
-    stmt = (
-        select(
-            t.c.legal_entity,
-            t.c.voucher,
-            t.c.document_number,
-            t.c.txn_type,
-            t.c.txn_date,
-            t.c.due_date,
-            t.c.currency,
-            t.c.amount_cur,
-            open_cur.label("open_cur"),
-            open_acct.label("open_acct"),
-            date.label("aging_date"),
-            bucket_index(ledger, args.aging_basis, as_of, args.bucket_edges).label("bucket"),
-        )
-        .where(*clauses)
-        .order_by(date, t.c.voucher)
-        .limit(500)
-    )
-    items = []
+    out = []
     for r in conn.execute(stmt):
-        aging = r.aging_date
-        if not isinstance(aging, dt.date):
-            aging = dt.date.fromisoformat(str(aging)[:10])
-        items.append(
+        aging = _as_date(r.aging_date)
+        out.append(
             AgingItem(
                 legal_entity=r.legal_entity,
                 voucher=r.voucher,
                 document_number=r.document_number,
                 txn_type=r.txn_type,
-                txn_date=r.txn_date,
-                due_date=r.due_date,
+                txn_date=_as_date(r.txn_date),
+                due_date=_as_date(r.due_date),
                 currency=r.currency,
                 amount_cur=money(r.amount_cur),
                 open_amount_cur=money(r.open_cur),
                 open_amount_acct=money(r.open_acct),
                 days_overdue=max((as_of - aging).days, 0),
-                bucket=buckets[int(r.bucket)].label,
+                bucket=buckets[bucket_of(aging, bounds)].label,
                 url=rt.url(ledger.txn_set, r.legal_entity, r.voucher),
             )
         )
-    return items
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -647,7 +666,7 @@ def list_settlements(rt: ErpRuntime, args: SettlementArgs) -> SettlementPage:
     if le:
         clauses.append(st.c.legal_entity == le)
     if args.voucher:
-        clauses.append(or_(st.c.debit_voucher == args.voucher, st.c.credit_voucher == args.voucher))
+        clauses.append(_settlements_of_voucher(rt, st, le, args.voucher.strip()))
     if args.date_from:
         clauses.append(st.c.settled_date >= args.date_from)
     if args.date_to:
@@ -722,6 +741,17 @@ def list_settlements(rt: ErpRuntime, args: SettlementArgs) -> SettlementPage:
         total_amount_cur={c: money(a) for c, a, _ in totals},
         total_cash_discount_taken={c: money(d) for c, _, d in totals},
     )
+
+
+def _settlements_of_voucher(rt: ErpRuntime, st, le: str | None, voucher: str):
+    """Settlements with ``voucher`` on either side: two lookups in the (legal entity, voucher)
+    indexes, never a scan of the legal entity (as ``debit = v OR credit = v`` would be)."""
+    scope = st.c.legal_entity.in_([le] if le else list(rt.legal_entities))
+    sides = [
+        select(st.c.id).where(scope, st.c[f"{side}_voucher"] == voucher)
+        for side in ("debit", "credit")
+    ]
+    return st.c.id.in_(union(*sides))
 
 
 # --------------------------------------------------------------------------------------------------

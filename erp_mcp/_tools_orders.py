@@ -7,7 +7,7 @@ from typing import Literal
 
 from fastmcp.exceptions import ToolError
 from pydantic import Field
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, case, func, select
 
 from erp_mcp._common import (
     PageArgs,
@@ -16,6 +16,7 @@ from erp_mcp._common import (
     count_by,
     page_of,
     sum_by_currency,
+    text_key,
     to_record,
 )
 from erp_mcp._records import StrictModel, money, record_model
@@ -167,6 +168,9 @@ class SalesOrderDetails(StrictModel):
     lines: list[SalesOrderLineRecord]
     invoices: list[CustomerTransactionRecord]
     """Customer transactions (invoices) posted from this order."""
+    truncated: bool = False
+    """True when a list was cut to stay within the result budget (about 100,000 characters);
+    the counts and totals still cover every line."""
 
 
 @erp_tool("finance", GetSalesOrderArgs)
@@ -289,6 +293,9 @@ class PurchaseOrderDetails(StrictModel):
     receipts: list[ProductReceiptRecord]
     invoices: list[VendorInvoiceRecord]
     """Vendor invoices that reference this PO."""
+    truncated: bool = False
+    """True when a list was cut to stay within the result budget (about 100,000 characters);
+    the counts and totals still cover every line."""
 
 
 @erp_tool("finance", GetPurchaseOrderArgs)
@@ -646,6 +653,9 @@ class PaymentJournalDetails(StrictModel):
     total_by_currency: dict[str, float]
     """Sum of line amounts per currency."""
     vendor_count: int
+    truncated: bool = False
+    """True when a list was cut to stay within the result budget (about 100,000 characters);
+    the counts and totals still cover every line."""
 
 
 @erp_tool("finance", GetPaymentJournalArgs)
@@ -793,34 +803,38 @@ def _spend_rows(rt, conn, le: str, account: str | None, year: int, top_n: int):
         VT.c.txn_date >= start,
         VT.c.txn_date <= end,
     ]
+    vendor = VT.c.vendor_account
     if account:
-        clauses.append(VT.c.vendor_account == account)
+        clauses.append(vendor == account)
+    else:  # as an expression the vendor key keeps SQLite on the covering by-type index
+        vendor = func.coalesce(vendor, vendor)
+    is_invoice = VT.c.txn_type == "invoice"
+    invoiced = func.sum(case((is_invoice, VT.c.amount_acct), else_=0))
+    credits = func.sum(case((is_invoice, 0), else_=VT.c.amount_acct))
     stmt = (
         select(
-            VT.c.vendor_account,
-            VT.c.txn_type,
-            func.sum(VT.c.amount_acct),
-            func.count(),
+            vendor.label("vendor"),
+            invoiced.label("invoiced"),
+            credits.label("credits"),
+            func.sum(case((is_invoice, 1), else_=0)).label("invoices"),
         )
         .where(and_(*clauses))
-        .group_by(VT.c.vendor_account, VT.c.txn_type)
+        .group_by(vendor)
     )
-    per_vendor: dict[str, dict[str, float]] = {}
-    for vendor, txn_type, amount, count in conn.execute(stmt):
-        entry = per_vendor.setdefault(vendor, {"invoiced": 0.0, "credits": 0.0, "count": 0})
-        if txn_type == "invoice":
-            entry["invoiced"] += float(amount or 0)
-            entry["count"] += int(count)
-        else:
-            entry["credits"] += float(amount or 0)
+    if not account:  # rank and cut in the database: 100x has ~25k vendors a year
+        net = func.sum(VT.c.amount_acct)
+        stmt = stmt.order_by(func.round(net, 2).desc(), text_key(rt, vendor)).limit(top_n)
+    per_vendor = {
+        r.vendor: {"invoiced": float(r.invoiced or 0), "credits": float(r.credits or 0),
+                   "count": int(r.invoices or 0)}
+        for r in conn.execute(stmt)
+    }  # fmt: skip
     if account and not per_vendor:
         per_vendor[account] = {"invoiced": 0.0, "credits": 0.0, "count": 0}
     ranked = sorted(
         per_vendor.items(),
         key=lambda item: (-money(item[1]["invoiced"] + item[1]["credits"]), item[0]),
     )
-    if not account:
-        ranked = ranked[:top_n]  # build rows only for what is returned: 100x has ~25k vendors
     return [
         VendorSpendRow(
             legal_entity=le,

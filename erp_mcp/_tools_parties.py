@@ -433,6 +433,9 @@ class ReferenceData(StrictModel):
     items: list[dict]
     """Rows of the reference table, each with its ``url`` where the record is citable."""
     total_count: int
+    truncated: bool = False
+    """True when items were cut to stay within the result budget (about 100,000 characters):
+    narrow the call (legal_entity, dates, currencies) for the rest."""
 
 
 @erp_tool("finance", ReferenceArgs)

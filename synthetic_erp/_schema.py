@@ -32,6 +32,59 @@ def rate(**kwargs) -> Decimal:
     return Field(sa_type=Numeric(18, 6, asdecimal=True), **kwargs)
 
 
+def ledger_indexes(prefix: str, account: str) -> tuple[Index, ...]:
+    """The indexes every ledger (AR and AP) has besides its unique voucher.
+
+    ``open_items`` and ``by_type`` cover the aggregate queries of the MCP server, so those read
+    the index alone, in the order they group by: the open items today (``closed_date IS NULL``
+    first) per party, with what aging needs; and the lines per type and party with the date and
+    the amounts (invoiced or paid in a period per party, vendor spend, sums per type)."""
+    return (
+        Index(f"ix_{prefix}_party", "legal_entity", account, "txn_date"),
+        Index(f"ix_{prefix}_due", "legal_entity", "due_date"),
+        Index(f"ix_{prefix}_discount", "legal_entity", "cash_discount_date"),
+        Index(
+            f"ix_{prefix}_open_items",
+            "closed_date",
+            "legal_entity",
+            account,
+            "currency",
+            "due_date",
+            "txn_date",
+            "posted",
+            "open_amount_cur",
+            "open_amount_acct",
+        ),
+        Index(
+            f"ix_{prefix}_by_type",
+            "legal_entity",
+            "txn_type",
+            account,
+            "txn_date",
+            "posted",
+            "currency",
+            "amount_cur",
+            "amount_acct",
+        ),
+    )
+
+
+def settlement_indexes(prefix: str) -> tuple[Index, ...]:
+    """Settlements of one voucher on either side within a legal entity, with the amounts that
+    reconstruct a past open amount (settled after a date), read from the index alone."""
+    return tuple(
+        Index(
+            f"ix_{prefix}_{side}",
+            "legal_entity",
+            f"{side}_voucher",
+            "settled_date",
+            "amount_cur",
+            "cash_discount_taken",
+        )
+        for side in ("debit", "credit")
+    )
+
+
 # --------------------------------------------------------------------------------------------------
 # Metadata and reference data
 # --------------------------------------------------------------------------------------------------
@@ -161,6 +214,7 @@ class Customer(SQLModel, table=True):
         UniqueConstraint("legal_entity", "account"),
         Index("ix_customer_name", "name"),
         Index("ix_customer_agent", "legal_entity", "collections_agent_id"),
+        Index("ix_customer_pool", "legal_entity", "collections_pool_id"),
     )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str = Field(index=True)
@@ -228,11 +282,8 @@ class CustomerTransaction(SQLModel, table=True):
     __tablename__ = "customer_transaction"
     __table_args__ = (
         UniqueConstraint("legal_entity", "voucher"),
-        Index("ix_custtrans_party", "legal_entity", "customer_account", "txn_date"),
-        Index("ix_custtrans_due", "legal_entity", "due_date"),
         Index("ix_custtrans_sales", "legal_entity", "sales_id"),
-        Index("ix_custtrans_discount", "legal_entity", "cash_discount_date"),
-        Index("ix_custtrans_open", "legal_entity", "closed_date"),
+        *ledger_indexes("custtrans", "customer_account"),
     )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
@@ -265,7 +316,10 @@ class CustomerSettlement(SQLModel, table=True):
     """A payment or credit note (credit side) applied to an invoice (debit side)."""
 
     __tablename__ = "customer_settlement"
-    __table_args__ = (UniqueConstraint("legal_entity", "settlement_id"),)
+    __table_args__ = (
+        UniqueConstraint("legal_entity", "settlement_id"),
+        *settlement_indexes("custsettle"),
+    )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
     settlement_id: str
@@ -351,7 +405,10 @@ class CollectionLetter(SQLModel, table=True):
 
 class CollectionCase(SQLModel, table=True):
     __tablename__ = "collection_case"
-    __table_args__ = (UniqueConstraint("legal_entity", "case_id"),)
+    __table_args__ = (
+        UniqueConstraint("legal_entity", "case_id"),
+        Index("ix_collcase_opened", "opened_date"),  # the latest cases first, without sorting all
+    )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
     case_id: str
@@ -370,6 +427,8 @@ class CollectionActivity(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("legal_entity", "activity_id"),
         Index("ix_collact_owner", "legal_entity", "owner_agent_id", "due_date"),
+        Index("ix_collact_case", "legal_entity", "case_id"),
+        Index("ix_collact_party", "legal_entity", "customer_account", "status", "due_date"),
     )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
@@ -396,10 +455,7 @@ class VendorTransaction(SQLModel, table=True):
     __tablename__ = "vendor_transaction"
     __table_args__ = (
         UniqueConstraint("legal_entity", "voucher"),
-        Index("ix_vendtrans_party", "legal_entity", "vendor_account", "txn_date"),
-        Index("ix_vendtrans_due", "legal_entity", "due_date"),
-        Index("ix_vendtrans_discount", "legal_entity", "cash_discount_date"),
-        Index("ix_vendtrans_open", "legal_entity", "closed_date"),
+        *ledger_indexes("vendtrans", "vendor_account"),
     )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
@@ -426,7 +482,10 @@ class VendorTransaction(SQLModel, table=True):
 
 class VendorSettlement(SQLModel, table=True):
     __tablename__ = "vendor_settlement"
-    __table_args__ = (UniqueConstraint("legal_entity", "settlement_id"),)
+    __table_args__ = (
+        UniqueConstraint("legal_entity", "settlement_id"),
+        *settlement_indexes("vendsettle"),
+    )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str
     settlement_id: str

@@ -13,8 +13,10 @@ from erp_mcp._serve_cli import (
     UsageError,
     add_fault_arguments,
     add_http_arguments,
+    add_scaling_arguments,
     allowed_hosts,
     check_port,
+    check_scaling,
     fault_config,
     link_base,
     serve,
@@ -113,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
         "the server resolves their path",
     )
     srv.add_argument("--bench-tools", action="store_true", help="also expose the no-op `ping` tool")
+    add_scaling_arguments(srv)
     add_fault_arguments(srv)
     from synthetic_world._questions import add_questions_parser
 
@@ -164,25 +167,35 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _build_server(args: argparse.Namespace):
     from synthetic_world._server import build_world_server
 
-    check_port(args)
-    token = args.token or os.environ.get("WORLD_MCP_TOKEN") or None
-    hosts = allowed_hosts(args)
-    server = build_world_server(
+    return build_world_server(
         world_path(args.db),
         link_base=link_base(args, None) if args.public_url else None,
         faults=fault_config(args),
         audit_log=args.audit_log,
-        token=token,
+        token=args.token or os.environ.get("WORLD_MCP_TOKEN") or None,
         include_bench_tools=args.bench_tools,
     )
-    return serve(server, args, hosts)
+
+
+def worker_server(argv: list[str]):
+    """The server of one ``--workers`` process, built from the same ``serve`` command line."""
+    return _build_server(_parser().parse_args(argv))
+
+
+def _serve(args: argparse.Namespace, argv: list[str]) -> int:
+    check_port(args)
+    check_scaling(args)
+    hosts = allowed_hosts(args)
+    server = _build_server(args)
+    return serve(server, args, hosts, worker_factory=f"{__name__}:worker_server", argv=argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m synthetic_world``; returns the exit code (2 on bad input)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     try:
         if args.command == "generate":
@@ -190,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "info":
             return _info(args)
         if args.command == "serve":
-            return _serve(args)
+            return _serve(args, argv)
         from synthetic_world._questions import run_questions
 
         return run_questions(args)

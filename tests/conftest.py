@@ -103,6 +103,28 @@ def erp_db_url(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> str:
     return f"sqlite:///{path}"
 
 
+@pytest.fixture(scope="session")
+def erp_10x_db_url(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> str:
+    """A 10x ERP (10,000 customers and vendors, seed 42) for the slow tier, built once per test
+    run like ``erp_db_url`` (about 20 s)."""
+    from synthetic_erp import generate_erp
+
+    if worker_id == "master":
+        folder = tmp_path_factory.mktemp("erp10x")
+    else:
+        folder = tmp_path_factory.getbasetemp().parent / "shared-erp-10x"
+        folder.mkdir(exist_ok=True)
+    path = folder / "erp10x.db"
+    with (folder / "erp.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            building = folder / "erp10x.db.building"
+            building.unlink(missing_ok=True)
+            generate_erp(f"sqlite:///{building}", seed=TEST_SEED, scale=10)
+            building.rename(path)
+    return f"sqlite:///{path}"
+
+
 @dataclass(frozen=True)
 class RunningServer:
     url: str

@@ -1,0 +1,214 @@
+"""Scaling out: ``--workers N`` processes on one port over stateless streamable HTTP, and
+``--stateless`` for replicas behind a load balancer.
+
+Real server processes, the official ``mcp`` client and the runner's own scripted agent: any worker
+answers any request, a cursor from one worker continues on another, a run through the workers
+gives the answers a run through one process gives, and stopping the server stops every worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from erp_mcp import main
+from harnesses._runner import TRAJECTORIES_FILE, RunConfig, run
+from harnesses.records import TrajectoryRecord
+from tests.conftest import REPO_ROOT, start_mcp_server, stop_process
+
+pytestmark = pytest.mark.timeout(300)
+
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def _children(pid: int) -> list[int]:
+    """Worker processes of a server (its children, without multiprocessing's tracker)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(stat[1]) == pid and b"resource_tracker" not in command:
+            found.append(int(entry.name))
+    return found
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def _call(url: str, tool: str, arguments: dict) -> dict:
+    """One stateless JSON-RPC tools/call on a connection of its own (any worker may take it)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}  # fmt: skip
+    with httpx.Client(timeout=120) as http:
+        response = http.post(url, json=body, headers=ACCEPT)
+    assert response.status_code == 200, response.text
+    data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+    return json.loads(data[0] if data else response.text)["result"]
+
+
+@pytest.fixture(scope="module")
+def workers_server(erp_db_url: str):
+    server, _ = start_mcp_server(erp_db_url, "--workers", "2")
+    deadline = time.monotonic() + 120
+    while len(_children(server.process.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    _call(server.url, "erp_info", {})  # the workers have opened the ERP
+    workers = _children(server.process.pid)
+    yield server
+    stop_process(server.process)
+    # stopping the server stops every worker
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(workers) == 2 and not [p for p in workers if Path(f"/proc/{p}").exists()]
+
+
+def test_two_workers_answer_any_request_and_share_cursors(workers_server) -> None:
+    workers = _children(workers_server.process.pid)
+    assert len(workers) == 2
+    before = {pid: _cpu_ticks(pid) for pid in workers}
+    first = _call(workers_server.url, "list_customer_transactions", {"page_size": 2})
+    cursor = first["structuredContent"]["next_cursor"]
+    pages = [
+        _call(workers_server.url, "list_customer_transactions", {"page_size": 2, "cursor": cursor})
+        for _ in range(40)
+    ]
+    assert all(not p.get("isError") and p["structuredContent"]["offset"] == 2 for p in pages)
+    busy = [pid for pid in workers if _cpu_ticks(pid) > before[pid]]
+    assert len(busy) == 2, "both workers should have answered some of the 40 connections"
+    wrong_tool = _call(workers_server.url, "list_vendor_transactions", {"cursor": cursor})
+    assert wrong_tool["isError"] and "another tool" in wrong_tool["content"][0]["text"]
+
+
+async def test_the_official_client_works_against_stateless_workers(workers_server) -> None:
+    async with (
+        streamable_http_client(workers_server.url) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        tools = {t.name for t in (await session.list_tools()).tools}
+        result = await session.call_tool("get_customer", {"account": "SYNCUS-0001"})
+    assert "get_aging" in tools and not result.is_error
+    assert result.structured_content["customer"]["account"] == "SYNCUS-0001"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--workers", "2"], "--transport http"),
+        (["--stateless"], "--transport http"),
+        (["--transport", "http", "--workers", "0"], "--workers must be 1-64"),
+        (["--transport", "http", "--workers", "2", "--error-rate", "0.1"], "would not replay"),
+        (["--transport", "http", "--workers", "3", "--jitter-ms", "5"], "would not replay"),
+    ],
+)
+def test_scaling_flags_are_checked_in_one_line(argv, message, erp_db_url, capsys) -> None:
+    assert main(["--db", erp_db_url, *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_help_lists_the_scaling_flags(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "--workers N" in out and "--stateless" in out
+
+
+def _answers(run_dir: Path, base_url: str) -> dict[str, tuple]:
+    records = [
+        TrajectoryRecord.model_validate_json(line)
+        for line in (run_dir / TRAJECTORIES_FILE).read_text().splitlines()
+    ]
+    out = {}
+    for r in records:
+        calls = [  # cursors are opaque and signed with each server's own key
+            (c.name, json.dumps({**c.arguments, "cursor": "..."} if "cursor" in c.arguments
+                                else c.arguments, sort_keys=True))
+            for c in r.tool_calls
+        ]  # fmt: skip
+        out[r.question_id] = (r.status, r.answer.replace(base_url, "BASE"), calls)
+    return out
+
+
+def test_a_run_through_the_workers_gives_the_same_answers(
+    workers_server, erp_server, tmp_path: Path
+) -> None:
+    """The runner and its agents need no change: stateless workers answer the scripted agent's
+    sessions exactly as one stateful process does."""
+    dataset = REPO_ROOT / "datasets" / "obligations.yaml"
+    results = {}
+    for label, server in (("one process", erp_server), ("two workers", workers_server)):
+        config = RunConfig(dataset=dataset, harness="scripted", erp_url=server.url, limit=12,
+                           concurrency=4, out=tmp_path / re.sub(r"\W", "_", label),
+                           progress=False)  # fmt: skip
+        summary = run(config, log=lambda _: None)
+        assert summary.recorded == 12
+        results[label] = _answers(config.out, server.base_url)
+    for question_id, want in results["one process"].items():
+        assert results["two workers"][question_id] == want, question_id
+    assert sum(1 for status, _, calls in results["one process"].values() if calls) >= 10
+
+
+def test_one_stateless_process_keeps_no_sessions(erp_db_url: str, erp_server) -> None:
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    server, _ = start_mcp_server(erp_db_url, "--stateless")
+    try:
+        with httpx.Client(timeout=60) as http:
+            stateless = http.post(server.url, json=init, headers=ACCEPT)
+            stateful = http.post(erp_server.url, json=init, headers=ACCEPT)
+        result = _call(server.url, "erp_info", {})  # no session needed
+    finally:
+        stop_process(server.process)
+    assert stateless.status_code == stateful.status_code == 200
+    assert "mcp-session-id" not in stateless.headers and "mcp-session-id" in stateful.headers
+    assert result["structuredContent"]["default_legal_entity"] == "USMF"
+
+
+def test_the_research_world_serves_with_workers_too(
+    erp_db_url: str, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> None:
+    """The world's server runs on the same serving machinery: --workers, stateless requests and
+    signed cursors that continue on another worker and are refused by another tool."""
+    import subprocess
+    import sys
+
+    from tests.conftest import free_port, wait_for_port
+    from tests.world_fixtures import shared_folder, small_world, world_rows
+
+    world = small_world(erp_db_url, shared_folder(tmp_path_factory, worker_id, "world"))
+    (ticker,) = world_rows(
+        world, "SELECT ticker FROM company WHERE listed = 1 ORDER BY company_id LIMIT 1"
+    )[0]
+    port = free_port()
+    command = [sys.executable, "-m", "synthetic_world", "serve", "--db", f"sqlite:///{world}",
+               "--transport", "http", "--port", str(port), "--workers", "2"]  # fmt: skip
+    env = {**os.environ, "FASTMCP_LOG_LEVEL": "WARNING", "FASTMCP_SHOW_SERVER_BANNER": "false"}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, process)
+        url = f"http://127.0.0.1:{port}/mcp"
+        args = {"ticker": ticker, "start": "2025-01-01", "end": "2025-12-31", "page_size": 50}
+        first = _call(url, "prices", args)["structuredContent"]
+        pages = [_call(url, "prices", {**args, "cursor": first["next_cursor"]}) for _ in range(10)]
+        assert all(p["structuredContent"]["offset"] == 50 for p in pages)
+        assert len(_children(process.pid)) == 2
+    finally:
+        stop_process(process)
