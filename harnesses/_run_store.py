@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -402,6 +403,17 @@ class PreparedRun(RunPlan):
 
 
 def check_erp_flags(config: RunConfig) -> None:
+    for flag, url in (
+        ("--erp-url", config.erp_url),
+        ("--world-url", config.world_url),
+        ("--erp-public-url", config.erp_public_url),
+        ("--world-public-url", config.world_public_url),
+    ):
+        if url and urlsplit(url).scheme not in ("http", "https"):
+            raise RunConfigError(
+                f"{flag} {url}: not an http(s) URL; give the server's MCP endpoint, e.g. "
+                "http://127.0.0.1:8765/mcp"
+            )
     if config.erp_url and config.erp_db:
         raise RunConfigError("--erp-url and --erp-db exclude each other; give one of them")
     if config.erp_url and config.erp_fault_rate:

@@ -2,9 +2,8 @@
 
 Each row runs a real command as typed, in a subprocess: a missing or unreadable ERP file, a wrong
 URL, a bad flag, a signal, a closed pipe. The line must name the problem (``expect``); the fix is
-part of each message. Rows of the runner (``python -m harnesses.run``) that still fail are marked
-``xfail(strict=True)``: another branch gives the runner its pre-flight checks, and the marks flip
-when it is merged.
+part of each message. A row that is known to fail goes into ``RUNNER_ROWS_FAILING`` (marked
+``xfail(strict=True)``, so it must be taken out the day it passes); none is there today.
 """
 
 from __future__ import annotations
@@ -105,12 +104,12 @@ CASES: dict[str, Case] = {
     # ---- running agents (the runner)
     "run: missing ERP file": Case(
         py("-m", "harnesses.run", "--erp-db", "sqlite:///{tmp}/missing.db", "--out", "{tmp}/r1"),
-        "does not exist",
+        "no such file",
         process=True,
     ),
     "run: not a database": Case(
         py("-m", "harnesses.run", "--erp-db", "sqlite:///{garbage}", "--out", "{tmp}/r2"),
-        "not a database",
+        "is not an SQLite database",
     ),
     # Obligations only: research questions with --erp-url first ask for a world (its own line).
     "run: nothing listens at --erp-url": Case(
@@ -137,7 +136,7 @@ CASES: dict[str, Case] = {
             "--task-type",
             "obligations",
         ),
-        "--erp-url",
+        "--erp-url localhost:8765: not an http(s) URL",
     ),
     "run: unknown flag": Case(py("-m", "harnesses.run", "--bogus"), "unrecognized arguments"),
     "run: unknown harness": Case(
@@ -226,12 +225,8 @@ CASES: dict[str, Case] = {
     ),
 }
 
-RUNNER_ROWS_FAILING = {
-    "run: missing ERP file",
-    "run: not a database",
-    "run: --erp-url not a URL",
-}
-"""Runner rows that fail on this branch (the reliability branch fixes them)."""
+RUNNER_ROWS_FAILING: set[str] = set()
+"""Runner rows that still fail (none since the runner checks its input first)."""
 
 
 def _params() -> list:
