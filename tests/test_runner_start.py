@@ -221,6 +221,8 @@ def test_every_config_field_reads_back_from_the_manifest(erp_server, tmp_path) -
         "erp_fault_seed": 3,
         "world_db": None,  # serving a world is tested in test_world_questions.py
         "world_url": None,
+        "world_public_url": "https://world.example/mcp",
+        "research": "none",
         "out": tmp_path / "run",
         "runs_dir": tmp_path / "runs",
         "force_new": True,
