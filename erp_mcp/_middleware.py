@@ -142,6 +142,17 @@ def _unit(digest: bytes) -> float:
     return (int.from_bytes(digest, "big") >> 11) * 2.0**-53
 
 
+def _without_cursor_signature(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as the draw keys them: a cursor by its payload (where the call goes on)
+    without its signature, which each server process makes with a key of its own. The same
+    call then draws the same fault on every server of the run (a Ray worker's and the
+    driver's alike)."""
+    cursor = arguments.get("cursor") if arguments else None
+    if not isinstance(cursor, str) or "." not in cursor:
+        return arguments
+    return {**arguments, "cursor": cursor.rsplit(".", 1)[0]}
+
+
 class FaultDraws:
     """Fault draws keyed by the call, not by the order calls arrive in.
 
@@ -161,6 +172,7 @@ class FaultDraws:
         self._lock = threading.Lock()
 
     def draw(self, trial: str, tool: str, arguments: dict[str, Any]) -> FaultDraw:
+        arguments = _without_cursor_signature(arguments)
         canonical = _CANONICAL_JSON.encode(arguments) if arguments else "{}"
         call = hashlib.blake2b(
             "\x1f".join((trial, tool, canonical)).encode("utf-8", "surrogatepass"),

@@ -92,11 +92,16 @@ def _stop(process: subprocess.Popen, temp_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def local_ray_cluster(cpus: int = RAY_WORKER_CPUS) -> Iterator[LocalRayCluster]:
+def local_ray_cluster(
+    cpus: int = RAY_WORKER_CPUS, home: Path | None = None
+) -> Iterator[LocalRayCluster]:
+    """A head node on loopback with its own HOME (``home``: a given one, e.g. holding the
+    cluster's ``~/.ray/auth_token``)."""
     # Short path: Ray's unix sockets live under it and must fit in 107 characters.
     temp_dir = Path(tempfile.mkdtemp(prefix="lbray-", dir="/tmp"))
-    home = temp_dir / "home"
-    home.mkdir()
+    if home is None:
+        home = temp_dir / "home"
+        home.mkdir()
     ray_cli = Path(sys.executable).with_name("ray")
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), HOME=str(home), **LOOPBACK_ENV)
     env[TEST_JUDGE_KEY_ENV] = "fake-judge-key"

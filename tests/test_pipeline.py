@@ -9,7 +9,11 @@ import pytest
 from harnesses.records import RunManifest
 from ledgerbench.pipeline import DEMO_FAULT_RATE, DEMO_FAULT_SEED, AgentSpec, SpecError, main
 
-SMALL = ["--customers", "150", "--vendors", "150", "--questions", "25", "--concurrency", "4"]
+SMALL = [
+    *("--customers", "150", "--vendors", "150", "--questions", "25", "--concurrency", "4"),
+    *("--entity-questions", "6", "--brief-questions", "2"),
+]
+ITEMS = 25 + 6 + 2
 
 
 @pytest.mark.slow  # the whole demo, twice (about a minute): `make demo` runs it too
@@ -21,6 +25,9 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
     assert "report.html" in first.out
     assert "scripted: Overall" in first.out
     assert "scripted-faulty-erp vs scripted: Overall" in first.out
+    # all three task types, each with its accuracy, and the research figures
+    assert "accuracy by task type: obligations" in first.out and "entity" in first.out
+    assert "briefs" in first.out and "research: gold shown" in first.out
 
     report = workspace / "report"
     stats = json.loads((report / "stats.json").read_text())
@@ -36,9 +43,11 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
     assert "scripted-faulty-erp vs scripted" in (report / "report.md").read_text()
     run_dir = workspace / "runs" / "scripted"
     lines = (run_dir / "trajectories.jsonl").read_text().splitlines()
-    assert len(lines) == 25
+    assert len(lines) == ITEMS
+    task_types = {json.loads(line)["task_type"] for line in lines}
+    assert task_types == {"obligations", "entity_performance", "business_brief"}
     scores = (run_dir / "scores" / "rules.jsonl").read_text().splitlines()
-    assert len(scores) == 25
+    assert len(scores) == ITEMS
     # The second agent met an ERP whose tool calls failed transiently: the rate and seed are in
     # its manifest, and it needed more tool calls (retries) for the same questions.
     faulty = workspace / "runs" / "scripted-faulty-erp"
@@ -55,19 +64,19 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
     stats_mtime = (report / "stats.json").stat().st_mtime
     assert main(["--workspace", str(workspace), *SMALL]) == 0
     second = capsys.readouterr()
-    for stage in ("generate ERP", "questions", "report"):
+    for stage in ("generate ERP", "research world", "questions", "report"):
         assert f"{stage}: " in second.err and "(cached)" in second.err
-    assert second.err.count("(cached)") == 3
+    assert second.err.count("(cached)") == 4
     assert (report / "stats.json").stat().st_mtime == stats_mtime
-    assert len((run_dir / "trajectories.jsonl").read_text().splitlines()) == 25
+    assert len((run_dir / "trajectories.jsonl").read_text().splitlines()) == ITEMS
 
     # `ledgerbench runs` lists the demo's runs, found under the workspace's runs/ folder.
     assert main(["runs", str(tmp_path), "--json"]) == 0
     listed = {run["name"]: run for run in json.loads(capsys.readouterr().out)}
     assert sorted(listed) == ["ws/runs/scripted", "ws/runs/scripted-faulty-erp"]
     for run in listed.values():
-        assert run["records"] == 25 and run["finished"]
-        assert run["endings"] == {"completed": 25}
+        assert run["records"] == ITEMS and run["finished"]
+        assert run["endings"] == {"completed": ITEMS}
         assert 0 < run["overall"]["rules"] <= 1
     assert (
         listed["ws/runs/scripted-faulty-erp"]["overall"]["rules"]

@@ -33,6 +33,7 @@ from judge import ScoreStatus, read_scores
 from judge.run import main as judge_main
 from ledgerbench._ray import NODE_CACHE_DIR, file_sha256, sqlite_path
 from ledgerbench.dataset import Dimension
+from synthetic_erp._catalog import STABLE_RECORD_BASE
 from tests.conftest import REPO_ROOT
 from tests.fakes.judge_data import question, trajectory, write_run
 from tests.fakes.judge_openai_chat import chat_adapter_reply, serve_fake_chat
@@ -238,7 +239,8 @@ SCRIPTED_QUESTIONS = [
 ]
 
 
-LOCAL_SERVER = re.compile(r"http://127\.0\.0\.1:\d+")
+LOCAL_SERVER = re.compile(r"http://127\.0\.0\.1:\d+|https://erp\.ledgerbench\.test")
+"""A record link's base: a server's own address, or the stable name the runner's servers cite."""
 
 
 def _key_fields(path: Path) -> dict[tuple[str, int], tuple]:
@@ -290,9 +292,9 @@ def test_scripted_on_ray_writes_the_same_records_as_local(
     )
     assert manifest.config_fingerprint == local_manifest.config_fingerprint
     assert manifest.erp_snapshot_hash == local_manifest.erp_snapshot_hash == snapshot_of(erp_db_url)
-    # Every worker serves its own copy, yet the links cite the driver's server, as locally.
+    # Every worker serves its own copy, yet the links are the stable ones a local run cites.
     cited = {m.group(0) for r in records for m in LOCAL_SERVER.finditer(r.answer)}
-    assert cited == {manifest.erp_url.removesuffix("/mcp")}
+    assert cited == {STABLE_RECORD_BASE}
     # The SQLite ERP reached the workers through the object store and was checked by hash.
     shipped = list(NODE_CACHE_DIR.glob(f"erp-{file_sha256(sqlite_path(erp_db_url))[:16]}.db"))
     assert shipped and file_sha256(shipped[0]) == file_sha256(sqlite_path(erp_db_url))
@@ -463,15 +465,24 @@ def _running(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+CURSOR_SIGNATURE = re.compile(r"(eyJ[A-Za-z0-9_-]+)\.[A-Za-z0-9_-]{22}")
+"""A paging cursor's signature: each server process signs with a key of its own."""
+
+
+def _masked(text: str) -> str:
+    return CURSOR_SIGNATURE.sub(r"\1.SIG", LOCAL_SERVER.sub("http://ERP", text))
+
+
 def _replay_fields(path: Path) -> dict[tuple[str, int], tuple]:
     """What a seeded faulty run must replay: the ending, the answer and every tool call (name,
-    arguments, error flag, output), with the run's own ERP host:port masked."""
+    arguments, error flag, output), with the run's own ERP host:port and cursor signatures
+    masked."""
     return {
         (r.question_id, r.trial): (
             r.termination.reason,
-            LOCAL_SERVER.sub("http://ERP", r.answer),
+            _masked(r.answer),
             [
-                (c.name, c.arguments, c.is_error, LOCAL_SERVER.sub("http://ERP", c.output))
+                (c.name, _masked(json.dumps(c.arguments)), c.is_error, _masked(c.output))
                 for c in r.tool_calls
             ],
         )
@@ -529,7 +540,7 @@ def test_a_cluster_that_wants_a_token_is_named_in_one_line(
         monkeypatch.setenv(name, value)  # the cluster's environment (restored after the test)
     ray_cli = Path(sys.executable).with_name("ray")
     subprocess.run([str(ray_cli), "get-auth-token", "--generate"], check=True, timeout=60)
-    with local_ray_cluster(cpus=1) as cluster:
+    with local_ray_cluster(cpus=1, home=cluster_home) as cluster:  # it holds the token
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
         env["HOME"] = str(driver_home)
         dataset = numbered_dataset(tmp_path / "ds.yaml", 1)
