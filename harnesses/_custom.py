@@ -1053,6 +1053,9 @@ class _FinanceAgent:
     async def loop(self, chat: Any, specs: list[ToolSpec]) -> AgentOutcome:
         reason = "max_steps"
         for _ in range(self.max_steps):
+            if self.task.limits.exceeded(self.draft) is not None:
+                # over --max-tokens/--max-cost-usd: no further turn (the runner records why)
+                return AgentOutcome(answer=self.draft.answer)
             budget = self.time_for_step()
             if budget <= 0:
                 reason = "deadline_near"

@@ -631,6 +631,9 @@ class _ResponsesLoop:
             history: list[dict[str, Any]] = list(user_input)
             request = self._request(tools, user_input)
             while True:
+                if self.task.limits.exceeded(self.draft) is not None:
+                    # over --max-tokens/--max-cost-usd: no further turn (the runner records why)
+                    return AgentOutcome(answer=self.draft.answer)
                 turn = await self._respond(request)
                 if not turn.function_calls:
                     capped = bool(self.draft.extra.get("tool_call_cap_reached"))

@@ -128,11 +128,17 @@ def test_the_readme_headline_block_is_the_demo_s_shape() -> None:
 
     lines = _readme.readme_headline()
     assert lines[0].startswith("Report: runs/pipeline/report/report.html")
-    assert [line.split(":")[0].strip() for line in lines[1:3]] == [
+    agents = [line for line in lines[1:] if line.startswith("  ") and not line.startswith("   ")]
+    assert [line.split(":")[0].strip() for line in agents[:2]] == [
         "scripted",
         "scripted-faulty-erp",
     ]
-    assert lines[3].startswith("  scripted-faulty-erp vs scripted: Overall ")
+    assert agents[2].startswith("  scripted-faulty-erp vs scripted: Overall ")
+    # under each agent: accuracy of all three task types and the research figures
+    details = [line.strip() for line in lines[1:] if line.startswith("    ")]
+    assert [d.split(":")[0] for d in details] == ["accuracy by task type", "research"] * 2
+    assert all("obligations" in d and "entity" in d and "briefs" in d for d in details[::2])
+    assert all("gold read" in d and "citation recall" in d for d in details[1::2])
     floor = _readme.between((REPO_ROOT / "harnesses" / "README.md").read_text(), _readme.FLOOR)
     assert "`--harness nothing` accuracy" in floor
 
