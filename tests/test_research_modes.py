@@ -251,7 +251,6 @@ def run_openai_modes(entity_set, world, erp_db_url, tmp_path, ids, monkeypatch, 
     return out, tools
 
 
-@pytest.mark.slow  # three runs per harness; the default tier keeps the custom/anthropic one
 @pytest.mark.parametrize(
     ("harness", "opts"),
     [("openai", {}), ("custom", {"api": "openai"})],
@@ -293,7 +292,6 @@ def test_custom_on_the_anthropic_wire_researches_the_world(
     check_world_record(record, "world__")
 
 
-@pytest.mark.slow  # the real CLI (Node start-up): the config test above stays in the default tier
 @pytest.mark.skipif(shutil.which("claude") is None, reason="the claude CLI is not installed")
 def test_claude_cli_researches_the_world_and_never_the_web(
     entity_set, world, erp_db_url, tmp_path, positive_ids, monkeypatch
