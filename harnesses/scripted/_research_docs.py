@@ -7,20 +7,8 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-MONTHS = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
+from harnesses.scripted._base import MONTHS
+
 LONG_DATE = r"[A-Z][a-z]+ \d{1,2}, \d{4}"
 _DATE = re.compile(r"([A-Z][a-z]+) (\d{1,2}), (\d{4})")
 
