@@ -14,6 +14,10 @@ Contract:
   again on resume);
 - an exception raised by ``run_pair`` (a bug: harness failures become records) propagates to the
   consumer.
+
+A distributed executor may also have ``connect()`` (called before the ERP is served, so a
+cluster that refuses the driver is said before any slow work), ``bind(erp=..., instructions=...,
+run_dir=..., harness=...)`` (once the ERP is known) and ``close()`` (when the run ends).
 """
 
 from __future__ import annotations

@@ -141,15 +141,28 @@ class RayExecutor:
         self._instructions_hash = ""
         self._labels: tuple[str, str | None] = (config.harness, config.model)
 
-    def bind(self, *, erp: ErpInUse, instructions: str, run_dir: Path, harness: Any) -> None:
-        """Connect, check that a task fits on some node, and put the run's spec in the store.
-
-        ``harness`` is the driver's instance: its name and model label the records of lost
-        workers as the workers' own records are labelled."""
+    def connect(self) -> None:
+        """Connect to the cluster and check that a task fits on some node. The driver calls it
+        before the ERP is served or generated, so a cluster that refuses the driver (a missing
+        token, no such address, too small) is said before any slow work; :meth:`bind` calls it
+        when it was not called."""
+        if self._session is not None:
+            return
         self._session = ray_session(self._options)
         self._ray = self._session.__enter__()
         try:
             check_fits(self._ray, self._options)
+        except BaseException:
+            self._disconnect()
+            raise
+
+    def bind(self, *, erp: ErpInUse, instructions: str, run_dir: Path, harness: Any) -> None:
+        """Connect (unless :meth:`connect` did) and put the run's spec in the store.
+
+        ``harness`` is the driver's instance: its name and model label the records of lost
+        workers as the workers' own records are labelled."""
+        self.connect()
+        try:
             config = self._config
             spec = RunSpec(
                 harness=config.harness,

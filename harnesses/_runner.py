@@ -225,6 +225,8 @@ async def _run_with_harness(
     prepared: PreparedRun | None = None
     try:
         questions = list({question.id: question for question, _ in plan.pairs}.values())
+        if (connect := getattr(executor, "connect", None)) is not None:  # before any slow work
+            connect()
         async with (
             serve_erp(config, log, plan.dataset) as erp,
             world_for_run(config, log, plan.dataset, questions, erp.db_url) as world,
