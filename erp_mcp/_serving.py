@@ -138,4 +138,6 @@ def http_app(server: FastMCP, allowed_hosts: Iterable[str] = (), *, stateless: b
     from starlette.middleware import Middleware
 
     guard = Middleware(HostOriginGuard, allowed_hosts=list(allowed_hosts))
-    return server.http_app(path="/mcp", middleware=[guard], stateless_http=stateless)
+    return server.http_app(
+        path="/mcp", middleware=[guard], stateless_http=stateless, json_response=stateless
+    )

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+from functools import cache, lru_cache
 from typing import Literal
 
 from fastmcp.exceptions import ToolError
 from pydantic import Field
-from sqlalchemy import Connection, and_, case, func, select
+from sqlalchemy import Connection, Select, and_, bindparam, case, func, select
 
 from erp_mcp._common import to_record
 from erp_mcp._ledger import LEDGERS, open_amounts
@@ -236,9 +237,15 @@ class VendorDetails(StrictModel):
 
 
 def _one(conn: Connection, table, **where):
+    return conn.execute(_one_statement(table, tuple(where)), where).first()
+
+
+# Single-record tools run these statements on every call: building a SQLAlchemy statement costs
+# more CPU than running it on SQLite, so each is built once, with the call's values as parameters.
+@cache
+def _one_statement(table, names: tuple[str, ...]) -> Select:
     t = table.__table__
-    clauses = [t.c[name] == value for name, value in where.items()]
-    return conn.execute(select(t).where(and_(*clauses))).first()
+    return select(t).where(and_(*(t.c[name] == bindparam(name) for name in names)))
 
 
 def _maybe(rt: ErpRuntime, conn: Connection, table, **where):
@@ -252,23 +259,8 @@ def _maybe(rt: ErpRuntime, conn: Connection, table, **where):
 def party_balance(
     rt: ErpRuntime, conn: Connection, party_type: str, le: str, account: str, as_of: dt.date
 ) -> PartyBalance:
-    ledger = LEDGERS[party_type]
-    t = ledger.txn
-    open_cur, open_acct, where = open_amounts(ledger, as_of, rt.today)
-    party_where = and_(where, t.c.legal_entity == le, ledger.account == account)
-    due = func.coalesce(t.c.due_date, t.c.txn_date)
-    rows = conn.execute(
-        select(
-            t.c.currency,
-            func.count(),
-            func.sum(open_cur),
-            func.sum(open_acct),
-            func.sum(case((due < as_of, open_acct), else_=0)),
-            func.min(case((open_cur > 0, due))),
-        )
-        .where(party_where)
-        .group_by(t.c.currency)
-    ).all()
+    statement = _balance_statement(party_type, as_of, rt.today)
+    rows = conn.execute(statement, {"le": le, "account": account}).all()
     oldest = [d for d in (_as_date(row[5]) for row in rows) if d is not None]
     return PartyBalance(
         as_of=as_of,
@@ -280,13 +272,48 @@ def party_balance(
     )
 
 
-def _open_count(table, le: str, account: str):
+@lru_cache(maxsize=16)
+def _balance_statement(party_type: str, as_of: dt.date, today: dt.date) -> Select:
+    """Per currency: open items, open amounts, overdue amount and oldest due date of the party
+    given as the parameters ``le`` and ``account``."""
+    ledger = LEDGERS[party_type]
+    t = ledger.txn
+    open_cur, open_acct, where = open_amounts(ledger, as_of, today)
+    party_where = and_(
+        where, t.c.legal_entity == bindparam("le"), ledger.account == bindparam("account")
+    )
+    due = func.coalesce(t.c.due_date, t.c.txn_date)
+    return (
+        select(
+            t.c.currency,
+            func.count(),
+            func.sum(open_cur),
+            func.sum(open_acct),
+            func.sum(case((due < as_of, open_acct), else_=0)),
+            func.min(case((open_cur > 0, due))),
+        )
+        .where(party_where)
+        .group_by(t.c.currency)
+    )
+
+
+def _open_count(table):
     t = table.__table__
     return (
         select(func.count())
-        .where(t.c.legal_entity == le, t.c.customer_account == account, t.c.status == "open")
+        .where(
+            t.c.legal_entity == bindparam("le"),
+            t.c.customer_account == bindparam("account"),
+            t.c.status == "open",
+        )
         .scalar_subquery()
     )
+
+
+@cache
+def _open_counts_statement() -> Select:
+    """A customer's open disputes and open collection cases (parameters ``le``, ``account``)."""
+    return select(_open_count(s.CustomerDispute), _open_count(s.CollectionCase))
 
 
 def _as_date(value) -> dt.date | None:
@@ -315,12 +342,8 @@ def get_customer(rt: ErpRuntime, args: GetPartyArgs) -> CustomerDetails:
         customer = to_record(rt, s.Customer, row)
         terms, discount = _terms(rt, conn, le, customer.payment_terms)
         balance = party_balance(rt, conn, "customer", le, account, rt.today)
-        disputes, cases = conn.execute(
-            select(
-                _open_count(s.CustomerDispute, le, account),
-                _open_count(s.CollectionCase, le, account),
-            )
-        ).one()
+        counts = conn.execute(_open_counts_statement(), {"le": le, "account": account})
+        disputes, cases = counts.one()
         return CustomerDetails(
             customer=customer,
             group=_maybe(rt, conn, s.CustomerGroup, legal_entity=le, group_id=customer.group_id),
