@@ -437,6 +437,39 @@ async def test_get_customer_matches_tables(client, sql):
         assert details["collections_agent"]["agent_id"] == row["collections_agent_id"]
 
 
+async def test_get_customer_in_a_row_gives_each_its_own_figures(client, sql):
+    """The statements are built once and reused with each call's values: calls in a row, across
+    legal entities, must not carry one customer's balance or counts over to the next."""
+    rows = sql.execute(
+        "select legal_entity, customer_account as account from customer_dispute "
+        "where status = 'open' group by legal_entity, customer_account "
+        "order by count(*) desc, legal_entity desc limit 2"
+    ).fetchall()
+    rows += sql.execute(
+        "select legal_entity, account from customer c where not exists (select 1 from "
+        "customer_transaction t where t.legal_entity=c.legal_entity and "
+        "t.customer_account=c.account and t.open_amount_cur != 0) limit 1"
+    ).fetchall()
+    assert len(rows) == 3
+    for le, account in rows:
+        details = await call(client, "get_customer", account=account, legal_entity=le)
+        balance = sql.execute(
+            "select coalesce(sum(open_amount_acct), 0), count(*) from customer_transaction "
+            "where legal_entity=? and customer_account=? and open_amount_cur != 0 and posted "
+            "and closed_date is null and txn_date <= ?",
+            (le, account, today(sql).isoformat()),
+        ).fetchone()
+        disputes = sql.execute(
+            "select count(*) from customer_dispute where legal_entity=? and "
+            "customer_account=? and status='open'",
+            (le, account),
+        ).fetchone()[0]
+        assert details["customer"]["account"] == account
+        assert cents(details["balance"]["balance_acct"]) == cents(balance[0])
+        assert details["balance"]["open_transaction_count"] == balance[1]
+        assert details["open_dispute_count"] == disputes
+
+
 async def test_get_vendor_matches_tables(client, sql):
     row = sql.execute("select * from vendor where payment_hold order by account limit 1").fetchone()
     details = await call(
