@@ -646,6 +646,13 @@ async def budget(url: str, db: Path) -> dict[str, Any]:
     return row
 
 
+def idle_cores_s() -> float:
+    """Core-seconds the whole machine has spent idle since boot (``/proc/stat``): over a round, the
+    CPU a second worker could have had (on a shared machine, often none)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    return (int(fields[3]) + int(fields[4])) / os.sysconf("SC_CLK_TCK")
+
+
 async def wait_until_idle(pid: int, timeout: float = 300) -> None:
     """Until a server's processes have stopped using CPU for a second (start-up is over)."""
     deadline = time.monotonic() + timeout
@@ -676,9 +683,14 @@ async def bench_workers(db: Path, options: argparse.Namespace) -> dict[str, Any]
         for _ in range(options.rounds):
             for n, (process, url) in servers.items():
                 cpu_before, started = process_cpu_s(process.pid), time.perf_counter()
+                idle_before = idle_cores_s()
                 row = await raw_throughput(url, "get_customer", pool, 8, options.seconds)
                 cpu = process_cpu_s(process.pid) - cpu_before
-                row["server_cpu_pct"] = round(cpu / (time.perf_counter() - started) * 100, 1)
+                wall = time.perf_counter() - started
+                row["server_cpu_pct"] = round(cpu / wall * 100, 1)
+                row["machine_idle_pct"] = round((idle_cores_s() - idle_before) / wall * 100, 1)
+                # the round's CPU rate over its call rate (the 2 s warm-up runs at the same pace)
+                row["server_cpu_ms_per_call"] = round(cpu / wall / row["calls_per_s"] * 1000, 2)
                 row["load_average"] = round(os.getloadavg()[0], 1)
                 rounds[n].append(row)
         official = {
@@ -693,12 +705,15 @@ async def bench_workers(db: Path, options: argparse.Namespace) -> dict[str, Any]
         rows = rounds[n]
         out[f"workers {n}"] = row = {
             key: round(statistics.median(r[key] for r in rows), 1)
-            for key in ("calls_per_s", "p50_ms", "p99_ms", "client_cpu_pct", "server_cpu_pct")
-        }
+            for key in ("calls_per_s", "p50_ms", "p99_ms", "client_cpu_pct", "server_cpu_pct",
+                        "machine_idle_pct", "server_cpu_ms_per_call")
+        }  # fmt: skip
         row["official_client"] = official[n]
         print(f"  --workers {n}, 8 lean clients, median of {len(rows)}: {row['calls_per_s']:8.1f} "
               f"calls/s   p50 {row['p50_ms']:6.2f} ms   p99 {row['p99_ms']:7.2f} ms   CPU: "
-              f"client {row['client_cpu_pct']}%, server {row['server_cpu_pct']}% of a core; "
+              f"client {row['client_cpu_pct']}%, server {row['server_cpu_pct']}% of a core "
+              f"({row['server_cpu_ms_per_call']} ms a call), machine idle "
+              f"{row['machine_idle_pct']}%; "
               f"official client x8: {official[n]['calls_per_s']} calls/s (client CPU "
               f"{official[n]['client_cpu_pct']}%)", flush=True)  # fmt: skip
     pairs = zip(rounds[1], rounds[2], strict=True)
