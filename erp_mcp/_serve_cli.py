@@ -238,9 +238,10 @@ def serve(
 
 def bind(host: str, port: int) -> socket.socket:
     """The listening socket, or a UsageError saying the address is taken and what to do."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    from erp_mcp._workers import tcp_listener
+
     try:
-        return socket.create_server((host, port), family=family, backlog=2048)
+        return tcp_listener(host, port)
     except OSError as error:
         if error.errno == errno.EADDRINUSE:
             raise UsageError(

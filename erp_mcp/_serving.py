@@ -30,7 +30,7 @@ from erp_mcp._middleware import (
     InlinedSchemas,
 )
 from erp_mcp._security import HostOriginGuard
-from erp_mcp._tooling import ToolDef, as_callable
+from erp_mcp._tooling import ScanThreads, ToolDef, as_callable
 
 
 class Holder(Protocol):
@@ -95,12 +95,15 @@ def assemble_server(
     tool. ``token`` enables bearer auth on HTTP. The runtime is also in the lifespan context under
     ``lifespan_key``."""
 
+    scans = ScanThreads()
+
     @lifespan
     async def open_runtime(server):
         runtime = await anyio.to_thread.run_sync(holder.get)
         try:
             yield {lifespan_key: runtime}
         finally:
+            scans.close()
             holder.close()
 
     by_name = {tool.name: tool for tool in tools}
@@ -126,7 +129,7 @@ def assemble_server(
         auth=auth,
     )
     for tool in tools:
-        mcp.tool(as_callable(tool, holder), name=tool.name, annotations=READ_ONLY)
+        mcp.tool(as_callable(tool, holder, scans), name=tool.name, annotations=READ_ONLY)
     return mcp
 
 

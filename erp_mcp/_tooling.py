@@ -13,11 +13,19 @@ result exceeds ``RESULT_BUDGET`` characters.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
 import copy
 import datetime as dt
+import functools
 import inspect
 import logging
+import os
 import re
+import sys
+import threading
 import types
 import typing
 from collections.abc import Callable
@@ -120,6 +128,10 @@ class ToolDef:
     description: str
     service: str = "the ERP"
     """What answers the tool, as error messages name it ("the ERP", "the research world")."""
+    lookup: bool = False
+    """Answers from a handful of rows found by key (one record, a name search, server facts):
+    served on the request threads. Every other tool scans, sums or ranks, and runs on the
+    server's scan threads (``ScanThreads``), which yield the CPU to lookups."""
 
 
 class ToolRegistry:
@@ -135,15 +147,23 @@ class ToolRegistry:
         self.service = service
         self._tools: dict[str, ToolDef] = {}
 
-    def tool(self, toolset: Toolset, input_model: type[BaseModel]):
-        """Register ``fn(runtime, params)`` as an MCP tool named after the function."""
+    def tool(self, toolset: Toolset, input_model: type[BaseModel], *, lookup: bool = False):
+        """Register ``fn(runtime, params)`` as an MCP tool named after the function; ``lookup``
+        for tools that read a few rows by key (see ``ToolDef.lookup``)."""
 
         def decorator(fn: Callable[[Any, Any], BaseModel]):
             output_model = get_type_hints(fn)["return"]
             # One paragraph per blank-line block: docstring line breaks are layout, not meaning.
             description = re.sub(r"(?<!\n)\n(?!\n)", " ", inspect.cleandoc(fn.__doc__ or ""))
             self._tools[fn.__name__] = ToolDef(
-                fn.__name__, toolset, input_model, output_model, fn, description, self.service
+                fn.__name__,
+                toolset,
+                input_model,
+                output_model,
+                fn,
+                description,
+                self.service,
+                lookup,
             )
             return fn
 
@@ -300,11 +320,12 @@ def _bounded_type(annotation: Any, field_kinds: frozenset | set = frozenset()) -
     return annotation
 
 
-def as_callable(tool: ToolDef, holder: Any) -> Callable[..., BaseModel]:
+def as_callable(tool: ToolDef, holder: Any, scans: ScanThreads | None = None) -> Callable[..., Any]:
     """A function with the (bounded) input model's fields as keyword parameters, for FastMCP.
 
     Client errors pass through as they are; any other failure is logged as one line (no traceback
-    rendering on the event loop: this runs in a worker thread) and becomes an InternalError."""
+    rendering on the event loop: this runs in a worker thread) and becomes an InternalError.
+    With ``scans``, a tool that is not a lookup runs on those threads (a coroutine function)."""
     params = []
     for name, info in bounded_model(tool.input_model).model_fields.items():
         default = inspect.Parameter.empty if info.is_required() else info.get_default()
@@ -336,11 +357,66 @@ def as_callable(tool: ToolDef, holder: Any) -> Callable[..., BaseModel]:
                 ) from None
             return fit_budget(result, params_model)
 
-    call.__name__ = tool.name
-    call.__doc__ = tool.description
-    call.__signature__ = inspect.Signature(params, return_annotation=tool.output_model)
-    call.__annotations__ = {p.name: p.annotation for p in params} | {"return": tool.output_model}
-    return call
+    served: Callable[..., Any] = call
+    if scans is not None and not tool.lookup:
+
+        async def served(**kwargs: Any) -> BaseModel:
+            return await scans.run(functools.partial(call, **kwargs))
+
+    served.__name__ = tool.name
+    served.__doc__ = tool.description
+    served.__signature__ = inspect.Signature(params, return_annotation=tool.output_model)
+    served.__annotations__ = {p.name: p.annotation for p in params} | {"return": tool.output_model}
+    return served
+
+
+class ScanThreads:
+    """The threads that run a server's scanning tools (aggregates, rankings, filtered lists), at a
+    lower CPU priority than the threads serving lookups.
+
+    SQLite runs a query without the GIL, so a long aggregate mostly competes with other sessions
+    for a core, not for the interpreter; on a loaded two-core machine a lookup then waited for the
+    scheduler behind it. Lowered priority (Linux per-thread ``nice``) makes the scheduler run the
+    lookup first. The pool is bounded, so however many sessions ask for heavy aggregates at once,
+    the request threads stay free for lookups. Threads start on first use."""
+
+    NICE = 10
+    """Added to the niceness of each scan thread (Linux only; elsewhere they run at normal
+    priority)."""
+
+    def __init__(self, threads: int = 4) -> None:
+        self.threads = threads
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    async def run(self, fn: Callable[[], Any]) -> Any:
+        context = contextvars.copy_context()  # cursor scope and logging context, as anyio does
+        return await asyncio.get_running_loop().run_in_executor(self._executor(), context.run, fn)
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    self.threads, thread_name_prefix="erp-scan", initializer=_lower_priority
+                )
+            return self._pool
+
+
+def _lower_priority() -> None:
+    """Lower this thread's CPU priority (on Linux ``setpriority`` with a thread id applies to
+    that thread alone; elsewhere it would renice the whole process, so it is skipped)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            tid = threading.get_native_id()
+            os.setpriority(
+                os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + ScanThreads.NICE
+            )
 
 
 # -- the result budget -----------------------------------------------------------------------------

@@ -71,7 +71,7 @@ class EntitySetList(StrictModel):
     entity_sets: list[EntitySetInfo]
 
 
-@erp_tool("generic", ListEntitySetsArgs)
+@erp_tool("generic", ListEntitySetsArgs, lookup=True)
 def list_entity_sets(rt: ErpRuntime, args: ListEntitySetsArgs) -> EntitySetList:
     """The ERP's entity sets (customers, vendors, customer-transactions, sales-orders, ...) with
     what each holds and its key field. Then describe_entity_set for its fields and query_entity_set
@@ -114,7 +114,7 @@ class EntitySetDescription(StrictModel):
 _TYPE_NAMES = {str: "string", float: "number", int: "integer", bool: "boolean", dt.date: "date"}
 
 
-@erp_tool("generic", DescribeArgs)
+@erp_tool("generic", DescribeArgs, lookup=True)
 def describe_entity_set(rt: ErpRuntime, args: DescribeArgs) -> EntitySetDescription:
     """The fields of one entity set (name, type, nullability, meaning), its key, its row count and
     the filter operators query_entity_set accepts."""
@@ -431,7 +431,7 @@ class Pong(StrictModel):
     today: dt.date
 
 
-@erp_tool("bench", PingArgs)
+@erp_tool("bench", PingArgs, lookup=True)
 def ping(rt: ErpRuntime, args: PingArgs) -> Pong:
     """No-op health check (benchmark floor): returns the ERP today without touching the database."""
     return Pong(ok=True, today=rt.today)

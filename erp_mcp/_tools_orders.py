@@ -173,7 +173,7 @@ class SalesOrderDetails(StrictModel):
     the counts and totals still cover every line."""
 
 
-@erp_tool("finance", GetSalesOrderArgs)
+@erp_tool("finance", GetSalesOrderArgs, lookup=True)
 def get_sales_order(rt: ErpRuntime, args: GetSalesOrderArgs) -> SalesOrderDetails:
     """One sales order with its lines (item, quantity, unit price, amount, line status) and the
     invoices posted from it."""
@@ -298,7 +298,7 @@ class PurchaseOrderDetails(StrictModel):
     the counts and totals still cover every line."""
 
 
-@erp_tool("finance", GetPurchaseOrderArgs)
+@erp_tool("finance", GetPurchaseOrderArgs, lookup=True)
 def get_purchase_order(rt: ErpRuntime, args: GetPurchaseOrderArgs) -> PurchaseOrderDetails:
     """One purchase order with its lines (ordered, received and invoiced quantities, unit price,
     amount), its product receipts and the vendor invoices that reference it."""
@@ -477,7 +477,7 @@ class VendorInvoiceDetails(StrictModel):
     """The posted AP transaction, once posted (with its open amount)."""
 
 
-@erp_tool("finance", GetVendorInvoiceArgs)
+@erp_tool("finance", GetVendorInvoiceArgs, lookup=True)
 def get_vendor_invoice(rt: ErpRuntime, args: GetVendorInvoiceArgs) -> VendorInvoiceDetails:
     """One vendor invoice with its approval status and the three-way match detail: for each line of
     the purchase order, ordered vs received (product receipts) vs invoiced quantities and amounts,
@@ -658,7 +658,7 @@ class PaymentJournalDetails(StrictModel):
     the counts and totals still cover every line."""
 
 
-@erp_tool("finance", GetPaymentJournalArgs)
+@erp_tool("finance", GetPaymentJournalArgs, lookup=True)
 def get_payment_journal(rt: ErpRuntime, args: GetPaymentJournalArgs) -> PaymentJournalDetails:
     """One vendor payment journal (or payment proposal) with its lines: vendor, invoice paid,
     payment date, amount, and the totals per currency."""

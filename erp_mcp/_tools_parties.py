@@ -65,7 +65,7 @@ class ErpInfo(StrictModel):
     """How record links look: {base}/erp/{legal_entity}/{entity_set}/{key}."""
 
 
-@erp_tool("finance", ErpInfoArgs)
+@erp_tool("finance", ErpInfoArgs, lookup=True)
 def erp_info(rt: ErpRuntime, args: ErpInfoArgs) -> ErpInfo:
     """ERP facts: today's date in the ERP (the default as-of date for every question that does not
     give one), the legal entities (company codes such as USMF) with their accounting currencies and
@@ -140,7 +140,7 @@ class PartyMatches(StrictModel):
     """True when more than one candidate scores within 3 points of the best."""
 
 
-@erp_tool("finance", SearchPartiesArgs)
+@erp_tool("finance", SearchPartiesArgs, lookup=True)
 def search_parties(rt: ErpRuntime, args: SearchPartiesArgs) -> PartyMatches:
     """Find customers and vendors by name, partial name, account id or a misspelling, across legal
     entities. Returns ranked candidates with match scores (100 = exact). Use it before any other
@@ -330,7 +330,7 @@ def _terms(rt: ErpRuntime, conn: Connection, le: str, terms_id: str | None):
     return terms, discount
 
 
-@erp_tool("finance", GetPartyArgs)
+@erp_tool("finance", GetPartyArgs, lookup=True)
 def get_customer(rt: ErpRuntime, args: GetPartyArgs) -> CustomerDetails:
     """One customer's master data: payment terms (with any cash discount), credit limit and credit
     rating, credit hold, contact, address, customer group (with its name), collections pool and
@@ -374,7 +374,7 @@ def get_customer(rt: ErpRuntime, args: GetPartyArgs) -> CustomerDetails:
         )
 
 
-@erp_tool("finance", GetPartyArgs)
+@erp_tool("finance", GetPartyArgs, lookup=True)
 def get_vendor(rt: ErpRuntime, args: GetPartyArgs) -> VendorDetails:
     """One vendor's master data: payment terms (with any cash discount), method of payment (with the
     account its payments post to), payment hold and its reason, contact, address, vendor group (with
@@ -461,7 +461,7 @@ class ReferenceData(StrictModel):
     narrow the call (legal_entity, dates, currencies) for the rest."""
 
 
-@erp_tool("finance", ReferenceArgs)
+@erp_tool("finance", ReferenceArgs, lookup=True)
 def list_reference_data(rt: ErpRuntime, args: ReferenceArgs) -> ReferenceData:
     """Reference and setup data: payment terms (net days, cash-discount code), methods of payment
     (with the ledger or bank account their payments post to), customer and vendor groups,

@@ -33,13 +33,26 @@ class WorkersFailed(RuntimeError):
     """The workers could not be started or kept running (the message says why)."""
 
 
-def reuse_port_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` that other workers may bind too (``SO_REUSEPORT``)."""
+def tcp_listener(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
+    """A listening TCP socket on ``host:port`` whose connections send small writes at once.
+
+    The socket is made with ``IPPROTO_TCP`` as its protocol: asyncio turns Nagle's algorithm off
+    (``TCP_NODELAY``) only on accepted sockets of that protocol, and ``socket.create_server``
+    makes them with protocol 0. With Nagle on, each answer on a kept-alive connection (HTTP head,
+    then body) waited about 40 ms for the client's delayed acknowledgement. ``reuse_port`` lets
+    other workers bind the same port (``SO_REUSEPORT``)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
     return sock
 
 
@@ -50,7 +63,7 @@ def serve_workers(
     from erp_mcp._cursors import CURSOR_SECRET_ENV
 
     try:  # fail in one line now if the port is taken, not once per worker
-        reuse_port_socket(host, port).close()
+        tcp_listener(host, port, reuse_port=True).close()
     except OSError as error:
         reason = "is in use" if error.errno == errno.EADDRINUSE else f"cannot be bound ({error})"
         raise WorkersFailed(f"port {port} on {host} {reason}; pick another with --port") from None
@@ -101,7 +114,7 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def _worker_main(host: str, port: int) -> None:  # runs in each worker process
     import uvicorn
 
-    sock = reuse_port_socket(host, port)
+    sock = tcp_listener(host, port, reuse_port=True)
     config = uvicorn.Config(f"{__name__}:worker_app", factory=True, log_level="warning",
                             access_log=False)  # fmt: skip
     uvicorn.Server(config).run(sockets=[sock])

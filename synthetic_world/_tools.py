@@ -66,7 +66,7 @@ class WorldInfo(StrictModel):
     """The form of every document link, e.g. https://world.ledgerbench.test/{world_id}/docs/{id}."""
 
 
-@research_tool("research", WorldInfoArgs)
+@research_tool("research", WorldInfoArgs, lookup=True)
 def world_info(rt: WorldRuntime, args: WorldInfoArgs) -> WorldInfo:
     """The research world's today, id, snapshot hash, size, document kinds and link form. Call
     it first: questions without a date mean the world's today."""
@@ -131,7 +131,7 @@ class SearchResults(StrictModel):
     results: list[SearchResult]
 
 
-@research_tool("research", SearchArgs)
+@research_tool("research", SearchArgs, lookup=True)
 def search(rt: WorldRuntime, args: SearchArgs) -> SearchResults:
     """Search the world's filings, earnings releases, news, analyst notes, funding
     announcements, company profiles and data-vendor tables. Returns up to k documents with url,
@@ -262,7 +262,7 @@ def parse_doc_link(text: str) -> tuple[str | None, str] | None:
     return (match["world"], match["doc"]) if match else None
 
 
-@research_tool("research", FetchArgs)
+@research_tool("research", FetchArgs, lookup=True)
 def fetch(rt: WorldRuntime, args: FetchArgs) -> Document:
     """Read one document of the world (a url from search) as markdown with its source, date and
     companies."""
@@ -347,7 +347,7 @@ class CompanyMatches(StrictModel):
     """Best first; several when the name is ambiguous (check ticker, country and industry)."""
 
 
-@research_tool("research", CompanyArgs)
+@research_tool("research", CompanyArgs, lookup=True)
 def company(rt: WorldRuntime, args: CompanyArgs) -> CompanyMatches:
     """Resolve a company name (misspellings included), ticker or id to profiles: ticker,
     industry, headquarters, fiscal year end, chief executive, peers and its ERP account ids."""
@@ -419,7 +419,7 @@ class Prices(PageInfo):
     """Links of the filings that reported the share counts these rows use (cite them)."""
 
 
-@research_tool("research", PriceArgs)
+@research_tool("research", PriceArgs, lookup=True)
 def prices(rt: WorldRuntime, args: PriceArgs) -> Prices:
     """Daily closing prices, shares outstanding and market capitalisation of a listed company
     between two dates (paged: page_size rows, next_cursor for more)."""

@@ -217,3 +217,29 @@ def test_the_research_world_serves_with_workers_too(
         assert len(_children(process.pid)) == 2
     finally:
         stop_process(process)
+
+
+@pytest.mark.parametrize("reuse_port", [False, True], ids=["one process", "workers"])
+async def test_accepted_connections_send_small_writes_at_once(reuse_port: bool) -> None:
+    """Nagle's algorithm is off on every connection the HTTP server accepts, as uvicorn accepts
+    them (an asyncio server on our listening socket). With it on, every answer on a kept-alive
+    connection waited ~40 ms for the client's delayed acknowledgement (single-record calls took
+    48 ms instead of 2 ms, and a second worker could not add throughput)."""
+    import asyncio
+    import socket
+
+    from erp_mcp._workers import tcp_listener
+
+    listener = tcp_listener("127.0.0.1", 0, reuse_port=reuse_port)
+    nodelay: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        nodelay.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        writer.close()
+
+    server = await asyncio.start_server(accepted, sock=listener)
+    async with server:
+        _, writer = await asyncio.open_connection("127.0.0.1", listener.getsockname()[1])
+        assert await asyncio.wait_for(nodelay, 60) != 0
+        writer.close()

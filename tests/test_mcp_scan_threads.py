@@ -1,0 +1,83 @@
+"""Scans run on their own low-priority threads, so no session's aggregate delays another's lookup.
+
+Lookups (one record by key, a name search, server facts) are served on the request threads; every
+other tool (aggregates, rankings, filtered lists) on the server's scan threads, whose CPU priority
+is lowered (Linux per-thread niceness): on a loaded machine the scheduler then runs a waiting
+lookup before a long aggregate. ``bench/bench_mcp.py --only interference`` measures the effect.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import sys
+import threading
+
+import pytest
+from fastmcp import Client
+
+from erp_mcp import build_server
+from erp_mcp._tooling import ScanThreads, registered_tools
+from synthetic_world._tools import WORLD_TOOLS
+
+LOOKUPS = {
+    "erp_info",
+    "search_parties",
+    "get_customer",
+    "get_vendor",
+    "list_reference_data",
+    "get_sales_order",
+    "get_purchase_order",
+    "get_vendor_invoice",
+    "get_payment_journal",
+    "list_entity_sets",
+    "describe_entity_set",
+    "ping",
+}
+
+
+def _scan_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("erp-scan")]
+
+
+def test_only_key_lookups_skip_the_scan_threads() -> None:
+    assert {t.name for t in registered_tools() if t.lookup} == LOOKUPS
+    scans = {t.name for t in registered_tools() if not t.lookup}
+    assert {"get_aging", "rank_parties", "query_entity_set", "get_collections_worklist"} <= scans
+    assert all(t.lookup for t in WORLD_TOOLS.tools())  # an in-memory index answers each quickly
+
+
+async def test_scans_run_on_lowered_threads_with_the_callers_context() -> None:
+    scans = ScanThreads(threads=2)
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker")
+    marker.set("caller")
+
+    def where() -> tuple[str, str, int]:
+        tid = threading.get_native_id()
+        return threading.current_thread().name, marker.get(), os.getpriority(os.PRIO_PROCESS, tid)
+
+    try:
+        name, seen, nice = await scans.run(where)
+    finally:
+        scans.close()
+    assert name.startswith("erp-scan")
+    assert seen == "caller"
+    if sys.platform.startswith("linux"):
+        mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        assert nice == min(mine + ScanThreads.NICE, 19)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread niceness is Linux's")
+async def test_the_server_starts_scan_threads_for_aggregates_only(erp_db_url: str) -> None:
+    before = set(_scan_threads())
+    async with Client(build_server(erp_db_url)) as client:
+        await client.call_tool("erp_info", {})
+        await client.call_tool("search_parties", {"query": "a"})
+        assert set(_scan_threads()) == before
+        aging = await client.call_tool("get_aging", {"group_by": "legal_entity"})
+        assert aging.structured_content["rows"]
+        started = set(_scan_threads()) - before
+        assert started
+        for thread in started:
+            nice = os.getpriority(os.PRIO_PROCESS, thread.native_id)
+            assert nice >= os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) + 1
