@@ -129,7 +129,12 @@ def assemble_server(
         auth=auth,
     )
     for tool in tools:
-        mcp.tool(as_callable(tool, holder, scans), name=tool.name, annotations=READ_ONLY)
+        mcp.tool(
+            as_callable(tool, holder, scans),
+            name=tool.name,
+            description=tool.description,
+            annotations=READ_ONLY,
+        )
     return mcp
 
 

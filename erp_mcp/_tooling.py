@@ -364,7 +364,7 @@ def as_callable(tool: ToolDef, holder: Any, scans: ScanThreads | None = None) ->
             return await scans.run(functools.partial(call, **kwargs))
 
     served.__name__ = tool.name
-    served.__doc__ = tool.description
+    served.__doc__ = None  # the server passes tool.description: FastMCP parses no docstring
     served.__signature__ = inspect.Signature(params, return_annotation=tool.output_model)
     served.__annotations__ = {p.name: p.annotation for p in params} | {"return": tool.output_model}
     return served

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -36,15 +37,25 @@ def snapshot(folder: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def existing_run(erp_server, tmp_path: Path) -> tuple[Path, Path]:
-    """A finished run (dataset, run folder) made by the runner with its own ERP server."""
-    dataset = numbered_dataset(tmp_path / "ds.yaml", 2, snapshot_of(erp_server.db_url))
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def finished_run(erp_server, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A finished run (dataset, run folder) made by the runner with its own ERP server, once."""
+    folder = tmp_path_factory.mktemp("finished")
+    dataset = numbered_dataset(folder / "ds.yaml", 2, snapshot_of(erp_server.db_url))
+    out = folder / "run"
     argv = ["--no-progress", "--dataset", str(dataset), "--harness", PLUGIN, "--out", str(out)]
     code = cli.main([*argv, "--erp-db", erp_server.db_url])
     assert code == 0 and (out / "erp_mcp.log").exists()
     return dataset, out
+
+
+@pytest.fixture
+def existing_run(finished_run: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the finished run for one test (a test that changed it would not show)."""
+    dataset, out = finished_run
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy)
+    return dataset, copy
 
 
 def bad_files(tmp_path: Path) -> dict[str, str]:
