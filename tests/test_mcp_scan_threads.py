@@ -73,7 +73,7 @@ async def test_the_server_starts_scan_threads_for_aggregates_only(erp_db_url: st
     async with Client(build_server(erp_db_url)) as client:
         await client.call_tool("erp_info", {})
         await client.call_tool("search_parties", {"query": "a"})
-        assert set(_scan_threads()) == before
+        assert not set(_scan_threads()) - before  # (threads of servers closed before may end)
         aging = await client.call_tool("get_aging", {"group_by": "legal_entity"})
         assert aging.structured_content["rows"]
         started = set(_scan_threads()) - before

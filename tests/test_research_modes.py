@@ -5,7 +5,11 @@ by the real SDKs (and, for claude, the real CLI)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,7 @@ from harnesses._run_config import RunConfigError
 from harnesses._runner import run
 from harnesses.records import TrajectoryRecord
 from ledgerbench.dataset import load_dataset
+from tests.conftest import free_port, stop_process, wait_for_port
 from tests.fakes.anthropic_server import AnthropicFakeServer, ScriptedModel
 from tests.fakes.openai_server import serve_openai
 from tests.fakes.research_model import CANNOT, anthropic_script, openai_script
@@ -61,12 +66,34 @@ def manifest(run_dir: Path) -> dict:
     return json.loads((run_dir / "manifest.json").read_text())
 
 
-def run_mode(entity_set, world, erp_db_url, out, research, ids, **extra) -> Path:
+@pytest.fixture(scope="module")
+def servers(erp_server, world: Path) -> Iterator[tuple[str, str]]:
+    """One ERP and one world server (MCP over HTTP) for the module's runs, as a deployment hands
+    them to the runner (``--erp-url``, ``--world-url``): the modes under test are what the agent
+    is given, not how the runner starts servers (``test_world_is_the_default_and_is_recorded``
+    and ``tests/test_world_questions.py`` run with the servers the runner starts itself)."""
+    port = free_port()
+    command = [sys.executable, "-m", "synthetic_world", "serve", "--db", f"sqlite:///{world}",
+               "--transport", "http", "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
+    env.pop("WORLD_MCP_TOKEN", None)
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        wait_for_port(port, process)
+        yield erp_server.url, f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop_process(process)
+
+
+def run_mode(servers, entity_set, out, research, ids, **extra) -> Path:
+    erp_url, world_url = servers
     config = RunConfig(
         dataset=entity_set,
         ids=ids,
-        erp_db=erp_db_url,
-        world_db=f"sqlite:///{world}" if research in ("world", "golden") else None,
+        erp_url=erp_url,
+        world_url=world_url if research in ("world", "golden") else None,
         research=research,
         out=out,
         progress=False,
@@ -143,12 +170,12 @@ def test_world_is_the_default_and_is_recorded(
 
 
 def test_a_plug_in_gets_the_world_beside_the_erp(
-    entity_set, world, erp_db_url, tmp_path, positive_ids
+    servers, entity_set, world, tmp_path, positive_ids
 ):
     plugin = "tests.test_research_modes:WorldProbe"
     ids = positive_ids[:1]
     runs = {
-        mode: run_mode(entity_set, world, erp_db_url, tmp_path / mode, mode, ids, harness=plugin)
+        mode: run_mode(servers, entity_set, tmp_path / mode, mode, ids, harness=plugin)
         for mode in ("world", "none")
     }
     (with_world,) = records(runs["world"])
@@ -160,9 +187,9 @@ def test_a_plug_in_gets_the_world_beside_the_erp(
 
 
 def test_none_serves_no_world_and_the_agent_gets_no_research_tool(
-    entity_set, world, erp_db_url, tmp_path, positive_ids
+    servers, entity_set, world, tmp_path, positive_ids
 ):
-    out = run_mode(entity_set, world, erp_db_url, tmp_path / "none", "none", positive_ids[:2])
+    out = run_mode(servers, entity_set, tmp_path / "none", "none", positive_ids[:2])
     data = manifest(out)
     assert data["config"]["research"] == "none"
     assert data["world_id"] is None and data["world_url"] is None
@@ -235,13 +262,13 @@ def check_world_record(record: TrajectoryRecord, prefix: str) -> None:
     assert not any(call.server == "web" for call in record.tool_calls)
 
 
-def run_openai_modes(entity_set, world, erp_db_url, tmp_path, ids, monkeypatch, harness, opts):
+def run_openai_modes(servers, entity_set, tmp_path, ids, monkeypatch, harness, opts):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     out = {}
     with serve_openai(openai_script, api_key=KEY) as fake:
         for mode in ("world", "golden", "none"):
             out[mode] = run_mode(
-                entity_set, world, erp_db_url, tmp_path / mode, mode, ids,
+                servers, entity_set, tmp_path / mode, mode, ids,
                 harness=harness, base_url=fake.base_url, model="gpt-5.2", harness_opts=opts,
             )  # fmt: skip
         tools = [
@@ -256,12 +283,10 @@ def run_openai_modes(entity_set, world, erp_db_url, tmp_path, ids, monkeypatch, 
     [("openai", {}), ("custom", {"api": "openai"})],
 )
 def test_openai_wire_harnesses_research_in_every_mode(
-    entity_set, world, erp_db_url, tmp_path, positive_ids, monkeypatch, harness, opts
+    servers, entity_set, world, tmp_path, positive_ids, monkeypatch, harness, opts
 ):
     ids = positive_ids[:1]
-    runs, offered = run_openai_modes(
-        entity_set, world, erp_db_url, tmp_path, ids, monkeypatch, harness, opts
-    )
+    runs, offered = run_openai_modes(servers, entity_set, tmp_path, ids, monkeypatch, harness, opts)
     assert any("world__search" in names for names in offered)
     assert not any("web_search" in names for names in offered)
     (world_record,) = records(runs["world"])
@@ -278,13 +303,13 @@ def test_openai_wire_harnesses_research_in_every_mode(
 
 
 def test_custom_on_the_anthropic_wire_researches_the_world(
-    entity_set, world, erp_db_url, tmp_path, positive_ids, monkeypatch
+    servers, entity_set, world, tmp_path, positive_ids, monkeypatch
 ):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     model = ScriptedModel(anthropic_script, all_requests_main=True)
     with AnthropicFakeServer(model, api_key=KEY) as fake:
         out = run_mode(
-            entity_set, world, erp_db_url, tmp_path / "w", "world", positive_ids[:1],
+            servers, entity_set, tmp_path / "w", "world", positive_ids[:1],
             harness="custom", base_url=fake.base_url, model="claude-x",
             harness_opts={"api": "anthropic"},
         )  # fmt: skip
@@ -294,7 +319,7 @@ def test_custom_on_the_anthropic_wire_researches_the_world(
 
 @pytest.mark.skipif(shutil.which("claude") is None, reason="the claude CLI is not installed")
 def test_claude_cli_researches_the_world_and_never_the_web(
-    entity_set, world, erp_db_url, tmp_path, positive_ids, monkeypatch
+    servers, entity_set, world, tmp_path, positive_ids, monkeypatch
 ):
     for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
@@ -302,7 +327,7 @@ def test_claude_cli_researches_the_world_and_never_the_web(
     model = ScriptedModel(anthropic_script)
     with AnthropicFakeServer(model, api_key=KEY) as fake:
         out = run_mode(
-            entity_set, world, erp_db_url, tmp_path / "w", "world", positive_ids[:1],
+            servers, entity_set, tmp_path / "w", "world", positive_ids[:1],
             harness="claude", base_url=fake.base_url, model="claude-sonnet-4-6",
             timeout=120.0,
         )  # fmt: skip
