@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from erp_mcp._workers import tcp_listener
+
 if TYPE_CHECKING:
     from erp_mcp._middleware import FaultConfig
 
@@ -238,8 +240,6 @@ def serve(
 
 def bind(host: str, port: int) -> socket.socket:
     """The listening socket, or a UsageError saying the address is taken and what to do."""
-    from erp_mcp._workers import tcp_listener
-
     try:
         return tcp_listener(host, port)
     except OSError as error:

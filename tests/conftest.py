@@ -139,14 +139,29 @@ class RunningServer:
 def start_mcp_server(
     db_url: str, *extra_args: str, token: str | None = None
 ) -> tuple[RunningServer, Path]:
+    """The ERP MCP server over streamable HTTP on a free loopback port (and its log file)."""
+    return _start_http_server(["erp_mcp"], "ERP_MCP_TOKEN", db_url, *extra_args, token=token)
+
+
+def start_world_server(
+    world_db_url: str, *extra_args: str, token: str | None = None
+) -> tuple[RunningServer, Path]:
+    """The research world's MCP server over streamable HTTP on a free loopback port."""
+    command = ["synthetic_world", "serve"]
+    return _start_http_server(command, "WORLD_MCP_TOKEN", world_db_url, *extra_args, token=token)
+
+
+def _start_http_server(
+    command: list[str], token_env: str, db_url: str, *extra_args: str, token: str | None
+) -> tuple[RunningServer, Path]:
     port = free_port()
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
-    env.pop("ERP_MCP_TOKEN", None)
-    args = [sys.executable, "-m", "erp_mcp", "--db", db_url, "--transport", "http"]
+    env.pop(token_env, None)
+    args = [sys.executable, "-m", *command, "--db", db_url, "--transport", "http"]
     args += ["--host", "127.0.0.1", "--port", str(port), *extra_args]
     if token:
         args += ["--token", token]
-    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"erp_mcp_{port}.log"
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"{command[0]}_{port}.log"
     process = subprocess.Popen(args, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
     wait_for_port(port, process)
     base = f"http://127.0.0.1:{port}"

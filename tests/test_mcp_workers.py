@@ -9,7 +9,6 @@ gives the answers a run through one process gives, and stopping the server stops
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from pathlib import Path
@@ -192,24 +191,17 @@ def test_the_research_world_serves_with_workers_too(
 ) -> None:
     """The world's server runs on the same serving machinery: --workers, stateless requests and
     signed cursors that continue on another worker and are refused by another tool."""
-    import subprocess
-    import sys
-
-    from tests.conftest import free_port, wait_for_port
+    from tests.conftest import start_world_server
     from tests.world_fixtures import shared_folder, small_world, world_rows
 
     world = small_world(erp_db_url, shared_folder(tmp_path_factory, worker_id, "world"))
     (ticker,) = world_rows(
         world, "SELECT ticker FROM company WHERE listed = 1 ORDER BY company_id LIMIT 1"
     )[0]
-    port = free_port()
-    command = [sys.executable, "-m", "synthetic_world", "serve", "--db", f"sqlite:///{world}",
-               "--transport", "http", "--port", str(port), "--workers", "2"]  # fmt: skip
-    env = {**os.environ, "FASTMCP_LOG_LEVEL": "WARNING", "FASTMCP_SHOW_SERVER_BANNER": "false"}
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    server, _ = start_world_server(f"sqlite:///{world}", "--workers", "2")
+    process = server.process
     try:
-        wait_for_port(port, process)
-        url = f"http://127.0.0.1:{port}/mcp"
+        url = server.url
         args = {"ticker": ticker, "start": "2025-01-01", "end": "2025-12-31", "page_size": 50}
         first = _call(url, "prices", args)["structuredContent"]
         pages = [_call(url, "prices", {**args, "cursor": first["next_cursor"]}) for _ in range(10)]

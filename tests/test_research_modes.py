@@ -5,10 +5,7 @@ by the real SDKs (and, for claude, the real CLI)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +17,7 @@ from harnesses._run_config import RunConfigError
 from harnesses._runner import run
 from harnesses.records import TrajectoryRecord
 from ledgerbench.dataset import load_dataset
-from tests.conftest import free_port, stop_process, wait_for_port
+from tests.conftest import start_world_server, stop_process
 from tests.fakes.anthropic_server import AnthropicFakeServer, ScriptedModel
 from tests.fakes.openai_server import serve_openai
 from tests.fakes.research_model import CANNOT, anthropic_script, openai_script
@@ -72,19 +69,11 @@ def servers(erp_server, world: Path) -> Iterator[tuple[str, str]]:
     them to the runner (``--erp-url``, ``--world-url``): the modes under test are what the agent
     is given, not how the runner starts servers (``test_world_is_the_default_and_is_recorded``
     and ``tests/test_world_questions.py`` run with the servers the runner starts itself)."""
-    port = free_port()
-    command = [sys.executable, "-m", "synthetic_world", "serve", "--db", f"sqlite:///{world}",
-               "--transport", "http", "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
-    env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
-    env.pop("WORLD_MCP_TOKEN", None)
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    world_server, _ = start_world_server(f"sqlite:///{world}")
     try:
-        wait_for_port(port, process)
-        yield erp_server.url, f"http://127.0.0.1:{port}/mcp"
+        yield erp_server.url, world_server.url
     finally:
-        stop_process(process)
+        stop_process(world_server.process)
 
 
 def run_mode(servers, entity_set, out, research, ids, **extra) -> Path:
