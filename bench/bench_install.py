@@ -5,7 +5,7 @@
     python bench/bench_install.py --test          # then `make test` too (several minutes)
 
 Clones the repository into a temporary folder (with ../shared linked as scripts/check-fresh-clone
-does), runs `make demo` there with no pip cache, and prints the wall time of the whole command,
+does), runs `make demo` there with no pip or uv cache, and prints the wall time of the whole command,
 the pipeline's own time (its "Done in" line) and so the install's, and the venv's size. One run
 per call: installs depend on the package index and the machine's load, so quote several calls'
 median.
@@ -56,7 +56,7 @@ def main() -> int:
         shared = REPO.parent / "shared"
         if shared.is_dir():
             (work / "shared").symlink_to(shared.resolve())
-        env = dict(os.environ, PIP_NO_CACHE_DIR="1")
+        env = dict(os.environ, PIP_NO_CACHE_DIR="1", UV_NO_CACHE="1")
         demo_s, out = _timed(["make", "demo"], clone, env)
         done = re.search(r"Done in ([\d.]+) s", out)
         pipeline_s = float(done.group(1)) if done else float("nan")
