@@ -5,10 +5,10 @@
     python bench/bench_install.py --test          # then `make test` too (several minutes)
 
 Clones the repository into a temporary folder (with ../shared linked as scripts/check-fresh-clone
-does), runs `make demo` there with no pip or uv cache, and prints the wall time of the whole command,
-the pipeline's own time (its "Done in" line) and so the install's, and the venv's size. One run
-per call: installs depend on the package index and the machine's load, so quote several calls'
-median.
+does), runs `make demo` there with no pip or uv cache, and prints the wall time of the whole
+command, the pipeline's own time (its "Done in" line) and so the install's, and the venv's size.
+One run per call: installs depend on the package index and the machine's load, so quote several
+calls' median.
 """
 
 from __future__ import annotations

@@ -44,7 +44,8 @@ def _make(tmp_path: Path, *, uv: str | None, python_fails: str | None = None, in
 
 def test_uv_installs_when_it_can(tmp_path: Path) -> None:
     calls, _ = _make(tmp_path, uv="works")
-    assert calls == [f"uv pip install --quiet --compile-bytecode --python {tmp_path}/venv/bin/python -e ."]
+    python = tmp_path / "venv" / "bin" / "python"
+    assert calls == [f"uv pip install --quiet --compile-bytecode --python {python} -e ."]
 
 
 def test_uv_is_put_into_the_venv_first(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Keys proven twice (issue 23, item 4): every research key, recomputed from the rendered documents.
 
-For each world seed this generates a world beside the shared seed-42 ERP, keys the 126-item
+For each world (the tests' shared small one; in the slow tier default-scale ones of two seeds)
+this takes a world beside the shared seed-42 ERP, keys the 126-item
 entity-performance set and the 30-item brief set, parses the documents with the tests' own
 parser (tests/world_documents.py: the ``document``, ``company`` and ``world_meta`` tables
 only, nothing imported from synthetic_world) and recomputes every item by the written
@@ -27,6 +28,7 @@ import yaml
 
 from ledgerbench.dataset import Dataset
 from tests.world_documents import World, load_world
+from tests.world_fixtures import SMALL_SCALE, shared_folder, small_world
 from tests.world_recompute import (
     Mismatch,
     Recompute,
@@ -40,7 +42,13 @@ pytestmark = pytest.mark.timeout(600)
 
 ENTITY_ITEMS, BRIEF_ITEMS = 126, 30
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-SEEDS = [42, pytest.param(7, marks=pytest.mark.slow)]
+WORLDS = [
+    # The default tier recomputes on the small world the other research tests share (built once
+    # per test run); the slow tier on default-scale worlds of two seeds.
+    pytest.param((42, SMALL_SCALE), id="seed42-small"),
+    pytest.param((42, 1.0), marks=pytest.mark.slow, id="seed42"),
+    pytest.param((7, 1.0), marks=pytest.mark.slow, id="seed7"),
+]
 
 
 @dataclass
@@ -64,15 +72,21 @@ class KeyedWorld:
         return [m for mismatches, _n in self.results.values() for m in mismatches]
 
 
-@pytest.fixture(scope="module", params=SEEDS, ids=lambda seed: f"seed{seed}")
-def keyed(request, erp_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> KeyedWorld:
+@pytest.fixture(scope="module", params=WORLDS)
+def keyed(
+    request, erp_db_url: str, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> KeyedWorld:
     from synthetic_world._cli import main as world_cli
 
-    seed = request.param
-    folder = tmp_path_factory.mktemp(f"world{seed}")
-    world_db = folder / "world.db"
+    seed, scale = request.param
+    folder = tmp_path_factory.mktemp(f"world{seed}-{scale:g}")
+    if scale == SMALL_SCALE:
+        world_db = small_world(erp_db_url, shared_folder(tmp_path_factory, worker_id, "world"))
+    else:
+        world_db = folder / "world.db"
+        generate = ["generate", "--db", f"sqlite:///{world_db}", "--erp-db", erp_db_url]
+        assert world_cli([*generate, "--seed", str(seed), "--scale", str(scale), "--quiet"]) == 0
     common = ["--db", f"sqlite:///{world_db}", "--erp-db", erp_db_url]
-    assert world_cli(["generate", *common, "--seed", str(seed), "--quiet"]) == 0
 
     def draw(task_type: str, n: int, question_seed: int, out_folder: Path) -> Dataset:
         out = out_folder / f"{task_type}-{question_seed}.yaml"
