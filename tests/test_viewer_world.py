@@ -32,14 +32,15 @@ def world(erp_db_url: str, tmp_path_factory: pytest.TempPathFactory, worker_id: 
 
 
 @pytest.fixture(scope="module")
-def datasets(
+def dataset(
     world: Path, erp_db_url: str, tmp_path_factory: pytest.TempPathFactory, worker_id: str
-) -> list[Path]:
-    folder = shared_folder(tmp_path_factory, worker_id, "world")
-    return [
-        question_set(world, erp_db_url, folder, "entity_performance", 8),
-        question_set(world, erp_db_url, folder, "business_brief", 3),
-    ]
+) -> Path:
+    """A dataset folder with both research sets: one run answers both task types."""
+    shared = shared_folder(tmp_path_factory, worker_id, "world")
+    folder = tmp_path_factory.mktemp("research-sets")
+    for task_type, n in (("entity_performance", 8), ("business_brief", 3)):
+        shutil.copy(question_set(world, erp_db_url, shared, task_type, n), folder)
+    return folder
 
 
 def _run(dataset: Path, world: Path, erp_db_url: str, out: Path) -> Path:
@@ -61,14 +62,11 @@ def _run(dataset: Path, world: Path, erp_db_url: str, out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def two_runs(
-    datasets: list[Path], world: Path, erp_db_url: str, tmp_path_factory: pytest.TempPathFactory
+    dataset: Path, world: Path, erp_db_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> list[tuple[Path, Path]]:
-    """(first, second) per set: the scripted agent twice; the world servers are gone after."""
+    """[(first, second)]: the scripted agent twice on both sets; the servers are gone after."""
     root = tmp_path_factory.mktemp("world-links")
-    return [
-        tuple(_run(dataset, world, erp_db_url, root / name / n) for n in ("first", "second"))
-        for name, dataset in zip(("entity", "briefs"), datasets, strict=True)
-    ]
+    return [tuple(_run(dataset, world, erp_db_url, root / n) for n in ("first", "second"))]
 
 
 def _records(run: Path) -> list[dict]:
