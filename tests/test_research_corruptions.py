@@ -15,32 +15,17 @@ from harnesses.records import TrajectoryRecord
 from judge._rules import RulesJudge
 from ledgerbench.dataset import load_dataset
 from tests import research_corruptions as rc
-from tests.world_fixtures import question_set, shared_folder, small_world
+from tests.world_fixtures import question_set, scripted_run, shared_folder, small_world
 
 pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
 def pairs(erp_db_url: str, tmp_path_factory: pytest.TempPathFactory, worker_id: str):
-    from harnesses import RunConfig
-    from harnesses._runner import run
-
     folder = shared_folder(tmp_path_factory, worker_id, "world")
     world = small_world(erp_db_url, folder)
     dataset = question_set(world, erp_db_url, folder, "entity_performance", 126)
-    out = tmp_path_factory.mktemp("corruptions") / "run"
-    run(
-        RunConfig(
-            dataset=dataset,
-            harness="scripted",
-            erp_db=erp_db_url,
-            world_db=f"sqlite:///{world}",
-            out=out,
-            progress=False,
-            concurrency=6,
-        ),
-        log=lambda _m: None,
-    )
+    out = scripted_run(dataset, world, erp_db_url, folder)
     items = {item.id: item for item in load_dataset(dataset).items}
     records = [
         TrajectoryRecord.model_validate_json(line)

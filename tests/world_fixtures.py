@@ -72,3 +72,31 @@ def world_rows(world: Path, sql: str, params: tuple = ()) -> list[tuple]:
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
+
+
+def scripted_run(dataset: Path, world: Path, erp_db_url: str, folder: Path) -> Path:
+    """The scripted agent's run over ``dataset`` on ``world``, made once per test run and shared
+    by the test files that read it: read it as it is, or copy it before writing into it (a judge
+    writes its scores there)."""
+    import shutil
+
+    from harnesses import RunConfig
+    from harnesses._runner import run
+
+    def build(out: Path) -> None:
+        config = RunConfig(
+            dataset=dataset,
+            harness="scripted",
+            erp_db=erp_db_url,
+            world_db=f"sqlite:///{world}",
+            out=out,
+            progress=False,
+            concurrency=6,
+        )
+        try:
+            assert run(config, log=lambda _m: None) is not None
+        except BaseException:
+            shutil.rmtree(out, ignore_errors=True)  # another worker must not take half a run
+            raise
+
+    return build_once(folder, folder / f"scripted-{dataset.stem}", build)
