@@ -36,6 +36,12 @@ def normalize_url(url: str) -> str:
             f"unsupported database URL scheme {parsed.drivername!r}; "
             "use sqlite:///path/to/erp.db or postgresql://user:password@host/dbname"
         )
+    if backend == "sqlite" and parsed.database in (None, "", ":memory:"):
+        # An in-memory ERP is empty when read and gone when written: always a typo here.
+        raise ErpDatabaseError(
+            f"database URL {url!r} names no SQLite file; use sqlite:///path/to/erp.db "
+            "(three slashes, then the path)"
+        )
     if backend == "postgresql" and parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed.render_as_string(hide_password=False)

@@ -54,6 +54,10 @@ CASES: dict[str, Case] = {
     "generate: file exists": Case(
         py("-m", "synthetic_erp", "generate", "--db", "sqlite:///{garbage}"), "already exists"
     ),
+    "run: ERP URL without a file": Case(
+        py("-m", "harnesses.run", "--erp-db", "sqlite:///", "--limit", "1", "--out", "{tmp}/r"),
+        "names no SQLite file",
+    ),
     "stats: missing ERP file": Case(
         py("-m", "synthetic_erp", "stats", "--db", "sqlite:///{tmp}/missing.db"),
         "does not exist",
