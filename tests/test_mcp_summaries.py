@@ -287,3 +287,25 @@ def test_summarize_cli_upgrades_an_old_erp_and_refuses_a_missing_one(tmp_path: P
     assert main(["summarize", "--db", f"sqlite:///{tmp_path / 'none.db'}"]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "none.db").exists()
+
+
+def test_summaries_of_another_version_or_snapshot_are_ignored(erp_path: Path, tmp_path: Path):
+    from erp_mcp._runtime import ErpRuntime
+
+    for key, value in (("version", "0"), ("as_of", "2026-03-01")):
+        path = tmp_path / f"{key}.db"
+        shutil.copyfile(erp_path, path)
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE summary_meta SET value = ? WHERE key = ?", (value, key))
+        runtime = ErpRuntime.open(f"sqlite:///{path}", None)
+        try:
+            assert runtime.summaries is None, key
+        finally:
+            runtime.close()
+    runtime = ErpRuntime.open(f"sqlite:///{erp_path}", None)
+    try:
+        assert runtime.summaries is not None
+        assert runtime.summaries.open_items_hold(runtime.today)
+        assert not runtime.summaries.open_items_hold(runtime.today - dt.timedelta(days=1))
+    finally:
+        runtime.close()
