@@ -110,6 +110,8 @@ PERIOD = Table(
     Column("period_end", Date, nullable=False),
     Index("ux_sumperiod", "legal_entity", "period_start", "period_end", "kind", unique=True),
 )
+
+
 def _period_key() -> list[Column]:
     return [
         Column("party_type", String, nullable=False),
