@@ -19,6 +19,7 @@ from fastmcp.exceptions import ToolError
 from rapidfuzz import fuzz, process, utils
 from sqlalchemy import Engine, func, select
 
+from erp_mcp._summaries import Summaries, load_summaries
 from synthetic_erp import _schema as s
 from synthetic_erp._catalog import record_resource_uri, record_url
 from synthetic_erp._db import open_engine, read_meta
@@ -277,6 +278,8 @@ class ErpRuntime:
     """(legal_entity, party_type) -> number of parties."""
     row_counts: dict[str, int] = field(default_factory=dict)
     """Rows per table, counted once when first asked (the snapshot never changes)."""
+    summaries: Summaries | None = None
+    """What the ERP's summary tables cover (None: it has none; every tool reads raw rows)."""
 
     @classmethod
     def open(cls, db_url: str, public_url: str | None) -> ErpRuntime:
@@ -309,6 +312,7 @@ class ErpRuntime:
             parties=PartyIndex.load(engine),
             reference=_load_reference(engine),
             party_counts=_party_counts(engine),
+            summaries=load_summaries(engine, dt.date.fromisoformat(meta["as_of"])),
         )
 
     def close(self) -> None:

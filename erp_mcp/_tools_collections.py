@@ -21,6 +21,7 @@ from erp_mcp._common import (
 from erp_mcp._ledger import LEDGERS, open_item_rows
 from erp_mcp._records import StrictModel, money, record_model
 from erp_mcp._runtime import ErpRuntime
+from erp_mcp._summaries import amount_sum, open_customer_summary
 from erp_mcp._tooling import erp_tool
 from synthetic_erp import _schema as s
 
@@ -377,6 +378,8 @@ def _overdue_customers(rt: ErpRuntime, args: WorklistArgs, le: str | None, as_of
     """The assigned customers with at least ``min_overdue`` past due on ``as_of``, largest
     first, cut to ``limit`` in the database, with their number before the cut
     (``customer_count``)."""
+    if rt.summaries and rt.summaries.open_items_hold(as_of):
+        return _overdue_from_summary(rt, args, le, as_of)
     ledger = LEDGERS["customer"]
     party_clauses = [CU.c.legal_entity.in_([le] if le else list(rt.legal_entities))]
     if args.agent_id:
@@ -400,6 +403,34 @@ def _overdue_customers(rt: ErpRuntime, args: WorklistArgs, le: str | None, as_of
         select(
             *keys,
             func.sum(items.c.open_acct).label("balance"),
+            overdue.label("overdue"),
+            oldest.label("oldest"),
+            func.count().over().label("customer_count"),
+        )
+        .group_by(*keys)
+        .having(and_(oldest.is_not(None), overdue >= args.min_overdue))
+        .order_by(overdue.desc(), text_key(rt, items.c.legal_entity), text_key(rt, items.c.account))
+        .limit(args.limit)
+    )
+
+
+def _overdue_from_summary(rt: ErpRuntime, args: WorklistArgs, le: str | None, as_of: dt.date):
+    """``_overdue_customers`` over today's open items summed per customer, aging date and sign
+    (the same sums, from the agent's or pool's rows only)."""
+    items = open_customer_summary(
+        [le] if le else list(rt.legal_entities),
+        args.agent_id.strip() if args.agent_id else None,
+        args.pool_id.strip() if args.pool_id else None,
+    )
+    past_due = and_(items.c.aging_date < as_of, items.c.positive.is_(True))
+    overdue = amount_sum(case((past_due, items.c.open_acct), else_=0))
+    oldest = func.min(case((past_due, items.c.aging_date)))
+    keys = [items.c.legal_entity, items.c.account, items.c.collections_agent_id,
+            items.c.collections_pool_id]  # fmt: skip
+    return (
+        select(
+            *keys,
+            amount_sum(items.c.open_acct).label("balance"),
             overdue.label("overdue"),
             oldest.label("oldest"),
             func.count().over().label("customer_count"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le, MaxLen
@@ -25,7 +26,9 @@ from erp_mcp._records import (
     visible_columns,
 )
 from erp_mcp._runtime import ErpRuntime
+from erp_mcp._summaries import amount_sum, as_money
 from erp_mcp._tooling import MAX_DATE, MAX_NUMBER, MIN_DATE, _no_nul, erp_tool
+from synthetic_erp import _summaries as st
 from synthetic_erp._catalog import ENTITY_SETS, EntitySet
 
 MAX_TOP = 500
@@ -395,6 +398,9 @@ def _aggregate(rt, es: EntitySet, table, conditions, args: QueryArgs, offset: in
             )
         order.append(sub.c[o.field].desc() if o.descending else sub.c[o.field])
     order += [sub.c[k.name] for k in keys]
+    summary = _summary_plan(rt, es, table, args, keys, measures)
+    if summary is not None:
+        return _summary_aggregate(rt, es, args, offset, summary, measures)
     with rt.engine.connect() as conn:
         rows = []
         if not args.count_only:
@@ -405,6 +411,10 @@ def _aggregate(rt, es: EntitySet, table, conditions, args: QueryArgs, offset: in
             total = rows[0]._mapping[_GROUPS]
         else:  # count_only, or an offset past the last group
             total = conn.execute(select(func.count()).select_from(sub)).scalar() if keys else 1
+    return _result(es, args, offset, _aggregate_items(rows, measures), int(total or 0))
+
+
+def _aggregate_items(rows, measures) -> list[dict]:
     money_columns = {
         m.name for m in measures if m.name != "count" and not m.name.startswith("count_")
     }
@@ -419,7 +429,123 @@ def _aggregate(rt, es: EntitySet, table, conditions, args: QueryArgs, offset: in
                 value = round(value, 6)
             item[name] = value.isoformat() if isinstance(value, dt.date) else value
         items.append(item)
-    return _result(es, args, offset, items, int(total or 0))
+    return items
+
+
+# -- the ledger summaries --------------------------------------------------------------------------
+
+_SUMMARY_LEVELS = {"customer-transactions": "customer", "vendor-transactions": "vendor"}
+"""The entity sets with ledger summaries, and their party type."""
+_SUMMED = ("amount_cur", "amount_acct", "open_amount_cur", "open_amount_acct")
+"""Money columns the ledger summaries sum (in cents)."""
+
+
+@dataclass(frozen=True)
+class _SummaryPlan:
+    table: Any
+    """The summary table whose key covers every field the query names."""
+    where: list
+    keys: list
+    """The group fields, as summary columns labelled with their field names."""
+    columns: dict
+    """Field name -> summary column."""
+    one_row_per_group: bool
+    """Each summary row is one group (the key is the group fields and fixed filters)."""
+
+
+def _summary_plan(rt, es: EntitySet, table, args: QueryArgs, keys, measures):
+    """How to answer an aggregate of a ledger from its summary tables, or None when they do not
+    hold the answer exactly: every filter and group field must be a key column of a summary
+    (legal_entity, txn_type, posted, currency; or legal_entity, txn_type and the party), every
+    aggregate a row count or a sum of an amount, or a min / max of a key column."""
+    party_type = _SUMMARY_LEVELS.get(es.name)
+    if rt.summaries is None or party_type is None:
+        return None
+    account = f"{party_type}_account"
+    levels = (
+        (
+            st.LEDGER_TYPE,
+            {
+                "legal_entity": "legal_entity",
+                "txn_type": "txn_type",
+                "posted": "posted",
+                "currency": "currency",
+            },
+        ),
+        (
+            st.LEDGER_PARTY,
+            {"legal_entity": "legal_entity", "txn_type": "txn_type", account: "account"},
+        ),
+    )
+    named = {f.field for f in args.filters} | {k.name for k in keys}
+    for agg in args.aggregates or []:
+        if agg.op == "sum" and agg.field not in _SUMMED:
+            return None
+        if agg.op == "count" and agg.field is not None and table.c[agg.field].nullable:
+            return None
+        if agg.op in ("min", "max"):
+            named.add(agg.field)
+    found = next(((t, c) for t, c in levels if named <= set(c)), None)
+    if found is None:
+        return None
+    summary, columns = found
+    where = [summary.c.party_type == party_type]
+    fixed = set()
+    if args.legal_entity:
+        where.append(summary.c.legal_entity == rt.check_legal_entity(args.legal_entity))
+        fixed.add("legal_entity")
+    for f in args.filters:
+        column = summary.c[columns[f.field]]
+        where.append(_condition(column, f))
+        if f.op == "eq" and f.value is not None and not isinstance(f.value, list):
+            fixed.add(f.field)
+    return _SummaryPlan(
+        summary,
+        where,
+        [summary.c[columns[k.name]].label(k.name) for k in keys],
+        {name: summary.c[column] for name, column in columns.items()},
+        bool(keys) and set(columns) <= fixed | {k.name for k in keys},
+    )
+
+
+def _summary_aggregate(rt, es, args: QueryArgs, offset: int, plan: _SummaryPlan, measures):
+    """The aggregate over the summary rows: counts are sums of ``n``, amounts sums of cents over
+    100. When each summary row is one group the page is read in the order of the summary's index
+    (no grouping, the number of groups counted apart)."""
+    s = plan.table
+    single = plan.one_row_per_group
+    columns, order_of = [], {}
+    for measure, agg in zip(measures, args.aggregates or [Aggregate(op="count")], strict=True):
+        if agg.op == "count":
+            value = s.c.n if single else func.coalesce(func.sum(s.c.n), 0)
+            order_of[measure.name] = value
+        elif agg.op == "sum":
+            value = as_money(s.c[agg.field]) if single else amount_sum(s.c[agg.field])
+            order_of[measure.name] = s.c[agg.field] if single else value
+        else:
+            column = plan.columns[agg.field]
+            value = column if single else getattr(func, agg.op)(column)
+            order_of[measure.name] = value
+        columns.append(value.label(measure.name))
+    for key in plan.keys:
+        order_of[key.name] = key.element
+    order = [order_of[o.field].desc() if o.descending else order_of[o.field]
+             for o in args.order_by]  # fmt: skip
+    order += [key.element for key in plan.keys]
+    stmt = select(*plan.keys, *columns).where(*plan.where)
+    if not single:
+        stmt = stmt.group_by(*(key.element for key in plan.keys)) if plan.keys else stmt
+    with rt.engine.connect() as conn:
+        rows = []
+        if not args.count_only:
+            rows = conn.execute(stmt.order_by(*order).limit(args.top).offset(offset)).all()
+        if not plan.keys:
+            total = 1
+        elif single:
+            total = conn.execute(select(func.count()).select_from(s).where(*plan.where)).scalar()
+        else:
+            total = conn.execute(select(func.count()).select_from(stmt.subquery())).scalar()
+    return _result(es, args, offset, _aggregate_items(rows, measures), int(total or 0))
 
 
 class PingArgs(StrictModel):

@@ -31,6 +31,7 @@ from erp_mcp._ledger import (
 )
 from erp_mcp._records import StrictModel, money, record_model
 from erp_mcp._runtime import ErpRuntime
+from erp_mcp._summaries import RAW, SUMMED, Sums, open_item_summary
 from erp_mcp._tooling import erp_tool
 from synthetic_erp import _schema as s
 
@@ -185,14 +186,23 @@ def get_aging(rt: ErpRuntime, args: AgingArgs) -> AgingReport:
     if args.group_id is not None:
         where.append(p.c.group_id == args.group_id)
     columns = [p.c.group_id.label("group_id")] if with_party else []
-    items = open_item_rows(ledger, as_of, rt.today, basis=args.aging_basis, where=where,
-                           columns=columns, with_party=with_party)  # fmt: skip
+    sums = RAW
+    if rt.summaries and rt.summaries.open_items_hold(as_of) and args.group_by != "party" \
+            and not args.account:  # fmt: skip
+        # Today's open items summed per group, currency and aging date: the same sums.
+        items = open_item_summary(args.party_type, args.aging_basis, legal_entity=le,
+                                  currency=currency, group_id=args.group_id,
+                                  with_party=with_party)  # fmt: skip
+        sums = SUMMED
+    else:
+        items = open_item_rows(ledger, as_of, rt.today, basis=args.aging_basis, where=where,
+                               columns=columns, with_party=with_party)  # fmt: skip
     buckets = make_buckets(args.bucket_edges)
     bounds = bucket_bounds(as_of, args.bucket_edges)
     with rt.engine.connect() as conn:
-        rows, total_rows = _aging_page(rt, conn, items, args, as_of, bounds)
+        rows, total_rows = _aging_page(rt, conn, items, args, as_of, bounds, sums)
         totals = conn.execute(
-            select(items.c.legal_entity, items.c.currency, *_bucket_sums(items, bounds))
+            select(items.c.legal_entity, items.c.currency, *_bucket_sums(items, bounds, sums))
             .group_by(items.c.legal_entity, items.c.currency)
             .order_by(items.c.legal_entity, items.c.currency)
         ).all()
@@ -223,18 +233,20 @@ _AGING_KEYS = {
 """The key of an aging row besides its legal entity, per ``group_by``."""
 
 
-def _bucket_sums(items, bounds) -> list:
+def _bucket_sums(items, bounds, sums: Sums = RAW) -> list:
     """Per bucket, the open amount in the accounting currency (``acct_i``) and in the transaction
     currency (``cur_i``, meaningful where one currency is summed)."""
-    sums = []
+    out = []
     for name, column in (("acct", items.c.open_acct), ("cur", items.c.open_cur)):
         for i, bucket in enumerate(bounds):
             amount = case((in_bucket(items.c.aging_date, bucket), column), else_=0)
-            sums.append(func.sum(amount).label(f"{name}_{i}"))
-    return sums
+            out.append(sums.total(amount).label(f"{name}_{i}"))
+    return out
 
 
-def _aging_page(rt: ErpRuntime, conn, items, args: AgingArgs, as_of: dt.date, bounds):
+def _aging_page(
+    rt: ErpRuntime, conn, items, args: AgingArgs, as_of: dt.date, bounds, sums: Sums = RAW
+):
     """The returned rows only, grouped, summed, sorted and cut to ``limit`` in the database, and
     the number of rows before the cut.
 
@@ -243,22 +255,22 @@ def _aging_page(rt: ErpRuntime, conn, items, args: AgingArgs, as_of: dt.date, bo
     open amounts on a past date are costly to compute, so those take one pass."""
     key_name = _AGING_KEYS[args.group_by]
     keys = [items.c.legal_entity] + ([items.c[key_name]] if key_name else [])
-    balance = func.sum(items.c.open_acct)
-    overdue = func.sum(case((items.c.aging_date < as_of, items.c.open_acct), else_=0))
+    balance = sums.total(items.c.open_acct)
+    overdue = sums.total(case((items.c.aging_date < as_of, items.c.open_acct), else_=0))
     summed = [
-        func.count().label("n"),
+        sums.count(items).label("n"),
         balance.label("balance"),
         overdue.label("overdue"),
-        func.sum(items.c.open_cur).label("balance_cur"),
+        sums.total(items.c.open_cur).label("balance_cur"),
         func.min(items.c.currency).label("first_currency"),
         func.max(items.c.currency).label("last_currency"),
-        *_bucket_sums(items, bounds),
+        *_bucket_sums(items, bounds, sums),
     ]
     order = [text_key(rt, key) for key in keys]
     if args.sort_by != "key":
         measure = balance if args.sort_by == "balance" else overdue
         order.insert(0, func.round(measure, 2).desc())
-    if args.group_by != "party" or as_of < rt.today:
+    if args.group_by != "party" or as_of < rt.today or sums.summed:
         one_pass = select(*keys, *summed, func.count().over().label("total_rows"))
         rows = conn.execute(one_pass.group_by(*keys).order_by(*order).limit(args.limit)).all()
         return rows, int(rows[0].total_rows) if rows else 0

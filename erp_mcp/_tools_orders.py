@@ -21,8 +21,10 @@ from erp_mcp._common import (
 )
 from erp_mcp._records import StrictModel, money, record_model
 from erp_mcp._runtime import ErpRuntime
+from erp_mcp._summaries import as_money
 from erp_mcp._tooling import erp_tool
 from synthetic_erp import _schema as s
+from synthetic_erp._summaries import PARTY_PERIOD
 
 SO = s.SalesOrder.__table__
 SOL = s.SalesOrderLine.__table__
@@ -796,6 +798,9 @@ def _fiscal_years(conn, le: str, account: str, start_month: int) -> list[int]:
 def _spend_rows(rt, conn, le: str, account: str | None, year: int, top_n: int):
     facts = rt.legal_entities[le]
     start, end = fiscal_year_bounds(facts.fiscal_year_start_month, year)
+    if not account and rt.summaries and rt.summaries.has_period([le], start, end):
+        per_vendor = _summary_spend(rt, conn, le, start, end, top_n)
+        return _spend_output(rt, le, year, start, end, per_vendor)
     clauses = [
         VT.c.legal_entity == le,
         VT.c.posted.is_(True),
@@ -831,6 +836,38 @@ def _spend_rows(rt, conn, le: str, account: str | None, year: int, top_n: int):
     }  # fmt: skip
     if account and not per_vendor:
         per_vendor[account] = {"invoiced": 0.0, "credits": 0.0, "count": 0}
+    return _spend_output(rt, le, year, start, end, per_vendor)
+
+
+def _summary_spend(rt, conn, le: str, start: dt.date, end: dt.date, top_n: int) -> dict:
+    """The top_n vendors of a summarised fiscal year, read in the order of the amount index."""
+    pp = PARTY_PERIOD
+    stmt = (
+        select(
+            pp.c.account,
+            as_money(pp.c.invoiced).label("invoiced"),
+            as_money(pp.c.credits).label("credits"),
+            pp.c.n,
+        )
+        .where(
+            pp.c.party_type == "vendor",
+            pp.c.legal_entity == le,
+            pp.c.measure == "spend",
+            pp.c.period_start == start,
+            pp.c.period_end == end,
+        )
+        .order_by(pp.c.amount.desc(), text_key(rt, pp.c.account))
+        .limit(top_n)
+    )
+    return {
+        r.account: {"invoiced": float(r.invoiced or 0), "credits": float(r.credits or 0),
+                    "count": int(r.n or 0)}
+        for r in conn.execute(stmt)
+    }  # fmt: skip
+
+
+def _spend_output(rt, le: str, year: int, start, end, per_vendor: dict) -> list:
+    facts = rt.legal_entities[le]
     ranked = sorted(
         per_vendor.items(),
         key=lambda item: (-money(item[1]["invoiced"] + item[1]["credits"]), item[0]),

@@ -12,7 +12,9 @@ from erp_mcp._common import check_range, text_key
 from erp_mcp._ledger import LEDGERS
 from erp_mcp._records import StrictModel, money
 from erp_mcp._runtime import ErpRuntime
+from erp_mcp._summaries import as_money
 from erp_mcp._tooling import erp_tool
+from synthetic_erp._summaries import PARTY_PERIOD, PERIOD_TOTAL
 
 INVOICE_TYPES = {
     "customer": ("sales_invoice", "free_text_invoice"),
@@ -76,7 +78,15 @@ def rank_parties(rt: ErpRuntime, args: RankArgs) -> PartyRanking:
     in 2025" or "the vendors we paid most last quarter". Totals cover every party."""
     check_range("date_from/date_to", args.date_from, args.date_to)
     le = rt.check_legal_entity(args.legal_entity)
+    les = [le] if le else list(rt.legal_entities)
     ledger = LEDGERS[args.party_type]
+    if (
+        args.measure != "open"
+        and rt.summaries
+        and rt.summaries.has_period(les, args.date_from, args.date_to)
+    ):  # a summarised period: the per-party sums are stored, sorted by amount
+        rows, totals, counted = _summary_top_and_totals(rt, args, les)
+        return _ranking(rt, args, ledger, rows, totals, counted)
     t = ledger.txn
     clauses = [t.c.posted.is_(True)]
     if le:
@@ -112,9 +122,11 @@ def rank_parties(rt: ErpRuntime, args: RankArgs) -> PartyRanking:
         .group_by(t.c.legal_entity, party)
         .cte("per_party")
     )
-    rows, totals, counted = _top_and_totals(
-        rt, per_party, args, [le] if le else list(rt.legal_entities)
-    )
+    rows, totals, counted = _top_and_totals(rt, per_party, args, les)
+    return _ranking(rt, args, ledger, rows, totals, counted)
+
+
+def _ranking(rt: ErpRuntime, args: RankArgs, ledger, rows, totals, counted) -> PartyRanking:
     return PartyRanking(
         party_type=args.party_type,
         measure=args.measure,
@@ -163,6 +175,53 @@ def _top_and_totals(rt: ErpRuntime, per_party, args: RankArgs, les: list[str]):
     ).group_by(g.legal_entity)
     with rt.engine.connect() as conn:
         found = conn.execute(union_all(*(select(top) for top in tops), summary)).all()
+    return _ranked(rt, args, les, found)
+
+
+def _summary_top_and_totals(rt: ErpRuntime, args: RankArgs, les: list[str]):
+    """``_top_and_totals`` from the period summaries: each legal entity's top_n read in the order
+    of the amount index, and its stored total and non-zero parties."""
+    pp, pt = PARTY_PERIOD, PERIOD_TOTAL
+
+    def period(table, codes: list[str]) -> list:
+        return [table.c.party_type == args.party_type, table.c.legal_entity.in_(codes),
+                table.c.measure == args.measure, table.c.period_start == args.date_from,
+                table.c.period_end == args.date_to]  # fmt: skip
+
+    order = [
+        pp.c.amount.asc() if args.ascending else pp.c.amount.desc(),
+        text_key(rt, pp.c.account),
+    ]
+    tops = [
+        select(
+            literal(0).label("part"),
+            pp.c.legal_entity,
+            pp.c.account,
+            as_money(pp.c.amount).label("amount"),
+            pp.c.n,
+        )
+        .where(*period(pp, [code]))
+        .order_by(*order)
+        .limit(args.top_n)
+        .subquery()
+        for code in les
+    ]
+    summary = select(
+        literal(1).label("part"),
+        pt.c.legal_entity,
+        literal(None, String).label("account"),
+        as_money(pt.c.amount).label("amount"),
+        pt.c.parties.label("n"),
+    ).where(*period(pt, les))
+    with rt.engine.connect() as conn:
+        found = conn.execute(union_all(*(select(top) for top in tops), summary)).all()
+    return _ranked(rt, args, les, found)
+
+
+def _ranked(rt: ErpRuntime, args: RankArgs, les: list[str], found):
+    """The ranked rows of each legal entity, the totals per accounting currency and the
+    non-zero parties per legal entity, from the top rows (part 0) and the per-legal-entity
+    sums (part 1)."""
     ranked: list[tuple[int, object]] = []
     sign = 1 if args.ascending else -1
     for code in sorted(les):

@@ -21,6 +21,7 @@ EXAMPLES = """examples:
   python -m synthetic_erp generate --scale 10 --db sqlite:///erp10.db --overwrite
   python -m synthetic_erp generate --db postgresql://user:pw@localhost:5432/erp
   python -m synthetic_erp stats --db sqlite:///erp.db --json
+  python -m synthetic_erp summarize --db sqlite:///old.db          # add the summary tables
   python -m synthetic_erp import-fno ../shared/reference/fno --db sqlite:///fno.db
   python -m synthetic_erp questions --help
 """
@@ -120,6 +121,17 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     stats.set_defaults(func=_stats)
 
+    summ = commands.add_parser(
+        "summarize",
+        help="add (or rebuild) the summary tables of an existing ERP",
+        description="Write the summary tables the MCP server's aggregates read (an ERP generated "
+        "by older code has none; the server then reads the raw tables). The raw tables and the "
+        "snapshot hash are unchanged.",
+        epilog="example: python -m synthetic_erp summarize --db sqlite:///erp.db",
+    )
+    summ.add_argument("--db", default=DEFAULT_DB_URL, help=db_help)
+    summ.set_defaults(func=_summarize)
+
     fno = commands.add_parser(
         "import-fno",
         help="load the published FORCE-Bench FnO files into the ERP schema",
@@ -204,6 +216,15 @@ def _stats(args: argparse.Namespace) -> int:
         for key, value in stats.items():
             shown = f"{value:,}" if isinstance(value, int) else value
             print(f"{key:<{width}}  {shown}")
+    return 0
+
+
+def _summarize(args: argparse.Namespace) -> int:
+    from synthetic_erp._summaries import summarize
+
+    rows = summarize(args.db)
+    shown = ", ".join(f"{name} {count:,}" for name, count in rows.items())
+    print(f"summarised {redact_url(args.db)}: {shown}")
     return 0
 
 

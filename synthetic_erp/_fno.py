@@ -35,6 +35,7 @@ from synthetic_erp._reference import (
     VENDOR_GROUPS,
 )
 from synthetic_erp._snapshot import hash_connection
+from synthetic_erp._summaries import build_summaries
 from synthetic_erp._target import create_indexes, open_target
 
 FILES = ("customers.csv", "vendors.csv", "ar_journal.xlsx", "ap_journal.xlsx")
@@ -82,6 +83,7 @@ def import_fno(
         }
         writer.write(s.ErpMeta, [{"key": k, "value": v} for k, v in meta.items()])
         create_indexes(conn)
+        summary_rows = build_summaries(conn)
         digest = hash_connection(conn)
         writer.write(s.ErpMeta, [{"key": "snapshot_hash", "value": digest}])
     return GenerationReport(
@@ -92,6 +94,7 @@ def import_fno(
         vendors=len(vendors),
         as_of=as_of,
         row_counts=dict(writer.counts),
+        summary_rows=summary_rows,
         snapshot_hash=digest,
         seconds=round(time.perf_counter() - started, 3),
     )

@@ -32,6 +32,7 @@ from synthetic_erp._reference import (
     exchange_rate_series,
 )
 from synthetic_erp._snapshot import hash_connection
+from synthetic_erp._summaries import build_summaries
 from synthetic_erp._target import create_indexes, open_target
 from synthetic_erp._vendors import VendorChunk, VendorGenerator
 
@@ -85,6 +86,8 @@ class GenerationReport(BaseModel):
     """The ERP's frozen today."""
     row_counts: dict[str, int]
     """Rows written per table."""
+    summary_rows: dict[str, int] = {}
+    """Rows written per summary table (derived data, outside the snapshot hash)."""
     snapshot_hash: str
     seconds: float
     """Wall time of the generation."""
@@ -162,8 +165,9 @@ def _generate(db_url, customers, vendors, seed, as_of, overwrite, scale, progres
             "source": "generated",
         }
         writer.write(s.ErpMeta, [{"key": k, "value": v} for k, v in meta.items()])
-        bar.describe("indexing and hashing")
+        bar.describe("indexing, summarising and hashing")
         create_indexes(conn)
+        summary_rows = build_summaries(conn)
         digest = hash_connection(conn)
         writer.write(s.ErpMeta, [{"key": "snapshot_hash", "value": digest}])
     return GenerationReport(
@@ -174,6 +178,7 @@ def _generate(db_url, customers, vendors, seed, as_of, overwrite, scale, progres
         vendors=n_vendors,
         as_of=as_of,
         row_counts=dict(writer.counts),
+        summary_rows=summary_rows,
         snapshot_hash=digest,
         seconds=round(time.perf_counter() - started, 3),
     )

@@ -19,6 +19,7 @@ from sqlmodel import SQLModel
 
 from synthetic_erp._db import ErpDatabaseError, normalize_url, redact_url, sqlite_path
 from synthetic_erp._schema import ALL_TABLES
+from synthetic_erp._summaries import METADATA as SUMMARY_METADATA
 
 TABLES = [table.__table__ for table in ALL_TABLES]
 
@@ -146,6 +147,7 @@ def _postgres(url: str, *, overwrite: bool) -> Iterator[Connection]:
                 )
             if existing:
                 SQLModel.metadata.drop_all(conn, tables=TABLES)
+                SUMMARY_METADATA.drop_all(conn)  # derived from the old tables
             create_schema(conn)
             yield conn
     except SQLAlchemyError as error:

@@ -94,7 +94,7 @@ def test_questions_dispatches_lazily(capsys) -> None:
 def test_every_command_has_help() -> None:
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices
-    assert set(commands) == {"generate", "stats", "import-fno", "questions"}
+    assert set(commands) == {"generate", "stats", "summarize", "import-fno", "questions"}
     for name, sub in commands.items():
         if name != "questions":
             assert "example" in (sub.epilog or "")

@@ -71,6 +71,24 @@ CALLS = [
         {"op": "max", "field": "txn_date"}], "order_by": [{"field": "sum_amount_acct"}], "top": 5}),
     ("query_entity_set", {"entity_set": "customer-transactions", "group_by": ["legal_entity",
         "txn_type"], "aggregates": [{"op": "sum", "field": "amount_acct"}]}),
+    # the summary paths (tests/test_mcp_summaries.py): summarised periods, today's open items
+    ("rank_parties", {"measure": "invoiced", "date_from": "2025-01-01", "date_to": "2025-12-31"}),
+    ("rank_parties", {"measure": "paid", "party_type": "vendor", "date_from": "2026-01-01",
+        "date_to": "2026-12-31", "ascending": True, "top_n": 4}),
+    ("rank_parties", {"measure": "paid", "legal_entity": "GBSI", "date_from": "2025-04-01",
+        "date_to": "2026-03-31"}),
+    ("get_vendor_spend", {"legal_entity": "USMF", "top_n": 10}),
+    ("get_aging", {"legal_entity": "USMF", "group_by": "legal_entity", "as_of": "2026-05-01"}),
+    ("get_aging", {"party_type": "vendor", "group_by": "group", "legal_entity": "USMF",
+        "aging_basis": "txn_date"}),
+    ("query_entity_set", {"entity_set": "customer-transactions", "legal_entity": "USMF",
+        "filters": [{"field": "txn_type", "op": "eq", "value": "sales_invoice"}],
+        "group_by": ["customer_account"], "aggregates": [{"op": "sum", "field": "amount_acct"}],
+        "order_by": [{"field": "sum_amount_acct", "descending": True}], "top": 10}),
+    ("query_entity_set", {"entity_set": "vendor-transactions", "filters": [{"field": "posted",
+        "op": "eq", "value": True}], "group_by": ["currency", "txn_type"], "aggregates": [
+        {"op": "count", "field": "voucher"}, {"op": "sum", "field": "open_amount_cur"},
+        {"op": "max", "field": "legal_entity"}], "order_by": [{"field": "count_voucher"}]}),
 ]  # fmt: skip
 
 
@@ -146,6 +164,8 @@ def record_calls(sql: sqlite3.Connection) -> list[tuple[str, dict]]:
         ("list_collection_cases", party),
         ("get_collections_worklist", {"legal_entity": agent[0], "agent_id": agent[1]}),
         ("get_collections_worklist", {"agent_id": agent[1], "as_of": due}),
+        ("get_collections_worklist", {"agent_id": agent[1], "as_of": "2026-03-20"}),
+        ("get_collections_worklist", {"pool_id": pool[1], "as_of": "2026-04-15", "min_overdue": 1}),
         ("get_collections_worklist", {"legal_entity": pool[0], "pool_id": pool[1], "as_of": due}),
         (
             "query_entity_set",

@@ -613,3 +613,63 @@ async def test_no_result_exceeds_the_budget_at_10x(erp_10x_db_url, sql_10x):
                     complete = content.get("returned") == args.get("top")
                     assert content.get("truncated") is True or complete, (tool, args)
     assert max(sizes.values()) > 0.9 * RESULT_BUDGET  # the budget, not the data, bounds them
+
+
+# -- the summary tables ----------------------------------------------------------------------------
+
+SUMMARY_TABLES = frozenset(
+    {"summary_ledger_party", "summary_party_period", "summary_open_customer"}
+)
+"""Summary tables that grow with the parties (the others with the dates or not at all)."""
+
+
+def summary_calls(p: dict) -> list[tuple[str, dict]]:
+    """The issue-27 aggregates that read the summary tables (bench/bench_mcp.py's arguments)."""
+    return [
+        ("rank_parties", {"measure": "invoiced", "legal_entity": "USMF",
+                          "date_from": "2025-01-01", "date_to": "2025-12-31", "top_n": 10}),
+        ("query_entity_set", AGGREGATE_CALLS[-2][1]),
+        ("query_entity_set", {"entity_set": "customer-transactions",
+                              "group_by": ["legal_entity", "txn_type"],
+                              "aggregates": [{"op": "sum", "field": "amount_acct"},
+                                             {"op": "count"}]}),
+        ("get_aging", {"legal_entity": "USMF", "group_by": "legal_entity"}),
+        ("get_aging", {"party_type": "vendor", "group_by": "group", "legal_entity": "USMF"}),
+        ("get_vendor_spend", {"legal_entity": "USMF", "top_n": 10}),
+        ("get_collections_worklist", {"agent_id": p["agent"][1], "legal_entity": p["agent"][0],
+                                      "as_of": "2026-03-12"}),
+    ]  # fmt: skip
+
+
+async def check_summary_plans(server, sql) -> None:
+    """Each hot aggregate reads summary rows through an index, and no ledger at all."""
+    problems = []
+    for name, args, plans in await plans_of(server, sql, summary_calls(picks(sql))):
+        steps = [step for _, found in plans for step in found]
+        tables = {_table_of(step) for step in steps}
+        if not tables & {t for t in tables if t and t.startswith("summary_")}:
+            problems.append(f"{name} {json.dumps(args)}: no summary read: {steps}")
+        if tables & LEDGERS:
+            problems.append(f"{name} {json.dumps(args)}: reads a ledger: {steps}")
+        scans = [s for s in steps if s.startswith("SCAN") and _table_of(s) in SUMMARY_TABLES]
+        if scans:
+            problems.append(f"{name} {json.dumps(args)}: scans a summary: {scans}")
+        for statement, found in plans:
+            if bad := aggregate_problems(found, statement):
+                problems.append(f"{name} {json.dumps(args)}: {bad}")
+    assert problems == []
+
+
+async def test_hot_aggregates_read_the_summary_tables_by_index(server, sql):
+    await check_summary_plans(server, sql)
+
+
+def test_summary_plan_checks_catch_a_ledger_read():
+    steps = ["SEARCH customer_transaction USING COVERING INDEX ix_custtrans_by_type (x=?)"]
+    assert {_table_of(s) for s in steps} & LEDGERS
+    assert _table_of("SCAN summary_party_period") in SUMMARY_TABLES
+
+
+@pytest.mark.slow
+async def test_summary_plans_at_10x(erp_10x_db_url, sql_10x):
+    await check_summary_plans(build_server(erp_10x_db_url, public_url="http://erp.test"), sql_10x)

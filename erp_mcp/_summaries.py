@@ -1,0 +1,153 @@
+"""The summary tables as a source for the aggregate tools, where they answer exactly.
+
+``synthetic_erp._summaries`` writes them; the server finds them when it opens the ERP
+(:func:`load_summaries`; an ERP built by older code has none, and every tool then runs its query
+over the raw tables). A tool takes the summary path only when it is the same computation over
+fewer rows: open-item sums on an aging date on or after the snapshot's today (and after the
+latest open transaction), period sums for a period the tables hold, ledger sums for filters and
+groupings on the columns they are keyed by. Amounts there are whole cents; :func:`amount_sum`
+divides the sum by 100 in SQL, which gives the float of the exact sum on SQLite and the exact
+``numeric`` on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, func, inspect, literal_column, select
+
+from synthetic_erp import _summaries as st
+
+
+@dataclass(frozen=True)
+class Summaries:
+    """What the ERP's summary tables cover."""
+
+    open_items_from: dt.date
+    """Open-item sums are exact for aging dates on or after this day."""
+    periods: frozenset[tuple[str, dt.date, dt.date]]
+    """(legal entity, first day, last day) of each summarised period."""
+
+    def open_items_hold(self, as_of: dt.date) -> bool:
+        return as_of >= self.open_items_from
+
+    def has_period(self, les: list[str], start: dt.date | None, end: dt.date | None) -> bool:
+        if start is None or end is None:
+            return False
+        return all((le, start, end) in self.periods for le in les)
+
+
+def load_summaries(engine: Engine, today: dt.date) -> Summaries | None:
+    """The summary tables' coverage, or None when the ERP has none (or they are of another
+    version or another snapshot's today)."""
+    if not inspect(engine).has_table(st.SUMMARY_META.name):
+        return None
+    with engine.connect() as conn:
+        meta = dict(conn.execute(select(st.SUMMARY_META.c.key, st.SUMMARY_META.c.value)).all())
+        if meta.get("version") != st.SUMMARY_VERSION or meta.get("as_of") != today.isoformat():
+            return None
+        p = st.PERIOD
+        periods = frozenset(
+            (le, _as_date(start), _as_date(end))
+            for le, start, end in conn.execute(
+                select(p.c.legal_entity, p.c.period_start, p.c.period_end)
+            )
+        )
+    latest = meta.get("open_items_max_txn_date") or today.isoformat()
+    return Summaries(max(today, dt.date.fromisoformat(latest)), periods)
+
+
+def _as_date(value: Any) -> dt.date:
+    return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value)[:10])
+
+
+def amount_sum(expression: Any) -> Any:
+    """SQL: the sum of a cents expression as money (the sum divided by 100)."""
+    return func.sum(expression).op("/")(literal_column("100.0"))
+
+
+def as_money(expression: Any) -> Any:
+    """SQL: one cents value as money."""
+    return expression.op("/")(literal_column("100.0"))
+
+
+@dataclass(frozen=True)
+class Sums:
+    """How a tool aggregates its item rows: raw ledger lines (a count of rows, plain sums) or
+    summary rows (a sum of ``n``, sums of cents)."""
+
+    summed: bool
+
+    def count(self, items: Any) -> Any:
+        return func.sum(items.c.n) if self.summed else func.count()
+
+    def total(self, expression: Any) -> Any:
+        return amount_sum(expression) if self.summed else func.sum(expression)
+
+
+RAW = Sums(False)
+SUMMED = Sums(True)
+
+
+def open_item_summary(
+    party_type: str,
+    basis: str,
+    *,
+    legal_entity: str | None,
+    currency: str | None,
+    group_id: str | None,
+    with_party: bool,
+) -> Any:
+    """The summed open items in the shape of ``open_item_rows`` (``legal_entity``, ``group_id``,
+    ``currency``, ``aging_date``, ``open_cur``, ``open_acct``) plus ``n``; amounts in cents.
+    ``with_party`` keeps only the items of parties that exist (as the raw query's join does)."""
+    o = st.OPEN_ITEMS
+    where = [o.c.party_type == party_type, o.c.basis == basis]
+    if legal_entity:
+        where.append(o.c.legal_entity == legal_entity)
+    if group_id is not None:
+        where.append(o.c.group_id == group_id)
+    elif with_party:
+        where.append(o.c.group_id.is_not(None))
+    if currency:
+        where.append(o.c.currency == currency)
+    return (
+        select(
+            o.c.legal_entity,
+            o.c.group_id,
+            o.c.currency,
+            o.c.aging_date,
+            o.c.open_cur,
+            o.c.open_acct,
+            o.c.n,
+        )
+        .where(*where)
+        .subquery("open_items")
+    )
+
+
+def open_customer_summary(les: list[str], agent_id: str | None, pool_id: str | None) -> Any:
+    """Today's open items of customers summed per customer, aging date and sign, with the
+    customer's collections agent and pool; amounts in cents."""
+    o = st.OPEN_CUSTOMER
+    where = [o.c.legal_entity.in_(les)]
+    if agent_id:
+        where.append(o.c.collections_agent_id == agent_id)
+    if pool_id:
+        where.append(o.c.collections_pool_id == pool_id)
+    return (
+        select(
+            o.c.legal_entity,
+            o.c.account,
+            o.c.collections_agent_id,
+            o.c.collections_pool_id,
+            o.c.aging_date,
+            o.c.positive,
+            o.c.open_cur,
+            o.c.open_acct,
+        )
+        .where(*where)
+        .subquery("open_items")
+    )

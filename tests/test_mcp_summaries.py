@@ -1,0 +1,311 @@
+"""The summary tables (issue 27): the aggregates that read them answer exactly as over the raw
+ledgers, take them only where that holds, and fall back on an ERP without them.
+
+The same calls go to the default ERP (generated with summaries) and to a copy of it without them
+(as an ERP of older code), in memory; every structured result must be identical. Each call also
+says whether it should read a summary table, and the statements it runs must agree: date ranges
+that are and are not a summarised period, aging dates in the past and the future, filters,
+groupings and orderings a summary does or does not key. A copy with one wrong summary row shows
+the comparison catches a wrong rewrite.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+from sqlalchemy import Engine, event
+
+from erp_mcp import build_server
+from synthetic_erp import generate_erp, snapshot_hash
+from synthetic_erp._db import open_engine
+from synthetic_erp._summaries import SUMMARY_TABLES, summarize
+
+pytestmark = pytest.mark.timeout(300)
+
+QES = "query_entity_set"
+CT, VT = "customer-transactions", "vendor-transactions"
+
+
+def _qes(entity_set: str, *, uses: bool, **query) -> tuple[str, dict, bool]:
+    return QES, {"entity_set": entity_set, **query}, uses
+
+
+def _sum(field: str = "amount_acct") -> dict:
+    return {"op": "sum", "field": field}
+
+
+CALLS: list[tuple[str, dict, bool]] = [
+    # get_aging: today or later reads the open-item sums, except per party or for one account
+    ("get_aging", {"legal_entity": "USMF", "group_by": "legal_entity"}, True),
+    ("get_aging", {"party_type": "vendor", "group_by": "group", "legal_entity": "USMF"}, True),
+    ("get_aging", {"group_by": "legal_entity"}, True),
+    ("get_aging", {"group_by": "currency", "sort_by": "key", "bucket_edges": [15, 45, 365]}, True),
+    ("get_aging", {"group_by": "group", "as_of": "2026-06-30", "aging_basis": "txn_date"}, True),
+    ("get_aging", {"group_by": "legal_entity", "currency": "EUR", "sort_by": "overdue"}, True),
+    ("get_aging", {"group_by": "group", "group_id": "20", "limit": 2}, True),
+    ("get_aging", {"group_by": "currency", "group_id": "30", "as_of": "2027-01-01"}, True),
+    ("get_aging", {"group_by": "group", "party_type": "vendor", "as_of": "2025-12-31"}, False),
+    ("get_aging", {"group_by": "legal_entity", "as_of": "2026-03-01"}, False),
+    ("get_aging", {}, False),
+    ("get_aging", {"sort_by": "overdue", "group_by": "party", "as_of": "2026-09-30"}, False),
+    # get_collections_worklist: on or after today from the per-customer sums
+    ("get_collections_worklist", {"agent_id": "CA001", "legal_entity": "USMF"}, True),
+    ("get_collections_worklist", {"agent_id": "CA003", "as_of": "2026-03-12"}, True),
+    ("get_collections_worklist", {"agent_id": "CA002", "as_of": "2026-04-30",
+                                  "min_overdue": 500}, True),
+    ("get_collections_worklist", {"pool_id": "KEYACCT", "legal_entity": "USMF"}, True),
+    ("get_collections_worklist", {"pool_id": "KEYACCT", "agent_id": "CA003", "limit": 5}, True),
+    ("get_collections_worklist", {"agent_id": "CA001", "legal_entity": "USMF",
+                                  "as_of": "2026-02-20"}, False),
+    # rank_parties: a summarised period (a calendar or fiscal year) for every legal entity asked
+    ("rank_parties", {"measure": "invoiced", "legal_entity": "USMF", "date_from": "2025-01-01",
+                      "date_to": "2025-12-31"}, True),
+    ("rank_parties", {"measure": "invoiced", "date_from": "2025-01-01", "date_to": "2025-12-31",
+                      "top_n": 3, "ascending": True}, True),
+    ("rank_parties", {"measure": "paid", "party_type": "vendor", "date_from": "2026-01-01",
+                      "date_to": "2026-12-31", "top_n": 100}, True),
+    ("rank_parties", {"measure": "paid", "legal_entity": "GBSI", "date_from": "2025-04-01",
+                      "date_to": "2026-03-31"}, True),
+    # GBSI's fiscal year is no period of the other legal entities
+    ("rank_parties", {"measure": "paid", "date_from": "2025-04-01", "date_to": "2026-03-31"},
+     False),
+    ("rank_parties", {"measure": "invoiced", "legal_entity": "USMF", "date_from": "2025-01-01",
+                      "date_to": "2025-12-30"}, False),
+    ("rank_parties", {"measure": "invoiced", "date_from": "2025-01-01"}, False),
+    ("rank_parties", {"measure": "open", "date_from": "2025-01-01", "date_to": "2025-12-31"},
+     False),
+    ("rank_parties", {"measure": "paid"}, False),
+    # get_vendor_spend: the top list of a summarised fiscal year
+    ("get_vendor_spend", {"legal_entity": "USMF", "top_n": 10}, True),
+    ("get_vendor_spend", {"top_n": 3}, True),
+    ("get_vendor_spend", {"fiscal_year": 2025, "top_n": 100}, True),
+    ("get_vendor_spend", {"fiscal_year": 2024, "legal_entity": "GBSI"}, True),
+    ("get_vendor_spend", {"fiscal_year": 2020}, False),
+    # query_entity_set: fields a summary is keyed by, counts and sums of amounts
+    _qes(CT, legal_entity="USMF", filters=[{"field": "txn_type", "op": "eq",
+         "value": "sales_invoice"}], group_by=["customer_account"], aggregates=[_sum()],
+         order_by=[{"field": "sum_amount_acct", "descending": True}], top=10, uses=True),
+    _qes(CT, group_by=["legal_entity", "txn_type"], aggregates=[_sum(), {"op": "count"}],
+         uses=True),
+    _qes(VT, group_by=["legal_entity", "vendor_account"], aggregates=[_sum(), {"op": "count"}],
+         order_by=[{"field": "sum_amount_acct"}], top=5, uses=True),
+    _qes(VT, group_by=["vendor_account"], aggregates=[_sum("amount_cur"),
+         {"op": "count", "field": "voucher"}, {"op": "min", "field": "txn_type"}],
+         order_by=[{"field": "count_voucher", "descending": True}], top=7, skip=3, uses=True),
+    _qes(VT, legal_entity="USMF", filters=[{"field": "txn_type", "op": "eq", "value": "invoice"}],
+         group_by=["vendor_account"], aggregates=[{"op": "count"}, _sum("open_amount_acct")],
+         order_by=[{"field": "count", "descending": True}], top=10, uses=True),
+    _qes(CT, filters=[{"field": "txn_type", "op": "in", "value": ["payment", "credit_note"]},
+         {"field": "posted", "op": "eq", "value": True}], group_by=["currency"],
+         aggregates=[_sum("amount_cur"), {"op": "max", "field": "txn_type"}], uses=True),
+    _qes(CT, aggregates=[_sum("open_amount_acct"), {"op": "count"}], uses=True),
+    _qes(CT, filters=[{"field": "txn_type", "op": "eq", "value": "nothing"}],
+         aggregates=[_sum(), {"op": "count"}], uses=True),
+    _qes(CT, legal_entity="GBSI", group_by=["customer_account"], count_only=True, uses=True),
+    _qes(CT, legal_entity="DEMF", filters=[{"field": "txn_type", "op": "eq", "value": "payment"},
+         {"field": "customer_account", "op": "startswith", "value": "SYNCUS-00"}],
+         group_by=["customer_account", "txn_type"], aggregates=[_sum()],
+         order_by=[{"field": "sum_amount_acct"}], top=20, skip=5, uses=True),
+    _qes(CT, legal_entity="USMF", filters=[{"field": "txn_type", "op": "eq",
+         "value": "sales_invoice"}], group_by=["customer_account"], aggregates=[_sum()],
+         top=10, skip=100_000, uses=True),
+    _qes(CT, group_by=["txn_type"], aggregates=[{"op": "max", "field": "amount_acct"}], uses=False),
+    _qes(CT, group_by=["customer_account"], filters=[{"field": "txn_date", "op": "ge",
+         "value": "2026-01-01"}], aggregates=[_sum()], uses=False),
+    _qes(CT, group_by=["currency", "customer_account"], aggregates=[_sum()], uses=False),
+    _qes(VT, group_by=["vendor_account"], aggregates=[{"op": "count", "field": "due_date"}],
+         uses=False),
+    _qes("customer-settlements", group_by=["customer_account"], top=3, uses=False),
+]  # fmt: skip
+
+
+def _without_summaries(source: Path, target: Path) -> Path:
+    shutil.copyfile(source, target)
+    with sqlite3.connect(target) as conn:
+        for table in SUMMARY_TABLES:
+            conn.execute(f'DROP TABLE "{table.name}"')
+    return target
+
+
+@pytest.fixture(scope="module")
+def erp_path(erp_db_url: str) -> Path:
+    return Path(erp_db_url.removeprefix("sqlite:///"))
+
+
+@pytest.fixture(scope="module")
+def bare_url(erp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = _without_summaries(erp_path, tmp_path_factory.mktemp("bare") / "erp.db")
+    return f"sqlite:///{path}"
+
+
+def _reads_summaries(seen: list[str]) -> bool:
+    return any("summary_" in statement for statement in seen)
+
+
+async def _answers(db_url: str, calls) -> list[tuple[dict, bool]]:
+    """Each call's structured result and whether it read a summary table."""
+    out = []
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany) -> None:
+        seen.append(statement)
+
+    async with Client(build_server(db_url, public_url="http://erp.test")) as client:
+        await client.call_tool("erp_info", {})
+        event.listen(Engine, "before_cursor_execute", record)
+        try:
+            for name, args, _ in calls:
+                seen.clear()
+                result = await client.call_tool(name, args, raise_on_error=False)
+                assert not result.is_error, (name, args, result.content[0].text)
+                out.append((result.structured_content, _reads_summaries(seen)))
+        finally:
+            event.remove(Engine, "before_cursor_execute", record)
+    return out
+
+
+async def test_aggregates_answer_the_same_with_and_without_summaries(erp_db_url, bare_url):
+    summed = await _answers(erp_db_url, CALLS)
+    raw = await _answers(bare_url, CALLS)
+    wrong_path, different = [], []
+    for (name, args, expected), (with_summary, used), (without, used_raw) in zip(
+        CALLS, summed, raw, strict=True
+    ):
+        assert not used_raw, (name, args)
+        if used != expected:
+            wrong_path.append((name, args, used))
+        if with_summary != without:
+            different.append((name, args))
+    assert wrong_path == []
+    assert different == []
+    # the comparison is not vacuous: the results hold rows
+    assert all(result.get("rows") or result.get("items") or result.get("customers")
+               for result, _ in summed[:8])  # fmt: skip
+
+
+async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path: Path):
+    """Each summary a tool reads changes its answer when one of its rows is off by a cent: the
+    comparison above would catch a rewrite that read the wrong rows."""
+    path = tmp_path / "erp.db"
+    shutil.copyfile(erp_path, path)
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE summary_party_period SET amount = amount + 1, invoiced = invoiced + 1 "
+            "WHERE rowid = (SELECT rowid FROM summary_party_period WHERE legal_entity = 'USMF' "
+            "AND measure = 'spend' AND period_start = '2026-01-01' ORDER BY amount DESC LIMIT 1)"
+        )
+        conn.execute(
+            "UPDATE summary_open_items SET open_acct = open_acct + 1 WHERE rowid = (SELECT rowid "
+            "FROM summary_open_items WHERE party_type = 'customer' AND basis = 'due_date' AND "
+            "legal_entity = 'USMF' LIMIT 1)"
+        )
+    calls = [c for c in CALLS if c[0] in ("get_vendor_spend", "get_aging")][:2]
+    calls += [("get_vendor_spend", {"legal_entity": "USMF", "top_n": 10}, True)]
+    good = await _answers(f"sqlite:///{erp_path}", calls)
+    bad = await _answers(f"sqlite:///{path}", calls)
+    assert [g for g, _ in good] != [b for b, _ in bad]
+    assert good[0][0] != bad[0][0] and good[2][0] != bad[2][0]
+
+
+def test_summaries_are_derived_data_outside_the_snapshot_hash(erp_path: Path, tmp_path: Path):
+    """Generation writes them; ``summarize`` rebuilds the same rows on an ERP without them, and
+    the snapshot hash is the same with, without and after."""
+    bare = _without_summaries(erp_path, tmp_path / "bare.db")
+    rows = summarize(f"sqlite:///{bare}")
+    assert rows["summary_party_period"] > 0 and rows["summary_open_items"] > 0
+    hashes = []
+    contents = []
+    for path in (erp_path, bare):
+        engine = open_engine(f"sqlite:///{path}", read_only=True)
+        try:
+            hashes.append(snapshot_hash(engine))
+        finally:
+            engine.dispose()
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            contents.append(
+                {
+                    table.name: sorted(conn.execute(f'SELECT * FROM "{table.name}"').fetchall())
+                    for table in SUMMARY_TABLES
+                }
+            )
+    assert hashes[0] == hashes[1]
+    assert contents[0] == contents[1]
+    with sqlite3.connect(f"file:{erp_path}?mode=ro", uri=True) as conn:
+        (stored,) = conn.execute(
+            "SELECT value FROM erp_meta WHERE key = 'snapshot_hash'"
+        ).fetchone()
+    assert stored == hashes[0]
+
+
+def test_summaries_of_an_erp_are_sums_of_its_cents(erp_path: Path):
+    """Spot checks straight from the raw rows: a party's invoiced amount in a year, today's open
+    items of a legal entity, a type's total."""
+    with sqlite3.connect(f"file:{erp_path}?mode=ro", uri=True) as conn:
+        one = conn.execute
+        (want,) = one(
+            "SELECT CAST(ROUND(SUM(amount_acct) * 100) AS INTEGER) FROM customer_transaction "
+            "WHERE legal_entity = 'USMF' AND txn_type IN ('sales_invoice', 'free_text_invoice') "
+            "AND txn_date BETWEEN '2025-01-01' AND '2025-12-31' AND posted"
+        ).fetchone()
+        (got,) = one(
+            "SELECT amount FROM summary_period_total WHERE party_type = 'customer' AND "
+            "legal_entity = 'USMF' AND measure = 'invoiced' AND period_start = '2025-01-01' "
+            "AND period_end = '2025-12-31'"
+        ).fetchone()
+        assert got == want
+        want = one(
+            "SELECT COUNT(*), CAST(ROUND(SUM(open_amount_acct) * 100) AS INTEGER) FROM "
+            "vendor_transaction WHERE legal_entity = 'USMF' AND closed_date IS NULL AND posted "
+            "AND open_amount_cur != 0"
+        ).fetchone()
+        got = one(
+            "SELECT SUM(n), SUM(open_acct) FROM summary_open_items WHERE party_type = 'vendor' "
+            "AND basis = 'txn_date' AND legal_entity = 'USMF'"
+        ).fetchone()
+        assert got == want
+        meta = dict(one("SELECT key, value FROM summary_meta").fetchall())
+        (today,) = one("SELECT value FROM erp_meta WHERE key = 'as_of'").fetchone()
+        assert meta["as_of"] == today
+        assert dt.date.fromisoformat(meta["open_items_max_txn_date"]) <= dt.date.fromisoformat(
+            today
+        )
+
+
+def test_summarize_cli_upgrades_an_old_erp_and_refuses_a_missing_one(tmp_path: Path, capsys):
+    from synthetic_erp._cli import main
+
+    url = f"sqlite:///{tmp_path / 'small.db'}"
+    generate_erp(url, customers=20, vendors=20, seed=3)
+    _without_summaries(tmp_path / "small.db", tmp_path / "old.db")
+    assert main(["summarize", "--db", f"sqlite:///{tmp_path / 'old.db'}"]) == 0
+    assert "summary_open_items" in capsys.readouterr().out
+    assert main(["summarize", "--db", f"sqlite:///{tmp_path / 'none.db'}"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_summaries_of_another_version_or_snapshot_are_ignored(erp_path: Path, tmp_path: Path):
+    from erp_mcp._runtime import ErpRuntime
+
+    for key, value in (("version", "0"), ("as_of", "2026-03-01")):
+        path = tmp_path / f"{key}.db"
+        shutil.copyfile(erp_path, path)
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE summary_meta SET value = ? WHERE key = ?", (value, key))
+        runtime = ErpRuntime.open(f"sqlite:///{path}", None)
+        try:
+            assert runtime.summaries is None, key
+        finally:
+            runtime.close()
+    runtime = ErpRuntime.open(f"sqlite:///{erp_path}", None)
+    try:
+        assert runtime.summaries is not None
+        assert runtime.summaries.open_items_hold(runtime.today)
+        assert not runtime.summaries.open_items_hold(runtime.today - dt.timedelta(days=1))
+    finally:
+        runtime.close()
