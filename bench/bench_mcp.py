@@ -825,9 +825,10 @@ def summarize(results: dict[str, Any]) -> None:
         mark = "ok " if ratio < 3 else "OVER"
         print(f"  {mark} {label:48} 100x/1x p50 {ratio:7.2f}   (100x p50 "
               f"{hundred[label]['p50_ms']:.1f} ms)")  # fmt: skip
-    under = sum(1 for r in ratios.values() if r < 3)
-    print(f"  aggregates within 3x of their 1x p50: {under} of {len(ratios)}; median "
-          f"{statistics.median(ratios.values()):.2f}x")  # fmt: skip
+    if ratios:  # none when --tools leaves out every aggregate
+        under = sum(1 for r in ratios.values() if r < 3)
+        print(f"  aggregates within 3x of their 1x p50: {under} of {len(ratios)}; median "
+              f"{statistics.median(ratios.values()):.2f}x")  # fmt: skip
     slowest = max((k for k in hundred if k != "ping"), key=lambda k: hundred[k]["p50_ms"])
     print(f"  slowest p50 at 100x: {slowest} {hundred[slowest]['p50_ms']:.1f} ms (target < 500)")
     singles = [
@@ -868,8 +869,8 @@ def issue_rows(results: dict[str, Any]) -> dict[str, tuple[str, str]]:
         agg_floor("1x"),
         agg_floor("100x"),
     )
-    if latency("1x") and latency("100x"):
-        ratios = scale_ratios(latency("1x"), latency("100x"))
+    ratios = scale_ratios(latency("1x"), latency("100x")) if latency("1x") else {}
+    if ratios:  # none when --tools leaves out every aggregate
         under = sum(1 for r in ratios.values() if r < 3)
         rows["aggregates, 100x vs 1x (goal < 3x)"] = (
             "",

@@ -9,9 +9,13 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import gc
+import heapq
 import itertools
 import re
 import threading
+from array import array
+from collections import Counter
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,9 +62,27 @@ def _compact(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
+_GRAM = 3
+"""Length of the n-grams (of compact names) that find the names containing a query."""
+_GRAM_POSTINGS_MAX = 2000
+"""Trigrams in more compact names than this keep no posting list: a query whose rarest trigram is
+that common scans the joined names instead (it has many hits, so the scan stops early)."""
+
+
+def _partial_score(length: int, name_length: int) -> float:
+    """The rounded score of a partial-name match of a compact query in a compact name, as
+    ``PartyIndex._score`` and ``search`` compute it."""
+    return round(85.0 + 10.0 * (length / max(name_length, 1)), 1)
+
+
 @dataclass
 class PartyIndex:
-    """All customers and vendors in memory, for fuzzy name and account resolution."""
+    """All customers and vendors in memory, for fuzzy name and account resolution.
+
+    A search scores three kinds of candidates with ``_score``: the account hits, the names that
+    contain the query's letters (found through a trigram index, best first, so the search stops
+    once the best ``limit`` are in), and the names sharing (fuzzy) words with the query (through
+    the vocabulary of name words). None of these walks every party."""
 
     entries: list[PartyEntry] = field(default_factory=list)
     _names: list[str] = field(default_factory=list)
@@ -71,9 +93,17 @@ class PartyIndex:
     _by_account_key: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     _by_word: dict[str, list[int]] = field(default_factory=dict)
     _vocabulary: list[str] = field(default_factory=list)
+    _ranked: array[int] = field(default_factory=lambda: array("i"))
+    """Entry indices best partial match first: by compact name length, then name, legal entity and
+    account (the order ``search`` ranks equal scores in)."""
+    _ranked_compact: list[str] = field(default_factory=list)
+    """The compact names in ``_ranked`` order."""
     _joined: str = ""
-    """All compact names joined by NUL, for fast substring search."""
-    _offsets: list[int] = field(default_factory=list)
+    """The compact names in ``_ranked`` order, NUL-joined: queries with no rare trigram scan it."""
+    _offsets: array[int] = field(default_factory=lambda: array("l"))
+    _grams: dict[str, array[int] | None] = field(default_factory=dict)
+    """Trigram -> ranks (ascending) of the compact names containing it; None when it is in more
+    than ``_GRAM_POSTINGS_MAX`` names. A trigram that is absent is in no name."""
     _completions: dict[tuple[str | None, str | None], tuple[list[str], list[str]]] = field(
         default_factory=dict
     )
@@ -97,12 +127,30 @@ class PartyIndex:
         return index
 
     def _finish(self) -> None:
-        offsets, position = [], 0
-        for name in self._compact_names:
+        entries, compact = self.entries, self._compact_names
+        self._ranked = array(
+            "i",
+            sorted(
+                range(len(entries)),
+                key=lambda i: (len(compact[i]), entries[i].name, entries[i].legal_entity,
+                               entries[i].account),
+            ),
+        )  # fmt: skip
+        self._ranked_compact = [compact[i] for i in self._ranked]
+        offsets, position = array("l"), 0
+        for name in self._ranked_compact:
             offsets.append(position)
             position += len(name) + 1
         self._offsets = offsets
-        self._joined = "\x00".join(self._compact_names)
+        self._joined = "\x00".join(self._ranked_compact)
+        grams: dict[str, array[int]] = {}
+        for rank, name in enumerate(self._ranked_compact):
+            for gram in {name[j : j + _GRAM] for j in range(len(name) - _GRAM + 1)}:
+                posting = grams.get(gram)
+                if posting is None:
+                    grams[gram] = posting = array("i")
+                posting.append(rank)
+        self._grams = {g: p if len(p) <= _GRAM_POSTINGS_MAX else None for g, p in grams.items()}
         scopes: dict[tuple[str | None, str | None], set[str]] = {}
         for entry in self.entries:
             for party_type in (entry.party_type, None):
@@ -195,32 +243,39 @@ class PartyIndex:
         processed = utils.default_process(query)
         compact = _compact(query)
         if processed:
-            for i in self._candidates(processed, compact):
-                if i in scores or not allowed(i):
-                    continue
-                scores[i] = self._score(i, processed, compact)
+            everyone = party_type == "any" and legal_entity is None
+            fresh = [
+                i
+                for i in self._candidates(processed, compact, limit, allowed, scores)
+                if i not in scores and (everyone or allowed(i))
+            ]
+            scores.update(self._scores(fresh, processed, compact, scores, limit, min_score))
         ranked = sorted(
             ((self.entries[i], round(score, 1), kind) for i, (score, kind) in scores.items()),
             key=lambda item: (-item[1], item[0].name, item[0].legal_entity, item[0].account),
         )
         return [item for item in ranked if item[1] >= min_score][:limit]
 
-    def _candidates(self, processed: str, compact: str) -> set[int]:
-        """Entries worth scoring: exact names, substring hits and entries sharing (fuzzy) words.
+    def _candidates(
+        self,
+        processed: str,
+        compact: str,
+        limit: int,
+        allowed: Callable[[int], bool],
+        scored: Container[int],
+    ) -> set[int]:
+        """Entries worth scoring: exact names, the best names containing the query's letters and
+        entries sharing (fuzzy) words.
 
         Matching query words against the vocabulary of name words keeps the search proportional to
         the vocabulary and to the rarest matching words, not to the number of parties."""
         found: set[int] = set(self._by_name.get(processed, []))
         if compact:
-            start = self._joined.find(compact)
-            while start != -1 and len(found) < 500:
-                found.add(bisect.bisect_right(self._offsets, start) - 1)
-                start = self._joined.find(compact, start + 1)
+            found.update(self._containing(compact, limit, allowed, scored))
         words = [w for w in processed.split() if len(w) >= 2]
         words += [a + b for a, b in itertools.pairwise(processed.split())]
         if len(compact) >= 4:
             words.append(compact)
-        weights: dict[int, float] = {}
         postings: list[tuple[int, float, list[int]]] = []
         for word in set(words):
             for match, score, _ in process.extract(
@@ -228,17 +283,144 @@ class PartyIndex:
             ):
                 entries = self._by_word[match]
                 postings.append((len(entries), score, entries))
-        budget = 4000
-        for size, score, entries in sorted(postings, key=lambda p: (p[0], -p[1])):
-            if size > budget and weights:
+        if not postings:
+            return found
+        postings.sort(key=lambda p: (p[0], -p[1]))
+        budget, used = 4000, []
+        for size, score, entries in postings:
+            if size > budget and used:
                 continue
             budget -= size
-            for i in entries:
-                weights[i] = weights.get(i, 0.0) + score
-        best = sorted(weights, key=lambda i: -weights[i])[:300]
-        return found | set(best)
+            used.append((score, entries))
+        # Weight: the sum of the scores of the used postings an entry is in (in their order); the
+        # 300 heaviest are kept, equal weights in order of first appearance (a stable sort).
+        if len(used) == 1:  # one weight for all
+            return found.union(used[0][1][:300])
+        counts = Counter(itertools.chain.from_iterable(entries for _, entries in used))
+        weights: dict[int, float] = {}
+        for score, entries in reversed(used):
+            weights.update(dict.fromkeys(entries, score))  # right for entries in one posting
+        several = {i for i, count in counts.items() if count > 1}
+        if several:
+            sums = dict.fromkeys(several, 0.0)
+            for score, entries in used:
+                for i in several.intersection(entries):
+                    sums[i] += score
+            weights.update(sums)
+        return found.union(sorted(counts, key=weights.__getitem__, reverse=True)[:300])
 
-    def _score(self, i: int, processed: str, compact: str) -> tuple[float, str]:
+    def _containing(
+        self, compact: str, limit: int, allowed: Callable[[int], bool], scored: Container[int]
+    ) -> list[int]:
+        """The entries whose compact name contains ``compact`` that can rank among the best
+        ``limit`` of them (allowed, not already ``scored``): ranks are walked in ``_ranked`` order,
+        best partial score first, and the walk stops past the ``limit``-th hit's rounded score."""
+        length = len(compact)
+        posting = None
+        if length >= _GRAM:
+            postings = []
+            for j in range(length - _GRAM + 1):
+                gram = compact[j : j + _GRAM]
+                if gram not in self._grams:
+                    return []  # no name has this trigram, so none contains the query
+                postings.append(self._grams[gram])
+            known = [p for p in postings if p is not None]
+            posting = min(known, key=len) if known else None
+        hits: list[int] = []
+        floor: float | None = None  # the rounded score of the limit-th hit
+
+        def keep(rank: int) -> bool:
+            """Record the hit at ``rank``; False once past the last score that can rank."""
+            nonlocal floor
+            name_length = len(self._ranked_compact[rank])
+            if floor is not None and _partial_score(length, name_length) < floor:
+                return False
+            i = self._ranked[rank]
+            if i not in scored and allowed(i):
+                hits.append(i)
+                if floor is None and len(hits) >= limit:
+                    floor = _partial_score(length, name_length)
+            return True
+
+        if posting is not None:
+            names = self._ranked_compact
+            for rank in posting:
+                if compact in names[rank] and not keep(rank):
+                    break
+            return hits
+        joined, offsets = self._joined, self._offsets
+        start = joined.find(compact)
+        while start != -1:
+            rank = bisect.bisect_right(offsets, start) - 1
+            if not keep(rank):
+                break
+            start = joined.find(compact, offsets[rank] + len(self._ranked_compact[rank]) + 1)
+        return hits
+
+    def _scores(
+        self,
+        candidates: list[int],
+        processed: str,
+        compact: str,
+        scored: dict[int, tuple[float, str]],
+        limit: int,
+        min_score: float,
+    ) -> dict[int, tuple[float, str]]:
+        """``_score`` of the candidates that can rank among the best ``limit`` (next to the
+        ``scored`` ones) with at least ``min_score``; the others are left out.
+
+        Every fuzzy score is at least its letters' ratio, so the ``limit``-th best of the known
+        scores and those ratios is a floor no result falls under: WRatio, the dearest part, runs
+        with a cutoff from it and the entries it cannot lift over the floor are dropped."""
+        names, compacts = self._names, self._compact_names
+        found: dict[int, tuple[float, str]] = {}
+        fuzzy: list[int] = []
+        for i in candidates:
+            if (compact and compact in compacts[i]) or processed == names[i]:
+                found[i] = self._score(i, processed, compact)
+            else:
+                fuzzy.append(i)
+        if not fuzzy:
+            return found
+        # (choice, ratio, position in fuzzy), best first; the same figures as fuzz.ratio one by one
+        wholes = process.extract(
+            compact, [compacts[i] for i in fuzzy], scorer=fuzz.ratio, limit=None
+        )
+        floors = [score for score, _ in scored.values()]
+        floors += [score for score, _ in found.values()]
+        floors += [min(whole, 98.0) for _, whole, _ in wholes[:limit]]
+        floor = heapq.nlargest(limit, floors)[-1] if len(floors) >= limit else 0.0
+        # 0.2 below: an entry under the floor by less could round to the same score and rank in
+        floor = max(floor, min_score) - 0.2
+        weighted: dict[int, float] = {}
+        if floor / 0.95 <= 100:
+            weighted = {
+                j: score
+                for _, score, j in process.extract(
+                    processed,
+                    [names[i] for i in fuzzy],
+                    scorer=fuzz.WRatio,
+                    score_cutoff=max(floor / 0.95, 0.0),
+                    limit=None,
+                )
+            }
+        for _, whole, j in wholes:  # best ratio first
+            if whole < floor:
+                break
+            # exact: WRatio is known, or under its cutoff, where it cannot beat the ratio
+            score = min(max(whole, weighted.pop(j, 0.0) * 0.95), 98.0)
+            if score >= floor:
+                found[fuzzy[j]] = (score, "fuzzy_name")
+        for j, weight in weighted.items():  # lifted over the floor by WRatio alone
+            i = fuzzy[j]
+            score = min(max(fuzz.ratio(compact, compacts[i]), weight * 0.95), 98.0)
+            if score >= floor:
+                found[i] = (score, "fuzzy_name")
+        return found
+
+    def _letter_score(self, i: int, processed: str, compact: str) -> tuple[float, str] | None:
+        """The score of a name equal to the query, or with the same letters, or containing them;
+        None for a fuzzy match."""
         name, compact_name = self._names[i], self._compact_names[i]
         if processed == name:
             return 100.0, "exact_name"
@@ -247,8 +429,15 @@ class PartyIndex:
         if compact and compact in compact_name:
             share = len(compact) / max(len(compact_name), 1)
             return 85.0 + 10.0 * share, "partial_name"
-        whole = fuzz.ratio(compact, compact_name)
-        weighted = fuzz.WRatio(processed, name)
+        return None
+
+    def _score(self, i: int, processed: str, compact: str) -> tuple[float, str]:
+        """The score and match kind of entry ``i`` for a query (``search`` ranks by it)."""
+        letters = self._letter_score(i, processed, compact)
+        if letters is not None:
+            return letters
+        whole = fuzz.ratio(compact, self._compact_names[i])
+        weighted = fuzz.WRatio(processed, self._names[i])
         return min(max(whole, weighted * 0.95), 98.0), "fuzzy_name"
 
 
