@@ -272,7 +272,9 @@ class WorklistArgs(StrictModel):
     """Worklist date; default the ERP's today."""
     min_overdue: float = Field(0.01, ge=0)
     """Only customers with at least this overdue amount (accounting currency)."""
-    limit: int = Field(100, ge=1, le=500)
+    limit: int = Field(25, ge=1, le=500)
+    """How many customers to list, largest overdue first (customer_count and total_overdue_acct
+    always cover every customer); raise it, up to 500, for more."""
 
 
 class WorklistCustomer(StrictModel):
