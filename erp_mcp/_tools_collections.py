@@ -397,23 +397,7 @@ def _overdue_customers(rt: ErpRuntime, args: WorklistArgs, le: str | None, as_of
         with_party=True,
     )
     past_due = and_(items.c.aging_date < as_of, items.c.open_cur > 0)
-    overdue = func.sum(case((past_due, items.c.open_acct), else_=0))
-    oldest = func.min(case((past_due, items.c.aging_date)))
-    keys = [items.c.legal_entity, items.c.account, items.c.collections_agent_id,
-            items.c.collections_pool_id]  # fmt: skip
-    return (
-        select(
-            *keys,
-            func.sum(items.c.open_acct).label("balance"),
-            overdue.label("overdue"),
-            oldest.label("oldest"),
-            func.count().over().label("customer_count"),
-        )
-        .group_by(*keys)
-        .having(and_(oldest.is_not(None), overdue >= args.min_overdue))
-        .order_by(overdue.desc(), text_key(rt, items.c.legal_entity), text_key(rt, items.c.account))
-        .limit(args.limit)
-    )
+    return _largest_overdue(rt, args, items, past_due, func.sum)
 
 
 def _overdue_from_summary(rt: ErpRuntime, args: WorklistArgs, le: str | None, as_of: dt.date):
@@ -425,14 +409,20 @@ def _overdue_from_summary(rt: ErpRuntime, args: WorklistArgs, le: str | None, as
         args.pool_id.strip() if args.pool_id else None,
     )
     past_due = and_(items.c.aging_date < as_of, items.c.positive.is_(True))
-    overdue = amount_sum(case((past_due, items.c.open_acct), else_=0))
+    return _largest_overdue(rt, args, items, past_due, amount_sum)
+
+
+def _largest_overdue(rt: ErpRuntime, args: WorklistArgs, items, past_due, total):
+    """Per customer of ``items``: balance, overdue (``past_due`` lines) and oldest overdue date,
+    largest overdue first, cut to ``limit``; ``total`` sums (func.sum, or exact cents)."""
+    overdue = total(case((past_due, items.c.open_acct), else_=0))
     oldest = func.min(case((past_due, items.c.aging_date)))
     keys = [items.c.legal_entity, items.c.account, items.c.collections_agent_id,
             items.c.collections_pool_id]  # fmt: skip
     return (
         select(
             *keys,
-            amount_sum(items.c.open_acct).label("balance"),
+            total(items.c.open_acct).label("balance"),
             overdue.label("overdue"),
             oldest.label("oldest"),
             func.count().over().label("customer_count"),
