@@ -19,7 +19,13 @@ from ledgerbench.viewer import build_viewer
 from synthetic_world import LINK_BASE
 from tests.cdp import Browser, chromium_path
 from tests.test_lasting_links import _page_data
-from tests.world_fixtures import question_set, shared_folder, small_world, world_rows
+from tests.world_fixtures import (
+    question_set,
+    run_scripted,
+    shared_folder,
+    small_world,
+    world_rows,
+)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -43,30 +49,18 @@ def dataset(
     return folder
 
 
-def _run(dataset: Path, world: Path, erp_db_url: str, out: Path) -> Path:
-    from harnesses import RunConfig
-    from harnesses._runner import run
-
-    config = RunConfig(
-        dataset=dataset,
-        harness="scripted",
-        erp_db=erp_db_url,
-        world_db=f"sqlite:///{world}",
-        out=out,
-        progress=False,
-        concurrency=4,
-    )
-    assert run(config, log=lambda _m: None) is not None
-    return out
-
-
 @pytest.fixture(scope="module")
 def two_runs(
     dataset: Path, world: Path, erp_db_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> list[tuple[Path, Path]]:
     """[(first, second)]: the scripted agent twice on both sets; the servers are gone after."""
     root = tmp_path_factory.mktemp("world-links")
-    return [tuple(_run(dataset, world, erp_db_url, root / n) for n in ("first", "second"))]
+    return [
+        tuple(
+            run_scripted(dataset, world, erp_db_url, root / n, concurrency=4)
+            for n in ("first", "second")
+        )
+    ]
 
 
 def _records(run: Path) -> list[dict]:

@@ -74,27 +74,35 @@ def world_rows(world: Path, sql: str, params: tuple = ()) -> list[tuple]:
         conn.close()
 
 
+def run_scripted(
+    dataset: Path, world: Path, erp_db_url: str, out: Path, concurrency: int = 6
+) -> Path:
+    """The scripted agent over ``dataset`` on ``world``, in this process, into ``out``."""
+    from harnesses import RunConfig
+    from harnesses._runner import run
+
+    config = RunConfig(
+        dataset=dataset,
+        harness="scripted",
+        erp_db=erp_db_url,
+        world_db=f"sqlite:///{world}",
+        out=out,
+        progress=False,
+        concurrency=concurrency,
+    )
+    assert run(config, log=lambda _m: None) is not None
+    return out
+
+
 def scripted_run(dataset: Path, world: Path, erp_db_url: str, folder: Path) -> Path:
     """The scripted agent's run over ``dataset`` on ``world``, made once per test run and shared
     by the test files that read it: read it as it is, or copy it before writing into it (a judge
     writes its scores there)."""
     import shutil
 
-    from harnesses import RunConfig
-    from harnesses._runner import run
-
     def build(out: Path) -> None:
-        config = RunConfig(
-            dataset=dataset,
-            harness="scripted",
-            erp_db=erp_db_url,
-            world_db=f"sqlite:///{world}",
-            out=out,
-            progress=False,
-            concurrency=6,
-        )
         try:
-            assert run(config, log=lambda _m: None) is not None
+            run_scripted(dataset, world, erp_db_url, out)
         except BaseException:
             shutil.rmtree(out, ignore_errors=True)  # another worker must not take half a run
             raise
