@@ -834,8 +834,9 @@ def summarize(results: dict[str, Any]) -> None:
     singles = [
         r["p50_ms"] / floor for k, r in hundred.items() if r["kind"] == "single" and k != "ping"
     ]
-    print(f"  single-record p50 at 100x: median {statistics.median(singles):.2f}x the floor, worst "
-          f"{max(singles):.2f}x (target < 2x)")  # fmt: skip
+    if singles:  # none when --tools leaves out every single-record tool
+        print(f"  single-record p50 at 100x: median {statistics.median(singles):.2f}x the floor, "
+              f"worst {max(singles):.2f}x (target < 2x)")  # fmt: skip
 
 
 SECTIONS = ("latency", "throughput", "interference", "budget", "workers")

@@ -78,13 +78,33 @@ def check_range(name: str, low: Any, high: Any) -> None:
         raise ToolError(f"{name}: the start ({low}) is after the end ({high})")
 
 
-def page_of(conn: Connection, stmt: Select, order_by: list[Any], args: PageArgs):
-    """``(rows, PageInfo)`` for one page of ``stmt`` (count over all matching rows)."""
+def page_of(
+    conn: Connection,
+    stmt: Select,
+    order_by: list[Any],
+    args: PageArgs,
+    *,
+    total: int | None = None,
+    row_key: Any = None,
+):
+    """``(rows, PageInfo)`` for one page of ``stmt`` (count over all matching rows, unless the
+    caller knows it as ``total``).
+
+    With ``row_key`` (the table's primary key) the page's keys are chosen first and only their
+    rows are read: an index holding the filter and order columns then finds the page without
+    reading every matching row."""
     offset = cursor_offset(args)
-    # Count the matching rows only: the selected columns may hold joins or subqueries.
-    counted = stmt.with_only_columns(literal(1), maintain_column_froms=True).order_by(None)
-    total = int(conn.execute(select(func.count()).select_from(counted.subquery())).scalar() or 0)
-    rows = conn.execute(stmt.order_by(*order_by).limit(args.page_size).offset(offset)).all()
+    if total is None:
+        # Count the matching rows only: the selected columns may hold joins or subqueries.
+        counted = stmt.with_only_columns(literal(1), maintain_column_froms=True).order_by(None)
+        total = int(
+            conn.execute(select(func.count()).select_from(counted.subquery())).scalar() or 0
+        )
+    page = stmt.order_by(*order_by).limit(args.page_size).offset(offset)
+    if row_key is not None:
+        keys = page.with_only_columns(row_key, maintain_column_froms=True)
+        page = stmt.where(row_key.in_(keys.scalar_subquery())).order_by(*order_by)
+    rows = conn.execute(page).all()
     return rows, page_info(args, offset, len(rows), total)
 
 

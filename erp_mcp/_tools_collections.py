@@ -275,6 +275,10 @@ class WorklistArgs(StrictModel):
     limit: int = Field(25, ge=1, le=500)
     """How many customers to list, largest overdue first (customer_count and total_overdue_acct
     always cover every customer); raise it, up to 500, for more."""
+    activity_limit: int = Field(25, ge=1, le=500)
+    """How many of the activities due on the worklist date to list (activities_due_count always
+    counts them all); raise it, up to 500, or page through list_collection_activities with
+    owner_agent_id and due_from = due_to = the date for the rest."""
 
 
 class WorklistCustomer(StrictModel):
@@ -300,7 +304,9 @@ class Worklist(StrictModel):
     pool_id: str | None
     activities_due: list[ActivityItem]
     """Open or in-progress activities and tasks owned by the agent (or the pool's agents) due on the
-    worklist date."""
+    worklist date, by customer account (the first activity_limit of them)."""
+    activities_due_count: int
+    """All such activities due on the worklist date, listed or not."""
     past_due_activity_count: int
     """Open or in-progress activities of the same owners due before the worklist date."""
     customers: list[WorklistCustomer]
@@ -332,11 +338,14 @@ def get_collections_worklist(rt: ErpRuntime, args: WorklistArgs) -> Worklist:
             select(CA)
             .where(*owned, CA.c.due_date == as_of)
             .order_by(CA.c.customer_account, CA.c.activity_id)
-            .limit(MAX_DUE_ACTIVITIES + 1)
+            .limit(args.activity_limit)
         ).all()
-        past_due = conn.execute(
-            select(func.count()).select_from(CA).where(*owned, CA.c.due_date < as_of)
-        ).scalar()
+        due_count, past_due = conn.execute(
+            select(
+                func.count(case((CA.c.due_date == as_of, 1))),
+                func.count(case((CA.c.due_date < as_of, 1))),
+            ).where(*owned, CA.c.due_date <= as_of)
+        ).one()
     customers, totals = [], {}
     for r in listed:
         oldest = _as_date(r.oldest)
@@ -363,17 +372,13 @@ def get_collections_worklist(rt: ErpRuntime, args: WorklistArgs) -> Worklist:
         as_of=as_of,
         agent_id=args.agent_id,
         pool_id=args.pool_id,
-        activities_due=[_activity_item(rt, a) for a in due_today[:MAX_DUE_ACTIVITIES]],
+        activities_due=[_activity_item(rt, a) for a in due_today],
+        activities_due_count=int(due_count or 0),
         past_due_activity_count=int(past_due or 0),
         customers=customers,
         customer_count=int(listed[0].customer_count) if listed else 0,
         total_overdue_acct=totals,
-        truncated=len(due_today) > MAX_DUE_ACTIVITIES,
     )
-
-
-MAX_DUE_ACTIVITIES = 1000
-"""Most activities due on the worklist date that are read (the result budget keeps fewer)."""
 
 
 def _overdue_customers(rt: ErpRuntime, args: WorklistArgs, le: str | None, as_of: dt.date):

@@ -186,25 +186,29 @@ def get_aging(rt: ErpRuntime, args: AgingArgs) -> AgingReport:
     if args.group_id is not None:
         where.append(p.c.group_id == args.group_id)
     columns = [p.c.group_id.label("group_id")] if with_party else []
-    sums = RAW
-    if rt.summaries and rt.summaries.open_items_hold(as_of) and args.group_by != "party" \
-            and not args.account:  # fmt: skip
-        # Today's open items summed per group, currency and aging date: the same sums.
-        items = open_item_summary(args.party_type, args.aging_basis, legal_entity=le,
-                                  currency=currency, group_id=args.group_id,
-                                  with_party=with_party)  # fmt: skip
-        sums = SUMMED
-    else:
-        items = open_item_rows(ledger, as_of, rt.today, basis=args.aging_basis, where=where,
-                               columns=columns, with_party=with_party)  # fmt: skip
+    items = open_item_rows(ledger, as_of, rt.today, basis=args.aging_basis, where=where,
+                           columns=columns, with_party=with_party)  # fmt: skip
+    totals_items, totals_sums = items, RAW
+    if rt.summaries and rt.summaries.open_items_hold(as_of) and not args.account:
+        # Today's open items summed per group, currency and aging date: the same sums for every
+        # row key but the party (which the summary does not keep) and for the totals.
+        totals_items = open_item_summary(args.party_type, args.aging_basis, legal_entity=le,
+                                         currency=currency, group_id=args.group_id,
+                                         with_party=with_party)  # fmt: skip
+        totals_sums = SUMMED
+    row_items, row_sums = (items, RAW) if args.group_by == "party" else (totals_items, totals_sums)
     buckets = make_buckets(args.bucket_edges)
     bounds = bucket_bounds(as_of, args.bucket_edges)
     with rt.engine.connect() as conn:
-        rows, total_rows = _aging_page(rt, conn, items, args, as_of, bounds, sums)
+        rows, total_rows = _aging_page(rt, conn, row_items, args, as_of, bounds, row_sums)
         totals = conn.execute(
-            select(items.c.legal_entity, items.c.currency, *_bucket_sums(items, bounds, sums))
-            .group_by(items.c.legal_entity, items.c.currency)
-            .order_by(items.c.legal_entity, items.c.currency)
+            select(
+                totals_items.c.legal_entity,
+                totals_items.c.currency,
+                *_bucket_sums(totals_items, bounds, totals_sums),
+            )
+            .group_by(totals_items.c.legal_entity, totals_items.c.currency)
+            .order_by(totals_items.c.legal_entity, totals_items.c.currency)
         ).all()
         group_names = _group_names(conn, ledger) if args.group_by == "group" else {}
         transactions = None
@@ -274,18 +278,22 @@ def _aging_page(
         one_pass = select(*keys, *summed, func.count().over().label("total_rows"))
         rows = conn.execute(one_pass.group_by(*keys).order_by(*order).limit(args.limit)).all()
         return rows, int(rows[0].total_rows) if rows else 0
-    page = conn.execute(select(*keys).group_by(*keys).order_by(*order).limit(args.limit)).all()
-    groups = select(literal(1)).select_from(items).group_by(*keys).subquery()
-    total = int(conn.execute(select(func.count()).select_from(groups)).scalar() or 0)
+    page = conn.execute(
+        select(*keys, func.count().over().label("total_rows"))
+        .group_by(*keys)
+        .order_by(*order)
+        .limit(args.limit)
+    ).all()
+    total = int(page[0].total_rows) if page else 0
+    if not page:
+        return [], total
     wanted: dict[str, list[str]] = {}
-    for le, account in page:
+    for le, account, _ in page:
         wanted.setdefault(le, []).append(account)
     chosen = or_(*(and_(keys[0] == le, keys[1].in_(accounts)) for le, accounts in wanted.items()))
-    detail = (
-        conn.execute(select(*keys, *summed).where(chosen).group_by(*keys)).all() if page else []
-    )
+    detail = conn.execute(select(*keys, *summed).where(chosen).group_by(*keys)).all()
     by_key = {(r.legal_entity, r.account): r for r in detail}
-    return [by_key[(le, account)] for le, account in page], total
+    return [by_key[(le, account)] for le, account, _ in page], total
 
 
 def _group_names(conn, ledger) -> dict[tuple[str, str], str]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+import math
+from typing import Any, Literal
 
 from fastmcp.exceptions import ToolError
 from pydantic import Field
@@ -411,17 +412,34 @@ def list_vendor_invoices(rt: ErpRuntime, args: VendorInvoiceListArgs) -> VendorI
     if args.po_number:
         clauses.append(VI.c.po_number == args.po_number)
     with rt.engine.connect() as conn:
+        groups = _invoice_groups(conn, clauses)
         rows, info = page_of(
-            conn, select(VI).where(*clauses), [VI.c.invoice_date.desc(), VI.c.invoice_id], args
+            conn,
+            select(VI).where(*clauses),
+            [VI.c.invoice_date.desc(), VI.c.invoice_id],
+            args,
+            total=sum(g.n for g in groups),
+            row_key=VI.c.id,
         )
-        totals = sum_by_currency(conn, VI.c.currency, VI.c.amount, clauses)
-        statuses = count_by(conn, VI.c.status, clauses)
+    totals: dict[str, list[Any]] = {}
+    statuses: dict[str, int] = {}
+    for g in groups:
+        totals.setdefault(g.currency, []).append(g.amount)
+        statuses[g.status] = statuses.get(g.status, 0) + int(g.n)
     return VendorInvoicePage(
         **info.model_dump(),
         items=[_vendor_invoice_item(rt, r) for r in rows],
-        total_amount=totals,
-        count_by_status=statuses,
+        total_amount={code: money(math.fsum(amounts)) for code, amounts in sorted(totals.items())},
+        count_by_status=dict(sorted(statuses.items())),
     )
+
+
+def _invoice_groups(conn, clauses: list[Any]) -> list[Any]:
+    """The matching invoices counted and summed per legal entity, status and currency: one pass
+    that the (legal_entity, status, currency, amount) index answers group by group."""
+    keys = [VI.c.legal_entity, VI.c.status, VI.c.currency]
+    stmt = select(*keys, func.count().label("n"), func.sum(VI.c.amount).label("amount"))
+    return conn.execute(stmt.where(*clauses).group_by(*keys)).all()
 
 
 def _vendor_invoice_item(rt: ErpRuntime, r) -> VendorInvoiceItem:

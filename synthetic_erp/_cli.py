@@ -123,10 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     summ = commands.add_parser(
         "summarize",
-        help="add (or rebuild) the summary tables of an existing ERP",
+        help="add (or rebuild) the summary tables and missing indexes of an existing ERP",
         description="Write the summary tables the MCP server's aggregates read (an ERP generated "
-        "by older code has none; the server then reads the raw tables). The raw tables and the "
-        "snapshot hash are unchanged.",
+        "by older code has none; the server then reads the raw tables), and create any index of "
+        "today's schema the ERP lacks. The raw tables and the snapshot hash are unchanged.",
         epilog="example: python -m synthetic_erp summarize --db sqlite:///erp.db",
     )
     summ.add_argument("--db", default=DEFAULT_DB_URL, help=db_help)
@@ -222,9 +222,11 @@ def _stats(args: argparse.Namespace) -> int:
 def _summarize(args: argparse.Namespace) -> int:
     from synthetic_erp._summaries import summarize
 
-    rows = summarize(args.db)
-    shown = ", ".join(f"{name} {count:,}" for name, count in rows.items())
+    report = summarize(args.db)
+    shown = ", ".join(f"{name} {count:,}" for name, count in report.rows.items())
     print(f"summarised {redact_url(args.db)}: {shown}")
+    if report.indexes_added:
+        print(f"indexes added (the ERP was built by older code): {', '.join(report.indexes_added)}")
     return 0
 
 

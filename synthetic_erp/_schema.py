@@ -507,7 +507,11 @@ class VendorInvoice(SQLModel, table=True):
         Index("ix_vendinv_party", "legal_entity", "vendor_account"),
         Index("ix_vendinv_po", "legal_entity", "po_number"),
         Index("ix_vendinv_number", "legal_entity", "vendor_invoice_number"),
-        Index("ix_vendinv_status", "legal_entity", "status", "invoice_date"),
+        # The register's default order (newest first) within a status, with the invoice id that
+        # breaks ties: a page's ids come from the index alone.
+        Index("ix_vendinv_register", "legal_entity", "status", "invoice_date", "invoice_id"),
+        # Counts and sums per status and currency read from the index alone, group by group.
+        Index("ix_vendinv_status_sums", "legal_entity", "status", "currency", "amount"),
     )
     id: int | None = Field(default=None, primary_key=True)
     legal_entity: str

@@ -28,6 +28,7 @@ transaction date among the open items: open-item sums answer exactly only on or 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from sqlalchemy import (
     BigInteger,
@@ -276,9 +277,20 @@ def build_summaries(conn: Connection) -> dict[str, int]:
     }
 
 
-def summarize(db_url: str) -> dict[str, int]:
-    """Add (or rebuild) the summary tables of the ERP at ``db_url`` in one transaction; the raw
-    tables and the snapshot hash stay as they are."""
+@dataclass(frozen=True)
+class SummarizeReport:
+    rows: dict[str, int]
+    """Rows per summary table."""
+    indexes_added: list[str]
+    """Indexes of today's schema the ERP lacked (one built by older code), now created."""
+
+
+def summarize(db_url: str) -> SummarizeReport:
+    """Add (or rebuild) the summary tables of the ERP at ``db_url``, and the indexes of today's
+    schema it lacks, in one transaction; the raw tables and the snapshot hash stay as they
+    are."""
+    from synthetic_erp._target import add_missing_indexes  # _target imports this module
+
     path = sqlite_path(normalize_url(db_url))
     if path is not None and not path.exists():
         raise ErpDatabaseError(f"ERP database {path} does not exist")
@@ -287,7 +299,8 @@ def summarize(db_url: str) -> dict[str, int]:
         with engine.begin() as conn:
             if not inspect(conn).has_table(s.ErpMeta.__tablename__):
                 raise ErpDatabaseError(f"{redact_url(db_url)} holds no ERP (no erp_meta table)")
-            return build_summaries(conn)
+            added = add_missing_indexes(conn)
+            return SummarizeReport(build_summaries(conn), added)
     finally:
         engine.dispose()
 

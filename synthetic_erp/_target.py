@@ -40,6 +40,23 @@ def create_indexes(conn: Connection) -> None:
     conn.exec_driver_sql("ANALYZE")
 
 
+def add_missing_indexes(conn: Connection) -> list[str]:
+    """Create the secondary indexes an ERP built by older code lacks (its planner statistics
+    are then refreshed); the names of those created."""
+    existing = {
+        table.name: {ix["name"] for ix in inspect(conn).get_indexes(table.name)} for table in TABLES
+    }
+    added = []
+    for table in TABLES:
+        for index in sorted(table.indexes, key=lambda i: i.name or ""):
+            if index.name not in existing[table.name]:
+                index.create(conn)
+                added.append(str(index.name))
+    if added:
+        conn.exec_driver_sql("ANALYZE")
+    return added
+
+
 @contextlib.contextmanager
 def open_target(url: str, *, overwrite: bool) -> Iterator[Connection]:
     """A connection inside one transaction on a fresh, empty ERP schema at ``url``; committed (and,

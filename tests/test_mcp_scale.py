@@ -304,6 +304,17 @@ def test_plan_checks_catch_scans():
     )  # fmt: skip
 
 
+async def test_the_invoice_register_reads_the_rows_of_its_page_only(server, sql):
+    """At 100x a status matched 18,736 invoices, and the page, the sums and the counts each read
+    all their rows: the indexes now answer the counts and sums and choose the page, and only
+    the page's rows are read, by primary key."""
+    call = ("list_vendor_invoices", {"status": ["pending_approval"], "page_size": 20})
+    [(_, _, plans)] = await plans_of(server, sql, [call])
+    steps = [step for _, lines in plans for step in lines if _table_of(step) == "vendor_invoice"]
+    assert steps
+    assert [s for s in steps if "COVERING INDEX" not in s and "INTEGER PRIMARY KEY" not in s] == []
+
+
 # -- results ---------------------------------------------------------------------------------------
 
 

@@ -40,7 +40,9 @@ def _sum(field: str = "amount_acct") -> dict:
 
 
 CALLS: list[tuple[str, dict, bool]] = [
-    # get_aging: today or later reads the open-item sums, except per party or for one account
+    # get_aging: today or later reads the open-item sums for its rows and totals; per party its
+    # rows come from the ledger (the sums keep no party) and only the totals from the sums; one
+    # account reads the ledger alone
     ("get_aging", {"legal_entity": "USMF", "group_by": "legal_entity"}, True),
     ("get_aging", {"party_type": "vendor", "group_by": "group", "legal_entity": "USMF"}, True),
     ("get_aging", {"group_by": "legal_entity"}, True),
@@ -51,8 +53,10 @@ CALLS: list[tuple[str, dict, bool]] = [
     ("get_aging", {"group_by": "currency", "group_id": "30", "as_of": "2027-01-01"}, True),
     ("get_aging", {"group_by": "group", "party_type": "vendor", "as_of": "2025-12-31"}, False),
     ("get_aging", {"group_by": "legal_entity", "as_of": "2026-03-01"}, False),
-    ("get_aging", {}, False),
-    ("get_aging", {"sort_by": "overdue", "group_by": "party", "as_of": "2026-09-30"}, False),
+    ("get_aging", {}, True),
+    ("get_aging", {"sort_by": "overdue", "group_by": "party", "as_of": "2026-09-30"}, True),
+    ("get_aging", {"group_by": "party", "as_of": "2026-01-31"}, False),
+    ("get_aging", {"account": "SYNCUS-0002", "legal_entity": "USMF"}, False),
     # get_collections_worklist: on or after today from the per-customer sums
     ("get_collections_worklist", {"agent_id": "CA001", "legal_entity": "USMF"}, True),
     ("get_collections_worklist", {"agent_id": "CA003", "as_of": "2026-03-12"}, True),
@@ -216,8 +220,12 @@ def test_summaries_are_derived_data_outside_the_snapshot_hash(erp_path: Path, tm
     """Generation writes them; ``summarize`` rebuilds the same rows on an ERP without them, and
     the snapshot hash is the same with, without and after."""
     bare = _without_summaries(erp_path, tmp_path / "bare.db")
-    rows = summarize(f"sqlite:///{bare}")
-    assert rows["summary_party_period"] > 0 and rows["summary_open_items"] > 0
+    with sqlite3.connect(bare) as conn:  # as an ERP built before the index existed
+        conn.execute("DROP INDEX ix_vendinv_register")
+    report = summarize(f"sqlite:///{bare}")
+    assert report.rows["summary_party_period"] > 0 and report.rows["summary_open_items"] > 0
+    assert report.indexes_added == ["ix_vendinv_register"]
+    assert summarize(f"sqlite:///{bare}").indexes_added == []
     hashes = []
     contents = []
     for path in (erp_path, bare):

@@ -301,6 +301,7 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
                 "status",
             ],
             "get_collections_worklist": [
+                "activity_limit",
                 "agent_id",
                 "as_of",
                 "legal_entity",
@@ -779,6 +780,36 @@ async def test_vendor_invoice_register_and_purchase_orders(client, sql):
     assert page["count_by_status"] == counts
     pending = await call(client, "list_vendor_invoices", status=["pending_approval"])
     assert pending["total_count"] == counts.get("pending_approval", 0)
+    sums = sql.execute(
+        "select currency, sum(amount) from vendor_invoice where status='pending_approval' "
+        "group by 1"
+    ).fetchall()
+    assert {c: cents(v) for c, v in pending["total_amount"].items()} == {
+        c: cents(v) for c, v in sums
+    }
+    assert pending["count_by_status"] == {"pending_approval": counts["pending_approval"]}
+    # Every page in the register's order (newest first, then invoice id), nothing lost or doubled.
+    expected = [
+        r[0]
+        for r in sql.execute(
+            "select invoice_id from vendor_invoice where status in ('pending_approval', "
+            "'approved') order by invoice_date desc, invoice_id"
+        )
+    ]
+    walked, cursor = [], None
+    while True:
+        args = {"cursor": cursor} if cursor else {}
+        page = await call(
+            client,
+            "list_vendor_invoices",
+            status=["pending_approval", "approved"],
+            page_size=37,
+            **args,
+        )
+        walked += [item["invoice_id"] for item in page["items"]]
+        if not (cursor := page["next_cursor"]):
+            break
+    assert walked == expected and len(expected) > 37
     pos = await call(client, "list_purchase_orders", status=["open"])
     assert (
         pos["total_count"]
@@ -898,6 +929,36 @@ async def test_collections_worklist(client, sql):
         )
     }
     assert {a["activity_id"] for a in worklist["activities_due"]} == due
+    assert worklist["activities_due_count"] == len(due) > 1
+    first = await call(
+        client,
+        "get_collections_worklist",
+        agent_id=agent,
+        legal_entity=le,
+        as_of=day,
+        activity_limit=1,
+    )
+    # One listed, the first by customer account; the count still covers all of them.
+    assert [a["activity_id"] for a in first["activities_due"]] == [
+        sql.execute(
+            "select activity_id from collection_activity where legal_entity=? and "
+            "owner_agent_id=? and due_date=? and status in ('open','in_progress') "
+            "order by customer_account, activity_id limit 1",
+            (le, agent, day),
+        ).fetchone()[0]
+    ]
+    assert first["activities_due_count"] == len(due)
+    assert (
+        first["past_due_activity_count"]
+        == worklist["past_due_activity_count"]
+        == (
+            sql.execute(
+                "select count(*) from collection_activity where legal_entity=? and owner_agent_id=? "
+                "and due_date<? and status in ('open','in_progress')",
+                (le, agent, day),
+            ).fetchone()[0]
+        )
+    )
     assigned = {
         r[0]
         for r in sql.execute(
