@@ -14,11 +14,11 @@ import itertools
 import re
 import threading
 from array import array
-from collections import Counter
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from fastmcp.exceptions import ToolError
 from rapidfuzz import fuzz, process, utils
 from sqlalchemy import Engine, func, select
@@ -91,7 +91,10 @@ class PartyIndex:
     _accounts: list[str] = field(default_factory=list)
     _by_name: dict[str, list[int]] = field(default_factory=dict)
     _by_account_key: dict[tuple[str, int], list[int]] = field(default_factory=dict)
-    _by_word: dict[str, list[int]] = field(default_factory=dict)
+    _by_word: dict[str, np.ndarray] = field(default_factory=dict)
+    """Name word -> the entries whose name has it (ascending int32)."""
+    _word_lists: dict[str, list[int]] = field(default_factory=dict)
+    """``_by_word`` while parties are added."""
     _vocabulary: list[str] = field(default_factory=list)
     _ranked: array[int] = field(default_factory=lambda: array("i"))
     """Entry indices best partial match first: by compact name length, then name, legal entity and
@@ -128,6 +131,8 @@ class PartyIndex:
 
     def _finish(self) -> None:
         entries, compact = self.entries, self._compact_names
+        self._by_word = {w: np.array(p, dtype=np.int32) for w, p in self._word_lists.items()}
+        self._word_lists = {}
         self._ranked = array(
             "i",
             sorted(
@@ -188,10 +193,10 @@ class PartyIndex:
             self._by_account_key.setdefault(key, []).append(index)
         self._by_name.setdefault(self._names[-1], []).append(index)
         for word in set(self._names[-1].split()):
-            if word not in self._by_word:
-                self._by_word[word] = []
+            if word not in self._word_lists:
+                self._word_lists[word] = []
                 self._vocabulary.append(word)
-            self._by_word[word].append(index)
+            self._word_lists[word].append(index)
 
     def exact(self, text: str, party_type: str, legal_entity: str | None) -> list[PartyEntry]:
         """Parties whose account (else whose name) equals ``text``, ignoring case."""
@@ -276,7 +281,7 @@ class PartyIndex:
         words += [a + b for a, b in itertools.pairwise(processed.split())]
         if len(compact) >= 4:
             words.append(compact)
-        postings: list[tuple[int, float, list[int]]] = []
+        postings: list[tuple[int, float, np.ndarray]] = []
         for word in set(words):
             for match, score, _ in process.extract(
                 word, self._vocabulary, scorer=fuzz.ratio, limit=8, score_cutoff=70
@@ -293,21 +298,16 @@ class PartyIndex:
             budget -= size
             used.append((score, entries))
         # Weight: the sum of the scores of the used postings an entry is in (in their order); the
-        # 300 heaviest are kept, equal weights in order of first appearance (a stable sort).
+        # 300 heaviest are kept, equal weights in order of first appearance. Counted in numpy: at
+        # 100x the used postings hold about 4,000 entries, which cost milliseconds in a dict.
         if len(used) == 1:  # one weight for all
-            return found.union(used[0][1][:300])
-        counts = Counter(itertools.chain.from_iterable(entries for _, entries in used))
-        weights: dict[int, float] = {}
-        for score, entries in reversed(used):
-            weights.update(dict.fromkeys(entries, score))  # right for entries in one posting
-        several = {i for i, count in counts.items() if count > 1}
-        if several:
-            sums = dict.fromkeys(several, 0.0)
-            for score, entries in used:
-                for i in several.intersection(entries):
-                    sums[i] += score
-            weights.update(sums)
-        return found.union(sorted(counts, key=weights.__getitem__, reverse=True)[:300])
+            return found.union(used[0][1][:300].tolist())
+        entries = np.concatenate([posting for _, posting in used])
+        scores = np.repeat([score for score, _ in used], [len(posting) for _, posting in used])
+        unique, first, inverse = np.unique(entries, return_index=True, return_inverse=True)
+        weights = np.bincount(inverse, weights=scores)  # summed in the order of the postings
+        heaviest = np.lexsort((first, -weights))[:300]
+        return found.union(unique[heaviest].tolist())
 
     def _containing(
         self, compact: str, limit: int, allowed: Callable[[int], bool], scored: Container[int]

@@ -151,3 +151,29 @@ def open_customer_summary(les: list[str], agent_id: str | None, pool_id: str | N
         .where(*where)
         .subquery("open_items")
     )
+
+
+def open_party_page(
+    party_type: str,
+    *,
+    legal_entity: str | None,
+    group_id: str | None,
+    order: str,
+    key_order: Any,
+) -> tuple[Any, Any]:
+    """``(page, count)`` over today's open items per party: the parties in ``get_aging``'s order
+    (``order``: ``balance``, ``overdue_due_date`` or ``overdue_txn_date`` largest first, or
+    ``key``), each its ``legal_entity`` and ``account``, to be cut with ``limit``; and the number
+    of such parties. ``key_order`` wraps a text column for ORDER BY (``text_key``). An index
+    holds each order, so the page is read without grouping or sorting every party."""
+    o = st.OPEN_PARTY
+    where = [o.c.party_type == party_type]
+    if legal_entity:
+        where.append(o.c.legal_entity == legal_entity)
+    if group_id is not None:
+        where.append(o.c.group_id == group_id)
+    keys = [key_order(o.c.legal_entity), key_order(o.c.account)]
+    if order != "key":
+        keys.insert(0, o.c["open_acct" if order == "balance" else order].desc())
+    page = select(o.c.legal_entity, o.c.account).where(*where).order_by(*keys)
+    return page, select(func.count()).select_from(o).where(*where)

@@ -31,7 +31,7 @@ from erp_mcp._ledger import (
 )
 from erp_mcp._records import StrictModel, money, record_model
 from erp_mcp._runtime import ErpRuntime
-from erp_mcp._summaries import RAW, SUMMED, Sums, open_item_summary
+from erp_mcp._summaries import RAW, SUMMED, Sums, open_item_summary, open_party_page
 from erp_mcp._tooling import erp_tool
 from synthetic_erp import _schema as s
 
@@ -278,22 +278,55 @@ def _aging_page(
         one_pass = select(*keys, *summed, func.count().over().label("total_rows"))
         rows = conn.execute(one_pass.group_by(*keys).order_by(*order).limit(args.limit)).all()
         return rows, int(rows[0].total_rows) if rows else 0
-    page = conn.execute(
+    page, total = _party_page(rt, conn, args, as_of, keys, order)
+    if not page:
+        return [], total
+    wanted: dict[str, list[str]] = {}
+    for le, account in page:
+        wanted.setdefault(le, []).append(account)
+    # One arm per legal entity, so the open-items index looks each party up (an OR of the legal
+    # entities' parties reads every open item).
+    arms = [
+        select(*keys, *summed).where(keys[0] == le, keys[1].in_(accounts)).group_by(*keys)
+        for le, accounts in wanted.items()
+    ]
+    detail = conn.execute(union_all(*arms) if len(arms) > 1 else arms[0]).all()
+    by_key = {(r.legal_entity, r.account): r for r in detail}
+    return [by_key[key] for key in page], total
+
+
+def _party_page(
+    rt: ErpRuntime, conn, args: AgingArgs, as_of: dt.date, keys, order
+) -> tuple[list[tuple[str, str]], int]:
+    """The ``(legal_entity, account)`` of the page's parties, in order, and the number of
+    parties: from today's per-party sums where they hold (the same order: their amounts are the
+    rounded sums in cents), else grouped from the open items."""
+    summed_order = {"balance": "balance", "key": "key"}
+    if as_of == rt.today:
+        summed_order["overdue"] = f"overdue_{args.aging_basis}"
+    if (
+        rt.summaries
+        and rt.summaries.open_items_hold(as_of)
+        and args.sort_by in summed_order
+        and not args.account
+        and not args.currency
+    ):
+        page, count = open_party_page(
+            args.party_type,
+            legal_entity=args.legal_entity and rt.check_legal_entity(args.legal_entity),
+            group_id=args.group_id,
+            order=summed_order[args.sort_by],
+            key_order=lambda column: text_key(rt, column),
+        )
+        chosen = [(le, account) for le, account in conn.execute(page.limit(args.limit))]
+        return chosen, int(conn.execute(count).scalar() or 0)
+    rows = conn.execute(
         select(*keys, func.count().over().label("total_rows"))
         .group_by(*keys)
         .order_by(*order)
         .limit(args.limit)
     ).all()
-    total = int(page[0].total_rows) if page else 0
-    if not page:
-        return [], total
-    wanted: dict[str, list[str]] = {}
-    for le, account, _ in page:
-        wanted.setdefault(le, []).append(account)
-    chosen = or_(*(and_(keys[0] == le, keys[1].in_(accounts)) for le, accounts in wanted.items()))
-    detail = conn.execute(select(*keys, *summed).where(chosen).group_by(*keys)).all()
-    by_key = {(r.legal_entity, r.account): r for r in detail}
-    return [by_key[(le, account)] for le, account, _ in page], total
+    return [(le, account) for le, account, _ in rows], int(rows[0].total_rows) if rows else 0
 
 
 def _group_names(conn, ledger) -> dict[tuple[str, str], str]:

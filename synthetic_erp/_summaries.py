@@ -18,6 +18,9 @@ sums give. ``n`` counts the ledger lines summed.
 - ``summary_open_items``: today's open items (posted, not closed, open amount not zero) per party
   type, legal entity, party group, currency, aging basis and aging date. The number of distinct
   dates does not grow with the parties, so neither does the table much.
+- ``summary_open_party``: today's open items per party (customers and vendors): how many, the
+  balance and the part past due today on either aging basis; get_aging picks its page of parties
+  from it.
 - ``summary_open_customer``: the same per customer with its collections agent and pool, split by
   the sign of the open amount (the worklist's overdue counts positive items only).
 
@@ -54,7 +57,7 @@ from sqlalchemy import (
 from synthetic_erp import _schema as s
 from synthetic_erp._db import ErpDatabaseError, normalize_url, open_engine, redact_url, sqlite_path
 
-SUMMARY_VERSION = "1"
+SUMMARY_VERSION = "2"
 METADATA = MetaData()
 
 INVOICE_TYPES = {"customer": ("sales_invoice", "free_text_invoice"), "vendor": ("invoice",)}
@@ -212,6 +215,30 @@ OPEN_CUSTOMER = Table(
         for key, other in (("agent", "pool"), ("pool", "agent"))
     ],
 )
+OPEN_PARTY = Table(
+    "summary_open_party",
+    METADATA,
+    Column("party_type", String, nullable=False),
+    Column("legal_entity", String, nullable=False),
+    Column("account", String, nullable=False),
+    Column("group_id", String),  # NULL: the party is missing from its table
+    Column("n", Integer, nullable=False),
+    Column("open_acct", BigInteger, nullable=False),
+    Column("overdue_due_date", BigInteger, nullable=False),
+    Column("overdue_txn_date", BigInteger, nullable=False),
+    Index("ux_sumopenparty", "party_type", "legal_entity", "account", unique=True),
+)
+# Each in the order get_aging lists parties (largest first, then legal entity and account), so the
+# first page of every legal entity, or of all of them, is read off an index without a sort.
+for _name, _amount in (
+    ("balance", OPEN_PARTY.c.open_acct),
+    ("overdue", OPEN_PARTY.c.overdue_due_date),
+    ("overdue_txn", OPEN_PARTY.c.overdue_txn_date),
+):
+    Index(f"ix_sumopenparty_{_name}", OPEN_PARTY.c.party_type, _amount.desc(),
+          OPEN_PARTY.c.legal_entity, OPEN_PARTY.c.account)  # fmt: skip
+    Index(f"ix_sumopenparty_le_{_name}", OPEN_PARTY.c.party_type, OPEN_PARTY.c.legal_entity,
+          _amount.desc(), OPEN_PARTY.c.account)  # fmt: skip
 SUMMARY_TABLES: tuple[Table, ...] = tuple(METADATA.sorted_tables)
 
 _LEDGERS = {
@@ -243,6 +270,7 @@ def build_summaries(conn: Connection) -> dict[str, int]:
         _ledger_sums(conn, party_type, t, account_column)
         _period_sums(conn, party_type, t, account_column)
         _open_items(conn, party_type, t, party, account_column)
+        _open_parties(conn, party_type, t, party, account_column)
     _open_customers(conn)
     conn.execute(
         insert(PERIOD_TOTAL).from_select(
@@ -451,6 +479,36 @@ def _open_customers(conn: Connection) -> None:
              "aging_date", "positive", "n", "open_cur", "open_acct"],
             select(*keys, cast(func.count(), Integer), _sum_cents(t.c.open_amount_cur),
                    _sum_cents(t.c.open_amount_acct))
+            .select_from(joined)
+            .where(_open_rows(t))
+            .group_by(*keys),
+        )
+    )  # fmt: skip
+
+
+def _open_parties(conn: Connection, party_type: str, t: Table, party: Table, account_column: str):
+    today = conn.execute(select(s.ErpMeta.value).where(s.ErpMeta.key == "as_of")).scalar()
+    account = t.c[account_column]
+    joined = t.join(
+        party,
+        and_(party.c.legal_entity == t.c.legal_entity, party.c.account == account),
+        isouter=True,
+    )
+
+    def overdue(date) -> object:
+        past_due = case((date < _as_date(today), cents(t.c.open_amount_acct)), else_=0)
+        return cast(func.coalesce(func.sum(past_due), 0), BigInteger)
+
+    keys = [t.c.legal_entity, account, party.c.group_id]
+    conn.execute(
+        insert(OPEN_PARTY).from_select(
+            ["party_type", "legal_entity", "account", "group_id", "n", "open_acct",
+             "overdue_due_date", "overdue_txn_date"],
+            select(
+                literal(party_type), *keys, cast(func.count(), Integer),
+                _sum_cents(t.c.open_amount_acct),
+                overdue(func.coalesce(t.c.due_date, t.c.txn_date)), overdue(t.c.txn_date),
+            )
             .select_from(joined)
             .where(_open_rows(t))
             .group_by(*keys),

@@ -629,7 +629,7 @@ async def test_no_result_exceeds_the_budget_at_10x(erp_10x_db_url, sql_10x):
 # -- the summary tables ----------------------------------------------------------------------------
 
 SUMMARY_TABLES = frozenset(
-    {"summary_ledger_party", "summary_party_period", "summary_open_customer"}
+    {"summary_ledger_party", "summary_party_period", "summary_open_customer", "summary_open_party"}
 )
 """Summary tables that grow with the parties (the others with the dates or not at all)."""
 
@@ -673,6 +673,30 @@ async def check_summary_plans(server, sql) -> None:
 
 async def test_hot_aggregates_read_the_summary_tables_by_index(server, sql):
     await check_summary_plans(server, sql)
+
+
+AGING_PAGES = [
+    {},
+    {"party_type": "vendor", "sort_by": "overdue"},
+    {"legal_entity": "USMF", "sort_by": "key", "limit": 20},
+    {"legal_entity": "USMF", "aging_basis": "txn_date", "sort_by": "overdue", "limit": 5},
+]
+"""get_aging per party today: the page is read off an index of the per-party sums."""
+
+
+async def test_aging_of_every_party_reads_only_its_page(server, sql):
+    """The page's parties come off an index in the page's order (no sort of every party), and
+    the ledger is searched for those parties' open items only."""
+    problems = []
+    for _, args, plans in await plans_of(server, sql, [("get_aging", a) for a in AGING_PAGES]):
+        steps = [step for _, found in plans for step in found]
+        page = [(st, found) for st, found in plans if "FROM summary_open_party" in st]
+        if not any(" LIMIT " in st and "USE TEMP B-TREE FOR ORDER BY" not in f for st, f in page):
+            problems.append(f"{args}: no page off an index: {page}")
+        for step in steps:
+            if _table_of(step) in LEDGERS and not re.search(r"_account=\?( AND |\))", step):
+                problems.append(f"{args}: reads the ledger beyond the page's parties: {step}")
+    assert problems == []
 
 
 def test_summary_plan_checks_catch_a_ledger_read():

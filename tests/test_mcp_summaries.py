@@ -12,6 +12,7 @@ the comparison catches a wrong rewrite.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -39,6 +40,22 @@ def _sum(field: str = "amount_acct") -> dict:
     return {"op": "sum", "field": field}
 
 
+PARTY_PAGES: list[dict] = [
+    {"sort_by": "key", "limit": 7},
+    {"sort_by": "overdue"},
+    {"party_type": "vendor", "sort_by": "overdue", "aging_basis": "txn_date",
+     "legal_entity": "USMF"},
+    {"party_type": "vendor", "limit": 1000},
+    {"group_id": "20", "limit": 3, "legal_entity": "DEMF"},
+    {"as_of": "2026-09-30", "bucket_edges": [10, 20]},
+    # the page from the open items: overdue on a later date, one currency
+    {"sort_by": "overdue", "as_of": "2026-09-30", "limit": 5},
+    {"currency": "EUR", "limit": 5},
+]  # fmt: skip
+"""get_aging per party on or after today: the first six pick their page of parties from the
+per-party sums (summary_open_party), the last two from the ledger."""
+PAGE_FROM_SUMMARY = [True] * 6 + [False] * 2
+
 CALLS: list[tuple[str, dict, bool]] = [
     # get_aging: today or later reads the open-item sums for its rows and totals; per party its
     # rows come from the ledger (the sums keep no party) and only the totals from the sums; one
@@ -57,6 +74,7 @@ CALLS: list[tuple[str, dict, bool]] = [
     ("get_aging", {"sort_by": "overdue", "group_by": "party", "as_of": "2026-09-30"}, True),
     ("get_aging", {"group_by": "party", "as_of": "2026-01-31"}, False),
     ("get_aging", {"account": "SYNCUS-0002", "legal_entity": "USMF"}, False),
+    *(("get_aging", args, True) for args in PARTY_PAGES),
     # get_collections_worklist: on or after today from the per-customer sums
     ("get_collections_worklist", {"agent_id": "CA001", "legal_entity": "USMF"}, True),
     ("get_collections_worklist", {"agent_id": "CA003", "as_of": "2026-03-12"}, True),
@@ -147,12 +165,17 @@ def bare_url(erp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"sqlite:///{path}"
 
 
-def _reads_summaries(seen: list[str]) -> bool:
-    return any("summary_" in statement for statement in seen)
+SUMMARY_NAMES = {table.name for table in SUMMARY_TABLES}
 
 
-async def _answers(db_url: str, calls) -> list[tuple[dict, bool]]:
-    """Each call's structured result and whether it read a summary table."""
+def _summaries_read(seen: list[str]) -> set[str]:
+    return {name for statement in seen for name in re.findall(r"summary_[a-z_]+", statement)} & (
+        SUMMARY_NAMES
+    )
+
+
+async def _answers(db_url: str, calls) -> list[tuple[dict, set[str]]]:
+    """Each call's structured result and the summary tables it read."""
     out = []
     seen: list[str] = []
 
@@ -167,7 +190,7 @@ async def _answers(db_url: str, calls) -> list[tuple[dict, bool]]:
                 seen.clear()
                 result = await client.call_tool(name, args, raise_on_error=False)
                 assert not result.is_error, (name, args, result.content[0].text)
-                out.append((result.structured_content, _reads_summaries(seen)))
+                out.append((result.structured_content, _summaries_read(seen)))
         finally:
             event.remove(Engine, "before_cursor_execute", record)
     return out
@@ -181,7 +204,7 @@ async def test_aggregates_answer_the_same_with_and_without_summaries(erp_db_url,
         CALLS, summed, raw, strict=True
     ):
         assert not used_raw, (name, args)
-        if used != expected:
+        if bool(used) != expected:
             wrong_path.append((name, args, used))
         if with_summary != without:
             different.append((name, args))
@@ -190,6 +213,19 @@ async def test_aggregates_answer_the_same_with_and_without_summaries(erp_db_url,
     # the comparison is not vacuous: the results hold rows
     assert all(result.get("rows") or result.get("items") or result.get("customers")
                for result, _ in summed[:8])  # fmt: skip
+
+
+async def test_get_aging_picks_its_page_of_parties_from_the_per_party_sums(erp_db_url):
+    """Each page read off summary_open_party is one the raw query also gives (the comparison
+    above), and it is read there exactly where the sums hold in that order."""
+    assert len(PARTY_PAGES) == len(PAGE_FROM_SUMMARY)
+    calls = [("get_aging", args, True) for args in PARTY_PAGES]
+    answers = await _answers(erp_db_url, calls)
+    read = [("summary_open_party" in tables) for _, tables in answers]
+    assert read == PAGE_FROM_SUMMARY
+    for (result, _), args in zip(answers, PARTY_PAGES, strict=True):
+        assert result["rows"], args
+        assert result["total_rows"] >= len(result["rows"]), args
 
 
 async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path: Path):
@@ -208,12 +244,23 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
             "FROM summary_open_items WHERE party_type = 'customer' AND basis = 'due_date' AND "
             "legal_entity = 'USMF' LIMIT 1)"
         )
+        # the 11th largest balance moves to the top: it enters a page of 10
+        conn.execute(
+            "UPDATE summary_open_party SET open_acct = 1 + (SELECT MAX(open_acct) FROM "
+            "summary_open_party WHERE party_type = 'customer') WHERE rowid = (SELECT rowid FROM "
+            "summary_open_party WHERE party_type = 'customer' ORDER BY open_acct DESC, "
+            "legal_entity, account LIMIT 1 OFFSET 10)"
+        )
     calls = [c for c in CALLS if c[0] in ("get_vendor_spend", "get_aging")][:2]
     calls += [("get_vendor_spend", {"legal_entity": "USMF", "top_n": 10}, True)]
+    calls += [("get_aging", {"limit": 10}, True)]
     good = await _answers(f"sqlite:///{erp_path}", calls)
     bad = await _answers(f"sqlite:///{path}", calls)
     assert [g for g, _ in good] != [b for b, _ in bad]
     assert good[0][0] != bad[0][0] and good[2][0] != bad[2][0]
+    good_page = [row["account"] for row in good[3][0]["rows"]]
+    bad_page = [row["account"] for row in bad[3][0]["rows"]]
+    assert good_page != bad_page
 
 
 def test_summaries_are_derived_data_outside_the_snapshot_hash(erp_path: Path, tmp_path: Path):

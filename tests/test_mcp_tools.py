@@ -953,8 +953,8 @@ async def test_collections_worklist(client, sql):
         == worklist["past_due_activity_count"]
         == (
             sql.execute(
-                "select count(*) from collection_activity where legal_entity=? and owner_agent_id=? "
-                "and due_date<? and status in ('open','in_progress')",
+                "select count(*) from collection_activity where legal_entity=? "
+                "and owner_agent_id=? and due_date<? and status in ('open','in_progress')",
                 (le, agent, day),
             ).fetchone()[0]
         )
