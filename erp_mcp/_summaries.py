@@ -13,6 +13,7 @@ divides the sum by 100 in SQL, which gives the float of the exact sum on SQLite 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,10 +44,18 @@ def load_summaries(engine: Engine, today: dt.date) -> Summaries | None:
     """The summary tables' coverage, or None when the ERP has none (or they are of another
     version or another snapshot's today)."""
     if not inspect(engine).has_table(st.SUMMARY_META.name):
+        _without_summaries("it has no summary tables")
         return None
     with engine.connect() as conn:
         meta = dict(conn.execute(select(st.SUMMARY_META.c.key, st.SUMMARY_META.c.value)).all())
-        if meta.get("version") != st.SUMMARY_VERSION or meta.get("as_of") != today.isoformat():
+        if meta.get("version") != st.SUMMARY_VERSION:
+            _without_summaries(
+                f"its summary tables are version {meta.get('version')}, "
+                f"this server reads version {st.SUMMARY_VERSION}"
+            )
+            return None
+        if meta.get("as_of") != today.isoformat():
+            _without_summaries("its summary tables were built for another snapshot")
             return None
         p = st.PERIOD
         periods = frozenset(
@@ -57,6 +66,14 @@ def load_summaries(engine: Engine, today: dt.date) -> Summaries | None:
         )
     latest = meta.get("open_items_max_txn_date") or today.isoformat()
     return Summaries(max(today, dt.date.fromisoformat(latest)), periods)
+
+
+def _without_summaries(why: str) -> None:
+    logging.getLogger("erp_mcp").warning(
+        "the ERP's aggregates read the raw ledgers (slower at scale): %s; add them with "
+        "'python -m synthetic_erp summarize --db <the ERP URL>'",
+        why,
+    )
 
 
 def _as_date(value: Any) -> dt.date:

@@ -12,6 +12,7 @@ the comparison catches a wrong rewrite.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 import shutil
 import sqlite3
@@ -347,20 +348,36 @@ def test_summarize_cli_upgrades_an_old_erp_and_refuses_a_missing_one(tmp_path: P
 def test_summaries_of_another_version_or_snapshot_are_ignored(erp_path: Path, tmp_path: Path):
     from erp_mcp._runtime import ErpRuntime
 
-    for key, value in (("version", "0"), ("as_of", "2026-03-01")):
-        path = tmp_path / f"{key}.db"
-        shutil.copyfile(erp_path, path)
-        with sqlite3.connect(path) as conn:
-            conn.execute("UPDATE summary_meta SET value = ? WHERE key = ?", (value, key))
-        runtime = ErpRuntime.open(f"sqlite:///{path}", None)
+    warnings: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warnings.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("erp_mcp").addHandler(handler)
+    try:
+        for key, value, why in (
+            ("version", "0", "version 0, this server reads version"),
+            ("as_of", "2026-03-01", "built for another snapshot"),
+        ):
+            path = tmp_path / f"{key}.db"
+            shutil.copyfile(erp_path, path)
+            with sqlite3.connect(path) as conn:
+                conn.execute("UPDATE summary_meta SET value = ? WHERE key = ?", (value, key))
+            warnings.clear()
+            runtime = ErpRuntime.open(f"sqlite:///{path}", None)
+            try:
+                assert runtime.summaries is None, key
+            finally:
+                runtime.close()
+            # the server says why its aggregates are slow and how to fix it
+            assert len(warnings) == 1 and why in warnings[0], warnings
+            assert "python -m synthetic_erp summarize" in warnings[0]
+        warnings.clear()
+        runtime = ErpRuntime.open(f"sqlite:///{erp_path}", None)
         try:
-            assert runtime.summaries is None, key
+            assert runtime.summaries is not None
+            assert runtime.summaries.open_items_hold(runtime.today)
+            assert not runtime.summaries.open_items_hold(runtime.today - dt.timedelta(days=1))
         finally:
             runtime.close()
-    runtime = ErpRuntime.open(f"sqlite:///{erp_path}", None)
-    try:
-        assert runtime.summaries is not None
-        assert runtime.summaries.open_items_hold(runtime.today)
-        assert not runtime.summaries.open_items_hold(runtime.today - dt.timedelta(days=1))
+        assert warnings == []  # an ERP with today's summaries opens quietly
     finally:
-        runtime.close()
+        logging.getLogger("erp_mcp").removeHandler(handler)
