@@ -207,7 +207,10 @@ def serve(
     its own server with ``worker_factory`` (``"module:function"``, called with ``argv``, the
     server's command line) and serves it stateless. They share one cursor key, so a cursor from
     one worker works on another."""
+    from erp_mcp._tooling import hand_the_interpreter_over_often
+
     check_scaling(args)
+    hand_the_interpreter_over_often()
     if args.transport == "stdio":
         server.run(transport="stdio", show_banner=False)
         return 0

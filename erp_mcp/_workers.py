@@ -114,6 +114,10 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def _worker_main(host: str, port: int) -> None:  # runs in each worker process
     import uvicorn
 
+    from erp_mcp._tooling import hand_the_interpreter_over_often
+
+    hand_the_interpreter_over_often()
+
     sock = tcp_listener(host, port, reuse_port=True)
     config = uvicorn.Config(f"{__name__}:worker_app", factory=True, log_level="warning",
                             access_log=False)  # fmt: skip

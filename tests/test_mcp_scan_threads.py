@@ -81,3 +81,32 @@ async def test_the_server_starts_scan_threads_for_aggregates_only(erp_db_url: st
         for thread in started:
             nice = os.getpriority(os.PRIO_PROCESS, thread.native_id)
             assert nice >= os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) + 1
+
+
+@pytest.mark.parametrize("workers", [False, True], ids=["one process", "each worker"])
+def test_a_serving_process_hands_the_interpreter_over_every_half_millisecond(
+    erp_db_url: str, workers: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan thread building a large result in Python holds the GIL for up to the switch
+    interval each time the event loop needs it; a serving process (one, or each worker) sets it
+    to 0.5 ms before it serves (Python's default: 5 ms)."""
+    import uvicorn
+
+    from erp_mcp._cli import main
+    from erp_mcp._workers import _worker_main
+    from tests.conftest import free_port
+
+    seen: list[float] = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: seen.append(
+        sys.getswitchinterval()))  # fmt: skip
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)
+    try:
+        if workers:
+            _worker_main("127.0.0.1", free_port())
+        else:
+            args = ["--db", erp_db_url, "--transport", "http", "--port", str(free_port())]
+            assert main(args) == 0
+    finally:
+        sys.setswitchinterval(before)
+    assert seen == [pytest.approx(0.0005)]
