@@ -107,7 +107,8 @@ def ensure_db(path: Path, scale: float) -> None:
 
 def sample_arguments(path: Path, rng: random.Random, pool: int = 20) -> dict[str, list[dict]]:
     """Per case (a tool, with a note in brackets), a pool of argument dicts drawn from the
-    database."""
+    database. Each pool is drawn in a stated order, so a new index (which can change the order a
+    plain LIMIT reads rows in) does not change what is measured."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
 
     def rows(query: str) -> list[tuple]:
@@ -117,21 +118,24 @@ def sample_arguments(path: Path, rng: random.Random, pool: int = 20) -> dict[str
 
     customers = rows(
         "select distinct legal_entity, customer_account from customer_transaction "
-        "where open_amount_cur != 0 limit 2000"
+        "where open_amount_cur != 0 order by legal_entity, customer_account limit 2000"
     )
-    vendors = rows("select legal_entity, account, name from vendor limit 2000")
-    names = rows("select name from customer limit 2000")
-    orders = rows("select legal_entity, sales_id from sales_order limit 2000")
-    pos = rows("select legal_entity, po_number from purchase_order limit 2000")
+    vendors = rows("select legal_entity, account, name from vendor order by id limit 2000")
+    names = rows("select name from customer order by name, id limit 2000")
+    orders = rows("select legal_entity, sales_id from sales_order order by 1, 2 limit 2000")
+    pos = rows("select legal_entity, po_number from purchase_order order by 1, 2 limit 2000")
     invoices = rows(
-        "select legal_entity, invoice_id from vendor_invoice where po_number is not null limit 2000"
+        "select legal_entity, invoice_id from vendor_invoice where po_number is not null "
+        "order by id limit 2000"
     )
-    journals = rows("select legal_entity, journal_id from payment_journal limit 2000")
+    journals = rows("select legal_entity, journal_id from payment_journal order by 1, 2 limit 2000")
     agents = rows(
         "select legal_entity, owner_agent_id, due_date from collection_activity "
-        "where status in ('open','in_progress') limit 2000"
+        "where status in ('open','in_progress') order by id limit 2000"
     )
-    vouchers = rows("select legal_entity, debit_voucher from customer_settlement limit 2000")
+    vouchers = rows(
+        "select legal_entity, debit_voucher from customer_settlement order by 1, 2 limit 2000"
+    )
     today = db.execute("select value from erp_meta where key='as_of'").fetchone()[0]
     db.close()
 

@@ -165,9 +165,8 @@ def list_collection_activities(rt: ErpRuntime, args: ActivityArgs) -> ActivityPa
     if args.case_id:
         clauses.append(CA.c.case_id == args.case_id.strip())
     with rt.engine.connect() as conn:
-        rows, info = page_of(
-            conn, select(CA).where(*clauses), [CA.c.due_date, CA.c.activity_id], args
-        )
+        rows, info = page_of(conn, select(CA).where(*clauses), [CA.c.due_date, CA.c.activity_id],
+                             args, row_key=CA.c.id)  # fmt: skip
         statuses = count_by(conn, CA.c.status, clauses)
     return ActivityPage(
         **info.model_dump(),

@@ -426,7 +426,16 @@ class CollectionActivity(SQLModel, table=True):
     __tablename__ = "collection_activity"
     __table_args__ = (
         UniqueConstraint("legal_entity", "activity_id"),
-        Index("ix_collact_owner", "legal_entity", "owner_agent_id", "due_date"),
+        # An agent's activities in the order listed, with the status counted: pages, counts and
+        # the worklist's due and past-due counts read this index alone.
+        Index(
+            "ix_collact_owner_due",
+            "legal_entity",
+            "owner_agent_id",
+            "due_date",
+            "activity_id",
+            "status",
+        ),
         Index("ix_collact_case", "legal_entity", "case_id"),
         Index("ix_collact_party", "legal_entity", "customer_account", "status", "due_date"),
     )

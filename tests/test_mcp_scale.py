@@ -315,6 +315,31 @@ async def test_the_invoice_register_reads_the_rows_of_its_page_only(server, sql)
     assert [s for s in steps if "COVERING INDEX" not in s and "INTEGER PRIMARY KEY" not in s] == []
 
 
+async def test_an_agents_activities_are_counted_and_paged_off_one_index(server, sql):
+    """An agent's activities due on a date (hundreds at 100x): the counts read the owner index
+    alone, the page is walked in that index's order (no sort of every match) and only its rows
+    are read; the worklist's due and past-due counts read the index alone too."""
+    le, agent, day = sql.execute(
+        "select legal_entity, owner_agent_id, due_date from collection_activity "
+        "group by 1, 2, 3 order by count(*) desc limit 1"
+    ).fetchone()
+    calls = [
+        ("list_collection_activities",
+         {"owner_agent_id": agent, "legal_entity": le, "due_from": day, "due_to": day,
+          "page_size": 5}),
+        ("get_collections_worklist", {"agent_id": agent, "legal_entity": le, "as_of": day}),
+    ]  # fmt: skip
+    listed, worklist = await plans_of(server, sql, calls)
+    listing = [(st, lines) for st, lines in listed[2]]
+    assert all("USE TEMP B-TREE FOR ORDER BY" not in lines for _, lines in listing), listing
+    for statement, lines in listing:
+        reads = [line for line in lines if _table_of(line) == "collection_activity"]
+        if "count(" in statement:
+            assert reads and all("COVERING INDEX ix_collact_owner_due" in r for r in reads), lines
+    counts = [lines for st, lines in worklist[2] if "count(CASE" in st]
+    assert counts and all("COVERING INDEX ix_collact_owner_due" in r for r in counts[0]), counts
+
+
 # -- results ---------------------------------------------------------------------------------------
 
 
