@@ -142,12 +142,15 @@ def http_app(server: FastMCP, allowed_hosts: Iterable[str] = (), *, stateless: b
     """The ASGI app serving ``/mcp`` and the server's pages behind the Host/Origin guard.
 
     ``stateless``: FastMCP's stateless streamable HTTP, where every request stands alone (no
-    session to initialise or keep), so any process or replica can answer it. Its answers are
-    plain JSON bodies: with no session there is nothing to stream, and a one-event SSE stream per
-    call cost about a fifth of a single-record call's server CPU."""
+    session to initialise or keep), so any process or replica can answer it.
+
+    Answers are plain JSON bodies either way (the transport lets a server answer a request with
+    one JSON object, and every client must accept it): no tool sends anything before its
+    result, and a one-event SSE stream per call cost about a fifth of a single-record call's
+    server CPU (the no-op call: 5.0 -> 3.6 ms p50 at 1x)."""
     from starlette.middleware import Middleware
 
     guard = Middleware(HostOriginGuard, allowed_hosts=list(allowed_hosts))
     return server.http_app(
-        path="/mcp", middleware=[guard], stateless_http=stateless, json_response=stateless
+        path="/mcp", middleware=[guard], stateless_http=stateless, json_response=True
     )
