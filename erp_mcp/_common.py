@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+from functools import cache
 from typing import Any
 
 from fastmcp.exceptions import ToolError
 from pydantic import Field
-from sqlalchemy import Connection, Select, func, literal, select
+from sqlalchemy import Connection, Select, and_, bindparam, func, literal, select
 from sqlmodel import SQLModel
 
 from erp_mcp import _cursors
@@ -76,6 +77,31 @@ class CurrencyTotal(StrictModel):
 def check_range(name: str, low: Any, high: Any) -> None:
     if low is not None and high is not None and low > high:
         raise ToolError(f"{name}: the start ({low}) is after the end ({high})")
+
+
+def rows_where(conn: Connection, table: Any, *, order: tuple[str, ...] = (), **equal: Any) -> list:
+    """The rows of ``table`` (a model or a table) whose columns equal ``equal`` (a list value:
+    the column is in it), ordered by the ``order`` columns.
+
+    Lookup tools run these statements on every call, and building a SQLAlchemy statement costs
+    more CPU than SQLite takes to run it (0.1-0.2 ms against 0.04 ms): each shape is built once,
+    with the call's values as parameters."""
+    return conn.execute(_rows_statement(table, tuple(equal), order, _lists(equal)), equal).all()
+
+
+def _lists(equal: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(name for name, value in equal.items() if isinstance(value, list | tuple))
+
+
+@cache
+def _rows_statement(table: Any, names: tuple, order: tuple, lists: tuple) -> Select:
+    t = getattr(table, "__table__", table)
+    tests = [
+        t.c[name].in_(bindparam(name, expanding=True)) if name in lists
+        else t.c[name] == bindparam(name)
+        for name in names
+    ]  # fmt: skip
+    return select(t).where(and_(*tests)).order_by(*(t.c[name] for name in order))
 
 
 def page_of(

@@ -16,6 +16,7 @@ from erp_mcp._common import (
     check_range,
     count_by,
     page_of,
+    rows_where,
     sum_by_currency,
     text_key,
     to_record,
@@ -50,8 +51,8 @@ def _find_document(rt, conn, table, key_column: str, key: str, legal_entity: str
     t = table.__table__
     le = rt.check_legal_entity(legal_entity)
     # Always constrain legal_entity: the (legal_entity, key) unique index then serves the lookup.
-    clauses = [t.c[key_column] == key.strip(), t.c.legal_entity.in_([le] if le else _all_les(rt))]
-    rows = conn.execute(select(t).where(*clauses)).all()
+    scope = [le] if le else _all_les(rt)
+    rows = rows_where(conn, t, **{key_column: key.strip()}, legal_entity=scope)
     if not rows:
         where = f" in {le}" if le else ""
         similar = conn.execute(
@@ -185,16 +186,8 @@ def get_sales_order(rt: ErpRuntime, args: GetSalesOrderArgs) -> SalesOrderDetail
                              "sales order")  # fmt: skip
         le, sales_id = row.legal_entity, row.sales_id
         order_url = rt.url("sales-orders", le, sales_id)
-        lines = conn.execute(
-            select(SOL)
-            .where(SOL.c.legal_entity == le, SOL.c.sales_id == sales_id)
-            .order_by(SOL.c.line_number)
-        ).all()
-        invoices = conn.execute(
-            select(CT)
-            .where(CT.c.legal_entity == le, CT.c.sales_id == sales_id)
-            .order_by(CT.c.txn_date)
-        ).all()
+        lines = rows_where(conn, SOL, legal_entity=le, sales_id=sales_id, order=("line_number",))
+        invoices = rows_where(conn, CT, legal_entity=le, sales_id=sales_id, order=("txn_date",))
     return SalesOrderDetails(
         order=to_record(
             rt,
@@ -308,7 +301,9 @@ def get_purchase_order(rt: ErpRuntime, args: GetPurchaseOrderArgs) -> PurchaseOr
     with rt.engine.connect() as conn:
         row = _find_document(rt, conn, s.PurchaseOrder, "po_number", args.po_number,
                              args.legal_entity, "purchase order")  # fmt: skip
-        lines, receipts, invoices = _po_parts(conn, row.legal_entity, row.po_number)
+        lines, receipts = _po_lines(conn, row.legal_entity, row.po_number)
+        invoices = rows_where(conn, VI, legal_entity=row.legal_entity, po_number=row.po_number,
+                              order=("invoice_date", "invoice_id"))  # fmt: skip
     po_url = rt.url("purchase-orders", row.legal_entity, row.po_number)
     return PurchaseOrderDetails(
         order=to_record(
@@ -327,23 +322,12 @@ def get_purchase_order(rt: ErpRuntime, args: GetPurchaseOrderArgs) -> PurchaseOr
     )
 
 
-def _po_parts(conn, le: str, po_number: str):
-    lines = conn.execute(
-        select(POL)
-        .where(POL.c.legal_entity == le, POL.c.po_number == po_number)
-        .order_by(POL.c.line_number)
-    ).all()
-    receipts = conn.execute(
-        select(PR)
-        .where(PR.c.legal_entity == le, PR.c.po_number == po_number)
-        .order_by(PR.c.receipt_date, PR.c.receipt_id)
-    ).all()
-    invoices = conn.execute(
-        select(VI)
-        .where(VI.c.legal_entity == le, VI.c.po_number == po_number)
-        .order_by(VI.c.invoice_date, VI.c.invoice_id)
-    ).all()
-    return lines, receipts, invoices
+def _po_lines(conn, le: str, po_number: str) -> tuple[list, list]:
+    """A purchase order's lines and product receipts."""
+    lines = rows_where(conn, POL, legal_entity=le, po_number=po_number, order=("line_number",))
+    receipts = rows_where(conn, PR, legal_entity=le, po_number=po_number,
+                          order=("receipt_date", "receipt_id"))  # fmt: skip
+    return lines, receipts
 
 
 # --------------------------------------------------------------------------------------------------
@@ -506,10 +490,10 @@ def get_vendor_invoice(rt: ErpRuntime, args: GetVendorInvoiceArgs) -> VendorInvo
     key = args.invoice_id.strip()
     le = rt.check_legal_entity(args.legal_entity)
     with rt.engine.connect() as conn:
-        scope = VI.c.legal_entity.in_([le] if le else _all_les(rt))
-        rows = conn.execute(select(VI).where(scope, VI.c.invoice_id == key)).all()
+        scope = [le] if le else _all_les(rt)
+        rows = rows_where(conn, VI, legal_entity=scope, invoice_id=key)
         if not rows:
-            rows = conn.execute(select(VI).where(scope, VI.c.vendor_invoice_number == key)).all()
+            rows = rows_where(conn, VI, legal_entity=scope, vendor_invoice_number=key)
         if not rows:
             row = _find_document(rt, conn, s.VendorInvoice, "invoice_id", key, le,
                                  "vendor invoice")  # fmt: skip
@@ -521,11 +505,9 @@ def get_vendor_invoice(rt: ErpRuntime, args: GetVendorInvoiceArgs) -> VendorInvo
         match = _three_way(rt, conn, row)
         ledger = None
         if row.voucher:
-            ledger_row = conn.execute(
-                select(VT).where(VT.c.legal_entity == row.legal_entity, VT.c.voucher == row.voucher)
-            ).first()
-            if ledger_row is not None:
-                ledger = to_record(rt, s.VendorTransaction, ledger_row)
+            found = rows_where(conn, VT, legal_entity=row.legal_entity, voucher=row.voucher)
+            if found:
+                ledger = to_record(rt, s.VendorTransaction, found[0])
     return VendorInvoiceDetails(
         invoice=_vendor_invoice_item(rt, row), match=match, ledger_transaction=ledger
     )
@@ -546,10 +528,9 @@ def _three_way(rt, conn, invoice) -> ThreeWayMatch:
             lines=[],
         )
     le = invoice.legal_entity
-    po = conn.execute(
-        select(PO).where(PO.c.legal_entity == le, PO.c.po_number == invoice.po_number)
-    ).first()
-    lines, receipts, _ = _po_parts(conn, le, invoice.po_number)
+    orders = rows_where(conn, PO, legal_entity=le, po_number=invoice.po_number)
+    po = orders[0] if orders else None
+    lines, receipts = _po_lines(conn, le, invoice.po_number)
     received: dict[int, float] = {}
     for r in receipts:
         received[r.line_number] = received.get(r.line_number, 0.0) + float(r.quantity)
@@ -685,11 +666,8 @@ def get_payment_journal(rt: ErpRuntime, args: GetPaymentJournalArgs) -> PaymentJ
     with rt.engine.connect() as conn:
         row = _find_document(rt, conn, s.PaymentJournal, "journal_id", args.journal_id,
                              args.legal_entity, "payment journal")  # fmt: skip
-        lines = conn.execute(
-            select(PJL)
-            .where(PJL.c.legal_entity == row.legal_entity, PJL.c.journal_id == row.journal_id)
-            .order_by(PJL.c.line_number)
-        ).all()
+        lines = rows_where(conn, PJL, legal_entity=row.legal_entity, journal_id=row.journal_id,
+                           order=("line_number",))  # fmt: skip
     journal_url = rt.url("payment-journals", row.legal_entity, row.journal_id)
     totals: dict[str, float] = {}
     for line in lines:

@@ -10,7 +10,7 @@ from fastmcp.exceptions import ToolError
 from pydantic import Field
 from sqlalchemy import Connection, Select, and_, bindparam, case, func, select
 
-from erp_mcp._common import to_record
+from erp_mcp._common import rows_where, to_record
 from erp_mcp._ledger import LEDGERS, open_amounts
 from erp_mcp._records import StrictModel, money, record_model
 from erp_mcp._runtime import ErpRuntime
@@ -237,15 +237,8 @@ class VendorDetails(StrictModel):
 
 
 def _one(conn: Connection, table, **where):
-    return conn.execute(_one_statement(table, tuple(where)), where).first()
-
-
-# Single-record tools run these statements on every call: building a SQLAlchemy statement costs
-# more CPU than running it on SQLite, so each is built once, with the call's values as parameters.
-@cache
-def _one_statement(table, names: tuple[str, ...]) -> Select:
-    t = table.__table__
-    return select(t).where(and_(*(t.c[name] == bindparam(name) for name in names)))
+    rows = rows_where(conn, table, **where)
+    return rows[0] if rows else None
 
 
 def _maybe(rt: ErpRuntime, conn: Connection, table, **where):
