@@ -21,7 +21,6 @@ import copy
 import datetime as dt
 import functools
 import inspect
-import json
 import logging
 import os
 import re
@@ -442,10 +441,16 @@ def _lower_priority() -> None:
 def served_result(result: BaseModel, text: str) -> ToolResult:
     """The MCP result of a tool's output model and its JSON ``text``: that text as the content
     and the same values as the structured content, what FastMCP would build on the event loop.
+
     Built here, in the tool's thread: serializing a large result three times on the loop held up
-    every other session's call meanwhile."""
-    return ToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=json.loads(text)
+    every other session's call meanwhile. Constructed without ``ToolResult.__init__``, which
+    would serialize the structured content to JSON and parse it back once more (the values are
+    JSON's already: ``model_dump(mode="json")`` of the model ``text`` is the JSON of)."""
+    return ToolResult.model_construct(
+        content=[TextContent(type="text", text=text)],
+        structured_content=result.model_dump(mode="json"),
+        meta=None,
+        is_error=False,
     )
 
 
