@@ -89,8 +89,14 @@ def python_type(column: Any) -> type:
     return str
 
 
-def visible_columns(table: type[SQLModel]) -> list[Any]:
-    return [c for c in table.__table__.columns if c.name not in HIDDEN_COLUMNS]
+@cache
+def visible_columns(table: type[SQLModel]) -> tuple[Any, ...]:
+    return tuple(c for c in table.__table__.columns if c.name not in HIDDEN_COLUMNS)
+
+
+@cache
+def _visible_names(table: type[SQLModel]) -> tuple[str, ...]:
+    return tuple(c.name for c in visible_columns(table))
 
 
 def column_description(table: type[SQLModel], name: str) -> str | None:
@@ -132,7 +138,7 @@ def plain_value(value: Any) -> Any:
 def row_values(table: type[SQLModel], row: Any) -> dict[str, Any]:
     """Visible column values of a result row (a ``RowMapping`` or mapping) as plain Python."""
     mapping = row._mapping if hasattr(row, "_mapping") else row
-    return {c.name: plain_value(mapping[c.name]) for c in visible_columns(table)}
+    return {name: plain_value(mapping[name]) for name in _visible_names(table)}
 
 
 def money(value: Any) -> float:

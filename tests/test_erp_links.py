@@ -59,6 +59,24 @@ def test_the_catalogue_writes_resource_uris_it_parses_back() -> None:
     assert parse_record_url(uri) == RecordRef("USMF", "payment-terms", "2%10Net30")
 
 
+def test_record_paths_quote_each_segment_as_quote_does() -> None:
+    """Plain ids skip the quoting (a fast path): every segment still comes out as
+    ``quote(segment, safe="")`` gives it, for ids, reserved characters and non-ASCII text."""
+    import random
+    import string
+    from urllib.parse import quote
+
+    from synthetic_erp import record_path
+
+    rng = random.Random(5)
+    alphabet = string.printable + "éü€/%~"
+    texts = ["SYNCUS-0001", "2%10Net30", "a b", "", "~x_y.z", "..", "é"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))) for _ in range(5000)]
+    for text in texts:
+        expected = f"/erp/{quote(text, safe='')}/customers/{quote(text, safe='')}"
+        assert record_path("customers", text, text) == expected, text
+
+
 @pytest.mark.parametrize(
     "uri",
     [
