@@ -4,7 +4,9 @@ For each data scale (1x and 100x; 10x with --scales) it starts ``python -m erp_m
 --bench-tools`` on a free loopback port and, with the official ``mcp`` client:
 - calls every tool sequentially with realistic arguments (drawn from the database, varied per call)
   and prints p50 / p99 latency per case, next to the no-op ``ping`` tool measured in the same run
-  (the floor); a case stops after --case-seconds once it has 5 calls;
+  (the floor); a case stops after --case-seconds once it has 5 calls. The scales' servers are up
+  together and answer in --latency-turns turns (every case of every scale in each), so the
+  100x/1x and floor ratios compare calls made in the same minutes;
 - runs 1, 8 and 32 concurrent client sessions for a fixed time on a single-record tool, on ping and
   on the heaviest aggregate (``get_aging {}``: every customer) and prints calls per second with
   the per-call p50 / p99;
@@ -326,36 +328,72 @@ def kind_of(label: str) -> str:
     return "single" if tool in SINGLE_RECORD or label == "ping" else "aggregate"
 
 
-async def latency_table(
-    url: str, args: dict[str, list[dict]], n: int, case_seconds: float
-) -> dict[str, dict]:
-    """p50 / p99 per case: ``n`` calls, or fewer (at least 5) once a case took ``case_seconds``."""
-    results = {}
-    async with Session(url) as s:
-        for label, pool in args.items():
-            tool = label.split(" ")[0]
-            warm = await s.session.call_tool(tool, pool[0])
-            if warm.is_error:  # e.g. a tool or argument an older server (--repo) does not have
-                print(f"  {label:48} skipped: {warm.content[0].text[:80]}", flush=True)
-                continue
-            for i in range(3):
-                await s.call(tool, pool[i % len(pool)])
-            times: list[float] = []
-            started = time.perf_counter()
-            for i in range(n):
-                times.append(await s.call(tool, pool[i % len(pool)]))
-                if len(times) >= 5 and time.perf_counter() - started > case_seconds:
-                    break
-            results[label] = {
-                "p50_ms": round(statistics.median(times), 2),
-                "p99_ms": round(percentile(times, 99), 2),
-                "calls": len(times),
-                "kind": kind_of(label),
+async def latency_in_turns(
+    servers: dict[str, tuple[str, dict[str, list[dict]]]], n: int, case_seconds: float, turns: int
+) -> dict[str, dict[str, dict]]:
+    """Per server (a label: its URL and argument pools), p50 / p99 per case over ``n`` calls.
+
+    The servers answer in turns: each turn calls every case of every server ``n / turns`` times
+    (a case stops early once it has 5 calls and has taken ``case_seconds`` in all). So a drift in
+    the machine's speed over the minutes of a run weighs on the floor (ping), on every case and on
+    both scales alike, instead of landing on whichever was measured then: the ratios the targets
+    are stated in compare calls made in the same minutes."""
+    from contextlib import AsyncExitStack
+
+    per_turn = max(1, -(-n // turns))
+    times: dict[str, dict[str, list[float]]] = {}
+    spent: dict[tuple[str, str], float] = {}
+    async with AsyncExitStack() as stack:
+        sessions = {}
+        for label, (url, args) in servers.items():
+            session = await stack.enter_async_context(Session(url))
+            sessions[label] = session
+            times[label] = {}
+            for case, pool in args.items():
+                tool = case.split(" ")[0]
+                warm = await session.session.call_tool(tool, pool[0])
+                if warm.is_error:  # e.g. a tool or argument an older server (--repo) lacks
+                    print(f"  {label} {case:40} skipped: {warm.content[0].text[:80]}", flush=True)
+                    continue
+                for i in range(3):
+                    await session.call(tool, pool[i % len(pool)])
+                times[label][case] = []
+        for _ in range(turns):
+            for label, (_, args) in servers.items():
+                for case, calls in times[label].items():
+                    tool, pool = case.split(" ")[0], args[case]
+                    started = time.perf_counter()
+                    for _ in range(per_turn):
+                        if len(calls) >= n or (
+                            len(calls) >= 5 and spent.get((label, case), 0.0) > case_seconds
+                        ):
+                            break
+                        calls.append(await sessions[label].call(tool, pool[len(calls) % len(pool)]))
+                    spent[(label, case)] = (
+                        spent.get((label, case), 0.0) + time.perf_counter() - started
+                    )
+    results: dict[str, dict[str, dict]] = {}
+    for label, cases in times.items():
+        print(f"\n== {label}: latency (calls in {turns} turns with the other scales) ==")
+        results[label] = {}
+        for case, calls in cases.items():
+            row = results[label][case] = {
+                "p50_ms": round(statistics.median(calls), 2),
+                "p99_ms": round(percentile(calls, 99), 2),
+                "calls": len(calls),
+                "kind": kind_of(case),
             }
-            row = results[label]
-            print(f"  {label:48} p50 {row['p50_ms']:9.2f} ms   p99 {row['p99_ms']:9.2f} ms"
+            print(f"  {case:48} p50 {row['p50_ms']:9.2f} ms   p99 {row['p99_ms']:9.2f} ms"
                   f"   ({row['calls']} calls)", flush=True)  # fmt: skip
     return results
+
+
+def scale_arguments(db: Path, tools: list[str] | None) -> dict[str, list[dict]]:
+    """The argument pools of a scale's ERP, for the cases of ``--tools`` (every case without)."""
+    args = sample_arguments(db, random.Random(7))
+    if tools:
+        args = {k: v for k, v in args.items() if k.split(" ")[0] in {*tools, "ping"}}
+    return args
 
 
 async def session_open(url: str, n: int) -> dict[str, float]:
@@ -729,11 +767,12 @@ async def bench_workers(db: Path, options: argparse.Namespace) -> dict[str, Any]
     return out
 
 
-async def bench_scale(label: str, db: Path, options: argparse.Namespace) -> dict[str, Any]:
+async def bench_scale(
+    label: str, db: Path, options: argparse.Namespace, latency: dict[str, dict] | None = None
+) -> dict[str, Any]:
+    """Every section but the latency table (``latency``: measured before, in turns with the
+    other scales) for one scale's ERP."""
     all_args = sample_arguments(db, random.Random(7))
-    args = all_args
-    if options.tools:
-        args = {k: v for k, v in all_args.items() if k.split(" ")[0] in {*options.tools, "ping"}}
     sections = set(options.only or SECTIONS)
     figures: dict[str, Any] = {"load_average": [round(x, 1) for x in os.getloadavg()]}
     print(f"\n== {label}: {db} ({db.stat().st_size / 1e6:.0f} MB), server from "
@@ -742,7 +781,9 @@ async def bench_scale(label: str, db: Path, options: argparse.Namespace) -> dict
         process, url = start_server(db, options.repo)
         try:
             if "latency" in sections:
-                figures["latency"] = await latency_table(url, args, options.n, options.case_seconds)
+                figures["latency"] = latency or {}
+                async with Session(url) as warm:  # the runtime opens on the first session
+                    await warm.call("erp_info", {})
                 sessions = max(10, options.n // 10)
                 cpu_before = process_cpu_s(process.pid)
                 row = await session_open(url, sessions)
@@ -777,6 +818,26 @@ async def bench_scale(label: str, db: Path, options: argparse.Namespace) -> dict
         figures["workers"] = await bench_workers(db, options)
     figures["load_average_end"] = [round(x, 1) for x in os.getloadavg()]
     return figures
+
+
+async def measure_latency(
+    measured: dict[str, tuple[Path, Path]], options: argparse.Namespace
+) -> dict[str, dict[str, dict]]:
+    """The latency tables of every scale (and baseline), their servers all up and answering in
+    turns (:func:`latency_in_turns`)."""
+    servers, processes = {}, []
+    try:
+        for label, (repo, db) in measured.items():
+            process, url = start_server(db, repo)
+            processes.append(process)
+            servers[label] = (url, scale_arguments(db, options.tools))
+            print(f"== {label}: {db} ({db.stat().st_size / 1e6:.0f} MB), server from {repo}",
+                  flush=True)  # fmt: skip
+        return await latency_in_turns(servers, options.n, options.case_seconds,
+                                      options.latency_turns)  # fmt: skip
+    finally:
+        for process in processes:
+            stop_server(process)
 
 
 def floor_ratios(latency: dict[str, dict]) -> dict[str, dict[str, float]]:
@@ -984,6 +1045,9 @@ def main(argv: list[str] | None = None) -> int:
         default=5,
         help="turns of --workers 1 and 2, measured alternately (default 5)",
     )
+    parser.add_argument("--latency-turns", type=int, default=5,
+                        help="turns in which the scales' servers answer the latency calls, "
+                        "so drift weighs on every case and scale alike (default 5)")  # fmt: skip
     parser.add_argument("--tools", nargs="*", help="only these tools, e.g. --tools get_customer")
     parser.add_argument("--only", nargs="+", choices=SECTIONS,
                         help=f"only these sections of {', '.join(SECTIONS)}")  # fmt: skip
@@ -1010,20 +1074,33 @@ def main(argv: list[str] | None = None) -> int:
         return {float(k): Path(v) for k, _, v in (item.partition("=") for item in items)}
 
     paths, baseline_paths = dbs(args.db), dbs(args.baseline_db)
-    results, baseline = {}, {}
+    checkouts = {"": (args.repo, paths)}
+    if args.baseline_repo:
+        checkouts[" baseline"] = (args.baseline_repo, baseline_paths)
+    measured: dict[str, tuple[Path, Path]] = {}  # label -> (checkout, ERP)
     for scale in args.scales:
         path = paths.get(scale, Path(DEFAULT_DB.format(scale=scale)))
         ensure_db(path, scale)
+        for suffix, (repo, own) in checkouts.items():
+            measured[f"{scale:g}x{suffix}"] = (repo, own.get(scale, path))
+    latency: dict[str, dict[str, dict]] = {}
+    if "latency" in (args.only or SECTIONS):
+        latency = asyncio.run(measure_latency(measured, args))
+    results, baseline = {}, {}
+    for scale in args.scales:
         label = f"{scale:g}x"
         options = argparse.Namespace(**vars(args))
         if scale != args.scales[-1]:  # --workers once, at the largest scale
             options.only = [s for s in (options.only or SECTIONS) if s != "workers"]
         if args.baseline_repo:
             before = argparse.Namespace(**{**vars(options), "repo": args.baseline_repo})
+            name = f"{label} baseline"
             baseline[label] = asyncio.run(
-                bench_scale(f"{label} baseline", baseline_paths.get(scale, path), before)
+                bench_scale(name, measured[name][1], before, latency.get(name))
             )
-        results[label] = asyncio.run(bench_scale(label, path, options))
+        results[label] = asyncio.run(
+            bench_scale(label, measured[label][1], options, latency.get(label))
+        )
     if baseline:
         print("\n==== baseline ====")
         summarize(baseline)
