@@ -165,9 +165,9 @@ def list_collection_activities(rt: ErpRuntime, args: ActivityArgs) -> ActivityPa
     if args.case_id:
         clauses.append(CA.c.case_id == args.case_id.strip())
     with rt.engine.connect() as conn:
+        statuses = count_by(conn, CA.c.status, clauses)  # their sum is the total: no count
         rows, info = page_of(conn, select(CA).where(*clauses), [CA.c.due_date, CA.c.activity_id],
-                             args, row_key=CA.c.id)  # fmt: skip
-        statuses = count_by(conn, CA.c.status, clauses)
+                             args, total=sum(statuses.values()), row_key=CA.c.id)  # fmt: skip
     return ActivityPage(
         **info.model_dump(),
         items=[_activity_item(rt, r) for r in rows],

@@ -135,11 +135,11 @@ def list_sales_orders(rt: ErpRuntime, args: SalesOrderListArgs) -> SalesOrderPag
     if args.min_amount is not None:
         clauses.append(SO.c.total_amount >= args.min_amount)
     with rt.engine.connect() as conn:
-        rows, info = page_of(
-            conn, select(SO).where(*clauses), [SO.c.order_date.desc(), SO.c.sales_id], args
-        )
+        statuses = count_by(conn, SO.c.status, clauses)  # their sum is the total: no count
+        rows, info = page_of(conn, select(SO).where(*clauses),
+                             [SO.c.order_date.desc(), SO.c.sales_id], args,
+                             total=sum(statuses.values()))  # fmt: skip
         totals = sum_by_currency(conn, SO.c.currency, SO.c.total_amount, clauses)
-        statuses = count_by(conn, SO.c.status, clauses)
     return SalesOrderPage(
         **info.model_dump(),
         items=[
@@ -250,11 +250,11 @@ def list_purchase_orders(rt: ErpRuntime, args: PurchaseOrderListArgs) -> Purchas
     if args.date_to:
         clauses.append(PO.c.order_date <= args.date_to)
     with rt.engine.connect() as conn:
-        rows, info = page_of(
-            conn, select(PO).where(*clauses), [PO.c.order_date.desc(), PO.c.po_number], args
-        )
+        statuses = count_by(conn, PO.c.status, clauses)  # their sum is the total: no count
+        rows, info = page_of(conn, select(PO).where(*clauses),
+                             [PO.c.order_date.desc(), PO.c.po_number], args,
+                             total=sum(statuses.values()))  # fmt: skip
         totals = sum_by_currency(conn, PO.c.currency, PO.c.total_amount, clauses)
-        statuses = count_by(conn, PO.c.status, clauses)
     return PurchaseOrderPage(
         **info.model_dump(),
         items=[
