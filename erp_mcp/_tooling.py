@@ -444,8 +444,8 @@ def served_result(result: BaseModel, text: str) -> ToolResult:
 
     Built here, in the tool's thread: serializing a large result three times on the loop held up
     every other session's call meanwhile. Constructed without ``ToolResult.__init__``, which
-    would serialize the structured content to JSON and parse it back once more (the values are
-    JSON's already: ``model_dump(mode="json")`` of the model ``text`` is the JSON of)."""
+    would serialize the structured content to JSON and parse it back once more: the model's
+    ``model_dump(mode="json")`` already holds exactly the values of ``text``."""
     return ToolResult.model_construct(
         content=[TextContent(type="text", text=text)],
         structured_content=result.model_dump(mode="json"),
