@@ -200,7 +200,7 @@ def get_aging(rt: ErpRuntime, args: AgingArgs) -> AgingReport:
     buckets = make_buckets(args.bucket_edges)
     bounds = bucket_bounds(as_of, args.bucket_edges)
     with rt.engine.connect() as conn:
-        rows, total_rows = _aging_page(rt, conn, row_items, args, as_of, bounds, row_sums)
+        rows, total_rows = _aging_page(rt, conn, row_items, args, le, as_of, bounds, row_sums)
         totals = conn.execute(
             select(
                 totals_items.c.legal_entity,
@@ -249,10 +249,17 @@ def _bucket_sums(items, bounds, sums: Sums = RAW) -> list:
 
 
 def _aging_page(
-    rt: ErpRuntime, conn, items, args: AgingArgs, as_of: dt.date, bounds, sums: Sums = RAW
+    rt: ErpRuntime,
+    conn,
+    items,
+    args: AgingArgs,
+    le: str | None,
+    as_of: dt.date,
+    bounds,
+    sums: Sums = RAW,
 ):
     """The returned rows only, grouped, summed, sorted and cut to ``limit`` in the database, and
-    the number of rows before the cut.
+    the number of rows before the cut (``le``: the call's checked legal entity, if any).
 
     Per party today (tens of thousands of parties at 100x) the page is chosen on one sum and
     only its parties get their bucket sums; groups, currencies and legal entities are few, and
@@ -278,7 +285,7 @@ def _aging_page(
         one_pass = select(*keys, *summed, func.count().over().label("total_rows"))
         rows = conn.execute(one_pass.group_by(*keys).order_by(*order).limit(args.limit)).all()
         return rows, int(rows[0].total_rows) if rows else 0
-    page, total = _party_page(rt, conn, args, as_of, keys, order)
+    page, total = _party_page(rt, conn, args, le, as_of, keys, order)
     if not page:
         return [], total
     wanted: dict[str, list[str]] = {}
@@ -296,7 +303,7 @@ def _aging_page(
 
 
 def _party_page(
-    rt: ErpRuntime, conn, args: AgingArgs, as_of: dt.date, keys, order
+    rt: ErpRuntime, conn, args: AgingArgs, le: str | None, as_of: dt.date, keys, order
 ) -> tuple[list[tuple[str, str]], int]:
     """The ``(legal_entity, account)`` of the page's parties, in order, and the number of
     parties: from today's per-party sums where they hold (the same order: their amounts are the
@@ -313,7 +320,7 @@ def _party_page(
     ):
         page, count = open_party_page(
             args.party_type,
-            legal_entity=args.legal_entity and rt.check_legal_entity(args.legal_entity),
+            legal_entity=le,
             group_id=args.group_id,
             order=summed_order[args.sort_by],
             key_order=lambda column: text_key(rt, column),

@@ -266,11 +266,12 @@ def build_summaries(conn: Connection) -> dict[str, int]:
     periods = _periods(conn)
     if periods:
         conn.execute(insert(PERIOD), periods)
+    as_of = conn.execute(select(s.ErpMeta.value).where(s.ErpMeta.key == "as_of")).scalar()
     for party_type, (t, party, account_column) in _LEDGERS.items():
         _ledger_sums(conn, party_type, t, account_column)
         _period_sums(conn, party_type, t, account_column)
         _open_items(conn, party_type, t, party, account_column)
-        _open_parties(conn, party_type, t, party, account_column)
+        _open_parties(conn, party_type, t, party, account_column, _as_date(as_of))
     _open_customers(conn)
     conn.execute(
         insert(PERIOD_TOTAL).from_select(
@@ -283,7 +284,6 @@ def build_summaries(conn: Connection) -> dict[str, int]:
             ).group_by(*(PARTY_PERIOD.c[name] for name in _PERIOD_KEY)),
         )
     )
-    as_of = conn.execute(select(s.ErpMeta.value).where(s.ErpMeta.key == "as_of")).scalar()
     latest = [
         conn.execute(
             select(func.max(t.c.txn_date)).where(t.c.closed_date.is_(None), t.c.posted.is_(True))
@@ -438,12 +438,17 @@ def _open_rows(t: Table):
     return and_(t.c.posted.is_(True), t.c.closed_date.is_(None), t.c.open_amount_cur != 0)
 
 
-def _open_items(conn: Connection, party_type: str, t: Table, party: Table, account_column: str):
-    joined = t.join(
+def _with_party(t: Table, party: Table, account_column: str):
+    """The ledger ``t`` with each line's party row (NULLs where the party is missing)."""
+    return t.join(
         party,
         and_(party.c.legal_entity == t.c.legal_entity, party.c.account == t.c[account_column]),
         isouter=True,
     )
+
+
+def _open_items(conn: Connection, party_type: str, t: Table, party: Table, account_column: str):
+    joined = _with_party(t, party, account_column)
     for basis, date in (
         ("due_date", func.coalesce(t.c.due_date, t.c.txn_date)),
         ("txn_date", t.c.txn_date),
@@ -486,17 +491,14 @@ def _open_customers(conn: Connection) -> None:
     )  # fmt: skip
 
 
-def _open_parties(conn: Connection, party_type: str, t: Table, party: Table, account_column: str):
-    today = conn.execute(select(s.ErpMeta.value).where(s.ErpMeta.key == "as_of")).scalar()
+def _open_parties(
+    conn: Connection, party_type: str, t: Table, party: Table, account_column: str, today: dt.date
+):
     account = t.c[account_column]
-    joined = t.join(
-        party,
-        and_(party.c.legal_entity == t.c.legal_entity, party.c.account == account),
-        isouter=True,
-    )
+    joined = _with_party(t, party, account_column)
 
     def overdue(date) -> object:
-        past_due = case((date < _as_date(today), cents(t.c.open_amount_acct)), else_=0)
+        past_due = case((date < today, cents(t.c.open_amount_acct)), else_=0)
         return cast(func.coalesce(func.sum(past_due), 0), BigInteger)
 
     keys = [t.c.legal_entity, account, party.c.group_id]
