@@ -330,7 +330,7 @@ async def test_an_agents_activities_are_counted_and_paged_off_one_index(server, 
         ("get_collections_worklist", {"agent_id": agent, "legal_entity": le, "as_of": day}),
     ]  # fmt: skip
     listed, worklist = await plans_of(server, sql, calls)
-    listing = [(st, lines) for st, lines in listed[2]]
+    listing = listed[2]
     assert all("USE TEMP B-TREE FOR ORDER BY" not in lines for _, lines in listing), listing
     for statement, lines in listing:
         reads = [line for line in lines if _table_of(line) == "collection_activity"]
