@@ -132,7 +132,7 @@ def _generate(db_url, customers, vendors, seed, as_of, overwrite, scale, progres
         raise ErpDatabaseError("customers and vendors must each be at least 1 after scaling")
     pools = build_pools(seed)
     rates = exchange_rate_series(random.Random(seed ^ 0x5EED), as_of - DAY * 430, as_of)
-    ctx = Context(seed, as_of, pools, rates)
+    ctx = Context(seed, as_of, pools, rates, customers=n_customers)
     customer_specs = _party_specs(ctx, "SYNCUS", n_customers, CUSTOMER_NAME_PAIRS, CUSTOMER_TWINS,
                                   CUSTOMER_ROLES)  # fmt: skip
     vendor_specs = _party_specs(ctx, "SYNVEN", n_vendors, VENDOR_NAME_PAIRS, VENDOR_TWINS,
