@@ -89,6 +89,12 @@ def rows_where(conn: Connection, table: Any, *, order: tuple[str, ...] = (), **e
     return conn.execute(_rows_statement(table, tuple(equal), order, _lists(equal)), equal).all()
 
 
+def first_where(conn: Connection, table: Any, **equal: Any) -> Any:
+    """The first of :func:`rows_where`'s rows, or None when no row matches."""
+    rows = rows_where(conn, table, **equal)
+    return rows[0] if rows else None
+
+
 def _lists(equal: dict[str, Any]) -> tuple[str, ...]:
     return tuple(name for name, value in equal.items() if isinstance(value, list | tuple))
 

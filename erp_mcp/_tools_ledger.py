@@ -289,13 +289,13 @@ def _aging_page(
     if not page:
         return [], total
     wanted: dict[str, list[str]] = {}
-    for le, account in page:
-        wanted.setdefault(le, []).append(account)
+    for entity, account in page:
+        wanted.setdefault(entity, []).append(account)
     # One arm per legal entity, so the open-items index looks each party up (an OR of the legal
     # entities' parties reads every open item).
     arms = [
-        select(*keys, *summed).where(keys[0] == le, keys[1].in_(accounts)).group_by(*keys)
-        for le, accounts in wanted.items()
+        select(*keys, *summed).where(keys[0] == entity, keys[1].in_(accounts)).group_by(*keys)
+        for entity, accounts in wanted.items()
     ]
     detail = conn.execute(union_all(*arms) if len(arms) > 1 else arms[0]).all()
     by_key = {(r.legal_entity, r.account): r for r in detail}
@@ -325,7 +325,7 @@ def _party_page(
             order=summed_order[args.sort_by],
             key_order=lambda column: text_key(rt, column),
         )
-        chosen = [(le, account) for le, account in conn.execute(page.limit(args.limit))]
+        chosen = [(entity, account) for entity, account in conn.execute(page.limit(args.limit))]
         return chosen, int(conn.execute(count).scalar() or 0)
     rows = conn.execute(
         select(*keys, func.count().over().label("total_rows"))
@@ -333,7 +333,8 @@ def _party_page(
         .order_by(*order)
         .limit(args.limit)
     ).all()
-    return [(le, account) for le, account, _ in rows], int(rows[0].total_rows) if rows else 0
+    parties = [(entity, account) for entity, account, _ in rows]
+    return parties, int(rows[0].total_rows) if rows else 0
 
 
 def _group_names(conn, ledger) -> dict[tuple[str, str], str]:

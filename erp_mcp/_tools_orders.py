@@ -15,6 +15,7 @@ from erp_mcp._common import (
     PageInfo,
     check_range,
     count_by,
+    first_where,
     page_of,
     rows_where,
     sum_by_currency,
@@ -505,9 +506,9 @@ def get_vendor_invoice(rt: ErpRuntime, args: GetVendorInvoiceArgs) -> VendorInvo
         match = _three_way(rt, conn, row)
         ledger = None
         if row.voucher:
-            found = rows_where(conn, VT, legal_entity=row.legal_entity, voucher=row.voucher)
-            if found:
-                ledger = to_record(rt, s.VendorTransaction, found[0])
+            found = first_where(conn, VT, legal_entity=row.legal_entity, voucher=row.voucher)
+            if found is not None:
+                ledger = to_record(rt, s.VendorTransaction, found)
     return VendorInvoiceDetails(
         invoice=_vendor_invoice_item(rt, row), match=match, ledger_transaction=ledger
     )
@@ -528,8 +529,7 @@ def _three_way(rt, conn, invoice) -> ThreeWayMatch:
             lines=[],
         )
     le = invoice.legal_entity
-    orders = rows_where(conn, PO, legal_entity=le, po_number=invoice.po_number)
-    po = orders[0] if orders else None
+    po = first_where(conn, PO, legal_entity=le, po_number=invoice.po_number)
     lines, receipts = _po_lines(conn, le, invoice.po_number)
     received: dict[int, float] = {}
     for r in receipts:

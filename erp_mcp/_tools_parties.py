@@ -10,7 +10,7 @@ from fastmcp.exceptions import ToolError
 from pydantic import Field
 from sqlalchemy import Connection, Select, and_, bindparam, case, func, select
 
-from erp_mcp._common import rows_where, to_record
+from erp_mcp._common import first_where, to_record
 from erp_mcp._ledger import LEDGERS, open_amounts
 from erp_mcp._records import StrictModel, money, record_model
 from erp_mcp._runtime import ErpRuntime
@@ -236,11 +236,6 @@ class VendorDetails(StrictModel):
     balance: PartyBalance
 
 
-def _one(conn: Connection, table, **where):
-    rows = rows_where(conn, table, **where)
-    return rows[0] if rows else None
-
-
 def _maybe(rt: ErpRuntime, conn: Connection, table, **where):
     """The record of a setup table (served from the in-memory reference cache), or None."""
     if any(v is None for v in where.values()):
@@ -331,7 +326,7 @@ def get_customer(rt: ErpRuntime, args: GetPartyArgs) -> CustomerDetails:
     ERP's today. Unknown accounts give an error listing the closest matches."""
     le, account = rt.resolve_party("customer", args.account, args.legal_entity)
     with rt.engine.connect() as conn:
-        row = _one(conn, s.Customer, legal_entity=le, account=account)
+        row = first_where(conn, s.Customer, legal_entity=le, account=account)
         customer = to_record(rt, s.Customer, row)
         terms, discount = _terms(rt, conn, le, customer.payment_terms)
         balance = party_balance(rt, conn, "customer", le, account, rt.today)
@@ -375,7 +370,7 @@ def get_vendor(rt: ErpRuntime, args: GetPartyArgs) -> VendorDetails:
     an error listing the closest matches."""
     le, account = rt.resolve_party("vendor", args.account, args.legal_entity)
     with rt.engine.connect() as conn:
-        row = _one(conn, s.Vendor, legal_entity=le, account=account)
+        row = first_where(conn, s.Vendor, legal_entity=le, account=account)
         vendor = to_record(rt, s.Vendor, row)
         terms, discount = _terms(rt, conn, le, vendor.payment_terms)
         return VendorDetails(

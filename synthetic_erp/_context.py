@@ -36,6 +36,11 @@ def agents_per_pool(customers: int) -> int:
     return max(AGENTS_PER_POOL_AT_1X, round(customers / CUSTOMERS_PER_POOL_SEAT))
 
 
+def _email(person: str, suffix: str = "") -> str:
+    """An employee's address, e.g. ``jane.o.brien.12@contoso.example`` (``suffix`` ``.12``)."""
+    return person.lower().replace(" ", ".").replace("'", "") + suffix + "@contoso.example"
+
+
 def _new_name(
     rng: random.Random, first: tuple[str, ...], last: tuple[str, ...], taken: set[str]
 ) -> str:
@@ -75,12 +80,11 @@ class Context:
             number = 0
             for pool_id, _name, _description in COLLECTIONS_POOLS:
                 ids = []
-                for _ in range(2):
+                for _ in range(AGENTS_PER_POOL_AT_1X):
                     number += 1
                     agent_id = f"CA{number:03d}"
                     person = next(people)
-                    email = person.lower().replace(" ", ".").replace("'", "") + "@contoso.example"
-                    self.agents[le.code].append((agent_id, person, email, pool_id))
+                    self.agents[le.code].append((agent_id, person, _email(person), pool_id))
                     ids.append(agent_id)
                 self.agents_by_pool[(le.code, pool_id)] = ids
             self.sales_takers[le.code] = [next(people) for _ in range(8)]
@@ -103,11 +107,9 @@ class Context:
                 for pool_id, _name, _description in COLLECTIONS_POOLS:
                     number += 1
                     person = _new_name(namer, region.first_names, region.last_names, taken)
-                    email = f"{person.lower().replace(' ', '.').replace(chr(39), '')}.{number}"
                     agent_id = f"CA{number:03d}"
-                    self.agents[le.code].append(
-                        (agent_id, person, f"{email}@contoso.example", pool_id)
-                    )
+                    email = _email(person, f".{number}")
+                    self.agents[le.code].append((agent_id, person, email, pool_id))
                     self.agents_by_pool[(le.code, pool_id)].append(agent_id)
 
     def next_seq(self) -> int:
