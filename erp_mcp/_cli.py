@@ -22,6 +22,7 @@ from erp_mcp._serve_cli import (
 )
 from erp_mcp._tooling import TOOLSETS
 from ledgerbench._cli import OneLineParser
+from ledgerbench._startup import report_step
 from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
 
 SERVE_EXAMPLES = """\
@@ -206,7 +207,9 @@ def _serve(argv: list[str]) -> int:
     check_port(args)
     check_scaling(args)
     hosts = allowed_hosts(args)
+    report_step("building the tools")
     server = _build(args)
+    report_step("opening the database")
     _check_database(args.db)
     return serve(
         server,

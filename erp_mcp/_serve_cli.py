@@ -208,6 +208,7 @@ def serve(
     server's command line) and serves it stateless. They share one cursor key, so a cursor from
     one worker works on another."""
     from erp_mcp._tooling import hand_the_interpreter_over_often
+    from ledgerbench._startup import done_reporting, report_step
 
     check_scaling(args)
     hand_the_interpreter_over_often()
@@ -219,7 +220,9 @@ def serve(
     from erp_mcp._serving import http_app
 
     workers = getattr(args, "workers", 1)
+    report_step("binding the port" if workers == 1 else f"starting {workers} workers")
     if workers > 1:
+        done_reporting()  # the workers bind the port; they need not inherit the pipe
         if worker_factory is None:
             raise UsageError("this server cannot run --workers; serve it with --workers 1")
         from erp_mcp._workers import WorkersFailed, serve_workers
@@ -234,6 +237,7 @@ def serve(
             raise UsageError(str(error)) from None
     app = http_app(server, hosts, stateless=getattr(args, "stateless", False))
     listening = bind(args.host, args.port)  # ours before the start line says so
+    done_reporting()
     if start_line:
         print(start_line, file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False)

@@ -112,6 +112,9 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _worker_main(host: str, port: int) -> None:  # runs in each worker process
+    from ledgerbench._startup import die_with_parent
+
+    die_with_parent()  # a supervisor killed with -9 leaves no worker serving its port
     import uvicorn
 
     from erp_mcp._tooling import hand_the_interpreter_over_often

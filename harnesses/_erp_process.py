@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harnesses._protocol import ErpEndpoint
+from ledgerbench._startup import (
+    STARTUP_FD_ENV,
+    StartupWatch,
+    describe_load,
+    parent_death_signal,
+)
 
 DEFAULT_ERP_RELATIVE_PATH = Path(".ledgerbench") / "erp.db"
 """Where the default ERP lives, under the project root."""
@@ -32,6 +37,11 @@ DEFAULT_ERP_SEED = 42
 
 class ErpServerError(RuntimeError):
     """The ERP server could not be started or reached; the message says why."""
+
+
+class ServerStartError(ErpServerError):
+    """A server the runner started died or got stuck before it listened: an infrastructure
+    failure (exit code 3), not bad input. The message names the step it was at."""
 
 
 def project_root() -> Path:
@@ -89,27 +99,6 @@ def _is_stale(url: str, expected_snapshot: str | None) -> bool:
         return True
 
 
-def parent_death_signal() -> Callable[[], None] | None:
-    """A ``preexec_fn`` asking Linux to SIGKILL the child when its parent dies (None elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-    parent = os.getpid()
-
-    def set_death_signal() -> None:
-        prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl: go now
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return set_death_signal
-
-
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
@@ -131,38 +120,59 @@ class ErpServerProcess:
     """Size of the log before this start: its own output comes after."""
     what: str = "the ERP MCP server"
     """The server's name in messages."""
+    watch: StartupWatch | None = None
+    """The start's progress, until the server listens."""
+    started_in_s: float | None = None
+    start_cpu_s: float | None = None
+    """Wall and CPU seconds the server took to listen, once it does."""
 
     def _listening(self) -> bool:
         token = self.endpoint.token or ""
         args = (self.host, self.port, self.process, self.log_path, token, self.log_start)
-        return _check_listening(*args, what=self.what)
+        return _check_listening(*args, what=self.what, watch=self.watch)
 
-    def wait_until_listening(self, timeout: float) -> None:
-        """Block until the server listens (:class:`ErpServerError` if it exits or is too slow)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._listening():
-                return
+    def _given_up(self) -> ServerStartError | None:
+        """Why to stop waiting (stuck, or past the limit), or None while it makes progress."""
+        if self.watch is None:
+            return None
+        reason = self.watch.poll()
+        if reason is None:
+            return None
+        return ServerStartError(f"{self.what} did not listen: {reason}{describe_load()}")
+
+    def wait_until_listening(self) -> None:
+        """Block until the server listens; :class:`ServerStartError` if it exits or gets stuck.
+
+        There is no fixed clock: a server that keeps using CPU or reporting start steps is waited
+        for, however busy the machine (see :mod:`ledgerbench._startup`)."""
+        while not self._listening():
+            if (error := self._given_up()) is not None:
+                raise error
             time.sleep(0.05)
-        raise ErpServerError(
-            f"{self.what} did not listen on {self.host}:{self.port} within {timeout:.0f}s"
-        )
+        self._done_watching()
 
-    async def until_listening(self, timeout: float = 60.0) -> None:
+    async def until_listening(self) -> None:
         """:meth:`wait_until_listening` without blocking the event loop (Ctrl-C and SIGTERM are
         handled at once while the server starts)."""
         import asyncio
 
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._listening():
-                return
+        while not self._listening():
+            if (error := self._given_up()) is not None:
+                raise error
             await asyncio.sleep(0.05)
-        raise ErpServerError(
-            f"{self.what} did not listen on {self.host}:{self.port} within {timeout:.0f}s"
-        )
+        self._done_watching()
+
+    def _done_watching(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+            self.started_in_s = self.watch.elapsed()
+            self.start_cpu_s = self.watch.cpu_used()
+            self.watch = None
 
     def stop(self, timeout: float = 10.0) -> None:
+        if self.watch is not None:
+            self.watch.close()
+            self.watch = None
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -205,11 +215,13 @@ def _check_listening(
     token: str,
     start: int,
     what: str = "the ERP MCP server",
+    watch: StartupWatch | None = None,
 ) -> bool:
-    """True once the server accepts connections; :class:`ErpServerError` if it exited."""
+    """True once the server accepts connections; :class:`ServerStartError` if it exited."""
     if process.poll() is not None:
-        raise ErpServerError(
-            f"{what} exited with code {process.returncode} before listening: "
+        step = f" at step '{watch.step}'" if watch is not None else ""
+        raise ServerStartError(
+            f"{what} exited with code {process.returncode}{step} before listening: "
             f"{_log_tail(log_path, token, start=start) or 'no output'}"
         )
     with socket.socket() as sock:
@@ -224,7 +236,6 @@ def start_mcp_server(
     log_path: Path | None = None,
     public_url: str | None = None,
     host: str = "127.0.0.1",
-    startup_timeout: float = 60.0,
     stdio_args: Sequence[str] | None = None,
     db_url: str = "",
     wait: bool = True,
@@ -237,6 +248,8 @@ def start_mcp_server(
     token = secrets.token_urlsafe(24)
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
     env[token_env] = token
+    watch, progress_fd = StartupWatch.open()
+    env[STARTUP_FD_ENV] = str(progress_fd)
     args = [sys.executable, "-m", *module_args, "--transport", "http"]
     args += ["--host", host, "--port", str(port)]
     log_start = 0
@@ -253,11 +266,17 @@ def start_mcp_server(
             stdout=output,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            pass_fds=(progress_fd,),
             preexec_fn=parent_death_signal(),
         )
+    except BaseException:
+        watch.close()
+        raise
     finally:
+        os.close(progress_fd)
         if log_path is not None:
             output.close()
+    watch.pid = process.pid
     endpoint = ErpEndpoint(
         url=f"http://{host}:{port}/mcp",
         token=token,
@@ -273,10 +292,11 @@ def start_mcp_server(
         port=port,
         log_start=log_start,
         what=what,
+        watch=watch,
     )
     if wait:
         try:
-            server.wait_until_listening(startup_timeout)
+            server.wait_until_listening()
         except BaseException:
             server.stop()
             raise
@@ -289,7 +309,6 @@ def start_erp_server(
     log_path: Path | None = None,
     public_url: str | None = None,
     host: str = "127.0.0.1",
-    startup_timeout: float = 60.0,
     extra_args: Sequence[str] = (),
     record_base_url: str | None = None,
     wait: bool = True,
@@ -313,7 +332,6 @@ def start_erp_server(
         log_path=log_path,
         public_url=public_url,
         host=host,
-        startup_timeout=startup_timeout,
         db_url=db_url,
         wait=wait,
     )

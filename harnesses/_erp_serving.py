@@ -15,8 +15,8 @@ from typing import Any
 
 from harnesses._erp_process import (
     DEFAULT_ERP_RELATIVE_PATH,
-    ErpServerError,
     ErpServerProcess,
+    ServerStartError,
     default_erp_db_url,
     ensure_default_erp,
     start_erp_server,
@@ -48,10 +48,8 @@ class ErpInUse:
             return
         try:
             await self.server.until_listening()
-        except ErpServerError as error:
-            raise RunConfigError(
-                f"the ERP server for {self.shown_db} did not start: {error}"
-            ) from None
+        except ServerStartError as error:
+            raise ServerStartError(f"the ERP server for {self.shown_db}: {error}") from None
 
     @property
     def snapshot_hash(self) -> str | None:
@@ -69,6 +67,16 @@ class ErpInUse:
 
 
 ERP_LOG_FILE = "erp_mcp.log"
+
+
+def servers_starting(erp: ErpInUse, world: Any = None) -> str:
+    """Which of the run's servers are still starting, and at which step (for a slow start)."""
+    waiting = []
+    for name, in_use in (("the ERP server", erp), ("the world server", world)):
+        watch = getattr(getattr(in_use, "server", None), "watch", None)
+        if watch is not None:
+            waiting.append(f"{name} at '{watch.step}'")
+    return "waiting for " + " and ".join(waiting) if waiting else "checking the servers"
 
 
 @contextlib.asynccontextmanager

@@ -36,11 +36,12 @@ from harnesses._erp_serving import (
     check_snapshot,
     fetch_erp_info,
     serve_erp,
+    servers_starting,
 )
 from harnesses._executor import Executor, LocalExecutor, Pair
 from harnesses._golden import golden_pairs
 from harnesses._instructions import system_instructions
-from harnesses._progress import RunProgress
+from harnesses._progress import PreparationWatch, RunProgress
 from harnesses._protocol import AgentEnvironment, Harness, HarnessOptions
 from harnesses._question_runner import QuestionRunner
 from harnesses._redact import (
@@ -165,6 +166,17 @@ async def run_async(
 
 
 async def _run(config: RunConfig, log: Any, executor: Executor | None) -> RunSummary:
+    preparing = PreparationWatch(log).start()
+    try:
+        return await _prepare_and_run(config, log, executor, preparing)
+    finally:
+        preparing.stop()
+
+
+async def _prepare_and_run(
+    config: RunConfig, log: Any, executor: Executor | None, preparing: PreparationWatch
+) -> RunSummary:
+    preparing.step("loading the harness")
     instructions = system_instructions(config.research)
     check_erp_flags(config)
     options = HarnessOptions(
@@ -181,12 +193,13 @@ async def _run(config: RunConfig, log: Any, executor: Executor | None) -> RunSum
         await _close_harness(harness)
         raise RunConfigError(problem)
     try:
+        preparing.step("reading and checking the dataset and the run folder")
         plan = plan_run(config, instructions, log)
         executor = executor or _executor_for(config)
     except BaseException:
         await _close_harness(harness)
         raise
-    return await _run_with_harness(config, plan, harness, instructions, log, executor)
+    return await _run_with_harness(config, plan, harness, instructions, log, executor, preparing)
 
 
 def _executor_for(config: RunConfig) -> Executor:
@@ -218,6 +231,7 @@ async def _run_with_harness(
     instructions: str,
     log: Any,
     executor: Executor,
+    preparing: PreparationWatch,
 ) -> RunSummary:
     secrets = _run_secrets(config)
     outcome = _Outcome()
@@ -227,11 +241,13 @@ async def _run_with_harness(
         questions = list({question.id: question for question, _ in plan.pairs}.values())
         if (connect := getattr(executor, "connect", None)) is not None:  # before any slow work
             connect()
+        preparing.step("preparing the ERP (and the research world, if the questions need it)")
         async with (
             serve_erp(config, log, plan.dataset) as erp,
             world_for_run(config, log, plan.dataset, questions, erp.db_url) as world,
         ):
             secrets += [e.token for e in (erp.endpoint, world and world.endpoint) if e and e.token]
+            preparing.step(lambda: servers_starting(erp, world))
             started = [erp.ready(), *([world.ready()] if world else [])]  # they boot side by side
             for result in await asyncio.gather(*started, return_exceptions=True):
                 if isinstance(result, BaseException):
@@ -255,6 +271,7 @@ async def _run_with_harness(
             write_manifest(prepared.run_dir, manifest, secrets)
             work_dir = prepared.run_dir / "work"
             work_dir.mkdir(exist_ok=True)
+            preparing.stop()
             env = AgentEnvironment(
                 erp=erp.endpoint,
                 instructions=instructions,

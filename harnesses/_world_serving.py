@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnesses._erp_process import ErpServerError, project_root, start_mcp_server
+from harnesses._erp_process import ServerStartError, project_root, start_mcp_server
 from harnesses._erp_serving import keep_log
 from harnesses._protocol import McpEndpoint
 from harnesses._redact import REDACTED, one_line
@@ -51,10 +51,8 @@ class WorldInUse:
         if self.server is not None:
             try:
                 await self.server.until_listening()
-            except ErpServerError as error:
-                raise RunConfigError(
-                    f"the research world {self.path} could not be served: {error}"
-                ) from None
+            except ServerStartError as error:
+                raise ServerStartError(f"the research world {self.path}: {error}") from None
         self.info = await fetch_world_info(self.endpoint)
 
     def keep_log_in(self, run_dir: Path) -> None:

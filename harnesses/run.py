@@ -31,7 +31,7 @@ examples:
 
 Run the same command again to resume an interrupted run (only the missing questions run); add
 --retry-errors to re-run infrastructure failures too. Exit codes: 0 done, 2 bad input, 3 stopped
-after repeated infrastructure failures, 130 interrupted.
+after repeated infrastructure failures or a server that could not start, 130 interrupted.
 """
 
 
@@ -360,6 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # --help, or a flag argparse could not parse (already printed)
         return int(exit_.code or 0)
+    from harnesses._erp_process import ServerStartError
     from harnesses._runner import RunConfigError, run, summary_table
     from ledgerbench._ray import RayExecutorError
 
@@ -369,6 +370,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_UsageError, RunConfigError, RayExecutorError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except ServerStartError as error:  # infrastructure, not the user's input
+        print(f"error: {error}; run the same command again to resume", file=sys.stderr)
+        return 3
     except KeyboardInterrupt as interrupt:
         message = str(interrupt) or "interrupted; run the same command again to resume"
         print(message, file=sys.stderr)

@@ -32,6 +32,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ledgerbench._cli import QUIET_STOP_ENV, OneLineParser, Terminated, run_cli
+from ledgerbench._startup import parent_death_signal
 
 EXAMPLES = """\
 examples:
@@ -272,7 +273,7 @@ def _run_stage_command(stage: str, command: list[str], console: Console) -> None
     stops = {signal.SIGINT, signal.SIGTERM}
     signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     try:
-        process = subprocess.Popen(command, env=env, preexec_fn=_ignore_ctrl_c)
+        process = subprocess.Popen(command, env=env, preexec_fn=_stage_preexec())
     except BaseException:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         raise
@@ -286,6 +287,19 @@ def _run_stage_command(stage: str, command: list[str], console: Console) -> None
         raise PipelineError(
             f"stage {stage!r} failed (exit {returncode}); re-run it alone with: python {shown}"
         )
+
+
+def _stage_preexec() -> Callable[[], None]:
+    """What a stage's process does before it runs: die with the pipeline (``kill -9``
+    included, so no stage nor its servers outlive it), and ignore Ctrl-C."""
+    die_with_pipeline = parent_death_signal()  # made here: it names this process as the parent
+
+    def prepare() -> None:
+        if die_with_pipeline is not None:
+            die_with_pipeline()
+        _ignore_ctrl_c()
+
+    return prepare
 
 
 def _ignore_ctrl_c() -> None:

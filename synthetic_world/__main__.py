@@ -1,5 +1,9 @@
 import sys
 
-from synthetic_world._cli import main
+from ledgerbench._startup import report_step
+
+report_step("importing the world server")  # before the imports that take most of a start
+
+from synthetic_world._cli import main  # noqa: E402
 
 sys.exit(main())

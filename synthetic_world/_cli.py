@@ -21,6 +21,7 @@ from erp_mcp._serve_cli import (
     link_base,
     serve,
 )
+from ledgerbench._startup import report_step
 from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
 from synthetic_world._generate import MAX_SCALE, WorldError
 from synthetic_world._runtime import WorldUnavailable
@@ -189,8 +190,26 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
     check_port(args)
     check_scaling(args)
     hosts = allowed_hosts(args)
+    report_step("loading the world")
     server = _build_server(args)
-    return serve(server, args, hosts, worker_factory=f"{__name__}:worker_server", argv=argv)
+    return serve(
+        server,
+        args,
+        hosts,
+        worker_factory=f"{__name__}:worker_server",
+        argv=argv,
+        start_line=_start_line(args),
+    )
+
+
+def _start_line(args: argparse.Namespace) -> str:
+    """Where the world server is and how it is protected (never the token), as the ERP's says."""
+    host = args.host if ":" not in args.host else f"[{args.host}]"
+    auth = "bearer token" if args.token or os.environ.get("WORLD_MCP_TOKEN") else "none"
+    return (
+        f"synthetic_world: serving MCP at http://{host}:{args.port}/mcp (transport: streamable "
+        f"HTTP; auth: {auth})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,12 +8,17 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from ledgerbench._startup import StartupWatch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = REPO_ROOT.parent / "shared"
@@ -36,11 +41,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _children_die_with_the_tests()
     # A shell starts background jobs (`make test &`, nohup) with Ctrl-C ignored, and children
     # inherit that: the tests that interrupt a runner or a generation would then wait for nothing.
     # A handler here makes every child start with the default, as from a terminal.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _children_die_with_the_tests() -> None:
+    """Every process a test starts from the main thread dies with the test process, whatever
+    kills it (an xdist worker crash, ``kill -9``): servers, runners and pipelines the tests start
+    never outlive them. The product's own children die with their parents the same way."""
+    from ledgerbench._startup import parent_death_signal
+
+    original = subprocess.Popen.__init__
+    if getattr(original, "dies_with_the_tests", False):
+        return
+
+    def start(self: subprocess.Popen, *args: object, preexec_fn: object = None, **kwargs: object):
+        if preexec_fn is None and threading.current_thread() is threading.main_thread():
+            preexec_fn = parent_death_signal()
+        original(self, *args, preexec_fn=preexec_fn, **kwargs)  # type: ignore[arg-type]
+
+    start.dies_with_the_tests = True  # type: ignore[attr-defined]
+    subprocess.Popen.__init__ = start  # type: ignore[method-assign]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -61,17 +86,25 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 120.0) -> None:
-    """Wait until the server listens; a loaded 2-core machine can take over 30 s to import it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def wait_for_port(port: int, process: subprocess.Popen, watch: StartupWatch | None = None) -> None:
+    """Wait until the server listens, as the runner waits: on its progress (CPU used, start
+    steps reported on ``watch``'s pipe), not on a clock; a loaded 2-core machine can take
+    minutes of wall time to import it."""
+    from ledgerbench._startup import StartupWatch
+
+    watch = watch or StartupWatch(read_fd=-1)
+    watch.pid = process.pid
+    while True:
         if process.poll() is not None:
-            raise RuntimeError(f"server exited early with code {process.returncode}")
+            raise RuntimeError(
+                f"server exited early with code {process.returncode} at step '{watch.step}'"
+            )
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 return
+        if (reason := watch.poll()) is not None:
+            raise TimeoutError(f"server on {port} did not listen: {reason}")
         time.sleep(0.05)
-    raise TimeoutError(f"server did not listen on {port} within {timeout}s")
 
 
 @pytest.fixture(scope="session")
@@ -162,8 +195,19 @@ def _start_http_server(
     if token:
         args += ["--token", token]
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"{command[0]}_{port}.log"
-    process = subprocess.Popen(args, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    wait_for_port(port, process)
+    from ledgerbench._startup import STARTUP_FD_ENV, StartupWatch
+
+    watch, progress_fd = StartupWatch.open()
+    env[STARTUP_FD_ENV] = str(progress_fd)
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            args, env=env, stdout=output, stderr=subprocess.STDOUT, pass_fds=(progress_fd,)
+        )
+    os.close(progress_fd)
+    try:
+        wait_for_port(port, process, watch)
+    finally:
+        watch.close()
     base = f"http://127.0.0.1:{port}"
     return RunningServer(f"{base}/mcp", base, token, db_url, process), log
 

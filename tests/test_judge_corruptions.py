@@ -81,7 +81,7 @@ def erp_mcp_url(erp_db_url: str):
     env.pop("ERP_MCP_TOKEN", None)
     process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_port(port, process, timeout=240)
+        wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         stop_process(process)
