@@ -6,6 +6,13 @@ and fast); when that finds fewer than ``k`` documents, an OR of its rarer words 
 so the same query always returns the same list. Filters (company, source type, publication
 dates) are SQL conditions on the matches. ``bench/bench_world.py`` compares this engine with
 ``bm25s`` on the same queries.
+
+The cost of a query is bounded, whatever the world's size: no step reads the index beyond about
+``SCORED_CAP`` documents per word. A word's documents are counted only up to that cap; a query
+with a rarer word (a company's name, a product, a company filter) is ranked exactly, among the
+few documents that word is in; an AND whose every word is common, or an OR of nothing but common
+words, is ranked among the newest documents that pass the filters (``SCORED_CAP`` word entries
+read in all, at least ``MIN_WINDOW`` documents), never among all of them.
 """
 
 from __future__ import annotations
@@ -33,6 +40,11 @@ SNIPPET_TOKENS = 32
 MAX_QUERY_WORDS = 24
 RARE_SHARE = 0.08
 """Words in more than this share of documents are left out of the OR fallback."""
+SCORED_CAP = 2_000
+"""A word in more documents than this is common (module docstring)."""
+MIN_WINDOW = 200
+"""A query of common words only is ranked among the newest ``SCORED_CAP / words`` documents,
+and never fewer than this."""
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -79,17 +91,33 @@ class SearchEngine:
         self._frequency: OrderedDict[str, int] = OrderedDict()
 
     def frequency(self, word: str) -> int:
-        """How many documents contain ``word`` (after stemming), remembered per engine."""
+        """How many documents contain ``word`` (after stemming), counted up to one past
+        :data:`SCORED_CAP` (a common word costs no more to count than a rare one); remembered
+        per engine."""
         if word in self._frequency:
             self._frequency.move_to_end(word)
             return self._frequency[word]
         (count,) = self.conn.execute(
-            "SELECT count(*) FROM document_fts WHERE document_fts MATCH ?", (f'"{word}"',)
+            "SELECT count(*) FROM (SELECT 1 FROM document_fts WHERE document_fts MATCH ? LIMIT ?)",
+            (f'"{word}"', SCORED_CAP + 1),
         ).fetchone()
         self._frequency[word] = count
         if len(self._frequency) > 20_000:
             self._frequency.popitem(last=False)
         return count
+
+    def _rare(self, words: list[str]) -> list[str]:
+        """The words an OR may use: each in few documents, together in at most twice
+        :data:`SCORED_CAP` (rarest first), kept in the query's order."""
+        limit = min(RARE_SHARE * self.documents, SCORED_CAP)
+        counted = sorted((self.frequency(w), i) for i, w in enumerate(words))
+        chosen, total = [], 0
+        for count, index in counted:
+            if count > limit or (chosen and total + count > 2 * SCORED_CAP):
+                break
+            chosen.append(index)
+            total += count
+        return [words[i] for i in sorted(chosen)]
 
     def search(
         self,
@@ -115,19 +143,68 @@ class SearchEngine:
             conditions.append("d.published_at <= ?")
             params.append(published_before)
         scope = f'companies : "{company_id.lower()}" AND ' if company_id else ""
+        narrowest = min(self.frequency(w) for w in [*words, *([company_id] if scope else [])])
+        window = Window(conditions, params, published_before)
+        if narrowest > SCORED_CAP:  # every word common: bm25 would read every word's whole list
+            return self._newest_by_words(words, scope, k, window)
         hits = self._run(scope + "(" + " AND ".join(_quoted(words)) + ")", k, conditions, params)
         if len(hits) < k and len(words) > 1:
-            rare = [w for w in words if self.frequency(w) <= RARE_SHARE * self.documents]
-            chosen = rare or words
+            rare = self._rare(words)
             seen = {h.rowid for h in hits}
-            more = self._run(
-                scope + "(" + " OR ".join(_quoted(chosen)) + ")",
-                k + len(hits),
-                conditions,
-                params,
-            )
+            if rare or scope:
+                match = scope + "(" + " OR ".join(_quoted(rare or words)) + ")"
+                more = self._run(match, k + len(hits), conditions, params)
+            else:
+                more = self._newest_by_words(words, scope, k + len(hits), window, every=False)
             hits += [h for h in more if h.rowid not in seen][: k - len(hits)]
         return hits
+
+    def _newest_by_words(
+        self, words: list[str], scope: str, k: int, window: Window, *, every: bool = True
+    ) -> list[Hit]:
+        """Common words only: the newest documents that pass the filters (module docstring),
+        ranked by the words they hold (a title word counts as bm25 weighs a title), newest first
+        on ties; with ``every`` only documents holding all the words. Reads each word's entries
+        in that rowid range alone, so its cost does not grow with the world."""
+        span = window.newest(self.conn, max(MIN_WINDOW, SCORED_CAP // len(words)))
+        if span is None:
+            return []
+        scores: dict[int, float] = {}
+        held: dict[int, int] = {}
+        title_weight, body_weight = BM25_WEIGHTS[0], BM25_WEIGHTS[1]
+        for word in words:
+            for column, weight in (("title", title_weight), ("body", body_weight)):
+                for (rowid,) in self._in_range(f"{scope}{column} : {_quoted([word])[0]}", span):
+                    scores[rowid] = scores.get(rowid, 0.0) + weight
+                    if column == "body":
+                        held[rowid] = held.get(rowid, 0) + 1
+        if window.conditions:
+            passing = self._passing(window, span)
+            scores = {r: v for r, v in scores.items() if r in passing}
+        if every:
+            scores = {r: v for r, v in scores.items() if held.get(r, 0) == len(words)}
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:k]
+        match = scope + "(" + " OR ".join(_quoted(words)) + ")"
+        rows = [self._snippet_row(match, rowid) for rowid, _ in ranked]
+        return [
+            Hit(*row, round(score, 4)) for row, (_, score) in zip(rows, ranked, strict=True) if row
+        ]
+
+    def _in_range(self, match: str, span: tuple[int, int]) -> list[tuple[int]]:
+        return self.conn.execute(
+            "SELECT rowid FROM document_fts WHERE document_fts MATCH ? AND rowid BETWEEN ? AND ?",
+            [match, *span],
+        ).fetchall()
+
+    def _passing(self, window: Window, span: tuple[int, int]) -> set[int]:
+        where = "".join(f" AND {c}" for c in window.conditions)
+        return {
+            rowid
+            for (rowid,) in self.conn.execute(
+                f"SELECT d.rowid FROM document d WHERE d.rowid BETWEEN ? AND ?{where}",
+                [*span, *window.params],
+            )
+        }
 
     def _run(self, match: str, k: int, conditions: list[str], params: list) -> list[Hit]:
         """The top ``k`` of ``match``: ranked first (bm25 only, joined to the document table only
@@ -136,9 +213,10 @@ class SearchEngine:
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
         if conditions:
             where = "".join(f" AND {c}" for c in conditions)
+            join = "JOIN document d ON d.rowid = f.rowid " if _needs_join(conditions) else ""
             ranked = self.conn.execute(
                 f"SELECT f.rowid, bm25(document_fts, {weights}) AS score FROM document_fts f "
-                f"JOIN document d ON d.rowid = f.rowid WHERE document_fts MATCH ?{where} "
+                f"{join}WHERE document_fts MATCH ?{where} "
                 "ORDER BY score, f.rowid LIMIT ?",
                 [match, *params, k],
             ).fetchall()
@@ -151,13 +229,55 @@ class SearchEngine:
         if not ranked:
             return []
         scores = dict(ranked)
-        marks = ",".join("?" * len(ranked))
-        rows = self.conn.execute(
+        rows = [self._snippet_row(match, rowid) for rowid in scores]
+        hits = {row[0]: Hit(*row, round(-scores[row[0]], 4)) for row in rows if row}
+        return [hits[rowid] for rowid, _ in ranked if rowid in hits]
+
+    def _snippet_row(self, match: str, rowid: int) -> tuple | None:
+        """One ranked document with its snippet: a lookup by rowid, so FTS5 reads only that
+        document's entries (a ``rowid IN (...)`` beside MATCH would walk every match)."""
+        return self.conn.execute(
             "SELECT d.rowid, d.doc_id, d.title, d.source, d.source_type, d.published_at, "
             f"d.companies, snippet(document_fts, 1, '', '', ' ... ', {SNIPPET_TOKENS}) "
             "FROM document_fts JOIN document d ON d.rowid = document_fts.rowid "
-            f"WHERE document_fts MATCH ? AND document_fts.rowid IN ({marks})",
-            [match, *scores],
-        ).fetchall()
-        hits = {row[0]: Hit(*row, round(-scores[row[0]], 4)) for row in rows}
-        return [hits[rowid] for rowid, _ in ranked if rowid in hits]
+            "WHERE document_fts MATCH ? AND document_fts.rowid = ?",
+            [match, rowid],
+        ).fetchone()
+
+
+@dataclass(frozen=True)
+class Window:
+    """A query's filters, and the rowid range of the newest documents that pass them (rowids
+    follow publication dates: documents are written in date order)."""
+
+    conditions: list[str]
+    params: list
+    published_before: str | None
+
+    def newest(self, conn: sqlite3.Connection, size: int) -> tuple[int, int] | None:
+        """The lowest and highest rowid of the newest ``size`` documents that pass the filters
+        (None when none does); read from the document table, in rowid order from the date bound
+        down, so its cost does not grow with the world."""
+        ceiling = None
+        if self.published_before:
+            row = conn.execute(
+                "SELECT rowid FROM document WHERE published_at <= ? "
+                "ORDER BY published_at DESC, rowid DESC LIMIT 1",
+                [self.published_before],
+            ).fetchone()
+            if row is None:
+                return None
+            ceiling = row[0]
+        where = "".join(f" AND {c}" for c in self.conditions)
+        below = " AND d.rowid <= ?" if ceiling is not None else ""
+        span = conn.execute(
+            "SELECT min(rowid), max(rowid) FROM (SELECT d.rowid AS rowid FROM document d "
+            f"WHERE 1{where}{below} ORDER BY d.rowid DESC LIMIT ?)",
+            [*self.params, *([ceiling] if ceiling is not None else []), size],
+        ).fetchone()
+        return None if span[0] is None else (span[0], span[1])
+
+
+def _needs_join(conditions: list[str]) -> bool:
+    """Whether a condition reads the document table (the rowid floor alone does not)."""
+    return any(condition.startswith("d.") for condition in conditions)
