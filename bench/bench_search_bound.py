@@ -176,9 +176,8 @@ def main() -> int:
         print("== 4x over 1x, p50")
         for name, value in results["4x"].items():
             print(f"  {name:16} {value / results['1x'][name]:5.2f}x")
-    print(
-        f"top-10 overlap with the exact ranking, agent queries (1x): {overlap(worlds['1x'], 200):.1%}"
-    )
+    shared = overlap(worlds["1x"], 200)
+    print(f"top-10 overlap with the exact ranking, agent queries (1x): {shared:.1%}")
     print(f"after{describe_load()}")
     return 0
 
