@@ -68,9 +68,13 @@ class PreparationWatch:
     """Says what the run is doing when preparing it takes long (a busy machine can stretch the
     dataset checks and the servers' starts from seconds to minutes): after ``quiet_s`` in one
     step, and every ``every_s`` after that, one line with the step, the time so far and the load.
-    A thread does the telling, since the steps themselves may hold the event loop."""
+    A thread does the telling, since the steps themselves may hold the event loop. Like the
+    progress bar it speaks only to a terminal (``enabled``): a redirected run's stderr keeps its
+    one-line errors."""
 
-    def __init__(self, log: Any, *, quiet_s: float = 10.0, every_s: float = 15.0) -> None:
+    def __init__(
+        self, log: Any, *, enabled: bool = True, quiet_s: float = 10.0, every_s: float = 15.0
+    ) -> None:
         import threading
         import time
 
@@ -83,9 +87,11 @@ class PreparationWatch:
         self._step_since = self._started
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="preparation-watch", daemon=True)
+        self._enabled = enabled
 
     def start(self) -> PreparationWatch:
-        self._thread.start()
+        if self._enabled:
+            self._thread.start()
         return self
 
     def stop(self) -> None:

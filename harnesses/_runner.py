@@ -166,7 +166,7 @@ async def run_async(
 
 
 async def _run(config: RunConfig, log: Any, executor: Executor | None) -> RunSummary:
-    preparing = PreparationWatch(log).start()
+    preparing = PreparationWatch(log, enabled=config.progress).start()
     try:
         return await _prepare_and_run(config, log, executor, preparing)
     finally:

@@ -192,3 +192,30 @@ def test_the_workers_of_a_killed_server_die_with_it(erp_db_url) -> None:
         assert _wait_until_gone(workers) == [], "a worker kept serving after its supervisor died"
     finally:
         stop_process(server.process)
+
+
+def test_a_long_preparation_step_is_told_with_its_name() -> None:
+    import threading
+
+    from harnesses._progress import PreparationWatch
+
+    told: list[str] = []
+    said = threading.Event()
+
+    def log(line: str) -> None:
+        told.append(line)
+        said.set()
+
+    watch = PreparationWatch(log, quiet_s=0.0, every_s=3600.0).start()
+    watch.step(lambda: "waiting for the ERP server at 'opening the database'")
+    try:
+        assert said.wait(timeout=600), "nothing was said while the step went on"
+    finally:
+        watch.stop()
+    assert told[0].startswith(
+        "preparing the run: waiting for the ERP server at 'opening the database' ("
+    )
+    silent = PreparationWatch(log, enabled=False, quiet_s=0.0).start()
+    silent.step("reading the dataset")
+    silent.stop()
+    assert len(told) == 1, "a run that is not on a terminal says nothing"
