@@ -225,8 +225,8 @@ def authorized(request: Request, token: str | None) -> bool:
     if not token:
         return True
     header = request.headers.get("authorization", "")
-    scheme, _, supplied = header.partition(" ")
-    if scheme.lower() == "bearer" and same_secret(supplied.strip(), token):
+    # As /mcp reads it: "Bearer", one space, the token as sent (no other spacing accepted).
+    if header[:7].lower() == "bearer " and same_secret(header[7:], token):
         return True
     return _signed(request, token, raw_path(request))
 

@@ -257,7 +257,10 @@ def parse_doc_link(text: str) -> tuple[str | None, str] | None:
     text = text.strip()
     if _BARE_ID.match(text):
         return None, text
-    path = urlsplit(text).path if "://" in text else text
+    try:  # a link, or a path: the query and fragment never name the document
+        path = urlsplit(text).path
+    except ValueError:  # e.g. an unclosed IPv6 host, "http://[::1/x"
+        return None
     match = _DOC_PATH.match(path)
     return (match["world"], match["doc"]) if match else None
 

@@ -94,6 +94,25 @@ async def test_bearer_auth_accepts_the_token_and_refuses_others(erp_server_with_
     assert page.status_code == 401 and page_ok.status_code == 200
 
 
+async def test_pages_read_the_authorization_header_as_mcp_does(erp_server_with_token):
+    """One reading of the header for /mcp and the record pages: "Bearer", one space, the token."""
+    server = erp_server_with_token
+    record = f"{server.base_url}/erp/USMF/customers/SYNCUS-0001"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    accept = {"Accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient() as http:
+        for header, accepted in (
+            (f"Bearer {server.token}", True),
+            (f"bearer {server.token}", True),
+            (f"Bearer  {server.token}", False),
+        ):
+            auth = {"Authorization": header}
+            page = await http.get(record, headers=auth)
+            mcp = await http.post(server.url, json=body, headers={**accept, **auth})
+            assert (page.status_code == 200) is accepted, (header, page.status_code)
+            assert (mcp.status_code != 401) is accepted, (header, mcp.status_code)
+
+
 async def test_record_urls_resolve_to_the_data_the_tool_returned(erp_server):
     # A customer whose payment terms key needs escaping in a URL ("2%10Net30").
     with sqlite3.connect(erp_server.db_url.removeprefix("sqlite:///")) as db:

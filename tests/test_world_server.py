@@ -89,9 +89,21 @@ async def test_search_ranks_filters_and_is_stable(client: Client, world: Path) -
 async def test_fetch_returns_the_document_by_link_path_or_id(client: Client, world: Path) -> None:
     doc_id, url, body = world_rows(world, "SELECT doc_id, url, body FROM document LIMIT 1")[0]
     world_id = url.split("/")[3]
-    for reference in (url, f"http://127.0.0.1:1/{world_id}/docs/{doc_id}", doc_id):
+    for reference in (
+        url,
+        f"http://127.0.0.1:1/{world_id}/docs/{doc_id}",
+        doc_id,
+        f"/{world_id}/docs/{doc_id}?utm=1#top",  # a path with a query: the same document
+        f"{url}?page=2",
+    ):
         fetched = (await client.call_tool("fetch", {"url": reference})).structured_content
         assert fetched["content"] == body and fetched["url"] == url
+
+
+async def test_fetch_of_a_malformed_url_names_the_problem(client: Client) -> None:
+    for reference in ("http://[::1/x", "http://[::1]:99999999/docs/x", "ftp://"):
+        result, text = await _call(client, "fetch", url=reference)
+        assert result.is_error and "is not a document link of this world" in text, text
 
 
 async def test_company_resolves_names_misspellings_and_tickers(client: Client, world: Path):
