@@ -14,7 +14,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from harnesses._protocol import ErpEndpoint, ErpUnavailableError, TrajectoryDraft
+from harnesses._protocol import (
+    ErpEndpoint,
+    ErpUnavailableError,
+    TrajectoryDraft,
+    WorldUnavailableError,
+)
 
 CANCELLED_OUTPUT = "Cancelled: the time budget ran out before the tool answered."
 
@@ -100,15 +105,39 @@ class ErpClient:
         except Exception as error:
             self._client = None
             where = self._endpoint.url if self._transport == "http" else "its stdio command"
-            raise ErpUnavailableError(
-                f"cannot connect to the ERP MCP server at {where}: {type(error).__name__}: {error}"
+            raise self._unavailable(
+                f"cannot connect to {self._server_name} at {where}: {type(error).__name__}: {error}"
             ) from error
         return self
 
+    @property
+    def _server_name(self) -> str:
+        return "the research world's MCP server" if self._is_world else "the ERP MCP server"
+
+    @property
+    def _is_world(self) -> bool:
+        return self._server_label == "world"
+
+    def _unavailable(self, message: str) -> ErpUnavailableError:
+        """The error that names this server: the world's is ``world_unavailable``, not the ERP's."""
+        kind = WorldUnavailableError if self._is_world else ErpUnavailableError
+        return kind(message)
+
     async def __aexit__(self, *exc_info: object) -> None:
-        if self._client is not None:
-            await self._client.__aexit__(*exc_info)
-            self._client = None
+        if self._client is None:
+            return
+        client, self._client = self._client, None
+        try:
+            await client.__aexit__(*exc_info)
+        except Exception as error:
+            if _is_protocol_answer(error):
+                raise
+            if exc_info[0] is not None:  # the session broke under the work: this server is gone
+                raise self._unavailable(
+                    f"{self._server_name} went away: {type(error).__name__}: {error}"
+                ) from error
+            # Closing the session of a server that went away after the last call: the work
+            # done with it stands (a failed call already raised and was recorded).
 
     async def list_tools(self) -> list[ToolSpec]:
         tools = await self._client.list_tools()
@@ -161,7 +190,11 @@ class ErpClient:
                 started_s=started,
                 duration_s=time.monotonic() - clock,
             )
-            raise
+            if _is_protocol_answer(error):  # the server answered: not an outage
+                raise
+            raise self._unavailable(
+                f"{self._server_name} failed during `{name}`: {type(error).__name__}: {error}"
+            ) from error
         text = _result_text(result)
         is_error = bool(getattr(result, "is_error", False))
         draft.add_tool_call(
@@ -176,3 +209,12 @@ class ErpClient:
         return ToolResultText(
             text=text, is_error=is_error, structured=getattr(result, "structured_content", None)
         )
+
+
+def _is_protocol_answer(error: Exception) -> bool:
+    """An MCP error the server sent back (it is up and answered), as opposed to a lost
+    connection or a dead server."""
+    from mcp import MCPError
+    from mcp_types.jsonrpc import CONNECTION_CLOSED  # the server went away: nothing answered
+
+    return isinstance(error, MCPError) and error.code != CONNECTION_CLOSED

@@ -494,6 +494,12 @@ class ErpUnavailableError(RuntimeError):
     termination_reason = TerminationReason.erp_unavailable
 
 
+class WorldUnavailableError(ErpUnavailableError):
+    """The research world's MCP server could not be reached when the agent began."""
+
+    termination_reason = TerminationReason.world_unavailable
+
+
 _UNREACHABLE_CLASS_NAMES = frozenset({"ConnectError", "ConnectionRefusedError", "gaierror"})
 _AUTH_CLASS_NAMES = frozenset({"AuthenticationError", "PermissionDeniedError"})
 _PROVIDER_ERROR_CLASS_NAMES = frozenset(

@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from harnesses._erp_client import ErpClient, ErpUnavailableError, ToolResultText, ToolSpec
-from harnesses._protocol import AgentEnvironment, TrajectoryDraft
+from harnesses._protocol import AgentEnvironment, TrajectoryDraft, WorldUnavailableError
 
 WORLD_LABEL = "world"
 WORLD_PREFIX = f"{WORLD_LABEL}__"
@@ -34,7 +34,7 @@ class McpToolbox:
                 await self.world.__aenter__()
             except ErpUnavailableError as error:
                 await self.erp.__aexit__(None, None, None)
-                raise ErpUnavailableError(
+                raise WorldUnavailableError(
                     f"cannot connect to the research world's MCP server at {self._world_url}: "
                     f"{error.__cause__ or error}"
                 ) from error

@@ -63,6 +63,8 @@ class TerminationReason(StrEnum):
     """The provider answered, but with errors or malformed output the harness could not use."""
     erp_unavailable = "erp_unavailable"
     """The ERP MCP server could not be reached or failed before the agent could work."""
+    world_unavailable = "world_unavailable"
+    """The research world's MCP server could not be reached when the agent began."""
     harness_error = "harness_error"
     """The harness itself (our code or a plug-in) raised."""
     worker_lost = "worker_lost"
@@ -74,6 +76,7 @@ INFRASTRUCTURE_REASONS = frozenset(
         TerminationReason.provider_unavailable,
         TerminationReason.provider_error,
         TerminationReason.erp_unavailable,
+        TerminationReason.world_unavailable,
         TerminationReason.harness_error,
         TerminationReason.worker_lost,
     }

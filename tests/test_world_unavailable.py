@@ -1,0 +1,64 @@
+"""A research world server that dies in the middle of a run is named as such in the records
+(``world_unavailable``), not blamed on the ERP: an infrastructure failure, out of every score."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from harnesses import RunConfig
+from harnesses._runner import run_async
+from harnesses.records import TerminationReason, TrajectoryRecord
+from ledgerbench.dataset import load_dataset
+from tests.conftest import start_world_server, stop_process
+from tests.world_fixtures import question_set, shared_folder, small_world
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    return shared_folder(tmp_path_factory, worker_id, "world")
+
+
+async def test_a_world_server_that_dies_mid_run_is_world_unavailable(
+    erp_server, erp_db_url: str, folder: Path, tmp_path: Path
+) -> None:
+    world = small_world(erp_db_url, folder)
+    entity_set = question_set(world, erp_db_url, folder, "entity_performance", 50)
+    ids = [item.id for item in load_dataset(entity_set).items[:4]]
+    world_server, _ = start_world_server(f"sqlite:///{world}")
+    out = tmp_path / "run"
+    config = RunConfig(
+        dataset=entity_set,
+        ids=ids,
+        erp_url=erp_server.url,
+        world_url=world_server.url,
+        out=out,
+        progress=False,
+        concurrency=1,
+        retries=0,
+        max_consecutive_infra_failures=0,
+    )
+    task = asyncio.create_task(run_async(config, log=lambda _m: None))
+    trajectories = out / "trajectories.jsonl"
+    try:
+        while not (trajectories.exists() and trajectories.read_text().strip()):
+            assert not task.done(), "the run ended before its first record"
+            await asyncio.sleep(0.05)
+        stop_process(world_server.process)  # the world goes away after the first question
+        await task
+    finally:
+        stop_process(world_server.process)
+    records = [TrajectoryRecord.model_validate_json(line) for line in trajectories.open()]
+    assert records[0].termination.reason == TerminationReason.completed
+    reasons = [(r.termination.reason, r.termination.detail) for r in records]
+    failed = [r for r in records if r.termination.infrastructure]
+    assert failed, reasons  # the questions after the world went away
+    for record in failed:
+        assert record.termination.reason == TerminationReason.world_unavailable, reasons
+        assert "research world" in (record.termination.detail or ""), reasons
+    others = {r.termination.reason for r in records if not r.termination.infrastructure}
+    assert others <= {TerminationReason.completed}, reasons  # a question done before it went
