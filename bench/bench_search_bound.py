@@ -71,34 +71,50 @@ def shapes(world: Path, n: int) -> dict[str, list[dict]]:
     }
 
 
-async def latencies(world: Path, n: int) -> dict[str, float]:
+async def latencies(worlds: dict[str, Path], n: int) -> dict[str, dict[str, float]]:
+    """p50 per shape per world; the worlds' servers answer in turns, call by call, so the
+    ratios between worlds compare calls made in the same moments of a busy machine."""
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
 
-    server = start_mcp_server(
-        ["synthetic_world", "serve", "--db", str(world), "--bench-tools"],
-        token_env="WORLD_MCP_TOKEN",
-        what="the research world's MCP server",
-    )
-    try:
-        transport = StreamableHttpTransport(
-            server.endpoint.url, headers={"Authorization": f"Bearer {server.endpoint.token}"}
+    servers = {
+        label: start_mcp_server(
+            ["synthetic_world", "serve", "--db", str(world), "--bench-tools"],
+            token_env="WORLD_MCP_TOKEN",
+            what=f"the {label} research world's MCP server",
         )
-        async with Client(transport) as client:
+        for label, world in worlds.items()
+    }
+    try:
+        clients = {}
+        for label, server in servers.items():
+            auth = {"Authorization": f"Bearer {server.endpoint.token}"}
+            clients[label] = Client(StreamableHttpTransport(server.endpoint.url, headers=auth))
+            await clients[label].__aenter__()
+        shaped = {label: shapes(world, n) for label, world in worlds.items()}
+        samples = {label: {"floor (ping)": []} for label in worlds}
+        for client in clients.values():
             for _ in range(20):
                 await client.call_tool("ping", {})
-            samples: dict[str, list[float]] = {"floor (ping)": []}
-            for name, calls in shapes(world, n).items():
-                samples[name] = []
-                for arguments in calls:
+        for name in shaped[next(iter(worlds))]:
+            for index in range(n):
+                for label, client in clients.items():
+                    arguments = shaped[label][name][index]
                     for tool, args in (("ping", {}), ("search", {**arguments, "k": 10})):
                         started = time.perf_counter()
                         await client.call_tool(tool, args)
                         elapsed = (time.perf_counter() - started) * 1000
-                        samples["floor (ping)" if tool == "ping" else name].append(elapsed)
-            return {name: statistics.median(values) for name, values in samples.items()}
+                        key = "floor (ping)" if tool == "ping" else name
+                        samples[label].setdefault(key, []).append(elapsed)
+        for client in clients.values():
+            await client.__aexit__(None, None, None)
+        return {
+            label: {name: statistics.median(values) for name, values in by_shape.items()}
+            for label, by_shape in samples.items()
+        }
     finally:
-        server.stop()
+        for server in servers.values():
+            server.stop()
 
 
 def exact_before(engine: SearchEngine, query: str, k: int) -> list[int]:
@@ -161,11 +177,9 @@ def main() -> int:
     parser.add_argument("--skip-4x", action="store_true")
     args = parser.parse_args()
     worlds = {"1x": world_at(1)} | ({} if args.skip_4x else {"4x": world_at(4)})
-    results = {}
     with busy_loops(args.busy):
         print(f"{args.busy} busy loops beside{describe_load()}; {args.n} calls per shape")
-        for label, world in worlds.items():
-            results[label] = asyncio.run(latencies(world, args.n))
+        results = asyncio.run(latencies(worlds, args.n))
     for label, p50 in results.items():
         floor, typical = p50["floor (ping)"], p50["typical"]
         print(f"== {label} world: p50 ms (x floor, x typical)")
