@@ -49,6 +49,7 @@ from judge._erp_links import (
     normalize_record_path,
     parse_link,
 )
+from judge._grading import RULES_GRADING
 from judge._research import (
     WorldResolver,
     keyed_research,
@@ -976,11 +977,30 @@ def rule_for(dimension: Dimension, assertion_id: str) -> str | None:
     return None
 
 
+ERP_RULES = frozenset({"expected_facts", "erp_link", "erp_link_resolves", "erp_link_on_topic"})
+"""Rules that read the ERP database (record links, party names, legal entities)."""
+WORLD_RULES = frozenset({"world_citations"})
+"""Rules that read the research world's documents."""
+
+
+def databases_needed(question: Question) -> set[str]:
+    """``erp`` and/or ``world``: the databases the rules read to score ``question``'s answers."""
+    rules = {
+        rule_for(dimension, a.id)
+        for dimension, assertions in question.tags.items()
+        for a in assertions
+    }
+    return {name for name, needs in (("erp", ERP_RULES), ("world", WORLD_RULES)) if rules & needs}
+
+
 class RulesJudge:
-    """``--judge rules``: the offline deterministic judge."""
+    """``--judge rules``: the offline deterministic judge. An answer whose checks need a database
+    the judge was not given (ERP, research world) is ``unscored``, never scored without them."""
 
     model = None
     mode = "rules"
+    version = RULES_VERSION
+    grading_version = RULES_GRADING
 
     def __init__(
         self, *, erp_db_url: str | None = None, world_db: str | None = None, name: str = "rules"
@@ -1001,7 +1021,12 @@ class RulesJudge:
         self.resolver = None
 
     def settings(self) -> dict[str, Any]:
-        return {"judge": "rules", "rules_version": RULES_VERSION}
+        return {"judge": "rules", "rules_version": RULES_VERSION, "grading": RULES_GRADING}
+
+    def missing_databases(self, question: Question) -> list[str]:
+        """The databases ``question``'s checks read that this judge does not have."""
+        have = {"erp": self.resolver is not None, "world": self.world is not None}
+        return sorted(name for name in databases_needed(question) if not have[name])
 
     def instructions_hash(self) -> str:
         return stable_hash(
@@ -1033,6 +1058,11 @@ class RulesJudge:
 
     def score(self, item: JudgeItem) -> JudgeOutcome:
         question, answer = item.question, item.trajectory.answer
+        if missing := self.missing_databases(question):
+            names = " and ".join({"erp": "ERP", "world": "research world"}[m] for m in missing)
+            return JudgeOutcome(
+                dimensions={}, unscored=f"its checks need the {names} database the judge lacks"
+            )
         dimensions = {}
         for dimension, assertions in question.tags.items():
             if not assertions:
