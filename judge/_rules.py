@@ -57,6 +57,7 @@ from judge._research import (
     rule_world_citations,
     rule_world_groundedness,
     rule_world_recency,
+    world_links,
 )
 from judge.records import AssertionScore, DimensionStatus
 from ledgerbench.dataset import Dimension, ExpectedFact, Question, TaskType
@@ -977,20 +978,40 @@ def rule_for(dimension: Dimension, assertion_id: str) -> str | None:
     return None
 
 
-ERP_RULES = frozenset({"expected_facts", "erp_link", "erp_link_resolves", "erp_link_on_topic"})
-"""Rules that read the ERP database (record links, party names, legal entities)."""
+LINK_RULES = frozenset({"erp_link", "erp_link_resolves", "erp_link_on_topic"})
+"""Rules that look cited records up in the ERP database (existence, party names)."""
 WORLD_RULES = frozenset({"world_citations"})
-"""Rules that read the research world's documents."""
+"""Rules that look cited documents up in the research world."""
 
 
-def databases_needed(question: Question) -> set[str]:
-    """``erp`` and/or ``world``: the databases the rules read to score ``question``'s answers."""
+def databases_needed(question: Question, answer: str) -> set[str]:
+    """``erp`` and/or ``world``: the databases the rules read to score this answer. The ERP when
+    a link rule meets a cited record, or the scope check may meet a legal entity only the ERP
+    knows; the world when a world rule meets a cited document."""
     rules = {
         rule_for(dimension, a.id)
         for dimension, assertions in question.tags.items()
         for a in assertions
     }
-    return {name for name, needs in (("erp", ERP_RULES), ("world", WORLD_RULES)) if rules & needs}
+    needed = set()
+    if rules & LINK_RULES and find_erp_links(answer):
+        needed.add("erp")
+    if "expected_facts" in rules and _scope_reads_erp(question, answer):
+        needed.add("erp")
+    if rules & WORLD_RULES and world_links(answer):
+        needed.add("world")
+    return needed
+
+
+def _scope_reads_erp(question: Question, answer: str) -> bool:
+    """Whether the answer names, as its scope, a code shaped like a legal entity's that only the
+    ERP's list of legal entities could tell (the question's, its records' are known without)."""
+    code = question.legal_entity
+    if not code:
+        return False
+    shaped = set(re.findall(rf"\b[A-Z][A-Z0-9]{{{len(code) - 1}}}\b", x.prose(answer)))
+    known = known_legal_entities(RuleContext(question, answer, None, "", None, None))
+    return bool(set(claims.stated_legal_entities(answer, shaped | known)) - known)
 
 
 class RulesJudge:
@@ -1023,10 +1044,10 @@ class RulesJudge:
     def settings(self) -> dict[str, Any]:
         return {"judge": "rules", "rules_version": RULES_VERSION, "grading": RULES_GRADING}
 
-    def missing_databases(self, question: Question) -> list[str]:
-        """The databases ``question``'s checks read that this judge does not have."""
+    def missing_databases(self, question: Question, answer: str) -> list[str]:
+        """The databases the checks of this answer read that this judge does not have."""
         have = {"erp": self.resolver is not None, "world": self.world is not None}
-        return sorted(name for name in databases_needed(question) if not have[name])
+        return sorted(name for name in databases_needed(question, answer) if not have[name])
 
     def instructions_hash(self) -> str:
         return stable_hash(
@@ -1058,7 +1079,7 @@ class RulesJudge:
 
     def score(self, item: JudgeItem) -> JudgeOutcome:
         question, answer = item.question, item.trajectory.answer
-        if missing := self.missing_databases(question):
+        if missing := self.missing_databases(question, answer):
             names = " and ".join({"erp": "ERP", "world": "research world"}[m] for m in missing)
             return JudgeOutcome(
                 dimensions={}, unscored=f"its checks need the {names} database the judge lacks"

@@ -673,18 +673,21 @@ def _resolve_inputs(
     from judge._inputs import InputsError, resolve_inputs
     from judge._rules import databases_needed
 
-    rules = _uses_rules(config)
-    asked = {t.question_id for t in trajectories}
     needed: set[str] = set()
-    for question in dataset.items:
-        if rules and question.id in asked:
-            needed |= databases_needed(question)
+    if _uses_rules(config):
+        questions = {q.id: q for q in dataset.items}
+        for trajectory in trajectories:
+            if (question := questions.get(trajectory.question_id)) is not None:
+                needed |= databases_needed(question, trajectory.answer)
+    names_erp = bool(manifest.erp_snapshot_hash or manifest.erp_db_url or manifest.erp_url)
     try:
         return resolve_inputs(
             manifest,
             erp_db=config.erp_db,
             world_db=config.world_db,
-            needs_erp="erp" in needed or bool(config.erp_db),
+            # A run that names an ERP is judged against it (found by hash) or refused; one that
+            # names none is judged without, and answers whose checks read it are unscored.
+            needs_erp=bool(config.erp_db) or (_uses_rules(config) and names_erp),
             needs_world="world" in needed or bool(config.world_db),
             dataset_world=dataset.header.world_snapshot_hash,
         )
