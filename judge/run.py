@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     from judge._base import JudgeAbort, JudgeUnreachable
     from judge._registry import JudgeLoadError
     from judge._runner import JudgeRunConfig, JudgeRunError, print_warnings, run_judge
-    from judge._summary import summarize, summary_markdown
+    from judge._summary import run_summary, summarize, summary_markdown
     from ledgerbench._ray import check_executor_arguments
 
     args = build_parser().parse_args(argv)
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
-    from judge._runner import read_scores
+    from judge._runner import read_scores, read_trajectories
 
     for result in results:
         print_warnings(result.warnings)
@@ -262,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{result.usage.output_tokens} out "
             f"tokens, cost {cost}"
         )
-        print(summary_markdown(summarize(records), result.scores_path.stem))
+        trajectories, _ = read_trajectories(args.run_dir)
+        summary, _ = run_summary(result.scores_path.stem, records, trajectories)
+        print(summary_markdown(summary, result.scores_path.stem))
     if len(results) > 1:
         from judge._panel import write_panel
 
