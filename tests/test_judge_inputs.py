@@ -1,0 +1,163 @@
+"""Issue 37: a score is a function of recorded inputs. The judge finds the run's ERP by snapshot
+hash (or refuses in one line), two judges at once leave one set of scores, scores of another
+grading version are refused and labelled, and a partly judged run says so beside its figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from judge import JudgeRunConfig, JudgeRunError, read_scores, run_judge
+from judge._grading import RULES_GRADING
+from judge._runner import _judge_lock
+from ledgerbench._runs import list_runs
+from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.timeout(300)
+
+DATASET = REPO_ROOT / "datasets" / "obligations.yaml"
+
+
+@pytest.fixture(scope="module")
+def url_run(tmp_path_factory, erp_server) -> Path:
+    """A scripted run made against a server by ``--erp-url``: its manifest knows no database,
+    only the snapshot hash the server reported."""
+    out = tmp_path_factory.mktemp("url") / "run"
+    args = [sys.executable, "-m", "harnesses.run", "--harness", "scripted", "--no-progress"]
+    args += ["--dataset", str(DATASET), "--limit", "12", "--erp-url", erp_server.url]
+    args += ["--out", str(out)]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=280, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["erp_db_url"] is None and manifest["erp_snapshot_hash"]
+    return out
+
+
+def _copy(run: Path, to: Path) -> Path:
+    shutil.copytree(run, to, ignore=shutil.ignore_patterns("scores", ".judge.lock"))
+    return to
+
+
+def _overall(run: Path, **options) -> float:
+    from judge import run_overall, scored_answers
+
+    result = run_judge(JudgeRunConfig(run_dir=run, progress=False, **options))
+    records, _ = read_scores(result.scores_path)
+    return run_overall(scored_answers(records))
+
+
+def test_the_same_answers_get_the_same_overall_however_the_erp_is_given(
+    tmp_path, url_run: Path, erp_db_url: str
+) -> None:
+    given = _overall(_copy(url_run, tmp_path / "given"), erp_db=erp_db_url)
+    recorded = _copy(url_run, tmp_path / "recorded")
+    manifest = json.loads((recorded / "manifest.json").read_text())
+    manifest["erp_db_url"] = erp_db_url  # a runner-started server records its database
+    (recorded / "manifest.json").write_text(json.dumps(manifest))
+    assert abs(_overall(recorded) - given) < 1e-12
+    try:  # found in the default workspace (when it holds that snapshot), or refused
+        plain = _overall(_copy(url_run, tmp_path / "plain"))
+    except JudgeRunError as exc:
+        assert "no ERP database with the run's snapshot" in str(exc)
+        assert not (tmp_path / "plain" / "scores").exists()
+    else:
+        assert abs(plain - given) < 1e-12
+
+
+def test_a_database_of_another_snapshot_is_refused_in_one_line(
+    tmp_path, url_run: Path, erp_db_url: str
+) -> None:
+    run = _copy(url_run, tmp_path / "run")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["erp_snapshot_hash"] = "ab" * 32
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    done = _judge_process(run, erp_db_url).communicate(timeout=120)
+    assert done[1].strip().count("\n") == 0, done[1]
+    assert "holds ERP snapshot" in done[1] and "but the run used abababababab" in done[1]
+    assert not (run / "scores").exists()
+
+
+def _judge_process(run: Path, erp_db_url: str) -> subprocess.Popen:
+    args = [sys.executable, "-m", "judge.run", str(run), "--judge", "rules", "--no-progress"]
+    args += ["--erp-db", erp_db_url]
+    return subprocess.Popen(
+        args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def test_two_judges_at_once_give_one_set_of_scores(
+    tmp_path, url_run: Path, erp_db_url: str
+) -> None:
+    run = _copy(url_run, tmp_path / "run")
+    first, second = _judge_process(run, erp_db_url), _judge_process(run, erp_db_url)
+    outcomes = [(*p.communicate(timeout=200), p.returncode) for p in (first, second)]
+    for _, stderr, code in outcomes:
+        assert code == 0 or (
+            code == 2
+            and stderr.strip().count("\n") == 0
+            and "is in use by another judge (pid" in stderr
+        ), stderr
+    assert any(code == 0 for *_, code in outcomes)
+    records, bad = read_scores(run / "scores" / "rules.jsonl")
+    keys = [(r.question_id, r.trial) for r in records]
+    assert bad == 0 and len(keys) == len(set(keys)) == 12
+
+
+def test_a_second_judge_says_who_holds_the_lock_and_writes_nothing(
+    tmp_path, url_run: Path, erp_db_url: str
+) -> None:
+    run = _copy(url_run, tmp_path / "run")
+    lock = _judge_lock(run)
+    try:
+        _, stderr = _judge_process(run, erp_db_url).communicate(timeout=120)
+    finally:
+        lock.release()
+    assert stderr.strip() == (
+        f"error: {run} is in use by another judge (pid {os.getpid()}); wait for it to finish "
+        f"or stop it (kill {os.getpid()})"
+    )
+    assert not (run / "scores").exists()
+
+
+def test_scores_of_another_grading_version_are_refused_and_labelled(
+    tmp_path, url_run: Path, erp_db_url: str
+) -> None:
+    run = _copy(url_run, tmp_path / "run")
+    run_judge(JudgeRunConfig(run_dir=run, erp_db=erp_db_url, progress=False))
+    scores, manifest = run / "scores" / "rules.jsonl", run / "scores" / "rules.manifest.json"
+    old = scores.read_text().replace(
+        f'"grading_version":"{RULES_GRADING}"', '"grading_version":"rules-g0"'
+    )
+    scores.write_text(old)
+    manifest.write_text(manifest.read_text().replace(f'"{RULES_GRADING}"', '"rules-g0"'))
+    before = scores.read_bytes(), manifest.read_bytes()
+    with pytest.raises(JudgeRunError, match="grading version rules-g0 and this judge grades"):
+        run_judge(JudgeRunConfig(run_dir=run, erp_db=erp_db_url, progress=False))
+    assert (scores.read_bytes(), manifest.read_bytes()) == before, "nothing rewritten"
+    (listing,) = list_runs(run.parent)
+    assert listing.scored["rules"] == (
+        f"grading rules-g0, current {RULES_GRADING}: re-score with --overwrite"
+    )
+
+
+def test_a_partly_judged_run_says_so_beside_its_figures(
+    tmp_path, url_run: Path, erp_db_url: str
+) -> None:
+    run = _copy(url_run, tmp_path / "run")
+    run_judge(JudgeRunConfig(run_dir=run, erp_db=erp_db_url, progress=False))
+    scores = run / "scores" / "rules.jsonl"
+    scores.write_text("".join(scores.read_text().splitlines(keepends=True)[:5]))
+    (listing,) = list_runs(run.parent)
+    assert listing.scored["rules"] == f"5/12 scored, grading {RULES_GRADING}"
+    done = subprocess.run(
+        [sys.executable, "-m", "judge.summary", str(run)],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
+    )  # fmt: skip
+    assert f"(5/12 scored, grading {RULES_GRADING})" in done.stdout
+    assert "7 of the run's 12 answers not judged yet" in done.stdout
