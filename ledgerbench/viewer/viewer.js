@@ -264,6 +264,7 @@
     return el("div", { class: "cell run-summary" },
       el("span", { class: `num score ${scoreClass(overall ?? null)}`, title: `Overall (judge ${judge || "none"})` },
         overall === null || overall === undefined ? "unscored" : `Overall ${fmt(overall, 3)}`),
+      s.judged && s.judged[judge] ? el("span", { class: "judged" }, s.judged[judge]) : "",
       el("span", { class: "num" }, `${s.errors} errors`),
       el("span", { class: "num" }, `${s.timeouts} timeouts`),
       el("span", { class: "num" }, s.cost_usd === null ? "cost –" : `$${fmt(s.cost_usd, 2)}`));
