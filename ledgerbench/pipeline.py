@@ -509,6 +509,9 @@ def stage_judge(config: PipelineConfig, console: Console) -> StageResult:
     started = time.monotonic()
     for agent in config.agents:
         command = _python_module("judge.run", str(config.run_dir(agent)), "--judge", config.judge)
+        command += ["--erp-db", config.erp_url]  # the workspace's: checked against the run's hash
+        if config.world_db.exists():
+            command += ["--world-db", f"sqlite:///{config.world_db}"]
         if config.fresh:
             command.append("--overwrite")
         if config.base_url and config.judge != "rules":
