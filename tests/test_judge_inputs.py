@@ -161,3 +161,99 @@ def test_a_partly_judged_run_says_so_beside_its_figures(
     )  # fmt: skip
     assert f"(5/12 scored, grading {RULES_GRADING})" in done.stdout
     assert "7 of the run's 12 answers not judged yet" in done.stdout
+
+
+def _strip_provenance(scores_dir: Path) -> None:
+    """The scores as a version-1 judge wrote them: no grading version, no hashes."""
+    added = ("judge_version", "grading_version", "item_sha256", "erp_snapshot_hash")
+    added += ("world_snapshot_hash", "unscored_reason", "erp_db", "world_db")
+    for path in scores_dir.glob("rules*"):
+        if path.suffix == ".jsonl":
+            lines = [json.loads(line) for line in path.read_text().splitlines()]
+            for line in lines:
+                line["version"] = 1
+                for key in added:
+                    line.pop(key, None)
+            path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        else:
+            manifest = json.loads(path.read_text())
+            for key in added:
+                manifest.pop(key, None)
+            path.write_text(json.dumps(manifest))
+
+
+def test_scores_of_an_older_format_are_labelled_and_not_resumed(
+    tmp_path, url_run: Path, erp_db_url: str
+) -> None:
+    run = _copy(url_run, tmp_path / "run")
+    run_judge(JudgeRunConfig(run_dir=run, erp_db=erp_db_url, progress=False))
+    _strip_provenance(run / "scores")
+    before = {p.name: p.read_bytes() for p in (run / "scores").glob("rules*")}
+    args = [sys.executable, "-m", "judge.run", str(run), "--judge", "rules"]
+    done = subprocess.run(
+        [*args, "--erp-db", erp_db_url], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120
+    )
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0, done.stderr
+    assert "holds scores of grading version unknown" in done.stderr and "--overwrite" in done.stderr
+    assert {p.name: p.read_bytes() for p in (run / "scores").glob("rules*")} == before
+    (listing,) = list_runs(run.parent)
+    assert listing.scored["rules"] == (
+        f"grading unknown (scored before grading versions), current {RULES_GRADING}: "
+        "re-score with --overwrite"
+    )
+
+
+def test_a_url_run_that_recorded_no_snapshot_is_refused_in_one_line(
+    tmp_path, url_run: Path
+) -> None:
+    run = _copy(url_run, tmp_path / "run")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["erp_snapshot_hash"] = None  # as runs made before the manifest recorded it
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    done = subprocess.run(
+        [sys.executable, "-m", "judge.run", str(run), "--judge", "rules"],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "error: the run's manifest names no ERP snapshot (a run from an older format) and no "
+        "readable database: pass --erp-db URL of the database the run was made against"
+    )
+    assert not (run / "scores").exists()
+
+
+def test_answers_whose_checks_lack_the_database_are_unscored_and_counted(tmp_path) -> None:
+    from judge._summary import run_summary, summary_markdown
+    from judge.records import ScoreStatus
+    from ledgerbench.dataset import Dimension, ExpectedFact
+    from tests.fakes.judge_data import question, trajectory, write_run
+
+    fact = ExpectedFact(kind="amount", field="balance", value=1234.56, tolerance=0.01)
+    tags = {
+        Dimension.accuracy: ["accuracy.ground_truth"],
+        Dimension.citations: ["citations.erp_link"],
+    }
+    refs = ["/erp/USMF/customers/SYNCUS-0001"]
+    questions = [question(f"q{i}", tags=tags, expected=[fact], record_refs=refs) for i in range(2)]
+    answers = ["USD 1,234.56 (/erp/USMF/customers/SYNCUS-0001).", "USD 1,234.56."]
+    runs = tmp_path / "runs"
+    run = write_run(
+        runs / "run", questions, [trajectory(f"q{i}", a) for i, a in enumerate(answers)]
+    )
+    result = run_judge(JudgeRunConfig(run_dir=run, progress=False))  # the run names no ERP
+    records, _ = read_scores(result.scores_path)
+    by_id = {r.question_id: r for r in records}
+    assert by_id["q0"].status is ScoreStatus.unscored and by_id["q0"].dimensions == {}
+    assert "ERP" in by_id["q0"].unscored_reason and by_id["q0"].overall is None
+    assert by_id["q1"].status is ScoreStatus.scored  # no check of it reads the ERP
+    summary, _ = run_summary("rules", records, [t for t in _trajectories(run)])
+    text = summary_markdown(summary, "rules")
+    assert f"(1/2 scored, grading {RULES_GRADING})" in text and "1 unscored" in text
+    (listing,) = list_runs(runs)
+    assert listing.scored["rules"] == f"1/2 scored, grading {RULES_GRADING}"
+
+
+def _trajectories(run: Path) -> list:
+    from judge._runner import read_trajectories
+
+    return read_trajectories(run)[0]
