@@ -37,7 +37,7 @@ def erp_snapshot(db_url: str) -> str | None:
     if "***" in db_url:
         raise ValueError(f"{db_url} has its password redacted; pass the full URL")
     if db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).is_file():
-        raise ValueError(f"{db_url}: no such file")
+        raise ValueError(f"{db_url} does not exist")
     from synthetic_erp._db import open_engine, read_meta
 
     try:
@@ -54,7 +54,7 @@ def world_snapshot(path: str) -> str | None:
     """The world file's snapshot hash; ValueError (one line) when it cannot be read."""
     file = Path(path.removeprefix("sqlite:///"))
     if not file.is_file():
-        raise ValueError(f"{path}: no such file")
+        raise ValueError(f"{path} does not exist")
     try:
         with contextlib.closing(sqlite3.connect(f"file:{file}?mode=ro", uri=True)) as db:
             row = db.execute("SELECT value FROM world_meta WHERE key = 'snapshot_hash'").fetchone()
