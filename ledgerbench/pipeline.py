@@ -591,9 +591,12 @@ def headline(report_dir: Path) -> list[str]:
     from judge._overall import overall_text
 
     stats = json.loads(stats_path.read_text())
+    partly = {
+        p.get("name"): p.get("judged") for p in stats.get("providers", []) if p.get("partly_judged")
+    }
     for provider in stats.get("headline", []):
         name = provider.get("provider", "?")
-        parts = []
+        parts = [partly[name]] if name in partly else []  # "14/100 scored": a partly judged run
         for metric in ("overall", "accuracy", "citations", "structure"):
             cell = provider.get(metric)
             if isinstance(cell, dict) and cell.get("score") is not None:
