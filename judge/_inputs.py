@@ -100,8 +100,9 @@ def find_erp(given: str | None, manifest: RunManifest) -> tuple[str, str | None]
             with contextlib.suppress(ValueError):
                 return recorded, erp_snapshot(recorded)
         raise InputsError(
-            "the run's manifest names no ERP snapshot (a run from an older format) and no "
-            "readable database: pass --erp-db URL of the database the run was made against"
+            "the run's manifest names no ERP snapshot (a run from an older format, or a server "
+            "whose erp_info reports none) and no readable database: pass --erp-db URL of the "
+            "database the run was made against"
         )
     looked = []
     for candidate in dict.fromkeys(c for c in (recorded, _default_erp()) if c):

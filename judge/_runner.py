@@ -452,6 +452,17 @@ def _check_resume(manifest_path: Path, judge: Judge) -> None:
         )
 
 
+def _check_grading(scores_path: Path, existing: list[ScoreRecord], current: str) -> None:
+    """Refuse to add scores to a file holding another grading version's (never mixed)."""
+    other = sorted({r.grading_version or "unknown" for r in existing} - {current})
+    if other:
+        raise JudgeRunError(
+            f"{scores_path} holds scores of grading version {other[0]} and this judge grades "
+            f"with {current}: pass --overwrite to re-score the run or --name NEW to score "
+            "beside it"
+        )
+
+
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
@@ -529,9 +540,14 @@ def run_judge(
             judge.name = config.name
         inputs = _given_judge_inputs(judge, manifest)
     manifest_path = config.run_dir / "scores" / f"{judge.name}.manifest.json"
-    if not config.overwrite:
-        _check_resume(manifest_path, judge)
-    lock = _judge_lock(config.run_dir)  # every input checked: one judge per run from here on
+    try:
+        if not config.overwrite:
+            _check_resume(manifest_path, judge)
+        lock = _judge_lock(config.run_dir)  # every input checked: one judge per run from here on
+    except JudgeRunError:
+        if built and hasattr(judge, "close"):
+            judge.close()
+        raise
     try:
         return _judge_locked(
             config, judge, dataset, trajectories, inputs, warnings, on_record, built, manifest
@@ -562,6 +578,7 @@ def _judge_locked(
     if not config.overwrite:
         _check_resume(manifest_path, judge)  # again, under the lock
     existing, bad_lines = read_scores(scores_path) if not config.overwrite else ([], 0)
+    _check_grading(scores_path, existing, grading_version(judge))
     # A resume judges again the records with judge errors (the dimensions that were graded come
     # from the verdict cache, so only the failed ones cost calls).
     kept = [r for r in existing if not r.extra.get("judge_error_dimensions")]

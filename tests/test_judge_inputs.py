@@ -216,8 +216,9 @@ def test_a_url_run_that_recorded_no_snapshot_is_refused_in_one_line(
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "error: the run's manifest names no ERP snapshot (a run from an older format) and no "
-        "readable database: pass --erp-db URL of the database the run was made against"
+        "error: the run's manifest names no ERP snapshot (a run from an older format, or a "
+        "server whose erp_info reports none) and no readable database: pass --erp-db URL of the "
+        "database the run was made against"
     )
     assert not (run / "scores").exists()
 
