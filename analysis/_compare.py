@@ -67,6 +67,7 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
         apply_labels(providers, config.inputs, config.labels)
         if not config.allow_partly_judged:
             check_judged_alike(providers)
+        note_gradings(providers)
         reference = resolve_reference(providers, config.inputs, config.reference)
         settings = Settings(
             reference=reference,
@@ -105,6 +106,19 @@ def check_judged_alike(providers: list[ProviderData]) -> None:
         raise InputError(
             f"{first.name} is partly judged ({first.judged}) and other inputs fully: finish "
             f"judging it (python -m judge.run {first.path} ...) or pass --allow-partly-judged"
+        )
+
+
+def note_gradings(providers: list[ProviderData]) -> None:
+    """A caveat when the inputs were scored with different grading versions (each figure's is in
+    the Judged column): their differences include the change of rules."""
+    runs = [p.info for p in providers if p.info.source == "run"]
+    gradings = {info.name: info.grading_version or "unknown" for info in runs}
+    if len(set(gradings.values())) > 1:
+        listed = ", ".join(f"{name} {g}" for name, g in gradings.items())
+        providers[0].caveats.append(
+            f"The inputs were scored with different grading versions ({listed}): differences "
+            "between them include the change of the rules; re-score them with one version."
         )
 
 

@@ -96,6 +96,7 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
         research=research_mode(manifest),
         judged=judged.label(),
         partly_judged=judged.partial,
+        grading_version=judged.grading_version,
     )
     if judged.partial or judged.outdated:
         caveats.append(f"{info.name}: judge {info.judge}: {judged.label()}.")

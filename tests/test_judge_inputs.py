@@ -258,3 +258,28 @@ def _trajectories(run: Path) -> list:
     from judge._runner import read_trajectories
 
     return read_trajectories(run)[0]
+
+
+def test_the_report_refuses_mixing_fully_and_partly_judged_runs_unless_asked(
+    tmp_path, url_run: Path, erp_db_url: str, capsys
+) -> None:
+    from analysis.compare import main
+
+    full, part = _copy(url_run, tmp_path / "full"), _copy(url_run, tmp_path / "part")
+    for run in (full, part):
+        run_judge(JudgeRunConfig(run_dir=run, erp_db=erp_db_url, progress=False))
+    scores = part / "scores" / "rules.jsonl"
+    scores.write_text("".join(scores.read_text().splitlines(keepends=True)[:5]))
+    args = [str(full), str(part), "--label", "full", "--label", "part", "--quiet"]
+    args += ["--bootstrap", "20", "--out", str(tmp_path / "report")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        f"error: part is partly judged (5/12 scored, grading {RULES_GRADING}) and other inputs "
+        f"fully: finish judging it (python -m judge.run {part} ...) or pass --allow-partly-judged"
+    )
+    assert not (tmp_path / "report").exists()
+    assert main([*args, "--allow-partly-judged"]) == 0
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert f"| part | world | 5/12 scored, grading {RULES_GRADING} |" in report
+    assert f"| full (ref.) | world | grading {RULES_GRADING} |" in report
