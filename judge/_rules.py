@@ -984,21 +984,24 @@ WORLD_RULES = frozenset({"world_citations"})
 """Rules that look cited documents up in the research world."""
 
 
-def databases_needed(question: Question, answer: str) -> set[str]:
-    """``erp`` and/or ``world``: the databases the rules read to score this answer. The ERP when
-    a link rule meets a cited record, or the scope check may meet a legal entity only the ERP
-    knows; the world when a world rule meets a cited document."""
+def databases_needed(
+    question: Question, answer: str, among: frozenset[str] = frozenset({"erp", "world"})
+) -> set[str]:
+    """``erp`` and/or ``world`` (of ``among``): the databases the rules read to score this
+    answer. The ERP when a link rule meets a cited record, or the scope check may meet a legal
+    entity only the ERP knows; the world when a world rule meets a cited document."""
     rules = {
         rule_for(dimension, a.id)
         for dimension, assertions in question.tags.items()
         for a in assertions
     }
     needed = set()
-    if rules & LINK_RULES and find_erp_links(answer):
+    if "erp" in among and (
+        (rules & LINK_RULES and find_erp_links(answer))
+        or ("expected_facts" in rules and _scope_reads_erp(question, answer))
+    ):
         needed.add("erp")
-    if "expected_facts" in rules and _scope_reads_erp(question, answer):
-        needed.add("erp")
-    if rules & WORLD_RULES and world_links(answer):
+    if "world" in among and rules & WORLD_RULES and world_links(answer):
         needed.add("world")
     return needed
 
@@ -1046,8 +1049,10 @@ class RulesJudge:
 
     def missing_databases(self, question: Question, answer: str) -> list[str]:
         """The databases the checks of this answer read that this judge does not have."""
-        have = {"erp": self.resolver is not None, "world": self.world is not None}
-        return sorted(name for name in databases_needed(question, answer) if not have[name])
+        lacking = frozenset(
+            name for name, db in (("erp", self.resolver), ("world", self.world)) if db is None
+        )
+        return sorted(databases_needed(question, answer, lacking)) if lacking else []
 
     def instructions_hash(self) -> str:
         return stable_hash(

@@ -690,12 +690,15 @@ def _resolve_inputs(
     from judge._inputs import InputsError, resolve_inputs
     from judge._rules import databases_needed
 
-    needed: set[str] = set()
-    if _uses_rules(config):
+    needs_world = False  # the world is looked up when an answer's check reads it
+    if _uses_rules(config) and not config.world_db:
         questions = {q.id: q for q in dataset.items}
-        for trajectory in trajectories:
-            if (question := questions.get(trajectory.question_id)) is not None:
-                needed |= databases_needed(question, trajectory.answer)
+        world = frozenset({"world"})
+        needs_world = any(
+            databases_needed(questions[t.question_id], t.answer, world)
+            for t in trajectories
+            if t.question_id in questions
+        )
     names_erp = bool(manifest.erp_snapshot_hash or manifest.erp_db_url or manifest.erp_url)
     try:
         return resolve_inputs(
@@ -705,7 +708,7 @@ def _resolve_inputs(
             # A run that names an ERP is judged against it (found by hash) or refused; one that
             # names none is judged without, and answers whose checks read it are unscored.
             needs_erp=bool(config.erp_db) or (_uses_rules(config) and names_erp),
-            needs_world="world" in needed or bool(config.world_db),
+            needs_world=needs_world or bool(config.world_db),
             dataset_world=dataset.header.world_snapshot_hash,
         )
     except InputsError as exc:
@@ -851,6 +854,7 @@ def _score_all(
     stamp: dict[str, Any] | None = None,
 ) -> None:
     status = Counter()
+    item_hashes: dict[str, str] = {}
     breaker = JudgeCircuitBreaker(config.max_consecutive_infra_failures)
     with _progress(config.progress, len(todo)) as progress:
         task = progress.add_task("judging", total=len(todo), status="")
@@ -872,7 +876,9 @@ def _score_all(
                     if record is None:  # its worker was lost: left for the next run
                         progress.update(task, advance=1)
                         continue
-                    record = _stamped(record, stamp or {}, questions[record.question_id])
+                    if record.question_id not in item_hashes:  # each item hashed once
+                        item_hashes[record.question_id] = item_hash(questions[record.question_id])
+                    record = _stamped(record, stamp or {}, item_hashes[record.question_id])
                     out.write(record)
                     _account(result, record, status)
                     if on_record is not None:
@@ -885,10 +891,14 @@ def _score_all(
             raise
 
 
-def _stamped(record: ScoreRecord, stamp: dict[str, Any], question: Question) -> ScoreRecord:
+def _stamped(record: ScoreRecord, stamp: dict[str, Any], item_sha256: str) -> ScoreRecord:
     """The record with what made it: judge and grading version, item, ERP and world hashes."""
-    item = stable_hash(question.model_dump(mode="json"))
-    return record.model_copy(update={**stamp, "item_sha256": item})
+    return record.model_copy(update={**stamp, "item_sha256": item_sha256})
+
+
+def item_hash(question: Question) -> str:
+    """SHA-256 of the dataset item's canonical JSON (question, key, assertions)."""
+    return stable_hash(question.model_dump(mode="json"))
 
 
 class JudgeCircuitBreaker:
