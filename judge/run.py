@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="python -m judge.run",
         description="Score every trajectory of a run; writes runs/NAME/scores/<judge>.jsonl and "
-        "<judge>.manifest.json. Re-running resumes: records already scored are skipped.",
+        "<judge>.manifest.json. Re-running resumes: records already scored are skipped. One judge "
+        "per run at a time; scores of another grading version are never added to (--overwrite).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -76,13 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--erp-db",
-        help="ERP database URL for resolving cited record links (default: the run manifest's "
-        "erp_db_url), e.g. sqlite:///erp.db",
+        help="ERP database URL for the rules' checks; it must hold the ERP snapshot the run "
+        "recorded (default: the database with that snapshot at the manifest's erp_db_url or "
+        ".ledgerbench/erp.db; none: refused), e.g. sqlite:///erp.db",
     )
     parser.add_argument(
         "--world-db",
-        help="research world file for checking cited world documents (default: the run "
-        "manifest's world_db), e.g. sqlite:///world.db",
+        help="research world file for checking cited world documents; it must hold the run's "
+        "(or the dataset's) world snapshot (default: the manifest's world_db or "
+        ".ledgerbench/world.db), e.g. sqlite:///world.db",
     )
     parser.add_argument(
         "--dataset",

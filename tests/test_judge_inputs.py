@@ -162,6 +162,19 @@ def test_a_partly_judged_run_says_so_beside_its_figures(
     assert f"(5/12 scored, grading {RULES_GRADING})" in done.stdout
     assert "7 of the run's 12 answers not judged yet" in done.stdout
 
+    from ledgerbench.viewer._build import _run_info, load_run
+
+    info = _run_info(load_run(run))  # the viewer's run list and summary row
+    assert info["overall"]["rules"].endswith(f" (5/12 scored, grading {RULES_GRADING})")
+    assert info["summary"]["judged"]["rules"] == f"5/12 scored, grading {RULES_GRADING}"
+
+    pytest.importorskip("inspect_ai", reason="inspect-ai not installed: pip install '.[inspect]'")
+    from harnesses._inspect_log import build_eval_log, read_run
+
+    (score,) = build_eval_log(read_run(run)).results.scores
+    assert score.metadata["judged"] == f"5/12 scored, grading {RULES_GRADING}"
+    assert score.metadata["scored"] == 5 and score.metadata["unjudged"] == 7
+
 
 def _strip_provenance(scores_dir: Path) -> None:
     """The scores as a version-1 judge wrote them: no grading version, no hashes."""
