@@ -124,7 +124,10 @@ def read_manifest(run_dir: Path) -> RunManifest:
         return RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         first = str(exc).splitlines()[0]
-        raise JudgeRunError(f"{path} is not a valid run manifest ({first})") from None
+        raise JudgeRunError(
+            f"{path} is not a run manifest this version reads ({first}; a run folder of an "
+            "older format?): re-run the questions with python -m harnesses.run --out NEW"
+        ) from None
 
 
 def read_trajectories(run_dir: Path) -> tuple[list[TrajectoryRecord], list[str]]:

@@ -296,3 +296,19 @@ def test_the_report_refuses_mixing_fully_and_partly_judged_runs_unless_asked(
     report = (tmp_path / "report" / "report.md").read_text()
     assert f"| part | world | 5/12 scored, grading {RULES_GRADING} |" in report
     assert f"| full (ref.) | world | grading {RULES_GRADING} |" in report
+
+
+def test_a_run_folder_of_an_older_format_is_refused_in_one_line(tmp_path) -> None:
+    run = tmp_path / "old"
+    run.mkdir()
+    old_manifest = {"version": 0, "run_id": "old", "harness": "scripted", "erp": "sqlite:///x"}
+    (run / "manifest.json").write_text(json.dumps(old_manifest))
+    (run / "trajectories.jsonl").write_text('{"question_id": "q1", "answer": "1"}\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "judge.run", str(run), "--judge", "rules"],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0, done.stderr
+    assert "is not a run manifest this version reads" in done.stderr
+    assert "older format" in done.stderr and "harnesses.run" in done.stderr
+    assert sorted(p.name for p in run.iterdir()) == ["manifest.json", "trajectories.jsonl"]
