@@ -47,8 +47,12 @@ class Coverage:
         return current is not None and self.grading_version != current
 
     def scored_text(self) -> str:
-        """``14/100 scored`` for a partly judged run, "" for a fully judged one."""
-        return f"{self.scored}/{self.answers} scored" if self.partial else ""
+        """``14/100 scored`` for a partly judged run (``, 3 unscored`` when answers lacked a
+        database for a check), "" for a fully judged one."""
+        if not self.partial:
+            return ""
+        unscored = f", {self.unscored} unscored" if self.unscored else ""
+        return f"{self.scored}/{self.answers} scored{unscored}"
 
     def grading_text(self) -> str:
         """``grading rules-g1``, with the current version when the code now grades otherwise."""

@@ -262,9 +262,9 @@ def test_answers_whose_checks_lack_the_database_are_unscored_and_counted(tmp_pat
     assert by_id["q1"].status is ScoreStatus.scored  # no check of it reads the ERP
     summary, _ = run_summary("rules", records, [t for t in _trajectories(run)])
     text = summary_markdown(summary, "rules")
-    assert f"(1/2 scored, grading {RULES_GRADING})" in text and "1 unscored" in text
+    assert f"(1/2 scored, 1 unscored, grading {RULES_GRADING})" in text
     (listing,) = list_runs(runs)
-    assert listing.scored["rules"] == f"1/2 scored, grading {RULES_GRADING}"
+    assert listing.scored["rules"] == f"1/2 scored, 1 unscored, grading {RULES_GRADING}"
 
 
 def _trajectories(run: Path) -> list:
