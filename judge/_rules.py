@@ -1034,16 +1034,6 @@ class RulesJudge:
         self.resolver = ErpResolver(erp_db_url) if erp_db_url else None
         self.world = WorldResolver(world_db) if world_db else None
 
-    def check_erp(self, expected_snapshot: str | None = None) -> str | None:
-        """Check the ERP database before judging; raises ValueError when it cannot be used."""
-        if self.resolver is None:
-            return None
-        return self.resolver.check(expected_snapshot)
-
-    def disable_erp(self) -> None:
-        """Judge without link resolution (those checks become null, left to an LLM)."""
-        self.resolver = None
-
     def settings(self) -> dict[str, Any]:
         return {"judge": "rules", "rules_version": RULES_VERSION, "grading": RULES_GRADING}
 
