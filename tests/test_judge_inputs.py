@@ -165,7 +165,7 @@ def test_a_partly_judged_run_says_so_beside_its_figures(
     from ledgerbench.viewer._build import _run_info, load_run
 
     info = _run_info(load_run(run))  # the viewer's run list and summary row
-    assert info["overall"]["rules"].endswith(f" (5/12 scored, grading {RULES_GRADING})")
+    assert info["judged"]["rules"] == f"5/12 scored, grading {RULES_GRADING}"
     assert info["summary"]["judged"]["rules"] == f"5/12 scored, grading {RULES_GRADING}"
 
     pytest.importorskip("inspect_ai", reason="inspect-ai not installed: pip install '.[inspect]'")

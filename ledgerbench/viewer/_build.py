@@ -429,17 +429,14 @@ def _compress_all(
 
 
 def _run_overall(run: RunData) -> dict[str, str]:
-    """Judge -> the run's Overall as every tool prints it (:func:`judge.overall`), with what
-    goes beside it: "14/100 scored" for a partly judged run, and the grading version."""
+    """Judge -> the run's Overall as every tool prints it (:func:`judge.overall`), over the scores
+    of one grading version (:func:`_judged` says which, and how much of the run they cover)."""
     from judge._overall import overall_text, run_overall, scored_answers
 
-    texts = {}
-    for judge in sorted(run.scores):
-        kept, label = _judged(run, judge)
-        texts[judge] = overall_text(run_overall(scored_answers(kept))) + (
-            f" ({label})" if label else ""
-        )
-    return texts
+    return {
+        judge: overall_text(run_overall(scored_answers(_judged(run, judge)[0])))
+        for judge in sorted(run.scores)
+    }
 
 
 def _judged(run: RunData, judge: str) -> tuple[list[Any], str]:
@@ -467,6 +464,7 @@ def _run_info(run: RunData) -> dict[str, Any]:
         "records": len(run.records),
         "judges": sorted(run.scores),
         "overall": _run_overall(run),
+        "judged": {judge: _judged(run, judge)[1] for judge in sorted(run.scores)},
         "system_prompt": manifest.system_prompt if manifest else None,
         "summary": _run_summary(run),
     }

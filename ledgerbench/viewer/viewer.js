@@ -193,7 +193,8 @@
       el("li", {}, el("strong", {}, run.name), ` — ${run.harness}${run.model ? ` / ${run.model}` : ""}, `,
         `${run.records} records, judges: `,
         run.judges.length
-          ? run.judges.map((j, n) => [n ? ", " : "", j, " (", el("span", { class: "overall", "data-judge": j }, `Overall ${run.overall[j]}`), ")"])
+          ? run.judges.map((j, n) => [n ? ", " : "", j, " (", el("span", { class: "overall", "data-judge": j }, `Overall ${run.overall[j]}`),
+            run.judged && run.judged[j] ? el("span", { class: "judged" }, `, ${run.judged[j]}`) : "", ")"])
           : "none"))));
     const bar = el("div", { class: "filters" },
       select("type", "task type", distinct("task_type").map((t) => [t, t]), filters.type, update("type")),
