@@ -503,7 +503,7 @@ def test_run_finds_the_erp_by_snapshot_or_refuses(
     assert not (other / "scores").exists(), "a refusal writes nothing"
 
     redacted = write_run(tmp_path / "pg", [q], [t], erp_db_url="postgresql://u:***@db.example/erp")
-    with pytest.raises(JudgeRunError, match="older format.*--erp-db"):
+    with pytest.raises(JudgeRunError, match=r"older format.*--erp-db"):
         run_judge(JudgeRunConfig(run_dir=redacted, progress=False))
 
     missing = f"sqlite:///{tmp_path / 'missing.db'}"
