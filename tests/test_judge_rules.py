@@ -477,6 +477,7 @@ def test_run_finds_the_erp_by_snapshot_or_refuses(
     tmp_path, erp_db_url: str, erp_records: dict[str, str]
 ) -> None:
     from judge import JudgeRunConfig, JudgeRunError, read_scores, run_judge
+    from judge._grading import RULES_GRADING
     from judge._inputs import erp_snapshot
     from tests.fakes.judge_data import write_run
 
@@ -491,7 +492,7 @@ def test_run_finds_the_erp_by_snapshot_or_refuses(
     result = run_judge(JudgeRunConfig(run_dir=run_dir, progress=False))
     (record,), _ = read_scores(result.scores_path)
     assert record.dimensions[Dimension.citations].score == 1.0  # found at the manifest's path
-    assert record.erp_snapshot_hash == snapshot and record.grading_version == "rules-g1"
+    assert record.erp_snapshot_hash == snapshot and record.grading_version == RULES_GRADING
 
     other = write_run(
         tmp_path / "other", [q], [t], erp_db_url=erp_db_url, erp_snapshot_hash="0" * 64
