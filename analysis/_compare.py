@@ -45,6 +45,8 @@ class CompareConfig(BaseModel):
     """``pairwise`` (each pair on its own data) or ``pooled`` (the paper's single model)."""
     infra_failures: InfraFailures = InfraFailures.exclude
     """``exclude`` infrastructure failures from the scores, or score them ``zero`` (the paper)."""
+    allow_partly_judged: bool = False
+    """Compare fully and partly judged runs side by side (refused otherwise)."""
     se: StandardErrors = StandardErrors.observed
     """Mixed-model standard errors from the ``observed`` information (statsmodels') or the
     ``expected`` information ``(X' V^-1 X)^-1``."""
@@ -63,6 +65,9 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
             providers.append(load_provider(path, config.judge))
             bar.step(f"loaded {path}")
         apply_labels(providers, config.inputs, config.labels)
+        if not config.allow_partly_judged:
+            check_judged_alike(providers)
+        note_gradings(providers)
         reference = resolve_reference(providers, config.inputs, config.reference)
         settings = Settings(
             reference=reference,
@@ -90,6 +95,31 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
         (config.out / "report.html").write_text(to_html(report, images), encoding="utf-8")
         bar.step("report")
     return stats
+
+
+def check_judged_alike(providers: list[ProviderData]) -> None:
+    """Refuse a comparison of fully with partly judged runs (their figures rest on different
+    shares of the answers) unless ``--allow-partly-judged``."""
+    partly = [p.info for p in providers if p.info.partly_judged]
+    if partly and len(partly) < len(providers):
+        first = partly[0]
+        raise InputError(
+            f"{first.name} is partly judged ({first.judged}) and other inputs fully: finish "
+            f"judging it (python -m judge.run {first.path} ...) or pass --allow-partly-judged"
+        )
+
+
+def note_gradings(providers: list[ProviderData]) -> None:
+    """A caveat when the inputs were scored with different grading versions (each figure's is in
+    the Judged column): their differences include the change of rules."""
+    runs = [p.info for p in providers if p.info.source == "run"]
+    gradings = {info.name: info.grading_version or "unknown" for info in runs}
+    if len(set(gradings.values())) > 1:
+        listed = ", ".join(f"{name} {g}" for name, g in gradings.items())
+        providers[0].caveats.append(
+            f"The inputs were scored with different grading versions ({listed}): differences "
+            "between them include the change of the rules; re-score them with one version."
+        )
 
 
 def _judge_name(providers: list[ProviderData]) -> str:

@@ -75,6 +75,7 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
         )
     traj_df = pd.DataFrame(traj_rows, columns=TRAJECTORY_COLUMNS)
     scenarios, caveats = _dataset_scenarios(manifest.dataset_path, run_dir)
+    judged = _coverage(scores_path.stem, list(score_records.values()), trajectories)
     if len(trajectories) < len(records):
         caveats.append(
             f"{run_dir}: {len(records) - len(trajectories)} repeated trajectory record(s); "
@@ -93,7 +94,12 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
         dataset_path=manifest.dataset_path,
         dataset_hash=manifest.dataset_hash,
         research=research_mode(manifest),
+        judged=judged.label(),
+        partly_judged=judged.partial,
+        grading_version=judged.grading_version,
     )
+    if judged.partial or judged.outdated:
+        caveats.append(f"{info.name}: judge {info.judge}: {judged.label()}.")
     fault_rate = (manifest.config or {}).get("erp_fault_rate")
     if fault_rate:
         seed = manifest.config.get("erp_fault_seed")
@@ -109,6 +115,13 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
     return ProviderData(
         info, pd.DataFrame(score_rows, columns=SCORE_COLUMNS), traj_df, scenarios, caveats
     )
+
+
+def _coverage(name: str, scores: list[Any], trajectories: list[Any]) -> Any:
+    """How much of the run the judge scored, and its grading version (``judge._coverage``)."""
+    from judge._coverage import coverage
+
+    return coverage(name, scores, [(t.question_id, t.trial) for t in trajectories])
 
 
 def _score_mismatch(trajectory: Any, score: Any) -> str | None:
@@ -234,7 +247,7 @@ def _score_rows(trajectory: Any, score: Any | None) -> list[dict[str, Any]]:
     metrics = [*METRICS, *(RESEARCH_METRICS if task_type in RESEARCH_TASK_TYPES else ())]
     if trajectory.infrastructure_failure:  # never judged, out of every denominator
         return [{**base, "metric": m, "status": "infra_error", "score": math.nan} for m in metrics]
-    if score is None:
+    if score is None or str(score.status) == "unscored":  # unscored: neither right nor wrong
         status = "no_score_record"
         return [{**base, "metric": m, "status": status, "score": math.nan} for m in metrics]
     if str(score.status) == "infra_error":

@@ -383,11 +383,12 @@ def _marked_score(stats: Stats, name: str, metric: str, scope: str) -> str:
 
 def headline_section(stats: Stats) -> list:
     names = [p.name for p in stats.providers]
-    header = ["Provider", "Research", *[m.capitalize() for m in stats.metrics]]
+    judged = {p.name: p.judged or "–" for p in stats.providers}
+    header = ["Provider", "Research", "Judged", *[m.capitalize() for m in stats.metrics]]
     rows = []
     for name in names:
         row = [name + (" (ref.)" if name == stats.settings.reference and len(names) > 1 else "")]
-        row.append(research_mode(stats, name))
+        row += [research_mode(stats, name), judged[name]]
         row += [_marked_score(stats, name, metric, EQUAL_WEIGHT) for metric in stats.metrics]
         rows.append(row)
     note = (
@@ -397,7 +398,9 @@ def headline_section(stats: Stats) -> list:
         "the few answers it applies to). Research = the run's research mode (world: the research "
         "world's tools; web: live web tools; none: no research tools; golden: gold documents in "
         "the prompt). Accuracy is obligations accuracy, as in the paper: accuracy of keyed "
-        "research items is LedgerBench's extension (section Research), never in these rows."
+        "research items is LedgerBench's extension (section Research), never in these rows. "
+        "Judged = how much of the run its judge scored ('14/100 scored' when only part: every "
+        "figure of that provider rests on those answers) and the grading version."
     )
     if len(names) > 1:
         note += (
@@ -949,6 +952,7 @@ def method_section(stats: Stats) -> list:
         + (f" (harness {p.harness}, model {p.model or '–'})" if p.harness else "")
         + f", research {p.research or 'unknown'}"
         + f", {p.trajectories} answers on {p.questions} questions"
+        + (f", {p.judged}" if p.judged else "")
         for p in stats.providers
     ]
     budget = ", ".join(f"{k}={v:g}s" for k, v in s.latency_budget.items()) or "none"

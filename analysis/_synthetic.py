@@ -227,6 +227,7 @@ def _research_figures(config, spec, task_type, qid, rng, question_effect) -> dic
 
 
 def _score(qid, trial, task_type, config, dims, status):
+    from judge._grading import current_grading_version
     from judge.records import ScoreRecord
 
     scored = [d.score for d in dims.values() if d.status == "scored"]
@@ -241,6 +242,7 @@ def _score(qid, trial, task_type, config, dims, status):
         # The analysis refuses scores made for another answer: hash the answer they were made for.
         answer_sha256=hashlib.sha256(SYNTHETIC_ANSWER.encode("utf-8")).hexdigest(),
         judged_at=dt.datetime(2026, 3, 2, tzinfo=dt.UTC),
+        grading_version=current_grading_version(config.judge, None),  # as the judge grades now
     )
 
 

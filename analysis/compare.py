@@ -137,6 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the folder `ledgerbench view` wrote (relative to --out, or a URL): the report "
         "links each task type, scenario and contrast to its questions there, e.g. ../viewer",
     )
+    parser.add_argument(
+        "--allow-partly-judged",
+        action="store_true",
+        help="compare fully judged runs with partly judged ones (refused otherwise; every figure "
+        "of a partly judged run says '14/100 scored' beside it)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     return parser
 
@@ -167,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             model=ModelKind(args.model),
             infra_failures=InfraFailures(args.infra_failures),
             se=StandardErrors(args.se),
+            allow_partly_judged=args.allow_partly_judged,
         )
         stats = compare(config, progress=not args.quiet and sys.stderr.isatty())
     except InputError as exc:
@@ -181,7 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             interval = (
                 f" [{cell.ci_low:.3f}, {cell.ci_high:.3f}]" if cell.ci_low is not None else ""
             )
-            print(f"  {row.provider}: Overall {overall_text(cell.score)}{interval}")
+            judged = next((p.judged for p in stats.providers if p.name == row.provider), "")
+            note = f" ({judged})" if judged else ""
+            print(f"  {row.provider}: Overall {overall_text(cell.score)}{interval}{note}")
     return 0
 
 

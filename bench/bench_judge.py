@@ -56,7 +56,15 @@ def make_run(root: Path, n: int) -> Path:
         )
         answer = f"The total is ${1000 + i:,.2f}.\n\n| customer | balance |\n|---|---|\n{rows}"
         trajectories.append(trajectory(f"q{i}", answer=answer))
-    return write_run(root, questions, trajectories)
+    # The default ERP, recorded as a runner would: the rules judge resolves every cited link in
+    # it (a run naming no ERP would leave these answers unscored, and time nothing).
+    from harnesses._erp_process import ensure_default_erp
+    from judge._inputs import erp_snapshot
+
+    erp = ensure_default_erp()
+    return write_run(
+        root, questions, trajectories, erp_db_url=erp, erp_snapshot_hash=erp_snapshot(erp)
+    )
 
 
 def grading_model(body: dict) -> str:

@@ -360,12 +360,15 @@ def build_eval_log(contents: RunContents) -> Any:
     for sample in samples:
         for usage in sample.model_usage.values():
             total_usage = total_usage + usage
+    from judge._coverage import coverage, one_grading
     from judge._overall import answer_means, equal_weight, run_overall, scored_answers
 
     results = []
     for judge in sorted(contents.scores):
         values = [s for s in samples if s.scores and judge in s.scores]
-        answers = scored_answers(contents.scores[judge].values())
+        kept, _, _ = one_grading(list(contents.scores[judge].values()))
+        answers = scored_answers(kept)
+        judged = coverage(judge, kept, [(r.question_id, r.trial) for r in records])
         metrics = {}
         if values:  # the run's Overall (docs/statistics.md), and the mean of the answers' means
             metrics["overall"] = log.EvalMetric(name="overall", value=run_overall(answers))
@@ -379,6 +382,8 @@ def build_eval_log(contents: RunContents) -> Any:
                 scored_samples=len(values),
                 unscored_samples=len(samples) - len(values),
                 metrics=metrics,
+                # beside the figures: "14/100 scored" for a partly judged run, and the grading
+                metadata={"judged": judged.label(), **judged.as_dict()},
             )
         )
     finished = manifest.finished_at or max(

@@ -265,10 +265,19 @@ def move_aside(run_dir: Path) -> Path | None:
 
 class RunLock:
     """One runner per run directory: an exclusive ``flock`` on ``.runner.lock``, which holds the
-    owner's pid. The kernel drops the lock when the process dies, ``kill -9`` included."""
+    owner's pid. The kernel drops the lock when the process dies, ``kill -9`` included. The judge
+    takes its own (``.judge.lock``, ``role="judge"``): one judge per run at a time."""
 
-    def __init__(self, run_dir: Path) -> None:
-        self.path = run_dir / LOCK_FILE
+    def __init__(
+        self,
+        run_dir: Path,
+        file: str = LOCK_FILE,
+        role: str = "runner",
+        other_fix: str = "or choose another --out",
+    ) -> None:
+        self.path = run_dir / file
+        self.role = role
+        self.other_fix = other_fix
         self._handle: Any = None
 
     def acquire(self) -> None:
@@ -282,8 +291,9 @@ class RunLock:
             owner = handle.read().strip() or "unknown"
             handle.close()
             raise RunConfigError(
-                f"{self.path.parent} is in use by another runner (pid {owner}); wait for it to "
-                f"finish or stop it (kill {owner}), or choose another --out"
+                f"{self.path.parent} is in use by another {self.role} (pid {owner}); wait for it "
+                f"to finish or stop it (kill {owner}){', ' if self.other_fix else ''}"
+                f"{self.other_fix}"
             ) from None
         handle.seek(0)
         handle.truncate()

@@ -358,12 +358,16 @@ class RunManifest(_Strict):
     erp_db_url: str | None = None
     """Database behind the ERP server, when the runner knows it (password redacted)."""
     erp_snapshot_hash: str | None = None
+    """Snapshot hash of the ERP the run used (also when served by ``--erp-url``: read from
+    ``erp_info``). The judge finds the database by it, or refuses."""
     world_url: str | None = None
     """MCP endpoint of the research world the run used (None: no research world)."""
     world_db: str | None = None
     """The world file the runner served."""
     world_id: str | None = None
     world_snapshot_hash: str | None = None
+    """Snapshot hash of the research world the run used (from ``world_info`` when served by
+    ``--world-url``); the judge finds the world by it."""
     system_prompt_hash: str
     system_prompt: str | None = None
     """The system instructions every question of the run was sent (stored once, not per record)."""

@@ -50,6 +50,9 @@ class JudgeOutcome:
     """Model calls actually made (cache hits excluded)."""
     cache_hits: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    unscored: str | None = None
+    """Set when a check the answer needs could not run (no ERP or world database): the record is
+    ``unscored``, neither right nor wrong."""
 
 
 class Judge(Protocol):

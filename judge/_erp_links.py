@@ -172,30 +172,6 @@ class ErpResolver:
                 self._legal_entities = frozenset(codes)
         return self._legal_entities
 
-    def check(self, expected_snapshot: str | None = None) -> str | None:
-        """Open the database and read its snapshot hash; ValueError when it cannot be used.
-
-        Returns a warning when the snapshot differs from the one the run was made against.
-        """
-        if "***" in self.db_url:
-            raise ValueError(
-                "the ERP database URL in the run manifest has its password redacted; "
-                "pass --erp-db with the full URL"
-            )
-        from synthetic_erp._db import read_meta
-
-        try:
-            snapshot = read_meta(self._get_engine()).get("snapshot_hash")
-        except Exception as exc:
-            message = " ".join(str(exc).split())[:200]
-            raise ValueError(f"cannot read the ERP database {self.db_url}: {message}") from None
-        if expected_snapshot and snapshot and snapshot != expected_snapshot:
-            return (
-                f"ERP database snapshot {snapshot[:12]} differs from the run's "
-                f"{expected_snapshot[:12]}: cited links are resolved against a different ERP"
-            )
-        return None
-
     def close(self) -> None:
         if self._engine is not None:
             self._engine.dispose()

@@ -446,6 +446,8 @@ def _score_record(
         answer_sha256=entry["answer_sha256"],
         judged_at=dt.datetime.now(dt.UTC),
         extra={"packet_item": rows[0].item},
+        judge_version="human",
+        grading_version="human",
     )
 
 
@@ -475,6 +477,8 @@ def _write_scores(
         started_at=dt.datetime.now(dt.UTC),
         finished_at=dt.datetime.now(dt.UTC),
         counts={"records": len(merged), "scored": len(merged)},
+        judge_version="human",
+        grading_version="human",
     )
     (scores_dir / f"{judge_name}.manifest.json").write_text(
         manifest.model_dump_json(indent=2) + "\n", encoding="utf-8"

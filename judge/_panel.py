@@ -47,9 +47,21 @@ def panel_records(members: dict[str, list[ScoreRecord]], name: str) -> list[Scor
             "judge": name,
             "answer_sha256": first.answer_sha256,
             "judged_at": dt.datetime.now(dt.UTC),
+            "grading_version": "panel("
+            + ",".join(f"{j}:{r.grading_version}" for j, r in sorted(records.items()))
+            + ")",
+            "item_sha256": first.item_sha256,
+            "erp_snapshot_hash": first.erp_snapshot_hash,
+            "world_snapshot_hash": first.world_snapshot_hash,
         }
         if any(r.status is ScoreStatus.infra_error for r in records.values()):
             panel.append(ScoreRecord(status=ScoreStatus.infra_error, extra={}, **base))
+            continue
+        unscored = [r.unscored_reason for r in records.values() if r.status is ScoreStatus.unscored]
+        if unscored:  # a member could not check it: the panel's mean would drop that check
+            panel.append(
+                ScoreRecord(status=ScoreStatus.unscored, unscored_reason=unscored[0], **base)
+            )
             continue
         dimensions = _mean_dimensions(records)
         panel.append(
@@ -127,6 +139,7 @@ def write_panel(run_dir: Path, member_names: list[str], name: str | None = None)
         model=None,
         mode="panel",
         settings={"judge": "panel", "members": member_names},
+        grading_version=records[0].grading_version if records else None,
         instructions_hash=stable_hash(hashes),
         run_dir=str(run_dir),
         started_at=now,

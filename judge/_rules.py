@@ -49,6 +49,7 @@ from judge._erp_links import (
     normalize_record_path,
     parse_link,
 )
+from judge._grading import RULES_GRADING
 from judge._research import (
     WorldResolver,
     keyed_research,
@@ -56,6 +57,7 @@ from judge._research import (
     rule_world_citations,
     rule_world_groundedness,
     rule_world_recency,
+    world_links,
 )
 from judge.records import AssertionScore, DimensionStatus
 from ledgerbench.dataset import Dimension, ExpectedFact, Question, TaskType
@@ -976,11 +978,53 @@ def rule_for(dimension: Dimension, assertion_id: str) -> str | None:
     return None
 
 
+LINK_RULES = frozenset({"erp_link", "erp_link_resolves", "erp_link_on_topic"})
+"""Rules that look cited records up in the ERP database (existence, party names)."""
+WORLD_RULES = frozenset({"world_citations"})
+"""Rules that look cited documents up in the research world."""
+
+
+def databases_needed(
+    question: Question, answer: str, among: frozenset[str] = frozenset({"erp", "world"})
+) -> set[str]:
+    """``erp`` and/or ``world`` (of ``among``): the databases the rules read to score this
+    answer. The ERP when a link rule meets a cited record, or the scope check may meet a legal
+    entity only the ERP knows; the world when a world rule meets a cited document."""
+    rules = {
+        rule_for(dimension, a.id)
+        for dimension, assertions in question.tags.items()
+        for a in assertions
+    }
+    needed = set()
+    if "erp" in among and (
+        (rules & LINK_RULES and find_erp_links(answer))
+        or ("expected_facts" in rules and _scope_reads_erp(question, answer))
+    ):
+        needed.add("erp")
+    if "world" in among and rules & WORLD_RULES and world_links(answer):
+        needed.add("world")
+    return needed
+
+
+def _scope_reads_erp(question: Question, answer: str) -> bool:
+    """Whether the answer names, as its scope, a code shaped like a legal entity's that only the
+    ERP's list of legal entities could tell (the question's, its records' are known without)."""
+    code = question.legal_entity
+    if not code:
+        return False
+    shaped = set(re.findall(rf"\b[A-Z][A-Z0-9]{{{len(code) - 1}}}\b", x.prose(answer)))
+    known = known_legal_entities(RuleContext(question, answer, None, "", None, None))
+    return bool(set(claims.stated_legal_entities(answer, shaped | known)) - known)
+
+
 class RulesJudge:
-    """``--judge rules``: the offline deterministic judge."""
+    """``--judge rules``: the offline deterministic judge. An answer whose checks need a database
+    the judge was not given (ERP, research world) is ``unscored``, never scored without them."""
 
     model = None
     mode = "rules"
+    version = RULES_VERSION
+    grading_version = RULES_GRADING
 
     def __init__(
         self, *, erp_db_url: str | None = None, world_db: str | None = None, name: str = "rules"
@@ -990,18 +1034,15 @@ class RulesJudge:
         self.resolver = ErpResolver(erp_db_url) if erp_db_url else None
         self.world = WorldResolver(world_db) if world_db else None
 
-    def check_erp(self, expected_snapshot: str | None = None) -> str | None:
-        """Check the ERP database before judging; raises ValueError when it cannot be used."""
-        if self.resolver is None:
-            return None
-        return self.resolver.check(expected_snapshot)
-
-    def disable_erp(self) -> None:
-        """Judge without link resolution (those checks become null, left to an LLM)."""
-        self.resolver = None
-
     def settings(self) -> dict[str, Any]:
-        return {"judge": "rules", "rules_version": RULES_VERSION}
+        return {"judge": "rules", "rules_version": RULES_VERSION, "grading": RULES_GRADING}
+
+    def missing_databases(self, question: Question, answer: str) -> list[str]:
+        """The databases the checks of this answer read that this judge does not have."""
+        lacking = frozenset(
+            name for name, db in (("erp", self.resolver), ("world", self.world)) if db is None
+        )
+        return sorted(databases_needed(question, answer, lacking)) if lacking else []
 
     def instructions_hash(self) -> str:
         return stable_hash(
@@ -1033,6 +1074,11 @@ class RulesJudge:
 
     def score(self, item: JudgeItem) -> JudgeOutcome:
         question, answer = item.question, item.trajectory.answer
+        if missing := self.missing_databases(question, answer):
+            names = " and ".join({"erp": "ERP", "world": "research world"}[m] for m in missing)
+            return JudgeOutcome(
+                dimensions={}, unscored=f"its checks need the {names} database the judge lacks"
+            )
         dimensions = {}
         for dimension, assertions in question.tags.items():
             if not assertions:

@@ -38,6 +38,7 @@ from judge._base import (
     dimension_from_assertions,
     overall_score,
     sha256_text,
+    stable_hash,
     zero_dimensions,
 )
 from judge.records import DimensionScore, DimensionStatus, JudgeManifest, ScoreRecord, ScoreStatus
@@ -123,7 +124,10 @@ def read_manifest(run_dir: Path) -> RunManifest:
         return RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         first = str(exc).splitlines()[0]
-        raise JudgeRunError(f"{path} is not a valid run manifest ({first})") from None
+        raise JudgeRunError(
+            f"{path} is not a run manifest this version reads ({first}; a run folder of an "
+            "older format?): re-run the questions with python -m harnesses.run --out NEW"
+        ) from None
 
 
 def read_trajectories(run_dir: Path) -> tuple[list[TrajectoryRecord], list[str]]:
@@ -212,6 +216,12 @@ class CombinedJudge:
         if hasattr(self.llm, "preflight"):
             self.llm.preflight()
 
+    @property
+    def grading_version(self) -> str:
+        from judge._grading import grading_version
+
+        return f"{grading_version(self.llm)}+{grading_version(self.rules)}"
+
     def settings(self) -> dict[str, Any]:
         return {**self.llm.settings(), "with_rules": self.rules.settings()}
 
@@ -219,8 +229,10 @@ class CombinedJudge:
         return sha256_text(self.llm.instructions_hash() + self.rules.instructions_hash())
 
     def score(self, item: JudgeItem) -> JudgeOutcome:
-        llm_outcome = self.llm.score(item)
         rules_outcome = self.rules.score(item)
+        if rules_outcome.unscored:  # the rules cannot check it: no LLM verdict stands in
+            return rules_outcome
+        llm_outcome = self.llm.score(item)
         overridden: dict[str, dict[str, float | None]] = {}
         rules_view: dict[str, dict[str, dict[str, Any]]] = {}
         for dimension, rules_dim in rules_outcome.dimensions.items():
@@ -262,6 +274,8 @@ class CombinedJudge:
 def build_judge(
     config: JudgeRunConfig, erp_db_url: str | None, world_db: str | None = None
 ) -> Judge:
+    """The judge ``config`` names, reading the given databases (found by
+    :func:`judge._inputs.resolve_inputs`)."""
     from judge._registry import create_judge
 
     rules_options = {"erp_db_url": erp_db_url, "world_db": world_db or config.world_db}
@@ -350,6 +364,10 @@ def score_trajectory(judge: Judge, question: Question, trajectory: TrajectoryRec
                 if a
             }
         )
+    if outcome.unscored:
+        return ScoreRecord(
+            status=ScoreStatus.unscored, unscored_reason=outcome.unscored, extra=extra, **base
+        )
     extra.update(outcome.extra)
     extra["calls"] = outcome.calls
     errors = [
@@ -408,9 +426,25 @@ def _drop_stale(
 
 
 def _check_resume(manifest_path: Path, judge: Judge) -> None:
+    from judge._grading import grading_version
+
     if not manifest_path.exists():
         return
-    previous = JudgeManifest.model_validate_json(manifest_path.read_text(encoding="utf-8"))
+    try:
+        previous = JudgeManifest.model_validate_json(manifest_path.read_text(encoding="utf-8"))
+    except ValueError:
+        raise JudgeRunError(
+            f"{manifest_path} is not a judge manifest this version reads (an older format?): "
+            "pass --overwrite to re-score the run or --name NEW to score beside it"
+        ) from None
+    scores = manifest_path.parent / (previous.judge + ".jsonl")
+    current = grading_version(judge)
+    if previous.grading_version != current:
+        raise JudgeRunError(
+            f"{scores} holds scores of grading version {previous.grading_version or 'unknown'} "
+            f"and this judge grades with {current}: pass --overwrite to re-score the run or "
+            "--name NEW to score beside it"
+        )
     if previous.instructions_hash != judge.instructions_hash() or previous.settings != _jsonable(
         judge.settings()
     ):
@@ -418,6 +452,17 @@ def _check_resume(manifest_path: Path, judge: Judge) -> None:
             f"{manifest_path.parent / (previous.judge + '.jsonl')} was scored with other "
             "judge settings "
             "or instructions: pass --overwrite to replace it or --name NEW to score beside it"
+        )
+
+
+def _check_grading(scores_path: Path, existing: list[ScoreRecord], current: str) -> None:
+    """Refuse to add scores to a file holding another grading version's (never mixed)."""
+    other = sorted({r.grading_version or "unknown" for r in existing} - {current})
+    if other:
+        raise JudgeRunError(
+            f"{scores_path} holds scores of grading version {other[0]} and this judge grades "
+            f"with {current}: pass --overwrite to re-score the run or --name NEW to score "
+            "beside it"
         )
 
 
@@ -488,22 +533,55 @@ def run_judge(
         warnings += dataset_warnings
     trajectories, trajectory_warnings = read_trajectories(config.run_dir)
     warnings += trajectory_warnings
-    erp_db_url = config.erp_db or manifest.erp_db_url
     built = judge is None
     if judge is None:
-        judge = build_judge(config, erp_db_url, config.world_db or manifest.world_db)
-    elif config.name:
-        judge.name = config.name
+        inputs = _resolve_inputs(config, manifest, dataset, trajectories)
+        config = config.model_copy(update={"world_db": inputs.world_db})
+        judge = build_judge(config, inputs.erp_db, inputs.world_db)
+    else:
+        if config.name:
+            judge.name = config.name
+        inputs = _given_judge_inputs(judge, manifest)
+    manifest_path = config.run_dir / "scores" / f"{judge.name}.manifest.json"
+    try:
+        if not config.overwrite:
+            _check_resume(manifest_path, judge)
+        lock = _judge_lock(config.run_dir)  # every input checked: one judge per run from here on
+    except JudgeRunError:
+        if built and hasattr(judge, "close"):
+            judge.close()
+        raise
+    try:
+        return _judge_locked(
+            config, judge, dataset, trajectories, inputs, warnings, on_record, built, manifest
+        )
+    finally:
+        lock.release()
+
+
+def _judge_locked(
+    config: JudgeRunConfig,
+    judge: Judge,
+    dataset: Dataset,
+    trajectories: list[TrajectoryRecord],
+    inputs: Any,
+    warnings: list[str],
+    on_record: Callable[[ScoreRecord], None] | None,
+    built: bool,
+    manifest: RunManifest,
+) -> JudgeRunResult:
+    from judge._grading import grading_version, judge_version
+
     if hasattr(judge, "prepare"):
         judge.prepare()
-    warnings += _check_erp(judge, config, manifest)
-
+    erp_db_url = inputs.erp_db
     scores_dir = config.run_dir / "scores"
     scores_path = scores_dir / f"{judge.name}.jsonl"
     manifest_path = scores_dir / f"{judge.name}.manifest.json"
     if not config.overwrite:
-        _check_resume(manifest_path, judge)
+        _check_resume(manifest_path, judge)  # again, under the lock
     existing, bad_lines = read_scores(scores_path) if not config.overwrite else ([], 0)
+    _check_grading(scores_path, existing, grading_version(judge))
     # A resume judges again the records with judge errors (the dimensions that were graded come
     # from the verdict cache, so only the failed ones cost calls).
     kept = [r for r in existing if not r.extra.get("judge_error_dimensions")]
@@ -558,7 +636,19 @@ def run_judge(
         run_dir=str(config.run_dir),
         started_at=started,
         dataset_hash=manifest.dataset_hash,
+        judge_version=judge_version(judge),
+        grading_version=grading_version(judge),
+        erp_db=_redacted(inputs.erp_db),
+        erp_snapshot_hash=inputs.erp_snapshot_hash,
+        world_db=inputs.world_db,
+        world_snapshot_hash=inputs.world_snapshot_hash,
     )
+    stamp = {
+        "judge_version": judge_manifest.judge_version,
+        "grading_version": judge_manifest.grading_version,
+        "erp_snapshot_hash": inputs.erp_snapshot_hash,
+        "world_snapshot_hash": inputs.world_snapshot_hash,
+    }
 
     def write_manifest() -> None:
         manifest_path.write_text(judge_manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -568,7 +658,7 @@ def run_judge(
     scores = ScoresFile(scores_path, on_create=write_manifest)
     try:
         with _score_executor(config, judge, erp_db_url, built=built) as executor, scores:
-            _score_all(config, executor, questions, todo, scores, result, on_record)
+            _score_all(config, executor, questions, todo, scores, result, on_record, stamp)
         if executor.lost:
             result.warnings.append(
                 f"{executor.lost} trajectories were not judged: their Ray worker was lost; "
@@ -589,22 +679,90 @@ def run_judge(
     return result
 
 
-def _check_erp(judge: Judge, config: JudgeRunConfig, manifest: RunManifest) -> list[str]:
-    """Open the ERP for link resolution; a broken --erp-db is an error, a broken manifest URL a
-    warning (the link checks are then left to an LLM judge)."""
-    rules = getattr(judge, "rules", judge)
-    if not hasattr(rules, "check_erp"):
-        return []
-    if rules.resolver is None:
-        return ["no ERP database known (pass --erp-db): cited links are not resolved"]
+def _uses_rules(config: JudgeRunConfig) -> bool:
+    return config.judge == "rules" or config.with_rules
+
+
+def _resolve_inputs(
+    config: JudgeRunConfig,
+    manifest: RunManifest,
+    dataset: Dataset,
+    trajectories: list[TrajectoryRecord],
+) -> Any:
+    """The ERP and world the judge reads, found by the run's snapshot hashes (or refused)."""
+    from judge._inputs import InputsError, resolve_inputs
+    from judge._rules import databases_needed
+
+    needs_world = False  # the world is looked up when an answer's check reads it
+    if _uses_rules(config) and not config.world_db:
+        questions = {q.id: q for q in dataset.items}
+        world = frozenset({"world"})
+        needs_world = any(
+            databases_needed(questions[t.question_id], t.answer, world)
+            for t in trajectories
+            if t.question_id in questions
+        )
+    names_erp = bool(manifest.erp_snapshot_hash or manifest.erp_db_url or manifest.erp_url)
     try:
-        warning = rules.check_erp(manifest.erp_snapshot_hash)
+        return resolve_inputs(
+            manifest,
+            erp_db=config.erp_db,
+            world_db=config.world_db,
+            # A run that names an ERP is judged against it (found by hash) or refused; one that
+            # names none is judged without, and answers whose checks read it are unscored.
+            needs_erp=bool(config.erp_db) or (_uses_rules(config) and names_erp),
+            needs_world=needs_world or bool(config.world_db),
+            dataset_world=dataset.header.world_snapshot_hash,
+        )
+    except InputsError as exc:
+        raise JudgeRunError(str(exc)) from None
+
+
+def _given_judge_inputs(judge: Judge, manifest: RunManifest) -> Any:
+    """The databases of a judge object given to :func:`run_judge`: its ERP must be the run's."""
+    from judge._inputs import JudgeInputs
+
+    rules = getattr(judge, "rules", judge)
+    resolver = getattr(rules, "resolver", None)
+    world = getattr(rules, "world", None)
+    world_db = getattr(world, "path", None)
+    if resolver is None:
+        return JudgeInputs(world_db=world_db)
+    from judge._inputs import erp_snapshot
+
+    try:
+        found = erp_snapshot(resolver.db_url)
     except ValueError as exc:
-        if config.erp_db:
-            raise JudgeRunError(f"--erp-db: {exc}") from None
-        rules.disable_erp()
-        return [f"{exc}; cited links are not resolved"]
-    return [warning] if warning else []
+        raise JudgeRunError(str(exc)) from None
+    expected = manifest.erp_snapshot_hash
+    if expected and found != expected:
+        raise JudgeRunError(
+            f"the judge's ERP {resolver.db_url} holds snapshot {(found or 'unknown')[:12]}, but "
+            f"the run used {expected[:12]}: give it the database the run was made against"
+        )
+    return JudgeInputs(resolver.db_url, found, world_db)
+
+
+def _redacted(url: str | None) -> str | None:
+    from harnesses._redact import redact_url
+
+    return redact_url(url) if url else None
+
+
+def _judge_lock(run_dir: Path) -> Any:
+    """One judge per run at a time; a second says who holds it, in one line."""
+    from harnesses._run_config import RunConfigError
+    from harnesses._run_store import RunLock
+
+    lock = RunLock(run_dir, file=JUDGE_LOCK_FILE, role="judge", other_fix="")
+    try:
+        lock.acquire()
+    except RunConfigError as exc:
+        raise JudgeRunError(str(exc)) from None
+    return lock
+
+
+JUDGE_LOCK_FILE = ".judge.lock"
 
 
 class ScoreExecutor(Protocol):
@@ -696,8 +854,10 @@ def _score_all(
     out: ScoresFile,
     result: JudgeRunResult,
     on_record: Callable[[ScoreRecord], None] | None,
+    stamp: dict[str, Any] | None = None,
 ) -> None:
     status = Counter()
+    item_hashes: dict[str, str] = {}
     breaker = JudgeCircuitBreaker(config.max_consecutive_infra_failures)
     with _progress(config.progress, len(todo)) as progress:
         task = progress.add_task("judging", total=len(todo), status="")
@@ -719,6 +879,9 @@ def _score_all(
                     if record is None:  # its worker was lost: left for the next run
                         progress.update(task, advance=1)
                         continue
+                    if record.question_id not in item_hashes:  # each item hashed once
+                        item_hashes[record.question_id] = item_hash(questions[record.question_id])
+                    record = _stamped(record, stamp or {}, item_hashes[record.question_id])
                     out.write(record)
                     _account(result, record, status)
                     if on_record is not None:
@@ -729,6 +892,16 @@ def _score_all(
         except BaseException:
             executor.cancel(pending)
             raise
+
+
+def _stamped(record: ScoreRecord, stamp: dict[str, Any], item_sha256: str) -> ScoreRecord:
+    """The record with what made it: judge and grading version, item, ERP and world hashes."""
+    return record.model_copy(update={**stamp, "item_sha256": item_sha256})
+
+
+def item_hash(question: Question) -> str:
+    """SHA-256 of the dataset item's canonical JSON (question, key, assertions)."""
+    return stable_hash(question.model_dump(mode="json"))
 
 
 class JudgeCircuitBreaker:

@@ -66,6 +66,7 @@ def summarize(records: list[ScoreRecord]) -> dict[str, Any]:
     return {
         "records": len(records),
         "scored": sum(r.status is ScoreStatus.scored for r in records),
+        "unscored": sum(r.status is ScoreStatus.unscored for r in records),
         "infra_errors": sum(r.status is ScoreStatus.infra_error for r in records),
         "judge_errors": sum(t["judge_errors"] for t in task_types.values()),
         "task_types": task_types,
@@ -111,7 +112,8 @@ def _summarize_group(
     return {
         "records": len(records),
         "scored": len(scored),
-        "infra_errors": len(records) - len(scored),
+        "unscored": sum(r.status is ScoreStatus.unscored for r in records),
+        "infra_errors": sum(r.status is ScoreStatus.infra_error for r in records),
         "judge_errors": sum(judge_errors.values()),
         "scores": cells,
         "judge_error_by_dimension": dict(judge_errors),
@@ -143,6 +145,8 @@ def summary_markdown(summary: dict[str, Any], title: str) -> str:
     Overall on a line of its own."""
     present = [c for c in COLUMNS if any(c in t["scores"] for t in summary["task_types"].values())]
     headline = f"Overall {overall_text(summary['equal_weight'][OVERALL]['mean'])}"
+    if label := (summary.get("coverage") or {}).get("label"):
+        headline += f" ({label})"
     extension = extension_text(summary)
     lines = [
         f"## {title}",
@@ -150,8 +154,11 @@ def summary_markdown(summary: dict[str, Any], title: str) -> str:
         headline + (f" · {extension}" if extension else ""),
         "",
         f"{summary['records']} records: {summary['scored']} scored, "
+        f"{summary.get('unscored', 0)} unscored (a check lacked its database), "
         f"{summary['infra_errors']} infrastructure failures (not judged), "
-        f"{summary['judge_errors']} dimension judge errors (unscored)." + _left_out_note(summary),
+        f"{summary['judge_errors']} dimension judge errors (unscored)."
+        + _unjudged_note(summary)
+        + _left_out_note(summary),
         "",
     ]
     if not present:  # no column to show: a table would have none either
@@ -217,6 +224,12 @@ def freshness_warnings(name: str, left_out: dict[str, int], run_dir: Path) -> li
             f"termination changed since judging; the analysis refuses them) and are left out; "
             f"re-judge: python -m judge.run {run_dir} --judge ..."
         )
+    if left_out.get("other_grading"):
+        lines.append(
+            f"warning: {name}: {left_out['other_grading']} score(s) are of another grading "
+            "version than the file's latest and are left out; re-score: python -m judge.run "
+            f"{run_dir} --judge ... --overwrite"
+        )
     if left_out.get("orphaned"):
         lines.append(
             f"warning: {name}: {left_out['orphaned']} score(s) belong to no readable record "
@@ -225,12 +238,39 @@ def freshness_warnings(name: str, left_out: dict[str, int], run_dir: Path) -> li
     return lines
 
 
+def run_summary(
+    name: str, records: list[ScoreRecord], trajectories: list[Any] | None
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """The summary of one judge's scores of a run: only current scores (:func:`current_scores`)
+    of one grading version (:func:`judge._coverage.one_grading`), with their coverage of the
+    run's answers (``coverage``: "14/100 scored", the grading version), and what was left out."""
+    from judge._coverage import coverage, one_grading
+
+    records, left_out = current_scores(records, trajectories)
+    records, _, other = one_grading(records)
+    answers = None if trajectories is None else [(t.question_id, t.trial) for t in trajectories]
+    summary = summarize(records)
+    summary["coverage"] = coverage(name, records, answers).as_dict()
+    summary["coverage"]["other_grading"] = other
+    left_out["other_grading"] = other
+    return summary, left_out
+
+
+def _unjudged_note(summary: dict[str, Any]) -> str:
+    cover = summary.get("coverage") or {}
+    if not cover.get("unjudged"):
+        return ""
+    return f" {cover['unjudged']} of the run's {cover['answers']} answers not judged yet."
+
+
 def _left_out_note(summary: dict[str, Any]) -> str:
     parts = []
     if summary.get("stale"):
         parts.append(f"{summary['stale']} stale")
     if summary.get("orphaned"):
         parts.append(f"{summary['orphaned']} without a readable record")
+    if summary.get("other_grading"):
+        parts.append(f"{summary['other_grading']} of another grading version")
     if summary.get("unreadable_trajectory_lines"):
         parts.append(f"{summary['unreadable_trajectory_lines']} unreadable trajectory line(s)")
     return f" Left out: {', '.join(parts)} (see the warnings)." if parts else ""

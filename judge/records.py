@@ -16,7 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from harnesses.records import Usage
 from ledgerbench.dataset import Dimension, TaskType
 
-SCORE_FORMAT_VERSION = 1
+SCORE_FORMAT_VERSION = 2
+"""2: every record names its judge version, grading version and the hashes of the dataset item,
+ERP and world it was scored against; ``unscored`` records. Version-1 files are read (their
+provenance fields are None: their grading version is unknown)."""
 
 
 class _Strict(BaseModel):
@@ -60,6 +63,9 @@ class ScoreStatus(StrEnum):
     infra_error = "infra_error"
     """The trajectory ended in an infrastructure failure (``termination.infrastructure``); not
     judged, reported apart."""
+    unscored = "unscored"
+    """A check the answer needs could not run (the judge had no ERP or world database): neither
+    right nor wrong, left out of every mean and counted wherever the score is shown."""
 
 
 class ScoreRecord(_Strict):
@@ -79,6 +85,18 @@ class ScoreRecord(_Strict):
     """True when every judge call came from the cache (then usage is zero)."""
     judged_at: dt.datetime
     extra: dict[str, Any] = Field(default_factory=dict)
+    judge_version: str | None = None
+    """The judge's version: ``rules-N`` for the rules judge, ``MODEL@SETTINGS-HASH`` for others."""
+    grading_version: str | None = None
+    """What the judge accepts (``rules-gN``, ``judge._grading``); None: scored before version 2."""
+    item_sha256: str | None = None
+    """SHA-256 of the dataset item (question, key, assertions) the answer was scored against."""
+    erp_snapshot_hash: str | None = None
+    """Snapshot hash of the ERP database the judge read (None: it read none)."""
+    world_snapshot_hash: str | None = None
+    """Snapshot hash of the research world the judge read (None: it read none)."""
+    unscored_reason: str | None = None
+    """Why an ``unscored`` record could not be scored (the database it needed)."""
 
 
 class JudgeManifest(_Strict):
@@ -95,6 +113,14 @@ class JudgeManifest(_Strict):
     finished_at: dt.datetime | None = None
     dataset_hash: str | None = None
     """Hash of the dataset the scores were computed against."""
+    judge_version: str | None = None
+    grading_version: str | None = None
+    """The grading version of every record in the scores file (a resume of another is refused)."""
+    erp_db: str | None = None
+    """The ERP database the judge read (password redacted) and its snapshot hash."""
+    erp_snapshot_hash: str | None = None
+    world_db: str | None = None
+    world_snapshot_hash: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
     """Counts over the scores file: records by status, dimensions by status, cached records."""
     usage: Usage = Field(default_factory=Usage)

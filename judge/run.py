@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="python -m judge.run",
         description="Score every trajectory of a run; writes runs/NAME/scores/<judge>.jsonl and "
-        "<judge>.manifest.json. Re-running resumes: records already scored are skipped.",
+        "<judge>.manifest.json. Re-running resumes: records already scored are skipped. One judge "
+        "per run at a time; scores of another grading version are never added to (--overwrite).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -76,13 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--erp-db",
-        help="ERP database URL for resolving cited record links (default: the run manifest's "
-        "erp_db_url), e.g. sqlite:///erp.db",
+        help="ERP database URL for the rules' checks; it must hold the ERP snapshot the run "
+        "recorded (default: the database with that snapshot at the manifest's erp_db_url or "
+        ".ledgerbench/erp.db; none: refused), e.g. sqlite:///erp.db",
     )
     parser.add_argument(
         "--world-db",
-        help="research world file for checking cited world documents (default: the run "
-        "manifest's world_db), e.g. sqlite:///world.db",
+        help="research world file for checking cited world documents; it must hold the run's "
+        "(or the dataset's) world snapshot (default: the manifest's world_db or "
+        ".ledgerbench/world.db), e.g. sqlite:///world.db",
     )
     parser.add_argument(
         "--dataset",
@@ -177,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     from judge._base import JudgeAbort, JudgeUnreachable
     from judge._registry import JudgeLoadError
     from judge._runner import JudgeRunConfig, JudgeRunError, print_warnings, run_judge
-    from judge._summary import summarize, summary_markdown
+    from judge._summary import run_summary, summarize, summary_markdown
     from ledgerbench._ray import check_executor_arguments
 
     args = build_parser().parse_args(argv)
@@ -250,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
-    from judge._runner import read_scores
+    from judge._runner import read_scores, read_trajectories
 
     for result in results:
         print_warnings(result.warnings)
@@ -262,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{result.usage.output_tokens} out "
             f"tokens, cost {cost}"
         )
-        print(summary_markdown(summarize(records), result.scores_path.stem))
+        trajectories, _ = read_trajectories(args.run_dir)
+        summary, _ = run_summary(result.scores_path.stem, records, trajectories)
+        print(summary_markdown(summary, result.scores_path.stem))
     if len(results) > 1:
         from judge._panel import write_panel
 

@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         disagreements_markdown,
         freshness_warnings,
         rule_disagreements,
+        run_summary,
         scores_files,
-        summarize,
         summary_markdown,
     )
 
@@ -65,10 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     output, texts = {}, []
     for path in paths:
         records, bad_lines = read_scores(path)
-        records, left_out = current_scores(records, trajectories)
+        output[path.stem], left_out = run_summary(path.stem, records, trajectories)
         for line in freshness_warnings(path.stem, left_out, args.run_dir):
             print(line, file=sys.stderr)
-        output[path.stem] = summarize(records)
+        records, _ = current_scores(records, trajectories)
         output[path.stem].update(left_out, unreadable_score_lines=bad_lines)
         output[path.stem]["unreadable_trajectory_lines"] = len(unreadable)
         disagreements = rule_disagreements(records)

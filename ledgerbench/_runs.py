@@ -3,7 +3,8 @@
 A run is a folder holding ``manifest.json`` and ``trajectories.jsonl`` (``python -m harnesses.run``
 writes them); DIR is searched at any depth, so ``ledgerbench runs`` finds the demo's runs under
 ``runs/pipeline/runs/``. Each line: harness, model, dataset, records, endings by termination
-reason, judges with their Overall, cost and start time. ``--json`` prints the same as a list.
+reason, judges with their Overall (beside it: "14/100 scored" when the judge scored only part of
+the run, and the grading version), cost and start time. ``--json`` prints the same as a list.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ class RunListing:
     infrastructure_failures: int
     overall: dict[str, float | None] = field(default_factory=dict)
     """Judge name -> the run's Overall under that judge (None: nothing scored)."""
+    scored: dict[str, str] = field(default_factory=dict)
+    """Judge name -> what goes beside its Overall: "14/100 scored" for a partly judged run, and
+    the grading version (``judge._coverage.Coverage.label``)."""
     cost_usd: float | None = None
     started_at: str | None = None
     finished: bool = False
@@ -105,6 +109,7 @@ def _ending(record: dict[str, Any]) -> tuple[str, bool]:
 def describe_run(folder: Path, root: Path) -> RunListing:
     from harnesses.records import RunManifest
     from judge import read_scores
+    from judge._coverage import coverage, one_grading
 
     manifest = None
     with contextlib.suppress(ValueError):  # an unreadable manifest: the records still tell a lot
@@ -117,10 +122,12 @@ def describe_run(folder: Path, root: Path) -> RunListing:
         endings[reason] += 1
         infrastructure += infra
     costs = [r["cost_usd"] for r in records if isinstance(r.get("cost_usd"), int | float)]
-    overall = {
-        path.stem: overall_of(read_scores(path)[0])
-        for path in sorted((folder / "scores").glob("*.jsonl"))
-    }
+    overall, scored = {}, {}
+    answers = [(str(r["question_id"]), int(r.get("trial", 0))) for r in records]
+    for path in sorted((folder / "scores").glob("*.jsonl")):
+        kept, _, _ = one_grading(read_scores(path)[0])
+        overall[path.stem] = overall_of(kept)
+        scored[path.stem] = coverage(path.stem, kept, answers).label()
     first = records[0] if records else {}
     name = str(folder.relative_to(root)) if folder != root else folder.name
     return RunListing(
@@ -133,6 +140,7 @@ def describe_run(folder: Path, root: Path) -> RunListing:
         endings=dict(endings.most_common()),
         infrastructure_failures=infrastructure,
         overall=overall,
+        scored=scored,
         cost_usd=round(sum(costs), 6) if costs else None,
         started_at=manifest.started_at.isoformat(timespec="seconds") if manifest else None,
         finished=bool(manifest and manifest.finished_at and not manifest.interrupted),
@@ -157,7 +165,10 @@ def _line_cells(run: RunListing) -> list[str]:
         endings += " (unfinished)"
     from judge import overall_text
 
-    overall = ", ".join(f"{judge} {overall_text(value)}" for judge, value in run.overall.items())
+    overall = ", ".join(
+        f"{judge} {overall_text(value)}" + (f" ({note})" if (note := run.scored.get(judge)) else "")
+        for judge, value in run.overall.items()
+    )
     return [
         run.name,
         run.harness,

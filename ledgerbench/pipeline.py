@@ -523,6 +523,9 @@ def stage_judge(config: PipelineConfig, console: Console) -> StageResult:
     started = time.monotonic()
     for agent in config.agents:
         command = _python_module("judge.run", str(config.run_dir(agent)), "--judge", config.judge)
+        command += ["--erp-db", config.erp_url]  # the workspace's: checked against the run's hash
+        if config.world_db.exists():
+            command += ["--world-db", f"sqlite:///{config.world_db}"]
         if config.fresh:
             command.append("--overwrite")
         if config.base_url and config.judge != "rules":
@@ -602,9 +605,12 @@ def headline(report_dir: Path) -> list[str]:
     from judge._overall import overall_text
 
     stats = json.loads(stats_path.read_text())
+    partly = {
+        p.get("name"): p.get("judged") for p in stats.get("providers", []) if p.get("partly_judged")
+    }
     for provider in stats.get("headline", []):
         name = provider.get("provider", "?")
-        parts = []
+        parts = [partly[name]] if name in partly else []  # "14/100 scored": a partly judged run
         for metric in ("overall", "accuracy", "citations", "structure"):
             cell = provider.get(metric)
             if isinstance(cell, dict) and cell.get("score") is not None:

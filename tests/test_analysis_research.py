@@ -15,6 +15,7 @@ import pytest
 from analysis import Stats, load_provider
 from analysis._synthetic import ProviderSpec, SyntheticConfig, write_runs
 from analysis.compare import main
+from judge._grading import RULES_GRADING
 from judge._overall import run_overall, scored_answers
 from judge.records import ScoreRecord
 
@@ -303,7 +304,8 @@ def test_judge_summary_prints_the_extension_beside_the_overall(runs, capsys) -> 
     text = capsys.readouterr().out
     overall_line = next(line for line in text.splitlines() if line.startswith("Overall "))
     assert overall_line == (
-        f"Overall {summary['overall']:.3f} · LedgerBench extension (not in the Overall): "
+        f"Overall {summary['overall']:.3f} (grading {RULES_GRADING}) · LedgerBench extension "
+        "(not in the Overall): "
         f"research accuracy entity_performance {by_hand['entity_performance']:.3f}, "
         f"business_brief {by_hand['business_brief']:.3f}"
     )

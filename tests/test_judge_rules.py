@@ -455,11 +455,16 @@ def test_erp_link_not_needed_when_nothing_found(erp_db_url: str) -> None:
     assert score == 1.0
 
 
-def test_erp_link_resolution_needs_the_database(erp_records: dict[str, str]) -> None:
+def test_an_answer_whose_links_need_the_erp_is_unscored_without_it(
+    erp_records: dict[str, str],
+) -> None:
     q = _link_question(erp_records)
     answer = f"See /erp/{erp_records['le']}/customers/{erp_records['account']}."
-    score, reason = _citation_score(RulesJudge(erp_db_url=None), q, answer)
-    assert score is None and "--erp-db" in reason
+    outcome = RulesJudge(erp_db_url=None).score(JudgeItem(q, trajectory(answer=answer)))
+    assert outcome.unscored and "ERP" in outcome.unscored and outcome.dimensions == {}
+    # Without a link the same item is scored: no check of this answer reads the ERP.
+    plain = RulesJudge(erp_db_url=None).score(JudgeItem(q, trajectory(answer="$1,234.56")))
+    assert plain.unscored is None and Dimension.citations in plain.dimensions
 
 
 def test_find_erp_links_deduplicates_url_and_path() -> None:
@@ -468,29 +473,39 @@ def test_find_erp_links_deduplicates_url_and_path() -> None:
     assert [link.path for link in links] == ["/erp/USMF/customers/SYNCUS-0001"]
 
 
-def test_run_checks_the_erp_database(
+def test_run_finds_the_erp_by_snapshot_or_refuses(
     tmp_path, erp_db_url: str, erp_records: dict[str, str]
 ) -> None:
     from judge import JudgeRunConfig, JudgeRunError, read_scores, run_judge
+    from judge._grading import RULES_GRADING
+    from judge._inputs import erp_snapshot
     from tests.fakes.judge_data import write_run
 
     q = _link_question(erp_records)
     link = f"/erp/{erp_records['le']}/customers/{erp_records['account']}"
     t = trajectory(q.id, answer=f"The balance is $1,234.56 ({link}).")
+    snapshot = erp_snapshot(erp_db_url)
 
     run_dir = write_run(
-        tmp_path / "ok", [q], [t], erp_db_url=erp_db_url, erp_snapshot_hash="0" * 64
+        tmp_path / "ok", [q], [t], erp_db_url=erp_db_url, erp_snapshot_hash=snapshot
     )
     result = run_judge(JudgeRunConfig(run_dir=run_dir, progress=False))
-    assert any("snapshot" in w and "differs" in w for w in result.warnings)
     (record,), _ = read_scores(result.scores_path)
-    assert record.dimensions[Dimension.citations].score == 1.0  # resolved from the manifest's URL
+    assert record.dimensions[Dimension.citations].score == 1.0  # found at the manifest's path
+    assert record.erp_snapshot_hash == snapshot and record.grading_version == RULES_GRADING
+
+    other = write_run(
+        tmp_path / "other", [q], [t], erp_db_url=erp_db_url, erp_snapshot_hash="0" * 64
+    )
+    with pytest.raises(JudgeRunError, match="no ERP database with the run's snapshot 000000000000"):
+        run_judge(JudgeRunConfig(run_dir=other, progress=False))
+    with pytest.raises(JudgeRunError, match=r"--erp-db .* holds ERP snapshot .* but the run used"):
+        run_judge(JudgeRunConfig(run_dir=other, erp_db=erp_db_url, progress=False))
+    assert not (other / "scores").exists(), "a refusal writes nothing"
 
     redacted = write_run(tmp_path / "pg", [q], [t], erp_db_url="postgresql://u:***@db.example/erp")
-    result = run_judge(JudgeRunConfig(run_dir=redacted, progress=False))
-    assert any("redacted" in w for w in result.warnings)
-    (record,), _ = read_scores(result.scores_path)
-    assert record.dimensions[Dimension.citations].status is DimensionStatus.needs_llm
+    with pytest.raises(JudgeRunError, match=r"older format.*--erp-db"):
+        run_judge(JudgeRunConfig(run_dir=redacted, progress=False))
 
     missing = f"sqlite:///{tmp_path / 'missing.db'}"
     with pytest.raises(JudgeRunError, match="--erp-db"):

@@ -429,13 +429,28 @@ def _compress_all(
 
 
 def _run_overall(run: RunData) -> dict[str, str]:
-    """Judge -> the run's Overall as every tool prints it (:func:`judge.overall`)."""
+    """Judge -> the run's Overall as every tool prints it (:func:`judge.overall`), over the scores
+    of one grading version (:func:`_judged` says which, and how much of the run they cover)."""
     from judge._overall import overall_text, run_overall, scored_answers
 
     return {
-        judge: overall_text(run_overall(scored_answers(by_key.values())))
-        for judge, by_key in sorted(run.scores.items())
+        judge: overall_text(run_overall(scored_answers(_judged(run, judge)[0])))
+        for judge in sorted(run.scores)
     }
+
+
+def _judged(run: RunData, judge: str) -> tuple[list[Any], str]:
+    """One judge's scores of the run of one grading version, and their label
+    (``judge._coverage.Coverage.label``)."""
+    from judge._coverage import coverage, one_grading
+    from judge.records import ScoreRecord
+
+    records = []
+    for data in run.scores[judge].values():
+        with contextlib.suppress(ValueError):
+            records.append(ScoreRecord.model_validate(data))
+    kept, _, _ = one_grading(records)
+    return kept, coverage(judge, kept, list(run.records)).label()
 
 
 def _run_info(run: RunData) -> dict[str, Any]:
@@ -449,6 +464,7 @@ def _run_info(run: RunData) -> dict[str, Any]:
         "records": len(run.records),
         "judges": sorted(run.scores),
         "overall": _run_overall(run),
+        "judged": {judge: _judged(run, judge)[1] for judge in sorted(run.scores)},
         "system_prompt": manifest.system_prompt if manifest else None,
         "summary": _run_summary(run),
     }
@@ -460,8 +476,10 @@ def _run_summary(run: RunData) -> dict[str, Any]:
 
     records = [record.data for record in run.records.values()]
     costs = [r["cost_usd"] for r in records if isinstance(r.get("cost_usd"), int | float)]
+    judged = {judge: _judged(run, judge) for judge in run.scores}
     return {
-        "overall": {judge: overall_of(by_key.values()) for judge, by_key in run.scores.items()},
+        "overall": {judge: overall_of(kept) for judge, (kept, _) in judged.items()},
+        "judged": {judge: label for judge, (_, label) in judged.items()},
         "errors": sum(r["status"] == "error" for r in records),
         "timeouts": sum(r["termination"]["reason"] == "time_limit" for r in records),
         "cost_usd": round(sum(costs), 6) if costs else None,

@@ -193,7 +193,8 @@
       el("li", {}, el("strong", {}, run.name), ` — ${run.harness}${run.model ? ` / ${run.model}` : ""}, `,
         `${run.records} records, judges: `,
         run.judges.length
-          ? run.judges.map((j, n) => [n ? ", " : "", j, " (", el("span", { class: "overall", "data-judge": j }, `Overall ${run.overall[j]}`), ")"])
+          ? run.judges.map((j, n) => [n ? ", " : "", j, " (", el("span", { class: "overall", "data-judge": j }, `Overall ${run.overall[j]}`),
+            run.judged && run.judged[j] ? el("span", { class: "judged" }, `, ${run.judged[j]}`) : "", ")"])
           : "none"))));
     const bar = el("div", { class: "filters" },
       select("type", "task type", distinct("task_type").map((t) => [t, t]), filters.type, update("type")),
@@ -264,6 +265,7 @@
     return el("div", { class: "cell run-summary" },
       el("span", { class: `num score ${scoreClass(overall ?? null)}`, title: `Overall (judge ${judge || "none"})` },
         overall === null || overall === undefined ? "unscored" : `Overall ${fmt(overall, 3)}`),
+      s.judged && s.judged[judge] ? el("span", { class: "judged" }, s.judged[judge]) : "",
       el("span", { class: "num" }, `${s.errors} errors`),
       el("span", { class: "num" }, `${s.timeouts} timeouts`),
       el("span", { class: "num" }, s.cost_usd === null ? "cost –" : `$${fmt(s.cost_usd, 2)}`));

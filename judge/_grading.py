@@ -1,0 +1,60 @@
+"""What made a score: the grading version of each judge, recorded in every score record.
+
+``RULES_GRADING_VERSION`` is the rules judge's grading version: bump it whenever a rule changes
+what it accepts (an answer that passed may now fail, or the reverse). Scores of another grading
+version are never mixed with current ones: ``judge.run`` refuses to resume a scores file of
+another version, and every listing of a figure says which version it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+RULES_GRADING_VERSION = 1
+"""The rules' version: bumped whenever a rule changes what it accepts."""
+
+RULES_GRADING = f"rules-g{RULES_GRADING_VERSION}"
+"""The grading version string of the rules judge (``ScoreRecord.grading_version``)."""
+
+
+def grading_version(judge: Any) -> str:
+    """The grading version of ``judge``: its own ``grading_version`` (the rules judge's
+    ``rules-gN``; an LLM judge with ``--with-rules`` adds the rules'), else a hash of its
+    instructions (an LLM judge's rubric texts: a rubric change is a new grading)."""
+    own = getattr(judge, "grading_version", None)
+    if isinstance(own, str) and own:
+        return own
+    return f"instructions-{judge.instructions_hash()[:12]}"
+
+
+def judge_version(judge: Any) -> str:
+    """The judge's version: the rules version for the rules judge, else the model and its
+    settings' hash."""
+    own = getattr(judge, "version", None)
+    if isinstance(own, str) and own:
+        return own
+    from judge._base import stable_hash
+
+    model = getattr(judge, "model", None) or getattr(judge, "mode", "judge")
+    return f"{model}@{stable_hash(judge.settings())[:12]}"
+
+
+def current_grading_version(judge_name: str, recorded: str | None) -> str | None:
+    """The grading version this code would score with, when it can tell from the file alone:
+    a rules grading (``rules-gN``, alone or after an LLM's ``+``) is current only at
+    ``RULES_GRADING``; None when the code cannot say (an LLM's rubric, people)."""
+    if recorded is None:
+        return RULES_GRADING if judge_name == "rules" else None
+    if "rules-g" not in recorded:
+        return None
+    head, _, _ = recorded.rpartition("rules-g")
+    return head + RULES_GRADING
+
+
+__all__ = [
+    "RULES_GRADING",
+    "RULES_GRADING_VERSION",
+    "current_grading_version",
+    "grading_version",
+    "judge_version",
+]
