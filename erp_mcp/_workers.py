@@ -121,9 +121,12 @@ def _worker_main(host: str, port: int) -> None:  # runs in each worker process
 
     hand_the_interpreter_over_often()
 
+    # The app is built before the port is bound: the kernel hands connections only to workers
+    # that listen, so none waits in a backlog while its worker still imports and builds (a
+    # client's first calls timed out that way right after a start).
+    app = worker_app()
     sock = tcp_listener(host, port, reuse_port=True)
-    config = uvicorn.Config(f"{__name__}:worker_app", factory=True, log_level="warning",
-                            access_log=False)  # fmt: skip
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
 
 

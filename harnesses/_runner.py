@@ -92,7 +92,12 @@ from harnesses._run_summary import (
     summarize_records,
     summary_table,
 )
-from harnesses._world_serving import check_world_snapshot, research_mode_problem, world_for_run
+from harnesses._world_serving import (
+    check_world_snapshot,
+    executor_world_problem,
+    research_mode_problem,
+    world_for_run,
+)
 from harnesses.records import PreviousAttempt, TrajectoryRecord
 
 __all__ = [
@@ -195,6 +200,9 @@ async def _prepare_and_run(
     try:
         preparing.step("reading and checking the dataset and the run folder")
         plan = plan_run(config, instructions, log)
+        questions = list({question.id: question for question, _ in plan.pairs}.values())
+        if (problem := executor_world_problem(config, plan.dataset, questions)) is not None:
+            raise RunConfigError(problem)
         executor = executor or _executor_for(config)
     except BaseException:
         await _close_harness(harness)

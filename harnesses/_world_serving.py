@@ -240,6 +240,20 @@ def check_world_snapshot(dataset: Dataset, world: WorldInUse) -> None:
     )
 
 
+def executor_world_problem(
+    config: RunConfig, dataset: Dataset, questions: list[Question]
+) -> str | None:
+    """Why the run's executor cannot serve the world its questions need (one line), or None;
+    asked before the executor starts (a Ray cluster takes a minute to come up)."""
+    if config.executor != "ray" or not needs_world(dataset, questions, config):
+        return None
+    return (
+        f"--research {config.research} with --executor ray: Ray workers do not serve the "
+        "research world yet; run the research questions with --executor local, or on Ray "
+        "with --task-type obligations or --research none"
+    )
+
+
 @contextlib.asynccontextmanager
 async def world_for_run(
     config: RunConfig, log: Any, dataset: Dataset, questions: list[Question],
@@ -249,11 +263,7 @@ async def world_for_run(
     if not needs_world(dataset, questions, config):
         yield None
         return
-    if config.executor == "ray":
-        raise RunConfigError(
-            f"--research {config.research} with --executor ray: Ray workers do not serve the "
-            "research world yet; run the research questions with --executor local, or on Ray "
-            "with --task-type obligations or --research none"
-        )
+    if (problem := executor_world_problem(config, dataset, questions)) is not None:
+        raise RunConfigError(problem)
     async with serve_world(config, log, dataset, erp_db_url) as world:
         yield world  # the caller awaits world.ready() (the ERP boots meanwhile), then checks it
