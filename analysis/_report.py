@@ -339,11 +339,12 @@ def _provider_summary(stats: Stats, name: str, ref: str) -> str:
             head += f" ({sure}, bootstrap {p_text(overall.p_adjusted, correction)})"
         else:
             head += f" (not tested: {overall.not_tested_reason})"
-    better, worse = [], []
+    better, worse, tested = [], [], 0
     for metric in stats.metrics:
         if metric in ("overall", "answer_mean"):
             continue
         contrast = _contrast(stats, name, metric, EQUAL_WEIGHT, ref)
+        tested += bool(contrast and contrast.tested)
         if contrast and contrast.tested and contrast.significance:
             target = better if (contrast.raw_difference or 0) > 0 else worse
             p = p_text(contrast.p_adjusted, correction)
@@ -352,7 +353,9 @@ def _provider_summary(stats: Stats, name: str, ref: str) -> str:
         head += "; significantly higher on " + ", ".join(better)
     if worse:
         head += "; significantly lower on " + ", ".join(worse)
-    if not better and not worse:
+    if not tested:
+        head += "; no dimension tested (see Guards)"
+    elif not better and not worse:
         head += "; no dimension differs significantly"
     return head + "."
 

@@ -34,6 +34,7 @@ from analysis._data import (
     finite_or_none,
 )
 from analysis._lmm import RESIDUAL_FLOOR, MetricInput, analyse_metric, fit_random_intercept
+from analysis._minimum import paired_count, too_few_paired
 from analysis._ops import missing_counts, operations, pass_k, trial_stats
 from analysis._schema import (
     EQUAL_WEIGHT,
@@ -342,6 +343,26 @@ class Bootstrap:
             return [t for t in TASK_TYPES if t in found]
         return [t for t in self.tasks(metric) if self.has(metric, t, i) and self.has(metric, t, j)]
 
+    def paired(self, metric: str, scope: str, i: int, j: int) -> dict[str, int]:
+        """Task type -> questions both providers have a score for, over the task types the
+        contrast of ``metric`` in ``scope`` averages (Overall: a score on some dimension)."""
+        tasks = self.common_tasks(metric, i, j) if scope == EQUAL_WEIGHT else [scope]
+        metrics = self.dimensions() if metric == OVERALL else [metric]
+        counts = {}
+        for task_type in tasks:
+            cells = [
+                self.values[(m, task_type)][[i, j]]
+                for m in metrics
+                if (m, task_type) in self.values
+            ]
+            counts[task_type] = paired_count(np.stack(cells)) if cells else 0
+        return counts
+
+    def too_few(self, metric: str, scope: str, i: int, j: int, minimum: int) -> str | None:
+        """The one rule (:mod:`analysis._minimum`) for this contrast."""
+        pair = (self.names[i], self.names[j])
+        return too_few_paired(self.paired(metric, scope, i, j), pair, metric, minimum)
+
     def difference(
         self, metric: str, scope: str, i: int, j: int
     ) -> tuple[float, np.ndarray] | None:
@@ -522,7 +543,7 @@ def pair_contrasts(
         contrast.group_variance = fit[1].group_variance
         contrast.residual_variance = fit[1].residual_variance
         contrast.contrast_vector = {f"provider[T.{second}]": 1.0}
-        few = _too_few(values[[i, j]], (first, second), metric, task_type, settings)
+        few = boot.too_few(metric, task_type, i, j, settings.min_observations)
         if few:  # still estimated, for the equal-weight contrast; not tested on its own
             contrast.not_tested_reason = few
             guards.append(_not_tested(GuardKind.few_observations, metric, second, task_type, few))
@@ -540,6 +561,8 @@ def pair_contrasts(
         marginal.not_tested_reason = f"{first} and {second} share no task type with {metric} scores"
     elif untested:
         marginal.not_tested_reason = f"{untested[0].scope}: {untested[0].not_tested_reason}"
+    elif few := boot.too_few(metric, EQUAL_WEIGHT, i, j, settings.min_observations):
+        marginal.not_tested_reason = few
     else:
         k = len(compared)
         estimate = sum(c.lmm_estimate for c in compared) / k
@@ -569,9 +592,9 @@ def _not_tested(
 
 
 def _too_few(
-    values: np.ndarray, pair: tuple[str, str], metric: str, task_type: str, minimum: int | Settings
+    values: np.ndarray, pair: tuple[str, str], metric: str, task_type: str, minimum: int
 ) -> str | None:
-    minimum = minimum if isinstance(minimum, int) else minimum.min_observations
+    """Too few observations of one provider to estimate the pair's cell at all."""
     for row, name in reversed(list(enumerate(pair))):  # the provider first, then its reference
         count = int((~np.isnan(values[row])).sum())
         if count < minimum:
@@ -672,32 +695,13 @@ def overall_model(boot: Bootstrap, names: list[str], settings: Settings) -> Metr
                     not_tested_reason=None if found else "no dimension both providers have",
                     fit="bootstrap",
                 )
-                few = _few_answers(boot, scope, (i, j), settings.min_observations)
-                if found is not None and few and scope != EQUAL_WEIGHT:
+                few = boot.too_few(OVERALL, scope, i, j, settings.min_observations)
+                if found is not None and few:
                     contrast.tested, contrast.not_tested_reason = False, few
                 elif found is not None:
                     contrast.p_value = bootstrap_p(found[1])
                 model.contrasts.append(contrast)
     return model
-
-
-def _few_answers(boot: Bootstrap, scope: str, pair: tuple[int, int], minimum: int) -> str | None:
-    """Too few answers of one of the pair in a task type for a test of its Overall there."""
-    if scope == EQUAL_WEIGHT:
-        return None
-    for index in pair:
-        counts = [
-            int(boot.strata[(d, scope)].n[index])
-            for d in boot.dimensions()
-            if (d, scope) in boot.strata
-        ]
-        n = max(counts, default=0)
-        if n < minimum:
-            return (
-                f"{boot.names[index]} has {n} scored answer(s) in {scope}; at least {minimum} "
-                "are needed"
-            )
-    return None
 
 
 def attach_bootstrap(

@@ -338,6 +338,6 @@ def test_guards_show_as_not_tested_in_plain_words(tmp_path: Path):
     guards = text.split("## Guards and caveats")[1]
     assert "**Not tested** (a check stopped the comparison):" in guards
     assert (
-        "B has 3 scored answer_mean observation(s) in business_brief; at least 5 are needed"
+        "B and A have 3 paired answer_mean answer(s) in business_brief; at least 5 are needed"
         in guards
     )
