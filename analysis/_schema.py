@@ -30,7 +30,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-STATS_FORMAT_VERSION = 3
+STATS_FORMAT_VERSION = 4
 EQUAL_WEIGHT = "equal_weight"
 """``scope`` value for the equal-weight mean across task types."""
 
@@ -94,6 +94,10 @@ class Settings(_Strict):
     """How the mixed models' standard errors are computed (``--se``)."""
     power: float = 0.8
     """Power for the minimum detectable difference (two-sided test at 1 - confidence)."""
+    cluster: str = "auto"
+    """What items are clustered by (``--cluster``): ``auto`` (the item's ``template``, else its
+    research ``kind``), ``none`` (every item its own cluster: the naive analysis) or any other
+    scalar field of the dataset items' ``metadata``."""
 
 
 class ProviderInfo(_Strict):
@@ -168,8 +172,17 @@ class ScoreCell(_Strict):
     n: int
     """Scored questions (for ``equal_weight``: summed over task types)."""
     score: Interval
+    """The mean with its clustered t interval (cluster-robust SE, Satterthwaite df; one task
+    type: clusters - 1); no interval from fewer than 2 clusters."""
+    se: float | None = None
+    """Clustered standard error of the mean."""
+    df: float | None = None
+    """Degrees of freedom of the t interval."""
+    naive: Interval | None = None
+    """The same mean with the naive t interval (every item its own cluster), for comparison."""
     difference: Interval | None = None
-    """Score minus the reference's score, paired bootstrap interval; None for the reference."""
+    """Score minus the reference's score, paired cluster-bootstrap interval; None for the
+    reference."""
 
 
 class Contrast(_Strict):
@@ -216,6 +229,16 @@ class Contrast(_Strict):
     disagreement: str | None = None
     """Set when the bootstrap interval and the p-value disagree (one excludes 0 at 95%, the
     other is not below 0.05): one sentence saying why."""
+    df: float | None = None
+    """Degrees of freedom of the test and the MDD (None: normal, no clustering in the fit)."""
+    clusters: int | None = None
+    """Independent clusters (templates) behind the contrast, summed over its task types."""
+    naive_se: float | None = None
+    """Standard error ignoring the clustering (the model's own for mixed models, items as the
+    unit for the Overall); ``lmm_se`` is the clustered one when the items are clustered."""
+    distinguishable: bool | None = None
+    """False when the difference is inside the minimum detectable difference: reported as "not
+    distinguishable at this size", never with a headline p; None when not tested."""
 
 
 class FitSummary(_Strict):
@@ -346,6 +369,10 @@ class HeadlineCell(_Strict):
     significance: str = ""
     tested: bool | None = None
     """None for the reference; False when a guard stopped the test."""
+    distinguishable: bool | None = None
+    """False: the difference is inside the minimum detectable difference ("not
+    distinguishable at this size"; no p or stars shown)."""
+    mdd: float | None = None
 
 
 class HeadlineRow(_Strict):
@@ -387,6 +414,16 @@ class ResearchGap(_Strict):
     significance: str = ""
 
 
+class ClusteringCell(_Strict):
+    task_type: str
+    by: str
+    """The metadata field the items were grouped by, or ``item`` (no clustering)."""
+    items: int
+    clusters: int
+    note: str | None = None
+    """Why the setting was not applied as asked (e.g. one cluster only: items used)."""
+
+
 class Stats(_Strict):
     """Everything ``analysis.compare`` computed; the reports are rendered from it."""
 
@@ -421,3 +458,5 @@ class Stats(_Strict):
     """Plain-words caveats that apply to the whole report."""
     timings_s: dict[str, float] = Field(default_factory=dict)
     """Seconds spent in each part (lmm, bootstrap, ...)."""
+    clustering: list[ClusteringCell] = Field(default_factory=list)
+    """Per task type: what items were clustered by, how many items and clusters."""
