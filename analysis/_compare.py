@@ -45,6 +45,9 @@ class CompareConfig(BaseModel):
     """``pairwise`` (each pair on its own data) or ``pooled`` (the paper's single model)."""
     infra_failures: InfraFailures = InfraFailures.exclude
     """``exclude`` infrastructure failures from the scores, or score them ``zero`` (the paper)."""
+    cluster: str = "auto"
+    """What items are clustered by: ``auto`` (template, else research kind), ``none`` or a
+    dataset metadata field."""
     se: StandardErrors = StandardErrors.observed
     """Mixed-model standard errors from the ``observed`` information (statsmodels') or the
     ``expected`` information ``(X' V^-1 X)^-1``."""
@@ -76,7 +79,9 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
             model=config.model,
             infra_failures=config.infra_failures,
             se=config.se,
+            cluster=config.cluster,
         )
+        check_cluster_field(providers, config.cluster)
         combined = combine(providers, config.latency_budget, config.infra_failures)
         stats = compute_stats(providers, settings, progress=bar.step, combined=combined)
         images = all_plots(stats, combined.trajectories)
@@ -90,6 +95,19 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
         (config.out / "report.html").write_text(to_html(report, images), encoding="utf-8")
         bar.step("report")
     return stats
+
+
+def check_cluster_field(providers: list[ProviderData], cluster: str) -> None:
+    """``--cluster FIELD`` must name a metadata field some dataset item has."""
+    if cluster in ("auto", "none"):
+        return
+    fields = sorted({f for p in providers for m in p.item_metadata.values() for f in m})
+    if cluster not in fields:
+        known = ", ".join(fields) if fields else "none (no dataset metadata found)"
+        raise InputError(
+            f"--cluster {cluster}: no dataset item has a metadata field {cluster!r} (fields: "
+            f"{known}); use auto, none or one of those"
+        )
 
 
 def _judge_name(providers: list[ProviderData]) -> str:
