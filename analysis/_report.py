@@ -98,6 +98,10 @@ def fmt_ci(estimate: float | None, low: float | None, high: float | None, digits
     return f"{estimate:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def _bounds(low: float | None, high: float | None) -> str:
+    return "–" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
 def fmt_signed_ci(estimate: float | None, low: float | None, high: float | None) -> str:
     if estimate is None:
         return "–"
@@ -148,7 +152,44 @@ def build_report(stats: Stats, images: list[str], viewer: str | None = None) -> 
     report.add(*missing_section(stats))
     report.add(*guards_section(stats))
     report.add(*method_section(stats))
+    report.add(*clustering_appendix(stats))
     return report
+
+
+def clustering_appendix(stats: Stats) -> list:
+    """What the items were clustered by, and each equal-weight mean's clustered interval beside
+    the naive one (every item its own cluster)."""
+    rows = [
+        [task_label(c.task_type), c.by, str(c.items), str(c.clusters), c.note or ""]
+        for c in stats.clustering
+    ]
+    blocks: list = [
+        Heading("Appendix: clustering"),
+        Table(["Task type", "Clustered by", "Items", "Clusters", "Note"], rows),
+    ]
+    cells = [c for c in stats.scores if c.scope == EQUAL_WEIGHT and c.metric in stats.metrics]
+    naive_rows = []
+    for cell in cells:
+        naive = cell.naive
+        naive_rows.append(
+            [
+                cell.provider,
+                cell.metric,
+                fmt(cell.score.estimate, 3),
+                _bounds(cell.score.ci_low, cell.score.ci_high),
+                _bounds(naive.ci_low, naive.ci_high) if naive else "–",
+                fmt(cell.df, 1),
+            ]
+        )
+    blocks.append(
+        Table(
+            ["Provider", "Metric", "Mean", "Clustered 95% CI", "Naive 95% CI", "df"],
+            naive_rows,
+            "Naive: every item its own cluster (the interval that ignores the templates; too "
+            "narrow when items of a template are correlated).",
+        )
+    )
+    return blocks
 
 
 def _title(stats: Stats) -> str:
@@ -238,7 +279,11 @@ def summary_lines(stats: Stats) -> list[str]:
             "see Guards and caveats."
         )
     correction = stats.settings.correction.value
-    how = f"How sure: intervals are 95% bootstrap intervals (B = {stats.settings.bootstrap})"
+    how = (
+        f"How sure: {clustering_text(stats)}. Means have 95% t intervals from cluster-robust "
+        f"standard errors; differences 95% cluster-bootstrap intervals (B = "
+        f"{stats.settings.bootstrap})"
+    )
     if len(names) > 1:
         fit = (
             "each pair fitted on its own data"
@@ -246,9 +291,11 @@ def summary_lines(stats: Stats) -> list[str]:
             else "one pooled model for all providers"
         )
         how += (
-            f", paired across providers; dimension stars come from mixed-model Wald tests ({fit}; "
+            f", paired across providers; dimension stars come from mixed-model Wald tests with "
+            f"cluster-robust errors ({fit}; "
             f"{'no correction across metrics' if correction == 'none' else correction}), "
-            "Overall's from the paired bootstrap"
+            "Overall's from the paired cluster bootstrap; a difference smaller than its minimum "
+            "detectable effect (MDE) is 'not distinguishable at this size', without stars"
         )
     lines.append(how + ".")
     mdd = _mdd_line(stats)
@@ -334,7 +381,9 @@ def _provider_summary(stats: Stats, name: str, ref: str) -> str:
     if overall and overall.bootstrap and overall.bootstrap.estimate is not None:
         d = overall.bootstrap
         head += f": Overall {fmt_signed_ci(d.estimate, d.ci_low, d.ci_high)}"
-        if overall.tested:
+        if overall.tested and overall.distinguishable is False:
+            head += f" (not distinguishable at this size: MDE {fmt(overall.mdd, 3)})"
+        elif overall.tested:
             sure = "significant" if overall.significance else "not significant"
             head += f" ({sure}, bootstrap {p_text(overall.p_adjusted, correction)})"
         else:
@@ -345,7 +394,7 @@ def _provider_summary(stats: Stats, name: str, ref: str) -> str:
             continue
         contrast = _contrast(stats, name, metric, EQUAL_WEIGHT, ref)
         tested += bool(contrast and contrast.tested)
-        if contrast and contrast.tested and contrast.significance:
+        if contrast and contrast.tested and contrast.significance and contrast.distinguishable:
             target = better if (contrast.raw_difference or 0) > 0 else worse
             p = p_text(contrast.p_adjusted, correction)
             target.append(f"{metric} ({contrast.raw_difference:+.2f}, {p})")
@@ -380,6 +429,8 @@ def _marked_score(stats: Stats, name: str, metric: str, scope: str) -> str:
     mark = contrast.significance if contrast else ""
     if contrast is not None and not contrast.tested:
         mark = "(n.t.)"
+    elif contrast is not None and contrast.distinguishable is False:
+        mark = "(n.d.)"
     text = _ci_text(_score(stats, name, metric, scope))
     return f"{text} {mark}" if mark else text
 
@@ -394,7 +445,8 @@ def headline_section(stats: Stats) -> list:
         row += [_marked_score(stats, name, metric, EQUAL_WEIGHT) for metric in stats.metrics]
         rows.append(row)
     note = (
-        "Equal-weight means across task types with 95% bootstrap intervals. Overall = the mean of "
+        "Equal-weight means across task types with 95% clustered t intervals (Method, Appendix: "
+        "clustering). Overall = the mean of "
         "the provider's dimension scores (the paper's Overall); Answer_mean = the judge's "
         "per-answer mean of scored dimensions, averaged like a dimension (it weighs accuracy by "
         "the few answers it applies to). Research = the run's research mode (world: the research "
@@ -405,7 +457,9 @@ def headline_section(stats: Stats) -> list:
     if len(names) > 1:
         note += (
             " Marks against the reference: * p<0.05, ** p<0.01, *** p<0.001 (mixed-model Wald "
-            "test; Overall: paired bootstrap); (n.t.) = not tested, see Guards."
+            "test; Overall: paired bootstrap); (n.d.) = not distinguishable at this size (the "
+            "difference is smaller than the minimum detectable effect); (n.t.) = not tested, see "
+            "Guards."
         )
     blocks: list = [Heading("Headline scores"), Table(header, rows, note)]
     if len(names) > 1:
@@ -419,7 +473,9 @@ def headline_section(stats: Stats) -> list:
                 d = cell.difference if cell else None
                 row.append(fmt_signed_ci(d.estimate, d.ci_low, d.ci_high) if d else "–")
             rows.append(row)
-        blocks.append(Table(header, rows, "Provider minus reference, paired bootstrap 95% CI."))
+        blocks.append(
+            Table(header, rows, "Provider minus reference, paired cluster-bootstrap 95% CI.")
+        )
     return blocks
 
 
@@ -453,13 +509,37 @@ def _contrast_row(c: Contrast, with_scope: bool) -> list[str]:
         fmt_signed_ci(b.estimate, b.ci_low, b.ci_high) if b else "–",
         fmt(c.lmm_estimate, 3),
         fmt(c.lmm_se, 3),
+        fmt(c.df, 0) if c.df is not None else "∞",
         fmt_p(c.p_value),
         fmt_p(c.p_adjusted),
         c.significance or "",
         fmt(c.mdd, 3),
+        verdict(c),
         c.fit or "–",
         c.disagreement or status,
     ]
+
+
+def verdict(c: Contrast) -> str:
+    """What the contrast lets one say: distinguishable or not at this size (or not tested)."""
+    if not c.tested:
+        return "not tested"
+    if c.distinguishable is False:
+        return "not distinguishable at this size"
+    return "distinguishable" if c.distinguishable else "–"
+
+
+def clustering_text(stats: Stats) -> str:
+    """``items clustered by template (obligations 73 templates / 100 items, ...)``."""
+    parts = [
+        f"{task_label(c.task_type)} {c.clusters} {c.by}s / {c.items} items"
+        if c.by != "item"
+        else f"{task_label(c.task_type)} {c.items} items as units"
+        for c in stats.clustering
+    ]
+    if all(c.by == "item" for c in stats.clustering):
+        return "items are the unit, no clustering (" + ", ".join(parts) + ")"
+    return "items clustered (" + ", ".join(parts) + ")"
 
 
 def contrast_section(stats: Stats) -> list:
@@ -480,10 +560,12 @@ def contrast_section(stats: Stats) -> list:
         "Difference [95% CI]",
         "Model estimate",
         "SE",
+        "df",
         "p",
         "p adj.",
         "",
-        "MDD 80%",
+        "MDE 80%",
+        "Verdict",
         "Fit",
         "Status",
     ]
@@ -497,11 +579,14 @@ def contrast_section(stats: Stats) -> list:
         else "one pooled model with every provider (the paper's), one residual variance"
     )
     note = (
-        "Every pair, later provider minus earlier. Difference: paired bootstrap of the raw "
+        "Every pair, later provider minus earlier. Difference: paired cluster bootstrap of the raw "
         f"equal-weight scores, over the task types both have. Model: {fit}; equal-weight contrast "
-        "= mean of the task-type contrasts, Wald test. Overall has no single-outcome model: its p "
-        "is the bootstrap's. MDD 80% = the smallest true difference the test finds with 80% "
-        "power at the 5% level, (1.96 + 0.84) x SE, from the fitted variance components. "
+        "= mean of the task-type contrasts, Wald test; SE cluster-robust (sandwich of the fit, "
+        "clusters - 1 df, Satterthwaite across task types) where items are clustered, the "
+        "model's own otherwise (df ∞). Overall has no single-outcome model: its p is the cluster "
+        "bootstrap's. MDE 80% = the smallest true difference the test finds with 80% power at "
+        "the 5% level, (t_0.975 + t_0.8) x SE; a smaller difference is 'not distinguishable at "
+        "this size' and gets no stars. "
         "Direction comes from the raw difference, significance from the test."
     )
     return [
@@ -977,7 +1062,12 @@ def method_section(stats: Stats) -> list:
                 "like a dimension.",
                 f"Infrastructure failures: {s.infra_failures.value} "
                 "(exclude = left out of every score; zero = scored 0, the paper's convention).",
-                f"Bootstrap: B = {s.bootstrap}, seed {s.seed}, questions resampled within task "
+                f"Clustering (--cluster {s.cluster}): {clustering_text(stats)}. Items of one "
+                "template (or research kind) are correlated, so the cluster is the independent "
+                "unit: means get t intervals with cluster-robust standard errors (clusters - 1 "
+                "degrees of freedom; Satterthwaite across task types), mixed-model contrasts "
+                "cluster-robust sandwich errors, and the bootstrap resamples whole clusters.",
+                f"Bootstrap: B = {s.bootstrap}, seed {s.seed}, clusters resampled within task "
                 "type, the same resample for every provider and metric (paired); percentile "
                 "intervals.",
                 f"Judge: {s.judge}. Correction across metrics: {s.correction.value}. Minimum "

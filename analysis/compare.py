@@ -211,7 +211,9 @@ def contrast_lines(stats: Stats) -> list[str]:
     difference, clustered interval, minimum detectable effect and what can be said."""
     if len(stats.providers) < 2:
         return []
-    lines = [clustering_text(stats)]
+    from analysis._report import clustering_text
+
+    lines = [clustering_text(stats).capitalize()]
     reference = stats.settings.reference
     for model in stats.models:
         if model.metric != "overall":
@@ -238,22 +240,3 @@ def verdict_text(contrast: Contrast) -> str:
     p = contrast.p_adjusted if contrast.p_adjusted is not None else contrast.p_value
     stars = f" {contrast.significance}" if contrast.significance else ""
     return f"{contrast.direction or 'different'}, p = {p:.3g}{stars}"
-
-
-def clustering_text(stats: Stats) -> str:
-    """``Clustered by template: obligations 73 clusters of 100 items, ...`` (or naive)."""
-    parts = [
-        f"{c.task_type} {c.clusters} {c.by}s / {c.items} items"
-        if c.by != "item"
-        else f"{c.task_type} {c.items} items"
-        for c in stats.clustering
-    ]
-    if all(c.by == "item" for c in stats.clustering):
-        return "Intervals: items as the unit (no clusters): " + ", ".join(parts)
-    return "Intervals clustered: " + ", ".join(parts)
-
-
-if __name__ == "__main__":
-    from ledgerbench._cli import run_cli
-
-    raise SystemExit(run_cli(main, "analysis.compare"))
