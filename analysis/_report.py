@@ -878,23 +878,38 @@ def _usd(value: float | None) -> str:
     return "–" if value is None else f"${value:.4f}" if value < 0.1 else f"${value:.2f}"
 
 
+def _pass_k_table(stats: Stats) -> Table:
+    """pass^k per provider and task type, with the flip rate beside it."""
+    ks = sorted({p.k for p in stats.pass_k})
+    by = {(p.provider, p.task_type, p.k): p for p in stats.pass_k}
+    flips = {(f.provider, f.task_type): f for f in stats.flips}
+    rows = []
+    for task_type in dict.fromkeys(p.task_type for p in stats.pass_k):
+        for provider in [p.name for p in stats.providers]:
+            if not any((provider, task_type, k) in by for k in ks):
+                continue
+            flip = flips.get((provider, task_type))
+            cells = [
+                fmt(by[(provider, task_type, k)].value) if (provider, task_type, k) in by else "–"
+                for k in ks
+            ]
+            flipped = f"{flip.rate:.0%} ({flip.flipped}/{flip.questions})" if flip else "–"
+            rows.append([task_label(task_type), provider, *cells, flipped])
+    return Table(
+        ["Task type", "Provider", *[f"pass^{k}" for k in ks], "Flip rate"],
+        rows,
+        "Chance that k trials of the same question all pass (obligations: accuracy; research: "
+        f"keyed research accuracy; pass = at least {stats.pass_k[0].threshold:g}). Flip rate: "
+        "share of questions whose verdict changes between trials.",
+    )
+
+
 def trials_section(stats: Stats) -> list:
     if not stats.trials and not stats.pass_k:
         return []
     blocks: list = [Heading("Repeated trials")]
     if stats.pass_k:
-        ks = sorted({p.k for p in stats.pass_k})
-        names = [p.name for p in stats.providers]
-        by = {(p.provider, p.k): p for p in stats.pass_k}
-        rows = [[n, *[fmt(by[(n, k)].value) if (n, k) in by else "–" for k in ks]] for n in names]
-        blocks.append(
-            Table(
-                ["Provider", *[f"pass^{k}" for k in ks]],
-                rows,
-                "Obligations accuracy: chance that k trials of the same question all pass "
-                f"(accuracy ≥ {stats.pass_k[0].threshold:g}).",
-            )
-        )
+        blocks.append(_pass_k_table(stats))
     if stats.trials:
         rows = [
             [

@@ -311,6 +311,20 @@ class PassK(_Strict):
     """Mean over questions of C(c, k) / C(n, k): the chance that k trials drawn from n all pass."""
     questions: int
     threshold: float
+    task_type: str = "obligations"
+    metric: str = "accuracy"
+    """The verdict's metric: obligations accuracy, research items' keyed accuracy."""
+
+
+class FlipRate(_Strict):
+    provider: str
+    task_type: str
+    metric: str
+    questions: int
+    """Questions with at least two scored trials."""
+    flipped: int
+    """Of those, questions whose verdict (metric >= the pass threshold) differs between trials."""
+    rate: float
 
 
 class Distribution(_Strict):
@@ -448,6 +462,8 @@ class Stats(_Strict):
     missing: list[MissingCount]
     trials: list[TrialStats] = Field(default_factory=list)
     pass_k: list[PassK] = Field(default_factory=list)
+    flips: list[FlipRate] = Field(default_factory=list)
+    """Per provider and task type: share of questions whose verdict changes between trials."""
     operations: list[OperationsCell]
     scenarios: list[ScenarioCell] = Field(default_factory=list)
     """Obligations accuracy per scenario."""

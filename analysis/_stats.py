@@ -45,7 +45,7 @@ from analysis._data import (
 )
 from analysis._lmm import RESIDUAL_FLOOR, MetricInput, analyse_metric, fit_random_intercept
 from analysis._minimum import paired_count, too_few_paired
-from analysis._ops import missing_counts, operations, pass_k, trial_stats
+from analysis._ops import flip_rates, missing_counts, operations, pass_k, trial_stats
 from analysis._schema import (
     EQUAL_WEIGHT,
     ClusteringCell,
@@ -138,6 +138,7 @@ def compute_stats(
         "missing": missing_counts(combined.scores, names),
         "trials": trial_stats(combined.scores, names, modelled + research),
         "pass_k": pass_k(combined.scores, names, settings.pass_threshold),
+        "flips": flip_rates(combined.scores, names, settings.pass_threshold),
         "operations": operations(combined, names, settings),
         "scenarios": scenario_accuracy(combined, names, settings),
         "research_gaps": research_gaps(providers, names, boot, models, settings),

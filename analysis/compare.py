@@ -240,3 +240,9 @@ def verdict_text(contrast: Contrast) -> str:
     p = contrast.p_adjusted if contrast.p_adjusted is not None else contrast.p_value
     stars = f" {contrast.significance}" if contrast.significance else ""
     return f"{contrast.direction or 'different'}, p = {p:.3g}{stars}"
+
+
+if __name__ == "__main__":
+    from ledgerbench._cli import run_cli
+
+    raise SystemExit(run_cli(main, "analysis.compare"))
