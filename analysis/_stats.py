@@ -899,15 +899,29 @@ def overall_model(boot: Bootstrap, names: list[str], settings: Settings) -> Metr
                     scope=scope,
                     tested=found is not None,
                     not_tested_reason=None if found else "no dimension both providers have",
-                    fit="bootstrap",
+                    fit="clustered t",
                 )
                 few = boot.too_few(OVERALL, scope, i, j, settings.min_observations)
                 if found is not None and few:
                     contrast.tested, contrast.not_tested_reason = False, few
                 elif found is not None:
-                    contrast.p_value = bootstrap_p(found[1])
+                    linear_t_test(contrast, boot, i, j)
                 model.contrasts.append(contrast)
     return model
+
+
+def linear_t_test(contrast: Contrast, boot: Bootstrap, i: int, j: int) -> None:
+    """The Overall's test: the paired difference over its cluster-robust SE (the same CR1
+    variance as every mean's), t with Satterthwaite df. The cluster bootstrap's own p
+    (``bootstrap_p``) over-rejects with few clusters (bench/bench_clustered_null.py)."""
+    linear = boot.linear(boot.difference_weights(contrast.metric, contrast.scope, i, j))
+    if not (math.isfinite(linear.se) and linear.se > 0 and math.isfinite(linear.df)):
+        contrast.tested = False
+        contrast.not_tested_reason = "the standard error is undefined (fewer than 2 clusters)"
+        return
+    contrast.df, contrast.clusters = linear.df, linear.clusters
+    contrast.z = linear.estimate / linear.se
+    contrast.p_value = t_p_value(linear.estimate, linear.se, linear.df)
 
 
 def attach_bootstrap(
@@ -934,7 +948,7 @@ def attach_bootstrap(
         weights = boot.difference_weights(contrast.metric, contrast.scope, i, j)
         clustered = boot.linear(weights)
         contrast.naive_se = finite_or_none(boot.linear(weights, naive=True).se)
-        if any(boot.clustered(t) for t in contrast.task_types):
+        if contrast.df is None and any(boot.clustered(t) for t in contrast.task_types):
             contrast.df, contrast.clusters = finite_or_none(clustered.df), clustered.clusters
         se = finite_or_none(clustered.se)
     else:
