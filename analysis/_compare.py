@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -91,6 +92,8 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
             (config.out / name).write_bytes(png)
         report = build_report(stats, list(images), viewer=config.viewer)
         (config.out / "stats.json").write_text(stats.model_dump_json(indent=1), encoding="utf-8")
+        items = [item.model_dump(mode="json") for item in stats.items]
+        (config.out / "items.json").write_text(json.dumps(items, indent=1), encoding="utf-8")
         (config.out / "report.md").write_text(to_markdown(report), encoding="utf-8")
         (config.out / "report.html").write_text(to_html(report, images), encoding="utf-8")
         bar.step("report")

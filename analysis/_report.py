@@ -9,6 +9,8 @@ import base64
 import html
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from analysis._data import (
     METRIC_LABELS,
     RESEARCH_ACCURACY,
@@ -153,7 +155,91 @@ def build_report(stats: Stats, images: list[str], viewer: str | None = None) -> 
     report.add(*guards_section(stats))
     report.add(*method_section(stats))
     report.add(*clustering_appendix(stats))
+    report.add(*items_appendix(stats))
     return report
+
+
+def items_appendix(stats: Stats, top: int = 10) -> list:
+    """Which items carry the signal (items.json has every item)."""
+    if not stats.items and not stats.signal_noise:
+        return []
+    blocks: list = [Heading("Appendix: items")]
+    if stats.signal_noise:
+        rows = [
+            [
+                task_label(c.task_type),
+                str(c.agents),
+                fmt(c.signal, 3),
+                fmt(c.noise, 3),
+                fmt(c.ratio, 1),
+            ]
+            for c in stats.signal_noise
+        ]
+        blocks.append(
+            Table(
+                ["Task type", "Agents", "Signal", "Noise", "Signal / noise"],
+                rows,
+                "Signal: SD across agents of their mean score (the judge's per-answer mean); "
+                "noise: mean SD of one agent's mean score between trials (needs 2+ trials). A "
+                "low ratio: the task type adds noise more than it separates agents.",
+            )
+        )
+    if stats.items:
+        rows = []
+        for task_type in dict.fromkeys(i.task_type for i in stats.items):
+            mine = [i for i in stats.items if i.task_type == task_type]
+            rated = [i for i in mine if i.discrimination is not None]
+            rows.append(
+                [
+                    task_label(task_type),
+                    str(len(mine)),
+                    str(sum(i.always_solved for i in mine)),
+                    str(sum(i.never_solved for i in mine)),
+                    str(sum(i.discrimination > 0.3 for i in rated)),
+                    fmt(float(np.mean([i.discrimination for i in rated])), 2) if rated else "–",
+                ]
+            )
+        blocks.append(
+            Table(
+                [
+                    "Task type",
+                    "Items",
+                    "Always solved",
+                    "Never solved",
+                    "Discriminating (r > 0.3)",
+                    "Mean r",
+                ],
+                rows,
+                "Per item (items.json): each agent's pass rate, discrimination r (point-biserial "
+                "across agents of the pass rate against the agent's Overall; needs 3+ agents), "
+                "always solved / never solved by every agent, and the scripted and nothing "
+                "baselines' pass rates when those runs are compared.",
+            )
+        )
+        ranked = sorted(
+            (i for i in stats.items if i.discrimination is not None),
+            key=lambda i: -(i.discrimination or 0),
+        )[:top]
+        if ranked:
+            agents = list(dict.fromkeys(a for i in stats.items for a in i.pass_rate))
+            item_rows = [
+                [
+                    i.question_id,
+                    task_label(i.task_type),
+                    fmt(i.discrimination, 2),
+                    *[fmt(i.pass_rate.get(a), 2) for a in agents],
+                    fmt(i.scripted, 2),
+                    fmt(i.nothing, 2),
+                ]
+                for i in ranked
+            ]
+            blocks.append(
+                Details(
+                    f"The {len(ranked)} most discriminating items",
+                    [Table(["Item", "Task type", "r", *agents, "scripted", "nothing"], item_rows)],
+                )
+            )
+    return blocks
 
 
 def clustering_appendix(stats: Stats) -> list:

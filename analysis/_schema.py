@@ -428,6 +428,35 @@ class ResearchGap(_Strict):
     significance: str = ""
 
 
+class ItemDiagnostic(_Strict):
+    question_id: str
+    task_type: str
+    pass_rate: dict[str, float] = Field(default_factory=dict)
+    """Agent -> share of its scored trials that pass (baselines not included)."""
+    discrimination: float | None = None
+    """Point-biserial correlation across agents of the pass rate with the agent's Overall (None
+    with fewer than 3 agents or no spread)."""
+    always_solved: bool = False
+    """Every agent passes every trial."""
+    never_solved: bool = False
+    """No agent passes any trial."""
+    scripted: float | None = None
+    """The scripted (no-LLM) baseline's pass rate, when that run is compared."""
+    nothing: float | None = None
+    """The ``nothing`` baseline's pass rate, when that run is compared."""
+
+
+class SignalNoise(_Strict):
+    task_type: str
+    agents: int
+    signal: float | None = None
+    """SD across agents of their mean score (the judge's per-answer mean)."""
+    noise: float | None = None
+    """Mean across agents of the SD of their per-trial mean score (None with one trial)."""
+    ratio: float | None = None
+    """signal / noise: how well the task type separates agents beyond trial-to-trial noise."""
+
+
 class ClusteringCell(_Strict):
     task_type: str
     by: str
@@ -475,4 +504,8 @@ class Stats(_Strict):
     timings_s: dict[str, float] = Field(default_factory=dict)
     """Seconds spent in each part (lmm, bootstrap, ...)."""
     clustering: list[ClusteringCell] = Field(default_factory=list)
+    items: list[ItemDiagnostic] = Field(default_factory=list)
+    """Per item: pass rates, discrimination, always/never solved, baselines (also items.json)."""
+    signal_noise: list[SignalNoise] = Field(default_factory=list)
+    """Per task type: spread between agents over spread between trials."""
     """Per task type: what items were clustered by, how many items and clusters."""

@@ -43,6 +43,7 @@ from analysis._data import (
     ProviderData,
     finite_or_none,
 )
+from analysis._items import item_diagnostics, signal_to_noise
 from analysis._lmm import RESIDUAL_FLOOR, MetricInput, analyse_metric, fit_random_intercept
 from analysis._minimum import paired_count, too_few_paired
 from analysis._ops import flip_rates, missing_counts, operations, pass_k, trial_stats
@@ -144,6 +145,14 @@ def compute_stats(
         "research_gaps": research_gaps(providers, names, boot, models, settings),
         "caveats": caveats(providers, names, settings, combined),
     }
+    overall = {
+        c.provider: c.score.estimate
+        for c in scores
+        if c.metric == OVERALL and c.scope == EQUAL_WEIGHT and c.score.estimate is not None
+    }
+    infos = [_info(providers, n) for n in names]
+    parts["items"] = item_diagnostics(combined.scores, infos, overall, settings.pass_threshold)
+    parts["signal_noise"] = signal_to_noise(combined.scores, names)
     timings["other"] = time.perf_counter() - started
     return Stats(
         created_at=dt.datetime.now(dt.UTC),
