@@ -73,7 +73,7 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
         score_rows.extend(
             _score_rows(record, score_records.get((record.question_id, record.trial)))
         )
-    traj_df = pd.DataFrame(traj_rows, columns=TRAJECTORY_COLUMNS)
+    traj_df = pd.DataFrame(traj_rows, columns=[*TRAJECTORY_COLUMNS, "termination"])
     scenarios, caveats, metadata = _dataset_scenarios(manifest.dataset_path, run_dir)
     if len(trajectories) < len(records):
         caveats.append(
@@ -219,6 +219,7 @@ def _trajectory_row(record: Any) -> dict[str, Any]:
         "tool_calls": len(record.tool_calls),
         "tokens": float(tokens) if tokens else math.nan,
         "cost_usd": record.cost_usd if record.cost_usd is not None else math.nan,
+        "termination": str(record.termination.reason),
     }
 
 

@@ -12,6 +12,8 @@ from analysis._data import ANSWER_MEAN, DIMENSIONS, INCLUDED, RESEARCH_ACCURACY,
 from analysis._schema import (
     Distribution,
     FlipRate,
+    InfraFailureCell,
+    InfraFailures,
     MissingCount,
     OperationsCell,
     PassK,
@@ -241,3 +243,36 @@ def _per_correct(values: pd.Series, n_correct: int) -> float | None:
     """Total spent on obligations (where known) per correct answer; None if unknown."""
     known = values.astype(float).dropna()
     return float(known.sum()) / n_correct if n_correct and len(known) else None
+
+
+def infra_failures(
+    trajectories: pd.DataFrame, names: list[str], convention: InfraFailures
+) -> list[InfraFailureCell]:
+    """Infrastructure failures (status ``error``) per provider, task type and termination
+    reason, with how many were left out of the score denominators."""
+    failed = trajectories[trajectories["status"] == "error"]
+    if failed.empty:
+        return []
+    reasons = (
+        failed["termination"].fillna("error")
+        if "termination" in failed
+        else pd.Series("error", index=failed.index)
+    )
+    totals = trajectories.groupby(["provider", "task_type"]).size()
+    counts = failed.assign(reason=reasons).groupby(["provider", "task_type", "reason"]).size()
+    order = {n: i for i, n in enumerate(names)}
+    out = [
+        InfraFailureCell(
+            provider=str(provider),
+            task_type=str(task_type),
+            reason=str(reason),
+            count=int(count),
+            trajectories=int(totals[(provider, task_type)]),
+            excluded=int(count) if convention == InfraFailures.exclude else 0,
+        )
+        for (provider, task_type, reason), count in counts.items()
+    ]
+    task_order = {t: i for i, t in enumerate(TASK_TYPES)}
+    return sorted(
+        out, key=lambda c: (order.get(c.provider, 99), task_order.get(c.task_type, 9), c.reason)
+    )

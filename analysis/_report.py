@@ -950,10 +950,41 @@ def operations_section(stats: Stats, images: list[str]) -> list:
         "answer exists only for obligations (the only task type with an accuracy dimension)."
     )
     blocks: list = [Heading("Operations"), Table(header, rows, note)]
+    blocks += infra_failure_blocks(stats)
     for name in ("latency.png", "tool_calls.png", "cost.png"):
         if name in images:
             blocks.append(Image(name, IMAGE_TITLES[name]))
     return blocks
+
+
+def infra_failure_blocks(stats: Stats) -> list:
+    """Infrastructure failures per provider and termination reason, beside the scores."""
+    if not stats.infra_failures:
+        return [Paragraph("Infrastructure failures: none (every run reached the agent).")]
+    rows = [
+        [
+            c.provider,
+            task_label(c.task_type),
+            c.reason,
+            f"{c.count} of {c.trajectories} ({c.count / c.trajectories:.0%})",
+            str(c.excluded),
+        ]
+        for c in stats.infra_failures
+    ]
+    convention = stats.settings.infra_failures.value
+    return [
+        Heading("Infrastructure failures", 3),
+        Table(
+            ["Provider", "Task type", "Termination reason", "Failed runs", "Excluded from scores"],
+            rows,
+            f"--infra-failures {convention}: "
+            + (
+                "failed runs are left out of every score's denominator (the counts above)."
+                if convention == "exclude"
+                else "failed runs score 0 (the paper's convention), so none is excluded."
+            ),
+        ),
+    ]
 
 
 def _pct(value: float | None) -> str:

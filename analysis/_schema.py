@@ -364,6 +364,20 @@ class OperationsCell(_Strict):
     """Answers slower than the latency budget (re-scored as failures)."""
 
 
+class InfraFailureCell(_Strict):
+    provider: str
+    task_type: str
+    reason: str
+    """The run's termination reason (``provider_unavailable``, ``erp_unavailable``, ...;
+    ``error`` where the input does not record it)."""
+    count: int
+    trajectories: int
+    """All runs of the provider in the task type (the share's denominator)."""
+    excluded: int
+    """Of ``count``, runs left out of every score's denominator (``--infra-failures exclude``;
+    0 with ``zero``, where they score 0)."""
+
+
 class ScenarioCell(_Strict):
     provider: str
     scenario: str
@@ -491,6 +505,8 @@ class Stats(_Strict):
     missing: list[MissingCount]
     trials: list[TrialStats] = Field(default_factory=list)
     pass_k: list[PassK] = Field(default_factory=list)
+    infra_failures: list[InfraFailureCell] = Field(default_factory=list)
+    """Infrastructure failures per provider, task type and termination reason."""
     flips: list[FlipRate] = Field(default_factory=list)
     """Per provider and task type: share of questions whose verdict changes between trials."""
     operations: list[OperationsCell]

@@ -46,7 +46,14 @@ from analysis._data import (
 from analysis._items import item_diagnostics, signal_to_noise
 from analysis._lmm import RESIDUAL_FLOOR, MetricInput, analyse_metric, fit_random_intercept
 from analysis._minimum import paired_count, too_few_paired
-from analysis._ops import flip_rates, missing_counts, operations, pass_k, trial_stats
+from analysis._ops import (
+    flip_rates,
+    infra_failures,
+    missing_counts,
+    operations,
+    pass_k,
+    trial_stats,
+)
 from analysis._schema import (
     EQUAL_WEIGHT,
     ClusteringCell,
@@ -140,6 +147,7 @@ def compute_stats(
         "trials": trial_stats(combined.scores, names, modelled + research),
         "pass_k": pass_k(combined.scores, names, settings.pass_threshold),
         "flips": flip_rates(combined.scores, names, settings.pass_threshold),
+        "infra_failures": infra_failures(combined.trajectories, names, settings.infra_failures),
         "operations": operations(combined, names, settings),
         "scenarios": scenario_accuracy(combined, names, settings),
         "research_gaps": research_gaps(providers, names, boot, models, settings),

@@ -93,3 +93,47 @@ def test_signal_to_noise_is_agent_spread_over_trial_spread(stats):
     assert cell.signal == pytest.approx(np.std(list(answer_means.values()), ddof=1))
     assert cell.noise == pytest.approx(np.mean(trial_sd))
     assert cell.ratio == pytest.approx(cell.signal / cell.noise)
+
+
+def test_pareto_front_keeps_only_points_nothing_beats():
+    from analysis._plots import pareto_front
+
+    points = [
+        ("A", 0.02, 0.6),
+        ("B", 0.02, 0.7),
+        ("C", 0.2, 0.5),
+        ("D", 0.01, 0.4),
+        ("E", 0.3, 0.9),
+    ]
+    assert [p[0] for p in pareto_front(points)] == ["D", "B", "E"]
+    assert [p[0] for p in pareto_front([("A", 0.1, 0.5), ("B", 0.1, 0.5)])] == ["A", "B"]
+
+
+def test_infrastructure_failures_per_reason_with_excluded_counts(tmp_path):
+    import json
+
+    from analysis._synthetic import ProviderSpec, SyntheticConfig, write_runs
+    from analysis.compare import main
+
+    config = SyntheticConfig(
+        [ProviderSpec("A"), ProviderSpec("B", error_rate=0.2)],
+        questions={"obligations": 30, "business_brief": 10},
+        seed=2,
+    )
+    runs = write_runs(tmp_path / "runs", config)
+    failed = {}
+    for line in (runs[1] / "trajectories.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["status"] == "error":
+            key = (record["task_type"], record["termination"]["reason"])
+            failed[key] = failed.get(key, 0) + 1
+    assert failed
+    for convention, excluded in (("exclude", True), ("zero", False)):
+        out = tmp_path / convention
+        argv = [*map(str, runs), "--out", str(out), "--bootstrap", "20", "--quiet"]
+        assert main([*argv, "--infra-failures", convention]) == 0
+        cells = json.loads((out / "stats.json").read_text())["infra_failures"]
+        assert {(c["task_type"], c["reason"]): c["count"] for c in cells} == failed
+        assert all(c["provider"] == "B" for c in cells)
+        assert all(c["excluded"] == (c["count"] if excluded else 0) for c in cells)
+        assert "### Infrastructure failures" in (out / "report.md").read_text()
