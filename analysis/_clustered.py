@@ -14,11 +14,48 @@ G - 1). With every item its own cluster the same formula is the classic ``s^2/n`
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import stats as scipy_stats
+
+if TYPE_CHECKING:
+    from judge._overall import ScoredAnswer
+
+AUTO_CLUSTER_FIELDS = ("template", "kind")
+"""``--cluster auto``: an obligation item's generator template, else a research item's kind."""
+
+
+def cluster_keys(
+    items: list[str], metadata: Mapping[str, Mapping[str, str]], setting: str, task_type: str
+) -> tuple[str | None, dict[str, str], str | None]:
+    """(field used or None, question_id -> cluster key, note) for the items of one task type.
+
+    ``setting``: ``auto`` (template, else kind), ``none`` or a metadata field. An item without
+    the field is a cluster of its own; items falling into fewer than 2 clusters are analysed with
+    items as the unit (a cluster-robust variance needs at least 2), and the note says so.
+    """
+    candidates = (
+        () if setting == "none" else AUTO_CLUSTER_FIELDS if setting == "auto" else (setting,)
+    )
+    field = next((f for f in candidates if any(f in metadata.get(q, {}) for q in items)), None)
+    if field is None:
+        note = None
+        if setting not in ("auto", "none"):
+            note = f"no {task_type} item has a metadata field {setting!r}: items are the unit"
+        return None, {q: q for q in items}, note
+    keys = {q: metadata.get(q, {}).get(field, f"item:{q}") for q in items}
+    if len(set(keys.values())) < 2:
+        note = (
+            f"every {task_type} item has the same {field}: one cluster cannot give a variance, "
+            "so its items are the unit"
+        )
+        return None, {q: q for q in items}, note
+    return field, keys, None
 
 
 def cluster_codes(keys: Sequence[object]) -> np.ndarray:
@@ -112,3 +149,76 @@ def random_intercept_cluster_cov(
     meat = per_cluster.T @ per_cluster
     factor = g / (g - 1) if g > 1 else math.nan
     return factor * bread @ meat @ bread, g
+
+
+def item_clusters(
+    task_of: Mapping[str, str], metadata: Mapping[str, Mapping[str, str]], setting: str = "auto"
+) -> tuple[dict[str, str], str]:
+    """question_id -> cluster key over every task type (:func:`cluster_keys`), and a label such
+    as ``obligations by template, entity_performance by kind, business_brief by item``."""
+    by_task: dict[str, list[str]] = defaultdict(list)
+    for qid, task_type in task_of.items():
+        by_task[task_type].append(qid)
+    keys: dict[str, str] = {}
+    labels = []
+    for task_type, items in by_task.items():
+        field, found, _note = cluster_keys(items, metadata, setting, task_type)
+        keys.update({q: f"{task_type}:{k}" for q, k in found.items()})
+        labels.append(f"{task_type} by {field or 'item'}")
+    return keys, ", ".join(labels)
+
+
+def run_clusters(run_dir: Path, task_of: Mapping[str, str]) -> tuple[dict[str, str], str]:
+    """:func:`item_clusters` from the run's dataset (items are the unit when it is missing)."""
+    from analysis._load import _dataset_scenarios
+    from harnesses.records import RunManifest
+
+    try:
+        manifest = RunManifest.model_validate_json((run_dir / "manifest.json").read_bytes())
+        _, _, metadata = _dataset_scenarios(manifest.dataset_path, run_dir)
+    except (OSError, ValueError):
+        metadata = {}
+    return item_clusters(task_of, metadata)
+
+
+def overall_interval(
+    answers: Iterable[ScoredAnswer], clusters: Mapping[str, str], confidence: float = 0.95
+) -> tuple[float, float, float, float] | None:
+    """(low, high, se, df) of a run's Overall (:func:`judge.overall`) from the clustered (CR1)
+    variance of its per-item influence; ``clusters``: question_id -> key (missing: the item).
+    None without an Overall or with fewer than 2 clusters in some task type."""
+    from judge._overall import overall, paper_cells
+
+    per_question: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for answer in answers:
+        for dimension, value in answer.dimensions.items():
+            per_question[(dimension, answer.task_type, answer.question_id)].append(value)
+    cells: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for (dimension, task_type, qid), values in per_question.items():
+        cells[(dimension, task_type)][qid] = sum(values) / len(values)
+    means = defaultdict(dict)
+    for (dimension, task_type), values in cells.items():
+        means[dimension][task_type] = sum(values.values()) / len(values)
+    estimate = overall(means)
+    kept = {d: list(t) for d, t in paper_cells(means).items() if t}
+    if estimate is None or not kept:
+        return None
+    influence: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for dimension, tasks in kept.items():
+        weight = 1.0 / (len(kept) * len(tasks))
+        for task_type in tasks:
+            values = cells[(dimension, task_type)]
+            mean = means[dimension][task_type]
+            for qid, value in values.items():
+                influence[task_type][qid] += weight * (value - mean) / len(values)
+    parts = []
+    for by_question in influence.values():
+        qids = list(by_question)
+        codes = cluster_codes([clusters.get(q, q) for q in qids])
+        values = np.array([by_question[q] for q in qids])
+        parts.append(stratum_variance(values, np.ones(len(qids), dtype=bool), codes))
+    se, df = combine_strata(parts)
+    low, high = t_interval(estimate, se, df, confidence)
+    if math.isnan(low):
+        return None
+    return low, high, se, df

@@ -24,6 +24,7 @@ from analysis._bootstrap import (
 from analysis._clustered import (
     StratumVariance,
     cluster_codes,
+    cluster_keys,
     combine_strata,
     minimum_detectable,
     random_intercept_cluster_cov,
@@ -285,16 +286,11 @@ def rescore_over_budget(scores: pd.DataFrame, trajectories: pd.DataFrame) -> pd.
 # Clusters
 # ----------------------------------------------------------------------------------------------
 
-AUTO_CLUSTER_FIELDS = ("template", "kind")
-"""``--cluster auto``: an obligation item's generator template, else a research item's kind."""
-
 
 def resolve_clusters(
     providers: list[ProviderData], per_question: pd.DataFrame, setting: str
 ) -> tuple[dict[str, str], list[ClusteringCell]]:
-    """question_id -> cluster key, and per task type what was used. An item without the field is
-    a cluster of its own; a task type whose items fall into fewer than 2 clusters is analysed
-    with items as the unit (a cluster-robust variance needs at least 2), and says so."""
+    """question_id -> cluster key, and per task type what was used (:func:`cluster_keys`)."""
     metadata: dict[str, dict[str, str]] = {}
     for provider in providers:
         metadata.update(provider.item_metadata)
@@ -306,17 +302,7 @@ def resolve_clusters(
         )
         if not items:
             continue
-        field = _cluster_field(setting, [metadata.get(q, {}) for q in items])
-        keys = {q: metadata.get(q, {}).get(field, f"item:{q}") if field else q for q in items}
-        note = None
-        if field and len(set(keys.values())) < 2:
-            note = (
-                f"every {task_type} item has the same {field}: one cluster cannot give a "
-                "variance, so its items are the unit"
-            )
-            field, keys = None, {q: q for q in items}
-        elif setting not in ("auto", "none") and not field:
-            note = f"no {task_type} item has a metadata field {setting!r}: items are the unit"
+        field, keys, note = cluster_keys(items, metadata, setting, task_type)
         clusters.update({q: f"{task_type}:{k}" for q, k in keys.items()})
         cells.append(
             ClusteringCell(
@@ -328,16 +314,6 @@ def resolve_clusters(
             )
         )
     return clusters, cells
-
-
-def _cluster_field(setting: str, metadata: list[dict[str, str]]) -> str | None:
-    if setting == "none":
-        return None
-    candidates = AUTO_CLUSTER_FIELDS if setting == "auto" else (setting,)
-    for field in candidates:
-        if any(field in m for m in metadata):
-            return field
-    return None
 
 
 # ----------------------------------------------------------------------------------------------

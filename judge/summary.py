@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         records, left_out = current_scores(records, trajectories)
         for line in freshness_warnings(path.stem, left_out, args.run_dir):
             print(line, file=sys.stderr)
-        output[path.stem] = summarize(records)
+        output[path.stem] = summarize(records, _clusters(args.run_dir, records))
         output[path.stem].update(left_out, unreadable_score_lines=bad_lines)
         output[path.stem]["unreadable_trajectory_lines"] = len(unreadable)
         disagreements = rule_disagreements(records)
@@ -82,6 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("\n\n".join(texts))
     return 0
+
+
+def _clusters(run_dir: Path, records: list) -> tuple[dict[str, str], str]:
+    """The run's items grouped by template (research: kind), as the analysis does."""
+    from analysis._clustered import run_clusters
+
+    return run_clusters(run_dir, {r.question_id: str(r.task_type) for r in records})
 
 
 def _trajectories(run_dir: Path) -> tuple[list | None, list[str]]:

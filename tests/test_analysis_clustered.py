@@ -210,3 +210,95 @@ def test_cluster_option_is_checked_and_recorded(tmp_path, capsys):
     assert "## Appendix: clustering" in report and "Naive 95% CI" in report
     assert main([*map(str, runs), "--out", str(out), "--cluster", "none", "--quiet"]) == 0
     assert "Items are the unit, no clustering" in capsys.readouterr().out
+
+
+def test_judge_summary_shows_the_same_clustered_overall_interval_as_the_report(tmp_path, capsys):
+    import json
+
+    from analysis._synthetic import ProviderSpec, SyntheticConfig, write_runs
+    from judge.summary import main as summary_main
+
+    runs = write_runs(
+        tmp_path / "runs",
+        SyntheticConfig(
+            [ProviderSpec("A"), ProviderSpec("B", effect=0.02)],
+            questions={"obligations": 40, "entity_performance": 20, "business_brief": 10},
+            template_size=4,
+            provider_template_sd=0.1,
+            trials=2,
+        ),
+    )
+    out = tmp_path / "out"
+    assert main([*map(str, runs), "--out", str(out), "--bootstrap", "20", "--quiet"]) == 0
+    capsys.readouterr()
+    cell = next(
+        c
+        for c in json.loads((out / "stats.json").read_text())["scores"]
+        if c["provider"] == "A" and c["metric"] == "overall" and c["scope"] == EQUAL_WEIGHT
+    )
+    assert summary_main([str(runs[0]), "--judge", "rules", "--json"]) == 0
+    interval = json.loads(capsys.readouterr().out)["rules"]["overall_interval"]
+    assert interval["low"] == pytest.approx(cell["score"]["ci_low"], abs=1e-12)
+    assert interval["high"] == pytest.approx(cell["score"]["ci_high"], abs=1e-12)
+    assert interval["df"] == pytest.approx(cell["df"], abs=1e-9)
+    assert "obligations by template" in interval["clustered"]
+    assert summary_main([str(runs[0]), "--judge", "rules"]) == 0
+    low, high = cell["score"]["ci_low"], cell["score"]["ci_high"]
+    assert f"[{low:.3f}, {high:.3f}] (95%, clustered: obligations by template" in (
+        capsys.readouterr().out
+    )
+
+
+def test_inspect_export_carries_the_clustered_overall_stderr(tmp_path):
+    import datetime as dt
+
+    inspect_log = pytest.importorskip("inspect_ai.log", reason="inspect-ai not installed")
+    from analysis._clustered import overall_interval
+    from harnesses._inspect_log import export_inspect
+    from judge._overall import ScoredAnswer
+    from judge.records import DimensionScore, DimensionStatus, ScoreRecord, ScoreStatus
+    from ledgerbench.dataset import Dimension, TaskType
+    from tests.fakes.judge_data import question, trajectory, write_run
+
+    questions = []
+    for i in range(8):
+        q = question(f"q{i}")
+        q.metadata = {"template": f"T{i // 3}"}
+        questions.append(q)
+    records = [trajectory(q.id) for q in questions]
+    run = write_run(tmp_path / "run", questions, records)
+    values = [0.9, 0.8, 1.0, 0.2, 0.4, 0.3, 0.6, 0.7]
+    scores = []
+    for q, v in zip(questions, values, strict=True):
+        dims = {Dimension.accuracy: v, Dimension.clarity: 1 - v / 2}
+        scores.append(
+            ScoreRecord(
+                question_id=q.id,
+                trial=0,
+                task_type=TaskType.obligations,
+                judge="rules",
+                status=ScoreStatus.scored,
+                dimensions={
+                    d: DimensionScore(status=DimensionStatus.scored, score=s)
+                    for d, s in dims.items()
+                },
+                overall=sum(dims.values()) / 2,
+                answer_sha256="0" * 64,
+                judged_at=dt.datetime(2026, 3, 2, tzinfo=dt.UTC),
+            )
+        )
+    (run / "scores").mkdir()
+    (run / "scores" / "rules.jsonl").write_text("".join(s.model_dump_json() + "\n" for s in scores))
+    out, _ = export_inspect(run, tmp_path / "run.eval")
+    (result,) = inspect_log.read_eval_log(str(out)).results.scores
+    metric = result.metrics["overall_stderr"]
+    answers = [
+        ScoredAnswer(q.id, "obligations", {"accuracy": v, "clarity": 1 - v / 2})
+        for q, v in zip(questions, values, strict=True)
+    ]
+    clusters = {q.id: q.metadata["template"] for q in questions}
+    _low, _high, se, _df = overall_interval(answers, clusters)
+    assert metric.value == pytest.approx(se, abs=1e-12)
+    assert metric.metadata["df"] == 2 and metric.metadata["clustered"] == "obligations by template"
+    naive = overall_interval(answers, {})
+    assert naive[2] != pytest.approx(se)
