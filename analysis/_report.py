@@ -543,7 +543,8 @@ def headline_section(stats: Stats) -> list:
     if len(names) > 1:
         note += (
             " Marks against the reference: * p<0.05, ** p<0.01, *** p<0.001 (mixed-model Wald "
-            "test; Overall: paired bootstrap); (n.d.) = not distinguishable at this size (the "
+            "test; Overall: t test on the paired difference, both with cluster-robust errors); "
+            "(n.d.) = not distinguishable at this size (the "
             "difference is smaller than the minimum detectable effect); (n.t.) = not tested, see "
             "Guards."
         )
@@ -798,8 +799,8 @@ def _research_contrasts(stats: Stats) -> list:
         Table(
             ["Pair", "Metric", *tail],
             marginal,
-            "The same paired tests as the paper's metrics (section Contrasts): paired bootstrap "
-            "difference, one mixed model per pair and task type, equal-weight over the research "
+            "The same paired tests as the paper's metrics (section Contrasts): paired "
+            "cluster-bootstrap difference, one mixed model per pair and task type, equal-weight over the research "
             "task types both have; corrected across the research metrics only.",
         ),
         Details(
@@ -830,9 +831,9 @@ def _gap_blocks(stats: Stats) -> list:
             ["Agent", "Gap", "Metric", "Task type", "Difference [95% CI]", "p", ""],
             rows,
             "Runs of the same harness and model in two research modes. Difference: paired "
-            "bootstrap (questions resampled within task type, the same resamples as every "
-            "other figure), first mode minus second. p: the pair's mixed-model Wald test "
-            "(Overall: the paired bootstrap), after the chosen correction.",
+            "cluster bootstrap (templates resampled within task type, the same resamples as "
+            "every other figure), first mode minus second. p: the pair's mixed-model Wald test "
+            "(Overall: the clustered t test), after the chosen correction.",
         ),
     ]
 
