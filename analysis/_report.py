@@ -800,8 +800,8 @@ def _research_contrasts(stats: Stats) -> list:
             ["Pair", "Metric", *tail],
             marginal,
             "The same paired tests as the paper's metrics (section Contrasts): paired "
-            "cluster-bootstrap difference, one mixed model per pair and task type, equal-weight over the research "
-            "task types both have; corrected across the research metrics only.",
+            "cluster-bootstrap difference, one mixed model per pair and task type, equal-weight "
+            "over the research task types both have; corrected across the research metrics only.",
         ),
         Details(
             f"Per-task-type research contrasts ({len(per_task)})",
