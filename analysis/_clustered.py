@@ -165,6 +165,8 @@ def item_clusters(
         field, found, _note = cluster_keys(items, metadata, setting, task_type)
         keys.update({q: f"{task_type}:{k}" for q, k in found.items()})
         labels.append(f"{task_type} by {field or 'item'}")
+    if all(label.endswith(" by item") for label in labels):
+        return keys, "items as the unit"
     return keys, ", ".join(labels)
 
 
