@@ -1226,7 +1226,7 @@ def research_gaps(
                 if found is None:
                     continue
                 lows, highs = percentile_interval(found[1][:, None], settings.confidence)
-                p = _pair_p(models, metric, scope, names[i], names[j])
+                p, distinguishable = _pair_p(models, metric, scope, names[i], names[j])
                 gaps.append(
                     ResearchGap(
                         harness=harness,
@@ -1242,24 +1242,27 @@ def research_gaps(
                             ci_high=finite_or_none(highs[0]),
                         ),
                         p_value=p,
-                        significance=stars(p),
+                        significance=stars(p) if distinguishable is not False else "",
                     )
                 )
     return gaps
 
 
-def _pair_p(models: list[MetricModel], metric: str, scope: str, a: str, b: str) -> float | None:
+def _pair_p(
+    models: list[MetricModel], metric: str, scope: str, a: str, b: str
+) -> tuple[float | None, bool | None]:
     """The (corrected) p-value of the a-b contrast of a metric and scope (two-sided: either
-    order), None when it was not tested."""
+    order), None when it was not tested; and whether it is outside its MDE (no stars if not)."""
     for model in models:
         if model.metric != metric:
             continue
         for contrast in model.contrasts:
             if contrast.scope == scope and {contrast.provider, contrast.reference} == {a, b}:
                 if not contrast.tested:
-                    return None
-                return contrast.p_adjusted if contrast.p_adjusted is not None else contrast.p_value
-    return None
+                    return None, None
+                p = contrast.p_adjusted if contrast.p_adjusted is not None else contrast.p_value
+                return p, contrast.distinguishable
+    return None, None
 
 
 def scenario_accuracy(
