@@ -559,8 +559,10 @@ class Bootstrap:
                 continue
             weights = self.single_weights(metric, scope, i)
             clustered, naive = self.linear(weights), self.linear(weights, naive=True)
-            low, high = t_interval(result.point[i], clustered.se, clustered.df, confidence)
-            naive_low, naive_high = t_interval(result.point[i], naive.se, naive.df, confidence)
+            low, high = _clip(t_interval(result.point[i], clustered.se, clustered.df, confidence))
+            naive_low, naive_high = _clip(
+                t_interval(result.point[i], naive.se, naive.df, confidence)
+            )
             difference = None
             found = self.difference(metric, scope, 0, i) if i > 0 else None
             if found is not None:
@@ -592,6 +594,12 @@ class Bootstrap:
                 )
             )
         return cells
+
+
+def _clip(interval: tuple[float, float]) -> tuple[float, float]:
+    """A mean of scores in [0, 1] has its interval clipped to [0, 1] (NaN stays NaN)."""
+    low, high = interval
+    return (max(low, 0.0) if low == low else low, min(high, 1.0) if high == high else high)
 
 
 def bootstrap_p(resampled: np.ndarray) -> float | None:
