@@ -4,7 +4,8 @@ Per item: each agent's pass rate over its trials (obligations: accuracy at least
 threshold; research items keyed on a world: research accuracy), the item's discrimination (the
 point-biserial correlation between the agents' pass rates on it and their Overall), whether every
 agent solved it or none did, and the scripted and ``nothing`` baselines' pass rates when those runs
-are among the compared ones. Per task type: signal-to-noise, the spread of the agents' mean scores
+are among the compared ones (left out of the agents unless every run is a baseline). Per task
+type: signal-to-noise, the spread of the agents' mean scores
 over the spread of one agent's mean score between trials.
 """
 
@@ -34,7 +35,7 @@ def item_diagnostics(
     if rates.empty:
         return []
     names = [p.name for p in providers]
-    agents = [n for n in names if _harness(providers, n) not in BASELINE_HARNESSES]
+    agents = [n for n in names if _harness(providers, n) not in BASELINE_HARNESSES] or names
     baselines = {
         h: next((p.name for p in providers if p.harness == h), None) for h in BASELINE_HARNESSES
     }

@@ -137,3 +137,13 @@ def test_infrastructure_failures_per_reason_with_excluded_counts(tmp_path):
         assert all(c["provider"] == "B" for c in cells)
         assert all(c["excluded"] == (c["count"] if excluded else 0) for c in cells)
         assert "### Infrastructure failures" in (out / "report.md").read_text()
+
+
+def test_runs_that_are_all_baselines_are_the_agents():
+    providers = [_provider(n, PASSES[n], 0.5) for n in ("scripted", "A")]
+    providers[1].info.harness = "nothing"
+    stats = compute_stats(providers, Settings(reference="scripted", judge="x", bootstrap=20))
+    items = {i.question_id: i for i in stats.items}
+    assert set(items["q2"].pass_rate) == {"scripted", "A"}
+    assert items["q1"].always_solved and items["q3"].never_solved
+    assert items["q2"].nothing == 0.5 and items["q2"].scripted == 0.0
