@@ -471,7 +471,7 @@ def _provider_summary(stats: Stats, name: str, ref: str) -> str:
             head += f" (not distinguishable at this size: MDE {fmt(overall.mdd, 3)})"
         elif overall.tested:
             sure = "significant" if overall.significance else "not significant"
-            head += f" ({sure}, bootstrap {p_text(overall.p_adjusted, correction)})"
+            head += f" ({sure}, clustered t test {p_text(overall.p_adjusted, correction)})"
         else:
             head += f" (not tested: {overall.not_tested_reason})"
     better, worse, tested = [], [], 0
@@ -670,9 +670,9 @@ def contrast_section(stats: Stats) -> list:
         f"equal-weight scores, over the task types both have. Model: {fit}; equal-weight contrast "
         "= mean of the task-type contrasts, Wald test; SE cluster-robust (sandwich of the fit, "
         "clusters - 1 df, Satterthwaite across task types) where items are clustered, the "
-        "model's own otherwise (df ∞). Overall has no single-outcome model: its p is the cluster "
-        "bootstrap's. MDE 80% = the smallest true difference the test finds with 80% power at "
-        "the 5% level, (t_0.975 + t_0.8) x SE; a smaller difference is 'not distinguishable at "
+        "model's own otherwise (df ∞). Overall has no single-outcome model: its p is a t test "
+        "of the paired difference over its cluster-robust SE. MDE 80% = the smallest true "
+        "difference the test finds with 80% power at the 5% level, (t_0.975 + t_0.8) x SE; a smaller difference is 'not distinguishable at "
         "this size' and gets no stars. "
         "Direction comes from the raw difference, significance from the test."
     )
