@@ -672,8 +672,8 @@ def contrast_section(stats: Stats) -> list:
         "clusters - 1 df, Satterthwaite across task types) where items are clustered, the "
         "model's own otherwise (df ∞). Overall has no single-outcome model: its p is a t test "
         "of the paired difference over its cluster-robust SE. MDE 80% = the smallest true "
-        "difference the test finds with 80% power at the 5% level, (t_0.975 + t_0.8) x SE; a smaller difference is 'not distinguishable at "
-        "this size' and gets no stars. "
+        "difference the test finds with 80% power at the 5% level, (t_0.975 + t_0.8) x SE; a "
+        "smaller difference is 'not distinguishable at this size' and gets no stars. "
         "Direction comes from the raw difference, significance from the test."
     )
     return [
