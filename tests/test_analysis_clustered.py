@@ -302,3 +302,30 @@ def test_inspect_export_carries_the_clustered_overall_stderr(tmp_path):
     assert metric.metadata["df"] == 2 and metric.metadata["clustered"] == "obligations by template"
     naive = overall_interval(answers, {})
     assert naive[2] != pytest.approx(se)
+
+
+@pytest.mark.parametrize(("shift", "distinguishable"), [(0.023, False), (0.05, True)])
+def test_a_difference_inside_the_mde_gets_no_headline_p(shift: float, distinguishable: bool):
+    qids = [f"q{i}" for i in range(100)]
+    tasks = dict.fromkeys(qids, "obligations")
+    a = dict.fromkeys(qids, 0.5)
+    b = {q: 0.5 + shift + (0.1 if i % 2 else -0.1) for i, q in enumerate(qids)}
+    stats = compute_stats(
+        [_provider("A", a, tasks, {}), _provider("B", b, tasks, {})],
+        Settings(reference="A", judge="x", bootstrap=200),
+    )
+    overall = next(
+        c
+        for m in stats.models
+        for c in m.contrasts
+        if c.metric == "overall" and c.scope == EQUAL_WEIGHT
+    )
+    se = np.std([0.1 if i % 2 else -0.1 for i in range(100)], ddof=1) / 10
+    assert overall.p_value < 0.05  # both are "significant" at 5%
+    assert overall.mdd == pytest.approx(
+        (scipy_stats.t.ppf(0.975, overall.df) + scipy_stats.t.ppf(0.8, overall.df)) * se
+    )
+    assert overall.distinguishable is distinguishable
+    cell = next(r for r in stats.headline if r.provider == "B").overall
+    assert cell.distinguishable is distinguishable
+    assert (cell.significance != "") is distinguishable
