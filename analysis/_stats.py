@@ -14,7 +14,6 @@ from scipy import stats as scipy_stats
 
 from analysis._bootstrap import (
     StratumResult,
-    bootstrap_stratum,
     draw_indices,
     equal_weight,
     index_counts,
@@ -150,7 +149,7 @@ def compute_stats(
         "flips": flip_rates(combined.scores, names, settings.pass_threshold),
         "infra_failures": infra_failures(combined.trajectories, names, settings.infra_failures),
         "operations": operations(combined, names, settings),
-        "scenarios": scenario_accuracy(combined, names, settings),
+        "scenarios": scenario_accuracy(combined, names, settings, clusters),
         "research_gaps": research_gaps(providers, names, boot, models, settings),
         "caveats": caveats(providers, names, settings, combined),
     }
@@ -1274,9 +1273,12 @@ def _pair_p(
 
 
 def scenario_accuracy(
-    combined: Combined, names: list[str], settings: Settings
+    combined: Combined,
+    names: list[str],
+    settings: Settings,
+    clusters: dict[str, str] | None = None,
 ) -> list[ScenarioCell]:
-    """Obligations accuracy per scenario, with paired bootstrap intervals."""
+    """Obligations accuracy per scenario, with paired cluster-bootstrap intervals."""
     acc = combined.per_question[
         (combined.per_question["metric"] == "accuracy")
         & (combined.per_question["task_type"] == "obligations")
@@ -1289,7 +1291,10 @@ def scenario_accuracy(
         wide = cell.pivot(index="provider", columns="question_id", values="score")
         values = wide.reindex(index=names).to_numpy(dtype=float)
         rng = np.random.default_rng([settings.seed, 1000 + index])
-        result = bootstrap_stratum(values, rng, settings.bootstrap)
+        codes = cluster_codes([(clusters or {}).get(q, q) for q in wide.columns])
+        g = int(codes.max()) + 1
+        counts = index_counts(draw_indices(rng, g, settings.bootstrap), g)[:, codes]
+        result = stratum_from_counts(values, counts)
         low, high = percentile_interval(result.resampled, settings.confidence)
         for i, name in enumerate(names):
             if result.n[i]:
