@@ -917,7 +917,11 @@ def linear_t_test(contrast: Contrast, boot: Bootstrap, i: int, j: int) -> None:
     linear = boot.linear(boot.difference_weights(contrast.metric, contrast.scope, i, j))
     if not (math.isfinite(linear.se) and linear.se > 0 and math.isfinite(linear.df)):
         contrast.tested = False
-        contrast.not_tested_reason = "the standard error is undefined (fewer than 2 clusters)"
+        contrast.not_tested_reason = (
+            "the paired differences do not vary: zero variance, nothing to test"
+            if linear.se == 0
+            else "the standard error is undefined (fewer than 2 clusters in a task type)"
+        )
         return
     contrast.df, contrast.clusters = linear.df, linear.clusters
     contrast.z = linear.estimate / linear.se

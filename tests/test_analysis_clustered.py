@@ -329,3 +329,22 @@ def test_a_difference_inside_the_mde_gets_no_headline_p(shift: float, distinguis
     cell = next(r for r in stats.headline if r.provider == "B").overall
     assert cell.distinguishable is distinguishable
     assert (cell.significance != "") is distinguishable
+
+
+def test_identical_runs_are_not_tested_with_the_reason():
+    qids, meta, a, _ = _design(7)
+    tasks = dict.fromkeys(qids, "obligations")
+    stats = compute_stats(
+        [_provider("A", a, tasks, meta), _provider("B", dict(a), tasks, meta)],
+        Settings(reference="A", judge="x", bootstrap=50),
+    )
+    overall = next(
+        c
+        for m in stats.models
+        for c in m.contrasts
+        if c.metric == "overall" and c.scope == EQUAL_WEIGHT
+    )
+    assert not overall.tested and overall.p_value is None
+    assert overall.not_tested_reason == (
+        "the paired differences do not vary: zero variance, nothing to test"
+    )
