@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -47,6 +48,9 @@ class CompareConfig(BaseModel):
     """``exclude`` infrastructure failures from the scores, or score them ``zero`` (the paper)."""
     allow_partly_judged: bool = False
     """Compare fully and partly judged runs side by side (refused otherwise)."""
+    cluster: str = "auto"
+    """What items are clustered by: ``auto`` (template, else research kind), ``none`` or a
+    dataset metadata field."""
     se: StandardErrors = StandardErrors.observed
     """Mixed-model standard errors from the ``observed`` information (statsmodels') or the
     ``expected`` information ``(X' V^-1 X)^-1``."""
@@ -81,7 +85,9 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
             model=config.model,
             infra_failures=config.infra_failures,
             se=config.se,
+            cluster=config.cluster,
         )
+        check_cluster_field(providers, config.cluster)
         combined = combine(providers, config.latency_budget, config.infra_failures)
         stats = compute_stats(providers, settings, progress=bar.step, combined=combined)
         images = all_plots(stats, combined.trajectories)
@@ -91,6 +97,8 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
             (config.out / name).write_bytes(png)
         report = build_report(stats, list(images), viewer=config.viewer)
         (config.out / "stats.json").write_text(stats.model_dump_json(indent=1), encoding="utf-8")
+        items = [item.model_dump(mode="json") for item in stats.items]
+        (config.out / "items.json").write_text(json.dumps(items, indent=1), encoding="utf-8")
         (config.out / "report.md").write_text(to_markdown(report), encoding="utf-8")
         (config.out / "report.html").write_text(to_html(report, images), encoding="utf-8")
         bar.step("report")
@@ -119,6 +127,19 @@ def note_gradings(providers: list[ProviderData]) -> None:
         providers[0].caveats.append(
             f"The inputs were scored with different grading versions ({listed}): differences "
             "between them include the change of the rules; re-score them with one version."
+        )
+
+
+def check_cluster_field(providers: list[ProviderData], cluster: str) -> None:
+    """``--cluster FIELD`` must name a metadata field some dataset item has."""
+    if cluster in ("auto", "none"):
+        return
+    fields = sorted({f for p in providers for m in p.item_metadata.values() for f in m})
+    if cluster not in fields:
+        known = ", ".join(fields) if fields else "none (no dataset metadata found)"
+        raise InputError(
+            f"--cluster {cluster}: no dataset item has a metadata field {cluster!r} (fields: "
+            f"{known}); use auto, none or one of those"
         )
 
 

@@ -86,6 +86,9 @@ class ProviderData:
     scenarios: dict[str, str] = field(default_factory=dict)
     """question_id -> scenario (from the dataset or the published file)."""
     caveats: list[str] = field(default_factory=list)
+    item_metadata: dict[str, dict[str, str]] = field(default_factory=dict)
+    """question_id -> the dataset item's scalar ``metadata`` fields (``template``, ``kind``, ...):
+    what ``--cluster`` groups items by."""
 
 
 def read_json(path: Path) -> Any:

@@ -26,6 +26,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from analysis._data import finite_or_none
+from analysis._minimum import too_few_paired
 from analysis._schema import EQUAL_WEIGHT, Contrast, Guard, GuardKind, MetricModel, Severity
 
 INTERCEPT = "Intercept"
@@ -431,7 +432,6 @@ def _tested(
     """Contrasts of ``provider`` against the reference, or against ``against`` (another
     non-reference provider of the same fit: the difference of the two contrast vectors)."""
     contrasts = []
-    counts = data.groupby(["provider", "task_type"]).size()
     for scope in [EQUAL_WEIGHT, *inp.task_types]:
         c = contrast_vector(fit.fe_names, provider, inp.task_types, scope)
         if against is not None:
@@ -444,7 +444,7 @@ def _tested(
             tested=True,
             contrast_vector={n: float(v) for n, v in zip(fit.fe_names, c, strict=True) if v},
         )
-        few = _few_in_scope(inp, counts, provider, scope, against)
+        few = _few_in_scope(inp, data, provider, scope, against)
         estimate, se, z, p = wald(fit, c)
         contrast.lmm_estimate = finite_or_none(estimate)
         if few:
@@ -464,18 +464,17 @@ def _tested(
 
 
 def _few_in_scope(
-    inp: MetricInput, counts: pd.Series, provider: str, scope: str, against: str | None = None
+    inp: MetricInput, data: pd.DataFrame, provider: str, scope: str, against: str | None = None
 ) -> str | None:
-    if scope == EQUAL_WEIGHT:
-        return None
-    for who in (provider, against or inp.reference):
-        n = int(counts.get((who, scope), 0))
-        if n < inp.min_observations:
-            return (
-                f"{who} has {n} scored {inp.metric} observation(s) in {scope}; "
-                f"at least {inp.min_observations} are needed"
-            )
-    return None
+    """The one rule (:mod:`analysis._minimum`): paired answers in every task type of the scope."""
+    first = against or inp.reference
+    tasks = inp.task_types if scope == EQUAL_WEIGHT else [scope]
+    paired = {}
+    for task_type in tasks:
+        cell = data[data["task_type"] == task_type]
+        have = [set(cell.loc[cell["provider"] == who, "question_id"]) for who in (first, provider)]
+        paired[task_type] = len(have[0] & have[1])
+    return too_few_paired(paired, (first, provider), inp.metric, inp.min_observations)
 
 
 def _untested(

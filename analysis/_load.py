@@ -73,8 +73,8 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
         score_rows.extend(
             _score_rows(record, score_records.get((record.question_id, record.trial)))
         )
-    traj_df = pd.DataFrame(traj_rows, columns=TRAJECTORY_COLUMNS)
-    scenarios, caveats = _dataset_scenarios(manifest.dataset_path, run_dir)
+    traj_df = pd.DataFrame(traj_rows, columns=[*TRAJECTORY_COLUMNS, "termination"])
+    scenarios, caveats, metadata = _dataset_scenarios(manifest.dataset_path, run_dir)
     judged = _coverage(scores_path.stem, list(score_records.values()), trajectories)
     if len(trajectories) < len(records):
         caveats.append(
@@ -112,9 +112,8 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
             f"{info.name}: the run did not finish ({len(traj_df)} of "
             f"{manifest.question_count} questions recorded)."
         )
-    return ProviderData(
-        info, pd.DataFrame(score_rows, columns=SCORE_COLUMNS), traj_df, scenarios, caveats
-    )
+    scores_df = pd.DataFrame(score_rows, columns=SCORE_COLUMNS)
+    return ProviderData(info, scores_df, traj_df, scenarios, caveats, metadata)
 
 
 def _coverage(name: str, scores: list[Any], trajectories: list[Any]) -> Any:
@@ -233,6 +232,7 @@ def _trajectory_row(record: Any) -> dict[str, Any]:
         "tool_calls": len(record.tool_calls),
         "tokens": float(tokens) if tokens else math.nan,
         "cost_usd": record.cost_usd if record.cost_usd is not None else math.nan,
+        "termination": str(record.termination.reason),
     }
 
 
@@ -297,22 +297,40 @@ def _overall(overall: float | None, statuses: list[str]) -> dict[str, Any]:
     return {"metric": "overall", "status": "not_applicable", "score": math.nan}
 
 
-def _dataset_scenarios(dataset_path: str, run_dir: Path) -> tuple[dict[str, str], list[str]]:
-    """question_id -> scenario from the run's dataset; a caveat instead when it cannot be read."""
+def _dataset_scenarios(
+    dataset_path: str, run_dir: Path
+) -> tuple[dict[str, str], list[str], dict[str, dict[str, str]]]:
+    """question_id -> scenario and -> scalar item metadata from the run's dataset; a caveat
+    instead when it cannot be read."""
     from ledgerbench.dataset import find_run_dataset, load_dataset, raw_items
 
     path = find_run_dataset(dataset_path, run_dir)
     if path is None:
-        return {}, [f"{run_dir}: dataset {dataset_path} not found; obligation scenarios unknown."]
+        return (
+            {},
+            [f"{run_dir}: dataset {dataset_path} not found; obligation scenarios unknown."],
+            {},
+        )
     try:
         dataset = load_dataset(path)
     except Exception as exc:  # a dataset that fails validation can still name its scenarios
+        items = list(raw_items(path))
         scenarios = {
-            str(item["id"]): str(item["scenario"])
-            for item in raw_items(path)
-            if item.get("scenario")
+            str(item["id"]): str(item["scenario"]) for item in items if item.get("scenario")
         }
+        metadata = {str(item["id"]): _scalars(item.get("metadata")) for item in items}
         if scenarios:
-            return scenarios, []
-        return {}, [f"{run_dir}: dataset {path} could not be read ({exc}); scenarios unknown."]
-    return {item.id: item.scenario for item in dataset.items}, []
+            return scenarios, [], metadata
+        return (
+            {},
+            [f"{run_dir}: dataset {path} could not be read ({exc}); scenarios unknown."],
+            metadata,
+        )
+    scenarios = {item.id: item.scenario for item in dataset.items}
+    return scenarios, [], {item.id: _scalars(item.metadata) for item in dataset.items}
+
+
+def _scalars(metadata: object) -> dict[str, str]:
+    if not isinstance(metadata, dict):
+        return {}
+    return {str(k): str(v) for k, v in metadata.items() if isinstance(v, str | int | float | bool)}

@@ -9,7 +9,17 @@ import numpy as np
 import pandas as pd
 
 from analysis._data import ANSWER_MEAN, DIMENSIONS, INCLUDED, RESEARCH_ACCURACY, TASK_TYPES
-from analysis._schema import Distribution, MissingCount, OperationsCell, PassK, Settings, TrialStats
+from analysis._schema import (
+    Distribution,
+    FlipRate,
+    InfraFailureCell,
+    InfraFailures,
+    MissingCount,
+    OperationsCell,
+    PassK,
+    Settings,
+    TrialStats,
+)
 
 if TYPE_CHECKING:
     from analysis._stats import Combined
@@ -80,38 +90,76 @@ def trial_stats(scores: pd.DataFrame, names: list[str], metrics: list[str]) -> l
     return sorted(out, key=lambda t: (order[t.provider], metrics.index(t.metric), t.task_type))
 
 
-def pass_k(scores: pd.DataFrame, names: list[str], threshold: float) -> list[PassK]:
-    """pass^k on obligations accuracy: mean over questions of C(c, k) / C(n, k) (tau-bench)."""
-    acc = scores[
-        (scores["metric"] == "accuracy")
-        & (scores["task_type"] == "obligations")
-        & scores["status"].isin(INCLUDED)
-    ]
-    if acc.empty:
-        return []
-    per_q = (
-        acc.assign(passed=acc["score"] >= threshold - 1e-9)
-        .groupby(["provider", "question_id"])["passed"]
+PASS_METRICS = {
+    "obligations": "accuracy",
+    "entity_performance": RESEARCH_ACCURACY,
+    "business_brief": RESEARCH_ACCURACY,
+}
+"""The verdict of an answer per task type: obligations accuracy, research items' keyed accuracy
+(LedgerBench's extension; task types without a key have no pass/fail)."""
+
+
+def _verdicts(scores: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """provider, task_type, question_id, count (scored trials), sum (passed trials)."""
+    wanted = scores["task_type"].map(PASS_METRICS) == scores["metric"]
+    cell = scores[wanted & scores["status"].isin(INCLUDED)]
+    return (
+        cell.assign(passed=cell["score"] >= threshold - 1e-9)
+        .groupby(["provider", "task_type", "question_id"], sort=False)["passed"]
         .agg(["count", "sum"])
         .reset_index()
     )
-    if per_q["count"].max() < 2:
+
+
+def pass_k(scores: pd.DataFrame, names: list[str], threshold: float) -> list[PassK]:
+    """pass^k per task type with a verdict: mean over questions of C(c, k) / C(n, k) (tau-bench)."""
+    per_q = _verdicts(scores, threshold)
+    if per_q.empty or per_q["count"].max() < 2:
         return []
     out = []
-    for name in names:
-        cell = per_q[per_q["provider"] == name]
-        for k in range(1, int(cell["count"].max()) + 1 if len(cell) else 1):
-            usable = cell[cell["count"] >= k]
-            values = [
-                comb(int(c), k) / comb(int(n), k) for n, c in usable[["count", "sum"]].to_numpy()
-            ]
+    for task_type in [t for t in TASK_TYPES if t in set(per_q["task_type"])]:
+        for name in names:
+            cell = per_q[(per_q["provider"] == name) & (per_q["task_type"] == task_type)]
+            for k in range(1, int(cell["count"].max()) + 1 if len(cell) else 1):
+                usable = cell[cell["count"] >= k]
+                values = [
+                    comb(int(c), k) / comb(int(n), k)
+                    for n, c in usable[["count", "sum"]].to_numpy()
+                ]
+                out.append(
+                    PassK(
+                        provider=name,
+                        k=k,
+                        value=float(np.mean(values)) if values else None,
+                        questions=len(values),
+                        threshold=threshold,
+                        task_type=task_type,
+                        metric=PASS_METRICS[task_type],
+                    )
+                )
+    return out
+
+
+def flip_rates(scores: pd.DataFrame, names: list[str], threshold: float) -> list[FlipRate]:
+    """Per provider and task type: the share of questions (with 2+ scored trials) whose verdict
+    is not the same in every trial."""
+    per_q = _verdicts(scores, threshold)
+    per_q = per_q[per_q["count"] >= 2]
+    out = []
+    for task_type in [t for t in TASK_TYPES if t in set(per_q["task_type"])]:
+        for name in names:
+            cell = per_q[(per_q["provider"] == name) & (per_q["task_type"] == task_type)]
+            if cell.empty:
+                continue
+            flipped = int(((cell["sum"] > 0) & (cell["sum"] < cell["count"])).sum())
             out.append(
-                PassK(
+                FlipRate(
                     provider=name,
-                    k=k,
-                    value=float(np.mean(values)) if values else None,
-                    questions=len(values),
-                    threshold=threshold,
+                    task_type=task_type,
+                    metric=PASS_METRICS[task_type],
+                    questions=len(cell),
+                    flipped=flipped,
+                    rate=flipped / len(cell),
                 )
             )
     return out
@@ -195,3 +243,36 @@ def _per_correct(values: pd.Series, n_correct: int) -> float | None:
     """Total spent on obligations (where known) per correct answer; None if unknown."""
     known = values.astype(float).dropna()
     return float(known.sum()) / n_correct if n_correct and len(known) else None
+
+
+def infra_failures(
+    trajectories: pd.DataFrame, names: list[str], convention: InfraFailures
+) -> list[InfraFailureCell]:
+    """Infrastructure failures (status ``error``) per provider, task type and termination
+    reason, with how many were left out of the score denominators."""
+    failed = trajectories[trajectories["status"] == "error"]
+    if failed.empty:
+        return []
+    reasons = (
+        failed["termination"].fillna("error")
+        if "termination" in failed
+        else pd.Series("error", index=failed.index)
+    )
+    totals = trajectories.groupby(["provider", "task_type"]).size()
+    counts = failed.assign(reason=reasons).groupby(["provider", "task_type", "reason"]).size()
+    order = {n: i for i, n in enumerate(names)}
+    out = [
+        InfraFailureCell(
+            provider=str(provider),
+            task_type=str(task_type),
+            reason=str(reason),
+            count=int(count),
+            trajectories=int(totals[(provider, task_type)]),
+            excluded=int(count) if convention == InfraFailures.exclude else 0,
+        )
+        for (provider, task_type, reason), count in counts.items()
+    ]
+    task_order = {t: i for i, t in enumerate(TASK_TYPES)}
+    return sorted(
+        out, key=lambda c: (order.get(c.provider, 99), task_order.get(c.task_type, 9), c.reason)
+    )

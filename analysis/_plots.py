@@ -285,13 +285,37 @@ def cost_plot(stats: Stats) -> bytes | None:
             [cost], [est], yerr=[[low], [high]], fmt="o", color=palette[name], capsize=3, ms=7
         )
         ax.annotate(name, (cost, est), textcoords="offset points", xytext=(7, 4), fontsize=8.5)
+    front = pareto_front([(name, cost, cell.score.estimate) for name, cost, cell in points])
+    if len(front) > 1:
+        ax.plot(
+            [cost for _, cost, _ in front],
+            [score for _, _, score in front],
+            linestyle="--",
+            color="0.4",
+            linewidth=1,
+            label="Pareto front (no other agent is cheaper and better)",
+        )
+        ax.legend(loc="lower right", fontsize=8)
+    for _name, cost, score in front:
+        ax.scatter([cost], [score], s=160, facecolors="none", edgecolors="0.2", linewidths=1.2)
     ax.set_xlabel("Cost per question (USD)")
     label = "Obligations accuracy" if metric == "accuracy" else "Equal-weight overall score"
     ax.set_ylabel(f"{label} (95% CI)")
     ax.set_ylim(0, 1.05)
     ax.set_xlim(left=0, right=max(c for _, c, _ in points) * 1.3 or 1.0)
-    ax.set_title(f"{label} against cost")
+    ax.set_title(f"{label} against cost (circled: Pareto front)")
     return _png(fig)
+
+
+def pareto_front(points: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
+    """(name, cost, score) points no other point beats (cheaper or equal and better, or better
+    or equal and cheaper), by increasing cost."""
+    front = [
+        p
+        for p in points
+        if not any(q[1] <= p[1] and q[2] >= p[2] and (q[1] < p[1] or q[2] > p[2]) for q in points)
+    ]
+    return sorted(front, key=lambda p: (p[1], -p[2]))
 
 
 def all_plots(stats: Stats, trajectories: pd.DataFrame) -> dict[str, bytes]:

@@ -9,6 +9,8 @@ import base64
 import html
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from analysis._data import (
     METRIC_LABELS,
     RESEARCH_ACCURACY,
@@ -98,6 +100,10 @@ def fmt_ci(estimate: float | None, low: float | None, high: float | None, digits
     return f"{estimate:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def _bounds(low: float | None, high: float | None) -> str:
+    return "–" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
 def fmt_signed_ci(estimate: float | None, low: float | None, high: float | None) -> str:
     if estimate is None:
         return "–"
@@ -148,7 +154,128 @@ def build_report(stats: Stats, images: list[str], viewer: str | None = None) -> 
     report.add(*missing_section(stats))
     report.add(*guards_section(stats))
     report.add(*method_section(stats))
+    report.add(*clustering_appendix(stats))
+    report.add(*items_appendix(stats))
     return report
+
+
+def items_appendix(stats: Stats, top: int = 10) -> list:
+    """Which items carry the signal (items.json has every item)."""
+    if not stats.items and not stats.signal_noise:
+        return []
+    blocks: list = [Heading("Appendix: items")]
+    if stats.signal_noise:
+        rows = [
+            [
+                task_label(c.task_type),
+                str(c.agents),
+                fmt(c.signal, 3),
+                fmt(c.noise, 3),
+                fmt(c.ratio, 1),
+            ]
+            for c in stats.signal_noise
+        ]
+        blocks.append(
+            Table(
+                ["Task type", "Agents", "Signal", "Noise", "Signal / noise"],
+                rows,
+                "Signal: SD across agents of their mean score (the judge's per-answer mean); "
+                "noise: mean SD of one agent's mean score between trials (needs 2+ trials). A "
+                "low ratio: the task type adds noise more than it separates agents.",
+            )
+        )
+    if stats.items:
+        rows = []
+        for task_type in dict.fromkeys(i.task_type for i in stats.items):
+            mine = [i for i in stats.items if i.task_type == task_type]
+            rated = [i for i in mine if i.discrimination is not None]
+            rows.append(
+                [
+                    task_label(task_type),
+                    str(len(mine)),
+                    str(sum(i.always_solved for i in mine)),
+                    str(sum(i.never_solved for i in mine)),
+                    str(sum(i.discrimination > 0.3 for i in rated)),
+                    fmt(float(np.mean([i.discrimination for i in rated])), 2) if rated else "–",
+                ]
+            )
+        blocks.append(
+            Table(
+                [
+                    "Task type",
+                    "Items",
+                    "Always solved",
+                    "Never solved",
+                    "Discriminating (r > 0.3)",
+                    "Mean r",
+                ],
+                rows,
+                "Per item (items.json): each agent's pass rate, discrimination r (point-biserial "
+                "across agents of the pass rate against the agent's Overall; needs 3+ agents), "
+                "always solved / never solved by every agent, and the scripted and nothing "
+                "baselines' pass rates when those runs are compared.",
+            )
+        )
+        ranked = sorted(
+            (i for i in stats.items if i.discrimination is not None),
+            key=lambda i: -(i.discrimination or 0),
+        )[:top]
+        if ranked:
+            agents = list(dict.fromkeys(a for i in stats.items for a in i.pass_rate))
+            item_rows = [
+                [
+                    i.question_id,
+                    task_label(i.task_type),
+                    fmt(i.discrimination, 2),
+                    *[fmt(i.pass_rate.get(a), 2) for a in agents],
+                    fmt(i.scripted, 2),
+                    fmt(i.nothing, 2),
+                ]
+                for i in ranked
+            ]
+            blocks.append(
+                Details(
+                    f"The {len(ranked)} most discriminating items",
+                    [Table(["Item", "Task type", "r", *agents, "scripted", "nothing"], item_rows)],
+                )
+            )
+    return blocks
+
+
+def clustering_appendix(stats: Stats) -> list:
+    """What the items were clustered by, and each equal-weight mean's clustered interval beside
+    the naive one (every item its own cluster)."""
+    rows = [
+        [task_label(c.task_type), c.by, str(c.items), str(c.clusters), c.note or ""]
+        for c in stats.clustering
+    ]
+    blocks: list = [
+        Heading("Appendix: clustering"),
+        Table(["Task type", "Clustered by", "Items", "Clusters", "Note"], rows),
+    ]
+    cells = [c for c in stats.scores if c.scope == EQUAL_WEIGHT and c.metric in stats.metrics]
+    naive_rows = []
+    for cell in cells:
+        naive = cell.naive
+        naive_rows.append(
+            [
+                cell.provider,
+                cell.metric,
+                fmt(cell.score.estimate, 3),
+                _bounds(cell.score.ci_low, cell.score.ci_high),
+                _bounds(naive.ci_low, naive.ci_high) if naive else "–",
+                fmt(cell.df, 1),
+            ]
+        )
+    blocks.append(
+        Table(
+            ["Provider", "Metric", "Mean", "Clustered 95% CI", "Naive 95% CI", "df"],
+            naive_rows,
+            "Naive: every item its own cluster (the interval that ignores the templates; too "
+            "narrow when items of a template are correlated).",
+        )
+    )
+    return blocks
 
 
 def _title(stats: Stats) -> str:
@@ -238,7 +365,11 @@ def summary_lines(stats: Stats) -> list[str]:
             "see Guards and caveats."
         )
     correction = stats.settings.correction.value
-    how = f"How sure: intervals are 95% bootstrap intervals (B = {stats.settings.bootstrap})"
+    how = (
+        f"How sure: {clustering_text(stats)}. Means have 95% t intervals from cluster-robust "
+        f"standard errors; differences 95% cluster-bootstrap intervals (B = "
+        f"{stats.settings.bootstrap})"
+    )
     if len(names) > 1:
         fit = (
             "each pair fitted on its own data"
@@ -246,9 +377,11 @@ def summary_lines(stats: Stats) -> list[str]:
             else "one pooled model for all providers"
         )
         how += (
-            f", paired across providers; dimension stars come from mixed-model Wald tests ({fit}; "
+            f", paired across providers; dimension stars come from mixed-model Wald tests with "
+            f"cluster-robust errors ({fit}; "
             f"{'no correction across metrics' if correction == 'none' else correction}), "
-            "Overall's from the paired bootstrap"
+            "Overall's from the paired cluster bootstrap; a difference smaller than its minimum "
+            "detectable effect (MDE) is 'not distinguishable at this size', without stars"
         )
     lines.append(how + ".")
     mdd = _mdd_line(stats)
@@ -334,17 +467,20 @@ def _provider_summary(stats: Stats, name: str, ref: str) -> str:
     if overall and overall.bootstrap and overall.bootstrap.estimate is not None:
         d = overall.bootstrap
         head += f": Overall {fmt_signed_ci(d.estimate, d.ci_low, d.ci_high)}"
-        if overall.tested:
+        if overall.tested and overall.distinguishable is False:
+            head += f" (not distinguishable at this size: MDE {fmt(overall.mdd, 3)})"
+        elif overall.tested:
             sure = "significant" if overall.significance else "not significant"
-            head += f" ({sure}, bootstrap {p_text(overall.p_adjusted, correction)})"
+            head += f" ({sure}, clustered t test {p_text(overall.p_adjusted, correction)})"
         else:
             head += f" (not tested: {overall.not_tested_reason})"
-    better, worse = [], []
+    better, worse, tested = [], [], 0
     for metric in stats.metrics:
         if metric in ("overall", "answer_mean"):
             continue
         contrast = _contrast(stats, name, metric, EQUAL_WEIGHT, ref)
-        if contrast and contrast.tested and contrast.significance:
+        tested += bool(contrast and contrast.tested)
+        if contrast and contrast.tested and contrast.significance and contrast.distinguishable:
             target = better if (contrast.raw_difference or 0) > 0 else worse
             p = p_text(contrast.p_adjusted, correction)
             target.append(f"{metric} ({contrast.raw_difference:+.2f}, {p})")
@@ -352,7 +488,9 @@ def _provider_summary(stats: Stats, name: str, ref: str) -> str:
         head += "; significantly higher on " + ", ".join(better)
     if worse:
         head += "; significantly lower on " + ", ".join(worse)
-    if not better and not worse:
+    if not tested:
+        head += "; no dimension tested (see Guards)"
+    elif not better and not worse:
         head += "; no dimension differs significantly"
     return head + "."
 
@@ -377,6 +515,8 @@ def _marked_score(stats: Stats, name: str, metric: str, scope: str) -> str:
     mark = contrast.significance if contrast else ""
     if contrast is not None and not contrast.tested:
         mark = "(n.t.)"
+    elif contrast is not None and contrast.distinguishable is False:
+        mark = "(n.d.)"
     text = _ci_text(_score(stats, name, metric, scope))
     return f"{text} {mark}" if mark else text
 
@@ -392,7 +532,8 @@ def headline_section(stats: Stats) -> list:
         row += [_marked_score(stats, name, metric, EQUAL_WEIGHT) for metric in stats.metrics]
         rows.append(row)
     note = (
-        "Equal-weight means across task types with 95% bootstrap intervals. Overall = the mean of "
+        "Equal-weight means across task types with 95% clustered t intervals (Method, Appendix: "
+        "clustering). Overall = the mean of "
         "the provider's dimension scores (the paper's Overall); Answer_mean = the judge's "
         "per-answer mean of scored dimensions, averaged like a dimension (it weighs accuracy by "
         "the few answers it applies to). Research = the run's research mode (world: the research "
@@ -405,7 +546,10 @@ def headline_section(stats: Stats) -> list:
     if len(names) > 1:
         note += (
             " Marks against the reference: * p<0.05, ** p<0.01, *** p<0.001 (mixed-model Wald "
-            "test; Overall: paired bootstrap); (n.t.) = not tested, see Guards."
+            "test; Overall: t test on the paired difference, both with cluster-robust errors); "
+            "(n.d.) = not distinguishable at this size (the "
+            "difference is smaller than the minimum detectable effect); (n.t.) = not tested, see "
+            "Guards."
         )
     blocks: list = [Heading("Headline scores"), Table(header, rows, note)]
     if len(names) > 1:
@@ -419,7 +563,9 @@ def headline_section(stats: Stats) -> list:
                 d = cell.difference if cell else None
                 row.append(fmt_signed_ci(d.estimate, d.ci_low, d.ci_high) if d else "–")
             rows.append(row)
-        blocks.append(Table(header, rows, "Provider minus reference, paired bootstrap 95% CI."))
+        blocks.append(
+            Table(header, rows, "Provider minus reference, paired cluster-bootstrap 95% CI.")
+        )
     return blocks
 
 
@@ -453,13 +599,37 @@ def _contrast_row(c: Contrast, with_scope: bool) -> list[str]:
         fmt_signed_ci(b.estimate, b.ci_low, b.ci_high) if b else "–",
         fmt(c.lmm_estimate, 3),
         fmt(c.lmm_se, 3),
+        fmt(c.df, 0) if c.df is not None else "∞",
         fmt_p(c.p_value),
         fmt_p(c.p_adjusted),
         c.significance or "",
         fmt(c.mdd, 3),
+        verdict(c),
         c.fit or "–",
         c.disagreement or status,
     ]
+
+
+def verdict(c: Contrast) -> str:
+    """What the contrast lets one say: distinguishable or not at this size (or not tested)."""
+    if not c.tested:
+        return "not tested"
+    if c.distinguishable is False:
+        return "not distinguishable at this size"
+    return "distinguishable" if c.distinguishable else "–"
+
+
+def clustering_text(stats: Stats) -> str:
+    """``items clustered by template (obligations 73 templates / 100 items, ...)``."""
+    parts = [
+        f"{task_label(c.task_type)} {c.clusters} {c.by}s / {c.items} items"
+        if c.by != "item"
+        else f"{task_label(c.task_type)} {c.items} items as units"
+        for c in stats.clustering
+    ]
+    if all(c.by == "item" for c in stats.clustering):
+        return "items are the unit, no clustering (" + ", ".join(parts) + ")"
+    return "items clustered (" + ", ".join(parts) + ")"
 
 
 def contrast_section(stats: Stats) -> list:
@@ -480,10 +650,12 @@ def contrast_section(stats: Stats) -> list:
         "Difference [95% CI]",
         "Model estimate",
         "SE",
+        "df",
         "p",
         "p adj.",
         "",
-        "MDD 80%",
+        "MDE 80%",
+        "Verdict",
         "Fit",
         "Status",
     ]
@@ -497,11 +669,14 @@ def contrast_section(stats: Stats) -> list:
         else "one pooled model with every provider (the paper's), one residual variance"
     )
     note = (
-        "Every pair, later provider minus earlier. Difference: paired bootstrap of the raw "
+        "Every pair, later provider minus earlier. Difference: paired cluster bootstrap of the raw "
         f"equal-weight scores, over the task types both have. Model: {fit}; equal-weight contrast "
-        "= mean of the task-type contrasts, Wald test. Overall has no single-outcome model: its p "
-        "is the bootstrap's. MDD 80% = the smallest true difference the test finds with 80% "
-        "power at the 5% level, (1.96 + 0.84) x SE, from the fitted variance components. "
+        "= mean of the task-type contrasts, Wald test; SE cluster-robust (sandwich of the fit, "
+        "clusters - 1 df, Satterthwaite across task types) where items are clustered, the "
+        "model's own otherwise (df ∞). Overall has no single-outcome model: its p is a t test "
+        "of the paired difference over its cluster-robust SE. MDE 80% = the smallest true "
+        "difference the test finds with 80% power at the 5% level, (t_0.975 + t_0.8) x SE; a "
+        "smaller difference is 'not distinguishable at this size' and gets no stars. "
         "Direction comes from the raw difference, significance from the test."
     )
     return [
@@ -627,9 +802,9 @@ def _research_contrasts(stats: Stats) -> list:
         Table(
             ["Pair", "Metric", *tail],
             marginal,
-            "The same paired tests as the paper's metrics (section Contrasts): paired bootstrap "
-            "difference, one mixed model per pair and task type, equal-weight over the research "
-            "task types both have; corrected across the research metrics only.",
+            "The same paired tests as the paper's metrics (section Contrasts): paired "
+            "cluster-bootstrap difference, one mixed model per pair and task type, equal-weight "
+            "over the research task types both have; corrected across the research metrics only.",
         ),
         Details(
             f"Per-task-type research contrasts ({len(per_task)})",
@@ -659,9 +834,9 @@ def _gap_blocks(stats: Stats) -> list:
             ["Agent", "Gap", "Metric", "Task type", "Difference [95% CI]", "p", ""],
             rows,
             "Runs of the same harness and model in two research modes. Difference: paired "
-            "bootstrap (questions resampled within task type, the same resamples as every "
-            "other figure), first mode minus second. p: the pair's mixed-model Wald test "
-            "(Overall: the paired bootstrap), after the chosen correction.",
+            "cluster bootstrap (templates resampled within task type, the same resamples as "
+            "every other figure), first mode minus second. p: the pair's mixed-model Wald test "
+            "(Overall: the clustered t test), after the chosen correction.",
         ),
     ]
 
@@ -779,10 +954,41 @@ def operations_section(stats: Stats, images: list[str]) -> list:
         "answer exists only for obligations (the only task type with an accuracy dimension)."
     )
     blocks: list = [Heading("Operations"), Table(header, rows, note)]
+    blocks += infra_failure_blocks(stats)
     for name in ("latency.png", "tool_calls.png", "cost.png"):
         if name in images:
             blocks.append(Image(name, IMAGE_TITLES[name]))
     return blocks
+
+
+def infra_failure_blocks(stats: Stats) -> list:
+    """Infrastructure failures per provider and termination reason, beside the scores."""
+    if not stats.infra_failures:
+        return [Paragraph("Infrastructure failures: none (every run reached the agent).")]
+    rows = [
+        [
+            c.provider,
+            task_label(c.task_type),
+            c.reason,
+            f"{c.count} of {c.trajectories} ({c.count / c.trajectories:.0%})",
+            str(c.excluded),
+        ]
+        for c in stats.infra_failures
+    ]
+    convention = stats.settings.infra_failures.value
+    return [
+        Heading("Infrastructure failures", 3),
+        Table(
+            ["Provider", "Task type", "Termination reason", "Failed runs", "Excluded from scores"],
+            rows,
+            f"--infra-failures {convention}: "
+            + (
+                "failed runs are left out of every score's denominator (the counts above)."
+                if convention == "exclude"
+                else "failed runs score 0 (the paper's convention), so none is excluded."
+            ),
+        ),
+    ]
 
 
 def _pct(value: float | None) -> str:
@@ -793,23 +999,38 @@ def _usd(value: float | None) -> str:
     return "–" if value is None else f"${value:.4f}" if value < 0.1 else f"${value:.2f}"
 
 
+def _pass_k_table(stats: Stats) -> Table:
+    """pass^k per provider and task type, with the flip rate beside it."""
+    ks = sorted({p.k for p in stats.pass_k})
+    by = {(p.provider, p.task_type, p.k): p for p in stats.pass_k}
+    flips = {(f.provider, f.task_type): f for f in stats.flips}
+    rows = []
+    for task_type in dict.fromkeys(p.task_type for p in stats.pass_k):
+        for provider in [p.name for p in stats.providers]:
+            if not any((provider, task_type, k) in by for k in ks):
+                continue
+            flip = flips.get((provider, task_type))
+            cells = [
+                fmt(by[(provider, task_type, k)].value) if (provider, task_type, k) in by else "–"
+                for k in ks
+            ]
+            flipped = f"{flip.rate:.0%} ({flip.flipped}/{flip.questions})" if flip else "–"
+            rows.append([task_label(task_type), provider, *cells, flipped])
+    return Table(
+        ["Task type", "Provider", *[f"pass^{k}" for k in ks], "Flip rate"],
+        rows,
+        "Chance that k trials of the same question all pass (obligations: accuracy; research: "
+        f"keyed research accuracy; pass = at least {stats.pass_k[0].threshold:g}). Flip rate: "
+        "share of questions whose verdict changes between trials.",
+    )
+
+
 def trials_section(stats: Stats) -> list:
     if not stats.trials and not stats.pass_k:
         return []
     blocks: list = [Heading("Repeated trials")]
     if stats.pass_k:
-        ks = sorted({p.k for p in stats.pass_k})
-        names = [p.name for p in stats.providers]
-        by = {(p.provider, p.k): p for p in stats.pass_k}
-        rows = [[n, *[fmt(by[(n, k)].value) if (n, k) in by else "–" for k in ks]] for n in names]
-        blocks.append(
-            Table(
-                ["Provider", *[f"pass^{k}" for k in ks]],
-                rows,
-                "Obligations accuracy: chance that k trials of the same question all pass "
-                f"(accuracy ≥ {stats.pass_k[0].threshold:g}).",
-            )
-        )
+        blocks.append(_pass_k_table(stats))
     if stats.trials:
         rows = [
             [
@@ -978,7 +1199,12 @@ def method_section(stats: Stats) -> list:
                 "like a dimension.",
                 f"Infrastructure failures: {s.infra_failures.value} "
                 "(exclude = left out of every score; zero = scored 0, the paper's convention).",
-                f"Bootstrap: B = {s.bootstrap}, seed {s.seed}, questions resampled within task "
+                f"Clustering (--cluster {s.cluster}): {clustering_text(stats)}. Items of one "
+                "template (or research kind) are correlated, so the cluster is the independent "
+                "unit: means get t intervals with cluster-robust standard errors (clusters - 1 "
+                "degrees of freedom; Satterthwaite across task types), mixed-model contrasts "
+                "cluster-robust sandwich errors, and the bootstrap resamples whole clusters.",
+                f"Bootstrap: B = {s.bootstrap}, seed {s.seed}, clusters resampled within task "
                 "type, the same resample for every provider and metric (paired); percentile "
                 "intervals.",
                 f"Judge: {s.judge}. Correction across metrics: {s.correction.value}. Minimum "

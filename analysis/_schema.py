@@ -30,7 +30,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-STATS_FORMAT_VERSION = 3
+STATS_FORMAT_VERSION = 4
 EQUAL_WEIGHT = "equal_weight"
 """``scope`` value for the equal-weight mean across task types."""
 
@@ -94,6 +94,10 @@ class Settings(_Strict):
     """How the mixed models' standard errors are computed (``--se``)."""
     power: float = 0.8
     """Power for the minimum detectable difference (two-sided test at 1 - confidence)."""
+    cluster: str = "auto"
+    """What items are clustered by (``--cluster``): ``auto`` (the item's ``template``, else its
+    research ``kind``), ``none`` (every item its own cluster: the naive analysis) or any other
+    scalar field of the dataset items' ``metadata``."""
 
 
 class ProviderInfo(_Strict):
@@ -174,8 +178,17 @@ class ScoreCell(_Strict):
     n: int
     """Scored questions (for ``equal_weight``: summed over task types)."""
     score: Interval
+    """The mean with its clustered t interval (cluster-robust SE, Satterthwaite df; one task
+    type: clusters - 1); no interval from fewer than 2 clusters."""
+    se: float | None = None
+    """Clustered standard error of the mean."""
+    df: float | None = None
+    """Degrees of freedom of the t interval."""
+    naive: Interval | None = None
+    """The same mean with the naive t interval (every item its own cluster), for comparison."""
     difference: Interval | None = None
-    """Score minus the reference's score, paired bootstrap interval; None for the reference."""
+    """Score minus the reference's score, paired cluster-bootstrap interval; None for the
+    reference."""
 
 
 class Contrast(_Strict):
@@ -222,6 +235,16 @@ class Contrast(_Strict):
     disagreement: str | None = None
     """Set when the bootstrap interval and the p-value disagree (one excludes 0 at 95%, the
     other is not below 0.05): one sentence saying why."""
+    df: float | None = None
+    """Degrees of freedom of the test and the MDD (None: normal, no clustering in the fit)."""
+    clusters: int | None = None
+    """Independent clusters (templates) behind the contrast, summed over its task types."""
+    naive_se: float | None = None
+    """Standard error ignoring the clustering (the model's own for mixed models, items as the
+    unit for the Overall); ``lmm_se`` is the clustered one when the items are clustered."""
+    distinguishable: bool | None = None
+    """False when the difference is inside the minimum detectable difference: reported as "not
+    distinguishable at this size", never with a headline p; None when not tested."""
 
 
 class FitSummary(_Strict):
@@ -294,6 +317,20 @@ class PassK(_Strict):
     """Mean over questions of C(c, k) / C(n, k): the chance that k trials drawn from n all pass."""
     questions: int
     threshold: float
+    task_type: str = "obligations"
+    metric: str = "accuracy"
+    """The verdict's metric: obligations accuracy, research items' keyed accuracy."""
+
+
+class FlipRate(_Strict):
+    provider: str
+    task_type: str
+    metric: str
+    questions: int
+    """Questions with at least two scored trials."""
+    flipped: int
+    """Of those, questions whose verdict (metric >= the pass threshold) differs between trials."""
+    rate: float
 
 
 class Distribution(_Strict):
@@ -333,6 +370,20 @@ class OperationsCell(_Strict):
     """Answers slower than the latency budget (re-scored as failures)."""
 
 
+class InfraFailureCell(_Strict):
+    provider: str
+    task_type: str
+    reason: str
+    """The run's termination reason (``provider_unavailable``, ``erp_unavailable``, ...;
+    ``error`` where the input does not record it)."""
+    count: int
+    trajectories: int
+    """All runs of the provider in the task type (the share's denominator)."""
+    excluded: int
+    """Of ``count``, runs left out of every score's denominator (``--infra-failures exclude``;
+    0 with ``zero``, where they score 0)."""
+
+
 class ScenarioCell(_Strict):
     provider: str
     scenario: str
@@ -352,6 +403,10 @@ class HeadlineCell(_Strict):
     significance: str = ""
     tested: bool | None = None
     """None for the reference; False when a guard stopped the test."""
+    distinguishable: bool | None = None
+    """False: the difference is inside the minimum detectable difference ("not
+    distinguishable at this size"; no p or stars shown)."""
+    mdd: float | None = None
 
 
 class HeadlineRow(_Strict):
@@ -393,6 +448,45 @@ class ResearchGap(_Strict):
     significance: str = ""
 
 
+class ItemDiagnostic(_Strict):
+    question_id: str
+    task_type: str
+    pass_rate: dict[str, float] = Field(default_factory=dict)
+    """Agent -> share of its scored trials that pass (baselines not included)."""
+    discrimination: float | None = None
+    """Point-biserial correlation across agents of the pass rate with the agent's Overall (None
+    with fewer than 3 agents or no spread)."""
+    always_solved: bool = False
+    """Every agent passes every trial."""
+    never_solved: bool = False
+    """No agent passes any trial."""
+    scripted: float | None = None
+    """The scripted (no-LLM) baseline's pass rate, when that run is compared."""
+    nothing: float | None = None
+    """The ``nothing`` baseline's pass rate, when that run is compared."""
+
+
+class SignalNoise(_Strict):
+    task_type: str
+    agents: int
+    signal: float | None = None
+    """SD across agents of their mean score (the judge's per-answer mean)."""
+    noise: float | None = None
+    """Mean across agents of the SD of their per-trial mean score (None with one trial)."""
+    ratio: float | None = None
+    """signal / noise: how well the task type separates agents beyond trial-to-trial noise."""
+
+
+class ClusteringCell(_Strict):
+    task_type: str
+    by: str
+    """The metadata field the items were grouped by, or ``item`` (no clustering)."""
+    items: int
+    clusters: int
+    note: str | None = None
+    """Why the setting was not applied as asked (e.g. one cluster only: items used)."""
+
+
 class Stats(_Strict):
     """Everything ``analysis.compare`` computed; the reports are rendered from it."""
 
@@ -417,6 +511,10 @@ class Stats(_Strict):
     missing: list[MissingCount]
     trials: list[TrialStats] = Field(default_factory=list)
     pass_k: list[PassK] = Field(default_factory=list)
+    infra_failures: list[InfraFailureCell] = Field(default_factory=list)
+    """Infrastructure failures per provider, task type and termination reason."""
+    flips: list[FlipRate] = Field(default_factory=list)
+    """Per provider and task type: share of questions whose verdict changes between trials."""
     operations: list[OperationsCell]
     scenarios: list[ScenarioCell] = Field(default_factory=list)
     """Obligations accuracy per scenario."""
@@ -427,3 +525,9 @@ class Stats(_Strict):
     """Plain-words caveats that apply to the whole report."""
     timings_s: dict[str, float] = Field(default_factory=dict)
     """Seconds spent in each part (lmm, bootstrap, ...)."""
+    clustering: list[ClusteringCell] = Field(default_factory=list)
+    items: list[ItemDiagnostic] = Field(default_factory=list)
+    """Per item: pass rates, discrimination, always/never solved, baselines (also items.json)."""
+    signal_noise: list[SignalNoise] = Field(default_factory=list)
+    """Per task type: spread between agents over spread between trials."""
+    """Per task type: what items were clustered by, how many items and clusters."""

@@ -14,12 +14,22 @@ from scipy import stats as scipy_stats
 
 from analysis._bootstrap import (
     StratumResult,
-    bootstrap_stratum,
     draw_indices,
     equal_weight,
     index_counts,
     percentile_interval,
     stratum_from_counts,
+)
+from analysis._clustered import (
+    StratumVariance,
+    cluster_codes,
+    cluster_keys,
+    combine_strata,
+    minimum_detectable,
+    random_intercept_cluster_cov,
+    stratum_variance,
+    t_interval,
+    t_p_value,
 )
 from analysis._data import (
     ANSWER_MEAN,
@@ -33,10 +43,20 @@ from analysis._data import (
     ProviderData,
     finite_or_none,
 )
+from analysis._items import item_diagnostics, signal_to_noise
 from analysis._lmm import RESIDUAL_FLOOR, MetricInput, analyse_metric, fit_random_intercept
-from analysis._ops import missing_counts, operations, pass_k, trial_stats
+from analysis._minimum import paired_count, too_few_paired
+from analysis._ops import (
+    flip_rates,
+    infra_failures,
+    missing_counts,
+    operations,
+    pass_k,
+    trial_stats,
+)
 from analysis._schema import (
     EQUAL_WEIGHT,
+    ClusteringCell,
     Contrast,
     Correction,
     FitSummary,
@@ -97,8 +117,9 @@ def compute_stats(
     guards: list[Guard] = []
     timings: dict[str, float] = {}
 
+    clusters, clustering = resolve_clusters(providers, combined.per_question, settings.cluster)
     started = time.perf_counter()
-    boot = Bootstrap.run(combined.per_question, names, modelled + research, settings)
+    boot = Bootstrap.run(combined.per_question, names, modelled + research, settings, clusters)
     scores = boot.score_cells(metrics + research, settings.confidence)
     timings["bootstrap"] = time.perf_counter() - started
     progress("bootstrap")
@@ -125,11 +146,21 @@ def compute_stats(
         "missing": missing_counts(combined.scores, names),
         "trials": trial_stats(combined.scores, names, modelled + research),
         "pass_k": pass_k(combined.scores, names, settings.pass_threshold),
+        "flips": flip_rates(combined.scores, names, settings.pass_threshold),
+        "infra_failures": infra_failures(combined.trajectories, names, settings.infra_failures),
         "operations": operations(combined, names, settings),
-        "scenarios": scenario_accuracy(combined, names, settings),
+        "scenarios": scenario_accuracy(combined, names, settings, clusters),
         "research_gaps": research_gaps(providers, names, boot, models, settings),
         "caveats": caveats(providers, names, settings, combined),
     }
+    overall = {
+        c.provider: c.score.estimate
+        for c in scores
+        if c.metric == OVERALL and c.scope == EQUAL_WEIGHT and c.score.estimate is not None
+    }
+    infos = [_info(providers, n) for n in names]
+    parts["items"] = item_diagnostics(combined.scores, infos, overall, settings.pass_threshold)
+    parts["signal_noise"] = signal_to_noise(combined.scores, names)
     timings["other"] = time.perf_counter() - started
     return Stats(
         created_at=dt.datetime.now(dt.UTC),
@@ -142,6 +173,7 @@ def compute_stats(
         models=models,
         guards=_unique(guards),
         timings_s=timings,
+        clustering=clustering,
         **parts,
     )
 
@@ -250,6 +282,40 @@ def rescore_over_budget(scores: pd.DataFrame, trajectories: pd.DataFrame) -> pd.
 
 
 # ----------------------------------------------------------------------------------------------
+# Clusters
+# ----------------------------------------------------------------------------------------------
+
+
+def resolve_clusters(
+    providers: list[ProviderData], per_question: pd.DataFrame, setting: str
+) -> tuple[dict[str, str], list[ClusteringCell]]:
+    """question_id -> cluster key, and per task type what was used (:func:`cluster_keys`)."""
+    metadata: dict[str, dict[str, str]] = {}
+    for provider in providers:
+        metadata.update(provider.item_metadata)
+    clusters: dict[str, str] = {}
+    cells = []
+    for task_type in TASK_TYPES:
+        items = list(
+            dict.fromkeys(per_question.loc[per_question["task_type"] == task_type, "question_id"])
+        )
+        if not items:
+            continue
+        field, keys, note = cluster_keys(items, metadata, setting, task_type)
+        clusters.update({q: f"{task_type}:{k}" for q, k in keys.items()})
+        cells.append(
+            ClusteringCell(
+                task_type=task_type,
+                by=field or "item",
+                items=len(items),
+                clusters=len(set(keys.values())),
+                note=note,
+            )
+        )
+    return clusters, cells
+
+
+# ----------------------------------------------------------------------------------------------
 # Bootstrap scores
 # ----------------------------------------------------------------------------------------------
 
@@ -257,6 +323,27 @@ def rescore_over_budget(scores: pd.DataFrame, trajectories: pd.DataFrame) -> pd.
 def metric_task_types(per_question: pd.DataFrame, metric: str) -> list[str]:
     present = set(per_question.loc[per_question["metric"] == metric, "task_type"])
     return [t for t in TASK_TYPES if t in present]
+
+
+Weights = dict[tuple[str, str, int], float]
+"""(metric, task type, provider index) -> weight of that provider's mean in that cell."""
+
+
+def _scaled_sum(parts: list[Weights], scale: float) -> Weights:
+    total: Weights = {}
+    for part in parts:
+        for key, weight in part.items():
+            total[key] = total.get(key, 0.0) + scale * weight
+    return total
+
+
+@dataclass
+class LinearStatistic:
+    estimate: float
+    se: float
+    """Clustered (or naive) standard error; NaN from fewer than 2 clusters in a task type."""
+    df: float
+    clusters: int
 
 
 @dataclass
@@ -272,13 +359,23 @@ class Bootstrap:
     """(metric, task type) -> observed and resampled means per provider."""
     values: dict[tuple[str, str], np.ndarray]
     """(metric, task type) -> ``[P, n]`` per-question scores (NaN = missing)."""
+    codes: dict[str, np.ndarray]
+    """task type -> ``[n]`` cluster code of each question column (0..G-1)."""
 
     @classmethod
     def run(
-        cls, per_question: pd.DataFrame, names: list[str], metrics: list[str], settings: Settings
+        cls,
+        per_question: pd.DataFrame,
+        names: list[str],
+        metrics: list[str],
+        settings: Settings,
+        clusters: dict[str, str] | None = None,
     ) -> Bootstrap:
+        """Resamples clusters (``clusters``: question_id -> key; None: every question its own)
+        with replacement within each task type; a drawn cluster brings all its questions."""
         strata: dict[tuple[str, str], StratumResult] = {}
         matrices: dict[tuple[str, str], np.ndarray] = {}
+        all_codes: dict[str, np.ndarray] = {}
         for task_index, task_type in enumerate(TASK_TYPES):
             cell = per_question[per_question["task_type"] == task_type]
             if cell.empty:
@@ -286,16 +383,70 @@ class Bootstrap:
             wide = cell.pivot_table(
                 index=["metric", "provider"], columns="question_id", values="score", aggfunc="first"
             )
-            n = wide.shape[1]
+            columns = list(wide.columns)
+            codes = cluster_codes([(clusters or {}).get(q, q) for q in columns])
+            all_codes[task_type] = codes
+            g = int(codes.max()) + 1
             rng = np.random.default_rng([settings.seed, task_index])
-            counts = index_counts(draw_indices(rng, n, settings.bootstrap), n)
+            counts = index_counts(draw_indices(rng, g, settings.bootstrap), g)[:, codes]
             for metric in metrics:
                 if metric not in wide.index.get_level_values(0):
                     continue
                 values = wide.loc[metric].reindex(names).to_numpy(dtype=float)
                 strata[(metric, task_type)] = stratum_from_counts(values, counts)
                 matrices[(metric, task_type)] = values
-        return cls(names, metrics, strata, matrices)
+        return cls(names, metrics, strata, matrices, all_codes)
+
+    def clustered(self, task_type: str) -> bool:
+        """Whether the task type's items are grouped into clusters (not each its own)."""
+        codes = self.codes[task_type]
+        return int(codes.max()) + 1 < len(codes)
+
+    def single_weights(self, metric: str, scope: str, i: int) -> Weights:
+        """Weights of provider i's per-cell means in its score (the formulas of :meth:`single`)."""
+        if metric == OVERALL:
+            parts = [self.single_weights(d, scope, i) for d in self.dimensions()]
+            parts = [p for p in parts if p]
+            return _scaled_sum(parts, 1.0 / len(parts)) if parts else {}
+        tasks = self.tasks(metric) if scope == EQUAL_WEIGHT else [scope]
+        tasks = [t for t in tasks if self.has(metric, t, i)]
+        return {(metric, t, i): 1.0 / len(tasks) for t in tasks}
+
+    def difference_weights(self, metric: str, scope: str, i: int, j: int) -> Weights:
+        """Weights of the cell means in provider j minus provider i (as :meth:`difference`)."""
+        if metric == OVERALL:
+            parts = [self.difference_weights(d, scope, i, j) for d in self.dimensions()]
+        elif scope == EQUAL_WEIGHT:
+            parts = [
+                self.difference_weights(metric, t, i, j) for t in self.common_tasks(metric, i, j)
+            ]
+        else:
+            if not (self.has(metric, scope, i) and self.has(metric, scope, j)):
+                return {}
+            return {(metric, scope, j): 1.0, (metric, scope, i): -1.0}
+        parts = [p for p in parts if p]
+        return _scaled_sum(parts, 1.0 / len(parts)) if parts else {}
+
+    def linear(self, weights: Weights, naive: bool = False) -> LinearStatistic:
+        """A weighted sum of per-cell means with its clustered (or naive) SE and df."""
+        estimate = 0.0
+        influence: dict[str, np.ndarray] = {}
+        contributes: dict[str, np.ndarray] = {}
+        for (metric, task_type, i), weight in weights.items():
+            row = self.values[(metric, task_type)][i]
+            present = ~np.isnan(row)
+            count = int(present.sum())
+            mean = float(row[present].mean())
+            estimate += weight * mean
+            step = weight * np.where(present, row - mean, 0.0) / count
+            influence[task_type] = influence.get(task_type, 0.0) + step
+            contributes[task_type] = contributes.get(task_type, False) | present
+        parts: list[StratumVariance] = []
+        for task_type, values in influence.items():
+            codes = np.arange(len(values)) if naive else self.codes[task_type]
+            parts.append(stratum_variance(values, contributes[task_type], codes))
+        se, df = combine_strata(parts)
+        return LinearStatistic(estimate, se, df, sum(p.clusters for p in parts))
 
     def tasks(self, metric: str) -> list[str]:
         return [t for t in TASK_TYPES if (metric, t) in self.strata]
@@ -342,6 +493,26 @@ class Bootstrap:
             return [t for t in TASK_TYPES if t in found]
         return [t for t in self.tasks(metric) if self.has(metric, t, i) and self.has(metric, t, j)]
 
+    def paired(self, metric: str, scope: str, i: int, j: int) -> dict[str, int]:
+        """Task type -> questions both providers have a score for, over the task types the
+        contrast of ``metric`` in ``scope`` averages (Overall: a score on some dimension)."""
+        tasks = self.common_tasks(metric, i, j) if scope == EQUAL_WEIGHT else [scope]
+        metrics = self.dimensions() if metric == OVERALL else [metric]
+        counts = {}
+        for task_type in tasks:
+            cells = [
+                self.values[(m, task_type)][[i, j]]
+                for m in metrics
+                if (m, task_type) in self.values
+            ]
+            counts[task_type] = paired_count(np.stack(cells)) if cells else 0
+        return counts
+
+    def too_few(self, metric: str, scope: str, i: int, j: int, minimum: int) -> str | None:
+        """The one rule (:mod:`analysis._minimum`) for this contrast."""
+        pair = (self.names[i], self.names[j])
+        return too_few_paired(self.paired(metric, scope, i, j), pair, metric, minimum)
+
     def difference(
         self, metric: str, scope: str, i: int, j: int
     ) -> tuple[float, np.ndarray] | None:
@@ -381,11 +552,16 @@ class Bootstrap:
     def _cells(
         self, result: StratumResult, metric: str, scope: str, confidence: float
     ) -> list[ScoreCell]:
-        low, high = percentile_interval(result.resampled, confidence)
         cells = []
         for i, name in enumerate(self.names):
             if not np.isfinite(result.point[i]):
                 continue
+            weights = self.single_weights(metric, scope, i)
+            clustered, naive = self.linear(weights), self.linear(weights, naive=True)
+            low, high = _clip(t_interval(result.point[i], clustered.se, clustered.df, confidence))
+            naive_low, naive_high = _clip(
+                t_interval(result.point[i], naive.se, naive.df, confidence)
+            )
             difference = None
             found = self.difference(metric, scope, 0, i) if i > 0 else None
             if found is not None:
@@ -403,13 +579,26 @@ class Bootstrap:
                     n=int(result.n[i]),
                     score=Interval(
                         estimate=finite_or_none(result.point[i]),
-                        ci_low=finite_or_none(low[i]),
-                        ci_high=finite_or_none(high[i]),
+                        ci_low=finite_or_none(low),
+                        ci_high=finite_or_none(high),
+                    ),
+                    se=finite_or_none(clustered.se),
+                    df=finite_or_none(clustered.df),
+                    naive=Interval(
+                        estimate=finite_or_none(result.point[i]),
+                        ci_low=finite_or_none(naive_low),
+                        ci_high=finite_or_none(naive_high),
                     ),
                     difference=difference,
                 )
             )
         return cells
+
+
+def _clip(interval: tuple[float, float]) -> tuple[float, float]:
+    """A mean of scores in [0, 1] has its interval clipped to [0, 1] (NaN stays NaN)."""
+    low, high = interval
+    return (max(low, 0.0) if low == low else low, min(high, 1.0) if high == high else high)
 
 
 def bootstrap_p(resampled: np.ndarray) -> float | None:
@@ -510,26 +699,28 @@ def pair_contrasts(
         if values is None:
             contrast.not_tested_reason = f"no {metric} scores in {task_type}"
             continue
+        codes = boot.codes[task_type] if boot.clustered(task_type) else None
         fit = _fit_pair_cell(
-            values[[i, j]], (first, second), metric, task_type, guards, settings.se.value
+            values[[i, j]], (first, second), metric, task_type, guards, settings.se.value, codes
         )
         if isinstance(fit, str):
             contrast.not_tested_reason = fit
             continue
         fits.append(fit[1])
-        estimate, se = fit[0]
+        estimate, se, df, clusters, naive_se = fit[0]
         contrast.lmm_estimate, contrast.lmm_se = estimate, se
+        contrast.df, contrast.clusters, contrast.naive_se = df, clusters, naive_se
         contrast.group_variance = fit[1].group_variance
         contrast.residual_variance = fit[1].residual_variance
         contrast.contrast_vector = {f"provider[T.{second}]": 1.0}
-        few = _too_few(values[[i, j]], (first, second), metric, task_type, settings)
+        few = boot.too_few(metric, task_type, i, j, settings.min_observations)
         if few:  # still estimated, for the equal-weight contrast; not tested on its own
             contrast.not_tested_reason = few
             guards.append(_not_tested(GuardKind.few_observations, metric, second, task_type, few))
             continue
         contrast.tested = True
         contrast.z = estimate / se
-        contrast.p_value = float(2.0 * scipy_stats.norm.sf(abs(contrast.z)))
+        contrast.p_value = _p_value(estimate, se, df)
     marginal = Contrast(
         provider=second, reference=first, metric=metric, scope=EQUAL_WEIGHT, tested=False
     )
@@ -540,15 +731,37 @@ def pair_contrasts(
         marginal.not_tested_reason = f"{first} and {second} share no task type with {metric} scores"
     elif untested:
         marginal.not_tested_reason = f"{untested[0].scope}: {untested[0].not_tested_reason}"
+    elif few := boot.too_few(metric, EQUAL_WEIGHT, i, j, settings.min_observations):
+        marginal.not_tested_reason = few
     else:
         k = len(compared)
         estimate = sum(c.lmm_estimate for c in compared) / k
         se = math.sqrt(sum(c.lmm_se**2 for c in compared)) / k
         marginal.tested, marginal.lmm_estimate, marginal.lmm_se = True, estimate, se
+        marginal.naive_se = math.sqrt(sum((c.naive_se or c.lmm_se) ** 2 for c in compared)) / k
+        marginal.df = _satterthwaite([(c.lmm_se**2, c.df) for c in compared])
+        if any(c.clusters for c in compared):
+            marginal.clusters = sum(c.clusters or 0 for c in compared)
         marginal.z = estimate / se
-        marginal.p_value = float(2.0 * scipy_stats.norm.sf(abs(marginal.z)))
+        marginal.p_value = _p_value(estimate, se, marginal.df)
         marginal.contrast_vector = {f"{c.scope}: provider[T.{second}]": 1.0 / k for c in compared}
     return [marginal, *per_task], fits
+
+
+def _p_value(estimate: float, se: float, df: float | None) -> float:
+    """Two-sided Wald p: t with ``df`` (clustered), normal when ``df`` is None."""
+    if df is None:
+        return float(2.0 * scipy_stats.norm.sf(abs(estimate / se)))
+    return t_p_value(estimate, se, df)
+
+
+def _satterthwaite(parts: list[tuple[float, float | None]]) -> float | None:
+    """Degrees of freedom of a sum of independent (variance, df) terms; df None = normal."""
+    if all(df is None for _, df in parts):
+        return None
+    total = sum(v for v, _ in parts)
+    denominator = sum(v**2 / df for v, df in parts if df is not None)
+    return float(total**2 / denominator) if denominator > 0 else None
 
 
 MIN_TO_FIT = 2
@@ -569,9 +782,9 @@ def _not_tested(
 
 
 def _too_few(
-    values: np.ndarray, pair: tuple[str, str], metric: str, task_type: str, minimum: int | Settings
+    values: np.ndarray, pair: tuple[str, str], metric: str, task_type: str, minimum: int
 ) -> str | None:
-    minimum = minimum if isinstance(minimum, int) else minimum.min_observations
+    """Too few observations of one provider to estimate the pair's cell at all."""
     for row, name in reversed(list(enumerate(pair))):  # the provider first, then its reference
         count = int((~np.isnan(values[row])).sum())
         if count < minimum:
@@ -589,9 +802,12 @@ def _fit_pair_cell(
     task_type: str,
     guards: list[Guard],
     se: str = "observed",
-) -> tuple[tuple[float, float], FitSummary] | str:
+    codes: np.ndarray | None = None,
+) -> tuple[tuple[float, float, float | None, int | None, float], FitSummary] | str:
     """``score ~ provider + (1 | question)`` for two providers in one task type (``values`` is
-    ``[2, n]``): ((estimate, se), summary), or the reason it was not estimated (guard recorded)."""
+    ``[2, n]``): ((estimate, se, df, clusters, model se), summary), or the reason it was not
+    estimated (guard recorded). With cluster ``codes`` of the questions the SE is the
+    cluster-robust sandwich of the same fit (df = clusters - 1); without, the model's own."""
 
     def stop(kind: GuardKind, why: str, provider: str | None = None) -> str:
         guards.append(_not_tested(kind, metric, provider, task_type, why))
@@ -626,7 +842,20 @@ def _fit_pair_cell(
     rows, questions = np.nonzero(present)
     exog = pd.DataFrame({"Intercept": np.ones(len(rows)), "second": rows.astype(float)})
     fit = fit_random_intercept(values[rows, questions], exog, questions, se=se)
-    se = math.sqrt(fit.cov[1, 1]) if fit.cov[1, 1] > 0 else math.nan
+    se = model_se = math.sqrt(fit.cov[1, 1]) if fit.cov[1, 1] > 0 else math.nan
+    df, clusters = None, None
+    if codes is not None and fit.residual_variance > RESIDUAL_FLOOR:
+        cov, clusters = random_intercept_cluster_cov(
+            exog.to_numpy(float),
+            values[rows, questions],
+            questions,
+            codes[questions],
+            fit.params,
+            fit.group_variance,
+            fit.residual_variance,
+        )
+        se = math.sqrt(cov[1, 1]) if cov[1, 1] > 0 else math.nan
+        df = float(clusters - 1)
     if not fit.residual_variance > RESIDUAL_FLOOR or not math.isfinite(se):
         return stop(
             GuardKind.undefined_se,
@@ -645,7 +874,7 @@ def _fit_pair_cell(
     )
     if not fit.converged:
         return stop(GuardKind.not_converged, "the mixed model did not converge")
-    return (float(fit.params[1]), se), summary
+    return (float(fit.params[1]), se, df, clusters, model_se), summary
 
 
 def overall_model(boot: Bootstrap, names: list[str], settings: Settings) -> MetricModel:
@@ -670,34 +899,33 @@ def overall_model(boot: Bootstrap, names: list[str], settings: Settings) -> Metr
                     scope=scope,
                     tested=found is not None,
                     not_tested_reason=None if found else "no dimension both providers have",
-                    fit="bootstrap",
+                    fit="clustered t",
                 )
-                few = _few_answers(boot, scope, (i, j), settings.min_observations)
-                if found is not None and few and scope != EQUAL_WEIGHT:
+                few = boot.too_few(OVERALL, scope, i, j, settings.min_observations)
+                if found is not None and few:
                     contrast.tested, contrast.not_tested_reason = False, few
                 elif found is not None:
-                    contrast.p_value = bootstrap_p(found[1])
+                    linear_t_test(contrast, boot, i, j)
                 model.contrasts.append(contrast)
     return model
 
 
-def _few_answers(boot: Bootstrap, scope: str, pair: tuple[int, int], minimum: int) -> str | None:
-    """Too few answers of one of the pair in a task type for a test of its Overall there."""
-    if scope == EQUAL_WEIGHT:
-        return None
-    for index in pair:
-        counts = [
-            int(boot.strata[(d, scope)].n[index])
-            for d in boot.dimensions()
-            if (d, scope) in boot.strata
-        ]
-        n = max(counts, default=0)
-        if n < minimum:
-            return (
-                f"{boot.names[index]} has {n} scored answer(s) in {scope}; at least {minimum} "
-                "are needed"
-            )
-    return None
+def linear_t_test(contrast: Contrast, boot: Bootstrap, i: int, j: int) -> None:
+    """The Overall's test: the paired difference over its cluster-robust SE (the same CR1
+    variance as every mean's), t with Satterthwaite df. The cluster bootstrap's own p
+    (``bootstrap_p``) over-rejects with few clusters (bench/bench_clustered_null.py)."""
+    linear = boot.linear(boot.difference_weights(contrast.metric, contrast.scope, i, j))
+    if not (math.isfinite(linear.se) and linear.se > 0 and math.isfinite(linear.df)):
+        contrast.tested = False
+        contrast.not_tested_reason = (
+            "the paired differences do not vary: zero variance, nothing to test"
+            if linear.se == 0
+            else "the standard error is undefined (fewer than 2 clusters in a task type)"
+        )
+        return
+    contrast.df, contrast.clusters = linear.df, linear.clusters
+    contrast.z = linear.estimate / linear.se
+    contrast.p_value = t_p_value(linear.estimate, linear.se, linear.df)
 
 
 def attach_bootstrap(
@@ -720,13 +948,21 @@ def attach_bootstrap(
         ci_high=finite_or_none(high[0]),
     )
     contrast.bootstrap_p = bootstrap_p(resampled)
-    z_alpha = float(scipy_stats.norm.ppf(1 - (1 - settings.confidence) / 2))
-    z_power = float(scipy_stats.norm.ppf(settings.power))
-    se = contrast.lmm_se
-    if se is None:
-        spread = resampled[np.isfinite(resampled)]
-        se = float(np.std(spread, ddof=1)) if len(spread) > 1 else None
-    contrast.mdd = finite_or_none((z_alpha + z_power) * se) if se is not None else None
+    if contrast.lmm_se is None:  # the Overall (bootstrap tested) or an untested cell
+        weights = boot.difference_weights(contrast.metric, contrast.scope, i, j)
+        clustered = boot.linear(weights)
+        contrast.naive_se = finite_or_none(boot.linear(weights, naive=True).se)
+        if contrast.df is None and any(boot.clustered(t) for t in contrast.task_types):
+            contrast.df, contrast.clusters = finite_or_none(clustered.df), clustered.clusters
+        se = finite_or_none(clustered.se)
+    else:
+        se = contrast.lmm_se
+    df = contrast.df if contrast.df is not None else math.inf
+    contrast.mdd = finite_or_none(
+        minimum_detectable(se, df, settings.confidence, settings.power) if se else math.nan
+    )
+    if contrast.tested and contrast.mdd is not None:
+        contrast.distinguishable = abs(point) >= contrast.mdd
     if contrast.tested and contrast.p_value is not None:
         contrast.disagreement = disagreement(contrast, settings.confidence)
         if contrast.disagreement:
@@ -952,8 +1188,12 @@ def headline(
                     difference=cell.difference.estimate if cell.difference else None,
                     p_value=contrast.p_value if contrast else None,
                     p_adjusted=contrast.p_adjusted if contrast else None,
-                    significance=contrast.significance if contrast else "",
+                    significance=(
+                        contrast.significance if contrast and contrast.distinguishable else ""
+                    ),
                     tested=contrast.tested if contrast else None,
+                    distinguishable=contrast.distinguishable if contrast else None,
+                    mdd=contrast.mdd if contrast else None,
                 ),
             )
         rows.append(row)
@@ -997,7 +1237,7 @@ def research_gaps(
                 if found is None:
                     continue
                 lows, highs = percentile_interval(found[1][:, None], settings.confidence)
-                p = _pair_p(models, metric, scope, names[i], names[j])
+                p, distinguishable = _pair_p(models, metric, scope, names[i], names[j])
                 gaps.append(
                     ResearchGap(
                         harness=harness,
@@ -1013,30 +1253,36 @@ def research_gaps(
                             ci_high=finite_or_none(highs[0]),
                         ),
                         p_value=p,
-                        significance=stars(p),
+                        significance=stars(p) if distinguishable is not False else "",
                     )
                 )
     return gaps
 
 
-def _pair_p(models: list[MetricModel], metric: str, scope: str, a: str, b: str) -> float | None:
+def _pair_p(
+    models: list[MetricModel], metric: str, scope: str, a: str, b: str
+) -> tuple[float | None, bool | None]:
     """The (corrected) p-value of the a-b contrast of a metric and scope (two-sided: either
-    order), None when it was not tested."""
+    order), None when it was not tested; and whether it is outside its MDE (no stars if not)."""
     for model in models:
         if model.metric != metric:
             continue
         for contrast in model.contrasts:
             if contrast.scope == scope and {contrast.provider, contrast.reference} == {a, b}:
                 if not contrast.tested:
-                    return None
-                return contrast.p_adjusted if contrast.p_adjusted is not None else contrast.p_value
-    return None
+                    return None, None
+                p = contrast.p_adjusted if contrast.p_adjusted is not None else contrast.p_value
+                return p, contrast.distinguishable
+    return None, None
 
 
 def scenario_accuracy(
-    combined: Combined, names: list[str], settings: Settings
+    combined: Combined,
+    names: list[str],
+    settings: Settings,
+    clusters: dict[str, str] | None = None,
 ) -> list[ScenarioCell]:
-    """Obligations accuracy per scenario, with paired bootstrap intervals."""
+    """Obligations accuracy per scenario, with paired cluster-bootstrap intervals."""
     acc = combined.per_question[
         (combined.per_question["metric"] == "accuracy")
         & (combined.per_question["task_type"] == "obligations")
@@ -1049,7 +1295,10 @@ def scenario_accuracy(
         wide = cell.pivot(index="provider", columns="question_id", values="score")
         values = wide.reindex(index=names).to_numpy(dtype=float)
         rng = np.random.default_rng([settings.seed, 1000 + index])
-        result = bootstrap_stratum(values, rng, settings.bootstrap)
+        codes = cluster_codes([(clusters or {}).get(q, q) for q in wide.columns])
+        g = int(codes.max()) + 1
+        counts = index_counts(draw_indices(rng, g, settings.bootstrap), g)[:, codes]
+        result = stratum_from_counts(values, counts)
         low, high = percentile_interval(result.resampled, settings.confidence)
         for i, name in enumerate(names):
             if result.n[i]:

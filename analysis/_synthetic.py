@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,6 +74,11 @@ class SyntheticConfig:
     judge: str = "rules"
     research_keys: bool = False
     """Research items keyed on a world: accuracy and ``extra["research"]`` on them."""
+    template_size: int = 0
+    """Items per generator template (``metadata.template`` in the dataset); 0: no templates."""
+    provider_template_sd: float = 0.0
+    """SD of each provider's own effect per template: items of one template then move together,
+    so a provider's advantage is correlated within a template (what clustering accounts for)."""
 
 
 def question_ids(questions: dict[str, int]) -> list[tuple[str, str, str]]:
@@ -85,8 +91,16 @@ def question_ids(questions: dict[str, int]) -> list[tuple[str, str, str]]:
     return out
 
 
-def write_dataset(path: Path, questions: dict[str, int]) -> Path:
-    """A minimal dataset YAML (our format) so runs can name their questions' scenarios."""
+def template_of(qid: str, template_size: int) -> str | None:
+    """The synthetic template of a question: consecutive blocks of ``template_size`` items."""
+    if not template_size:
+        return None
+    return f"{qid[:3]}-t{int(qid.split('-')[1]) // template_size}"
+
+
+def write_dataset(path: Path, questions: dict[str, int], template_size: int = 0) -> Path:
+    """A minimal dataset YAML (our format) so runs can name their questions' scenarios (and,
+    with ``template_size``, their templates)."""
     import yaml
 
     items = [
@@ -97,6 +111,7 @@ def write_dataset(path: Path, questions: dict[str, int]) -> Path:
             "segment": "AR" if task_type == "obligations" else "Synthetic",
             "scenario": scenario,
         }
+        | ({"metadata": {"template": template_of(qid, template_size)}} if template_size else {})
         for qid, task_type, scenario in question_ids(questions)
     ]
     path.write_text(yaml.safe_dump({"header": {"name": "synthetic"}, "items": items}))
@@ -106,7 +121,7 @@ def write_dataset(path: Path, questions: dict[str, int]) -> Path:
 def write_runs(root: Path, config: SyntheticConfig) -> list[Path]:
     """One run directory per provider under ``root``; returns their paths (same order)."""
     root.mkdir(parents=True, exist_ok=True)
-    dataset = write_dataset(root / "dataset.yaml", config.questions)
+    dataset = write_dataset(root / "dataset.yaml", config.questions, config.template_size)
     rng = np.random.default_rng(config.seed)
     qids = question_ids(config.questions)
     question_effect = {
@@ -137,7 +152,14 @@ def _write_run(run_dir, spec, config, qids, question_effect, dataset, rng) -> No
     (run_dir / "scores").mkdir(parents=True, exist_ok=True)
     start = dt.datetime(2026, 3, 2, tzinfo=dt.UTC)
     trajectories, scores = [], []
+    template_rng = np.random.default_rng([config.seed, 13, zlib.crc32(spec.name.encode())])
+    template_effect: dict[str | None, float] = {None: 0.0}
+    for qid, _, _ in qids:
+        template = template_of(qid, config.template_size)
+        if template not in template_effect:
+            template_effect[template] = template_rng.normal(0.0, config.provider_template_sd)
     for qid, task_type, _scenario in qids:
+        own = template_effect[template_of(qid, config.template_size)]
         for trial in range(config.trials):
             latency = float(spec.latency_scale * rng.lognormal(0.0, 0.5))
             timeout = DEFAULT_TIMEOUTS[task_type]
@@ -175,7 +197,8 @@ def _write_run(run_dir, spec, config, qids, question_effect, dataset, rng) -> No
                     dims[dim] = DimensionScore(status="judge_error", error="synthetic failure")
                     continue
                 extra = spec.research_effect if research and dim == "accuracy" else 0.0
-                value = _value(config, spec, task_type, question_effect[(qid, dim)] + extra, rng)
+                offset = question_effect[(qid, dim)] + extra + own
+                value = _value(config, spec, task_type, offset, rng)
                 dims[dim] = DimensionScore(status="scored", score=value)
             record = _score(qid, trial, task_type, config, dims, "scored")
             if research:

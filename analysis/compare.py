@@ -14,7 +14,15 @@ from typing import NoReturn
 
 from analysis._compare import CompareConfig, compare, parse_budget
 from analysis._data import InputError
-from analysis._schema import Correction, InfraFailures, ModelKind, StandardErrors
+from analysis._schema import (
+    EQUAL_WEIGHT,
+    Contrast,
+    Correction,
+    InfraFailures,
+    ModelKind,
+    StandardErrors,
+    Stats,
+)
 
 EXAMPLES = """\
 examples:
@@ -132,6 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="fewer scored observations than this for a provider: not tested (default 5)",
     )
     parser.add_argument(
+        "--cluster",
+        default="auto",
+        metavar="FIELD",
+        help="what correlated items are grouped by for intervals and tests: auto (default: the "
+        "item's metadata template, else its research kind), none (every item its own cluster: "
+        "the naive analysis) or another dataset metadata field, e.g. --cluster company_id",
+    )
+    parser.add_argument(
         "--viewer",
         metavar="DIR_OR_URL",
         help="the folder `ledgerbench view` wrote (relative to --out, or a URL): the report "
@@ -157,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError("--pass-threshold must be in (0, 1], e.g. 1 or 0.75")
         if args.min_observations < 2:
             raise InputError("--min-observations must be at least 2")
+        if not args.cluster.strip():
+            raise InputError("--cluster needs a field name, auto or none (default auto)")
         config = CompareConfig(
             inputs=args.inputs,
             out=args.out,
@@ -174,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             infra_failures=InfraFailures(args.infra_failures),
             se=StandardErrors(args.se),
             allow_partly_judged=args.allow_partly_judged,
+            cluster=args.cluster,
         )
         stats = compare(config, progress=not args.quiet and sys.stderr.isatty())
     except InputError as exc:
@@ -191,7 +210,45 @@ def main(argv: Sequence[str] | None = None) -> int:
             judged = next((p.judged for p in stats.providers if p.name == row.provider), "")
             note = f" ({judged})" if judged else ""
             print(f"  {row.provider}: Overall {overall_text(cell.score)}{interval}{note}")
+    for line in contrast_lines(stats):
+        print(f"  {line}")
     return 0
+
+
+def contrast_lines(stats: Stats) -> list[str]:
+    """The clustering, then each provider's Overall difference from the reference: paired
+    difference, clustered interval, minimum detectable effect and what can be said."""
+    if len(stats.providers) < 2:
+        return []
+    from analysis._report import clustering_text
+
+    lines = [clustering_text(stats).capitalize()]
+    reference = stats.settings.reference
+    for model in stats.models:
+        if model.metric != "overall":
+            continue
+        for c in model.contrasts:
+            if c.scope != EQUAL_WEIGHT or c.reference != reference or c.bootstrap is None:
+                continue
+            d = c.bootstrap
+            text = f"{c.provider} - {c.reference}: Overall {d.estimate:+.3f}"
+            if d.ci_low is not None and d.ci_high is not None:
+                text += f" [{d.ci_low:+.3f}, {d.ci_high:+.3f}]"
+            if c.mdd is not None:
+                text += f", MDE {c.mdd:.3f}"
+            lines.append(f"{text}: {verdict_text(c)}")
+    return lines
+
+
+def verdict_text(contrast: Contrast) -> str:
+    """What a contrast lets one say, in a few words."""
+    if not contrast.tested:
+        return f"not tested ({contrast.not_tested_reason})"
+    if contrast.distinguishable is False:
+        return "not distinguishable at this size"
+    p = contrast.p_adjusted if contrast.p_adjusted is not None else contrast.p_value
+    stars = f" {contrast.significance}" if contrast.significance else ""
+    return f"{contrast.direction or 'different'}, p = {p:.3g}{stars}"
 
 
 if __name__ == "__main__":

@@ -343,6 +343,20 @@ def _sample(inspect: Any, record: TrajectoryRecord, contents: RunContents) -> An
     )
 
 
+def _overall_stderr(log: Any, answers: list, contents: RunContents) -> dict[str, Any]:
+    """The Overall's standard error clustered by template (research: kind), as the report."""
+    from analysis._clustered import item_clusters, overall_interval
+
+    metadata = {q: dict(item.metadata) for q, item in contents.questions.items()}
+    clusters, label = item_clusters({a.question_id: a.task_type for a in answers}, metadata)
+    found = overall_interval(answers, clusters)
+    if found is None:
+        return {}
+    low, high, se, df = found
+    info = {"clustered": label, "df": df, "ci_95": [low, high]}
+    return {"overall_stderr": log.EvalMetric(name="overall_stderr", value=se, metadata=info)}
+
+
 def build_eval_log(contents: RunContents) -> Any:
     """The run as an ``inspect_ai.log.EvalLog``."""
     inspect = _inspect()
@@ -372,6 +386,7 @@ def build_eval_log(contents: RunContents) -> Any:
         metrics = {}
         if values:  # the run's Overall (docs/statistics.md), and the mean of the answers' means
             metrics["overall"] = log.EvalMetric(name="overall", value=run_overall(answers))
+            metrics.update(_overall_stderr(log, answers, contents))
             metrics["answer_mean"] = log.EvalMetric(
                 name="answer_mean", value=equal_weight(answer_means(answers))
             )

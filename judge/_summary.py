@@ -40,8 +40,11 @@ RESEARCH_ACCURACY = "research_accuracy"
 COLUMNS = [*(d.value for d in Dimension), RESEARCH_ACCURACY, OVERALL, ANSWER_MEAN]
 
 
-def summarize(records: list[ScoreRecord]) -> dict[str, Any]:
-    """Summary as plain data (JSON-ready): counts, per task type means, equal-weight means."""
+def summarize(
+    records: list[ScoreRecord], clusters: tuple[dict[str, str], str] | None = None
+) -> dict[str, Any]:
+    """Summary as plain data (JSON-ready): counts, per task type means, equal-weight means, and
+    with ``clusters`` (question_id -> template/kind, label) the Overall's clustered interval."""
     by_type: dict[TaskType, list[ScoreRecord]] = defaultdict(list)
     for record in records:
         by_type[record.task_type].append(record)
@@ -72,8 +75,20 @@ def summarize(records: list[ScoreRecord]) -> dict[str, Any]:
         "task_types": task_types,
         "equal_weight": equal,
         "overall": overall(means),
+        "overall_interval": _overall_interval(answers, clusters),
         "extension": {RESEARCH_ACCURACY: extension},
     }
+
+
+def _overall_interval(answers: list, clusters: tuple[dict[str, str], str] | None) -> Any:
+    from analysis._clustered import overall_interval
+
+    found = overall_interval(answers, clusters[0] if clusters else {})
+    if found is None:
+        return None
+    low, high, se, df = found
+    label = clusters[1] if clusters else "items as the unit"
+    return {"low": low, "high": high, "se": se, "df": df, "clustered": label}
 
 
 def _summarize_group(
@@ -145,6 +160,11 @@ def summary_markdown(summary: dict[str, Any], title: str) -> str:
     Overall on a line of its own."""
     present = [c for c in COLUMNS if any(c in t["scores"] for t in summary["task_types"].values())]
     headline = f"Overall {overall_text(summary['equal_weight'][OVERALL]['mean'])}"
+    if interval := summary.get("overall_interval"):
+        headline += (
+            f" [{interval['low']:.3f}, {interval['high']:.3f}] (95%, clustered: "
+            f"{interval['clustered']})"
+        )
     if label := (summary.get("coverage") or {}).get("label"):
         headline += f" ({label})"
     extension = extension_text(summary)
@@ -239,7 +259,10 @@ def freshness_warnings(name: str, left_out: dict[str, int], run_dir: Path) -> li
 
 
 def run_summary(
-    name: str, records: list[ScoreRecord], trajectories: list[Any] | None
+    name: str,
+    records: list[ScoreRecord],
+    trajectories: list[Any] | None,
+    clusters: tuple[dict[str, str], str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The summary of one judge's scores of a run: only current scores (:func:`current_scores`)
     of one grading version (:func:`judge._coverage.one_grading`), with their coverage of the
@@ -249,7 +272,7 @@ def run_summary(
     records, left_out = current_scores(records, trajectories)
     records, _, other = one_grading(records)
     answers = None if trajectories is None else [(t.question_id, t.trial) for t in trajectories]
-    summary = summarize(records)
+    summary = summarize(records, clusters)
     summary["coverage"] = coverage(name, records, answers).as_dict()
     summary["coverage"]["other_grading"] = other
     left_out["other_grading"] = other

@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     output, texts = {}, []
     for path in paths:
         records, bad_lines = read_scores(path)
-        output[path.stem], left_out = run_summary(path.stem, records, trajectories)
+        clusters = _clusters(args.run_dir, records)
+        output[path.stem], left_out = run_summary(path.stem, records, trajectories, clusters)
         for line in freshness_warnings(path.stem, left_out, args.run_dir):
             print(line, file=sys.stderr)
         records, _ = current_scores(records, trajectories)
@@ -82,6 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("\n\n".join(texts))
     return 0
+
+
+def _clusters(run_dir: Path, records: list) -> tuple[dict[str, str], str]:
+    """The run's items grouped by template (research: kind), as the analysis does."""
+    from analysis._clustered import run_clusters
+
+    return run_clusters(run_dir, {r.question_id: str(r.task_type) for r in records})
 
 
 def _trajectories(run_dir: Path) -> tuple[list | None, list[str]]:

@@ -692,7 +692,11 @@ def _contrast_lines(stats: dict) -> list[str]:
             if boot.get("ci_low") is not None:
                 text += f" [{boot['ci_low']:+.2f}, {boot['ci_high']:+.2f}]"
             p = c.get("p_value")
-            if c.get("tested") and p is not None:
+            if not c.get("tested"):
+                text += f", not tested ({c.get('not_tested_reason') or 'see the report'})"
+            elif c.get("distinguishable") is False:
+                text += f", MDE {c['mdd']:.2f}: not distinguishable at this size"
+            elif p is not None:
                 verdict = "significant" if p < 0.05 else "not significant"
                 text += f", {'p < 0.001' if p < 0.001 else f'p = {p:.3f}'} ({verdict})"
             parts.append(text)

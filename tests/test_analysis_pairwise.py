@@ -77,7 +77,7 @@ def test_every_pair_is_compared_and_the_report_lists_them(planted):
     }
     assert pairs == {("A", "B"), ("A", "C"), ("B", "C")}
     overall = contrast(stats, "C", "B", metric="overall")
-    assert overall.fit == "bootstrap" and overall.bootstrap is not None
+    assert overall.fit == "clustered t" and overall.bootstrap is not None
 
 
 def test_minimum_detectable_difference_follows_the_variance_components():

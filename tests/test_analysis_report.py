@@ -90,15 +90,16 @@ def test_planted_effect_recovered_by_model_and_bootstrap(report: Path):
     assert c.lmm_estimate - 1.96 * c.lmm_se <= PLANTED <= c.lmm_estimate + 1.96 * c.lmm_se
     diff = ew_score(stats, "B", "overall").difference
     assert diff.ci_low <= PLANTED <= diff.ci_high
-    # Overall (the paper's) is tested by the paired bootstrap; with B = 300 its smallest
-    # p-value is 2/301, hence two stars at most.
+    # Overall (the paper's) is tested by the t test on its paired difference (cluster-robust
+    # SE; items are their own clusters here), no longer capped by the bootstrap's 2/(B+1).
     overall = ew_contrast(stats, "B", "overall")
-    assert overall.fit == "bootstrap" and overall.significance == "**"
+    assert overall.fit == "clustered t" and overall.significance == "***"
+    assert overall.p_value < overall.bootstrap_p
     assert overall.bootstrap.ci_low <= PLANTED <= overall.bootstrap.ci_high
     null = ew_contrast(stats, "C", "answer_mean")
     assert null.tested and null.p_value > 0.01
     row = next(r for r in stats.headline if r.provider == "B")
-    assert row.overall.significance == "**" and row.overall.difference > 0
+    assert row.overall.significance == "***" and row.overall.difference > 0
 
 
 def test_missing_scores_are_counted_not_zeroed(report: Path):
@@ -338,6 +339,6 @@ def test_guards_show_as_not_tested_in_plain_words(tmp_path: Path):
     guards = text.split("## Guards and caveats")[1]
     assert "**Not tested** (a check stopped the comparison):" in guards
     assert (
-        "B has 3 scored answer_mean observation(s) in business_brief; at least 5 are needed"
+        "B and A have 3 paired answer_mean answer(s) in business_brief; at least 5 are needed"
         in guards
     )

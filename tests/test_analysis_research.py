@@ -303,8 +303,10 @@ def test_judge_summary_prints_the_extension_beside_the_overall(runs, capsys) -> 
     assert summary_main([str(run), "--judge", "rules"]) == 0
     text = capsys.readouterr().out
     overall_line = next(line for line in text.splitlines() if line.startswith("Overall "))
+    interval = summary["overall_interval"]
     assert overall_line == (
-        f"Overall {summary['overall']:.3f} (grading {RULES_GRADING}) · LedgerBench extension "
+        f"Overall {summary['overall']:.3f} [{interval['low']:.3f}, {interval['high']:.3f}] "
+        f"(95%, clustered: items as the unit) (grading {RULES_GRADING}) · LedgerBench extension "
         "(not in the Overall): "
         f"research accuracy entity_performance {by_hand['entity_performance']:.3f}, "
         f"business_brief {by_hand['business_brief']:.3f}"
