@@ -124,8 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-tool-calls",
         type=int,
         metavar="N",
-        help="tool calls (the openai and custom max_tool_calls; the tighter wins); ends as "
-        "max_turns; e.g. 20",
+        help="the run's one tool-call cap per question, the same for every harness (default "
+        "40): calls past it are not run and the question ends as max_turns",
     )
     limits.add_argument(
         "--max-tokens",
@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="harness-specific option (repeatable); e.g. --harness-opt max_tool_calls=20",
+        help="harness-specific option (repeatable); e.g. --harness-opt stream=false",
     )
     erp = parser.add_argument_group(
         "ERP (default: serve .ledgerbench/erp.db, generated if missing)"
@@ -309,7 +309,7 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             brief_timeout=args.brief_timeout,
             stall_timeout=args.stall_timeout,
             max_turns=args.max_turns,
-            max_tool_calls=args.max_tool_calls,
+            **({"max_tool_calls": args.max_tool_calls} if args.max_tool_calls is not None else {}),
             max_tokens=args.max_tokens,
             max_cost_usd=args.max_cost_usd,
             harness=args.harness,
