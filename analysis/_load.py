@@ -208,8 +208,8 @@ def _first_error(exc: ValidationError) -> str:
 
 
 def _trajectory_row(record: Any) -> dict[str, Any]:
-    usage = record.usage
-    tokens = usage.input_tokens + usage.output_tokens
+    usage = record.usage  # None: the provider reported no usage (unknown, like 0 here: nan)
+    tokens = usage.input_tokens + usage.output_tokens if usage is not None else 0
     return {
         "question_id": record.question_id,
         "trial": record.trial,

@@ -91,6 +91,9 @@ def _call_id(index: int) -> str:
 
 
 def _usage(inspect: Any, usage: Any, cost: float | None = None) -> Any:
+    """Inspect's usage; None when the provider reported none (unknown)."""
+    if usage is None:
+        return None
     return inspect.model.ModelUsage(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
@@ -284,7 +287,8 @@ def _limit(inspect: Any, record: TrajectoryRecord) -> Any:
     if reason == "max_turns":
         return inspect.log.EvalSampleLimit(type="message", limit=record.turns)
     if reason == "token_limit":
-        tokens = record.usage.input_tokens + record.usage.output_tokens
+        usage = record.usage
+        tokens = usage.input_tokens + usage.output_tokens if usage is not None else 0
         return inspect.log.EvalSampleLimit(type="token", limit=tokens)
     if reason == "cost_limit":
         return inspect.log.EvalSampleLimit(type="cost", limit=record.cost_usd or 0.0)
@@ -332,7 +336,9 @@ def _sample(inspect: Any, record: TrajectoryRecord, contents: RunContents) -> An
             "system_prompt_hash": record.system_prompt_hash,
         },
         events=_events(inspect, record, messages),
-        model_usage={label: _usage(inspect, record.usage, record.cost_usd)},
+        model_usage={label: _usage(inspect, record.usage, record.cost_usd)}
+        if record.usage is not None
+        else {},
         started_at=record.started_at,
         completed_at=record.finished_at,
         total_time=record.latency_s,

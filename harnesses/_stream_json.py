@@ -43,6 +43,7 @@ from typing import Any
 
 from harnesses._pricing import estimate_cost
 from harnesses._protocol import TrajectoryDraft
+from harnesses._wire import answer_cut
 from harnesses.records import Usage
 
 WEB_TOOLS = frozenset({"WebSearch", "WebFetch"})
@@ -112,6 +113,8 @@ class _Message:
     thinking: list[str] = field(default_factory=list)
     transcript: Any = None
     """The ``Message`` of this turn in the draft's conversation."""
+    stop_reason: str | None = None
+    """The API message's stop reason (``end_turn``, ``tool_use``, ``max_tokens`` ...)."""
     event: Any = None
     """The ``ModelEvent`` of the API call that produced this turn."""
 
@@ -139,9 +142,19 @@ class StreamParser:
     tool calls that never got a result.
     """
 
-    def __init__(self, draft: TrajectoryDraft, *, stall_s: float | None = None) -> None:
+    def __init__(
+        self,
+        draft: TrajectoryDraft,
+        *,
+        stall_s: float | None = None,
+        tool_call_cap: int | None = None,
+    ) -> None:
         self.draft = draft
         self.stall_s = stall_s
+        self.tool_call_cap = tool_call_cap
+        """The run's tool-call cap: calls issued past it are not recorded (the CLI is stopped)."""
+        self.dropped_calls = 0
+        """Tool calls the model issued past the cap."""
         """The CLI's request timeout (``API_TIMEOUT_MS``), to name a retry without a status."""
         self.streaming = False
         """A top-level API message is streaming (started, not stopped): the provider owes events."""
@@ -175,6 +188,16 @@ class StreamParser:
         """``time.monotonic()`` of the first retry event."""
 
     # --- public ----------------------------------------------------------------------------------
+
+    @property
+    def cap_passed(self) -> bool:
+        """The model issued more tool calls than the cap allows."""
+        return self.dropped_calls > 0
+
+    @property
+    def calls_pending(self) -> bool:
+        """Tool calls under the cap still wait for their results."""
+        return bool(self._pending)
 
     @property
     def answer(self) -> str:
@@ -395,6 +418,9 @@ class StreamParser:
                 self._refresh_turn(message)
                 self.draft.set_answer(self.answer)
         elif kind == "message_delta":
+            stop_reason = (raw.get("delta") or {}).get("stop_reason")
+            if stop_reason:
+                self._note_stop(message, str(stop_reason))
             usage = raw.get("usage") or {}
             if "output_tokens" in usage:
                 message.output_tokens = int(usage.get("output_tokens") or 0)
@@ -414,6 +440,8 @@ class StreamParser:
             self._on_subagent(parent, blocks)
         else:
             message = self._message(str(body.get("id") or f"event-{len(self._order)}"))
+            if body.get("stop_reason"):
+                self._note_stop(message, str(body["stop_reason"]))
             if not message.input_usage and body.get("usage"):
                 message.input_usage = dict(body["usage"])
                 message.output_tokens = int(message.input_usage.get("output_tokens") or 0)
@@ -427,6 +455,10 @@ class StreamParser:
             self.draft.set_answer(self.answer)
         for block in blocks:
             if block.get("type") == "tool_use":
+                if self.tool_call_cap is not None and self._issued >= self.tool_call_cap:
+                    self.dropped_calls += 1  # past the run's cap: not run, not recorded
+                    self.draft.note_tool_call_cap(self.tool_call_cap, 1)
+                    continue
                 self._issued += 1
                 self._pending[str(block.get("id"))] = _PendingCall(
                     sequence=self._issued,
@@ -436,6 +468,15 @@ class StreamParser:
                     clock=time.monotonic(),
                     parent_tool_use_id=parent,
                 )
+
+    def _note_stop(self, message: _Message, stop_reason: str) -> None:
+        """The message's stop reason: on its model event, and (the latest message's) as the
+        answer's finish (a reply cut at the output cap is not a finished answer)."""
+        message.stop_reason = stop_reason
+        if message.event is not None:
+            message.event.finish_reason = stop_reason
+        if self._order and self._order[-1] == message.id:
+            self.draft.answer_cut = answer_cut(stop_reason)
 
     def _on_api_error(self, event: dict[str, Any], body: dict[str, Any]) -> None:
         """The CLI's own message after an API call failed for good: not the model's words."""
