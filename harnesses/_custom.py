@@ -698,6 +698,8 @@ class _StreamedMessage:
             self.usage_reported = isinstance(self.head.get("usage"), dict)
         elif kind == "content_block_start":
             block = event.content_block.model_dump(mode="json", exclude_none=True)
+            if block.get("type") == "tool_use" and not block.get("id"):  # made locally, unique
+                block["id"] = local_call_id()
             self.blocks[event.index] = block
         elif kind == "content_block_delta":
             self._delta(event.index, event.delta)
@@ -739,8 +741,6 @@ class _StreamedMessage:
             block["input"] = parsed
         else:
             block["input"] = {}
-            if not block.get("id"):  # the id the invalid input is kept under, made locally
-                block["id"] = local_call_id()
             self.invalid_inputs[str(block.get("id"))] = raw
 
     def message(self) -> dict[str, Any]:

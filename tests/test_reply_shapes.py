@@ -1,0 +1,246 @@
+"""Every shape of reply a real model server sends, through every wire a harness reads: no shape
+makes a harness raise, and each is recorded the same way whatever the wire.
+
+Wires: the Responses API (``--harness openai``), Chat Completions and the Messages API
+(``--harness custom``), streamed and not, and the Claude CLI's stream-json (``--harness claude``,
+the real binary against the Messages fake). The fakes speak the real protocols, the real SDKs and
+the real ``claude`` read them, and the tools are the real ERP MCP server's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnesses import AgentEnvironment, ErpEndpoint, HarnessOptions, create_harness
+from harnesses._claude_cli import INSTALL_COMMAND
+from harnesses._runner import QuestionRunner, RunConfig
+from harnesses.records import ModelEvent, TerminationReason, TrajectoryRecord
+from ledgerbench.dataset import Question, TaskType
+from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel, ToolUse
+from tests.fakes.openai_server import Call, Turn, serve_openai
+
+pytestmark = pytest.mark.timeout(120)
+
+CALLS = [
+    ("list_reference_data", {"kind": "currencies"}),
+    ("search_parties", {"query": "co", "limit": 3}),
+]
+ANSWER = "The open balance is 1,234.00 USD as of 2026-03-02."
+WIRES = [
+    *("responses", "responses-whole", "chat", "chat-whole", "messages", "messages-whole"),
+    "claude",
+]
+TOOL_SHAPES = ["arguments_text", "arguments_object", "no_index", "no_id"]
+FINISH_SHAPES = ["finish_length", "finish_filter", "finish_unknown"]
+SHAPES = [*TOOL_SHAPES, *FINISH_SHAPES, "empty", "no_usage"]
+FINISH_WORDS = {  # shape -> the finish reason each family of wires sends for it
+    "finish_length": dict(responses="max_output_tokens", chat="length", messages="max_tokens"),
+    "finish_filter": dict(responses="content_filter", chat="content_filter", messages="refusal"),
+    "finish_unknown": dict(responses="paused_oddly", chat="eos_weird", messages="odd_stop"),
+}
+
+
+@dataclass(frozen=True)
+class Wire:
+    name: str
+
+    @property
+    def family(self) -> str:
+        return "messages" if self.name in {"messages-whole", "claude"} else self.name.split("-")[0]
+
+    @property
+    def streamed(self) -> bool:
+        return not self.name.endswith("-whole")
+
+
+@pytest.fixture(autouse=True)
+def api_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def question() -> Question:
+    return Question(
+        id="q-shape",
+        query="What is the open balance of customer Contoso as of 2026-03-02?",
+        task_type=TaskType.obligations,
+        segment="AR",
+        scenario="Customer Setup",
+        timeout=40.0,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# the scripts: one reply shape per test, in each wire's own terms
+# --------------------------------------------------------------------------------------------------
+
+
+def openai_script(wire: Wire, shape: str) -> list[Turn]:
+    finish = FINISH_WORDS.get(shape, {}).get(wire.family)
+    if shape in TOOL_SHAPES:
+        quirks = {"arguments_object": {"arguments_object"}, "no_index": {"no_index"}}.get(shape)
+        quirks = quirks or ({"no_id"} if shape == "no_id" else set())
+        calls = [Call(name, arguments) for name, arguments in CALLS]
+        return [Turn(tool_calls=calls, quirks=frozenset(quirks)), Turn(text=ANSWER)]
+    if shape == "empty":
+        return [Turn(quirks=frozenset({"no_choices"}))]
+    if shape == "no_usage":
+        calls = [Call(name, arguments) for name, arguments in CALLS]
+        return [
+            Turn(tool_calls=calls, quirks=frozenset({"no_usage"})),
+            Turn(text=ANSWER, quirks=frozenset({"no_usage"})),
+        ]
+    return [Turn(text=ANSWER, finish_reason=finish)]
+
+
+def messages_script(wire: Wire, shape: str) -> list[Reply]:
+    prefix = "mcp__erp__" if wire.name == "claude" else ""
+    finish = FINISH_WORDS.get(shape, {}).get("messages")
+    if shape in TOOL_SHAPES:
+        uses = [
+            ToolUse(
+                prefix + name,
+                arguments,
+                input_as_text=shape == "arguments_text",
+                omit_id=shape == "no_id",
+            )
+            for name, arguments in CALLS
+        ]
+        return [Reply(text="Looking it up.", tool_uses=uses), Reply(text=ANSWER)]
+    if shape == "empty":
+        return [Reply(empty=True)]
+    if shape == "no_usage":
+        uses = [ToolUse(prefix + name, arguments) for name, arguments in CALLS]
+        return [Reply(tool_uses=uses, omit_usage=True), Reply(text=ANSWER, omit_usage=True)]
+    return [Reply(text=ANSWER, stop_reason=finish)]
+
+
+# --------------------------------------------------------------------------------------------------
+# running one question
+# --------------------------------------------------------------------------------------------------
+
+
+def run_record(harness: Any, env: AgentEnvironment, **config: Any) -> TrajectoryRecord:
+    runner = QuestionRunner(harness, env, RunConfig(retries=0, progress=False, **config))
+    try:
+        return asyncio.run(runner.run(question(), 0))
+    finally:
+        asyncio.run(harness.aclose())
+
+
+def environment(erp_server: Any, work_dir: Path) -> AgentEnvironment:
+    return AgentEnvironment(
+        erp=ErpEndpoint(url=erp_server.url),
+        instructions="You are a test finance assistant.",
+        work_dir=str(work_dir),
+        research="none",
+    )
+
+
+def run_wire(wire: Wire, shape: str, erp_server: Any, work_dir: Path) -> tuple[Any, list[str]]:
+    """The record of one question, and the tool-call ids the harness sent back to the server."""
+    env = environment(erp_server, work_dir)
+    stream = "true" if wire.streamed else "false"
+    if wire.family in {"responses", "chat"}:
+        with serve_openai(openai_script(wire, shape)) as fake:
+            if wire.family == "responses":
+                extra = {"stream": stream, "web_search": "false"}
+                options = HarnessOptions(base_url=fake.base_url, extra=extra)
+                harness = create_harness("openai", options)
+            else:
+                options = HarnessOptions(base_url=fake.base_url, extra={"stream": stream})
+                harness = create_harness("custom", options)
+            record = run_record(harness, env)
+            return record, openai_ids_sent_back(fake)
+    script = messages_script(wire, shape)
+    if wire.name == "claude":
+        if shutil.which("claude") is None:
+            pytest.skip(f"claude CLI not installed (install: {INSTALL_COMMAND})")
+        with AnthropicFakeServer(ScriptedModel(script)) as fake:
+            options = HarnessOptions(model="claude-sonnet-4-6", base_url=fake.base_url)
+            record = run_record(create_harness("claude", options), env, harness="claude")
+            return record, messages_ids_sent_back(fake)
+    with AnthropicFakeServer(ScriptedModel(script, all_requests_main=True)) as fake:
+        extra = {"api": "anthropic", "stream": stream}
+        options = HarnessOptions(base_url=fake.base_url, extra=extra)
+        record = run_record(create_harness("custom", options), env)
+        return record, messages_ids_sent_back(fake)
+
+
+def openai_ids_sent_back(fake: Any) -> list[str]:
+    """The call ids of the tool results in the last model request (Responses or chat)."""
+    body = fake.model_requests[-1].body
+    outputs = [i for i in body.get("input") or [] if isinstance(i, dict)]
+    ids = [i.get("call_id") for i in outputs if i.get("type") == "function_call_output"]
+    ids += [m.get("tool_call_id") for m in body.get("messages") or [] if m.get("role") == "tool"]
+    return ids
+
+
+def messages_ids_sent_back(fake: Any) -> list[str]:
+    bodies = [r.body for r in fake.main_requests() if isinstance(r.body, dict)]
+    ids = []
+    for message in (bodies[-1] if bodies else {}).get("messages", []):
+        content = message.get("content")
+        if isinstance(content, list):
+            ids += [b.get("tool_use_id") for b in content if b.get("type") == "tool_result"]
+    return ids
+
+
+def model_events(record: TrajectoryRecord) -> list[ModelEvent]:
+    return [e for e in record.events if isinstance(e, ModelEvent) and e.error is None]
+
+
+def tool_name(name: str) -> str:
+    return name.removeprefix("mcp__erp__")
+
+
+# --------------------------------------------------------------------------------------------------
+# the table
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("wire_name", WIRES)
+def test_every_reply_shape_is_read_the_same_in_every_wire(
+    wire_name: str, shape: str, erp_server: Any, tmp_path: Path
+) -> None:
+    wire = Wire(wire_name)
+    record, ids_sent_back = run_wire(wire, shape, erp_server, tmp_path)
+    reason = record.termination.reason
+    assert reason not in {TerminationReason.harness_error, TerminationReason.provider_error}, (
+        record.termination,
+        record.error,
+    )
+    if shape in TOOL_SHAPES or shape == "no_usage":
+        assert reason == TerminationReason.completed, record.termination
+        assert record.answer == ANSWER
+        # both calls ran, with the arguments the model sent, each with a result of its own
+        made = sorted((tool_name(c.name), c.arguments) for c in record.tool_calls)
+        assert made == CALLS  # (parallel calls are recorded as they finish)
+        assert not any(call.is_error for call in record.tool_calls), record.tool_calls
+        assert len(ids_sent_back) == 2 and len(set(ids_sent_back)) == 2, ids_sent_back
+        assert all(ids_sent_back), ids_sent_back
+    if shape in FINISH_SHAPES:
+        sent = FINISH_WORDS[shape][wire.family]
+        assert reason == TerminationReason.answer_cut, record.termination
+        assert record.status.value == "max_turns"
+        assert sent in (record.termination.detail or "")
+        assert record.answer == ANSWER  # judged as it stands
+        assert model_events(record)[-1].finish_reason == sent
+    if shape == "empty":
+        assert reason == TerminationReason.empty_answer, record.termination
+        assert record.answer == ""
+    if shape == "no_usage" and wire.name != "claude":
+        assert record.usage is None and record.cost_usd is None  # unknown, not 0
+        assert all(event.usage is None for event in model_events(record))
+        assert record.extra["replies_without_usage"] == 2
+    elif shape != "no_usage":
+        assert record.usage is not None and record.usage.input_tokens > 0
