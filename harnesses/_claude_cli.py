@@ -598,6 +598,8 @@ class ClaudeCliHarness:
             draft.extra["stderr_tail"] = _one_line(stderr)[-1000:]
         if parser.cap_passed:  # stopped at the run's tool-call cap, like every harness
             return AgentOutcome(answer=parser.answer, max_turns_reached=True)
+        if parser.reply_cut is not None and parser.has_model_output:
+            return AgentOutcome(answer=parser.answer)  # the answer stands, marked cut
         if result is None:
             detail = _one_line(stderr)[-STDERR_TAIL_CHARS:] or "no output on stderr"
             if not parser.has_model_output and (parser.retries or _mentions_api_error(stderr)):
