@@ -249,3 +249,71 @@ def test_every_reply_shape_is_read_the_same_in_every_wire(
         assert record.extra["replies_without_usage"] == 2
     elif shape != "no_usage":
         assert record.usage is not None and record.usage.input_tokens > 0
+
+
+# --------------------------------------------------------------------------------------------------
+# one tool-call cap for the run, applied the same way by every harness
+# --------------------------------------------------------------------------------------------------
+
+MANY_CALLS = [("list_reference_data", {"kind": "currencies"})] * 8
+CAP = 3
+
+
+def run_capped(agent: str, erp_server: Any, work_dir: Path, **limits: Any) -> TrajectoryRecord:
+    """One question whose model asks for 8 calls in its first turn, then answers."""
+    env = environment(erp_server, work_dir)
+    config = RunConfig(harness=agent, retries=0, progress=False, **limits)
+    if agent == "openai" or agent == "custom":
+        calls = [Call(name, arguments) for name, arguments in MANY_CALLS]
+        with serve_openai([Turn(tool_calls=calls), Turn(text=ANSWER)]) as fake:
+            extra = {"web_search": "false"} if agent == "openai" else {}
+            harness = create_harness(agent, HarnessOptions(base_url=fake.base_url, extra=extra))
+            return asyncio.run(QuestionRunner(harness, env, config).run(question(), 0))
+    if shutil.which("claude") is None:
+        pytest.skip(f"claude CLI not installed (install: {INSTALL_COMMAND})")
+    uses = [ToolUse(f"mcp__erp__{name}", arguments) for name, arguments in MANY_CALLS]
+    script = [Reply(text="Looking.", tool_uses=uses), Reply(text=ANSWER)]
+    with AnthropicFakeServer(ScriptedModel(script)) as fake:
+        options = HarnessOptions(model="claude-sonnet-4-6", base_url=fake.base_url)
+        harness = create_harness("claude", options)
+        return asyncio.run(QuestionRunner(harness, env, config).run(question(), 0))
+
+
+@pytest.mark.parametrize("agent", ["openai", "custom", "claude"])
+def test_one_tool_call_cap_for_every_harness(agent: str, erp_server: Any, tmp_path: Path) -> None:
+    record = run_capped(agent, erp_server, tmp_path, max_tool_calls=CAP)
+    assert record.termination.reason == TerminationReason.max_turns, record.termination
+    assert len(record.tool_calls) == CAP
+    assert not any(call.is_error for call in record.tool_calls), record.tool_calls
+    assert record.extra["tool_call_cap"] == {"cap": CAP, "dropped": len(MANY_CALLS) - CAP}
+    assert record.termination.detail == (
+        f"tool-call cap of {CAP} reached: {len(MANY_CALLS) - CAP} further call(s) not run"
+    )
+
+
+def test_max_tokens_stops_the_run_against_a_server_that_reports_no_usage(
+    erp_server: Any, tmp_path: Path
+) -> None:
+    from harnesses._runner import run
+    from tests.test_runner_plugins import numbered_dataset, snapshot_of
+
+    quirk = frozenset({"no_usage"})
+    with serve_openai(lambda request: Turn(text=ANSWER, quirks=quirk)) as fake:
+        dataset = numbered_dataset(tmp_path / "ds.yaml", 3, snapshot_of(erp_server.db_url))
+        config = RunConfig(
+            dataset=dataset,
+            harness="custom",
+            base_url=fake.base_url,
+            erp_url=erp_server.url,
+            max_tokens=10_000,
+            concurrency=1,
+            out=tmp_path / "run",
+            progress=False,
+        )
+        lines: list[str] = []
+        summary = run(config, log=lines.append)
+    assert summary.stopped is not None and summary.ran == 1  # the first question, then no more
+    stop = summary.stopped
+    assert stop.startswith("stopped: --max-tokens 10000 cannot be enforced: the model server")
+    assert "resume" not in stop and "\n" not in stop  # one line: a resume could not help
+    assert stop in lines
