@@ -215,6 +215,7 @@ def _trajectory_row(record: Any) -> dict[str, Any]:
         "trial": record.trial,
         "task_type": str(record.task_type),
         "status": str(record.status),
+        "termination": str(record.termination.reason),
         "latency_s": record.latency_s,
         "timeout_s": record.timeout_s,
         "tool_calls": len(record.tool_calls),
