@@ -317,3 +317,24 @@ def test_max_tokens_stops_the_run_against_a_server_that_reports_no_usage(
     assert stop.startswith("stopped: --max-tokens 10000 cannot be enforced: the model server")
     assert "resume" not in stop and "\n" not in stop  # one line: a resume could not help
     assert stop in lines
+
+
+def test_the_rules_judge_scores_a_cut_answer_as_it_stands_and_says_it_was_cut() -> None:
+    from harnesses.records import Status, Termination
+    from judge import RulesJudge
+    from judge._runner import score_trajectory
+    from tests.fakes.judge_data import question as judged_question
+    from tests.fakes.judge_data import trajectory
+
+    detail = "the reply was cut at the output-token cap (finish reason 'length')"
+    cut = trajectory(answer="The open balance is USD 1,234.56 and", status=Status.max_turns)
+    cut = cut.model_copy(
+        update={"termination": Termination.of(TerminationReason.answer_cut, detail)}
+    )
+    finished = trajectory(answer="The open balance is USD 1,234.56 and")
+    score = score_trajectory(RulesJudge(), judged_question(), cut)
+    assert score.extra["termination_reason"] == "answer_cut"
+    assert score.extra["answer_cut"] == detail
+    # judged on its text, exactly like the same text finished (the cut is shown, not penalised)
+    assert score.overall == score_trajectory(RulesJudge(), judged_question(), finished).overall
+    assert "answer_cut" not in score_trajectory(RulesJudge(), judged_question(), finished).extra
