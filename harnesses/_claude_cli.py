@@ -42,6 +42,11 @@ Choices, and why:
   refused connection) or ``provider_error`` (other 4xx, a malformed or truncated reply the CLI
   could not repair), an infrastructure failure, not a timeout. Unknown stream event types the CLI
   ignores, as the Messages API's versioning policy asks of clients.
+- The run's tool-call cap (``--max-tool-calls``): the CLI cannot be told it, so the harness counts
+  the calls the model issues; past the cap it lets the calls under it finish and then ends the
+  CLI (``max_turns``; the calls past the cap are not recorded, ``extra["tool_call_cap"]`` counts
+  them). A reply the CLI gives up on at the output cap, or a refusal, is the model's answer cut
+  short (``answer_cut``), not a provider failure.
 - Without ``--model`` the record's model is the one the CLI's ``system/init`` reports; a question
   with no ``result`` event (timeout) is priced from the price table.
 - Each question gets its own HOME, working directory and TMPDIR in a temporary folder under the

@@ -8,8 +8,14 @@ The model speaks either the OpenAI Chat Completions wire format (any OpenAI-comp
 Finance practice, in the instructions and in the flow:
 
 - the ERP's context (``erp_info``: today, legal entities) and the as-of date found in the question
-  are put in front of the model before its first turn; it is told to resolve the entity first,
-  say which record it used and honour the as-of date and legal entity;
+  are put in front of the model before its first turn (the harness's own call: kept in
+  ``extra["harness_tool_calls"]``, never counted as the model's); it is told to resolve the entity
+  first, say which record it used and honour the as-of date and legal entity;
+- every reply is read the same way over both wires (:mod:`harnesses._wire`): arguments as JSON
+  text or an object, streamed calls without ``index`` or ``id`` kept apart (ids made locally), the
+  finish reason on each model event, and a cut final reply ends the question as ``answer_cut``;
+- the run's one tool-call cap (``--max-tool-calls``): calls past it are not run, the model is told
+  so and asked for its answer;
 - independent tool calls run in parallel (``asyncio.gather``);
 - answers come first, then a table with ERP record links, dates on time-sensitive figures, and a
   plain statement of what could not be found;
@@ -32,6 +38,7 @@ from typing import Any
 
 from harnesses._erp_client import ToolSpec, shared_tls_context
 from harnesses._openai import (
+    CAP_REACHED_MESSAGE,
     ToolCatalogue,
     check_known_options,
     erp_call,
@@ -1230,8 +1237,7 @@ class _FinanceAgent:
         results = []
         for position, request in enumerate(requests):
             if position >= allowance:
-                limit = self.max_tool_calls
-                results.append((f"Error: tool-call limit of {limit} reached.", True))
+                results.append((CAP_REACHED_MESSAGE.format(cap=self.max_tool_calls), True))
             elif jobs[position] not in pending:
                 results.append(jobs[position].result())
             else:

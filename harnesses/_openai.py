@@ -10,7 +10,9 @@ Two ways to give the model the ERP (``--harness-opt mcp_mode=...``):
 - ``hosted``: one request with a native ``{"type": "mcp"}`` tool pointing at ``--erp-public-url``;
   the provider runs the loop and the harness records the ``mcp_call`` items it reports.
 
-Every output item is recorded in the draft as it arrives: function and MCP calls (arguments,
+``reasoning: {effort}`` is sent only with ``--reasoning-effort`` (not every model takes it); the
+tool-call cap is the run's (``--max-tool-calls``). Every output item is recorded in the draft as
+it arrives: function and MCP calls (arguments,
 output, structured error), web searches (query and sources), message text and its URL citations (as
 sources), reasoning and token usage with cost. Replies stream by default: a timeout keeps the text.
 """

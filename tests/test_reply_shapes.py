@@ -20,7 +20,7 @@ import pytest
 from harnesses import AgentEnvironment, ErpEndpoint, HarnessOptions, create_harness
 from harnesses._claude_cli import INSTALL_COMMAND
 from harnesses._runner import QuestionRunner, RunConfig
-from harnesses.records import ModelEvent, TerminationReason, TrajectoryRecord
+from harnesses.records import ModelEvent, RunManifest, TerminationReason, TrajectoryRecord
 from ledgerbench.dataset import Question, TaskType
 from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel, ToolUse
 from tests.fakes.openai_server import Call, Turn, serve_openai
@@ -317,6 +317,9 @@ def test_max_tokens_stops_the_run_against_a_server_that_reports_no_usage(
     assert stop.startswith("stopped: --max-tokens 10000 cannot be enforced: the model server")
     assert "resume" not in stop and "\n" not in stop  # one line: a resume could not help
     assert stop in lines
+    # the run's one tool-call cap is in the manifest, also when not given
+    manifest = RunManifest.model_validate_json((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest.config["max_tool_calls"] == 40
 
 
 def test_the_rules_judge_scores_a_cut_answer_as_it_stands_and_says_it_was_cut() -> None:

@@ -23,7 +23,9 @@ stalls end early when the server is closed or the client hangs up. It may also b
 (``fault``): ``hang`` (accept the request, send nothing, not even headers), ``truncate`` (end the
 stream before ``message_stop``), ``non_json`` (a 200 whose body is an HTML page) or
 ``unknown_event`` (an event type the Messages API does not have); and ``trickle_s`` streams it
-slowly (a live model that types, never silent longer than that).
+slowly (a live model that types, never silent longer than that). Real servers' shapes: a reply
+without usage (``omit_usage``), an empty one (``empty``), any ``stop_reason``, tool uses without
+an id (``omit_id``) or with their input as JSON text (``input_as_text``, not streamed).
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ A :class:`Turn` may also break the protocol (``fault``): ``hang`` (accept the re
 nothing, not even headers), ``truncate`` (end a stream before its final event, or cut a JSON body),
 ``non_json`` (a 200 whose body is an HTML page) or ``unknown_event`` (a stream event type the API
 does not have); ``trickle_s`` streams a reply slowly (a live model, never silent longer than that).
+``quirks`` and ``finish_reason`` send the shapes real servers send (arguments as objects, tool calls
+without ``index`` or ``id``, no usage, an empty reply, any finish reason: :data:`QUIRKS`).
 
 The model is a script: a list of :class:`Turn` (played in order) or a callable
 ``(ModelRequest) -> Turn`` that can read the tool outputs it was sent and chain on them. Every
