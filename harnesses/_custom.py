@@ -430,9 +430,10 @@ def _tool_request(call: dict[str, Any]) -> ToolRequest:
 
 
 class _StreamedCalls:
-    """Tool-call pieces of a chat stream put together. Servers that send ``index`` are followed;
-    without it, a piece with a new ``id`` or a ``name`` begins the next call and a piece with
-    arguments only continues the last one (parallel calls never merge)."""
+    """Tool-call pieces of a chat stream put together. Servers that send ``index`` are followed
+    (a new ``id`` under an index already used is a new call: servers that send ``index: 0`` for
+    every call); without it, a piece with a new ``id`` or a ``name`` begins the next call and a
+    piece with arguments only continues the last one (parallel calls never merge)."""
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
@@ -451,11 +452,12 @@ class _StreamedCalls:
 
     def _slot(self, piece: dict[str, Any], function: dict[str, Any]) -> dict[str, Any]:
         index = piece.get("index")
-        if isinstance(index, int):
-            if index not in self.by_index:
-                self.by_index[index] = self._new()
-            return self.by_index[index]
         piece_id = piece.get("id")
+        if isinstance(index, int):
+            known = self.by_index.get(index)
+            if known is None or (piece_id and known["id"] and piece_id != known["id"]):
+                self.by_index[index] = self._new()  # a new id under a used index: a new call
+            return self.by_index[index]
         if piece_id:
             known = next((c for c in self.calls if c["id"] == piece_id), None)
             if known is not None:

@@ -49,6 +49,7 @@ from harnesses._toolbox import WORLD_LABEL, McpToolbox, catalogue_key
 from harnesses._wire import (
     DONE,
     answer_cut,
+    arguments_text,
     check_event_stream,
     check_event_type,
     is_timeout,
@@ -818,6 +819,8 @@ class _ResponsesLoop:
         if kind == "function_call":
             if not getattr(item, "call_id", None):  # ids made locally, unique
                 item.call_id = local_call_id()
+            if not isinstance(getattr(item, "arguments", None), str):  # an object: as JSON text
+                item.arguments = arguments_text(getattr(item, "arguments", None))
             turn.function_calls.append(item)
         elif kind == "message":
             turn.text = self._record_message(item, turn.text)

@@ -36,7 +36,7 @@ WIRES = [
     *("responses", "responses-whole", "chat", "chat-whole", "messages", "messages-whole"),
     "claude",
 ]
-TOOL_SHAPES = ["arguments_text", "arguments_object", "no_index", "no_id"]
+TOOL_SHAPES = ["arguments_text", "arguments_object", "no_index", "same_index", "no_id"]
 FINISH_SHAPES = ["finish_length", "finish_filter", "finish_unknown"]
 SHAPES = [*TOOL_SHAPES, *FINISH_SHAPES, "empty", "no_usage"]
 FINISH_WORDS = {  # shape -> the finish reason each family of wires sends for it
@@ -86,8 +86,7 @@ def question() -> Question:
 def openai_script(wire: Wire, shape: str) -> list[Turn]:
     finish = FINISH_WORDS.get(shape, {}).get(wire.family)
     if shape in TOOL_SHAPES:
-        quirks = {"arguments_object": {"arguments_object"}, "no_index": {"no_index"}}.get(shape)
-        quirks = quirks or ({"no_id"} if shape == "no_id" else set())
+        quirks = set() if shape == "arguments_text" else {shape}
         calls = [Call(name, arguments) for name, arguments in CALLS]
         return [Turn(tool_calls=calls, quirks=frozenset(quirks)), Turn(text=ANSWER)]
     if shape == "empty":
@@ -341,3 +340,30 @@ def test_the_rules_judge_scores_a_cut_answer_as_it_stands_and_says_it_was_cut() 
     # judged on its text, exactly like the same text finished (the cut is shown, not penalised)
     assert score.overall == score_trajectory(RulesJudge(), judged_question(), finished).overall
     assert "answer_cut" not in score_trajectory(RulesJudge(), judged_question(), finished).extra
+
+
+def test_the_run_summary_shows_unknown_usage_as_unknown() -> None:
+    from rich.console import Console
+
+    from harnesses._run_summary import RunSummary, summarize_records, summary_table
+    from tests.fakes.judge_data import trajectory
+
+    known = trajectory("q1")
+    unknown = trajectory("q2").model_copy(update={"usage": None})
+    rows = summarize_records([known, unknown])
+    assert rows[0].usage_unknown == 1
+    assert rows[0].input_tokens == (known.usage.input_tokens if known.usage else 0)
+
+    def shown(records: list[TrajectoryRecord]) -> str:
+        summary = RunSummary(
+            run_dir=Path("runs/x"), run_id="x", expected=len(records), recorded=len(records),
+            resumed=0, ran=len(records), interrupted=False, by_status={},
+            by_task_type=summarize_records(records),
+        )  # fmt: skip
+        console = Console(width=200, record=True)
+        console.print(summary_table(summary))
+        return console.export_text()
+
+    assert "(+1 unknown)" in shown([known, unknown])
+    only_unknown = shown([unknown])
+    assert "unknown" in only_unknown and "0/0" not in only_unknown

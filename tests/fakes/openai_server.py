@@ -110,9 +110,12 @@ class Turn:
 
 
 FAULTS = frozenset({"hang", "truncate", "non_json", "unknown_event"})
-QUIRKS = frozenset({"arguments_object", "no_index", "no_id", "no_usage", "no_choices"})
+QUIRKS = frozenset(
+    {"arguments_object", "no_index", "same_index", "no_id", "no_usage", "no_choices"}
+)
 """``arguments_object``: tool-call arguments as a JSON object, not JSON text (llama.cpp, Ollama);
-``no_index``: streamed tool-call pieces without ``index``; ``no_id``: tool calls without an id;
+``no_index``: streamed tool-call pieces without ``index``; ``same_index``: ``index: 0`` on every
+streamed call (each with its own id); ``no_id``: tool calls without an id;
 ``no_usage``: no usage object (nor usage chunk); ``no_choices``: an empty reply (chat
 ``choices: []``, Responses ``output: []``)."""
 NON_JSON_BODY = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
@@ -474,6 +477,8 @@ def chat_events(
     for number, call in enumerate(message.get("tool_calls") or []):
         arguments = call["function"]["arguments"]
         position = {} if "no_index" in quirks else {"index": number}
+        if "same_index" in quirks:
+            position = {"index": 0}
         head = {**position, "id": call.get("id"), "type": "function"}
         if head["id"] is None:
             del head["id"]
