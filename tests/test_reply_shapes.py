@@ -367,3 +367,28 @@ def test_the_run_summary_shows_unknown_usage_as_unknown() -> None:
     assert "(+1 unknown)" in shown([known, unknown])
     only_unknown = shown([unknown])
     assert "unknown" in only_unknown and "0/0" not in only_unknown
+
+
+def test_version_2_records_still_read() -> None:
+    """Records written before usage could be unknown and before finish reasons keep their
+    meaning: usage as counted, no finish reason."""
+    line = {
+        "version": 2,
+        "question_id": "q1",
+        "task_type": "obligations",
+        "harness": "custom",
+        "answer": "done",
+        "status": "ok",
+        "termination": {"reason": "completed", "infrastructure": False},
+        "latency_s": 1.0,
+        "timeout_s": 60.0,
+        "usage": {"input_tokens": 10, "output_tokens": 2},
+        "events": [{"type": "model", "started_s": 0.0, "usage": {"input_tokens": 10}}],
+        "started_at": "2026-01-01T00:00:00Z",
+        "finished_at": "2026-01-01T00:00:01Z",
+    }
+    record = TrajectoryRecord.model_validate(line)
+    assert record.version == 2 and record.usage is not None and record.usage.input_tokens == 10
+    event = record.events[0]
+    assert isinstance(event, ModelEvent) and event.finish_reason is None
+    assert event.usage is not None and event.usage.input_tokens == 10
