@@ -1180,8 +1180,8 @@ class _FinanceAgent:
                 return AgentOutcome(answer=turn.text or self.draft.answer)
             results = await self.run_tools(turn.requests)
             chat.add_results(turn.requests, results)
-            if self.tool_calls_run >= self.max_tool_calls:
-                dropped = max(0, len(turn.requests) - self.last_allowance)
+            dropped = max(0, len(turn.requests) - self.last_allowance)
+            if dropped:  # past the run's cap (at it exactly, the model may still answer)
                 self.draft.note_tool_call_cap(self.max_tool_calls, dropped)
                 reason = "max_tool_calls"
                 break

@@ -896,7 +896,7 @@ class _ResponsesLoop:
             {"type": "function_call_output", "call_id": call.call_id, "output": text}
             for call, text in zip(calls, results, strict=True)
         ]
-        capped = bool(refused) or self.tool_calls_run >= self.max_tool_calls
+        capped = bool(refused)  # at the cap exactly, the model may still answer on its own
         if capped:
             self.draft.note_tool_call_cap(self.max_tool_calls, len(refused))
         return outputs, capped

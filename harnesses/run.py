@@ -152,7 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agent.add_argument("--model", help="model name passed to the harness; e.g. gpt-5.2")
     agent.add_argument(
-        "--reasoning-effort", help="reasoning effort for the harness; e.g. low, medium, high"
+        "--reasoning-effort",
+        help="reasoning effort for the harness, sent only when given (not every model takes "
+        "it); e.g. low, medium, high",
     )
     agent.add_argument(
         "--base-url", help="provider API base URL; e.g. http://127.0.0.1:9000/v1 for a local server"
