@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnesses._wire import FILTER_FINISH, LENGTH_FINISH
 from harnesses.records import Message, ModelEvent, RunManifest, ToolEvent, TrajectoryRecord
 
 INSTALL_HINT = "pip install 'ledgerbench[inspect]' (or pip install 'inspect-ai>=0.3,<0.4')"
@@ -102,6 +103,15 @@ def _usage(inspect: Any, usage: Any, cost: float | None = None) -> Any:
         reasoning_tokens=usage.reasoning_tokens or None,
         total_cost=cost,
     )
+
+
+def _stop_reason(event: Any, message: Any) -> str:
+    """Inspect's stop reason of a model call: a cut reply says how it was cut."""
+    if event.finish_reason in LENGTH_FINISH:
+        return "max_tokens"
+    if event.finish_reason in FILTER_FINISH:
+        return "content_filter"
+    return "tool_calls" if message.tool_calls else "stop"
 
 
 def _chat_messages(inspect: Any, record: TrajectoryRecord, system_prompt: str | None) -> list[Any]:
@@ -206,7 +216,7 @@ def _events(inspect: Any, record: TrajectoryRecord, messages: list[Any]) -> list
                         choices=[
                             model.ChatCompletionChoice(
                                 message=output_message,
-                                stop_reason="tool_calls" if output_message.tool_calls else "stop",
+                                stop_reason=_stop_reason(event, output_message),
                             )
                         ],
                         usage=_usage(inspect, event.usage),

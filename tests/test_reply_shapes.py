@@ -392,3 +392,18 @@ def test_version_2_records_still_read() -> None:
     event = record.events[0]
     assert isinstance(event, ModelEvent) and event.finish_reason is None
     assert event.usage is not None and event.usage.input_tokens == 10
+
+
+def test_the_inspect_export_says_how_a_model_call_ended() -> None:
+    from types import SimpleNamespace
+
+    from harnesses._inspect_log import _stop_reason
+
+    def stop(finish: str | None, calls: list[str] | None = None) -> str:
+        event = ModelEvent(started_s=0.0, finish_reason=finish)
+        return _stop_reason(event, SimpleNamespace(tool_calls=calls))
+
+    assert stop("length") == stop("max_tokens") == stop("max_output_tokens") == "max_tokens"
+    assert stop("content_filter") == stop("refusal") == "content_filter"
+    assert stop("end_turn") == stop(None) == "stop"
+    assert stop("tool_use", ["call"]) == "tool_calls"
