@@ -329,8 +329,7 @@ class OpenAIChatConversation:
         reasoning = getattr(message, "reasoning_content", None) or getattr(
             message, "reasoning", None
         )
-        content = getattr(message, "content", None)
-        reply.text = content if isinstance(content, str) else ""
+        reply.text = _content_text(getattr(message, "content", None))
         reply.reasoning = reasoning if isinstance(reasoning, str) else ""
         for c in getattr(message, "tool_calls", None) or []:
             if getattr(c, "type", None) not in (None, "function"):
@@ -415,6 +414,16 @@ class _ChatReply:
     model: str | None = None
     request_id: str | None = None
     finish_reason: str | None = None
+
+
+def _content_text(content: Any) -> str:
+    """A chat message's text: a string, or (some servers) a list of ``{"type": "text"}`` parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [part.get("text") if isinstance(part, dict) else None for part in content]
+        return "".join(text for text in texts if isinstance(text, str))
+    return ""
 
 
 def _text_or_none(value: Any) -> str | None:

@@ -38,7 +38,7 @@ WIRES = [
 ]
 TOOL_SHAPES = ["arguments_text", "arguments_object", "no_index", "same_index", "no_id"]
 FINISH_SHAPES = ["finish_length", "finish_filter", "finish_unknown"]
-SHAPES = [*TOOL_SHAPES, *FINISH_SHAPES, "empty", "no_usage"]
+SHAPES = [*TOOL_SHAPES, *FINISH_SHAPES, "empty", "no_usage", "content_parts"]
 FINISH_WORDS = {  # shape -> the finish reason each family of wires sends for it
     "finish_length": dict(responses="max_output_tokens", chat="length", messages="max_tokens"),
     "finish_filter": dict(responses="content_filter", chat="content_filter", messages="refusal"),
@@ -91,6 +91,8 @@ def openai_script(wire: Wire, shape: str) -> list[Turn]:
         return [Turn(tool_calls=calls, quirks=frozenset(quirks)), Turn(text=ANSWER)]
     if shape == "empty":
         return [Turn(quirks=frozenset({"no_choices"}))]
+    if shape == "content_parts":
+        return [Turn(text=ANSWER, quirks=frozenset({"content_parts"}))]
     if shape == "no_usage":
         calls = [Call(name, arguments) for name, arguments in CALLS]
         return [
@@ -242,6 +244,9 @@ def test_every_reply_shape_is_read_the_same_in_every_wire(
     if shape == "empty":
         assert reason == TerminationReason.empty_answer, record.termination
         assert record.answer == ""
+    if shape == "content_parts":  # a Messages reply is made of parts anyway
+        assert reason == TerminationReason.completed, record.termination
+        assert record.answer == ANSWER
     if shape == "no_usage":
         assert record.usage is None and record.cost_usd is None  # unknown, not 0
         assert all(event.usage is None for event in model_events(record))

@@ -112,11 +112,13 @@ class Turn:
 FAULTS = frozenset({"hang", "truncate", "non_json", "unknown_event"})
 QUIRKS = frozenset(
     {"arguments_object", "no_index", "same_index", "no_id", "no_usage", "no_choices"}
+    | {"content_parts"}
 )
 """``arguments_object``: tool-call arguments as a JSON object, not JSON text (llama.cpp, Ollama);
 ``no_index``: streamed tool-call pieces without ``index``; ``same_index``: ``index: 0`` on every
 streamed call (each with its own id); ``no_id``: tool calls without an id;
-``no_usage``: no usage object (nor usage chunk); ``no_choices``: an empty reply (chat
+``no_usage``: no usage object (nor usage chunk); ``content_parts``: chat message content as a list
+of text parts (not streamed); ``no_choices``: an empty reply (chat
 ``choices: []``, Responses ``output: []``)."""
 NON_JSON_BODY = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
 
@@ -416,6 +418,8 @@ def chat_body(state: FakeOpenAIServer, body: dict[str, Any], turn: Turn) -> dict
         }
         tool_calls.append({k: v for k, v in entry.items() if v is not None})
     message: dict[str, Any] = {"role": "assistant", "content": turn.text}
+    if "content_parts" in turn.quirks and turn.text is not None:
+        message["content"] = [{"type": "text", "text": turn.text}]
     if turn.reasoning_summary:
         message["reasoning_content"] = turn.reasoning_summary  # as vLLM and DeepSeek send it
     if tool_calls:
@@ -467,8 +471,11 @@ def chat_events(
         yield dict(base, object="chat.completion.surprise", detail="not in the API")
     if message.get("reasoning_content"):
         yield chunk({"reasoning_content": message["reasoning_content"]})
-    words = (message.get("content") or "").split(" ")
-    for position, word in enumerate(words if message.get("content") else []):
+    text = message.get("content") or ""
+    if isinstance(text, list):  # parts are a whole-reply shape: streamed, the text goes as usual
+        text = "".join(part["text"] for part in text)
+    words = text.split(" ")
+    for position, word in enumerate(words if text else []):
         yield chunk({"content": word if position == 0 else " " + word})
     if stall_after_text_s:
         time.sleep(stall_after_text_s)
