@@ -44,10 +44,10 @@ blocked (a synchronous call): its clean-up cannot run, so it is not waited for."
 LIMIT_CHECK_S = 0.05
 """How often the runner reads a question's draft against its sample limits."""
 OVERRUN_GRACE_S = 1.0
+"""A harness that returns later than budget + cancel grace + this is recorded as ``timeout``."""
 UNENFORCEABLE_LIMIT = "UnenforceableLimit"
 """Error class of a question stopped because a sample limit cannot be kept (``--max-tokens``
 against a server that reports no usage): the run stops at once with the same line."""
-"""A harness that returns later than budget + cancel grace + this is recorded as ``timeout``."""
 
 
 @dataclass
