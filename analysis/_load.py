@@ -220,13 +220,14 @@ def _first_error(exc: ValidationError) -> str:
 
 
 def _trajectory_row(record: Any) -> dict[str, Any]:
-    usage = record.usage
-    tokens = usage.input_tokens + usage.output_tokens
+    usage = record.usage  # None: the provider reported no usage (unknown, like 0 here: nan)
+    tokens = usage.input_tokens + usage.output_tokens if usage is not None else 0
     return {
         "question_id": record.question_id,
         "trial": record.trial,
         "task_type": str(record.task_type),
         "status": str(record.status),
+        "termination": str(record.termination.reason),
         "latency_s": record.latency_s,
         "timeout_s": record.timeout_s,
         "tool_calls": len(record.tool_calls),

@@ -226,6 +226,7 @@ def _operations_cell(
         answered_rate=rate("ok"),
         timeout_rate=rate("timeout"),
         max_turns_rate=rate("max_turns"),
+        answer_cut_rate=_share(cell, "termination", "answer_cut"),
         error_rate=rate("error"),
         latency_s=distribution(cell["latency_s"]),
         tool_calls=distribution(cell["tool_calls"]),
@@ -237,6 +238,13 @@ def _operations_cell(
         tokens_per_correct=tokens_per_correct,
         over_budget=int(cell["over_budget"].sum()) if "over_budget" in cell else 0,
     )
+
+
+def _share(cell: pd.DataFrame, column: str, value: str) -> float | None:
+    """Share of the cell's rows whose ``column`` is ``value`` (None without rows or column)."""
+    if not len(cell) or column not in cell:
+        return None
+    return float((cell[column] == value).sum()) / len(cell)
 
 
 def _per_correct(values: pd.Series, n_correct: int) -> float | None:

@@ -917,6 +917,7 @@ def operations_section(stats: Stats, images: list[str]) -> list:
         "Answered",
         "Timeout",
         "Max turns",
+        "Cut",
         "Error",
         "Latency p50 / p90 / max (s)",
         "Tool calls mean / p90",
@@ -937,6 +938,7 @@ def operations_section(stats: Stats, images: list[str]) -> list:
                 _pct(o.answered_rate),
                 _pct(o.timeout_rate),
                 _pct(o.max_turns_rate),
+                _pct(o.answer_cut_rate),
                 _pct(o.error_rate),
                 f"{fmt(lat.p50, 1)} / {fmt(lat.p90, 1)} / {fmt(lat.max, 1)}" if lat.n else "–",
                 f"{fmt(o.tool_calls.mean, 1)} / {fmt(o.tool_calls.p90, 0)}"
@@ -951,7 +953,10 @@ def operations_section(stats: Stats, images: list[str]) -> list:
         )
     note = (
         f"Correct = obligations accuracy ≥ {stats.settings.pass_threshold:g}; cost per correct "
-        "answer exists only for obligations (the only task type with an accuracy dimension)."
+        "answer exists only for obligations (the only task type with an accuracy dimension). "
+        "Cut = answers the provider cut (output-token cap, content filter, unknown finish "
+        "reason), judged as they stand and counted in Max turns too. Tokens / q leaves out "
+        "records whose server reported no usage (unknown)."
     )
     blocks: list = [Heading("Operations"), Table(header, rows, note)]
     blocks += infra_failure_blocks(stats)

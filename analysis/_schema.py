@@ -350,6 +350,9 @@ class OperationsCell(_Strict):
     """Share with status ok."""
     timeout_rate: float | None
     max_turns_rate: float | None
+    answer_cut_rate: float | None = None
+    """Share whose answer the provider cut (output cap, content filter, unknown finish reason:
+    termination ``answer_cut``; part of ``max_turns_rate``)."""
     error_rate: float | None
     latency_s: Distribution
     tool_calls: Distribution

@@ -42,6 +42,11 @@ Choices, and why:
   refused connection) or ``provider_error`` (other 4xx, a malformed or truncated reply the CLI
   could not repair), an infrastructure failure, not a timeout. Unknown stream event types the CLI
   ignores, as the Messages API's versioning policy asks of clients.
+- The run's tool-call cap (``--max-tool-calls``): the CLI cannot be told it, so the harness counts
+  the calls the model issues; past the cap it lets the calls under it finish and then ends the
+  CLI (``max_turns``; the calls past the cap are not recorded, ``extra["tool_call_cap"]`` counts
+  them). A reply the CLI gives up on at the output cap, or a refusal, is the model's answer cut
+  short (``answer_cut``), not a provider failure.
 - Without ``--model`` the record's model is the one the CLI's ``system/init`` reports; a question
   with no ``result`` event (timeout) is priced from the price table.
 - Each question gets its own HOME, working directory and TMPDIR in a temporary folder under the
@@ -457,7 +462,9 @@ class ClaudeCliHarness:
         )
         stream_log = self._stream_log(env, task)
         draft.add_message("user", task.query)
-        parser = StreamParser(draft, stall_s=task.stall_bound())
+        parser = StreamParser(
+            draft, stall_s=task.stall_bound(), tool_call_cap=task.limits.tool_call_cap
+        )
         process = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.DEVNULL,
@@ -539,6 +546,8 @@ class ClaudeCliHarness:
                     raise ErpNotConnectedError(_not_connected_message(status, self.transport))
             if event.get("type") == "result":
                 return
+            if parser.cap_passed and not parser.calls_pending:
+                return  # past the run's tool-call cap, and the calls under it have their results
             self._check_retry_window(parser, window_s)
 
     @staticmethod
@@ -563,7 +572,12 @@ class ClaudeCliHarness:
     async def _wait_for_exit(
         self, process: asyncio.subprocess.Process, parser: StreamParser, draft: TrajectoryDraft
     ) -> int:
-        """The CLI's exit code; after the result, a CLI slow to exit is ended, not waited on."""
+        """The CLI's exit code; after the result, a CLI slow to exit is ended, not waited on; past
+        the tool-call cap the CLI is ended at once."""
+        if parser.result is None and parser.cap_passed:
+            draft.extra["cli_stopped_at_tool_call_cap"] = True
+            await _end_group(process, grace_s=0.0)
+            return process.returncode if process.returncode is not None else -signal.SIGKILL
         if parser.result is None:
             return await process.wait()
         try:
@@ -587,6 +601,10 @@ class ClaudeCliHarness:
         draft.extra["exit_code"] = returncode
         if stderr.strip():
             draft.extra["stderr_tail"] = _one_line(stderr)[-1000:]
+        if parser.cap_passed:  # stopped at the run's tool-call cap, like every harness
+            return AgentOutcome(answer=parser.answer, max_turns_reached=True)
+        if parser.reply_cut is not None and parser.has_model_output:
+            return AgentOutcome(answer=parser.answer)  # the answer stands, marked cut
         if result is None:
             detail = _one_line(stderr)[-STDERR_TAIL_CHARS:] or "no output on stderr"
             if not parser.has_model_output and (parser.retries or _mentions_api_error(stderr)):

@@ -8,8 +8,14 @@ The model speaks either the OpenAI Chat Completions wire format (any OpenAI-comp
 Finance practice, in the instructions and in the flow:
 
 - the ERP's context (``erp_info``: today, legal entities) and the as-of date found in the question
-  are put in front of the model before its first turn; it is told to resolve the entity first,
-  say which record it used and honour the as-of date and legal entity;
+  are put in front of the model before its first turn (the harness's own call: kept in
+  ``extra["harness_tool_calls"]``, never counted as the model's); it is told to resolve the entity
+  first, say which record it used and honour the as-of date and legal entity;
+- every reply is read the same way over both wires (:mod:`harnesses._wire`): arguments as JSON
+  text or an object, streamed calls without ``index`` or ``id`` kept apart (ids made locally), the
+  finish reason on each model event, and a cut final reply ends the question as ``answer_cut``;
+- the run's one tool-call cap (``--max-tool-calls``): calls past it are not run, the model is told
+  so and asked for its answer;
 - independent tool calls run in parallel (``asyncio.gather``);
 - answers come first, then a table with ERP record links, dates on time-sensitive figures, and a
   plain statement of what could not be found;
@@ -32,6 +38,7 @@ from typing import Any
 
 from harnesses._erp_client import ToolSpec, shared_tls_context
 from harnesses._openai import (
+    CAP_REACHED_MESSAGE,
     ToolCatalogue,
     check_known_options,
     erp_call,
@@ -56,9 +63,12 @@ from harnesses._registry import harness
 from harnesses._toolbox import McpToolbox, catalogue_key
 from harnesses._wire import (
     DONE,
+    answer_cut,
+    arguments_text,
     check_event_stream,
     check_event_type,
     is_timeout,
+    local_call_id,
     messages_event_types,
     request_timeout,
     server_sent_events,
@@ -83,7 +93,6 @@ FETCH_LIMIT = 8_000
 CUSTOM_OPTIONS = {
     "api": "openai (Chat Completions, default) or anthropic (Messages API)",
     "max_steps": "model turns with tools before the agent must answer (default 12)",
-    "max_tool_calls": "cap on tool calls per question (default 40)",
     "web": "offer web_search / fetch_url tools (default false: offline)",
     "search_url": "JSON search endpoint (SearXNG ``/search``) for web_search with api=openai",
     "final_reserve_s": "seconds kept for the final answer (default 15% of the budget, 3 to 20 s)",
@@ -146,7 +155,6 @@ class CustomSettings:
     reasoning_effort: str | None
     base_url: str | None
     max_steps: int
-    max_tool_calls: int
     web: bool
     search_url: str | None
     final_reserve_s: float | None
@@ -165,9 +173,8 @@ class CustomSettings:
         if api not in DEFAULT_MODELS:
             raise ValueError(f"--harness-opt api={api}: expected openai or anthropic")
         steps = options.get_int("max_steps", 12)
-        cap = options.get_int("max_tool_calls", 40)
-        if steps < 1 or cap < 1:
-            raise ValueError("--harness-opt max_steps and max_tool_calls must be 1 or more")
+        if steps < 1:
+            raise ValueError("--harness-opt max_steps must be 1 or more")
         reserve = options.extra.get("final_reserve_s")
         try:
             reserve_s = float(reserve) if reserve is not None else None
@@ -180,7 +187,6 @@ class CustomSettings:
             reasoning_effort=options.reasoning_effort,
             base_url=options.base_url,
             max_steps=steps,
-            max_tool_calls=cap,
             web=options.get_bool("web", False),
             search_url=options.extra.get("search_url"),
             final_reserve_s=reserve_s,
@@ -223,11 +229,14 @@ class ToolRequest:
 class ModelTurn:
     text: str
     requests: list[ToolRequest]
-    usage: Usage
+    usage: Usage | None
+    """None when the reply reported no usage (unknown, not 0)."""
     model: str | None = None
     reasoning: str | None = None
     """Reasoning the provider returned (thinking blocks, ``reasoning_content``)."""
     request_id: str | None = None
+    finish_reason: str | None = None
+    """The reply's finish (stop) reason as the server sent it."""
 
 
 class OpenAIChatConversation:
@@ -272,22 +281,18 @@ class OpenAIChatConversation:
             reply = await self._streamed(request, call)
         else:
             reply = await self._whole(request, call)
-        calls = reply.tool_calls
+        requests = [_tool_request(c) for c in reply.tool_calls]
         assistant: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-        if calls:
+        if requests:
             assistant["tool_calls"] = [
                 {
-                    "id": c["id"],
+                    "id": r.id,
                     "type": "function",
-                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                    "function": {"name": r.name, "arguments": r.raw_arguments},
                 }
-                for c in calls
+                for r in requests
             ]
         self.messages.append(assistant)
-        requests = []
-        for c in calls:
-            arguments, problem = parse_arguments(c["arguments"])
-            requests.append(ToolRequest(c["id"], c["name"], c["arguments"], arguments, problem))
         return ModelTurn(
             reply.text,
             requests,
@@ -295,6 +300,7 @@ class OpenAIChatConversation:
             reply.model,
             reasoning=reply.reasoning or None,
             request_id=reply.request_id,
+            finish_reason=reply.finish_reason,
         )
 
     async def _whole(self, request: dict[str, Any], call: CallContext) -> _ChatReply:
@@ -308,25 +314,35 @@ class OpenAIChatConversation:
             timeout=max(1.0, call.task.remaining() + 1.0),
         )
         choices = getattr(response, "choices", None)
-        if not isinstance(choices, list) or not choices:
-            raise ProviderError(f"the chat completion has no choices: {str(response)[:160]!r}")
-        message = choices[0].message
+        if not isinstance(choices, list):
+            raise ProviderError(f"the reply is not a chat completion: {str(response)[:160]!r}")
+        reply = _ChatReply(
+            usage=chat_usage(getattr(response, "usage", None)),
+            model=getattr(response, "model", None),
+            request_id=getattr(response, "_request_id", None),
+        )
+        if not choices:  # a well-formed reply with nothing in it: the model's empty answer
+            return reply
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        reply.finish_reason = _text_or_none(getattr(choice, "finish_reason", None))
         reasoning = getattr(message, "reasoning_content", None) or getattr(
             message, "reasoning", None
         )
-        calls = [
-            {"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
-            for c in message.tool_calls or []
-            if c.type == "function"
-        ]
-        return _ChatReply(
-            text=message.content or "",
-            reasoning=reasoning if isinstance(reasoning, str) else "",
-            tool_calls=calls,
-            usage=chat_usage(response.usage),
-            model=response.model,
-            request_id=getattr(response, "_request_id", None),
-        )
+        reply.text = _content_text(getattr(message, "content", None))
+        reply.reasoning = reasoning if isinstance(reasoning, str) else ""
+        for c in getattr(message, "tool_calls", None) or []:
+            if getattr(c, "type", None) not in (None, "function"):
+                continue
+            function = getattr(c, "function", None)
+            reply.tool_calls.append(
+                {
+                    "id": getattr(c, "id", None) or "",
+                    "name": str(getattr(function, "name", None) or ""),
+                    "arguments": getattr(function, "arguments", None),
+                }
+            )
+        return reply
 
     async def _streamed(self, request: dict[str, Any], call: CallContext) -> _ChatReply:
         """One streamed completion, read as raw events: text reaches ``call.on_text`` as it
@@ -334,7 +350,7 @@ class OpenAIChatConversation:
         body = {**request, "stream": True, "stream_options": {"include_usage": True}}
         bound = call.task.stall_bound()
         reply = _ChatReply()
-        calls: dict[int, dict[str, str]] = {}
+        calls = _StreamedCalls()
         finished = False
         phase = "headers"
         try:
@@ -350,7 +366,8 @@ class OpenAIChatConversation:
                     head = (await raw.read())[:400].decode("utf-8", "replace")
                     check_event_stream(raw.status_code, raw.headers, head)
                 async for chunk in server_sent_events(raw.iter_lines()):
-                    if chunk is DONE:
+                    if chunk is DONE:  # the stream's own end: complete, finish reason or not
+                        finished = True
                         break
                     finished = _read_chunk(chunk, reply, calls, call.on_text) or finished
         except Exception as error:
@@ -359,7 +376,7 @@ class OpenAIChatConversation:
             raise
         if not finished:
             raise ProviderError("the chat stream ended before its finish reason")
-        reply.tool_calls = [calls[index] for index in sorted(calls)]
+        reply.tool_calls = calls.in_order()
         return reply
 
     def add_results(self, requests: list[ToolRequest], results: list[tuple[str, bool]]) -> None:
@@ -370,9 +387,10 @@ class OpenAIChatConversation:
         self.messages.append({"role": "user", "content": text})
 
 
-def chat_usage(usage: Any) -> Usage:
+def chat_usage(usage: Any) -> Usage | None:
+    """The reply's usage; None when it reported none (unknown, not 0)."""
     if usage is None:
-        return Usage()
+        return None
     prompt = getattr(usage, "prompt_tokens_details", None)
     completion = getattr(usage, "completion_tokens_details", None)
     return Usage(
@@ -389,15 +407,86 @@ class _ChatReply:
 
     text: str = ""
     reasoning: str = ""
-    tool_calls: list[dict[str, str]] = field(default_factory=list)
-    """``{"id", "name", "arguments"}`` per function call, in order."""
-    usage: Usage = field(default_factory=Usage)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """``{"id", "name", "arguments"}`` per function call, in order; arguments as the server sent
+    them (JSON text or an object), the id maybe empty."""
+    usage: Usage | None = None
     model: str | None = None
     request_id: str | None = None
+    finish_reason: str | None = None
+
+
+def _content_text(content: Any) -> str:
+    """A chat message's text: a string, or (some servers) a list of ``{"type": "text"}`` parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [part.get("text") if isinstance(part, dict) else None for part in content]
+        return "".join(text for text in texts if isinstance(text, str))
+    return ""
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _tool_request(call: dict[str, Any]) -> ToolRequest:
+    """One call of a reply, read the same way however it arrived: arguments as text or object,
+    a missing id made locally (unique)."""
+    arguments, problem = parse_arguments(call["arguments"])
+    raw = arguments_text(call["arguments"])
+    return ToolRequest(call["id"] or local_call_id(), call["name"], raw, arguments, problem)
+
+
+class _StreamedCalls:
+    """Tool-call pieces of a chat stream put together. Servers that send ``index`` are followed
+    (a new ``id`` under an index already used is a new call: servers that send ``index: 0`` for
+    every call); without it, a piece with a new ``id`` or a ``name`` begins the next call and a
+    piece with arguments only continues the last one (parallel calls never merge)."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.by_index: dict[int, dict[str, Any]] = {}
+
+    def add(self, piece: dict[str, Any]) -> None:
+        function = piece.get("function") or {}
+        slot = self._slot(piece, function)
+        slot["id"] = slot["id"] or str(piece.get("id") or "")
+        slot["name"] = slot["name"] or str(function.get("name") or "")
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):  # an object, sent whole (llama.cpp, Ollama)
+            slot["arguments"] = arguments
+        elif arguments is not None and not isinstance(slot["arguments"], dict):
+            slot["arguments"] = (slot["arguments"] or "") + str(arguments)
+
+    def _slot(self, piece: dict[str, Any], function: dict[str, Any]) -> dict[str, Any]:
+        index = piece.get("index")
+        piece_id = piece.get("id")
+        if isinstance(index, int):
+            known = self.by_index.get(index)
+            if known is None or (piece_id and known["id"] and piece_id != known["id"]):
+                self.by_index[index] = self._new()  # a new id under a used index: a new call
+            return self.by_index[index]
+        if piece_id:
+            known = next((c for c in self.calls if c["id"] == piece_id), None)
+            if known is not None:
+                return known
+            return self._new()
+        if function.get("name") or not self.calls:
+            return self._new()
+        return self.calls[-1]
+
+    def _new(self) -> dict[str, Any]:
+        slot: dict[str, Any] = {"id": "", "name": "", "arguments": None}
+        self.calls.append(slot)
+        return slot
+
+    def in_order(self) -> list[dict[str, Any]]:
+        return list(self.calls)
 
 
 def _read_chunk(
-    chunk: dict[str, Any], reply: _ChatReply, calls: dict[int, dict[str, str]], on_text: Any
+    chunk: dict[str, Any], reply: _ChatReply, calls: _StreamedCalls, on_text: Any
 ) -> bool:
     """Fold one ``chat.completion.chunk`` into ``reply``; True when it carries a finish reason."""
     if "error" in chunk:
@@ -416,14 +505,11 @@ def _read_chunk(
         if isinstance(thought, str):
             reply.reasoning += thought
         for piece in delta.get("tool_calls") or []:
-            slot = calls.setdefault(
-                int(piece.get("index") or 0), {"id": "", "name": "", "arguments": ""}
-            )
-            function = piece.get("function") or {}
-            slot["id"] = slot["id"] or str(piece.get("id") or "")
-            slot["name"] = slot["name"] or str(function.get("name") or "")
-            slot["arguments"] += str(function.get("arguments") or "")
-        finished = finished or bool(choice.get("finish_reason"))
+            if isinstance(piece, dict):
+                calls.add(piece)
+        if choice.get("finish_reason"):
+            reply.finish_reason = str(choice["finish_reason"])
+            finished = True
     return finished
 
 
@@ -519,13 +605,21 @@ class AnthropicConversation:
                 + (" (no message_start)" if not builder.head else "")
             )
         self._raw_inputs = builder.invalid_inputs
+        body = builder.message()
+        # Read apart from the SDK's closed sets: an unknown stop reason is recorded, not fatal,
+        # and a reply without usage has unknown usage, not a validation error.
+        stop_reason = body.pop("stop_reason", None)
+        usage = body.pop("usage", None)
+        body["usage"] = {"input_tokens": 0, "output_tokens": 0}
         try:
-            message = Message.model_validate(builder.message())
+            message = Message.model_validate(body)
         except ValidationError as error:
             raise ProviderError(
                 f"the streamed message is malformed: {' '.join(str(error).split())[:300]}"
             ) from None
         message._request_id = response.headers.get("request-id") if response else None
+        message._stop_reason = stop_reason
+        message._usage = usage if builder.usage_reported else None
         return message
 
     def _turn(self, message: Any, draft: TrajectoryDraft) -> ModelTurn:
@@ -537,6 +631,8 @@ class AnthropicConversation:
         self._raw_inputs: dict[str, str] = {}
         for block in message.content:
             kind = block.type
+            if kind == "tool_use" and not getattr(block, "id", None):  # ids made locally, unique
+                block.id = local_call_id()
             if kind == "text":
                 texts.append(block.text)
                 content.append({"type": "text", "text": block.text})
@@ -547,13 +643,11 @@ class AnthropicConversation:
                 entry = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
                 content.append(entry)
             elif kind == "tool_use":
-                arguments = block.input if isinstance(block.input, dict) else None
-                problem = None if arguments is not None else "arguments must be a JSON object"
-                raw = json.dumps(block.input, default=str)
+                arguments, problem = parse_arguments(block.input)
+                raw = arguments_text(block.input)
                 requests.append(ToolRequest(block.id, block.name, raw, arguments, problem))
-                content.append(
-                    {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-                )
+                entry = {"type": "tool_use", "id": block.id, "name": block.name}
+                content.append({**entry, "input": arguments or {}})
             elif kind == "thinking":
                 thoughts.append(block.thinking)
                 content.append(
@@ -563,13 +657,19 @@ class AnthropicConversation:
                 content.append(block.model_dump(mode="json", exclude_none=True))
         record_server_blocks(message.content, draft)
         self.messages.append({"role": "assistant", "content": content})
+        if hasattr(message, "_usage"):  # streamed: read apart from the SDK's model
+            usage = _Attributes(message._usage) if message._usage else None
+            stop_reason = message._stop_reason
+        else:
+            usage, stop_reason = getattr(message, "usage", None), message.stop_reason
         return ModelTurn(
             "".join(texts),
             requests,
-            anthropic_usage(message.usage),
+            anthropic_usage(usage),
             message.model,
             reasoning="\n\n".join(t for t in thoughts if t) or None,
             request_id=getattr(message, "_request_id", None),
+            finish_reason=_text_or_none(stop_reason),
         )
 
     def add_results(self, requests: list[ToolRequest], results: list[tuple[str, bool]]) -> None:
@@ -603,6 +703,8 @@ class _StreamedMessage:
         self.invalid_inputs: dict[str, str] = {}
         """Tool-use id -> the raw input text that is not a JSON object."""
         self.text = ""
+        self.usage_reported = False
+        """``message_start`` or ``message_delta`` carried a usage object."""
 
     def feed(self, event: Any) -> None:
         kind = getattr(event, "type", None)
@@ -611,8 +713,11 @@ class _StreamedMessage:
             self.stopped = True
         elif kind == "message_start":
             self.head = event.message.model_dump(mode="json", exclude_none=True)
+            self.usage_reported = isinstance(self.head.get("usage"), dict)
         elif kind == "content_block_start":
             block = event.content_block.model_dump(mode="json", exclude_none=True)
+            if block.get("type") == "tool_use" and not block.get("id"):  # made locally, unique
+                block["id"] = local_call_id()
             self.blocks[event.index] = block
         elif kind == "content_block_delta":
             self._delta(event.index, event.delta)
@@ -620,8 +725,10 @@ class _StreamedMessage:
             self._close(event.index)
         elif kind == "message_delta":
             self.head.update(event.delta.model_dump(mode="json", exclude_none=True))
-            usage = self.head.setdefault("usage", {})
-            usage.update(event.usage.model_dump(mode="json", exclude_none=True))
+            if getattr(event, "usage", None) is not None:
+                self.usage_reported = True
+                usage = self.head.setdefault("usage", {})
+                usage.update(event.usage.model_dump(mode="json", exclude_none=True))
 
     def _delta(self, index: int, delta: Any) -> None:
         block = self.blocks.setdefault(index, {"type": "text", "text": ""})
@@ -688,9 +795,10 @@ def record_server_blocks(blocks: list[Any], draft: TrajectoryDraft) -> None:
         draft.add_tool_call(use.name, dict(use.input or {}), "", is_error=True, server="web")
 
 
-def anthropic_usage(usage: Any) -> Usage:
+def anthropic_usage(usage: Any) -> Usage | None:
+    """The reply's usage; None when it reported none (unknown, not 0)."""
     if usage is None:
-        return Usage()
+        return None
     cache_read = getattr(usage, "cache_read_input_tokens", None) or 0
     cache_write = getattr(usage, "cache_creation_input_tokens", None) or 0
     details = getattr(usage, "output_tokens_details", None)
@@ -992,9 +1100,12 @@ class _FinanceAgent:
         limits = task.limits
         # The run's --max-turns keeps one turn for the final answer; --max-tool-calls caps calls.
         self.max_steps = limits.cap(owner.settings.max_steps, limits.max_turns, reserve=1)
-        self.max_tool_calls = limits.cap(owner.settings.max_tool_calls, limits.max_tool_calls)
+        self.max_tool_calls = limits.tool_call_cap
+        """The run's one tool-call cap (``--max-tool-calls``)."""
         self.phase = "start"
         self.tool_calls_run = 0
+        self.last_allowance = 0
+        """How many calls of the last turn the cap let run."""
         self.gathered = _Gathered()
         self.streaming: Message | None = None
         """The assistant turn being streamed (its text so far), until its call is recorded."""
@@ -1041,11 +1152,20 @@ class _FinanceAgent:
             )
         if any(spec.name == ERP_CONTEXT_TOOL for spec in specs):
             self.phase = "erp_context"
-            result = await erp_call(self.erp, ERP_CONTEXT_TOOL, {}, self.draft)
-            self.tool_calls_run += 1  # a tool call like any other: it counts against the cap
+            result = await self.harness_call(ERP_CONTEXT_TOOL)
             if not result.is_error:
                 notes.append(f"ERP context ({ERP_CONTEXT_TOOL}): {result.text[:2000]}")
         return f"{self.task.query}\n\n" + "\n".join(notes)
+
+    async def harness_call(self, name: str) -> Any:
+        """A tool call the harness makes itself (not the model): kept in
+        ``extra["harness_tool_calls"]``, never among the model's tool calls nor against its cap."""
+        scratch = TrajectoryDraft(started_monotonic=self.draft.started_monotonic)
+        try:
+            return await erp_call(self.erp, name, {}, scratch)
+        finally:
+            made = self.draft.extra.setdefault("harness_tool_calls", [])
+            made += [call.model_dump(mode="json", by_alias=True) for call in scratch.tool_calls]
 
     def time_for_step(self) -> float:
         return self.task.remaining() - self.reserve
@@ -1069,7 +1189,9 @@ class _FinanceAgent:
                 return AgentOutcome(answer=turn.text or self.draft.answer)
             results = await self.run_tools(turn.requests)
             chat.add_results(turn.requests, results)
-            if self.tool_calls_run >= self.max_tool_calls:
+            dropped = max(0, len(turn.requests) - self.last_allowance)
+            if dropped:  # past the run's cap (at it exactly, the model may still answer)
+                self.draft.note_tool_call_cap(self.max_tool_calls, dropped)
                 reason = "max_tool_calls"
                 break
         return await self.finish(chat, specs, reason)
@@ -1095,9 +1217,13 @@ class _FinanceAgent:
             usage=turn.usage,
             request_id=turn.request_id,
             output=message,
+            finish_reason=turn.finish_reason,
+            usage_unknown=turn.usage is None,
         )
         self.draft.turns += 1
-        cost = estimate_cost(turn.model or self.settings.model, turn.usage, self.settings.price)
+        self.draft.answer_cut = answer_cut(turn.finish_reason)
+        model = turn.model or self.settings.model
+        cost = None if turn.usage is None else estimate_cost(model, turn.usage, self.settings.price)
         self.draft.add_usage(turn.usage, cost)
         if turn.model:
             self.draft.extra["served_model"] = turn.model
@@ -1109,6 +1235,7 @@ class _FinanceAgent:
         """Run the calls in parallel within the cap and the time left before the final reserve."""
         self.phase = "tools"
         allowance = max(0, self.max_tool_calls - self.tool_calls_run)
+        self.last_allowance = allowance
         self.tool_calls_run += min(allowance, len(requests))
         jobs = [asyncio.ensure_future(self.run_tool(request)) for request in requests[:allowance]]
         pending: set[asyncio.Future[Any]] = set()
@@ -1121,8 +1248,7 @@ class _FinanceAgent:
         results = []
         for position, request in enumerate(requests):
             if position >= allowance:
-                limit = self.max_tool_calls
-                results.append((f"Error: tool-call limit of {limit} reached.", True))
+                results.append((CAP_REACHED_MESSAGE.format(cap=self.max_tool_calls), True))
             elif jobs[position] not in pending:
                 results.append(jobs[position].result())
             else:

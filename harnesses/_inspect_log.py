@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnesses._wire import FILTER_FINISH, LENGTH_FINISH
 from harnesses.records import Message, ModelEvent, RunManifest, ToolEvent, TrajectoryRecord
 
 INSTALL_HINT = "pip install 'ledgerbench[inspect]' (or pip install 'inspect-ai>=0.3,<0.4')"
@@ -91,6 +92,9 @@ def _call_id(index: int) -> str:
 
 
 def _usage(inspect: Any, usage: Any, cost: float | None = None) -> Any:
+    """Inspect's usage; None when the provider reported none (unknown)."""
+    if usage is None:
+        return None
     return inspect.model.ModelUsage(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
@@ -99,6 +103,15 @@ def _usage(inspect: Any, usage: Any, cost: float | None = None) -> Any:
         reasoning_tokens=usage.reasoning_tokens or None,
         total_cost=cost,
     )
+
+
+def _stop_reason(event: Any, message: Any) -> str:
+    """Inspect's stop reason of a model call: a cut reply says how it was cut."""
+    if event.finish_reason in LENGTH_FINISH:
+        return "max_tokens"
+    if event.finish_reason in FILTER_FINISH:
+        return "content_filter"
+    return "tool_calls" if message.tool_calls else "stop"
 
 
 def _chat_messages(inspect: Any, record: TrajectoryRecord, system_prompt: str | None) -> list[Any]:
@@ -203,7 +216,7 @@ def _events(inspect: Any, record: TrajectoryRecord, messages: list[Any]) -> list
                         choices=[
                             model.ChatCompletionChoice(
                                 message=output_message,
-                                stop_reason="tool_calls" if output_message.tool_calls else "stop",
+                                stop_reason=_stop_reason(event, output_message),
                             )
                         ],
                         usage=_usage(inspect, event.usage),
@@ -284,7 +297,8 @@ def _limit(inspect: Any, record: TrajectoryRecord) -> Any:
     if reason == "max_turns":
         return inspect.log.EvalSampleLimit(type="message", limit=record.turns)
     if reason == "token_limit":
-        tokens = record.usage.input_tokens + record.usage.output_tokens
+        usage = record.usage
+        tokens = usage.input_tokens + usage.output_tokens if usage is not None else 0
         return inspect.log.EvalSampleLimit(type="token", limit=tokens)
     if reason == "cost_limit":
         return inspect.log.EvalSampleLimit(type="cost", limit=record.cost_usd or 0.0)
@@ -332,7 +346,9 @@ def _sample(inspect: Any, record: TrajectoryRecord, contents: RunContents) -> An
             "system_prompt_hash": record.system_prompt_hash,
         },
         events=_events(inspect, record, messages),
-        model_usage={label: _usage(inspect, record.usage, record.cost_usd)},
+        model_usage={label: _usage(inspect, record.usage, record.cost_usd)}
+        if record.usage is not None
+        else {},
         started_at=record.started_at,
         completed_at=record.finished_at,
         total_time=record.latency_s,

@@ -10,7 +10,9 @@ Two ways to give the model the ERP (``--harness-opt mcp_mode=...``):
 - ``hosted``: one request with a native ``{"type": "mcp"}`` tool pointing at ``--erp-public-url``;
   the provider runs the loop and the harness records the ``mcp_call`` items it reports.
 
-Every output item is recorded in the draft as it arrives: function and MCP calls (arguments,
+``reasoning: {effort}`` is sent only with ``--reasoning-effort`` (not every model takes it); the
+tool-call cap is the run's (``--max-tool-calls``). Every output item is recorded in the draft as
+it arrives: function and MCP calls (arguments,
 output, structured error), web searches (query and sources), message text and its URL citations (as
 sources), reasoning and token usage with cost. Replies stream by default: a timeout keeps the text.
 """
@@ -46,9 +48,13 @@ from harnesses._registry import HarnessLoadError, harness
 from harnesses._toolbox import WORLD_LABEL, McpToolbox, catalogue_key
 from harnesses._wire import (
     DONE,
+    answer_cut,
+    arguments_text,
     check_event_stream,
     check_event_type,
     is_timeout,
+    local_call_id,
+    read_arguments,
     request_timeout,
     responses_event_types,
     server_sent_events,
@@ -57,14 +63,11 @@ from harnesses._wire import (
 from harnesses.records import Message, Usage
 
 DEFAULT_MODEL = "gpt-5.2"
-DEFAULT_REASONING_EFFORT = "low"
-DEFAULT_MAX_TOOL_CALLS = 20
 SERVER_LABEL = "erp"
 RETRY_MARGIN_S = 0.5
 """No retry wait may end closer than this to the deadline."""
 
 OPENAI_OPTIONS = {
-    "max_tool_calls": "cap on tool calls per question (default 20)",
     "web_search": "offer the built-in web_search tool (default true)",
     "mcp_mode": "local (default) or hosted",
     "stateless": "resend the full input instead of previous_response_id (default false)",
@@ -117,7 +120,17 @@ def require_env_key(variable: str, harness_name: str) -> str:
     return key
 
 
+RETIRED_OPTIONS = {
+    "max_tool_calls": "the tool-call cap is the run's, one for every harness: use --max-tool-calls",
+}
+"""Harness options that are gone, with what replaces them."""
+
+
 def check_known_options(options: HarnessOptions, known: dict[str, str], harness_name: str) -> None:
+    for key in sorted(set(options.extra) & set(RETIRED_OPTIONS)):
+        raise HarnessConfigError(
+            f"--harness {harness_name}: --harness-opt {key}: {RETIRED_OPTIONS[key]}"
+        )
     unknown = sorted(set(options.extra) - set(known))
     if unknown:
         raise HarnessConfigError(
@@ -139,8 +152,8 @@ def read_options(read: Any, harness_name: str) -> Any:
 @dataclass(frozen=True)
 class OpenAISettings:
     model: str
-    reasoning_effort: str
-    max_tool_calls: int
+    reasoning_effort: str | None
+    """Sent as ``reasoning.effort`` only when the user asked for one (not every model takes it)."""
     web_search: bool
     mcp_mode: str
     stateless: bool
@@ -159,15 +172,11 @@ class OpenAISettings:
         mode = options.extra.get("mcp_mode", "local")
         if mode not in {"local", "hosted"}:
             raise ValueError(f"--harness-opt mcp_mode={mode}: expected local or hosted")
-        cap = options.get_int("max_tool_calls", DEFAULT_MAX_TOOL_CALLS)
-        if cap < 1:
-            raise ValueError(f"--harness-opt max_tool_calls={cap}: expected 1 or more")
         price_text = options.extra.get("price_per_mtok")
         max_output = options.get_int("max_output_tokens", 0)
         return cls(
             model=options.model or DEFAULT_MODEL,
-            reasoning_effort=options.reasoning_effort or DEFAULT_REASONING_EFFORT,
-            max_tool_calls=cap,
+            reasoning_effort=options.reasoning_effort,
             web_search=options.get_bool("web_search", True),
             mcp_mode=mode,
             stateless=options.get_bool("stateless", False),
@@ -205,9 +214,10 @@ def hosted_mcp_tool(
     return entry
 
 
-def responses_usage(usage: Any) -> Usage:
+def responses_usage(usage: Any) -> Usage | None:
+    """The reply's usage; None when it reported none (unknown, not 0)."""
     if usage is None:
-        return Usage()
+        return None
     input_details = getattr(usage, "input_tokens_details", None)
     output_details = getattr(usage, "output_tokens_details", None)
     return Usage(
@@ -218,15 +228,10 @@ def responses_usage(usage: Any) -> Usage:
     )
 
 
-def parse_arguments(raw: str | None) -> tuple[dict[str, Any] | None, str | None]:
-    """Tool-call arguments from the model: (dict, None) or (None, what is wrong)."""
-    try:
-        value = json.loads(raw or "{}")
-    except json.JSONDecodeError as error:
-        return None, f"arguments are not valid JSON ({error.msg} at position {error.pos})"
-    if not isinstance(value, dict):
-        return None, f"arguments must be a JSON object, got {type(value).__name__}"
-    return value, None
+def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """Tool-call arguments from the model (JSON text or an object): (dict, None) or (None, what
+    is wrong); see :func:`harnesses._wire.read_arguments`."""
+    return read_arguments(raw)
 
 
 def retry_after_s(error: BaseException) -> float | None:
@@ -354,6 +359,8 @@ def record_model_event(
     request_id: str | None = None,
     output: Any = None,
     error: BaseException | str | None = None,
+    finish_reason: str | None = None,
+    usage_unknown: bool = False,
 ) -> None:
     if isinstance(error, BaseException):
         error = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
@@ -361,6 +368,8 @@ def record_model_event(
         timing.started_s,
         duration_s=draft.elapsed() - timing.started_s,
         usage=usage,
+        finish_reason=finish_reason,
+        usage_unknown=usage_unknown,
         retries=timing.retries,
         error=error,
         request_id=request_id,
@@ -574,7 +583,7 @@ class OpenAIResponsesHarness:
         draft.extra.update(
             mcp_mode=settings.mcp_mode,
             reasoning_effort=settings.reasoning_effort,
-            max_tool_calls=settings.max_tool_calls,
+            max_tool_calls=task.limits.tool_call_cap,
             web_search=settings.web_search,
             response_ids=[],
         )
@@ -612,8 +621,8 @@ class _ResponsesLoop:
         self.phase = "start"
         self.tool_calls_run = 0
         limits = task.limits
-        self.max_tool_calls = limits.cap(self.settings.max_tool_calls, limits.max_tool_calls)
-        """The harness's cap, tightened by the run's ``--max-tool-calls``."""
+        self.max_tool_calls = limits.tool_call_cap
+        """The run's one tool-call cap (``--max-tool-calls``)."""
         self.max_turns = limits.max_turns
         self.streaming: Message | None = None
         """The assistant turn of the response being streamed (its text so far), until recorded."""
@@ -703,10 +712,11 @@ class _ResponsesLoop:
             "instructions": self.env.instructions,
             "input": items,
             "tools": tools,
-            "reasoning": {"effort": settings.reasoning_effort},
             "max_tool_calls": self.max_tool_calls,
             "parallel_tool_calls": True,
         }
+        if settings.reasoning_effort:  # only when asked: not every model takes the option
+            request["reasoning"] = {"effort": settings.reasoning_effort}
         if settings.max_output_tokens:
             request["max_output_tokens"] = settings.max_output_tokens
         if previous and not settings.stateless:
@@ -766,15 +776,22 @@ class _ResponsesLoop:
 
     def _record_response(self, response: Any, timing: CallTiming) -> _Turn:
         draft = self.draft
+        if not isinstance(getattr(response, "output", None), list):
+            raise ProviderError(f"the reply is not a Responses API response: {response!r:.160}")
         draft.extra["response_ids"].append(response.id)
         draft.extra["served_model"] = response.model
-        usage = responses_usage(response.usage)
-        cost = estimate_cost(response.model or self.settings.model, usage, self.settings.price)
+        usage = responses_usage(getattr(response, "usage", None))
+        cost = None
+        if usage is not None:
+            cost = estimate_cost(response.model or self.settings.model, usage, self.settings.price)
         draft.add_usage(usage, cost)
+        finish = response_finish(response)
         event = {
             "model": response.model or self.settings.model,
             "usage": usage,
+            "usage_unknown": usage is None,
             "request_id": getattr(response, "_request_id", None),
+            "finish_reason": finish,
         }
         if response.status == "failed":
             error = getattr(response, "error", None)
@@ -782,8 +799,8 @@ class _ResponsesLoop:
             record_model_event(draft, timing, error=failure, **event)
             raise failure
         if response.status == "incomplete":
-            details = getattr(response, "incomplete_details", None)
-            draft.extra["incomplete_reason"] = getattr(details, "reason", None)
+            draft.extra["incomplete_reason"] = finish
+        draft.answer_cut = answer_cut(finish)
         # The turn goes into the transcript before its items, so hosted MCP calls attach to it.
         message = self.streaming or draft.add_message("assistant")
         self.streaming = None
@@ -798,8 +815,12 @@ class _ResponsesLoop:
         return turn
 
     def _record_item(self, item: Any, turn: _Turn) -> None:
-        kind = item.type
+        kind = getattr(item, "type", None)
         if kind == "function_call":
+            if not getattr(item, "call_id", None):  # ids made locally, unique
+                item.call_id = local_call_id()
+            if not isinstance(getattr(item, "arguments", None), str):  # an object: as JSON text
+                item.arguments = arguments_text(getattr(item, "arguments", None))
             turn.function_calls.append(item)
         elif kind == "message":
             turn.text = self._record_message(item, turn.text)
@@ -875,7 +896,9 @@ class _ResponsesLoop:
             {"type": "function_call_output", "call_id": call.call_id, "output": text}
             for call, text in zip(calls, results, strict=True)
         ]
-        capped = bool(refused) or self.tool_calls_run >= self.max_tool_calls
+        capped = bool(refused)  # at the cap exactly, the model may still answer on its own
+        if capped:
+            self.draft.note_tool_call_cap(self.max_tool_calls, len(refused))
         return outputs, capped
 
     async def _run_call(self, erp: ErpClient, known: set[str], call: Any) -> str:
@@ -889,6 +912,26 @@ class _ResponsesLoop:
             return text
         result = await erp_call(erp, call.name, arguments, self.draft)
         return f"Error: {result.text}" if result.is_error else result.text
+
+
+class _Attributes:
+    """A dict's keys as attributes (a field the SDK's lenient constructor left a dict)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.__dict__.update(data)
+
+
+def response_finish(response: Any) -> str | None:
+    """The Responses API's finish: ``completed``, or why the response is incomplete
+    (``max_output_tokens``, ``content_filter``), or another status as the server sent it."""
+    status = getattr(response, "status", None)
+    if status == "incomplete":
+        details = getattr(response, "incomplete_details", None)
+        reason = (
+            details.get("reason") if isinstance(details, dict) else getattr(details, "reason", None)
+        )
+        return str(reason or "incomplete")
+    return None if status is None else str(status)
 
 
 def _output_text(response: Any) -> str:

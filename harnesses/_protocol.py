@@ -28,6 +28,9 @@ from harnesses.records import (
 from ledgerbench._trial import TRIAL_HEADER
 from ledgerbench.dataset import TaskType
 
+DEFAULT_MAX_TOOL_CALLS = 40
+"""The run's tool-call cap per question when ``--max-tool-calls`` is not given: one cap, applied
+the same way by every harness (calls past it are not run; the record says how many)."""
 DEFAULT_OUTPUT_LIMIT = 20_000
 """Tool outputs longer than this many characters are truncated in the record (hash kept)."""
 
@@ -72,9 +75,24 @@ class SampleLimits:
             )
         return None
 
+    def unenforceable(self, draft: TrajectoryDraft) -> str | None:
+        """One line when a limit cannot be kept: ``--max-tokens`` against a server whose replies
+        report no token usage (the count is unknown, so the limit would silently never act)."""
+        if self.max_tokens is None or not draft.usage_unreported:
+            return None
+        return (
+            f"--max-tokens {self.max_tokens} cannot be enforced: the model server reports no "
+            "token usage; run without --max-tokens or use a server that reports usage"
+        )
+
     @property
     def active(self) -> bool:
         return any(v is not None for v in dataclasses.astuple(self))
+
+    @property
+    def tool_call_cap(self) -> int:
+        """The question's tool-call cap: ``--max-tool-calls`` or :data:`DEFAULT_MAX_TOOL_CALLS`."""
+        return self.max_tool_calls if self.max_tool_calls is not None else DEFAULT_MAX_TOOL_CALLS
 
     def cap(self, own: int, limit: int | None, reserve: int = 0) -> int:
         """A harness's own cap ``own`` tightened to ``limit`` (less ``reserve``, e.g. a final turn
@@ -253,6 +271,11 @@ class TrajectoryDraft:
     """Set by a harness while the provider keeps failing (retries), cleared when it answers: a
     question stopped at its deadline in that state with no answer is an infrastructure failure
     (``provider_unavailable``), not a time limit of the agent."""
+    usage_unreported: int = 0
+    """Model replies that reported no token usage: the question's usage is then unknown."""
+    answer_cut: str | None = None
+    """Why the last model reply is not a finished one (:func:`harnesses._wire.answer_cut`), or
+    None: a cut final answer ends the question as ``answer_cut``."""
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started_monotonic
@@ -275,14 +298,18 @@ class TrajectoryDraft:
         request_id: str | None = None,
         model: str | None = None,
         output: Message | None = None,
+        finish_reason: str | None = None,
+        usage_unknown: bool = False,
     ) -> ModelEvent:
         """Record one model call; ``output`` is the assistant turn it produced (from
-        :meth:`add_message`), when there is one."""
+        :meth:`add_message`), when there is one; ``usage_unknown`` for a reply that reported no
+        usage (its event's usage is None, not 0)."""
         index = next((n for n, m in enumerate(self.messages) if m is output), None)
         event = ModelEvent(
             started_s=round(started_s, 4),
             duration_s=None if duration_s is None else round(duration_s, 4),
-            usage=usage or Usage(),
+            usage=None if usage_unknown else usage or Usage(),
+            finish_reason=finish_reason,
             retries=retries,
             error=error,
             status_code=status_code,
@@ -297,10 +324,23 @@ class TrajectoryDraft:
         """Record the answer so far (a partial answer survives a timeout)."""
         self.answer = text
 
-    def add_usage(self, usage: Usage, cost_usd: float | None = None) -> None:
+    def add_usage(self, usage: Usage | None, cost_usd: float | None = None) -> None:
+        """Add one reply's usage; None: the reply reported none (the total becomes unknown)."""
+        if usage is None:
+            self.usage_unreported += 1
+            return
         self.usage = self.usage.add(usage)
         if cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + cost_usd
+
+    def recorded_usage(self) -> Usage | None:
+        """The question's usage for the record: None (unknown) when a reply reported none."""
+        return None if self.usage_unreported else self.usage
+
+    def note_tool_call_cap(self, cap: int, dropped: int) -> None:
+        """Calls the model asked for past the run's tool-call cap, not run (cumulative)."""
+        note = self.extra.setdefault("tool_call_cap", {"cap": cap, "dropped": 0})
+        note["dropped"] += dropped
 
     def add_source(self, url: str, title: str | None = None, text: str | None = None) -> None:
         if any(existing.url == url for existing in self.sources):

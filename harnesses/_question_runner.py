@@ -45,6 +45,9 @@ LIMIT_CHECK_S = 0.05
 """How often the runner reads a question's draft against its sample limits."""
 OVERRUN_GRACE_S = 1.0
 """A harness that returns later than budget + cancel grace + this is recorded as ``timeout``."""
+UNENFORCEABLE_LIMIT = "UnenforceableLimit"
+"""Error class of a question stopped because a sample limit cannot be kept (``--max-tokens``
+against a server that reports no usage): the run stops at once with the same line."""
 
 
 @dataclass
@@ -205,6 +208,9 @@ class QuestionRunner:
             raise
         if over is not None:  # a sample limit: the agent's resources, judged
             await self._stop(agent, loop)
+            if over[0] is TerminationReason.provider_error:  # a limit the server cannot serve
+                error = ErrorInfo(**{"class": UNENFORCEABLE_LIMIT, "message": over[1]})
+                return _Attempt(over[0], draft.answer, error, detail=over[1]), None
             return _Attempt(over[0], draft.answer, detail=over[1]), None
         if not done:
             await self._stop(agent, loop)
@@ -220,12 +226,18 @@ class QuestionRunner:
             return None, error
         outcome = agent.result()
         answer = (getattr(outcome, "answer", None) or draft.answer or "").strip()
+        if (unenforceable := task.limits.unenforceable(draft)) is not None:
+            error = ErrorInfo(**{"class": UNENFORCEABLE_LIMIT, "message": unenforceable})
+            reason = TerminationReason.provider_error
+            return _Attempt(reason, answer, error, detail=unenforceable), None
         if (over := task.limits.exceeded(draft)) is not None:  # went over, then finished
             return _Attempt(over[0], answer, detail=over[1]), None
         if getattr(outcome, "deadline_reached", False):
             return _Attempt(TerminationReason.time_limit, answer), None
         if getattr(outcome, "max_turns_reached", False):
-            return _Attempt(TerminationReason.max_turns, answer), None
+            return _Attempt(TerminationReason.max_turns, answer, detail=_cap_detail(draft)), None
+        if draft.answer_cut is not None:  # the provider cut the reply: judged as it stands
+            return _Attempt(TerminationReason.answer_cut, answer, detail=draft.answer_cut), None
         if not answer:
             detail = "the agent finished without an answer"
             return _Attempt(TerminationReason.empty_answer, "", detail=detail), None
@@ -244,6 +256,8 @@ class QuestionRunner:
             done, _ = await asyncio.wait({agent}, timeout=wait)
             if done:
                 return True, None
+            if (unenforceable := task.limits.unenforceable(draft)) is not None:
+                return False, (TerminationReason.provider_error, unenforceable)
             if (over := task.limits.exceeded(draft)) is not None:
                 return False, over
 
@@ -285,12 +299,12 @@ class QuestionRunner:
             timeout_s=budget,
             tool_calls=list(draft.tool_calls),
             sources=list(draft.sources),
-            usage=draft.usage,
-            cost_usd=draft.cost_usd,
+            usage=draft.recorded_usage(),
+            cost_usd=None if draft.usage_unreported else draft.cost_usd,
             turns=draft.turns,
             started_at=started_at,
             finished_at=started_at + dt.timedelta(seconds=latency),
-            extra=_jsonable(dict(draft.extra)),
+            extra=_jsonable(_with_usage_note(draft)),
             input=question.query,
             given_documents=list(question.gold_documents)
             if self.config.research == "golden"
@@ -316,6 +330,23 @@ def with_question_turn(draft: TrajectoryDraft, query: str) -> tuple[list[Message
         for event in events
     ]
     return [Message(role="user", content=query, started_s=0.0), *messages], shifted
+
+
+def _cap_detail(draft: TrajectoryDraft) -> str | None:
+    """What the run's tool-call cap did, when it stopped the agent."""
+    note = draft.extra.get("tool_call_cap")
+    if not isinstance(note, dict):
+        return None
+    return f"tool-call cap of {note['cap']} reached: {note['dropped']} further call(s) not run"
+
+
+def _with_usage_note(draft: TrajectoryDraft) -> dict[str, Any]:
+    """The draft's extra; with unknown usage, what the replies that did report it add up to."""
+    extra = dict(draft.extra)
+    if draft.usage_unreported:
+        extra["usage_reported"] = draft.usage.model_dump()
+        extra["replies_without_usage"] = draft.usage_unreported
+    return extra
 
 
 def _error_message(error: BaseException) -> str:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from harnesses._erp_process import project_root
-from harnesses._protocol import DEFAULT_OUTPUT_LIMIT, SampleLimits
+from harnesses._protocol import DEFAULT_MAX_TOOL_CALLS, DEFAULT_OUTPUT_LIMIT, SampleLimits
 from harnesses._redact import one_line
 from ledgerbench.dataset import Dataset, Question, TaskType
 
@@ -52,8 +52,10 @@ class RunConfig(StrictModel):
     max_turns: int | None = Field(default=None, ge=1)
     """At most this many model turns per question (the harness's own cap, if tighter, wins);
     over it the question ends as ``max_turns``. None: only the harness's cap."""
-    max_tool_calls: int | None = Field(default=None, ge=1)
-    """At most this many tool calls per question; over it the question ends as ``max_turns``."""
+    max_tool_calls: int = Field(default=DEFAULT_MAX_TOOL_CALLS, ge=1)
+    """The run's one tool-call cap per question, the same for every harness: calls the model asks
+    for past it are not run (the Claude CLI is stopped), the question ends as ``max_turns`` and
+    ``extra["tool_call_cap"]`` says how many calls were dropped."""
     max_tokens: int | None = Field(default=None, ge=1)
     """At most this many tokens (input + output, over every model call) per question; over it the
     question ends as ``token_limit``."""

@@ -32,8 +32,11 @@ class TaskTypeSummary(StrictModel):
     """Total tool calls."""
     tool_calls_mean: float | None
     input_tokens: int
+    """Summed over the records whose usage is known."""
     output_tokens: int
     reasoning_tokens: int
+    usage_unknown: int = 0
+    """Records whose provider reported no token usage (left out of the token sums)."""
     cost_usd: float | None
     """Sum of known costs; None when no record had a cost."""
 
@@ -98,9 +101,10 @@ def summarize_records(records: list[TrajectoryRecord]) -> list[TaskTypeSummary]:
                 latency_p90_s=_percentile(latencies, 0.9),
                 tool_calls=calls,
                 tool_calls_mean=round(calls / len(group), 2),
-                input_tokens=sum(r.usage.input_tokens for r in group),
-                output_tokens=sum(r.usage.output_tokens for r in group),
-                reasoning_tokens=sum(r.usage.reasoning_tokens for r in group),
+                input_tokens=sum(r.usage.input_tokens for r in group if r.usage),
+                output_tokens=sum(r.usage.output_tokens for r in group if r.usage),
+                reasoning_tokens=sum(r.usage.reasoning_tokens for r in group if r.usage),
+                usage_unknown=sum(r.usage is None for r in group),
                 cost_usd=round(sum(costs), 6) if costs else None,
             )
         )
@@ -139,10 +143,18 @@ def summary_table(summary: RunSummary) -> Any:
             _fmt(row.latency_median_s),
             _fmt(row.latency_p90_s),
             _fmt(row.tool_calls_mean),
-            f"{row.input_tokens:,}/{row.output_tokens:,}",
+            _tokens(row),
             "-" if row.cost_usd is None else f"{row.cost_usd:.4f}",
         )
     return table
+
+
+def _tokens(row: TaskTypeSummary) -> str:
+    """Tokens in/out; ``unknown`` for records whose provider reported no usage."""
+    if row.usage_unknown == row.total:
+        return "unknown"
+    known = f"{row.input_tokens:,}/{row.output_tokens:,}"
+    return known + (f" (+{row.usage_unknown} unknown)" if row.usage_unknown else "")
 
 
 def _fmt(value: float | None) -> str:

@@ -43,7 +43,7 @@ from harnesses._golden import golden_pairs
 from harnesses._instructions import system_instructions
 from harnesses._progress import PreparationWatch, RunProgress
 from harnesses._protocol import AgentEnvironment, Harness, HarnessOptions
-from harnesses._question_runner import QuestionRunner
+from harnesses._question_runner import UNENFORCEABLE_LIMIT, QuestionRunner
 from harnesses._redact import (
     REDACTED,
     environment_secrets,
@@ -312,7 +312,8 @@ async def _run_with_harness(
             prepared.lock.release()
     sweep_secrets(prepared.run_dir, secrets)
     if outcome.stopped is not None:
-        outcome.stopped += "; resume with: " + resume_command(manifest, prepared.run_dir)
+        if not outcome.unresumable:
+            outcome.stopped += "; resume with: " + resume_command(manifest, prepared.run_dir)
         log(outcome.stopped)
     summary = build_run_summary(prepared, manifest, outcome.ran, outcome.interrupted)
     summary.stopped = outcome.stopped
@@ -327,6 +328,8 @@ class _Outcome:
     """Ctrl-C, SIGTERM or cancellation."""
     stopped: str | None = None
     """Why the circuit breaker stopped the run."""
+    unresumable: bool = False
+    """The stop needs a change of configuration, not a resume."""
 
 
 class CircuitBreaker:
@@ -335,12 +338,17 @@ class CircuitBreaker:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.streak: list[TrajectoryRecord] = []
+        self.unresumable = False
+        """The stop is a configuration the run cannot serve: resuming as it is cannot help."""
 
     def record(self, record: TrajectoryRecord) -> str | None:
         """The reason to stop the run, once ``limit`` failures came in a row, else None."""
         if not record.infrastructure_failure:
             self.streak.clear()
             return None
+        if record.error is not None and record.error.class_ == UNENFORCEABLE_LIMIT:
+            self.unresumable = True  # no later question (nor a retry) could keep the limit
+            return f"stopped: {record.error.message}"
         self.streak.append(record)
         if not self.limit or len(self.streak) < self.limit:
             return None
@@ -396,6 +404,7 @@ async def _execute(
                     progress.advance(record.status)
                     outcome.stopped = breaker.record(record)
                     if outcome.stopped is not None:
+                        outcome.unresumable = breaker.unresumable
                         break
         except asyncio.CancelledError:
             current = asyncio.current_task()

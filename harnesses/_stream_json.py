@@ -43,6 +43,7 @@ from typing import Any
 
 from harnesses._pricing import estimate_cost
 from harnesses._protocol import TrajectoryDraft
+from harnesses._wire import answer_cut
 from harnesses.records import Usage
 
 WEB_TOOLS = frozenset({"WebSearch", "WebFetch"})
@@ -112,6 +113,10 @@ class _Message:
     thinking: list[str] = field(default_factory=list)
     transcript: Any = None
     """The ``Message`` of this turn in the draft's conversation."""
+    stop_reason: str | None = None
+    """The API message's stop reason (``end_turn``, ``tool_use``, ``max_tokens`` ...)."""
+    usage_reported: bool = True
+    """False when the API's ``message_start`` carried no usage (the CLI then counts 0)."""
     event: Any = None
     """The ``ModelEvent`` of the API call that produced this turn."""
 
@@ -139,9 +144,19 @@ class StreamParser:
     tool calls that never got a result.
     """
 
-    def __init__(self, draft: TrajectoryDraft, *, stall_s: float | None = None) -> None:
+    def __init__(
+        self,
+        draft: TrajectoryDraft,
+        *,
+        stall_s: float | None = None,
+        tool_call_cap: int | None = None,
+    ) -> None:
         self.draft = draft
         self.stall_s = stall_s
+        self.tool_call_cap = tool_call_cap
+        """The run's tool-call cap: calls issued past it are not recorded (the CLI is stopped)."""
+        self.dropped_calls = 0
+        """Tool calls the model issued past the cap."""
         """The CLI's request timeout (``API_TIMEOUT_MS``), to name a retry without a status."""
         self.streaming = False
         """A top-level API message is streaming (started, not stopped): the provider owes events."""
@@ -157,6 +172,8 @@ class StreamParser:
         self._order: list[str] = []
         self._current_stream_id: str | None = None
         self._pending: dict[str, _PendingCall] = {}
+        self._unnamed: list[str] = []
+        """Keys of pending calls that came without an id, oldest first."""
         self._issued = 0
         self._recorded_sequences: list[int] = []
         self._subagent_calls: dict[int, str] = {}
@@ -170,11 +187,24 @@ class StreamParser:
         """Whether any message came from the model (not the CLI's synthetic error messages)."""
         self.api_error: dict[str, Any] | None = None
         """The CLI's synthetic message after an API call failed for good (status, text)."""
+        self.reply_cut: str | None = None
+        """The CLI gave up on a reply cut at the output cap (``max_tokens``) or refused
+        (``refusal``): its synthetic message says so; the model's text so far is the answer."""
         """``system/api_retry`` events so far (the CLI retrying a failing API call)."""
         self.first_retry: float | None = None
         """``time.monotonic()`` of the first retry event."""
 
     # --- public ----------------------------------------------------------------------------------
+
+    @property
+    def cap_passed(self) -> bool:
+        """The model issued more tool calls than the cap allows."""
+        return self.dropped_calls > 0
+
+    @property
+    def calls_pending(self) -> bool:
+        """Tool calls under the cap still wait for their results."""
+        return bool(self._pending)
 
     @property
     def answer(self) -> str:
@@ -355,7 +385,7 @@ class StreamParser:
         message.transcript.content = message.text()
         message.transcript.reasoning = "\n\n".join(message.thinking) or None
         raw = {**message.input_usage, "output_tokens": message.output_tokens}
-        message.event.usage = _usage_from(raw)
+        message.event.usage = _usage_from(raw) if message.usage_reported else None
         message.event.duration_s = round(self.draft.elapsed() - message.event.started_s, 4)
 
     def _on_stream_event(self, event: dict[str, Any]) -> None:
@@ -369,6 +399,11 @@ class StreamParser:
             self.streaming, self._awaiting = True, False
             started = raw.get("message") or {}
             message = self._message(str(started.get("id") or f"stream-{len(self._order)}"))
+            if not isinstance(started.get("usage"), dict) and message.usage_reported:
+                message.usage_reported = False  # the server reports no usage: unknown, not 0
+                self.draft.usage_unreported += 1
+                if message.event is not None:
+                    message.event.usage = None
             message.input_usage = dict(started.get("usage") or {})
             message.output_tokens = int(message.input_usage.get("output_tokens") or 0)
             self._current_stream_id = message.id
@@ -395,6 +430,9 @@ class StreamParser:
                 self._refresh_turn(message)
                 self.draft.set_answer(self.answer)
         elif kind == "message_delta":
+            stop_reason = (raw.get("delta") or {}).get("stop_reason")
+            if stop_reason:
+                self._note_stop(message, str(stop_reason))
             usage = raw.get("usage") or {}
             if "output_tokens" in usage:
                 message.output_tokens = int(usage.get("output_tokens") or 0)
@@ -414,6 +452,8 @@ class StreamParser:
             self._on_subagent(parent, blocks)
         else:
             message = self._message(str(body.get("id") or f"event-{len(self._order)}"))
+            if body.get("stop_reason"):
+                self._note_stop(message, str(body["stop_reason"]))
             if not message.input_usage and body.get("usage"):
                 message.input_usage = dict(body["usage"])
                 message.output_tokens = int(message.input_usage.get("output_tokens") or 0)
@@ -427,8 +467,12 @@ class StreamParser:
             self.draft.set_answer(self.answer)
         for block in blocks:
             if block.get("type") == "tool_use":
+                if self.tool_call_cap is not None and self._issued >= self.tool_call_cap:
+                    self.dropped_calls += 1  # past the run's cap: not run, not recorded
+                    self.draft.note_tool_call_cap(self.tool_call_cap, 1)
+                    continue
                 self._issued += 1
-                self._pending[str(block.get("id"))] = _PendingCall(
+                self._pending[self._call_key(block.get("id"))] = _PendingCall(
                     sequence=self._issued,
                     name=str(block.get("name")),
                     arguments=dict(block.get("input") or {}),
@@ -437,8 +481,40 @@ class StreamParser:
                     parent_tool_use_id=parent,
                 )
 
+    def _call_key(self, tool_use_id: Any) -> str:
+        """The key a call waits under: its id, or (a server that sent none) one of its own."""
+        if tool_use_id:
+            return str(tool_use_id)
+        key = f"no-id-{self._issued}"
+        self._unnamed.append(key)
+        return key
+
+    def _result_key(self, tool_use_id: Any) -> str:
+        """The call a result belongs to: by id, or the oldest call that came without one."""
+        if tool_use_id:
+            return str(tool_use_id)
+        return self._unnamed.pop(0) if self._unnamed else "no-id"
+
+    def _note_stop(self, message: _Message, stop_reason: str) -> None:
+        """The message's stop reason: on its model event, and (the latest message's) as the
+        answer's finish (a reply cut at the output cap is not a finished answer)."""
+        message.stop_reason = stop_reason
+        if message.event is not None:
+            message.event.finish_reason = stop_reason
+        if self._order and self._order[-1] == message.id:
+            self.draft.answer_cut = answer_cut(stop_reason)
+
     def _on_api_error(self, event: dict[str, Any], body: dict[str, Any]) -> None:
-        """The CLI's own message after an API call failed for good: not the model's words."""
+        """The CLI's own message after an API call failed for good: not the model's words. The
+        CLI words a reply cut at the output cap, or refused, the same way: that is the model's
+        reply cut short (the answer so far stands, marked cut), not a provider failure."""
+        cut = _cli_cut_reason(event, body)
+        if cut is not None:
+            self.reply_cut = cut
+            self.draft.answer_cut = answer_cut(cut)
+            self.draft.extra["cli_reply_cut"] = cut
+            self._awaiting = self.streaming = False
+            return
         text = " ".join(
             str(block.get("text") or "")
             for block in body.get("content") or []
@@ -493,7 +569,7 @@ class StreamParser:
                 continue
             text = _content_text(block.get("content"))
             is_error = bool(block.get("is_error"))
-            tool_use_id = str(block.get("tool_use_id"))
+            tool_use_id = self._result_key(block.get("tool_use_id"))
             call = self._complete_call(tool_use_id, text, is_error=is_error)
             if is_error and (denied := _DENIAL.match(text)):
                 self._denials.append({"tool_name": denied.group(1), "tool_use_id": tool_use_id})
@@ -590,6 +666,16 @@ class StreamParser:
             draft.set_answer(self.answer)  # an error result's text is the CLI's, not the model's
         else:
             draft.set_answer(self.answer or str(event.get("result") or ""))
+
+
+def _cli_cut_reason(event: dict[str, Any], body: dict[str, Any]) -> str | None:
+    """``max_tokens`` or ``refusal`` when the CLI's synthetic message reports a reply cut at the
+    output cap (``error: max_output_tokens``) or refused (``stop_reason: refusal``)."""
+    if event.get("error") == "max_output_tokens":
+        return "max_tokens"
+    if body.get("stop_reason") == "refusal":
+        return "refusal"
+    return None
 
 
 def _urls_in(value: Any, depth: int = 0) -> list[tuple[str, str | None]]:

@@ -5,6 +5,12 @@
   headers and every gap between two chunks of a stream, never the whole reply, so a model that
   streams slowly is never cut while one that went silent is. :func:`stalled` names which of the two
   it was (:class:`ProviderStalledError`: transient, then ``provider_unavailable``).
+- **One reading of a reply** in every wire: tool-call arguments as JSON text or as an object
+  (:func:`read_arguments`), calls without an id get a unique local one (:func:`local_call_id`),
+  and a finish reason other than a normal end (output cap, content filter, unknown) says the answer
+  was cut (:func:`answer_cut`). A well-formed reply with neither text nor a tool call is the
+  model's empty answer (``empty_answer``) in every wire; a body that is not a reply at all is a
+  protocol violation.
 - **Protocol violations** are :class:`ProviderError` (``provider_error``, infrastructure): a body
   that is not an event stream, an event whose data is not a JSON object, an event type the API
   does not have (:func:`check_event_type`, against the closed set the installed SDK declares), a
@@ -16,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import typing
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -134,3 +141,62 @@ def check_event_type(kind: Any, known: frozenset[str], api: str) -> None:
     a proxy rewriting the stream): the reply cannot be trusted to be complete."""
     if kind not in known:
         raise ProviderError(f"the {api} stream sent an unknown event type {kind!r}")
+
+
+# --------------------------------------------------------------------------------------------------
+# One reading of a model reply, whatever the wire (Responses, Chat Completions, Messages, the
+# Claude CLI's stream)
+# --------------------------------------------------------------------------------------------------
+
+COMPLETE_FINISH = frozenset(
+    {"stop", "tool_calls", "function_call", "end_turn", "tool_use", "stop_sequence", "completed"}
+)
+"""Finish reasons of a reply the model ended itself (every wire's words for it)."""
+LENGTH_FINISH = frozenset(
+    {"length", "max_tokens", "max_output_tokens", "model_context_window_exceeded"}
+)
+"""Finish reasons of a reply cut at the output-token cap (or the context's end)."""
+FILTER_FINISH = frozenset({"content_filter", "refusal"})
+"""Finish reasons of a reply the provider's filter stopped."""
+
+
+def answer_cut(finish_reason: str | None) -> str | None:
+    """One line on why a reply is not a finished one, or None when it is (or the server said
+    nothing: a finish reason is optional in most wires)."""
+    if finish_reason is None or finish_reason in COMPLETE_FINISH:
+        return None
+    if finish_reason in LENGTH_FINISH:
+        return f"the reply was cut at the output-token cap (finish reason {finish_reason!r})"
+    if finish_reason in FILTER_FINISH:
+        return f"the provider's filter stopped the reply (finish reason {finish_reason!r})"
+    return f"the reply ended with a finish reason the harness does not know ({finish_reason!r})"
+
+
+def read_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """Tool-call arguments however a server sends them: JSON text (the OpenAI wires), an object
+    (llama.cpp, Ollama, the Messages API) or nothing. (dict, None) or (None, what is wrong)."""
+    if raw is None:
+        return {}, None
+    if isinstance(raw, dict):
+        return raw, None
+    if not isinstance(raw, str):
+        return None, f"arguments must be a JSON object, got {type(raw).__name__}"
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError as error:
+        return None, f"arguments are not valid JSON ({error.msg} at position {error.pos})"
+    if not isinstance(value, dict):
+        return None, f"arguments must be a JSON object, got {type(value).__name__}"
+    return value, None
+
+
+def arguments_text(raw: Any) -> str:
+    """The arguments as the JSON text a conversation sends back (an object is serialised)."""
+    if raw is None:
+        return "{}"
+    return raw if isinstance(raw, str) else json.dumps(raw, default=str)
+
+
+def local_call_id() -> str:
+    """An id for a tool call the server sent without one: unique, so no two calls share one."""
+    return f"call_local_{uuid.uuid4().hex[:16]}"

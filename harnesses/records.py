@@ -14,10 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ledgerbench.dataset import TaskType
 
-TRAJECTORY_FORMAT_VERSION = 2
-"""2: ``termination``, ``previous_attempts``, ``input``, ``messages``, ``events``,
-``working_time_s``, ``system_prompt_hash``. Version-1 records still read
-(``termination`` derived from ``status``)."""
+TRAJECTORY_FORMAT_VERSION = 3
+"""3: ``usage`` None when the provider reported no token usage (it was recorded as 0 before),
+model events' ``finish_reason``, the termination reason ``answer_cut``. 2: ``termination``,
+``previous_attempts``, ``input``, ``messages``, ``events``, ``working_time_s``,
+``system_prompt_hash``. Version-1 and -2 records still read (``termination`` derived from
+``status`` for version 1)."""
 MANIFEST_FORMAT_VERSION = 2
 """2: ``system_prompt`` stored once per run."""
 
@@ -34,8 +36,8 @@ class Status(StrEnum):
     timeout = "timeout"
     """The wall-clock budget ran out; ``answer`` holds what was produced so far."""
     max_turns = "max_turns"
-    """The agent hit a sample limit: its turn or tool-call cap, or the run's token or cost
-    limit (``termination`` says which)."""
+    """The agent did not finish its answer: it hit a sample limit (its turn or tool-call cap, the
+    run's token or cost limit) or the provider cut its reply (``termination`` says which)."""
     error = "error"
     """The harness or infrastructure failed; see ``error``. Never judged as an answer."""
 
@@ -46,12 +48,18 @@ class TerminationReason(StrEnum):
     completed = "completed"
     """The agent finished on its own and gave an answer (right or wrong: it is judged)."""
     empty_answer = "empty_answer"
-    """The agent finished on its own with no answer text: an agent failure, judged (scores 0)."""
+    """The agent finished on its own with no answer text: an agent failure, judged (scores 0).
+    The same in every wire: a well-formed reply with neither text nor a tool call."""
+    answer_cut = "answer_cut"
+    """The reply that holds the answer was cut short by the provider: its output-token cap
+    (finish reason ``length``/``max_tokens``), its content filter, or a finish reason the harness
+    does not know; ``detail`` says which. Judged as it stands (an agent outcome, not ``ok``)."""
     time_limit = "time_limit"
     """The wall-clock budget ran out; any partial answer the model wrote is judged."""
     max_turns = "max_turns"
-    """The agent hit its turn or tool-call cap (the harness's own, or ``--max-turns`` /
-    ``--max-tool-calls``); judged."""
+    """The agent hit its turn or tool-call cap (``--max-turns``, the harness's own turn cap, or
+    the run's one tool-call cap ``--max-tool-calls``: ``extra["tool_call_cap"]`` says how many
+    calls were not run); judged."""
     token_limit = "token_limit"
     """The question's model calls used more tokens (input + output) than ``--max-tokens``;
     judged."""
@@ -87,6 +95,7 @@ score denominator; they are counted and shown apart."""
 _STATUS_OF_REASON = {
     TerminationReason.completed: Status.ok,
     TerminationReason.empty_answer: Status.ok,
+    TerminationReason.answer_cut: Status.max_turns,
     TerminationReason.time_limit: Status.timeout,
     TerminationReason.max_turns: Status.max_turns,
     TerminationReason.token_limit: Status.max_turns,
@@ -222,7 +231,11 @@ class ModelEvent(_Strict):
     """Offset from the question's start, seconds."""
     duration_s: float | None = None
     """None when the deadline cut the call off."""
-    usage: Usage = Field(default_factory=lambda: Usage())
+    usage: Usage | None = Field(default_factory=lambda: Usage())
+    """Tokens of this call; None when the provider's reply reported no usage (unknown, not 0)."""
+    finish_reason: str | None = None
+    """Why the provider says the reply ended, as it sent it (``stop``, ``tool_calls``,
+    ``end_turn``, ``length``, ``max_tokens``, ``content_filter`` ...); None when it sent none."""
     retries: int = 0
     """Retries of this request (transport or rate limit) before it answered or failed."""
     error: str | None = None
@@ -295,8 +308,9 @@ class TrajectoryRecord(_Strict):
     """Every tool call in the order issued, including calls cut off by the deadline."""
     sources: list[Source] = Field(default_factory=list)
     """Web pages and citations the agent captured."""
-    usage: Usage = Field(default_factory=Usage)
-    """Tokens summed over every model call of the question."""
+    usage: Usage | None = Field(default_factory=Usage)
+    """Tokens summed over every model call of the question; None (unknown) when a reply reported
+    no usage (``extra["usage_reported"]`` then holds the sum of the calls that did)."""
     cost_usd: float | None = None
     """Provider-reported or price-table cost; None when unknown."""
     turns: int = 0

@@ -124,8 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-tool-calls",
         type=int,
         metavar="N",
-        help="tool calls (the openai and custom max_tool_calls; the tighter wins); ends as "
-        "max_turns; e.g. 20",
+        help="the run's one tool-call cap per question, the same for every harness (default "
+        "40): calls past it are not run and the question ends as max_turns",
     )
     limits.add_argument(
         "--max-tokens",
@@ -152,7 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agent.add_argument("--model", help="model name passed to the harness; e.g. gpt-5.2")
     agent.add_argument(
-        "--reasoning-effort", help="reasoning effort for the harness; e.g. low, medium, high"
+        "--reasoning-effort",
+        help="reasoning effort for the harness, sent only when given (not every model takes "
+        "it); e.g. low, medium, high",
     )
     agent.add_argument(
         "--base-url", help="provider API base URL; e.g. http://127.0.0.1:9000/v1 for a local server"
@@ -162,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="harness-specific option (repeatable); e.g. --harness-opt max_tool_calls=20",
+        help="harness-specific option (repeatable); e.g. --harness-opt stream=false",
     )
     erp = parser.add_argument_group(
         "ERP (default: serve .ledgerbench/erp.db, generated if missing)"
@@ -309,7 +311,7 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             brief_timeout=args.brief_timeout,
             stall_timeout=args.stall_timeout,
             max_turns=args.max_turns,
-            max_tool_calls=args.max_tool_calls,
+            **({"max_tool_calls": args.max_tool_calls} if args.max_tool_calls is not None else {}),
             max_tokens=args.max_tokens,
             max_cost_usd=args.max_cost_usd,
             harness=args.harness,

@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harnesses.records import RunManifest, TrajectoryRecord, Usage
+from harnesses.records import RunManifest, TerminationReason, TrajectoryRecord, Usage
 from judge._base import (
     UNREACHABLE,
     Judge,
@@ -335,6 +335,8 @@ def score_trajectory(judge: Judge, question: Question, trajectory: TrajectoryRec
         "trajectory_status": trajectory.status.value,
         "termination_reason": trajectory.termination.reason.value,
     }
+    if trajectory.termination.reason is TerminationReason.answer_cut:  # judged as it stands
+        extra["answer_cut"] = trajectory.termination.detail
     if trajectory.infrastructure_failure:
         error = trajectory.error.message if trajectory.error else None
         extra["infra_error"] = (error or trajectory.termination.detail or "unknown error")[:500]

@@ -24,6 +24,7 @@ from harnesses import (
 from harnesses._erp_client import ErpClient
 from harnesses._openai import MissingApiKeyError
 from harnesses._pricing import estimate_cost
+from harnesses._protocol import SampleLimits
 from harnesses._runner import QuestionRunner, RunConfig
 from ledgerbench._trial import TRIAL_HEADER
 from ledgerbench.dataset import Question, TaskType
@@ -84,10 +85,15 @@ def question(text: str = "What is the balance of the customer?", qid: str = "q-t
 
 
 async def run_question(
-    harness, env, timeout: float = 20.0, retries: int = 3, stall_timeout: float | None = None
+    harness,
+    env,
+    timeout: float = 20.0,
+    retries: int = 3,
+    stall_timeout: float | None = None,
+    **limits,
 ):
     config = RunConfig(
-        timeout=timeout, retries=retries, progress=False, stall_timeout=stall_timeout
+        timeout=timeout, retries=retries, progress=False, stall_timeout=stall_timeout, **limits
     )
     record = await QuestionRunner(harness, env, config).run(question(), 0)
     await harness.aclose()
@@ -163,8 +169,8 @@ async def test_local_mode_plays_tool_rounds_against_the_real_erp(erp_server, erp
     assert {tool["name"] for tool in functions} == mcp_names
     assert all("parameters" in tool and "strict" in tool for tool in functions)
     assert {"type": "web_search"} in first["tools"]
-    assert first["reasoning"] == {"effort": "low"}
-    assert first["max_tool_calls"] == 20
+    assert "reasoning" not in first  # sent only when asked: not every model takes it
+    assert first["max_tool_calls"] == 40  # the run's one cap (--max-tool-calls, default 40)
     assert first["instructions"] == INSTRUCTIONS
     assert first["input"] == [{"role": "user", "content": question().query}]
 
@@ -256,11 +262,14 @@ async def test_tool_call_cap_forces_an_answer_and_reports_max_turns(erp_server):
         return Turn(tool_calls=[Call("erp_info", {}), Call("erp_info", {})])
 
     with serve_openai(model) as fake:
-        options = HarnessOptions(base_url=fake.base_url, extra={"max_tool_calls": "3"})
-        record = await run_question(create_harness("openai", options), environment(erp_server))
+        options = HarnessOptions(base_url=fake.base_url)
+        harness = create_harness("openai", options)
+        record = await run_question(harness, environment(erp_server), max_tool_calls=3)
     assert record.status == Status.max_turns
     assert record.answer == "Answer from what I have."
     assert len(record.tool_calls) == 3
+    assert record.extra["tool_call_cap"] == {"cap": 3, "dropped": 1}
+    assert record.termination.detail == "tool-call cap of 3 reached: 1 further call(s) not run"
     assert sent_outputs(fake)[-1].startswith("Tool-call limit of 3 reached")
     assert fake.model_requests[-1].body["tool_choice"] == "none"
 
@@ -375,8 +384,8 @@ def test_unknown_and_bad_options_are_refused():
         create_harness("openai", HarnessOptions(extra={"web_serch": "false"}))
     with pytest.raises(HarnessLoadError, match="mcp_mode=remote"):
         create_harness("openai", HarnessOptions(extra={"mcp_mode": "remote"}))
-    with pytest.raises(HarnessLoadError, match="max_tool_calls"):
-        create_harness("openai", HarnessOptions(extra={"max_tool_calls": "many"}))
+    with pytest.raises(HarnessLoadError, match=r"max_tool_calls: .* use --max-tool-calls"):
+        create_harness("openai", HarnessOptions(extra={"max_tool_calls": "7"}))
 
 
 async def test_options_shape_the_request(erp_server, monkeypatch):
@@ -385,11 +394,14 @@ async def test_options_shape_the_request(erp_server, monkeypatch):
         options = HarnessOptions(
             model="gpt-5-mini",
             reasoning_effort="high",
-            extra={"web_search": "false", "stream": "false", "max_tool_calls": "7"},
+            extra={"web_search": "false", "stream": "false"},
         )
         harness = create_harness("openai", options)
         draft = TrajectoryDraft()
-        task = AgentTask("q", 0, "Hi", TaskType.obligations, 10.0, time.monotonic() + 10)
+        task = AgentTask(
+            "q", 0, "Hi", TaskType.obligations, 10.0, time.monotonic() + 10,
+            limits=SampleLimits(max_tool_calls=7),
+        )  # fmt: skip
         outcome = await harness.run(task, environment(erp_server), draft)
         await harness.aclose()
     body = fake.model_requests[0].body

@@ -65,7 +65,7 @@ async def test_max_tool_calls_tightens_the_harness_cap(harness, erp_server) -> N
         record = await one_question(harness, options, erp_server, max_tool_calls=3)
     assert record.termination.reason == TerminationReason.max_turns, record.termination
     assert record.status == Status.max_turns and not record.termination.infrastructure
-    # (custom's own erp_info before the model's first turn, its ERP context, is one of the three)
+    # (custom's own erp_info before the model's first turn is the harness's, not one of the three)
     assert len(record.tool_calls) == 3, [c.name for c in record.tool_calls]
     assert record.answer.startswith("Final answer"), "the harness ended gracefully with an answer"
 

@@ -346,7 +346,7 @@
     block.append(el("dl", { class: "facts" },
       fact("latency", seconds(record.latency_s)), fact("working time", seconds(record.working_time_s)),
       fact("budget", seconds(record.timeout_s)), fact("tool calls", (record.tool_calls || []).length),
-      fact("model turns", record.turns), fact("tokens in/out", `${usage.input_tokens || 0} / ${usage.output_tokens || 0}`),
+      fact("model turns", record.turns), fact("tokens in/out", record.usage ? `${usage.input_tokens || 0} / ${usage.output_tokens || 0}` : "unknown"),
       fact("cost", record.cost_usd === null || record.cost_usd === undefined ? "–" : `$${fmt(record.cost_usd, 4)}`),
       fact("model", record.model || "–")));
     block.append(el("h5", {}, "Answer"));
@@ -457,7 +457,7 @@
   function events(record) {
     const rows = record.events.map((e) => e.type === "model"
       ? el("tr", {}, el("td", {}, "model"), el("td", {}, fmt(e.started_s, 2)), el("td", {}, fmt(e.duration_s, 2)),
-        el("td", {}, `${e.usage.input_tokens}/${e.usage.output_tokens}`), el("td", {}, e.retries), el("td", {}, e.error || ""), el("td", {}, e.request_id || ""))
+        el("td", {}, e.usage ? `${e.usage.input_tokens}/${e.usage.output_tokens}` : "unknown"), el("td", {}, e.retries), el("td", {}, e.error || ""), el("td", {}, e.request_id || ""))
       : el("tr", {}, el("td", {}, `tool #${e.tool_call_index}`), el("td", {}, fmt(e.started_s, 2)), el("td", {}, fmt(e.duration_s, 2)),
         el("td", {}, ""), el("td", {}, ""), el("td", {}, e.error ? "error" : ""), el("td", {}, "")));
     return el("details", { class: "events" }, el("summary", {}, `Events (${record.events.length})`),

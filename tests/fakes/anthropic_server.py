@@ -23,7 +23,9 @@ stalls end early when the server is closed or the client hangs up. It may also b
 (``fault``): ``hang`` (accept the request, send nothing, not even headers), ``truncate`` (end the
 stream before ``message_stop``), ``non_json`` (a 200 whose body is an HTML page) or
 ``unknown_event`` (an event type the Messages API does not have); and ``trickle_s`` streams it
-slowly (a live model that types, never silent longer than that).
+slowly (a live model that types, never silent longer than that). Real servers' shapes: a reply
+without usage (``omit_usage``), an empty one (``empty``), any ``stop_reason``, tool uses without
+an id (``omit_id``) or with their input as JSON text (``input_as_text``, not streamed).
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ class ToolUse:
     """Tool-use id; generated (unique per request) when None."""
     raw_input: str | None = None
     """When streaming, sent verbatim as the input JSON instead of ``input`` (e.g. malformed)."""
+    input_as_text: bool = False
+    """Not streamed: ``input`` sent as JSON text instead of an object (as some proxies do)."""
+    omit_id: bool = False
+    """Send the block without an ``id`` (a server that leaves it out)."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,11 @@ class Reply:
     trickle_s: float = 0.0
     """When streaming, wait this long before every event and send text a few characters at a
     time: a slow model that is alive."""
+    omit_usage: bool = False
+    """Send no ``usage`` (neither in the message nor in ``message_delta``): a server that does
+    not count tokens."""
+    empty: bool = False
+    """An empty reply: ``content: []`` (no text block at all)."""
 
 
 FAULTS = frozenset({"hang", "truncate", "non_json", "unknown_event"})
@@ -374,7 +385,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._trickle_s = reply.trickle_s
         self._piece_size = 4 if reply.trickle_s else 40
         start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
-        start["usage"] = {**message["usage"], "output_tokens": 1}
+        if "usage" in message:
+            start["usage"] = {**message["usage"], "output_tokens": 1}
         self._event("message_start", {"type": "message_start", "message": start})
         self._event("ping", {"type": "ping"})
         if reply.fault == "unknown_event":
@@ -390,14 +402,13 @@ class _Handler(BaseHTTPRequestHandler):
             if cut:  # the body ends cleanly, but the message never did
                 self._chunk(b"")
                 return
-        self._event(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                "usage": {"output_tokens": message["usage"]["output_tokens"]},
-            },
-        )
+        delta = {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        }
+        if "usage" in message:
+            delta["usage"] = {"output_tokens": message["usage"]["output_tokens"]}
+        self._event("message_delta", delta)
         self._event("message_stop", {"type": "message_stop"})
         self._chunk(b"")
 
@@ -552,14 +563,19 @@ class AnthropicFakeServer:
             content += self._web_search_blocks(body, serial)
         if reply.text:
             content.append({"type": "text", "text": reply.text})
+        streamed = bool(body.get("stream"))
         for number, use in enumerate(reply.tool_uses):
             block_id = use.id or f"toolu_{serial:04d}_{number}_{uuid.uuid4().hex[:8]}"
             if use.raw_input is not None:
                 self.raw_inputs[block_id] = use.raw_input
-            content.append(
-                {"type": "tool_use", "id": block_id, "name": use.name, "input": use.input}
-            )
-        if not content:
+            sent_input: Any = use.input
+            if use.input_as_text and not streamed:
+                sent_input = json.dumps(use.input)
+            block = {"type": "tool_use", "id": block_id, "name": use.name, "input": sent_input}
+            if use.omit_id:
+                del block["id"]
+            content.append(block)
+        if not content and not reply.empty:
             content.append({"type": "text", "text": ""})
         stop = reply.stop_reason or ("tool_use" if reply.tool_uses else "end_turn")
         usage = {
@@ -574,7 +590,7 @@ class AnthropicFakeServer:
         }
         if searched:
             usage["server_tool_use"] = {"web_search_requests": 1, "web_fetch_requests": 0}
-        return {
+        message = {
             "id": f"msg_fake{serial:06d}{uuid.uuid4().hex[:8]}",
             "type": "message",
             "role": "assistant",
@@ -584,3 +600,6 @@ class AnthropicFakeServer:
             "stop_sequence": None,
             "usage": usage,
         }
+        if reply.omit_usage:
+            del message["usage"]
+        return message

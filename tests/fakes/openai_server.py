@@ -19,6 +19,8 @@ A :class:`Turn` may also break the protocol (``fault``): ``hang`` (accept the re
 nothing, not even headers), ``truncate`` (end a stream before its final event, or cut a JSON body),
 ``non_json`` (a 200 whose body is an HTML page) or ``unknown_event`` (a stream event type the API
 does not have); ``trickle_s`` streams a reply slowly (a live model, never silent longer than that).
+``quirks`` and ``finish_reason`` send the shapes real servers send (arguments as objects, tool calls
+without ``index`` or ``id``, no usage, an empty reply, any finish reason: :data:`QUIRKS`).
 
 The model is a script: a list of :class:`Turn` (played in order) or a callable
 ``(ModelRequest) -> Turn`` that can read the tool outputs it was sent and chain on them. Every
@@ -99,9 +101,25 @@ class Turn:
     """Break the protocol: ``hang``, ``truncate``, ``non_json`` or ``unknown_event``."""
     trickle_s: float = 0.0
     """When streaming, wait this long before every event and send text a word at a time."""
+    finish_reason: str | None = None
+    """The finish reason sent instead of the natural one: chat ``finish_reason`` (``length``,
+    ``content_filter``, any string); Responses ``incomplete_details.reason`` (the response is
+    then ``incomplete``)."""
+    quirks: frozenset[str] = frozenset()
+    """Shapes real servers send (:data:`QUIRKS`)."""
 
 
 FAULTS = frozenset({"hang", "truncate", "non_json", "unknown_event"})
+QUIRKS = frozenset(
+    {"arguments_object", "no_index", "same_index", "no_id", "no_usage", "no_choices"}
+    | {"content_parts"}
+)
+"""``arguments_object``: tool-call arguments as a JSON object, not JSON text (llama.cpp, Ollama);
+``no_index``: streamed tool-call pieces without ``index``; ``same_index``: ``index: 0`` on every
+streamed call (each with its own id); ``no_id``: tool calls without an id;
+``no_usage``: no usage object (nor usage chunk); ``content_parts``: chat message content as a list
+of text parts (not streamed); ``no_choices``: an empty reply (chat
+``choices: []``, Responses ``output: []``)."""
 NON_JSON_BODY = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
 
 
@@ -192,15 +210,18 @@ def _responses_tool_outputs(state: FakeOpenAIServer, body: dict[str, Any]) -> li
         previous = state.responses.get(previous_id)
         if previous is None:
             raise BadRequest(f"Previous response with id '{previous_id}' not found.")
-        pending += [o["call_id"] for o in previous["output"] if o["type"] == "function_call"]
-    pending += [i["call_id"] for i in items if i.get("type") == "function_call"]
+        pending += [o.get("call_id") for o in previous["output"] if o["type"] == "function_call"]
+    pending += [i.get("call_id") for i in items if i.get("type") == "function_call"]
+    pending = [call_id for call_id in pending if call_id]  # a call sent without an id: unmatched
     for call_id in pending:
         if call_id not in outputs:
             raise BadRequest(f"No tool output found for function call {call_id}.")
     return [str(outputs[c].get("output", "")) for c in outputs]
 
 
-def _usage_responses(turn: Turn) -> dict[str, Any]:
+def _usage_responses(turn: Turn) -> dict[str, Any] | None:
+    if "no_usage" in turn.quirks:
+        return None
     return {
         "input_tokens": turn.input_tokens,
         "input_tokens_details": {"cached_tokens": turn.cached_tokens, "cache_write_tokens": 0},
@@ -214,8 +235,23 @@ def _arguments_text(call: Call) -> str:
     return call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
 
 
+def _arguments(call: Call, turn: Turn) -> Any:
+    """The arguments as the wire carries them: JSON text, or the object itself."""
+    if "arguments_object" in turn.quirks and isinstance(call.arguments, dict):
+        return call.arguments
+    return _arguments_text(call)
+
+
+def _call_id(state: FakeOpenAIServer, call: Call, turn: Turn) -> str | None:
+    if "no_id" in turn.quirks:
+        return None
+    return call.call_id or state.new_id("call")
+
+
 def _responses_output(state: FakeOpenAIServer, turn: Turn) -> list[dict[str, Any]]:
     output: list[dict[str, Any]] = []
+    if "no_choices" in turn.quirks:
+        return output
     if turn.reasoning_tokens or turn.reasoning_summary:
         summary = [{"type": "summary_text", "text": turn.reasoning_summary}]
         output.append(
@@ -276,29 +312,27 @@ def _responses_output(state: FakeOpenAIServer, turn: Turn) -> list[dict[str, Any
             }
         )
     for call in turn.tool_calls:
-        output.append(
-            {
-                "id": state.new_id("fc"),
-                "type": "function_call",
-                "call_id": call.call_id or state.new_id("call"),
-                "name": call.name,
-                "arguments": _arguments_text(call),
-                "status": "completed",
-            }
-        )
+        item = {
+            "id": state.new_id("fc"),
+            "type": "function_call",
+            "call_id": _call_id(state, call, turn),
+            "name": call.name,
+            "arguments": _arguments(call, turn),
+            "status": "completed",
+        }
+        output.append({k: v for k, v in item.items() if v is not None})
     return output
 
 
 def responses_body(state: FakeOpenAIServer, body: dict[str, Any], turn: Turn) -> dict[str, Any]:
+    incomplete = turn.incomplete_reason or turn.finish_reason
     response = {
         "id": state.new_id("resp"),
         "object": "response",
         "created_at": time.time(),
         "model": body.get("model", "fake-model"),
-        "status": "incomplete" if turn.incomplete_reason else "completed",
-        "incomplete_details": {"reason": turn.incomplete_reason}
-        if turn.incomplete_reason
-        else None,
+        "status": "incomplete" if incomplete else "completed",
+        "incomplete_details": {"reason": incomplete} if incomplete else None,
         "output": _responses_output(state, turn),
         "parallel_tool_calls": True,
         "tool_choice": body.get("tool_choice", "auto"),
@@ -375,31 +409,29 @@ def _chat_tool_outputs(body: dict[str, Any]) -> list[str]:
 
 
 def chat_body(state: FakeOpenAIServer, body: dict[str, Any], turn: Turn) -> dict[str, Any]:
-    tool_calls = [
-        {
-            "id": call.call_id or state.new_id("call"),
+    tool_calls = []
+    for call in turn.tool_calls:
+        entry = {
+            "id": _call_id(state, call, turn),
             "type": "function",
-            "function": {"name": call.name, "arguments": _arguments_text(call)},
+            "function": {"name": call.name, "arguments": _arguments(call, turn)},
         }
-        for call in turn.tool_calls
-    ]
+        tool_calls.append({k: v for k, v in entry.items() if v is not None})
     message: dict[str, Any] = {"role": "assistant", "content": turn.text}
+    if "content_parts" in turn.quirks and turn.text is not None:
+        message["content"] = [{"type": "text", "text": turn.text}]
     if turn.reasoning_summary:
         message["reasoning_content"] = turn.reasoning_summary  # as vLLM and DeepSeek send it
     if tool_calls:
         message["tool_calls"] = tool_calls
-    return {
+    finish = turn.finish_reason or ("tool_calls" if tool_calls else "stop")
+    choices = [{"index": 0, "message": message, "finish_reason": finish}]
+    chat = {
         "id": state.new_id("chatcmpl"),
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body.get("model", "fake-model"),
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": "tool_calls" if tool_calls else "stop",
-            }
-        ],
+        "choices": [] if "no_choices" in turn.quirks else choices,
         "usage": {
             "prompt_tokens": turn.input_tokens,
             "completion_tokens": turn.output_tokens + turn.reasoning_tokens,
@@ -408,14 +440,26 @@ def chat_body(state: FakeOpenAIServer, body: dict[str, Any], turn: Turn) -> dict
             "completion_tokens_details": {"reasoning_tokens": turn.reasoning_tokens},
         },
     }
+    if "no_usage" in turn.quirks:
+        del chat["usage"]
+    return chat
 
 
 def chat_events(
-    chat: dict[str, Any], fault: str | None = None, stall_after_text_s: float = 0.0
+    chat: dict[str, Any],
+    fault: str | None = None,
+    stall_after_text_s: float = 0.0,
+    quirks: frozenset[str] = frozenset(),
 ) -> Iterator[dict[str, Any]]:
     """The ``chat.completion.chunk`` objects of a streamed chat completion (text a word at a
-    time, each tool call in two argument pieces, then the finish reason and the usage chunk)."""
+    time, each tool call in two argument pieces, or whole when its arguments are an object, then
+    the finish reason and the usage chunk; ``quirks`` as in :data:`QUIRKS`)."""
     base = {k: chat[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    if not chat["choices"]:  # an empty reply: no choice at all, then the usage
+        yield dict(base, choices=[])
+        if "usage" in chat:
+            yield dict(base, choices=[], usage=chat["usage"])
+        return
     choice = chat["choices"][0]
     message = choice["message"]
 
@@ -427,8 +471,11 @@ def chat_events(
         yield dict(base, object="chat.completion.surprise", detail="not in the API")
     if message.get("reasoning_content"):
         yield chunk({"reasoning_content": message["reasoning_content"]})
-    words = (message.get("content") or "").split(" ")
-    for position, word in enumerate(words if message.get("content") else []):
+    text = message.get("content") or ""
+    if isinstance(text, list):  # parts are a whole-reply shape: streamed, the text goes as usual
+        text = "".join(part["text"] for part in text)
+    words = text.split(" ")
+    for position, word in enumerate(words if text else []):
         yield chunk({"content": word if position == 0 else " " + word})
     if stall_after_text_s:
         time.sleep(stall_after_text_s)
@@ -436,15 +483,23 @@ def chat_events(
         return
     for number, call in enumerate(message.get("tool_calls") or []):
         arguments = call["function"]["arguments"]
+        position = {} if "no_index" in quirks else {"index": number}
+        if "same_index" in quirks:
+            position = {"index": 0}
+        head = {**position, "id": call.get("id"), "type": "function"}
+        if head["id"] is None:
+            del head["id"]
+        if isinstance(arguments, dict):  # an object is sent whole
+            head["function"] = {"name": call["function"]["name"], "arguments": arguments}
+            yield chunk({"tool_calls": [head]})
+            continue
         half = len(arguments) // 2
-        head = {"index": number, "id": call["id"], "type": "function"}
         head["function"] = {"name": call["function"]["name"], "arguments": arguments[:half]}
         yield chunk({"tool_calls": [head]})
-        yield chunk(
-            {"tool_calls": [{"index": number, "function": {"arguments": arguments[half:]}}]}
-        )
+        yield chunk({"tool_calls": [{**position, "function": {"arguments": arguments[half:]}}]})
     yield chunk({}, choice["finish_reason"])
-    yield dict(base, choices=[], usage=chat["usage"])
+    if "usage" in chat:
+        yield dict(base, choices=[], usage=chat["usage"])
 
 
 def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
@@ -524,6 +579,8 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             turn = state.next_turn(api, body, outputs)
             if turn.fault is not None and turn.fault not in FAULTS:
                 raise ValueError(f"unknown fault {turn.fault!r}; choose from {sorted(FAULTS)}")
+            if not turn.quirks <= QUIRKS:
+                raise ValueError(f"unknown quirks {sorted(turn.quirks - QUIRKS)}")
             self._fault = turn.fault
             self._trickle_s = turn.trickle_s
             if turn.fault == "hang":
@@ -548,7 +605,7 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 with_usage = (body.get("stream_options") or {}).get("include_usage")
                 chunks = (
                     (None, c)
-                    for c in chat_events(payload, turn.fault, turn.stall_after_text_s)
+                    for c in chat_events(payload, turn.fault, turn.stall_after_text_s, turn.quirks)
                     if with_usage or "usage" not in c
                 )
                 done = [] if turn.fault else [(None, DONE)]
