@@ -249,6 +249,27 @@ def test_custom_and_openai_send_exactly_the_chosen_tools(
         assert ran, harness
 
 
+def test_openai_hosted_mcp_allows_the_chosen_tools_alone(
+    erp_server: RunningServer, tmp_path: Path, api_keys: None
+) -> None:
+    with serve_openai([Turn(text="The answer.")]) as fake:
+        config = config_for(
+            erp_server,
+            tmp_path,
+            harness="openai",
+            model="m-1",
+            base_url=fake.base_url,
+            erp_public_url=erp_server.url,
+            harness_opts={"mcp_mode": "hosted"},
+            tools=["get_*"],
+        )
+        summary = run(config, log=lambda _: 0)
+        (body,) = [r.body for r in fake.model_requests]
+    (entry,) = [t for t in body["tools"] if t["type"] == "mcp"]
+    assert entry["allowed_tools"] == sorted(manifest_of(summary.run_dir).tools)
+    assert entry["allowed_tools"] and all(n.startswith("get_") for n in entry["allowed_tools"])
+
+
 @pytest.mark.claude_cli
 @pytest.mark.skipif(shutil.which("claude") is None, reason="claude CLI not installed")
 def test_the_claude_cli_is_sent_the_chosen_tools_alone(
@@ -325,3 +346,26 @@ def test_the_report_shows_the_tools_beside_the_agent(
     untouched = json.loads(manifest_of(run_dir).model_dump_json())
     untouched["tools"], untouched["config"]["tools"] = None, []
     assert tools_label(RunManifest.model_validate(untouched)) is None  # an older run: "–"
+
+
+def test_scripted_calls_no_tool_beyond_the_ones_it_declares(
+    erp_server: RunningServer, tmp_path: Path
+) -> None:
+    """Its declared tools are what its rules call: over every obligation item of the default
+    set, run with exactly those tools, every call it made is one of them."""
+    from harnesses.scripted._agent import ScriptedAgent
+
+    config = RunConfig(
+        dataset=REPO_ROOT / "datasets" / "obligations.yaml",
+        erp_url=erp_server.url,
+        out=tmp_path / "run",
+        progress=False,
+        harness="scripted",
+        concurrency=8,
+        tools=list(ScriptedAgent.ERP_TOOLS),
+    )
+    summary = run(config, log=lambda _: 0)
+    records = read_trajectories(summary.run_dir / "trajectories.jsonl")
+    called = {call.name for record in records for call in record.tool_calls}
+    assert len(records) == 100 and len(called) > 10
+    assert called <= set(ScriptedAgent.ERP_TOOLS), called - set(ScriptedAgent.ERP_TOOLS)
