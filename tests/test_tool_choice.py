@@ -107,6 +107,8 @@ def test_groups_globs_and_names_choose_from_what_is_offered() -> None:
         select_tools(["erp_info"], GENERIC)
     with pytest.raises(ToolChoiceError, match="chooses none of the 3 tools"):
         select_tools(["world"], GENERIC)
+    with pytest.raises(ToolChoiceError, match="'world__search': the run serves no research world"):
+        select_tools(["world__search"], FINANCE)
 
 
 @pytest.mark.parametrize(
