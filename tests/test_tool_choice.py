@@ -371,3 +371,22 @@ def test_scripted_calls_no_tool_beyond_the_ones_it_declares(
     called = {call.name for record in records for call in record.tool_calls}
     assert len(records) == 100 and len(called) > 10
     assert called <= set(ScriptedAgent.ERP_TOOLS), called - set(ScriptedAgent.ERP_TOOLS)
+
+
+def test_the_default_research_tools_fit_their_token_budget() -> None:
+    """The tool definitions of a research run (ERP finance tools and the world's), as the custom
+    harness sends them, stay within 6,000 tokens of a named tokenizer (bench/bench_tool_tokens.py
+    prints every figure); every harness sends every tool."""
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
+    try:
+        import bench_tool_tokens
+    finally:
+        sys.path.remove(str(REPO_ROOT / "bench"))
+    figures = bench_tool_tokens.measure()
+    assert figures["tokenizer"].startswith("tiktoken cl100k_base")
+    per_set = figures["per_toolset"]
+    assert per_set["finance+world"]["tools"] == len(FINANCE) + 5
+    assert per_set["finance+world"]["custom"] <= 6_000
+    assert per_set["all"]["tools"] == len(figures["per_tool"]) == len(catalogue())
+    for harness in ("custom", "custom-anthropic", "openai", "claude"):
+        assert per_set["finance"][harness] < per_set["finance+world"][harness], harness
