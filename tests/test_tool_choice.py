@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from harnesses import AgentOutcome, HarnessOptions
 from harnesses._runner import MANIFEST_FILE, RunConfig, RunConfigError, read_trajectories, run
 from harnesses._tool_choice import (
     ToolChoiceError,
@@ -38,23 +37,6 @@ pytestmark = pytest.mark.timeout(180)
 
 FINANCE = [name for name, group in catalogue().items() if group == "finance"]
 GENERIC = ["list_entity_sets", "describe_entity_set", "query_entity_set"]
-
-
-class EnvToolsAgent:
-    """A plug-in that answers with the tools its environment offers (``env.tools``)."""
-
-    name = "env-tools"
-
-    def __init__(self, options: HarnessOptions) -> None:
-        self.model = "env-tools-model"
-
-    async def run(self, task, env, draft) -> AgentOutcome:
-        draft.extra["tools"] = list(env.tools) if env.tools is not None else None
-        draft.extra["withheld_tools"] = list(env.withheld_tools)
-        return AgentOutcome(answer="tools: " + ",".join(env.tools or ["(all)"]))
-
-    async def aclose(self) -> None:
-        return None
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +144,7 @@ def test_a_generic_only_server_is_accepted_and_the_choice_recorded(
     generic_erp: RunningServer, tmp_path: Path
 ) -> None:
     """The runner needs no erp_info tool to start; the plug-in sees the chosen tools."""
-    config = config_for(generic_erp, tmp_path, harness="tests.test_tool_choice:EnvToolsAgent")
+    config = config_for(generic_erp, tmp_path, harness="tests.test_runner_plugins:EnvToolsAgent")
     summary = run(config.model_copy(update={"tools": ["list_*", "describe_*"]}), log=lambda _: 0)
     manifest = manifest_of(summary.run_dir)
     assert manifest.erp_snapshot_hash == snapshot_of(generic_erp.db_url)  # from erp://info
