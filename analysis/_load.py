@@ -97,6 +97,7 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
         judged=judged.label(),
         partly_judged=judged.partial,
         grading_version=judged.grading_version,
+        tools=tools_label(manifest),
     )
     if judged.partial or judged.outdated:
         caveats.append(f"{info.name}: judge {info.judge}: {judged.label()}.")
@@ -162,6 +163,16 @@ def research_mode(manifest: Any) -> str:
     if mode is not None:
         return str(mode)
     return RESEARCH_MODES[0] if manifest.world_id else "web"
+
+
+def tools_label(manifest: Any) -> str | None:
+    """The run's ``--tools`` and the number of tools it gave the agent, e.g. ``finance (25)``;
+    None for a run made before the runner recorded its tools."""
+    offered = getattr(manifest, "tools", None)
+    if offered is None:
+        return None
+    chosen = (manifest.config or {}).get("tools") or ["all"]
+    return f"{','.join(chosen)} ({len(offered)})"
 
 
 def default_name(harness: str, model: str | None) -> str:
@@ -233,7 +244,6 @@ def _trajectory_row(record: Any) -> dict[str, Any]:
         "tool_calls": len(record.tool_calls),
         "tokens": float(tokens) if tokens else math.nan,
         "cost_usd": record.cost_usd if record.cost_usd is not None else math.nan,
-        "termination": str(record.termination.reason),
     }
 
 

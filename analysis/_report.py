@@ -524,11 +524,11 @@ def _marked_score(stats: Stats, name: str, metric: str, scope: str) -> str:
 def headline_section(stats: Stats) -> list:
     names = [p.name for p in stats.providers]
     judged = {p.name: p.judged or "–" for p in stats.providers}
-    header = ["Provider", "Research", "Judged", *[m.capitalize() for m in stats.metrics]]
+    header = ["Provider", "Research", "Tools", "Judged", *[m.capitalize() for m in stats.metrics]]
     rows = []
     for name in names:
         row = [name + (" (ref.)" if name == stats.settings.reference and len(names) > 1 else "")]
-        row += [research_mode(stats, name), judged[name]]
+        row += [research_mode(stats, name), tools_shown(stats, name), judged[name]]
         row += [_marked_score(stats, name, metric, EQUAL_WEIGHT) for metric in stats.metrics]
         rows.append(row)
     note = (
@@ -538,10 +538,11 @@ def headline_section(stats: Stats) -> list:
         "per-answer mean of scored dimensions, averaged like a dimension (it weighs accuracy by "
         "the few answers it applies to). Research = the run's research mode (world: the research "
         "world's tools; web: live web tools; none: no research tools; golden: gold documents in "
-        "the prompt). Accuracy is obligations accuracy, as in the paper: accuracy of keyed "
-        "research items is LedgerBench's extension (section Research), never in these rows. "
-        "Judged = how much of the run its judge scored ('14/100 scored' when only part: every "
-        "figure of that provider rests on those answers) and the grading version."
+        "the prompt). Tools = the MCP tools the agent was offered (the run's --tools, all "
+        "without it, and how many). Accuracy is obligations accuracy, as in the paper: accuracy "
+        "of keyed research items is LedgerBench's extension (section Research), never in these "
+        "rows. Judged = how much of the run its judge scored ('14/100 scored' when only part: "
+        "every figure of that provider rests on those answers) and the grading version."
     )
     if len(names) > 1:
         note += (
@@ -693,6 +694,11 @@ def contrast_section(stats: Stats) -> list:
 def research_mode(stats: Stats, name: str) -> str:
     info = next((p for p in stats.providers if p.name == name), None)
     return (info.research if info else None) or "–"
+
+
+def tools_shown(stats: Stats, name: str) -> str:
+    info = next((p for p in stats.providers if p.name == name), None)
+    return (info.tools if info else None) or "–"
 
 
 def _with_mode(stats: Stats, name: str) -> str:
@@ -1177,6 +1183,7 @@ def method_section(stats: Stats) -> list:
         f"{p.name}: {p.source} {p.path}"
         + (f" (harness {p.harness}, model {p.model or '–'})" if p.harness else "")
         + f", research {p.research or 'unknown'}"
+        + (f", tools {p.tools}" if p.tools else "")
         + f", {p.trajectories} answers on {p.questions} questions"
         + (f", {p.judged}" if p.judged else "")
         for p in stats.providers

@@ -126,6 +126,9 @@ class ProviderInfo(_Strict):
     partly_judged: bool = False
     grading_version: str | None = None
     """The grading version of the scores the figures use (``ScoreRecord.grading_version``)."""
+    tools: str | None = None
+    """The MCP tools the agent was offered: the run's ``--tools`` as given (``all`` without it)
+    and how many tools that was, e.g. ``finance,world (30)``; None: not recorded."""
 
 
 class GuardKind(StrEnum):

@@ -20,8 +20,8 @@ model events' ``finish_reason``, the termination reason ``answer_cut``. 2: ``ter
 ``previous_attempts``, ``input``, ``messages``, ``events``, ``working_time_s``,
 ``system_prompt_hash``. Version-1 and -2 records still read (``termination`` derived from
 ``status`` for version 1)."""
-MANIFEST_FORMAT_VERSION = 2
-"""2: ``system_prompt`` stored once per run."""
+MANIFEST_FORMAT_VERSION = 3
+"""2: ``system_prompt`` stored once per run. 3: ``tools`` (the run's ``--tools``)."""
 
 
 class _Strict(BaseModel):
@@ -382,6 +382,9 @@ class RunManifest(_Strict):
     world_snapshot_hash: str | None = None
     """Snapshot hash of the research world the run used (from ``world_info`` when served by
     ``--world-url``); the judge finds the world by it."""
+    tools: list[str] | None = None
+    """The MCP tools the agent was offered (``--tools``, resolved against what the servers
+    offer; world tools as ``world__<tool>``); None: every tool the servers offered."""
     system_prompt_hash: str
     system_prompt: str | None = None
     """The system instructions every question of the run was sent (stored once, not per record)."""
