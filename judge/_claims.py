@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import html
 import itertools
 import re
 from dataclasses import dataclass
@@ -291,3 +292,90 @@ def cell_currency(text: str, position: int) -> str | None:
         if found:
             return x.currency_code(found.group(1))
     return None
+
+
+_SIDE_CELL = re.compile(r"^\W*(cr|dr|credit|debit)\b\.?\W*$", re.IGNORECASE)
+_SIDE_HEADER = re.compile(
+    rf"^\W*(credits?|debits?)\b\W*(?:(?:in\s+)?(?:{x.CURRENCY_RE})\W*)?$", re.IGNORECASE
+)
+
+
+def _header_above(text: str, unit: Unit) -> str | None:
+    lines = text[: unit.start].splitlines()
+    for index in range(len(lines) - 1, 0, -1):  # the header sits above the |---| rule
+        if _TABLE_RULE.match(lines[index]):
+            return lines[index - 1]
+        if "|" not in lines[index]:
+            return None
+    return None
+
+
+def cell_side(text: str, position: int) -> str | None:
+    """The ledger side a table gives a figure: its column header is "Credit" or "Debit"
+    (separate columns), or its row has a cell that is only ``CR``/``DR``/credit/debit (a Dr/Cr
+    column); None otherwise."""
+    unit = unit_of(text, position)
+    if unit is None or unit.kind != "row":
+        return None
+    row = text[unit.start : unit.end]
+    cells = _cells(row)
+    column = next((n for n, (a, b) in enumerate(cells) if a <= position - unit.start < b), None)
+    header = _header_above(text, unit)
+    if header is not None and column is not None:
+        header_cells = _cells(header)
+        if column < len(header_cells):
+            a, b = header_cells[column]
+            found = _SIDE_HEADER.match(header[a:b])
+            if found:
+                return "credit" if found.group(1).lower().startswith("c") else "debit"
+    sides = {m.group(1).lower()[0] for a, b in cells if (m := _SIDE_CELL.match(row[a:b]))}
+    if len(sides) == 1:
+        return "credit" if sides == {"c"} else "debit"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML tables: read as the markdown tables they render
+# ---------------------------------------------------------------------------------------------
+
+_HTML_TABLE = re.compile(r"<table\b.*?</table\s*>", re.IGNORECASE | re.DOTALL)
+_HTML_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr\s*>", re.IGNORECASE | re.DOTALL)
+_HTML_CELL = re.compile(r"<t([hd])\b[^>]*>(.*?)</t[hd]\s*>", re.IGNORECASE | re.DOTALL)
+_HTML_ANCHOR = re.compile(
+    r"<a\b[^>]*\bhref\s*=\s*[\"']([^\"']*)[\"'][^>]*>(.*?)</a\s*>", re.IGNORECASE | re.DOTALL
+)
+_HTML_TAG = re.compile(r"<[^>]+>")
+
+
+def _cell_text(cell: str) -> str:
+    cell = _HTML_ANCHOR.sub(
+        lambda m: f"[{_HTML_TAG.sub('', m.group(2)).strip()}]({m.group(1)})", cell
+    )
+    cell = html.unescape(_HTML_TAG.sub(" ", cell))
+    return re.sub(r"[ \t\r\n]+", " ", cell.replace("|", "/")).strip()  # thin spaces stay
+
+
+def _markdown_table(match: re.Match[str]) -> str:
+    rows = []
+    for row in _HTML_ROW.finditer(match.group(0)):
+        cells = [_cell_text(c.group(2)) for c in _HTML_CELL.finditer(row.group(1))]
+        if cells:
+            rows.append("| " + " | ".join(cells) + " |")
+    if not rows:
+        return match.group(0)
+    width = rows[0].count("|") - 1
+    rule = "|" + "---|" * width
+    return "\n" + "\n".join([rows[0], rule, *rows[1:]]) + "\n"
+
+
+def html_as_markdown(text: str) -> str:
+    """An answer whose tables are HTML (``<table><tr><td>``), read as the markdown tables they
+    render: one row a line, links as markdown links, entities unescaped. Other text unchanged."""
+    if "<table" not in text.lower():
+        return text
+    return _html_as_markdown(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _html_as_markdown(text: str) -> str:
+    return _HTML_TABLE.sub(_markdown_table, text)

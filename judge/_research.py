@@ -354,7 +354,8 @@ def check_not_published(
 ) -> tuple[bool, str]:
     """A "not disclosed / not yet reported" fact is stated when the answer says so, states no
     figure for it (a figure in a clause about the asked year, or about no year, that is none of
-    the key's), and, for a period not yet reported, names the latest period that is."""
+    the key's), and, for a period not yet reported, names the latest period that is (or, when the
+    key has none, the period that is not)."""
     if _NOT_PUBLISHED.search(x.prose(answer)) is None:
         return False, ""
     others = tuple(f for f in facts if f is not fact)
@@ -372,6 +373,8 @@ def check_not_published(
         ]
         if latest and not any(_names_period(answer, p) for p in dict.fromkeys(latest)):
             return False, f"does not name the latest reported period ({latest[0]})"
+        if not latest and fact.period and not _names_period(answer, fact.period):
+            return False, f"does not say which period is not yet reported ({fact.period})"
     return True, ""
 
 

@@ -49,6 +49,7 @@ from judge._erp_links import (
     normalize_record_path,
     parse_link,
 )
+from judge._grading import RULES_GRADING_VERSION
 from judge._research import (
     WorldResolver,
     keyed_research,
@@ -60,12 +61,13 @@ from judge._research import (
 from judge.records import AssertionScore, DimensionStatus
 from ledgerbench.dataset import Dimension, ExpectedFact, Question, TaskType
 
-RULES_VERSION = "rules-5"
+RULES_VERSION = RULES_GRADING_VERSION
 """Bumped when a rule reads answers differently, so scores of older rules are not resumed
 (rules-3: digits inside links and dates are no figures; erp:// resource URIs count as citations;
 rules-4: currencies, ledger sides, figures per record, whole lists, the legal entity and as-of
 date, contradictions in either order, hedges, mislabelled links everywhere, more number forms;
-rules-5: research items keyed on a world: accuracy, world citations, groundedness, recency)."""
+rules-5: research items keyed on a world: accuracy, world citations, groundedness, recency;
+rules-6: see :mod:`judge._grading`)."""
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,8 @@ def _read(
     kinds = []
     if mention.currency is None and (column := claims.cell_currency(answer, mention.start)):
         mention = dataclasses.replace(mention, currency=column)
+    if mention.mark is None and (side := claims.cell_side(answer, mention.start)):
+        mention = dataclasses.replace(mention, mark=side)
     for target in _targets(fact):
         if _states(mention, target, fact):
             if not x.same_currency(mention.currency, target.currency):
@@ -223,7 +227,8 @@ def _read(
 
     if not kinds and equal_to(elsewhere):
         return _Reading("misattributed", mention)
-    if equal_to(others):
+    marked_wrong = "wrong_side" in kinds and mention.mark is not None
+    if equal_to(others) and not marked_wrong:  # (a mark read against the item's side is wrong)
         return _Reading("other", mention)  # another expected figure of the item
     if kinds:
         return _Reading(kinds[0], mention)
@@ -1019,6 +1024,7 @@ class RulesJudge:
         rule_name = rule_for(dimension, assertion_id)
         if rule_name is None:
             return AssertionScore(assertion_id=assertion_id, score=None, reason=NEEDS_LLM)
+        answer = claims.html_as_markdown(answer)
         ctx = RuleContext(question, answer, self.resolver, assertion_id, trajectory, self.world)
         verdict = RULES[rule_name](ctx)
         undecided = verdict.score is None and NEEDS_LLM in verdict.reason

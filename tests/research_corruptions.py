@@ -527,6 +527,10 @@ WRONG: dict[str, Corruption] = {
     "two companies' figures swapped in a comparison": peers_swapped,
     "the right figure labelled with the prior fiscal year": stated_for_prior_period,
 }
+RARE: frozenset[str] = frozenset(
+    {"a fine on record answered as none", "non-GAAP margin for the GAAP one"}
+)
+"""Wrong kinds few items of a small world have (one or two regulatory fines)."""
 ZERO: frozenset[str] = frozenset(
     {'canned "not reported or disclosed yet", no lookup (must score 0)'}
 )
