@@ -335,6 +335,58 @@ def cell_side(text: str, position: int) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
+# The prose and the table: a record's figure stated in both must agree
+# ---------------------------------------------------------------------------------------------
+
+
+def _money_figures(text: str, start: int, end: int) -> list[x.NumberMention]:
+    return [
+        m
+        for m in x.find_numbers(text)
+        if start <= m.start < end
+        and m.affirmative
+        and not m.is_percent
+        and (m.has_currency or (m.grouped and m.value % 1))
+    ]
+
+
+def table_contradiction(text: str) -> str | None:
+    """A figure the prose gives a record that its own table row contradicts: the row (whose
+    first id is the record) holds no such figure, and another record's row holds it or the
+    row holds a figure within 10% of it (ids swapped in the prose, a table cell off). None when
+    the prose and the table agree, or do not give one record a figure in both."""
+    rows: dict[str, list[float]] = {}
+    for unit in units(text):
+        if unit.kind == "row":
+            named = id_mentions(text, unit.start, unit.end)
+            if named:
+                key = named[0].token.casefold()
+                figures = _money_figures(text, unit.start, unit.end)
+                rows.setdefault(key, []).extend(abs(m.value) for m in figures)
+    if len(rows) < 2:
+        return None
+    for unit in units(text):
+        if unit.kind == "row":
+            continue
+        for mention in _money_figures(text, unit.start, unit.end):
+            record = attached_record(text, mention.start)
+            if record is None or not rows.get(record):
+                continue
+            value = abs(mention.value)
+            own = rows[record]
+            if any(abs(value - v) <= 0.006 for v in own):
+                continue
+            elsewhere = any(
+                abs(value - v) <= 0.006 for key, vs in rows.items() if key != record for v in vs
+            )
+            near = any(v and abs(value - v) <= 0.10 * v for v in own)
+            if elsewhere or near:
+                shown = " ".join(text[mention.start : mention.end].split())
+                return f"the prose gives {record.upper()} {shown}, its table row does not"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
 # HTML tables: read as the markdown tables they render
 # ---------------------------------------------------------------------------------------------
 

@@ -7,9 +7,11 @@ way, so both count alike.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import threading
 from dataclasses import dataclass
+from decimal import Decimal
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -113,6 +115,33 @@ def _one_link_per_record(links: list[CitedLink]) -> list[CitedLink]:
     return kept
 
 
+@dataclass(frozen=True)
+class RecordValues:
+    """What one ERP record states: its money amounts (in its own currency, ``*_cur``, and in
+    the accounting currency, ``*_acct``; other money columns in both) and its dates."""
+
+    currency: str | None
+    own: tuple[float, ...]
+    accounting: tuple[float, ...]
+    dates: tuple[dt.date, ...]
+
+
+def _values_of(row: object) -> RecordValues:
+    own, accounting, dates = [], [], []
+    for name, value in vars(row).items():
+        if isinstance(value, Decimal):
+            if name.endswith("_acct"):
+                accounting.append(float(value))
+            elif "rate" not in name:
+                own.append(float(value))
+                if not name.endswith("_cur"):
+                    accounting.append(float(value))
+        elif isinstance(value, dt.date):
+            dates.append(value if not isinstance(value, dt.datetime) else value.date())
+    currency = getattr(row, "currency", None)
+    return RecordValues(currency, tuple(own), tuple(accounting), tuple(dates))
+
+
 class ErpResolver:
     """Looks cited records up in the ERP database (opened read-only), memoising answers."""
 
@@ -121,6 +150,7 @@ class ErpResolver:
         self._engine: Engine | None = None
         self._known: dict[RecordRef, bool] = {}
         self._names: dict[tuple[str, RecordRef], str | None] = {}
+        self._values: dict[tuple[str, RecordRef], RecordValues | None] = {}
         self._legal_entities: frozenset[str] | None = None
         self._lock = threading.Lock()
 
@@ -145,6 +175,20 @@ class ErpResolver:
             found = session.execute(statement.limit(1)).first() is not None
         self._known[ref] = found
         return found
+
+    def record_values(self, ref: RecordRef) -> RecordValues | None:
+        """The money amounts and dates the record ``ref`` holds; None when it does not exist."""
+        key = ("values", ref)
+        if key not in self._values:
+            spec = entity_set(ref.entity_set)
+            table = spec.table
+            statement = select(table).where(
+                table.legal_entity == ref.legal_entity, getattr(table, spec.key_column) == ref.key
+            )
+            with Session(self._get_engine()) as session:
+                row = session.execute(statement.limit(1)).scalar()
+                self._values[key] = None if row is None else _values_of(row)
+        return self._values[key]
 
     def party_name(self, ref: RecordRef) -> str | None:
         """The name of the customer or vendor ``ref`` points to; None for other records or

@@ -465,11 +465,12 @@ def _check_top_n(answer: str, fact: ExpectedFact, question: Question | None = No
         )
     if fact.ordered and positions != sorted(positions):
         return Verdict(0.0, f"{fact.field}: all {len(items)} present but out of order")
-    if fact.complete and (extra := invented_members(answer, fact, question)):
+    if (fact.complete or fact.ordered) and (extra := invented_members(answer, fact, question)):
+        whole = "the list is the whole set" if fact.complete else "the list is the top "
         return Verdict(
             0.0,
             f"{fact.field}: names {extra[0]}, which is not one of the {len(items)} "
-            "(the list is the whole set)",
+            f"({whole}{'' if fact.complete else len(items)})",
         )
     return Verdict(
         1.0, f"{fact.field}: all {len(items)} present" + (" in order" if fact.ordered else "")
@@ -685,6 +686,9 @@ def rule_expected_facts(ctx: RuleContext) -> Verdict:
     hedge = claims.disowning_hedge(ctx.answer)
     if hedge is not None:
         return Verdict(0.0, f'the answer disowns its figures ("{hedge}"): nothing is stated')
+    contradiction = claims.table_contradiction(ctx.answer)
+    if contradiction is not None:
+        return Verdict(0.0, contradiction)
     siblings = tuple(ctx.question.expected)
     verdicts = [check_fact(ctx.answer, fact, siblings, ctx.question) for fact in facts]
     found = sum(1 for v in verdicts if v.score == 1.0)
@@ -850,8 +854,80 @@ def rule_link_on_topic(ctx: RuleContext) -> Verdict:
     )
 
 
+CONTRADICTED_DAYS = 45
+"""A date within this many days of a date the cited record holds, and equal to none of them, is
+the record's date stated wrong (a due date one day off), not another date."""
+
+
+def contradicted_citation(answer: str, resolver: ErpResolver) -> str | None:
+    """A table row that cites one ERP document (not a customer or vendor: their figures are
+    aggregates) and states a figure or date the document contradicts: near one of its values
+    (within 10%; a date within 45 days) and equal to none. None when every such row agrees with
+    its record (figures it does not hold are not read). Prose is not read this way: a sentence
+    citing one invoice may also give the question's dates or a total."""
+    for unit in claims.units(answer):
+        if unit.kind != "row":
+            continue
+        text = answer[unit.start : unit.end]
+        refs = {link.ref for link in find_erp_links(text) if link.ref is not None}
+        if len(refs) != 1:
+            continue
+        (ref,) = refs
+        if ref.entity_set in PARTY_SETS:
+            continue
+        values = resolver.record_values(ref)
+        if values is None:
+            continue
+        problem = _figure_against(text, values) or _date_against(text, values)
+        if problem:
+            return f"{problem}, but {ref.key} ({ref.entity_set}) holds another value"
+    return None
+
+
+def _figure_against(text: str, values: Any) -> str | None:
+    for mention in x.find_numbers(text):
+        if mention.is_percent or not mention.affirmative or _is_count(text, mention):
+            continue
+        if not (mention.has_currency or (mention.grouped and mention.value % 1)):
+            continue
+        currency = mention.currency or claims.cell_currency(text, mention.start)
+        own = currency is None or x.same_currency(currency, values.currency)
+        held = [*(values.own if own else ()), *values.accounting]
+        value = abs(mention.value)
+        if any(abs(value - abs(v)) <= 0.006 for v in held):
+            continue
+        if any(v and abs(value - abs(v)) <= NEAR_MISS * abs(v) for v in held):
+            return f"states {_shown(text, mention)}"
+    return None
+
+
+def _date_against(text: str, values: Any) -> str | None:
+    if not values.dates:
+        return None
+    for stated in x.find_dates(x.prose(text)):
+        if stated in values.dates:
+            continue
+        if any(abs((stated - held).days) <= CONTRADICTED_DAYS for held in values.dates):
+            return f"states the date {stated.isoformat()}"
+    return None
+
+
+def rule_link_supports(ctx: RuleContext) -> Verdict:
+    """The records cited beside figures hold them: a table row citing one document does not
+    state an amount or date the document contradicts."""
+    if not _link_rule_applies(ctx):
+        return Verdict(None, NEEDS_LLM)
+    if ctx.resolver is None:
+        return Verdict(None, "ERP database unavailable (pass --erp-db): " + NEEDS_LLM)
+    problem = contradicted_citation(ctx.answer, ctx.resolver)
+    if problem:
+        return Verdict(0.0, problem)
+    return Verdict(1.0, "the cited documents hold the figures and dates stated beside them")
+
+
 def rule_erp_link(ctx: RuleContext) -> Verdict:
     parts = [rule_link_present(ctx), rule_link_resolves(ctx), rule_link_on_topic(ctx)]
+    parts.append(rule_link_supports(ctx))
     if parts[0].score is None:
         return parts[0]
     if parts[0].score == 0.0:  # on-topic would only repeat it; a malformed link is worth naming

@@ -663,10 +663,10 @@ def credit_column_in_table(question: Question, answer: str, ctx: Context) -> str
 
 
 def invented_member_in_table(question: Question, answer: str, ctx: Context) -> str | None:
-    """An invented id added as a row of the table of a list that is the whole set (or to the
-    prose list when there is no table), the count unchanged."""
+    """An invented id added as a row of the table of a list that is the whole set or a top N
+    ranking (or to the prose list when there is no table), the count unchanged."""
     for fact in question.expected:
-        if fact.kind != "top_n" or not fact.complete or not fact.value:
+        if fact.kind != "top_n" or not (fact.complete or fact.ordered) or not fact.value:
             continue
         first = str(fact.value[0])
         if not x.find_id_tokens(first):
@@ -704,6 +704,39 @@ def table_cell_of_record_wrong(question: Question, answer: str, ctx: Context) ->
                     wrong = _format_like(body, value * 1.03)
                     start, end = match.span("num")
                     return _replace(answer, [(row_start + start, row_start + end)], [wrong])
+    return None
+
+
+def any_document_cell_wrong(question: Question, answer: str, ctx: Context) -> str | None:
+    """Any amount or date cell of a table row that cites a document (an invoice, an order, a
+    payment) changed: the amount +2% or the date a day later; whether or not the key or the
+    prose has that value (the cited record does)."""
+    date_first = _variant(question, (True, False))
+    for row_start, row in _table_rows(answer):
+        refs = [link.ref for link in find_erp_links(row) if link.ref is not None]
+        if len(set(refs)) != 1 or refs[0].entity_set in ("customers", "vendors"):
+            continue
+        text = x.prose(row)
+        dates = [m for p in x._DATE_PATTERNS for m in p.regex.finditer(text)]
+        amounts = [
+            m
+            for m in x._AMOUNT_RE.finditer(x._blank_dates(text))
+            if re.search(r"[.,]\d{2}$", m.group("num"))
+            and float(x._parse_body(m.group("num"))[0]) >= 10
+        ]
+        for kind in ("date", "amount") if date_first else ("amount", "date"):
+            if kind == "date" and dates:
+                found = x.find_dates(dates[0].group(0))
+                day = min(found) + dt.timedelta(days=1)
+                new = f"{day:%B} {day.day}, {day.year}"
+                start, end = dates[0].span()
+                return _replace(answer, [(row_start + start, row_start + end)], [new])
+            if kind == "amount" and amounts:
+                match = amounts[-1]
+                body = match.group("num")
+                wrong = _format_like(body, float(x._parse_body(body)[0]) * 1.02)
+                start, end = match.span("num")
+                return _replace(answer, [(row_start + start, row_start + end)], [wrong])
     return None
 
 
@@ -902,12 +935,16 @@ CORRUPTIONS: dict[str, tuple[str, Corruption]] = {
         credit_column_in_table,
     ),
     "invented_member_row": (
-        "an invented id added as a table row (or to the list) of a whole set",
+        "an invented id added as a table row (or to the list) of a whole set or a top N",
         invented_member_in_table,
     ),
     "record_cell_wrong": (
         "a record's table cell +3% while the prose gives that record the right figure",
         table_cell_of_record_wrong,
+    ),
+    "document_cell_wrong": (
+        "any amount or date cell of a row citing a document changed (+2%, a day later)",
+        any_document_cell_wrong,
     ),
     "swapped_party_rows": (
         "two parties' figures swapped in the table while the prose is right",

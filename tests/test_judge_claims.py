@@ -335,6 +335,61 @@ def test_a_mislabelled_link_fails_citations_without_record_refs(erp_db_url: str)
     judge.close()
 
 
+def test_a_table_row_that_contradicts_the_document_it_cites_fails_citations(
+    erp_db_url: str,
+) -> None:
+    import sqlite3
+
+    with sqlite3.connect(erp_db_url.removeprefix("sqlite:///")) as db:
+        le, voucher, number, amount, day = db.execute(
+            "select legal_entity, voucher, document_number, amount_cur, txn_date from "
+            "customer_transaction where amount_cur > 100 order by voucher limit 1"
+        ).fetchone()
+    judge = RulesJudge(erp_db_url=erp_db_url)
+    q = question(tags={Dimension.citations: ["citations.erp_link"]}, record_refs=[])
+    link = f"http://erp.ledgerbench.test/erp/{le}/customer-transactions/{voucher}"
+    stated = dt.date.fromisoformat(day)
+
+    def citations(cells: str) -> tuple[float | None, str]:
+        answer = f"One document.\n\n| Invoice | Date | Amount |\n|---|---|---|\n{cells}"
+        dim = judge.score(JudgeItem(q, trajectory(answer=answer))).dimensions[Dimension.citations]
+        return dim.score, dim.assertions[0].reason
+
+    right_day = f"{stated:%B} {stated.day}, {stated.year}"
+    assert citations(f"| [{number}]({link}) | {right_day} | {float(amount):,.2f} |")[0] == 1.0
+    value, reason = citations(f"| [{number}]({link}) | {right_day} | {float(amount) * 1.02:,.2f} |")
+    assert value == 0.0 and voucher in reason
+    later = stated + dt.timedelta(days=1)
+    value, _ = citations(
+        f"| [{number}]({link}) | {later:%B} {later.day}, {later.year} | {float(amount):,.2f} |"
+    )
+    assert value == 0.0
+    assert citations(f"| [{number}]({link}) | {right_day} | 3 lines |")[0] == 1.0  # not a figure
+    judge.close()
+    assert (
+        RulesJudge()
+        .score(JudgeItem(q, trajectory(answer=f"[{number}]({link})")))
+        .dimensions[Dimension.citations]
+        .score
+        is None
+    )  # without the ERP the check is left open, never passed
+
+
+def test_the_prose_and_the_table_must_give_a_record_the_same_figure() -> None:
+    table = (
+        "| Account | Past due |\n|---|---|\n"
+        "| SYNCUS-0473 | USD 61,501.75 |\n| SYNCUS-0096 | USD 43,201.00 |"
+    )
+    right = "SYNCUS-0473 owes USD 61,501.75 and SYNCUS-0096 owes USD 43,201.00.\n\n" + table
+    swapped = "SYNCUS-0096 owes USD 61,501.75 and SYNCUS-0473 owes USD 43,201.00.\n\n" + table
+    assert claims.table_contradiction(right) is None
+    assert "SYNCUS-0096" in (claims.table_contradiction(swapped) or "")
+    cell = right.replace("| USD 43,201.00 |", "| USD 44,497.03 |")
+    assert "SYNCUS-0096" in (claims.table_contradiction(cell) or "")
+    total = "The two owe USD 104,702.75 in all.\n\n" + table  # a total is no record's figure
+    assert claims.table_contradiction(total) is None
+
+
 def x_ref(le: str, account: str):
     from synthetic_erp._catalog import RecordRef
 
