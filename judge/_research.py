@@ -299,27 +299,32 @@ def _shown_figure(text: str, mention: x.NumberMention) -> str:
 def competing_figure(
     answer: str, fact: ExpectedFact, facts: tuple[ExpectedFact, ...] = ()
 ) -> str | None:
-    """A figure the answer affirms for the same research amount beside the right one ("another
-    reading: $1,250.0 million"): within 10% of the key, not the key at the precision written
+    """A figure the answer affirms for the same research amount or percentage beside the right
+    one ("another reading: $1,250.0 million"): within 10% of the key (a percentage: within a
+    point), not the key at the precision written
     (a coarser "$1.2 billion" agrees), no other figure of the key, in the key's currency, and
     labelled with nothing that makes it another figure: another metric ("total debt of"),
     another fiscal year, or a comparison ("up from", "guidance", "originally")."""
     subjects = tuple(dict.fromkeys(f.subject for f in facts if f.subject))
     text = _subject_scope(answer, fact, subjects)
-    scale = SCALES[fact.scale or "units"]
+    percent = fact.kind == "percent"
+    scale = 1.0 if percent else SCALES[fact.scale or "units"]
     expected = float(fact.value) * scale
+    # A percentage competes within a percentage point (or 10%); an amount within 10%.
+    reach = max(0.10 * abs(expected), 1.0) if percent else 0.10 * abs(expected)
+    coarsest = 0.5 if percent else abs(expected) / 20
     own = {*fact.field.lower().split("_"), *_FIELD_WORDS.get(fact.field, "").split()}
     period = _period_year(fact)
     others = tuple(f for f in facts if f is not fact)
     mentions = _figure_mentions(text)
     for mention in mentions:
-        if mention.is_percent or not expected:
+        if mention.is_percent is not percent or not expected:
             continue
-        readings = _readings(text, mention)
-        if _states_key_figure(readings, False, (fact, *others)):
+        readings = [(mention.value, mention.precision)] if percent else _readings(text, mention)
+        if _states_key_figure(readings, percent, (fact, *others)):
             continue
         near = any(
-            abs(value - expected) <= 0.10 * abs(expected) and precision <= abs(expected) / 20
+            abs(value - expected) <= reach and precision <= coarsest
             for value, precision in readings
         )
         currency = _mention_currency(text, mention.start, mention.end)
@@ -338,13 +343,16 @@ def competing_figure(
 
 def _clause_names_asked(answer: str, mention: x.NumberMention, fact: ExpectedFact) -> bool:
     """Whether a figure is stated for the fact said not to be published: its clause names the
-    asked fiscal year or no year at all (a fact without a period: its clause names the metric)."""
+    asked fiscal year or no year at all (a fact without a period: the metric named last before
+    it is the fact's)."""
     unit = claims.unit_of(answer, mention.start)
     clause = answer[unit.start : unit.end] if unit else answer
     asked = _period_year(fact)
-    if asked is None:
-        words = fact.field.replace("_", " ")
-        return re.search(rf"\b{re.escape(words)}", clause, re.IGNORECASE) is not None
+    if asked is None:  # the metric named last before the figure is the fact's
+        before = answer[unit.start if unit else 0 : mention.start]
+        named = [m.group(0).lower() for m in _METRIC_WORDS.finditer(before)]
+        own = {*fact.field.lower().split("_"), *_FIELD_WORDS.get(fact.field, "").split()}
+        return bool(named) and _own_metric(named[-1], own)
     years = _years_named(clause)
     return not years or asked in years
 
@@ -408,7 +416,10 @@ def check_research_fact(
         return ok, detail
     scoped = _subject_scope(answer, fact, subjects)
     if fact.kind == "percent":
-        return x.find_percent(scoped, float(fact.value), fact.tolerance) is not None, ""
+        ok = x.find_percent(scoped, float(fact.value), fact.tolerance) is not None
+        if ok and (rival := competing_figure(answer, fact, siblings)):
+            return False, f"states {rival} beside it for the same figure"
+        return ok, ""
     if fact.kind == "not_disclosed":
         return check_not_published(answer, fact, siblings)
     if fact.kind in ("name", "text"):

@@ -321,6 +321,21 @@ def another_reading(question: Question, answer: str, ledger: Ledger) -> str | No
     return _replace(answer, right, beside)
 
 
+def another_percentage(question: Question, answer: str, ledger: Ledger) -> str | None:
+    """The right percentage (a margin, a growth rate) with a wrong one beside it."""
+    facts = [f for f in question.expected if f.kind == "percent" and not f.subject]
+    if len(facts) != 1:
+        return None
+    right = f"{Decimal(str(facts[0].value)):.1f}%"
+    wrong = f"{Decimal(str(facts[0].value)) + Decimal('0.6'):.1f}%"
+    beside = _variant(
+        question,
+        (f"{right} (another reading: {wrong})", f"{right}, or {wrong} on another count,",
+         f"{wrong} or {right}"),
+    )  # fmt: skip
+    return _replace(answer, right, beside) if answer.count(right) == 1 else None
+
+
 def _later_document(ledger: Ledger, question: Question, text: str) -> str | None:
     """A document about the item's company, published after its as-of date, that states
     ``text``."""
@@ -518,6 +533,7 @@ WRONG: dict[str, Corruption] = {
     'canned "not reported or disclosed yet", no lookup (must score 0)': canned_not_reported,
     '"Yes, no doubt: fined $3.1 million" / the opposite verdict after "no"': yes_no_doubt,
     'a wrong figure beside the right one ("another reading")': another_reading,
+    "a wrong percentage beside the right one": another_percentage,
     "a source published after the as-of date stating the figure": cited_after_as_of,
     "a yes/no comparison answered the other way": flipped_verdict,
     "the figure with another currency's sign": currency_swapped,
@@ -603,7 +619,10 @@ def measure(
 
 
 def table(wrong: dict[str, Tally], right: dict[str, Tally]) -> str:
-    lines = ["| answer | kind | touched | lost accuracy |", "|---|---|---:|---:|"]
+    lines = [
+        "| answer | kind | touched | caught (wrong) / failed (right) |",
+        "|---|---|---:|---:|",
+    ]
     for label, tallies in (("wrong", wrong), ("right", right)):
         for name, tally in tallies.items():
             share = f"{tally.lost / tally.touched:.1%}" if tally.touched else "-"
