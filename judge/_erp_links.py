@@ -165,6 +165,8 @@ class ErpResolver:
     def exists(self, ref: RecordRef) -> bool:
         if ref in self._known:
             return self._known[ref]
+        if ref.entity_set not in ("customers", "vendors"):  # one query serves both questions
+            return self.record_values(ref) is not None
         spec = entity_set(ref.entity_set)
         table = spec.table
         key_column = getattr(table, spec.key_column)
@@ -188,6 +190,7 @@ class ErpResolver:
             with Session(self._get_engine()) as session:
                 row = session.execute(statement.limit(1)).scalar()
                 self._values[key] = None if row is None else _values_of(row)
+            self._known[ref] = self._values[key] is not None
         return self._values[key]
 
     def party_name(self, ref: RecordRef) -> str | None:

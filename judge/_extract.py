@@ -59,6 +59,7 @@ _AMOUNT_RE = re.compile(
     (?P<sign2>[-−–])?\s{{0,2}}
     (?P<num>{_NUMBER_BODY})
     (?:\s{{0,2}}(?P<scale>{_SCALE}))?
+    (?P<sign3>-(?![\w.,-]))?
     (?:(?![\w])|(?=(?:CR|DR)\b))
     (?:\s{{0,2}}(?P<cur2>{_CURRENCY})(?![A-Za-z]))?
     (?:\s{{0,2}}(?P<mopen>[(\[])?(?P<mark>CR|DR)\b\.?(?(mopen)[)\]]))?
@@ -187,7 +188,7 @@ def _numbers(text: str) -> tuple[NumberMention, ...]:
         value, precision = _parse_body(body)
         scale_word = (match.group("scale") or "").lower()
         scale = _SCALE_WORDS.get(scale_word, 1.0)
-        negative = bool(match.group("sign1") or match.group("sign2"))
+        negative = bool(match.group("sign1") or match.group("sign2") or match.group("sign3"))
         negative = negative or bool(match.group("open") and match.group("close"))
         tail = text[match.end() : match.end() + 9].lower()
         is_percent = tail.lstrip().startswith(("%", "percent", "per cent"))
@@ -208,7 +209,7 @@ def _numbers(text: str) -> tuple[NumberMention, ...]:
                 currency=currency_code(written),
                 mark=_ledger_mark(text, match),
                 grouped=not re.fullmatch(r"\d+", body),
-                minus=bool(match.group("sign1") or match.group("sign2")),
+                minus=bool(match.group("sign1") or match.group("sign2") or match.group("sign3")),
             )
         )
     return tuple(found)

@@ -530,6 +530,18 @@ _NAME_BEFORE = r"((?:[A-Z0-9&][\w'.&-]*,?\s+)*?[A-Z0-9&][\w'.&-]*)\s*\(\s*"
 def party_keys(question: Question) -> list[str]:
     """Customers or vendors the question asks about: those of ``record_refs`` the query names,
     by id or by name (spelling slips allowed: queries are phrased as users type)."""
+    return list(
+        _party_keys(question.query, tuple(question.record_refs), question.ground_truth or "")
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _party_keys(query: str, record_refs: tuple[str, ...], ground_truth: str) -> tuple[str, ...]:
+    """:func:`party_keys` of a question, remembered (every rule asks, and the names are matched
+    with spelling slips, which is slow)."""
+    question = Question.model_construct(
+        query=query, record_refs=list(record_refs), ground_truth=ground_truth
+    )
     keys = []
     for ref in question.record_refs:
         parsed = parse_link(ref)
@@ -540,7 +552,7 @@ def party_keys(question: Question) -> list[str]:
         )
         if named:
             keys.append(parsed.key)
-    return keys
+    return tuple(keys)
 
 
 _LEGAL_FORMS = frozenset(
@@ -865,10 +877,13 @@ def contradicted_citation(answer: str, resolver: ErpResolver) -> str | None:
     (within 10%; a date within 45 days) and equal to none. None when every such row agrees with
     its record (figures it does not hold are not read). Prose is not read this way: a sentence
     citing one invoice may also give the question's dates or a total."""
+    if "/erp/" not in answer and "erp://" not in answer.lower():
+        return None
+    numbers = x.find_numbers(answer)  # once for the answer (remembered), not once a row
     for unit in claims.units(answer):
-        if unit.kind != "row":
-            continue
         text = answer[unit.start : unit.end]
+        if unit.kind != "row" or ("/erp/" not in text and "erp://" not in text.lower()):
+            continue
         refs = {link.ref for link in find_erp_links(text) if link.ref is not None}
         if len(refs) != 1:
             continue
@@ -878,14 +893,15 @@ def contradicted_citation(answer: str, resolver: ErpResolver) -> str | None:
         values = resolver.record_values(ref)
         if values is None:
             continue
-        problem = _figure_against(text, values) or _date_against(text, values)
+        inside = [m for m in numbers if unit.start <= m.start < unit.end]
+        problem = _figure_against(answer, inside, values) or _date_against(text, values)
         if problem:
             return f"{problem}, but {ref.key} ({ref.entity_set}) holds another value"
     return None
 
 
-def _figure_against(text: str, values: Any) -> str | None:
-    for mention in x.find_numbers(text):
+def _figure_against(text: str, mentions: list[x.NumberMention], values: Any) -> str | None:
+    for mention in mentions:
         if mention.is_percent or not mention.affirmative or _is_count(text, mention):
             continue
         if not (mention.has_currency or (mention.grouped and mention.value % 1)):

@@ -613,12 +613,14 @@ def ids_swapped_in_prose(question: Question, answer: str, ctx: Context) -> str |
     return None
 
 
-_CREDIT_SHAPES = ("{num}CR", "{num} Cr", "{num} (CR)", "{num} cr.", "{num} CR.", "CR {num}")
+_CREDIT_SHAPES = (
+    "{num}CR", "{num} Cr", "{num} (CR)", "{num} cr.", "{num} CR.", "CR {num}", "{num}-"
+)  # fmt: skip
 
 
 def debit_in_cr_notation(question: Question, answer: str, ctx: Context) -> str | None:
-    """A debit shown as a credit in another CR notation than `` CR`` after the figure:
-    ``2,790.96CR``, ``2,790.96 Cr``, ``2,790.96 (CR)``, ``cr.``, ``CR 2,790.96``."""
+    """A debit shown as a credit in another notation than `` CR`` after the figure:
+    ``2,790.96CR``, ``2,790.96 Cr``, ``2,790.96 (CR)``, ``cr.``, ``CR 2,790.96``, ``2,790.96-``."""
     shape = _variant(question, _CREDIT_SHAPES)
     spans, texts = [], []
     for fact in _amount_facts(question):
@@ -926,8 +928,8 @@ CORRUPTIONS: dict[str, tuple[str, Corruption]] = {
         ids_swapped_in_prose,
     ),
     "debit_cr_notation": (
-        "a debit shown as a credit in another CR notation (`2,790.96CR`, `Cr`, `(CR)`, "
-        "`CR 2,790.96`)",
+        "a debit shown as a credit in another notation (`2,790.96CR`, `Cr`, `(CR)`, "
+        "`CR 2,790.96`, `2,790.96-`)",
         debit_in_cr_notation,
     ),
     "debit_cr_column": (

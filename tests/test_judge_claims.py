@@ -121,6 +121,13 @@ def test_every_cr_notation_marks_a_credit(written: str) -> None:
     assert score(f"The balance is {debit}.", receivable) == 1.0
 
 
+def test_a_trailing_minus_is_a_minus() -> None:
+    receivable = amount(2790.96, currency="GBP", side="debit")
+    assert score("The balance is GBP 2,790.96-.", receivable) == 1.0  # a dash before the stop
+    assert score("| SYNCUS-0001 | GBP 2,790.96- |", receivable) == 0.0
+    assert score("The balance is GBP 2,790.96- as of today.", receivable) == 0.0
+
+
 def test_a_dr_cr_column_or_a_credit_column_marks_the_figures_of_its_table() -> None:
     receivable = amount(2790.96, currency="GBP", side="debit")
     column = "| Account | Balance | Dr/Cr |\n|---|---|---|\n| SYNCUS-0001 | GBP 2,790.96 | {} |"
