@@ -8,6 +8,7 @@ way, so both count alike.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 import threading
 from dataclasses import dataclass
@@ -70,6 +71,12 @@ def normalize_record_path(path: str) -> str | None:
 def find_erp_links(text: str) -> list[CitedLink]:
     """Every URL or bare path that mentions ``/erp/`` and every ``erp://`` resource URI, in order,
     without duplicates: a record cited more than once (URL, path or resource URI) counts once."""
+    return list(_find_erp_links(text))
+
+
+@functools.lru_cache(maxsize=2048)
+def _find_erp_links(text: str) -> tuple[CitedLink, ...]:
+    """:func:`find_erp_links`, remembered: every citation rule reads the same answer's links."""
     seen: set[str] = set()
     links = []
     candidates = sorted(
@@ -92,7 +99,7 @@ def find_erp_links(text: str) -> list[CitedLink]:
         for link in links
         if "://" in link.text or not any(url.endswith(link.text) for url in urls)
     ]
-    return _one_link_per_record(links)
+    return tuple(_one_link_per_record(links))
 
 
 def _mentions_a_record(link: str) -> bool:
