@@ -420,14 +420,31 @@ def _markdown_table(match: re.Match[str]) -> str:
     return "\n" + "\n".join([rows[0], rule, *rows[1:]]) + "\n"
 
 
+_HTML_MARKUP = re.compile(
+    r"</?(?:a|p|br|hr|li|ul|ol|strong|b|em|i|u|span|div|h[1-6]|table|thead|tbody|tfoot|tr|td|th"
+    r"|code|small|sup|sub|blockquote|section|article|header|footer|main|body|html)\b[^<>]*>",
+    re.IGNORECASE,
+)
+_HTML_BLOCK_END = re.compile(r"<br\s*/?>|</(?:p|div|h[1-6]|ul|ol|blockquote)\s*>", re.IGNORECASE)
+_HTML_ITEM = re.compile(r"<li\b[^<>]*>", re.IGNORECASE)
+
+
 def html_as_markdown(text: str) -> str:
-    """An answer whose tables are HTML (``<table><tr><td>``), read as the markdown tables they
-    render: one row a line, links as markdown links, entities unescaped. Other text unchanged."""
-    if "<table" not in text.lower():
+    """An answer written in HTML, read as the markdown it renders: tables (``<table><tr><td>``)
+    as markdown tables, one row a line; links as markdown links; line breaks, paragraphs and list
+    items as lines; other markup dropped and entities unescaped. Text without HTML markup is
+    returned unchanged ("< 30 days" is no markup)."""
+    if "<" not in text or not _HTML_MARKUP.search(text):
         return text
     return _html_as_markdown(text)
 
 
 @functools.lru_cache(maxsize=256)
 def _html_as_markdown(text: str) -> str:
-    return _HTML_TABLE.sub(_markdown_table, text)
+    text = _HTML_TABLE.sub(_markdown_table, text)
+    text = _HTML_ANCHOR.sub(
+        lambda m: f"[{_HTML_MARKUP.sub('', m.group(2)).strip()}]({m.group(1)})", text
+    )
+    text = _HTML_BLOCK_END.sub("\n", text)
+    text = _HTML_ITEM.sub("\n- ", text)
+    return html.unescape(_HTML_MARKUP.sub("", text))

@@ -833,6 +833,16 @@ def as_html_table(question: Question, answer: str, ctx: Context) -> str | None:
     return "\n".join(out) if touched else None
 
 
+def as_html_page(question: Question, answer: str, ctx: Context) -> str | None:
+    """The whole answer in HTML: paragraphs, bold, links as anchors, tables as HTML tables."""
+    body = as_html_table(question, answer, ctx) or answer
+    body = re.sub(r"\*\*([^*\n]+)\*\*", r"<strong>\1</strong>", body)
+    body = re.sub(r"\[([^\]\n]*)\]\(([^)\s]*)\)", r'<a href="\2">\1</a>', body)
+    body = body.replace("&", "&amp;").replace("&amp;amp;", "&amp;")
+    paragraphs = [p for p in body.split("\n\n") if p.strip()]
+    return "".join(p if p.startswith("<table") else f"<p>{p}</p>" for p in paragraphs)
+
+
 def figures_in_code_and_words(question: Question, answer: str, ctx: Context) -> str | None:
     """Amounts written with the currency code after the figure: ``61,501.75 USD``."""
     spans, texts = [], []
@@ -995,6 +1005,7 @@ RIGHT_FORMS: dict[str, tuple[str, Corruption]] = {
         in_the_other_currency,
     ),
     "html_table": ("every table rendered as an HTML table, links as anchors", as_html_table),
+    "html_page": ("the whole answer in HTML (paragraphs, bold, anchors, tables)", as_html_page),
     "code_after": (
         "amounts with the currency code after the figure: `61,501.75 USD`",
         figures_in_code_and_words,

@@ -159,6 +159,14 @@ def test_an_html_table_is_read_as_the_markdown_table_it_renders() -> None:
     assert "[SYNCUS-0473](/erp/USMF/customers/SYNCUS-0473)" in rendered
     assert "| SYNCUS-0096 | USD\u00a043,201.00 |" in rendered
     assert score(rendered, FIRST, SECOND) == 1.0 and score(rendered, SECOND, FIRST) == 1.0
+    page = claims.html_as_markdown(
+        "<p>SYNCUS-0473 owes <strong>USD 61,501.75</strong>;<br>SYNCUS-0096 owes USD"
+        " 43,201.00 (Hall &amp; Sons).</p><ul><li>due in &lt; 30 days</li></ul>"
+    )
+    assert page.startswith("SYNCUS-0473 owes USD 61,501.75;\nSYNCUS-0096 owes USD 43,201.00")
+    assert "(Hall & Sons)" in page and "- due in < 30 days" in page
+    assert score(page, FIRST, SECOND) == 1.0
+    assert claims.html_as_markdown("less than < 30 days") == "less than < 30 days"
     swapped = rendered.replace("61,501.75", "x").replace("43,201.00", "61,501.75")
     assert score(swapped.replace("x", "43,201.00"), FIRST, SECOND) == 0.0
 
