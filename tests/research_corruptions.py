@@ -458,13 +458,11 @@ def code_and_m(question: Question, answer: str, ledger: Ledger) -> str | None:
 
 
 def whole_millions(question: Question, answer: str, ledger: Ledger) -> str | None:
-    """ "USD 1,204m": rounded to whole millions, said so."""
+    """ "USD 1,204m": rounded to whole millions (the precision it is written at)."""
     return _rewrite_key(
         question,
         answer,
-        lambda v, c: (
-            f"{'-' if v < 0 else ''}{c} {abs(v):,.0f}m (rounded)" if abs(v) >= 100 else None
-        ),
+        lambda v, c: f"{'-' if v < 0 else ''}{c} {abs(v):,.0f}m" if abs(v) >= 100 else None,
     )
 
 
@@ -556,7 +554,7 @@ RIGHT: dict[str, Corruption] = {
     "a table in place of the prose": as_table,
     "another gold document cited": other_gold_citation,
     '"USD 1,204.3m"': code_and_m,
-    '"USD 1,204m (rounded)", whole millions said rounded': whole_millions,
+    '"USD 1,204m", whole millions': whole_millions,
     '"$1,204,300 thousand"': in_thousands,
     '"1.204 billion USD"': three_decimals_billion,
     '"USD 1,204,300,000", every digit': in_units,
