@@ -9,6 +9,11 @@ figure where the key is restated: none equals the key, so the fact is not stated
 company of several (peer rankings) count only in the lines that name that company, and a
 figure whose line names another fiscal year than the key's is for the wrong period. Brief items'
 ERP facts are checked as obligations are.
+
+Answers are read as claims (issue 37): "not yet reported" holds only with no figure for the asked
+period and the latest reported period named; a "no"/"none" answer must claim no event; a figure
+within reach of the key beside the right one, labelled as nothing else, competes with it; a figure
+belongs to the company named nearest; a source published after the as-of date backs nothing.
 """
 
 from __future__ import annotations
