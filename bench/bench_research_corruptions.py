@@ -36,6 +36,9 @@ def _step(args: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=300, help="entity questions (default 300)")
+    parser.add_argument(
+        "--seed", type=int, default=WORLD_SEED, help=f"world seed (default {WORLD_SEED})"
+    )
     parser.add_argument("--work", type=Path, default=Path("/tmp/ledgerbench_research_corruptions"))
     args = parser.parse_args()
     from harnesses._erp_process import ensure_default_erp
@@ -48,7 +51,7 @@ def main() -> None:
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     erp = ensure_default_erp()
-    world = work / f"world-{WORLD_SEED}.db"
+    world = work / f"world-{args.seed}.db"
     if not world.exists():
         _step(
             [
@@ -59,11 +62,11 @@ def main() -> None:
                 "--db",
                 f"sqlite:///{world}",
                 "--seed",
-                str(WORLD_SEED),
+                str(args.seed),
                 "--quiet",
             ]
         )
-    dataset = work / f"entity-{args.n}.yaml"
+    dataset = work / f"entity-{args.seed}-{args.n}.yaml"
     if not dataset.exists():
         _step(
             [
@@ -81,7 +84,7 @@ def main() -> None:
                 str(dataset),
             ]
         )
-    run_dir = work / f"run-{args.n}"
+    run_dir = work / f"run-{args.seed}-{args.n}"
     started = time.perf_counter()
     _step(
         [

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import html
 import itertools
 import re
 from dataclasses import dataclass
@@ -291,3 +292,159 @@ def cell_currency(text: str, position: int) -> str | None:
         if found:
             return x.currency_code(found.group(1))
     return None
+
+
+_SIDE_CELL = re.compile(r"^\W*(cr|dr|credit|debit)\b\.?\W*$", re.IGNORECASE)
+_SIDE_HEADER = re.compile(
+    rf"^\W*(credits?|debits?)\b\W*(?:(?:in\s+)?(?:{x.CURRENCY_RE})\W*)?$", re.IGNORECASE
+)
+
+
+def _header_above(text: str, unit: Unit) -> str | None:
+    lines = text[: unit.start].splitlines()
+    for index in range(len(lines) - 1, 0, -1):  # the header sits above the |---| rule
+        if _TABLE_RULE.match(lines[index]):
+            return lines[index - 1]
+        if "|" not in lines[index]:
+            return None
+    return None
+
+
+def cell_side(text: str, position: int) -> str | None:
+    """The ledger side a table gives a figure: its column header is "Credit" or "Debit"
+    (separate columns), or its row has a cell that is only ``CR``/``DR``/credit/debit (a Dr/Cr
+    column); None otherwise."""
+    unit = unit_of(text, position)
+    if unit is None or unit.kind != "row":
+        return None
+    row = text[unit.start : unit.end]
+    cells = _cells(row)
+    column = next((n for n, (a, b) in enumerate(cells) if a <= position - unit.start < b), None)
+    header = _header_above(text, unit)
+    if header is not None and column is not None:
+        header_cells = _cells(header)
+        if column < len(header_cells):
+            a, b = header_cells[column]
+            found = _SIDE_HEADER.match(header[a:b])
+            if found:
+                return "credit" if found.group(1).lower().startswith("c") else "debit"
+    sides = {m.group(1).lower()[0] for a, b in cells if (m := _SIDE_CELL.match(row[a:b]))}
+    if len(sides) == 1:
+        return "credit" if sides == {"c"} else "debit"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The prose and the table: a record's figure stated in both must agree
+# ---------------------------------------------------------------------------------------------
+
+
+def _money_figures(text: str, start: int, end: int) -> list[x.NumberMention]:
+    return [
+        m
+        for m in x.find_numbers(text)
+        if start <= m.start < end
+        and m.affirmative
+        and not m.is_percent
+        and (m.has_currency or (m.grouped and m.value % 1))
+    ]
+
+
+def table_contradiction(text: str) -> str | None:
+    """A figure the prose gives a record that its own table row contradicts: the row (whose
+    first id is the record) holds no such figure, and another record's row holds it or the
+    row holds a figure within 10% of it (ids swapped in the prose, a table cell off). None when
+    the prose and the table agree, or do not give one record a figure in both."""
+    rows: dict[str, list[float]] = {}
+    for unit in units(text):
+        if unit.kind == "row":
+            named = id_mentions(text, unit.start, unit.end)
+            if named:
+                key = named[0].token.casefold()
+                figures = _money_figures(text, unit.start, unit.end)
+                rows.setdefault(key, []).extend(abs(m.value) for m in figures)
+    if len(rows) < 2:
+        return None
+    for unit in units(text):
+        if unit.kind == "row":
+            continue
+        for mention in _money_figures(text, unit.start, unit.end):
+            record = attached_record(text, mention.start)
+            if record is None or not rows.get(record):
+                continue
+            value = abs(mention.value)
+            own = rows[record]
+            if any(abs(value - v) <= 0.006 for v in own):
+                continue
+            elsewhere = any(
+                abs(value - v) <= 0.006 for key, vs in rows.items() if key != record for v in vs
+            )
+            near = any(v and abs(value - v) <= 0.10 * v for v in own)
+            if elsewhere or near:
+                shown = " ".join(text[mention.start : mention.end].split())
+                return f"the prose gives {record.upper()} {shown}, its table row does not"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML tables: read as the markdown tables they render
+# ---------------------------------------------------------------------------------------------
+
+_HTML_TABLE = re.compile(r"<table\b.*?</table\s*>", re.IGNORECASE | re.DOTALL)
+_HTML_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr\s*>", re.IGNORECASE | re.DOTALL)
+_HTML_CELL = re.compile(r"<t([hd])\b[^>]*>(.*?)</t[hd]\s*>", re.IGNORECASE | re.DOTALL)
+_HTML_ANCHOR = re.compile(
+    r"<a\b[^>]*\bhref\s*=\s*[\"']([^\"']*)[\"'][^>]*>(.*?)</a\s*>", re.IGNORECASE | re.DOTALL
+)
+_HTML_TAG = re.compile(r"<[^>]+>")
+
+
+def _cell_text(cell: str) -> str:
+    cell = _HTML_ANCHOR.sub(
+        lambda m: f"[{_HTML_TAG.sub('', m.group(2)).strip()}]({m.group(1)})", cell
+    )
+    cell = html.unescape(_HTML_TAG.sub(" ", cell))
+    return re.sub(r"[ \t\r\n]+", " ", cell.replace("|", "/")).strip()  # thin spaces stay
+
+
+def _markdown_table(match: re.Match[str]) -> str:
+    rows = []
+    for row in _HTML_ROW.finditer(match.group(0)):
+        cells = [_cell_text(c.group(2)) for c in _HTML_CELL.finditer(row.group(1))]
+        if cells:
+            rows.append("| " + " | ".join(cells) + " |")
+    if not rows:
+        return match.group(0)
+    width = rows[0].count("|") - 1
+    rule = "|" + "---|" * width
+    return "\n" + "\n".join([rows[0], rule, *rows[1:]]) + "\n"
+
+
+_HTML_MARKUP = re.compile(
+    r"</?(?:a|p|br|hr|li|ul|ol|strong|b|em|i|u|span|div|h[1-6]|table|thead|tbody|tfoot|tr|td|th"
+    r"|code|small|sup|sub|blockquote|section|article|header|footer|main|body|html)\b[^<>]*>",
+    re.IGNORECASE,
+)
+_HTML_BLOCK_END = re.compile(r"<br\s*/?>|</(?:p|div|h[1-6]|ul|ol|blockquote)\s*>", re.IGNORECASE)
+_HTML_ITEM = re.compile(r"<li\b[^<>]*>", re.IGNORECASE)
+
+
+def html_as_markdown(text: str) -> str:
+    """An answer written in HTML, read as the markdown it renders: tables (``<table><tr><td>``)
+    as markdown tables, one row a line; links as markdown links; line breaks, paragraphs and list
+    items as lines; other markup dropped and entities unescaped. Text without HTML markup is
+    returned unchanged ("< 30 days" is no markup)."""
+    if "<" not in text or not _HTML_MARKUP.search(text):
+        return text
+    return _html_as_markdown(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _html_as_markdown(text: str) -> str:
+    text = _HTML_TABLE.sub(_markdown_table, text)
+    text = _HTML_ANCHOR.sub(
+        lambda m: f"[{_HTML_MARKUP.sub('', m.group(2)).strip()}]({m.group(1)})", text
+    )
+    text = _HTML_BLOCK_END.sub("\n", text)
+    text = _HTML_ITEM.sub("\n- ", text)
+    return html.unescape(_HTML_MARKUP.sub("", text))

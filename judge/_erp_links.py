@@ -7,9 +7,12 @@ way, so both count alike.
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import re
 import threading
 from dataclasses import dataclass
+from decimal import Decimal
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -68,6 +71,12 @@ def normalize_record_path(path: str) -> str | None:
 def find_erp_links(text: str) -> list[CitedLink]:
     """Every URL or bare path that mentions ``/erp/`` and every ``erp://`` resource URI, in order,
     without duplicates: a record cited more than once (URL, path or resource URI) counts once."""
+    return list(_find_erp_links(text))
+
+
+@functools.lru_cache(maxsize=2048)
+def _find_erp_links(text: str) -> tuple[CitedLink, ...]:
+    """:func:`find_erp_links`, remembered: every citation rule reads the same answer's links."""
     seen: set[str] = set()
     links = []
     candidates = sorted(
@@ -90,7 +99,7 @@ def find_erp_links(text: str) -> list[CitedLink]:
         for link in links
         if "://" in link.text or not any(url.endswith(link.text) for url in urls)
     ]
-    return _one_link_per_record(links)
+    return tuple(_one_link_per_record(links))
 
 
 def _mentions_a_record(link: str) -> bool:
@@ -113,6 +122,33 @@ def _one_link_per_record(links: list[CitedLink]) -> list[CitedLink]:
     return kept
 
 
+@dataclass(frozen=True)
+class RecordValues:
+    """What one ERP record states: its money amounts (in its own currency, ``*_cur``, and in
+    the accounting currency, ``*_acct``; other money columns in both) and its dates."""
+
+    currency: str | None
+    own: tuple[float, ...]
+    accounting: tuple[float, ...]
+    dates: tuple[dt.date, ...]
+
+
+def _values_of(row: object) -> RecordValues:
+    own, accounting, dates = [], [], []
+    for name, value in vars(row).items():
+        if isinstance(value, Decimal):
+            if name.endswith("_acct"):
+                accounting.append(float(value))
+            elif "rate" not in name:
+                own.append(float(value))
+                if not name.endswith("_cur"):
+                    accounting.append(float(value))
+        elif isinstance(value, dt.date):
+            dates.append(value if not isinstance(value, dt.datetime) else value.date())
+    currency = getattr(row, "currency", None)
+    return RecordValues(currency, tuple(own), tuple(accounting), tuple(dates))
+
+
 class ErpResolver:
     """Looks cited records up in the ERP database (opened read-only), memoising answers."""
 
@@ -121,6 +157,7 @@ class ErpResolver:
         self._engine: Engine | None = None
         self._known: dict[RecordRef, bool] = {}
         self._names: dict[tuple[str, RecordRef], str | None] = {}
+        self._values: dict[tuple[str, RecordRef], RecordValues | None] = {}
         self._legal_entities: frozenset[str] | None = None
         self._lock = threading.Lock()
 
@@ -135,6 +172,8 @@ class ErpResolver:
     def exists(self, ref: RecordRef) -> bool:
         if ref in self._known:
             return self._known[ref]
+        if ref.entity_set not in ("customers", "vendors"):  # one query serves both questions
+            return self.record_values(ref) is not None
         spec = entity_set(ref.entity_set)
         table = spec.table
         key_column = getattr(table, spec.key_column)
@@ -145,6 +184,21 @@ class ErpResolver:
             found = session.execute(statement.limit(1)).first() is not None
         self._known[ref] = found
         return found
+
+    def record_values(self, ref: RecordRef) -> RecordValues | None:
+        """The money amounts and dates the record ``ref`` holds; None when it does not exist."""
+        key = ("values", ref)
+        if key not in self._values:
+            spec = entity_set(ref.entity_set)
+            table = spec.table
+            statement = select(table).where(
+                table.legal_entity == ref.legal_entity, getattr(table, spec.key_column) == ref.key
+            )
+            with Session(self._get_engine()) as session:
+                row = session.execute(statement.limit(1)).scalar()
+                self._values[key] = None if row is None else _values_of(row)
+            self._known[ref] = self._values[key] is not None
+        return self._values[key]
 
     def party_name(self, ref: RecordRef) -> str | None:
         """The name of the customer or vendor ``ref`` points to; None for other records or

@@ -53,14 +53,16 @@ _AMOUNT_RE = re.compile(
     rf"""
     (?<![\w.,/-])
     (?P<open>\()?\s{{0,2}}
+    (?:(?P<mark0>CR|DR)\b\.?\s{{1,2}}(?=[-−–$€£¥\d]|[A-Z]{{3}}\s))?
     (?P<sign1>[-−–])?\s{{0,2}}
     (?P<cur1>{_CURRENCY})?\s{{0,2}}
     (?P<sign2>[-−–])?\s{{0,2}}
     (?P<num>{_NUMBER_BODY})
     (?:\s{{0,2}}(?P<scale>{_SCALE}))?
-    (?![\w])
+    (?P<sign3>-(?![\w.,-]))?
+    (?:(?![\w])|(?=(?:CR|DR)\b))
     (?:\s{{0,2}}(?P<cur2>{_CURRENCY})(?![A-Za-z]))?
-    (?:\s{{0,2}}(?P<mark>CR|DR)\b\.?)?
+    (?:\s{{0,2}}(?P<mopen>[(\[])?(?P<mark>CR|DR)\b\.?(?(mopen)[)\]]))?
     \s{{0,2}}(?P<close>\))?
     """,
     re.VERBOSE | re.IGNORECASE,
@@ -162,9 +164,10 @@ _SIDE_WORD_BEFORE = re.compile(
 
 
 def _ledger_mark(text: str, match: re.Match[str]) -> str | None:
-    """The ledger side a figure is marked with: ``CR``/``DR`` after it, "credit"/"debit" just
-    after it, or "a credit balance of" / "in debit by" just before it."""
-    mark = (match.group("mark") or "").lower()
+    """The ledger side a figure is marked with: ``CR``/``DR`` after it (``2,790.96CR``, ``Cr.``,
+    ``(CR)``) or before it (``CR 2,790.96``), "credit"/"debit" just after it, or "a credit
+    balance of" / "in debit by" just before it."""
+    mark = (match.group("mark") or match.group("mark0") or "").lower()
     if mark:
         return "credit" if mark == "cr" else "debit"
     after = _SIDE_WORD_AFTER.match(text[match.end() : match.end() + 24])
@@ -185,7 +188,7 @@ def _numbers(text: str) -> tuple[NumberMention, ...]:
         value, precision = _parse_body(body)
         scale_word = (match.group("scale") or "").lower()
         scale = _SCALE_WORDS.get(scale_word, 1.0)
-        negative = bool(match.group("sign1") or match.group("sign2"))
+        negative = bool(match.group("sign1") or match.group("sign2") or match.group("sign3"))
         negative = negative or bool(match.group("open") and match.group("close"))
         tail = text[match.end() : match.end() + 9].lower()
         is_percent = tail.lstrip().startswith(("%", "percent", "per cent"))
@@ -206,7 +209,7 @@ def _numbers(text: str) -> tuple[NumberMention, ...]:
                 currency=currency_code(written),
                 mark=_ledger_mark(text, match),
                 grouped=not re.fullmatch(r"\d+", body),
-                minus=bool(match.group("sign1") or match.group("sign2")),
+                minus=bool(match.group("sign1") or match.group("sign2") or match.group("sign3")),
             )
         )
     return tuple(found)

@@ -4,13 +4,18 @@
 what it accepts (an answer that passed may now fail, or the reverse). Scores of another grading
 version are never mixed with current ones: ``judge.run`` refuses to resume a scores file of
 another version, and every listing of a figure says which version it is.
+
+Version 6 (the rules' own numbering, ``rules-6``): research answers read as claims ("not yet
+reported" with no figure for the asked fact and the latest reported period named, no/none answers
+that claim no event, competing research figures, citations published after the as-of date);
+obligation tables in HTML, ledger marks in every notation.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-RULES_GRADING_VERSION = 1
+RULES_GRADING_VERSION = 6
 """The rules' version: bumped whenever a rule changes what it accepts."""
 
 RULES_GRADING = f"rules-g{RULES_GRADING_VERSION}"

@@ -9,6 +9,11 @@ figure where the key is restated: none equals the key, so the fact is not stated
 company of several (peer rankings) count only in the lines that name that company, and a
 figure whose line names another fiscal year than the key's is for the wrong period. Brief items'
 ERP facts are checked as obligations are.
+
+Answers are read as claims (issue 37): "not yet reported" holds only with no figure for the asked
+period and the latest reported period named; a "no"/"none" answer must claim no event; a figure
+within reach of the key beside the right one, labelled as nothing else, competes with it; a figure
+belongs to the company named nearest; a source published after the as-of date backs nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harnesses.records import TrajectoryRecord
+from judge import _claims as claims
 from judge import _extract as x
 from ledgerbench.dataset import ExpectedFact, Question, TaskType
 
@@ -66,12 +72,40 @@ def name_in(answer: str, name: str) -> bool:
     )
 
 
-def _subject_scope(answer: str, fact: ExpectedFact) -> str:
-    """The lines naming the fact's company, when the item has facts about several."""
+def _subject_scope(answer: str, fact: ExpectedFact, subjects: tuple[str, ...] = ()) -> str:
+    """The lines naming the fact's company, when the item has facts about several; in a line
+    naming several of ``subjects``, a figure belongs to the company named nearest to it
+    ("Keystone 5.2% ... against Summit 3.6%", "grew 11.7% ..., against 1.4% for Welch"), and
+    the figures of the others are blanked."""
     if not fact.subject:
         return answer
     lines = [line for line in answer.splitlines() if name_in(line, fact.subject)]
-    return "\n".join(lines)
+    others = [s for s in subjects if s != fact.subject]
+    return "\n".join(_own_figures(line, fact.subject, others) for line in lines)
+
+
+def _name_spans(line: str, name: str) -> list[tuple[int, int]]:
+    spans = []
+    for written in dict.fromkeys((name, short_name(name))):
+        spans += [m.span() for m in re.finditer(re.escape(written), line, re.IGNORECASE)]
+    return spans
+
+
+def _own_figures(line: str, subject: str, others: list[str]) -> str:
+    """``line`` with the figures nearer another company's name than ``subject``'s blanked."""
+    theirs = [span for other in others for span in _name_spans(line, other)]
+    if not theirs:
+        return line
+    ours = _name_spans(line, subject)
+
+    def distance(spans: list[tuple[int, int]], start: int, end: int) -> int:
+        return min((max(a - end, start - b, 0) for a, b in spans), default=len(line))
+
+    for mention in reversed(x.find_numbers(line)):
+        start, end = mention.start, mention.end
+        if distance(theirs, start, end) < distance(ours, start, end):
+            line = line[:start] + " " * (end - start) + line[end:]
+    return line
 
 
 def _mention_currency(text: str, start: int, end: int) -> str | None:
@@ -102,10 +136,12 @@ def _period_year(fact: ExpectedFact) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def check_research_amount(answer: str, fact: ExpectedFact) -> tuple[bool, str]:
+def check_research_amount(
+    answer: str, fact: ExpectedFact, subjects: tuple[str, ...] = ()
+) -> tuple[bool, str]:
     """(stated right, reason) for an amount with a scale (research keys)."""
     expected = float(fact.value) * SCALES[fact.scale or "units"]
-    text = _subject_scope(answer, fact)
+    text = _subject_scope(answer, fact, subjects)
     says_millions = re.search(r"\bmillions?\b|\bmn\b|\(m\)", answer, re.IGNORECASE) is not None
     wrong_currency = None
     wrong_period = None
@@ -128,7 +164,7 @@ def check_research_amount(answer: str, fact: ExpectedFact) -> tuple[bool, str]:
                 wrong_currency = currency
                 continue
             year = _period_year(fact)
-            years = _years_in(_line_of(text, mention.start))
+            years = _years_in(without_link_labels(_line_of(text, mention.start)))
             if year is not None and years and year not in years and len(years) == 1:
                 wrong_period = years.pop()
                 continue
@@ -140,15 +176,257 @@ def check_research_amount(answer: str, fact: ExpectedFact) -> tuple[bool, str]:
     return False, ""
 
 
-def check_research_fact(answer: str, fact: ExpectedFact) -> tuple[bool, str]:
-    """(stated right, detail) for one research fact."""
+# -- what an answer claims beside the key's figure -------------------------------------------------
+
+_YEAR_NAMED = re.compile(
+    r"\b(?:FY\s?|fiscal(?:\s+year)?\s+)'?(\d{4}|\d{2})\b|(?<![\w.,$€£-])((?:19|20)\d{2})(?![\w.,%])",
+    re.IGNORECASE,
+)
+_CONTRAST = re.compile(
+    r"\b(?:from|versus|vs\.?|compared|against|prior|previous(?:ly)?|last\s+year|year\s+earlier|"
+    r"year-ago|restated|originally|original|initially|preliminary|guidance|forecasts?|expect\w*|"
+    r"estimates?|estimated|consensus|targets?|budget\w*|plan(?:ned)?|outlook|projected)\b",
+    re.IGNORECASE,
+)
+_METRIC_WORDS = re.compile(
+    r"\b(?:revenues?|sales|turnover|net\s+(?:income|loss|profit|earnings|debt)|"
+    r"operating\s+(?:income|profit|loss|cash\s+flow|margin)|EBITDA|EBIT|gross\s+(?:profit|margin)|"
+    r"free\s+cash\s+flow|cash\s+flow|capital\s+expenditures?|capex|total\s+(?:debt|assets|raised)|"
+    r"debt|cash|assets|liabilities|equity|(?:post|pre)[-\s]money(?:\s+valuation)?|valuation|"
+    r"raised|rounds?|fines?|penalt(?:y|ies)|dividends?|buybacks?|market\s+cap\w*|"
+    r"share\s+price|price|employees|headcount|backlog|bookings|income|profit|margin)\b",
+    re.IGNORECASE,
+)
+
+
+_FIELD_WORDS = {
+    "cash_from_operations": "operating cash flow",
+    "market_cap": "market capitalisation capitalization value",
+    "total_raised": "raised funding rounds",
+    "post_money_valuation": "valuation",
+    "revenue": "sales turnover",
+    "net_income": "profit earnings",
+    "operating_income": "profit",
+    "fine": "penalty",
+}
+"""Words an answer may name a key's field with besides the field's own."""
+
+
+def _own_metric(phrase: str, own: set[str]) -> bool:
+    """Whether a metric phrase of a label names the fact's own field ("market capitalisation"
+    for ``market_cap``)."""
+    words = [w for w in re.split(r"[-\s]+", phrase) if w]
+    return all(any(w.startswith(o) or o.startswith(w) for o in own if o) for w in words)
+
+
+def _years_named(text: str) -> set[int]:
+    """The years a piece of an answer names (``FY2025``, "fiscal 25", 2025), dates aside."""
+    years = set()
+    for match in _YEAR_NAMED.finditer(x._blank_dates(x.prose(text))):
+        year = int(match.group(1) or match.group(2))
+        years.add(year + 2000 if year < 100 else year)
+    return years
+
+
+def _figure_mentions(text: str) -> list[x.NumberMention]:
+    """The figures an answer affirms: amounts and percentages, not years, ranks or small counts."""
+    return [m for m in x.find_numbers(text) if m.affirmative and not _year_or_rank(m)]
+
+
+def _readings(text: str, mention: x.NumberMention) -> list[tuple[float, float]]:
+    """(value in units, precision) of a figure: a bare one in an answer that speaks of millions
+    may be in millions."""
+    readings = [(mention.value, mention.precision)]
+    speaks_millions = re.search(r"\bmillions?\b|\bmn\b|\(m\)", text, re.IGNORECASE)
+    if abs(mention.value) < 1e6 and speaks_millions and not mention.is_percent:
+        readings.append((mention.value * 1e6, mention.precision * 1e6))
+    return readings
+
+
+def _states_key_figure(
+    readings: list[tuple[float, float]], percent: bool, facts: tuple[ExpectedFact, ...]
+) -> bool:
+    """Whether a figure states one of the key's figures (at the precision it is written in)."""
+    for fact in facts:
+        numeric = fact.kind == "percent" if percent else fact.kind == "amount" and fact.scale
+        if not numeric:
+            continue
+        scale = 1.0 if percent else SCALES[fact.scale or "units"]
+        expected = float(fact.value) * scale
+        for value, precision in readings:
+            allowed = max(precision, fact.tolerance * scale) + 1e-6
+            if abs(abs(value) - abs(expected)) <= allowed:
+                return True
+    return False
+
+
+_LABEL_END = re.compile(r"[:;,()\[\n]")
+_PERIOD_LABEL_END = re.compile(r"[:;,)\[\n]")
+
+
+def _segment(
+    text: str, mention: x.NumberMention, mentions: list[x.NumberMention]
+) -> tuple[str, str]:
+    """The words that label a figure: its clause from the figure before it, and what follows it
+    up to the next figure or break, not the next figure's label: (for its metric, for its period:
+    a parenthesis after it may name the year, "$1,158.0 million (fiscal 2024)")."""
+    unit = claims.unit_of(text, mention.start)
+    start, end = (unit.start, unit.end) if unit else (0, len(text))
+    for other in mentions:
+        if start <= other.end <= mention.start and other is not mention:
+            start = max(start, other.end)
+        if mention.end <= other.start < end:
+            end = min(end, other.start)
+    after = mention.end
+    if text[mention.start : mention.end].rstrip().endswith(")"):  # the figure closed a bracket
+        after = text.rfind(")", mention.start, mention.end)
+    short = _LABEL_END.search(text, after, end)
+    long = _PERIOD_LABEL_END.search(text, after + 1, end)
+    return (
+        without_link_labels(text[start : short.start() if short else end]),
+        without_link_labels(text[start : long.start() if long else end]),
+    )
+
+
+_LINK_LABEL = re.compile(r"\[[^\]\n]*\]\([^)\s]*\)")
+
+
+def without_link_labels(text: str) -> str:
+    """Markdown links blanked: a source's title ("annual report fiscal 2024") labels no figure."""
+    return _LINK_LABEL.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def _shown_figure(text: str, mention: x.NumberMention) -> str:
+    left = max(0, mention.start - 3)
+    return " ".join(text[left : mention.end].split()).lstrip("(:* ")
+
+
+def competing_figure(
+    answer: str, fact: ExpectedFact, facts: tuple[ExpectedFact, ...] = ()
+) -> str | None:
+    """A figure the answer affirms for the same research amount or percentage beside the right
+    one ("another reading: $1,250.0 million"): within 10% of the key (a percentage: within a
+    point), not the key at the precision written
+    (a coarser "$1.2 billion" agrees), no other figure of the key, in the key's currency, and
+    labelled with nothing that makes it another figure: another metric ("total debt of"),
+    another fiscal year, or a comparison ("up from", "guidance", "originally")."""
+    subjects = tuple(dict.fromkeys(f.subject for f in facts if f.subject))
+    text = _subject_scope(answer, fact, subjects)
+    percent = fact.kind == "percent"
+    scale = 1.0 if percent else SCALES[fact.scale or "units"]
+    expected = float(fact.value) * scale
+    # A percentage competes within a percentage point (or 10%); an amount within 10%.
+    reach = max(0.10 * abs(expected), 1.0) if percent else 0.10 * abs(expected)
+    coarsest = 0.5 if percent else abs(expected) / 20
+    own = {*fact.field.lower().split("_"), *_FIELD_WORDS.get(fact.field, "").split()}
+    period = _period_year(fact)
+    others = tuple(f for f in facts if f is not fact)
+    mentions = _figure_mentions(text)
+    for mention in mentions:
+        if mention.is_percent is not percent or not expected:
+            continue
+        readings = [(mention.value, mention.precision)] if percent else _readings(text, mention)
+        if _states_key_figure(readings, percent, (fact, *others)):
+            continue
+        near = any(
+            abs(value - expected) <= reach and precision <= coarsest
+            for value, precision in readings
+        )
+        currency = _mention_currency(text, mention.start, mention.end)
+        if not near or (currency and fact.currency in CURRENCY_MARKS and currency != fact.currency):
+            continue
+        label, period_label = _segment(text, mention, mentions)
+        years = _years_named(period_label)
+        if (period is not None and years - {period}) or _CONTRAST.search(label):
+            continue
+        metrics = [m.group(0).lower() for m in _METRIC_WORDS.finditer(label)]
+        if any(not _own_metric(m, own) for m in metrics):
+            continue
+        return _shown_figure(text, mention)
+    return None
+
+
+def _clause_names_asked(answer: str, mention: x.NumberMention, fact: ExpectedFact) -> bool:
+    """Whether a figure is stated for the fact said not to be published: its clause names the
+    asked fiscal year or no year at all (a fact without a period: the metric named last before
+    it is the fact's)."""
+    unit = claims.unit_of(answer, mention.start)
+    clause = answer[unit.start : unit.end] if unit else answer
+    asked = _period_year(fact)
+    if asked is None:  # the metric named last before the figure is the fact's
+        before = answer[unit.start if unit else 0 : mention.start]
+        named = [m.group(0).lower() for m in _METRIC_WORDS.finditer(before)]
+        own = {*fact.field.lower().split("_"), *_FIELD_WORDS.get(fact.field, "").split()}
+        return bool(named) and _own_metric(named[-1], own)
+    years = _years_named(clause)
+    return not years or asked in years
+
+
+def check_not_published(
+    answer: str, fact: ExpectedFact, facts: tuple[ExpectedFact, ...] = ()
+) -> tuple[bool, str]:
+    """A "not disclosed / not yet reported" fact is stated when the answer says so, states no
+    figure for it (a figure in a clause about the asked year, or about no year, that is none of
+    the key's), and, for a period not yet reported, names the latest period that is (or, when the
+    key has none, the period that is not)."""
+    if _NOT_PUBLISHED.search(x.prose(answer)) is None:
+        return False, ""
+    others = tuple(f for f in facts if f is not fact)
+    for mention in _figure_mentions(answer):
+        if _states_key_figure(_readings(answer, mention), mention.is_percent, others):
+            continue
+        if _clause_names_asked(answer, mention, fact):
+            shown = _shown_figure(answer, mention)
+            return False, f"states {shown} for a figure it calls {fact.value}"
+    if fact.value == "not yet reported":
+        latest = [
+            f.period
+            for f in others
+            if f.period and f.period != fact.period and f.kind != "not_disclosed"
+        ]
+        if latest and not any(_names_period(answer, p) for p in dict.fromkeys(latest)):
+            return False, f"does not name the latest reported period ({latest[0]})"
+        if not latest and fact.period and not _names_period(answer, fact.period):
+            return False, f"does not say which period is not yet reported ({fact.period})"
+    return True, ""
+
+
+def check_says_none(answer: str, facts: tuple[ExpectedFact, ...] = ()) -> tuple[bool, str]:
+    """A "nothing happened" fact (no regulatory action) is stated when the answer says none (or
+    answers no) and claims no event: it does not answer yes, and, where the key has no figure,
+    states no amount (a fine of $3.1 million is an event)."""
+    if x.says_boolean(answer, False) is False:
+        return False, "answers yes"
+    if not (x.says_no_records(answer) or x.says_boolean(answer, False)):
+        return False, ""
+    if not any(f.kind == "amount" for f in facts):
+        for mention in _figure_mentions(answer):
+            if mention.has_currency and not mention.is_percent:
+                shown = _shown_figure(answer, mention)
+                return False, f"states {shown} for something it says did not happen"
+    return True, ""
+
+
+def check_research_fact(
+    answer: str, fact: ExpectedFact, question: Question | None = None
+) -> tuple[bool, str]:
+    """(stated right, detail) for one research fact; ``question`` (when given) holds the key's
+    other facts: the figures an answer may state beside this one, the latest reported period."""
+    siblings = tuple(question.expected) if question is not None else (fact,)
+    subjects = tuple(dict.fromkeys(f.subject for f in siblings if f.subject))
     if fact.kind == "amount" and fact.scale:
-        return check_research_amount(answer, fact)
-    scoped = _subject_scope(answer, fact)
+        ok, detail = check_research_amount(answer, fact, subjects)
+        if ok and (rival := competing_figure(answer, fact, siblings)):
+            return False, f"states {rival} beside it for the same figure"
+        return ok, detail
+    scoped = _subject_scope(answer, fact, subjects)
     if fact.kind == "percent":
-        return x.find_percent(scoped, float(fact.value), fact.tolerance) is not None, ""
+        ok = x.find_percent(scoped, float(fact.value), fact.tolerance) is not None
+        if ok and (rival := competing_figure(answer, fact, siblings)):
+            return False, f"states {rival} beside it for the same figure"
+        return ok, ""
     if fact.kind == "not_disclosed":
-        return _NOT_PUBLISHED.search(answer) is not None, ""
+        return check_not_published(answer, fact, siblings)
     if fact.kind in ("name", "text"):
         return name_in(scoped, str(fact.value)), ""
     if fact.kind == "top_n":
@@ -165,9 +443,10 @@ def check_research_fact(answer: str, fact: ExpectedFact) -> tuple[bool, str]:
     if fact.kind == "count":
         return x.find_count(scoped, int(fact.value), fact.tolerance), ""
     if fact.kind == "boolean":
-        return bool(x.says_boolean(answer, bool(fact.value))), ""
+        said = x.says_boolean(answer, bool(fact.value))
+        return bool(said), ("" if said is None else "" if said else "says the opposite")
     if fact.kind == "no_records":
-        return x.says_no_records(answer) or re.search(r"\bno\b", answer[:80], re.I) is not None, ""
+        return check_says_none(answer, siblings)
     return False, f"cannot check a {fact.kind} fact"
 
 
@@ -201,7 +480,7 @@ def rule_research_facts(ctx: RuleContext) -> Verdict:
             ok, detail = verdict.score == 1.0, verdict.reason
             certain = certain and verdict.certain
         else:
-            ok, detail = check_research_fact(ctx.answer, fact)
+            ok, detail = check_research_fact(ctx.answer, fact, ctx.question)
             certain = certain and (ok or bool(detail))
         found += ok
         shown = fact.value if not isinstance(fact.value, list) else ", ".join(map(str, fact.value))
@@ -486,7 +765,8 @@ def _cited_for(link: str, lines: list[str], every_figure: list) -> list:
 
 def rule_world_citations(ctx: RuleContext) -> Verdict:
     """``citations.world_sources``: every cited world document resolves, is about the company
-    asked about, and states the figure it is cited for (or the figures it is computed from)."""
+    asked about, was published by the item's as-of date, and states the figure it is cited for
+    (or the figures it is computed from)."""
     from judge._rules import NEEDS_LLM, Verdict, _quarter_floor
 
     world: WorldResolver | None = getattr(ctx, "world", None)
@@ -500,6 +780,7 @@ def rule_world_citations(ctx: RuleContext) -> Verdict:
     companies = _item_companies(ctx.question, world)
     lines = ctx.answer.splitlines()
     every_figure = _answer_figures(x.prose(ctx.answer))
+    as_of = ctx.question.as_of.isoformat() if ctx.question.as_of else ""
     problems, good = [], 0
     for link in links:
         doc = world.doc(link)
@@ -508,6 +789,9 @@ def rule_world_citations(ctx: RuleContext) -> Verdict:
             continue
         if not companies & set(doc.companies):
             problems.append(f"{link} is about another company")
+            continue
+        if as_of and doc.published_at[:10] > as_of:
+            problems.append(f"{link} was published {doc.published_at[:10]}, after {as_of}")
             continue
         if not _supports(doc, _cited_for(link, lines, every_figure), ctx.question):
             problems.append(f"{link} does not state the figure it is cited for")

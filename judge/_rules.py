@@ -49,7 +49,7 @@ from judge._erp_links import (
     normalize_record_path,
     parse_link,
 )
-from judge._grading import RULES_GRADING
+from judge._grading import RULES_GRADING, RULES_GRADING_VERSION
 from judge._research import (
     WorldResolver,
     keyed_research,
@@ -62,12 +62,13 @@ from judge._research import (
 from judge.records import AssertionScore, DimensionStatus
 from ledgerbench.dataset import Dimension, ExpectedFact, Question, TaskType
 
-RULES_VERSION = "rules-5"
+RULES_VERSION = f"rules-{RULES_GRADING_VERSION}"
 """Bumped when a rule reads answers differently, so scores of older rules are not resumed
 (rules-3: digits inside links and dates are no figures; erp:// resource URIs count as citations;
 rules-4: currencies, ledger sides, figures per record, whole lists, the legal entity and as-of
 date, contradictions in either order, hedges, mislabelled links everywhere, more number forms;
-rules-5: research items keyed on a world: accuracy, world citations, groundedness, recency)."""
+rules-5: research items keyed on a world: accuracy, world citations, groundedness, recency;
+rules-6: see :mod:`judge._grading`)."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,8 @@ def _read(
     kinds = []
     if mention.currency is None and (column := claims.cell_currency(answer, mention.start)):
         mention = dataclasses.replace(mention, currency=column)
+    if mention.mark is None and (side := claims.cell_side(answer, mention.start)):
+        mention = dataclasses.replace(mention, mark=side)
     for target in _targets(fact):
         if _states(mention, target, fact):
             if not x.same_currency(mention.currency, target.currency):
@@ -225,7 +228,8 @@ def _read(
 
     if not kinds and equal_to(elsewhere):
         return _Reading("misattributed", mention)
-    if equal_to(others):
+    marked_wrong = "wrong_side" in kinds and mention.mark is not None
+    if equal_to(others) and not marked_wrong:  # (a mark read against the item's side is wrong)
         return _Reading("other", mention)  # another expected figure of the item
     if kinds:
         return _Reading(kinds[0], mention)
@@ -462,11 +466,12 @@ def _check_top_n(answer: str, fact: ExpectedFact, question: Question | None = No
         )
     if fact.ordered and positions != sorted(positions):
         return Verdict(0.0, f"{fact.field}: all {len(items)} present but out of order")
-    if fact.complete and (extra := invented_members(answer, fact, question)):
+    if (fact.complete or fact.ordered) and (extra := invented_members(answer, fact, question)):
+        whole = "the list is the whole set" if fact.complete else "the list is the top "
         return Verdict(
             0.0,
             f"{fact.field}: names {extra[0]}, which is not one of the {len(items)} "
-            "(the list is the whole set)",
+            f"({whole}{'' if fact.complete else len(items)})",
         )
     return Verdict(
         1.0, f"{fact.field}: all {len(items)} present" + (" in order" if fact.ordered else "")
@@ -526,6 +531,18 @@ _NAME_BEFORE = r"((?:[A-Z0-9&][\w'.&-]*,?\s+)*?[A-Z0-9&][\w'.&-]*)\s*\(\s*"
 def party_keys(question: Question) -> list[str]:
     """Customers or vendors the question asks about: those of ``record_refs`` the query names,
     by id or by name (spelling slips allowed: queries are phrased as users type)."""
+    return list(
+        _party_keys(question.query, tuple(question.record_refs), question.ground_truth or "")
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _party_keys(query: str, record_refs: tuple[str, ...], ground_truth: str) -> tuple[str, ...]:
+    """:func:`party_keys` of a question, remembered (every rule asks, and the names are matched
+    with spelling slips, which is slow)."""
+    question = Question.model_construct(
+        query=query, record_refs=list(record_refs), ground_truth=ground_truth
+    )
     keys = []
     for ref in question.record_refs:
         parsed = parse_link(ref)
@@ -536,7 +553,7 @@ def party_keys(question: Question) -> list[str]:
         )
         if named:
             keys.append(parsed.key)
-    return keys
+    return tuple(keys)
 
 
 _LEGAL_FORMS = frozenset(
@@ -682,6 +699,9 @@ def rule_expected_facts(ctx: RuleContext) -> Verdict:
     hedge = claims.disowning_hedge(ctx.answer)
     if hedge is not None:
         return Verdict(0.0, f'the answer disowns its figures ("{hedge}"): nothing is stated')
+    contradiction = claims.table_contradiction(ctx.answer)
+    if contradiction is not None:
+        return Verdict(0.0, contradiction)
     siblings = tuple(ctx.question.expected)
     verdicts = [check_fact(ctx.answer, fact, siblings, ctx.question) for fact in facts]
     found = sum(1 for v in verdicts if v.score == 1.0)
@@ -847,8 +867,84 @@ def rule_link_on_topic(ctx: RuleContext) -> Verdict:
     )
 
 
+CONTRADICTED_DAYS = 45
+"""A date within this many days of a date the cited record holds, and equal to none of them, is
+the record's date stated wrong (a due date one day off), not another date."""
+
+
+def contradicted_citation(answer: str, resolver: ErpResolver) -> str | None:
+    """A table row that cites one ERP document (not a customer or vendor: their figures are
+    aggregates) and states a figure or date the document contradicts: near one of its values
+    (within 10%; a date within 45 days) and equal to none. None when every such row agrees with
+    its record (figures it does not hold are not read). Prose is not read this way: a sentence
+    citing one invoice may also give the question's dates or a total."""
+    if "/erp/" not in answer and "erp://" not in answer.lower():
+        return None
+    numbers = x.find_numbers(answer)  # once for the answer (remembered), not once a row
+    for unit in claims.units(answer):
+        text = answer[unit.start : unit.end]
+        if unit.kind != "row" or ("/erp/" not in text and "erp://" not in text.lower()):
+            continue
+        refs = {link.ref for link in find_erp_links(text) if link.ref is not None}
+        if len(refs) != 1:
+            continue
+        (ref,) = refs
+        if ref.entity_set in PARTY_SETS:
+            continue
+        values = resolver.record_values(ref)
+        if values is None:
+            continue
+        inside = [m for m in numbers if unit.start <= m.start < unit.end]
+        problem = _figure_against(answer, inside, values) or _date_against(text, values)
+        if problem:
+            return f"{problem}, but {ref.key} ({ref.entity_set}) holds another value"
+    return None
+
+
+def _figure_against(text: str, mentions: list[x.NumberMention], values: Any) -> str | None:
+    for mention in mentions:
+        if mention.is_percent or not mention.affirmative or _is_count(text, mention):
+            continue
+        if not (mention.has_currency or (mention.grouped and mention.value % 1)):
+            continue
+        currency = mention.currency or claims.cell_currency(text, mention.start)
+        own = currency is None or x.same_currency(currency, values.currency)
+        held = [*(values.own if own else ()), *values.accounting]
+        value = abs(mention.value)
+        if any(abs(value - abs(v)) <= 0.006 for v in held):
+            continue
+        if any(v and abs(value - abs(v)) <= NEAR_MISS * abs(v) for v in held):
+            return f"states {_shown(text, mention)}"
+    return None
+
+
+def _date_against(text: str, values: Any) -> str | None:
+    if not values.dates:
+        return None
+    for stated in x.find_dates(x.prose(text)):
+        if stated in values.dates:
+            continue
+        if any(abs((stated - held).days) <= CONTRADICTED_DAYS for held in values.dates):
+            return f"states the date {stated.isoformat()}"
+    return None
+
+
+def rule_link_supports(ctx: RuleContext) -> Verdict:
+    """The records cited beside figures hold them: a table row citing one document does not
+    state an amount or date the document contradicts."""
+    if not _link_rule_applies(ctx):
+        return Verdict(None, NEEDS_LLM)
+    if ctx.resolver is None:
+        return Verdict(None, "ERP database unavailable (pass --erp-db): " + NEEDS_LLM)
+    problem = contradicted_citation(ctx.answer, ctx.resolver)
+    if problem:
+        return Verdict(0.0, problem)
+    return Verdict(1.0, "the cited documents hold the figures and dates stated beside them")
+
+
 def rule_erp_link(ctx: RuleContext) -> Verdict:
     parts = [rule_link_present(ctx), rule_link_resolves(ctx), rule_link_on_topic(ctx)]
+    parts.append(rule_link_supports(ctx))
     if parts[0].score is None:
         return parts[0]
     if parts[0].score == 0.0:  # on-topic would only repeat it; a malformed link is worth naming
@@ -1060,6 +1156,7 @@ class RulesJudge:
         rule_name = rule_for(dimension, assertion_id)
         if rule_name is None:
             return AssertionScore(assertion_id=assertion_id, score=None, reason=NEEDS_LLM)
+        answer = claims.html_as_markdown(answer)
         ctx = RuleContext(question, answer, self.resolver, assertion_id, trajectory, self.world)
         verdict = RULES[rule_name](ctx)
         undecided = verdict.score is None and NEEDS_LLM in verdict.reason

@@ -572,6 +572,295 @@ def in_the_other_currency(question: Question, answer: str, ctx: Context) -> str 
     return None
 
 
+# ---------------------------------------------------------------------------------------------
+# The wrong answers of issue 37: the same claims in other shapes than the kinds above
+# ---------------------------------------------------------------------------------------------
+
+
+def _variant(question: Question, options: tuple):
+    """One of several shapes, chosen by the item (no one wording to tune the rules to)."""
+    return options[sum(map(ord, question.id)) % len(options)]
+
+
+def _table_rows(answer: str) -> list[tuple[int, str]]:
+    return [(start, line) for start, line in _lines(answer) if line.lstrip().startswith("|")]
+
+
+def _row_record(line: str) -> str | None:
+    tokens = x.find_id_tokens(line)
+    return tokens[0] if tokens else None
+
+
+def ids_swapped_in_prose(question: Question, answer: str, ctx: Context) -> str | None:
+    """Two records' ids swapped in the prose (links untouched) while the table is right: in a
+    prose line that gives each of them a figure."""
+    rows = {_row_record(line) for _, line in _table_rows(answer)} - {None}
+    for line_start, line in _lines(answer):
+        if line.lstrip().startswith("|"):
+            continue
+        text = x.prose(line)
+        tokens = [m for m in x.ID_TOKEN.finditer(text) if m.group(0) in rows]
+        amounts = [m for m in x._AMOUNT_RE.finditer(text) if m.group("cur1") or m.group("cur2")]
+        for a, b in itertools.combinations(tokens, 2):
+            if a.group(0) == b.group(0) or a.group(1) != b.group(1):
+                continue
+            between = [m for m in amounts if a.end() < m.start() < b.start()]
+            after = [m for m in amounts if m.start() > b.end()]
+            if not between or not after:
+                continue
+            swapped = _replace(line, [a.span(), b.span()], [b.group(0), a.group(0)])
+            return answer[:line_start] + swapped + answer[line_start + len(line) :]
+    return None
+
+
+_CREDIT_SHAPES = (
+    "{num}CR", "{num} Cr", "{num} (CR)", "{num} cr.", "{num} CR.", "CR {num}", "{num}-"
+)  # fmt: skip
+
+
+def debit_in_cr_notation(question: Question, answer: str, ctx: Context) -> str | None:
+    """A debit shown as a credit in another notation than `` CR`` after the figure:
+    ``2,790.96CR``, ``2,790.96 Cr``, ``2,790.96 (CR)``, ``cr.``, ``CR 2,790.96``, ``2,790.96-``."""
+    shape = _variant(question, _CREDIT_SHAPES)
+    spans, texts = [], []
+    for fact in _amount_facts(question):
+        if fact.side != "debit" or float(fact.value) < 0:
+            continue
+        for _start, _end, match in _amount_spans(answer, fact):
+            first = "cur1" if match.group("cur1") else "num"
+            last = "cur2" if match.group("cur2") else "num"
+            span = (match.start(first), match.end(last))
+            if span in spans:
+                continue
+            shown = answer[span[0] : span[1]]
+            spans.append(span)
+            texts.append(shape.format(num=shown))
+    return _replace(answer, spans, texts) if spans else None
+
+
+def credit_column_in_table(question: Question, answer: str, ctx: Context) -> str | None:
+    """A debit shown as a credit by a Dr/Cr column of its table: ``| ... | 2,790.96 | CR |``."""
+    debits = [f for f in _amount_facts(question) if f.side == "debit" and float(f.value) > 0]
+    rows = _table_rows(answer)
+    if not debits or not rows:
+        return None
+    touched = False
+    lines = answer.split("\n")
+    for index, line in enumerate(lines):
+        if not line.lstrip().startswith("|"):
+            continue
+        rule = re.fullmatch(r"\s*\|?(?:\s*:?-{2,}:?\s*\|)+\s*", line)
+        header = index + 1 < len(lines) and re.fullmatch(
+            r"\s*\|?(?:\s*:?-{2,}:?\s*\|)+\s*", lines[index + 1]
+        )
+        if rule:
+            lines[index] = line.rstrip() + "---|"
+        elif header:
+            lines[index] = line.rstrip() + " Dr/Cr |"
+        else:
+            states = any(_amount_spans(line, f) for f in debits)
+            lines[index] = line.rstrip() + (" CR |" if states else " DR |")
+            touched = touched or states
+    return "\n".join(lines) if touched else None
+
+
+def invented_member_in_table(question: Question, answer: str, ctx: Context) -> str | None:
+    """An invented id added as a row of the table of a list that is the whole set or a top N
+    ranking (or to the prose list when there is no table), the count unchanged."""
+    for fact in question.expected:
+        if fact.kind != "top_n" or not (fact.complete or fact.ordered) or not fact.value:
+            continue
+        first = str(fact.value[0])
+        if not x.find_id_tokens(first):
+            continue
+        prefix, digits = first.split("-", 1)
+        invented = f"{prefix}-{'8' * (len(digits) - 1)}7"
+        for start, line in _table_rows(answer):
+            if first in x.prose(line):
+                row = x.prose(line).replace("\x00", "")
+                new_row = re.sub(r"\]\(\)", "]", row).replace(first, invented)
+                return answer[: start + len(line)] + "\n" + new_row + answer[start + len(line) :]
+        return invented_list_member(question, answer, ctx)
+    return None
+
+
+def table_cell_of_record_wrong(question: Question, answer: str, ctx: Context) -> str | None:
+    """An amount cell of a record's table row +3% where the prose gives the same record the
+    right figure (the claim stated twice disagrees)."""
+    rows = _table_rows(answer)
+    for _line_start, line in _lines(answer):
+        if line.lstrip().startswith("|"):
+            continue
+        text = x.prose(line)
+        for token in x.ID_TOKEN.finditer(text):
+            for row_start, row in rows:
+                if _row_record(row) != token.group(0):
+                    continue
+                for match in x._AMOUNT_RE.finditer(x.prose(row)):
+                    body = match.group("num")
+                    value = float(x._parse_body(body)[0])
+                    if value < 10 or ("," not in body and "." not in body):
+                        continue
+                    if body not in text[token.end() :]:
+                        continue
+                    wrong = _format_like(body, value * 1.03)
+                    start, end = match.span("num")
+                    return _replace(answer, [(row_start + start, row_start + end)], [wrong])
+    return None
+
+
+def any_document_cell_wrong(question: Question, answer: str, ctx: Context) -> str | None:
+    """Any amount or date cell of a table row that cites a document (an invoice, an order, a
+    payment) changed: the amount +2% or the date a day later; whether or not the key or the
+    prose has that value (the cited record does)."""
+    date_first = _variant(question, (True, False))
+    for row_start, row in _table_rows(answer):
+        refs = [link.ref for link in find_erp_links(row) if link.ref is not None]
+        if len(set(refs)) != 1 or refs[0].entity_set in ("customers", "vendors"):
+            continue
+        text = x.prose(row)
+        dates = [m for p in x._DATE_PATTERNS for m in p.regex.finditer(text)]
+        amounts = [
+            m
+            for m in x._AMOUNT_RE.finditer(x._blank_dates(text))
+            if re.search(r"[.,]\d{2}$", m.group("num"))
+            and float(x._parse_body(m.group("num"))[0]) >= 10
+        ]
+        for kind in ("date", "amount") if date_first else ("amount", "date"):
+            if kind == "date" and dates:
+                found = x.find_dates(dates[0].group(0))
+                day = min(found) + dt.timedelta(days=1)
+                new = f"{day:%B} {day.day}, {day.year}"
+                start, end = dates[0].span()
+                return _replace(answer, [(row_start + start, row_start + end)], [new])
+            if kind == "amount" and amounts:
+                match = amounts[-1]
+                body = match.group("num")
+                wrong = _format_like(body, float(x._parse_body(body)[0]) * 1.02)
+                start, end = match.span("num")
+                return _replace(answer, [(row_start + start, row_start + end)], [wrong])
+    return None
+
+
+def swapped_party_rows(question: Question, answer: str, ctx: Context) -> str | None:
+    """Two parties' figures swapped in the table while the prose is right."""
+    facts = _record_amount_facts(question)
+    rows = _table_rows(answer)
+    for (key_a, fact_a), (key_b, fact_b) in itertools.pairwise(facts):
+        if abs(float(fact_a.value) - float(fact_b.value)) < 0.01:
+            continue
+        row_a = next(((s, r) for s, r in rows if key_a in r and _amount_spans(r, fact_a)), None)
+        row_b = next(((s, r) for s, r in rows if key_b in r and _amount_spans(r, fact_b)), None)
+        if row_a is None or row_b is None:
+            continue
+        (sa, ra), (sb, rb) = row_a, row_b
+        (a0, a1, ma), (b0, b1, mb) = _amount_spans(ra, fact_a)[0], _amount_spans(rb, fact_b)[0]
+        return _replace(
+            answer,
+            [(sa + a0, sa + a1), (sb + b0, sb + b1)],
+            [_format_like(ma.group("num"), float(fact_b.value)),
+             _format_like(mb.group("num"), float(fact_a.value))],
+        )  # fmt: skip
+    return None
+
+
+def figure_restated_as_correction(question: Question, answer: str, ctx: Context) -> str | None:
+    """A wrong figure presented as the correction of the right one ("correction: the figure is
+    USD 12,469.04")."""
+    for fact in _amount_facts(question):
+        spans = _amount_spans(answer, fact)
+        if spans:
+            _start, _end, match = spans[0]
+            wrong = _format_like(match.group("num"), float(fact.value) * 0.97)
+            currency = (match.group("cur1") or match.group("cur2") or "").strip()
+            shown = f"{currency} {wrong}".strip()
+            return answer + f"\n\nCorrection: the {fact.field.replace('_', ' ')} is {shown}."
+    return None
+
+
+def count_in_words_wrong(question: Question, answer: str, ctx: Context) -> str | None:
+    """A count written in words, one too many ("twenty-four" for 23)."""
+    for fact in _count_facts(question):
+        spans = _count_spans(answer, int(fact.value))
+        if spans:
+            return _replace(answer, spans, [in_words(int(fact.value) + 1)] * len(spans))
+    return None
+
+
+def member_dropped(question: Question, answer: str, ctx: Context) -> str | None:
+    """One member of a short ordered list left out of the prose and the table."""
+    for fact in question.expected:
+        if fact.kind != "top_n" or not fact.value or len(fact.value) > 5:
+            continue
+        last = str(fact.value[-1])
+        lines = [line for line in answer.split("\n") if last not in x.prose(line)]
+        if len(lines) == len(answer.split("\n")):
+            continue
+        return "\n".join(lines)
+    return None
+
+
+def _html_cells(row: str) -> list[str]:
+    cells = row.strip().strip("|").split("|")
+    return [re.sub(r"\[([^\]]*)\]\(([^)\s]*)\)", r'<a href="\2">\1</a>', c.strip()) for c in cells]
+
+
+def as_html_table(question: Question, answer: str, ctx: Context) -> str | None:
+    """Every markdown table rendered as an HTML table (links as anchors)."""
+    lines = answer.split("\n")
+    out, index, touched = [], 0, False
+    while index < len(lines):
+        line = lines[index]
+        is_rule = index + 1 < len(lines) and re.fullmatch(
+            r"\s*\|?(?:\s*:?-{2,}:?\s*\|)+\s*", lines[index + 1]
+        )
+        if line.lstrip().startswith("|") and is_rule:
+            head = "".join(f"<th>{c}</th>" for c in _html_cells(line))
+            body, index = [], index + 2
+            while index < len(lines) and lines[index].lstrip().startswith("|"):
+                cells = "".join(f"<td>{c}</td>" for c in _html_cells(lines[index]))
+                body.append(f"<tr>{cells}</tr>")
+                index += 1
+            out.append(
+                f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n"
+                + "\n".join(body)
+                + "\n</tbody>\n</table>"
+            )
+            touched = True
+            continue
+        out.append(line)
+        index += 1
+    return "\n".join(out) if touched else None
+
+
+def as_html_page(question: Question, answer: str, ctx: Context) -> str | None:
+    """The whole answer in HTML: paragraphs, bold, links as anchors, tables as HTML tables."""
+    body = as_html_table(question, answer, ctx) or answer
+    body = re.sub(r"\*\*([^*\n]+)\*\*", r"<strong>\1</strong>", body)
+    body = re.sub(r"\[([^\]\n]*)\]\(([^)\s]*)\)", r'<a href="\2">\1</a>', body)
+    body = body.replace("&", "&amp;").replace("&amp;amp;", "&amp;")
+    paragraphs = [p for p in body.split("\n\n") if p.strip()]
+    return "".join(p if p.startswith("<table") else f"<p>{p}</p>" for p in paragraphs)
+
+
+def figures_in_code_and_words(question: Question, answer: str, ctx: Context) -> str | None:
+    """Amounts written with the currency code after the figure: ``61,501.75 USD``."""
+    spans, texts = [], []
+    for fact in _amount_facts(question):
+        for _start, _end, match in _amount_spans(answer, fact):
+            if not match.group("cur1") or match.group("open"):
+                continue
+            span = (match.start("cur1"), match.end("num"))
+            if span in spans:
+                continue
+            code = x.currency_code(match.group("cur1"))
+            if code in (None, x.DOLLARS):
+                continue
+            spans.append(span)
+            texts.append(f"{match.group('num')} {code}")
+    return _replace(answer, spans, texts) if spans else None
+
+
 CORRUPTIONS: dict[str, tuple[str, Corruption]] = {
     "figure_plus_1pct": ("a figure +1% everywhere it appears", figure_plus_one_percent),
     "count_plus_1": ("a count +1", count_plus_one),
@@ -644,6 +933,44 @@ CORRUPTIONS: dict[str, tuple[str, Corruption]] = {
         "the same, items with `record_refs`",
         mislabeled_link_with_refs,
     ),
+    "ids_swapped_in_prose": (
+        "two records' ids swapped in the prose while the table is right",
+        ids_swapped_in_prose,
+    ),
+    "debit_cr_notation": (
+        "a debit shown as a credit in another notation (`2,790.96CR`, `Cr`, `(CR)`, "
+        "`CR 2,790.96`, `2,790.96-`)",
+        debit_in_cr_notation,
+    ),
+    "debit_cr_column": (
+        "a debit shown as a credit by a Dr/Cr column of its table",
+        credit_column_in_table,
+    ),
+    "invented_member_row": (
+        "an invented id added as a table row (or to the list) of a whole set or a top N",
+        invented_member_in_table,
+    ),
+    "record_cell_wrong": (
+        "a record's table cell +3% while the prose gives that record the right figure",
+        table_cell_of_record_wrong,
+    ),
+    "document_cell_wrong": (
+        "any amount or date cell of a row citing a document changed (+2%, a day later)",
+        any_document_cell_wrong,
+    ),
+    "swapped_party_rows": (
+        "two parties' figures swapped in the table while the prose is right",
+        swapped_party_rows,
+    ),
+    "correction_wrong": (
+        'a wrong figure added as a "Correction:" of the right one',
+        figure_restated_as_correction,
+    ),
+    "count_in_words_wrong": (
+        'a count written in words, one too many ("twenty-four" for 23)',
+        count_in_words_wrong,
+    ),
+    "member_dropped": ("one member of a short list left out", member_dropped),
 }
 """Wrong answers: each must score lower on accuracy or citations than the right one."""
 
@@ -676,6 +1003,12 @@ RIGHT_FORMS: dict[str, tuple[str, Corruption]] = {
     "other_currency": (
         "the largest invoice stated in its other currency (accounting or document), labelled",
         in_the_other_currency,
+    ),
+    "html_table": ("every table rendered as an HTML table, links as anchors", as_html_table),
+    "html_page": ("the whole answer in HTML (paragraphs, bold, anchors, tables)", as_html_page),
+    "code_after": (
+        "amounts with the currency code after the figure: `61,501.75 USD`",
+        figures_in_code_and_words,
     ),
 }
 """Right answers in other forms: each must score the same as the original."""

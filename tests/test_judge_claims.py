@@ -10,6 +10,7 @@ import datetime as dt
 import pytest
 
 from judge import RulesJudge, check_fact
+from judge import _claims as claims
 from judge import _extract as x
 from judge._base import JudgeItem
 from judge._rules import RULES_VERSION
@@ -36,7 +37,7 @@ def accuracy(q, answer: str, judge: RulesJudge | None = None) -> tuple[float | N
 
 
 def test_rules_version_moved_so_older_scores_are_judged_again() -> None:
-    assert RULES_VERSION == "rules-5"
+    assert RULES_VERSION == "rules-6"
 
 
 # -- currency ---------------------------------------------------------------------------------
@@ -106,6 +107,68 @@ def test_cr_and_dr_are_read_against_the_facts_ledger_side() -> None:
     assert score("a credit balance of USD 500.00", overpaid) == 1.0
     assert score("USD 500.00 DR", overpaid) == 0.0
     assert score("its credit limit of USD 1,234.56", payable) == 1.0  # "credit limit" marks nothing
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["GBP 2,790.96CR", "GBP 2,790.96 Cr", "GBP 2,790.96 (CR)", "2,790.96 cr.", "CR GBP 2,790.96",
+     "CR 2,790.96", "GBP 2,790.96 [CR]"],
+)  # fmt: skip
+def test_every_cr_notation_marks_a_credit(written: str) -> None:
+    receivable = amount(2790.96, currency="GBP", side="debit")
+    assert score(f"The balance is {written}.", receivable) == 0.0
+    debit = written.replace("CR", "DR").replace("Cr", "Dr").replace("cr.", "dr.")
+    assert score(f"The balance is {debit}.", receivable) == 1.0
+
+
+def test_a_trailing_minus_is_a_minus() -> None:
+    receivable = amount(2790.96, currency="GBP", side="debit")
+    assert score("The balance is GBP 2,790.96-.", receivable) == 1.0  # a dash before the stop
+    assert score("| SYNCUS-0001 | GBP 2,790.96- |", receivable) == 0.0
+    assert score("The balance is GBP 2,790.96- as of today.", receivable) == 0.0
+
+
+def test_a_dr_cr_column_or_a_credit_column_marks_the_figures_of_its_table() -> None:
+    receivable = amount(2790.96, currency="GBP", side="debit")
+    column = "| Account | Balance | Dr/Cr |\n|---|---|---|\n| SYNCUS-0001 | GBP 2,790.96 | {} |"
+    assert score(column.format("CR"), receivable) == 0.0
+    assert score(column.format("DR"), receivable) == 1.0
+    split = "| Account | Debit | Credit |\n|---|---|---|\n| SYNCUS-0001 | {} |"
+    assert score(split.format(" | GBP 2,790.96"), receivable) == 0.0
+    assert score(split.format("GBP 2,790.96 | "), receivable) == 1.0
+    payable = amount(2790.96, currency="GBP", side="credit")
+    assert score(column.format("CR"), payable) == 1.0
+
+
+def test_a_cr_mark_is_wrong_even_where_another_fact_has_the_same_value() -> None:
+    balance = amount(5951.45, field="balance", currency="USD", side="debit")
+    bucket = amount(5951.45, field="aging_current", currency="USD", side="debit")
+    answer = "Balance **USD 5,951.45**.\n\n| Bucket | Amount | Dr/Cr |\n|---|---|---|\n"
+    assert score(answer + "| current | USD 5,951.45 | DR |", bucket, balance) == 1.0
+    assert score(answer + "| current | USD 5,951.45 | CR |", bucket, balance) == 0.0
+
+
+def test_an_html_table_is_read_as_the_markdown_table_it_renders() -> None:
+    rendered = claims.html_as_markdown(
+        "Top two:<table><tr><th>Account</th><th>Past due</th></tr>"
+        '<tr><td><a href="/erp/USMF/customers/SYNCUS-0473">SYNCUS-0473</a></td>'
+        "<td>USD 61,501.75</td></tr><tr><td>SYNCUS-0096</td><td>USD&nbsp;43,201.00</td></tr>"
+        "</table>"
+    )
+    assert "| Account | Past due |\n|---|---|\n" in rendered
+    assert "[SYNCUS-0473](/erp/USMF/customers/SYNCUS-0473)" in rendered
+    assert "| SYNCUS-0096 | USD\u00a043,201.00 |" in rendered
+    assert score(rendered, FIRST, SECOND) == 1.0 and score(rendered, SECOND, FIRST) == 1.0
+    page = claims.html_as_markdown(
+        "<p>SYNCUS-0473 owes <strong>USD 61,501.75</strong>;<br>SYNCUS-0096 owes USD"
+        " 43,201.00 (Hall &amp; Sons).</p><ul><li>due in &lt; 30 days</li></ul>"
+    )
+    assert page.startswith("SYNCUS-0473 owes USD 61,501.75;\nSYNCUS-0096 owes USD 43,201.00")
+    assert "(Hall & Sons)" in page and "- due in < 30 days" in page
+    assert score(page, FIRST, SECOND) == 1.0
+    assert claims.html_as_markdown("less than < 30 days") == "less than < 30 days"
+    swapped = rendered.replace("61,501.75", "x").replace("43,201.00", "61,501.75")
+    assert score(swapped.replace("x", "43,201.00"), FIRST, SECOND) == 0.0
 
 
 # -- per record -------------------------------------------------------------------------------
@@ -285,6 +348,61 @@ def test_a_mislabelled_link_fails_citations_without_record_refs(erp_db_url: str)
     assert value == 0.0 and other_name in reason
     assert citations(f"[customer record]({link}) owes USD 1,234.56.")[0] == 1.0
     judge.close()
+
+
+def test_a_table_row_that_contradicts_the_document_it_cites_fails_citations(
+    erp_db_url: str,
+) -> None:
+    import sqlite3
+
+    with sqlite3.connect(erp_db_url.removeprefix("sqlite:///")) as db:
+        le, voucher, number, amount, day = db.execute(
+            "select legal_entity, voucher, document_number, amount_cur, txn_date from "
+            "customer_transaction where amount_cur > 100 order by voucher limit 1"
+        ).fetchone()
+    judge = RulesJudge(erp_db_url=erp_db_url)
+    q = question(tags={Dimension.citations: ["citations.erp_link"]}, record_refs=[])
+    link = f"http://erp.ledgerbench.test/erp/{le}/customer-transactions/{voucher}"
+    stated = dt.date.fromisoformat(day)
+
+    def citations(cells: str) -> tuple[float | None, str]:
+        answer = f"One document.\n\n| Invoice | Date | Amount |\n|---|---|---|\n{cells}"
+        dim = judge.score(JudgeItem(q, trajectory(answer=answer))).dimensions[Dimension.citations]
+        return dim.score, dim.assertions[0].reason
+
+    right_day = f"{stated:%B} {stated.day}, {stated.year}"
+    assert citations(f"| [{number}]({link}) | {right_day} | {float(amount):,.2f} |")[0] == 1.0
+    value, reason = citations(f"| [{number}]({link}) | {right_day} | {float(amount) * 1.02:,.2f} |")
+    assert value == 0.0 and voucher in reason
+    later = stated + dt.timedelta(days=1)
+    value, _ = citations(
+        f"| [{number}]({link}) | {later:%B} {later.day}, {later.year} | {float(amount):,.2f} |"
+    )
+    assert value == 0.0
+    assert citations(f"| [{number}]({link}) | {right_day} | 3 lines |")[0] == 1.0  # not a figure
+    judge.close()
+    assert (
+        RulesJudge()
+        .score(JudgeItem(q, trajectory(answer=f"[{number}]({link})")))
+        .dimensions[Dimension.citations]
+        .score
+        is None
+    )  # without the ERP the check is left open, never passed
+
+
+def test_the_prose_and_the_table_must_give_a_record_the_same_figure() -> None:
+    table = (
+        "| Account | Past due |\n|---|---|\n"
+        "| SYNCUS-0473 | USD 61,501.75 |\n| SYNCUS-0096 | USD 43,201.00 |"
+    )
+    right = "SYNCUS-0473 owes USD 61,501.75 and SYNCUS-0096 owes USD 43,201.00.\n\n" + table
+    swapped = "SYNCUS-0096 owes USD 61,501.75 and SYNCUS-0473 owes USD 43,201.00.\n\n" + table
+    assert claims.table_contradiction(right) is None
+    assert "SYNCUS-0096" in (claims.table_contradiction(swapped) or "")
+    cell = right.replace("| USD 43,201.00 |", "| USD 44,497.03 |")
+    assert "SYNCUS-0096" in (claims.table_contradiction(cell) or "")
+    total = "The two owe USD 104,702.75 in all.\n\n" + table  # a total is no record's figure
+    assert claims.table_contradiction(total) is None
 
 
 def x_ref(le: str, account: str):

@@ -1,8 +1,11 @@
 """Corrupted research answers lose accuracy; legitimate rewrites keep it.
 
-The scripted agent's right answers on the small world are corrupted in five wrong ways and
-rewritten in three right ways, then judged by the rules judge: every wrong kind must be caught in
-at least 95% of the answers it touched, every right kind must keep accuracy in all of them.
+The scripted agent's right answers on the small world are corrupted in every wrong way of
+``tests/research_corruptions.py`` (the figures of a careless reading, and the claims of issue 37:
+"not yet reported" beside a figure, "yes, no doubt", "another reading", late sources, canned
+replies) and rewritten in every right way, then judged by the rules judge: every wrong kind must
+be caught in at least 95% of the answers it touched (a canned reply must score 0), every right
+kind must keep accuracy and citations in all of them.
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ def test_wrong_research_figures_lose_accuracy_and_right_rewrites_keep_it(pairs) 
     right = rc.measure(answered, judge, ledger, rc.RIGHT)
     report = rc.table(wrong, right)
     for name, tally in wrong.items():
-        assert tally.touched >= 3, f"{name} touched too few answers to measure\n{report}"
+        least = 1 if name in rc.RARE else 3
+        assert tally.touched >= least, f"{name} touched too few answers to measure\n{report}"
         assert tally.lost / tally.touched >= 0.95, f"{name}\n{report}"
     for name, tally in right.items():
         assert tally.touched >= 3, f"{name} touched too few answers to measure\n{report}"
