@@ -381,13 +381,9 @@ def test_a_table_row_that_contradicts_the_document_it_cites_fails_citations(
     assert value == 0.0
     assert citations(f"| [{number}]({link}) | {right_day} | 3 lines |")[0] == 1.0  # not a figure
     judge.close()
-    assert (
-        RulesJudge()
-        .score(JudgeItem(q, trajectory(answer=f"[{number}]({link})")))
-        .dimensions[Dimension.citations]
-        .score
-        is None
-    )  # without the ERP the check is left open, never passed
+    unjudged = RulesJudge().score(JudgeItem(q, trajectory(answer=f"[{number}]({link})")))
+    assert unjudged.dimensions == {} and "ERP" in (unjudged.unscored or "")
+    # without the ERP the answer is unscored, never passed
 
 
 def test_the_prose_and_the_table_must_give_a_record_the_same_figure() -> None:

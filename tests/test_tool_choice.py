@@ -318,7 +318,7 @@ def test_the_report_shows_the_tools_beside_the_agent(
     config = config_for(erp_server, tmp_path, harness="nothing", tools=["finance"])
     run_dir = run(config, log=lambda _: 0).run_dir
     for command in (
-        ["judge.run", str(run_dir), "--judge", "rules"],
+        ["judge.run", str(run_dir), "--judge", "rules", "--erp-db", erp_server.db_url],
         ["analysis.compare", str(run_dir), "--judge", "rules", "--out", str(tmp_path / "report")],
     ):
         done = subprocess.run(
