@@ -40,8 +40,9 @@ from harnesses._erp_serving import (
 from harnesses._executor import Executor, LocalExecutor, Pair
 from harnesses._golden import golden_pairs
 from harnesses._instructions import system_instructions
+from harnesses._preflight import ModelContextError, PreflightError, check_endpoint
 from harnesses._progress import RunProgress
-from harnesses._protocol import AgentEnvironment, Harness, HarnessOptions
+from harnesses._protocol import AgentEnvironment, Harness, HarnessOptions, stall_timeout_s
 from harnesses._question_runner import QuestionRunner
 from harnesses._redact import (
     REDACTED,
@@ -92,7 +93,7 @@ from harnesses._run_summary import (
     summary_table,
 )
 from harnesses._world_serving import check_world_snapshot, research_mode_problem, world_for_run
-from harnesses.records import PreviousAttempt, TrajectoryRecord
+from harnesses.records import ModelEndpointCheck, PreviousAttempt, TrajectoryRecord
 
 __all__ = [
     "MANIFEST_FILE",
@@ -189,6 +190,38 @@ async def _run(config: RunConfig, log: Any, executor: Executor | None) -> RunSum
     return await _run_with_harness(config, plan, harness, instructions, log, executor)
 
 
+async def check_model_endpoint(
+    harness: Harness, env: AgentEnvironment, config: RunConfig, log: Any
+) -> ModelEndpointCheck | None:
+    """The pre-flight of the harness's model server (``harnesses._preflight``), for harnesses
+    that say what they send (``model_endpoint(env)``); :class:`RunConfigError` in one line when
+    the run cannot work. Nothing is written: it runs before the run folder is opened."""
+    describe = getattr(harness, "model_endpoint", None)
+    if describe is None:
+        return None
+    endpoint = await describe(env)
+    if endpoint is None:
+        return None
+    default = config.stall_timeout or stall_timeout_s(config.timeout)
+    try:
+        check = await check_endpoint(endpoint, default)
+    except PreflightError as error:
+        raise RunConfigError(str(error)) from None
+    context = f"{check.context_tokens:,}" if check.context_tokens else "not stated"
+    log(
+        f"model server {check.base_url} ({check.server}): {check.model}, context {context}, "
+        f"prompt before the question {check.prompt_tokens:,} tokens, first byte "
+        f"{check.first_byte_s:.2f} s, stall bound {check.stall_bound_s:g} s"
+    )
+    return check
+
+
+def _stall_bound(check: ModelEndpointCheck | None) -> float | None:
+    """The run's stall bound: ``--stall-timeout`` when given (the runner's config), else the one
+    the pre-flight measured for the endpoint."""
+    return check.stall_bound_s if check is not None else None
+
+
 def _executor_for(config: RunConfig) -> Executor:
     if config.executor == "ray":
         from harnesses._ray_executor import RayExecutor
@@ -241,6 +274,14 @@ async def _run_with_harness(
             erp.info = await fetch_erp_info(erp.endpoint)
             check_snapshot(plan.dataset, plan.dataset_path, erp)
             check_erp_unchanged(plan.previous, erp, config.force_new)
+            env = AgentEnvironment(
+                erp=erp.endpoint,
+                instructions=instructions,
+                work_dir=str(plan.run_dir / "work"),
+                world=world.endpoint if world and config.research == "world" else None,
+                research=config.research,
+            )
+            endpoint_check = await check_model_endpoint(harness, env, config, log)
             if (bind := getattr(executor, "bind", None)) is not None:  # a distributed executor
                 bind(erp=erp, instructions=instructions, run_dir=plan.run_dir, harness=harness)
             prepared = open_run(plan, config, log)  # every input checked: the first write
@@ -252,17 +293,11 @@ async def _run_with_harness(
             manifest = build_manifest(
                 config, prepared, erp.facts(), instructions, secrets, model, world
             )
+            manifest.model_endpoint = endpoint_check
             write_manifest(prepared.run_dir, manifest, secrets)
-            work_dir = prepared.run_dir / "work"
-            work_dir.mkdir(exist_ok=True)
-            env = AgentEnvironment(
-                erp=erp.endpoint,
-                instructions=instructions,
-                work_dir=str(work_dir),
-                world=world.endpoint if world and config.research == "world" else None,
-                research=config.research,
-            )
-            runner = QuestionRunner(harness, env, config)
+            (prepared.run_dir / "work").mkdir(exist_ok=True)
+            stall = _stall_bound(endpoint_check)
+            runner = QuestionRunner(harness, env, config, stall_timeout=stall)
             writer = TrajectoryWriter(prepared.run_dir / TRAJECTORIES_FILE, secrets)
             try:
                 pending = prepared.pending(config.retry_errors)
@@ -286,6 +321,9 @@ async def _run_with_harness(
         if prepared is not None and prepared.lock is not None:
             prepared.lock.release()
     sweep_secrets(prepared.run_dir, secrets)
+    if outcome.misconfigured is not None:
+        discard_if_empty(prepared)
+        raise RunConfigError(outcome.misconfigured)
     if outcome.stopped is not None:
         outcome.stopped += "; resume with: " + resume_command(manifest, prepared.run_dir)
         log(outcome.stopped)
@@ -302,6 +340,8 @@ class _Outcome:
     """Ctrl-C, SIGTERM or cancellation."""
     stopped: str | None = None
     """Why the circuit breaker stopped the run."""
+    misconfigured: str | None = None
+    """Why the agent cannot run at all (a prompt over the model's context): the one line."""
 
 
 class CircuitBreaker:
@@ -372,6 +412,8 @@ async def _execute(
                     outcome.stopped = breaker.record(record)
                     if outcome.stopped is not None:
                         break
+        except ModelContextError as error:
+            outcome.misconfigured = str(error)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None:
