@@ -55,6 +55,19 @@ def register_resources(mcp: FastMCP, holder: RuntimeHolder) -> None:
             raise _not_found(f"no {entity_set} record {key!r} in {legal_entity}")
         return json.dumps(page, default=str)
 
+    @mcp.resource(
+        "erp://info",
+        name="erp-info",
+        description="The ERP's facts, as the erp_info tool gives them (today, legal entities, "
+        "snapshot hash): served whatever the server's --toolset.",
+        mime_type="application/json",
+    )
+    async def erp_facts() -> str:
+        from erp_mcp._tools_parties import ErpInfoArgs, erp_info
+
+        runtime = await anyio.to_thread.run_sync(holder.get)
+        return erp_info(runtime, ErpInfoArgs()).model_dump_json()
+
     @mcp.completion
     async def complete(ref, argument, context) -> mcp_types.Completion:
         supplied = dict(getattr(context, "arguments", None) or {})

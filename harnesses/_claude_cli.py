@@ -65,6 +65,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harnesses._erp_client import ToolSpec
 from harnesses._erp_process import parent_death_signal
 from harnesses._pricing import estimate_cost
 from harnesses._protocol import (
@@ -83,6 +84,7 @@ from harnesses._protocol import (
 )
 from harnesses._registry import HarnessLoadError, harness
 from harnesses._stream_json import StreamParser
+from harnesses._toolbox import WORLD_PREFIX
 from harnesses._wire import stalled
 from ledgerbench._trial import TRIAL_HEADER
 
@@ -294,6 +296,27 @@ def _mcp_server_entry(
     return server
 
 
+def cli_tool_name(name: str) -> str:
+    """The CLI's name of a model-facing MCP tool name (``get_aging``, ``world__search``)."""
+    if name.startswith(WORLD_PREFIX):
+        return f"mcp__{WORLD_SERVER_NAME}__{name.removeprefix(WORLD_PREFIX)}"
+    return f"mcp__{ERP_SERVER_NAME}__{name}"
+
+
+def claude_tool_entries(specs: list[ToolSpec]) -> list[dict[str, Any]]:
+    """The Messages API tool entries the CLI sends for these MCP tools: its ``mcp__SERVER__``
+    name, the server's description and input schema (for bench/bench_tool_tokens.py; the test of
+    ``--tools`` checks them against what the CLI sends)."""
+    return [
+        {
+            "name": cli_tool_name(spec.name),
+            "description": spec.description,
+            "input_schema": spec.input_schema,
+        }
+        for spec in specs
+    ]
+
+
 def build_command(
     binary: str,
     question: str,
@@ -305,12 +328,18 @@ def build_command(
     max_turns: int,
     web: bool,
     world: bool = False,
+    tools: tuple[str, ...] | None = None,
+    withheld_tools: tuple[str, ...] = (),
 ) -> list[str]:
     """The CLI's argv. The question comes last, after ``--``, so variadic options cannot eat it.
     ``web`` allows the built-in WebSearch/WebFetch (``--research web`` only); ``world`` the
-    research world's MCP tools."""
+    research world's MCP tools. ``tools`` (the run's ``--tools``, model-facing names) allows
+    those MCP tools alone and ``withheld_tools`` are denied by name: a denied tool is not sent
+    to the model at all."""
     servers = [ERP_SERVER_NAME, *([WORLD_SERVER_NAME] if world else [])]
-    allowed = [*(f"mcp__{name}" for name in servers), *(WEB_TOOLS if web else ())]
+    mcp = [f"mcp__{name}" for name in servers] if tools is None else map(cli_tool_name, tools)
+    allowed = [*mcp, *(WEB_TOOLS if web else ())]
+    denied = [*BLOCKED_BUILTIN_TOOLS, *map(cli_tool_name, withheld_tools)]
     argv = [binary, "-p", "--output-format", "stream-json", "--verbose"]
     argv += ["--include-partial-messages", "--no-session-persistence"]
     if model:
@@ -322,7 +351,7 @@ def build_command(
     argv += ["--mcp-config", mcp_config_path, "--strict-mcp-config"]
     argv += ["--tools", ",".join(WEB_TOOLS) if web else ""]
     argv += ["--allowedTools", *allowed]
-    argv += ["--disallowedTools", *BLOCKED_BUILTIN_TOOLS]
+    argv += ["--disallowedTools", *denied]
     argv += ["--permission-mode", "dontAsk", "--disable-slash-commands"]
     argv += ["--", question]
     return argv
@@ -437,6 +466,8 @@ class ClaudeCliHarness:
             max_turns=task.limits.cap(self.max_turns, task.limits.max_turns),
             web=self.web and env.web_allowed,
             world=env.world is not None,
+            tools=env.tools,
+            withheld_tools=env.withheld_tools,
         )
         child_env = child_environment(
             home,

@@ -47,6 +47,22 @@ def _result_text(result: Any) -> str:
     return "\n".join(parts)
 
 
+def tool_specs(tools: list[Any]) -> list[ToolSpec]:
+    """MCP ``tools/list`` entries as a model should see them."""
+    specs = []
+    for tool in tools:
+        annotations = getattr(tool, "annotations", None)
+        specs.append(
+            ToolSpec(
+                name=tool.name,
+                description=tool.description or "",
+                input_schema=dict(tool.input_schema or {"type": "object", "properties": {}}),
+                read_only=bool(getattr(annotations, "read_only_hint", False)),
+            )
+        )
+    return specs
+
+
 @functools.cache
 def shared_tls_context() -> ssl.SSLContext:
     """One verifying TLS context per process: building one loads the CA bundle (tens of ms of
@@ -111,19 +127,7 @@ class ErpClient:
             self._client = None
 
     async def list_tools(self) -> list[ToolSpec]:
-        tools = await self._client.list_tools()
-        specs = []
-        for tool in tools:
-            annotations = getattr(tool, "annotations", None)
-            specs.append(
-                ToolSpec(
-                    name=tool.name,
-                    description=tool.description or "",
-                    input_schema=dict(tool.input_schema or {"type": "object", "properties": {}}),
-                    read_only=bool(getattr(annotations, "read_only_hint", False)),
-                )
-            )
-        return specs
+        return tool_specs(await self._client.list_tools())
 
     async def call(
         self,

@@ -212,8 +212,14 @@ def check_erp_db(url: str) -> None:
         ) from None
 
 
+ERP_INFO_RESOURCE = "erp://info"
+"""The ERP server's facts as a resource: served whatever its toolset (``erp_mcp._resources``)."""
+
+
 async def fetch_erp_info(endpoint: ErpEndpoint, timeout: float = 30.0) -> dict[str, Any]:
-    """The ``erp_info`` tool's result (today, legal entities, snapshot hash, ...)."""
+    """The ERP's facts (today, legal entities, snapshot hash, ...): the ``erp://info`` resource,
+    or the ``erp_info`` tool's result from a server without that resource. The runner needs no
+    particular tool: a server started with any ``--toolset`` is accepted."""
     from fastmcp import Client
 
     from harnesses._erp_client import http_transport
@@ -221,6 +227,10 @@ async def fetch_erp_info(endpoint: ErpEndpoint, timeout: float = 30.0) -> dict[s
     transport = http_transport(endpoint)
     try:
         async with asyncio.timeout(timeout), Client(transport) as client:
+            templates = {str(r.uri) for r in await client.list_resources()}
+            if ERP_INFO_RESOURCE in templates:
+                contents = await client.read_resource(ERP_INFO_RESOURCE)
+                return json.loads(getattr(contents[0], "text", "") or "{}")
             result = await client.call_tool_mcp("erp_info", {})
             for attempt in range(3):  # a fault-injecting server may fail this call transiently
                 if not (result.is_error and _tool_text(result).lstrip().startswith("TRANSIENT")):

@@ -44,7 +44,7 @@ from harnesses._protocol import (
     retry_window_s,
 )
 from harnesses._registry import HarnessLoadError, harness
-from harnesses._toolbox import WORLD_LABEL, McpToolbox, catalogue_key
+from harnesses._toolbox import WORLD_LABEL, WORLD_PREFIX, McpToolbox, catalogue_key
 from harnesses._wire import (
     DONE,
     check_event_stream,
@@ -689,7 +689,7 @@ class _ResponsesLoop:
         self.phase = "mcp_list_tools"
         async with ErpClient(self.env.erp, server_label=SERVER_LABEL) as erp:
             specs = await self.owner.tools.get(erp, self.env.erp.url)
-        allowed = sorted(spec.name for spec in specs if spec.read_only)
+        allowed = sorted(s.name for s in specs if s.read_only and self.env.offers(s.name))
         entries = [hosted_mcp_tool(public_url, allowed, self.env.erp.headers())]
         if self.env.world is not None:
             entries.append(await self._hosted_world_entry(self.env.world))
@@ -713,7 +713,9 @@ class _ResponsesLoop:
             )
         async with ErpClient(world, server_label=WORLD_LABEL) as client:
             specs = await self.owner.tools.get(client, world.url)
-        allowed = sorted(spec.name for spec in specs if spec.read_only)
+        allowed = sorted(
+            s.name for s in specs if s.read_only and self.env.offers(WORLD_PREFIX + s.name)
+        )
         entry = hosted_mcp_tool(world.public_url, allowed, world.headers())
         return {**entry, "server_label": WORLD_LABEL}
 

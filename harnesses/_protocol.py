@@ -151,6 +151,16 @@ class AgentEnvironment:
     """Where public-company research goes (``--research``): ``world`` (the ``world`` endpoint),
     ``web`` (the harness's live web tools), ``none`` (no research tools) or ``golden`` (the
     item's gold documents are in the question's prompt; no research tools)."""
+    tools: tuple[str, ...] | None = None
+    """The MCP tools the agent may be offered (``--tools``), by the names a model sees (ERP tools
+    by their name, world tools as ``world__<tool>``); None: every tool the servers offer."""
+    withheld_tools: tuple[str, ...] = ()
+    """The tools the servers offer that ``tools`` leaves out (for harnesses that must deny them
+    by name, as the Claude CLI does)."""
+
+    def offers(self, name: str) -> bool:
+        """Whether the run lets the agent see the MCP tool ``name`` (a model-facing name)."""
+        return self.tools is None or name in self.tools
 
     @property
     def web_allowed(self) -> bool:

@@ -156,7 +156,15 @@ class RayExecutor:
             self._disconnect()
             raise
 
-    def bind(self, *, erp: ErpInUse, instructions: str, run_dir: Path, harness: Any) -> None:
+    def bind(
+        self,
+        *,
+        erp: ErpInUse,
+        instructions: str,
+        run_dir: Path,
+        harness: Any,
+        tools: Any = None,
+    ) -> None:
         """Connect (unless :meth:`connect` did) and put the run's spec in the store.
 
         ``harness`` is the driver's instance: its name and model label the records of lost
@@ -177,6 +185,8 @@ class RayExecutor:
                 erp=worker_erp(self._ray, config, erp),
                 run_dir=str(run_dir),
                 start_id=uuid.uuid4().hex,
+                tools=tools.chosen if tools is not None else None,
+                withheld_tools=tools.withheld if tools is not None else (),
             )
             self._spec_ref = self._ray.put(spec)
         except BaseException:

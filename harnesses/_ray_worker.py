@@ -65,6 +65,9 @@ class RunSpec:
     """Names this start of the run. A worker serves each start with a server of its own, as a
     local start has its own: the fault draws count a call's occurrences per server, so a second
     run in the same worker process replays the same faults as the first."""
+    tools: tuple[str, ...] | None = None
+    """The run's ``--tools`` (``AgentEnvironment.tools``)."""
+    withheld_tools: tuple[str, ...] = ()
 
 
 _SERVERS: dict[str, Any] = {}
@@ -133,6 +136,8 @@ def run_on_worker(spec: RunSpec, question: Question, trial: int) -> str:
         erp=worker_endpoint(spec.erp, spec.start_id),
         instructions=spec.instructions,
         work_dir=_work_dir(spec),
+        tools=spec.tools,
+        withheld_tools=spec.withheld_tools,
     )
 
     async def run_one() -> Any:

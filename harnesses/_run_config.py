@@ -94,6 +94,9 @@ class RunConfig(StrictModel):
     ``web`` (the harnesses' live web tools, as the published benchmark ran), ``none`` (no
     research tools: a memorisation floor) or ``golden`` (each item's gold documents in its
     prompt, no research tools: a reasoning ceiling)."""
+    tools: list[str] = Field(default_factory=list)
+    """The MCP tools the agent is offered (``--tools``): names, globs and groups
+    (``harnesses._tool_choice``); empty: every tool the run's servers offer."""
     out: Path | None = None
     """Run directory; None: ``runs/<harness>-<model>-<time>`` under the project root (or the
     latest unfinished run with the same settings, which is resumed)."""

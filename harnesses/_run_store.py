@@ -77,6 +77,7 @@ def fingerprint_parts(config: RunConfig, dataset_hash: str, instructions: str) -
         "budgets": {"timeout": config.timeout, "brief_timeout": config.brief_timeout},
         "instructions": instructions_hash(instructions),
         **({"limits": limits} if (limits := _set_limits(config)) else {}),
+        **({"tools": list(config.tools)} if config.tools else {}),
         **(
             {"erp_faults": {"rate": config.erp_fault_rate, "seed": config.erp_fault_seed}}
             if config.erp_fault_rate
@@ -520,6 +521,7 @@ def build_manifest(
     secrets: list[str],
     model: str | None,
     world: Any = None,
+    tools: list[str] | None = None,
 ) -> RunManifest:
     previous = prepared.previous
     config_dump = config.model_dump(mode="json")
@@ -559,6 +561,7 @@ def build_manifest(
         world_db=str(world.path) if world and world.path else None,
         world_id=world.world_id if world else None,
         world_snapshot_hash=world.snapshot_hash if world else None,
+        tools=tools,
         system_prompt_hash=instructions_hash(instructions),
         system_prompt=instructions,
         package_versions=package_versions(),

@@ -42,7 +42,14 @@ from harnesses._golden import golden_pairs
 from harnesses._instructions import system_instructions
 from harnesses._preflight import ModelContextError, PreflightError, check_endpoint
 from harnesses._progress import RunProgress
-from harnesses._protocol import AgentEnvironment, Harness, HarnessOptions, stall_timeout_s
+from harnesses._protocol import (
+    AgentEnvironment,
+    ErpUnavailableError,
+    Harness,
+    HarnessOptions,
+    McpEndpoint,
+    stall_timeout_s,
+)
 from harnesses._question_runner import QuestionRunner
 from harnesses._redact import (
     REDACTED,
@@ -91,6 +98,13 @@ from harnesses._run_summary import (
     build_run_summary,
     summarize_records,
     summary_table,
+)
+from harnesses._tool_choice import (
+    RunTools,
+    ToolChoiceError,
+    check_tool_patterns,
+    choose_run_tools,
+    offered_tools,
 )
 from harnesses._world_serving import check_world_snapshot, research_mode_problem, world_for_run
 from harnesses.records import ModelEndpointCheck, PreviousAttempt, TrajectoryRecord
@@ -168,6 +182,7 @@ async def run_async(
 async def _run(config: RunConfig, log: Any, executor: Executor | None) -> RunSummary:
     instructions = system_instructions(config.research)
     check_erp_flags(config)
+    check_tools_flag(config)
     options = HarnessOptions(
         model=config.model,
         reasoning_effort=config.reasoning_effort,
@@ -274,24 +289,35 @@ async def _run_with_harness(
             erp.info = await fetch_erp_info(erp.endpoint)
             check_snapshot(plan.dataset, plan.dataset_path, erp)
             check_erp_unchanged(plan.previous, erp, config.force_new)
+            agent_world = world.endpoint if world and config.research == "world" else None
+            tools = await _run_tools(config, harness, erp, agent_world)
             env = AgentEnvironment(
                 erp=erp.endpoint,
                 instructions=instructions,
                 work_dir=str(plan.run_dir / "work"),
-                world=world.endpoint if world and config.research == "world" else None,
+                world=agent_world,
                 research=config.research,
+                tools=tools.chosen,
+                withheld_tools=tools.withheld,
             )
             endpoint_check = await check_model_endpoint(harness, env, config, log)
             if (bind := getattr(executor, "bind", None)) is not None:  # a distributed executor
-                bind(erp=erp, instructions=instructions, run_dir=plan.run_dir, harness=harness)
+                bind(
+                    erp=erp,
+                    instructions=instructions,
+                    run_dir=plan.run_dir,
+                    harness=harness,
+                    tools=tools,
+                )
             prepared = open_run(plan, config, log)  # every input checked: the first write
             erp.keep_log_in(prepared.run_dir)
             if world is not None:
                 world.keep_log_in(prepared.run_dir)
             check_erp_unchanged(prepared.previous, erp, config.force_new)
             model = getattr(harness, "model", None)
+            facts = erp.facts()
             manifest = build_manifest(
-                config, prepared, erp.facts(), instructions, secrets, model, world
+                config, prepared, facts, instructions, secrets, model, world, list(tools.visible)
             )
             manifest.model_endpoint = endpoint_check
             write_manifest(prepared.run_dir, manifest, secrets)
@@ -331,6 +357,31 @@ async def _run_with_harness(
     summary.stopped = outcome.stopped
     summary.kept = not discard_if_empty(prepared)
     return summary
+
+
+def check_tools_flag(config: RunConfig) -> None:
+    """``--tools`` names only real tools and groups (checked before any server starts)."""
+    if not config.tools:
+        return
+    try:
+        check_tool_patterns(config.tools)
+    except ToolChoiceError as error:
+        raise RunConfigError(f"--tools {','.join(config.tools)}: {error}") from None
+
+
+async def _run_tools(
+    config: RunConfig, harness: Harness, erp: ErpInUse, world: McpEndpoint | None
+) -> RunTools:
+    """What the run's servers offer and what the agent sees of it (``--tools``), checked against
+    the tools the harness needs, before anything is written."""
+    try:
+        offered = await offered_tools(erp.endpoint, world)
+    except ErpUnavailableError as error:
+        raise RunConfigError(one_line(str(error))) from None
+    try:
+        return choose_run_tools(config.tools, offered, harness)
+    except ToolChoiceError as error:
+        raise RunConfigError(str(error)) from None
 
 
 @dataclass

@@ -23,6 +23,7 @@ class McpToolbox:
     """``async with McpToolbox(env) as tools: await tools.call(name, args, draft)``."""
 
     def __init__(self, env: AgentEnvironment, *, erp_label: str = "erp") -> None:
+        self.env = env
         self.erp = ErpClient(env.erp, server_label=erp_label)
         self.world = ErpClient(env.world, server_label=WORLD_LABEL) if env.world else None
         self._world_url = env.world.url if env.world else None
@@ -48,18 +49,11 @@ class McpToolbox:
             await self.erp.__aexit__(*exc_info)
 
     async def list_tools(self) -> list[ToolSpec]:
+        """The tools of both servers the run lets the agent see (``--tools``)."""
         specs = await self.erp.list_tools()
-        if self.world is None:
-            return specs
-        world = [
-            dataclasses.replace(
-                spec,
-                name=WORLD_PREFIX + spec.name,
-                description=f"Research world (public companies): {spec.description}",
-            )
-            for spec in await self.world.list_tools()
-        ]
-        return specs + world
+        if self.world is not None:
+            specs += [world_spec(spec) for spec in await self.world.list_tools()]
+        return [spec for spec in specs if self.env.offers(spec.name)]
 
     async def call(
         self,
@@ -69,6 +63,8 @@ class McpToolbox:
         *,
         recorded_name: str | None = None,
     ) -> ToolResultText:
+        if not self.env.offers(name):  # a harness offers only listed tools; this is the lock
+            raise ValueError(f"tool {name!r} is not among the tools of this run (--tools)")
         if self.world is not None and name.startswith(WORLD_PREFIX):
             tool = name.removeprefix(WORLD_PREFIX)
             return await self.world.call(
@@ -77,6 +73,17 @@ class McpToolbox:
         return await self.erp.call(name, arguments, draft, recorded_name=recorded_name)
 
 
+def world_spec(spec: ToolSpec) -> ToolSpec:
+    """A research-world tool as the harnesses offer it: ``world__`` name, description saying
+    which server answers."""
+    return dataclasses.replace(
+        spec,
+        name=WORLD_PREFIX + spec.name,
+        description=f"Research world (public companies): {spec.description}",
+    )
+
+
 def catalogue_key(env: AgentEnvironment) -> str:
-    """Key of the tool list a toolbox for ``env`` offers (the servers it talks to)."""
-    return env.erp.url + (f" + {env.world.url}" if env.world else "")
+    """Key of the tool list a toolbox for ``env`` offers (the servers it talks to, the choice)."""
+    key = env.erp.url + (f" + {env.world.url}" if env.world else "")
+    return key + (f" | {','.join(env.tools)}" if env.tools is not None else "")

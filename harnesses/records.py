@@ -18,8 +18,8 @@ TRAJECTORY_FORMAT_VERSION = 2
 """2: ``termination``, ``previous_attempts``, ``input``, ``messages``, ``events``,
 ``working_time_s``, ``system_prompt_hash``. Version-1 records still read
 (``termination`` derived from ``status``)."""
-MANIFEST_FORMAT_VERSION = 2
-"""2: ``system_prompt`` stored once per run."""
+MANIFEST_FORMAT_VERSION = 3
+"""2: ``system_prompt`` stored once per run. 3: ``tools`` (the run's ``--tools``)."""
 
 
 class _Strict(BaseModel):
@@ -396,6 +396,9 @@ class RunManifest(_Strict):
     """The world file the runner served."""
     world_id: str | None = None
     world_snapshot_hash: str | None = None
+    tools: list[str] | None = None
+    """The MCP tools the agent was offered (``--tools``, resolved against what the servers
+    offer; world tools as ``world__<tool>``); None: every tool the servers offered."""
     system_prompt_hash: str
     system_prompt: str | None = None
     """The system instructions every question of the run was sent (stored once, not per record)."""

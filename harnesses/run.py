@@ -164,6 +164,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="harness-specific option (repeatable); e.g. --harness-opt max_tool_calls=20",
     )
+    agent.add_argument(
+        "--tools",
+        action="append",
+        default=[],
+        metavar="LIST",
+        help="the MCP tools the agent is offered (default: all the servers offer): tool names, "
+        "globs and the groups finance, generic (ERP), world (research world: world__<tool>), erp, "
+        "all, comma-separated; e.g. --tools finance,world or --tools 'erp_info,list_*'",
+    )
     erp = parser.add_argument_group(
         "ERP (default: serve .ledgerbench/erp.db, generated if missing)"
     )
@@ -288,6 +297,19 @@ def _task_types(values: list[str]) -> list[str]:
     return chosen
 
 
+def _tools(values: list[str]) -> list[str]:
+    from harnesses._tool_choice import ToolChoiceError, check_tool_patterns, parse_tool_patterns
+
+    if not values:
+        return []
+    patterns = parse_tool_patterns(values)
+    try:
+        check_tool_patterns(patterns)
+    except ToolChoiceError as error:
+        raise _UsageError(f"--tools {','.join(values)}: {error}") from None
+    return patterns
+
+
 def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
     from harnesses._runner import RunConfig
     from ledgerbench._ray import check_executor_arguments
@@ -317,6 +339,7 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             reasoning_effort=args.reasoning_effort,
             base_url=args.base_url,
             harness_opts=_harness_opts(args.harness_opt),
+            tools=_tools(args.tools),
             erp_url=args.erp_url,
             erp_token=SecretStr(token) if token else None,
             erp_db=args.erp_db,

@@ -47,8 +47,10 @@ examples:
 
 agent SPEC: HARNESS[:MODEL][,KEY=VALUE...]; keys: label (name in the report), effort (reasoning
 effort), base_url, faults (share of ERP tool calls that fail transiently), fault_seed, the sample
-limits max_turns, max_tool_calls, max_tokens, max_cost_usd (the runner's --max-turns ...); any
-other key is a harness option (--harness-opt KEY=VALUE), e.g. web=false. A plug-in harness is
+limits max_turns, max_tool_calls, max_tokens, max_cost_usd (the runner's --max-turns ...), tools
+(the runner's --tools: names, globs, groups finance|generic|world|erp|all, e.g.
+tools=finance,world or tools=erp_info,list_*: the items after tools= up to the next KEY=VALUE);
+any other key is a harness option (--harness-opt KEY=VALUE), e.g. web=false. A plug-in harness is
 package.module:Class (give its model as model=NAME).
   ledgerbench --executor ray --ray-address head:6379   # run and judge on a Ray cluster
 """
@@ -82,6 +84,8 @@ class AgentSpec:
     limits: tuple[tuple[str, str], ...] = ()
     """Sample limits (``max_turns``, ``max_tool_calls``, ``max_tokens``, ``max_cost_usd``): the
     runner's ``--max-turns`` etc., which every harness honours."""
+    tools: tuple[str, ...] = ()
+    """The tools the agent is offered (the runner's ``--tools``); empty: all."""
 
     @classmethod
     def parse(cls, text: str) -> AgentSpec:
@@ -93,14 +97,20 @@ class AgentSpec:
         if sep and "." not in prefix:  # package.module:Class is a plug-in, not harness:model
             harness, model = prefix, rest or None
         fields: dict = {"harness": harness, "model": model}
-        options, limits = [], []
+        options, limits, tools = [], [], []
+        key = ""
         for pair in pairs:
+            if key == "tools" and "=" not in pair and pair:  # tools=erp_info,list_*: a list
+                tools.append(pair)
+                continue
             key, eq, value = pair.partition("=")
             key = key.strip().replace("-", "_")
             if not eq or not key or not value.strip():
                 raise SpecError(f"--agent {text!r}: {pair!r} is not KEY=VALUE, e.g. effort=low")
             value = value.strip()
-            if key in ("label", "base_url", "model"):
+            if key == "tools":
+                tools.append(value)
+            elif key in ("label", "base_url", "model"):
                 fields[key] = value
             elif key in ("effort", "reasoning_effort"):
                 fields["reasoning_effort"] = value
@@ -117,6 +127,8 @@ class AgentSpec:
                 limits.append((key, value))
             else:
                 options.append((key, value))
+        if tools:
+            fields["tools"] = tuple(_checked_tools(text, tools))
         spec = cls(**fields, options=tuple(options), limits=tuple(limits))
         return spec if spec.label else replace(spec, label=spec.default_label())
 
@@ -143,7 +155,21 @@ class AgentSpec:
             args.append(str(self.fault_seed))
         for key, value in self.limits:
             args += ["--" + key.replace("_", "-"), value]
+        if self.tools:
+            args += ["--tools", ",".join(self.tools)]
         return args
+
+
+def _checked_tools(text: str, values: list[str]) -> list[str]:
+    """The spec's ``tools=`` patterns, each naming a real tool, glob or group."""
+    from harnesses._tool_choice import ToolChoiceError, check_tool_patterns, parse_tool_patterns
+
+    patterns = parse_tool_patterns(values)
+    try:
+        check_tool_patterns(patterns)
+    except ToolChoiceError as error:
+        raise SpecError(f"--agent {text!r}: tools={','.join(values)}: {error}") from None
+    return patterns
 
 
 def _number(text: str, key: str, value: str, kind: type) -> float | int:

@@ -225,6 +225,7 @@ def test_every_config_field_reads_back_from_the_manifest(erp_server, tmp_path) -
         "reasoning_effort": "low",
         "base_url": "http://127.0.0.1:9/v1",
         "harness_opts": {"delay": "0"},
+        "tools": ["erp_info", "list_*"],
         "erp_url": None,
         "erp_db": erp_server.db_url,
         "erp_public_url": "https://erp.example/mcp",

@@ -204,6 +204,25 @@ class ScriptedAgent:
         "documents in a prompt (golden is for model harnesses)"
     )
 
+    ERP_TOOLS = (
+        "erp_info", "search_parties", "get_customer", "list_reference_data", "get_aging",
+        "list_customer_transactions", "list_vendor_transactions", "list_settlements",
+        "list_disputes", "list_cash_discounts", "list_sales_orders", "list_purchase_orders",
+        "list_vendor_invoices", "list_payment_journals", "get_payment_journal",
+        "get_vendor_spend", "list_collection_letters", "list_collection_activities",
+        "list_collection_cases", "query_entity_set",
+    )  # fmt: skip
+    """The ERP tools its rules call."""
+    WORLD_TOOLS = ("world__world_info", "world__search", "world__fetch", "world__company",
+                   "world__prices")  # fmt: skip
+    """The research world's tools its research rules call (model-facing names)."""
+
+    def required_tools(self, offered: tuple[str, ...]) -> tuple[str, ...]:
+        """The tools it cannot answer without (``--tools`` must keep them): the ERP's, and the
+        world's when the run serves a world."""
+        world = any(name.startswith("world__") for name in offered)
+        return self.ERP_TOOLS + (self.WORLD_TOOLS if world else ())
+
     def __init__(self, options: HarnessOptions | None = None) -> None:
         self.options = options or HarnessOptions()
         self.model = None
