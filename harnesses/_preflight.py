@@ -25,6 +25,7 @@ import json
 import math
 import re
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -34,7 +35,9 @@ from harnesses.records import ModelEndpointCheck
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
-PROBE_TEXT = "Reply with the word OK."
+PROBE_FILLER = "A ledger lists the invoices, payments and credit notes of each customer. " * 12
+"""About 180 tokens for the probe to read: enough to measure the server's prefill rate, little
+enough to cost a fraction of a second on a server that is up."""
 CHARS_PER_TOKEN = 4
 """The estimate where the server has no tokenizer endpoint (about right for English and JSON)."""
 STALL_FACTOR = 3.0
@@ -343,11 +346,18 @@ async def _count_prompt(
     return estimate, f"estimate ({CHARS_PER_TOKEN} characters a token)"
 
 
+def probe_text() -> str:
+    """The probe's prompt: a fresh nonce first, so no server answers it from a cached prefix
+    (the prefill rate it shows is the server's, not its cache's)."""
+    return f"Probe {uuid.uuid4().hex}. {PROBE_FILLER}Reply with the word OK."
+
+
 def _probe_request(endpoint: ModelEndpoint) -> tuple[str, dict[str, Any]]:
+    text = probe_text()
     if endpoint.wire == "responses":
-        body = {"model": endpoint.model, "input": PROBE_TEXT, "max_output_tokens": 16}
+        body = {"model": endpoint.model, "input": text, "max_output_tokens": 16}
         return "/responses", body
-    message = [{"role": "user", "content": PROBE_TEXT}]
+    message = [{"role": "user", "content": text}]
     if endpoint.wire == "messages":
         return "/messages", {"model": endpoint.model, "max_tokens": 1, "messages": message}
     return "/chat/completions", {"model": endpoint.model, "messages": message, "max_tokens": 1}
@@ -421,19 +431,21 @@ def _error_text(text: str) -> str:
 
 
 def _prefill_rate(answer: dict[str, Any], first_byte_s: float) -> float | None:
-    """Prompt tokens a second: llama.cpp's ``timings.prompt_per_second``, else the probe's prompt
-    tokens over its time to first byte (an underestimate: it includes the request's overhead)."""
+    """Prompt tokens a second, the lower (safer) of llama.cpp's ``timings.prompt_per_second`` and
+    the probe's prompt tokens over its time to first byte (which includes the request's overhead
+    and one output token)."""
+    rates = []
     timings = answer.get("timings")
     if isinstance(timings, dict):
         rate = timings.get("prompt_per_second")
         if isinstance(rate, int | float) and rate > 0:
-            return float(rate)
+            rates.append(float(rate))
     usage = answer.get("usage")
     if isinstance(usage, dict) and first_byte_s > 0:
         tokens = usage.get("prompt_tokens") or usage.get("input_tokens")
         if isinstance(tokens, int) and tokens > 0:
-            return tokens / first_byte_s
-    return None
+            rates.append(tokens / first_byte_s)
+    return min(rates) if rates else None
 
 
 _OVERFLOW_PATTERNS = (

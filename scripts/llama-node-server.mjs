@@ -18,16 +18,20 @@
 // llama-server's HTTP 400 exceed_context_size_error. Requests run one at a time (one slot).
 //
 //   node scripts/llama-node-server.mjs --runtime DIR --model FILE.gguf [--alias NAME]
-//        [--ctx-size 8192] [--threads 1] [--port 0] [--max-tokens 256]
+//        [--ctx-size 8192] [--threads 1] [--port 0] [--max-tokens 256] [--usage-log FILE]
+//
+// --usage-log appends one JSON line per completion (id, usage, finish_reason): what the server
+// counted, for a test to hold the harness's record against.
 //
 // DIR is the npm prefix node-llama-cpp is installed in (scripts/install-real-model). On start it
 // prints one line to stdout: "listening on http://127.0.0.1:PORT".
+import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 function parseArgs(argv) {
-  const options = { ctxSize: 8192, threads: 1, port: 0, alias: null, maxTokens: 256 };
+  const options = { ctxSize: 8192, threads: 1, port: 0, alias: null, maxTokens: 256, usageLog: null };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (value === undefined) fail(`${flag} needs a value`);
@@ -38,6 +42,7 @@ function parseArgs(argv) {
     else if (flag === "--threads") options.threads = Number(value);
     else if (flag === "--port") options.port = Number(value);
     else if (flag === "--max-tokens") options.maxTokens = Number(value);
+    else if (flag === "--usage-log") options.usageLog = value;
     else fail(`unknown option ${flag}`);
   }
   if (!options.runtime || !options.model) fail("give --runtime DIR and --model FILE.gguf");
@@ -154,11 +159,15 @@ async function complete(body, response) {
     response.write(`data: ${JSON.stringify(chunk({ role: "assistant", content: null }))}\n\n`);
   }
   const chat = new nlc.LlamaChat({ contextSequence: sequence, chatWrapper: wrapper, autoDisposeSequence: false });
+  const abort = new AbortController(); // a client that hangs up frees the slot, as in llama-server
+  response.on("close", () => abort.abort());
   const withTools = Array.isArray(body.tools) && body.tools.length > 0;
   let result;
   try {
     result = await chat.generateResponse(items.slice(0, -1).concat([items[items.length - 1]]), {
       maxTokens: cap,
+      signal: abort.signal,
+      stopOnAbortSignal: true,
       temperature: typeof body.temperature === "number" ? body.temperature : 0,
       onToken: (tokens) => {
         firstToken = firstToken ?? performance.now();
@@ -171,6 +180,7 @@ async function complete(body, response) {
   } finally {
     chat.dispose({ disposeSequence: false });
   }
+  if (abort.signal.aborted) return;
   const reply = result.response;
   const call = withTools ? toolCall(reply) : null;
   let content = call ? null : reply;
@@ -183,6 +193,8 @@ async function complete(body, response) {
   const finish = call ? "tool_calls" : result.metadata.stopReason === "maxTokens" ? "length" : "stop";
   const usage = { prompt_tokens: nPrompt, completion_tokens: generated, total_tokens: nPrompt + generated };
   const promptMs = (firstToken ?? performance.now()) - started;
+  if (options.usageLog)
+    fs.appendFileSync(options.usageLog, JSON.stringify({ id, usage, finish_reason: finish, stream }) + "\n");
   const timings = { prompt_n: nPrompt, prompt_ms: promptMs, prompt_per_second: (1000 * nPrompt) / Math.max(promptMs, 1), predicted_n: generated };
   if (stream) {
     if (withTools && content) response.write(`data: ${JSON.stringify(chunk({ content }))}\n\n`);
@@ -201,7 +213,7 @@ async function complete(body, response) {
 function modelInfo() {
   return {
     id: alias, object: "model", created: 0, owned_by: "llamacpp", aliases: [alias],
-    meta: { n_ctx: options.ctxSize, n_ctx_train: model.trainContextSize, n_vocab: model.tokenizer ? undefined : undefined },
+    meta: { n_ctx: options.ctxSize, n_ctx_train: model.trainContextSize },
   };
 }
 

@@ -227,7 +227,8 @@ def test_a_slow_prefill_raises_the_stall_bound_instead_of_calling_it_silent(
         cfg = config(dataset, erp_server, tmp_path / "run", base_url=fake.base_url, timeout=16.0)
         run(cfg.model_copy(update={"ids": ["pf-credit"]}), log=lambda _: None)
     seen = manifest(tmp_path / "run").model_endpoint
-    assert seen is not None and seen.prefill_tokens_per_s == 3000.0
+    assert seen is not None and seen.prefill_tokens_per_s is not None
+    assert 1000.0 < seen.prefill_tokens_per_s <= 3000.0, "the probe's rate, overhead included"
     reading = seen.prompt_tokens / 3000.0
     assert reading > 4.0, "the prompt takes longer to read than the default bound (4 s)"
     assert seen.stall_bound_s >= 3 * reading
