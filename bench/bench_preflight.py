@@ -9,6 +9,10 @@ process, so their CPU is not charged to the pre-flight), and the real model when
 ``scripts/llama-node-server.mjs``). Each pre-flight runs ``--repeat`` times with the harness's tool
 list cached as in a run (the first run of a harness lists the tools once: shown apart).
 
+With the real model installed it also prints, per ``--tools`` set, the tokens the custom harness
+sends before the question (instructions plus tool definitions) by SmolLM2's own tokenizer: the
+README's "Which --tools fits" table (world sets need the default world, ``.ledgerbench/world.db``).
+
     .venv/bin/python bench/bench_preflight.py [--repeat 5] [--tools erp_info,search_parties]
 """
 
@@ -30,6 +34,14 @@ if str(ROOT) not in sys.path:
 MODEL = "bench-model"
 FLAVORS = ("llama.cpp", "vllm", "ollama")
 REAL_MODEL_DIR = ROOT / ".ledgerbench" / "real-model"
+TOOLSETS = (
+    "all",
+    "finance,world",
+    "finance",
+    "generic",
+    "world",
+    "erp_info,search_parties,get_customer",
+)
 
 
 def serve_fake(flavor: str) -> None:
@@ -91,6 +103,40 @@ async def measure(base_url: str, erp_url: str, tools: list[str], repeat: int) ->
     return times
 
 
+async def toolset_tokens(base_url: str, erp_url: str, world_url: str | None) -> None:
+    """Print the tokens of the custom harness's prompt before the question per toolset, by the
+    real model's tokenizer (its ``POST /tokenize``)."""
+    import httpx
+
+    from harnesses._instructions import system_instructions
+    from harnesses._protocol import AgentEnvironment, ErpEndpoint, HarnessOptions
+    from harnesses._registry import create_harness
+    from harnesses._tool_choice import choose_run_tools, offered_tools
+
+    harness = create_harness("custom", HarnessOptions(model=MODEL, base_url=base_url))
+    world = ErpEndpoint(url=world_url) if world_url else None
+    offered = await offered_tools(ErpEndpoint(url=erp_url), world)
+    root = base_url.removesuffix("/v1")
+    print("\n| --tools | tools | tokens before the question (SmolLM2 tokenizer) |")
+    print("|---|---|---|")
+    async with httpx.AsyncClient(timeout=60) as client:
+        for toolset in TOOLSETS:
+            if "world" in toolset and world is None:
+                continue
+            chosen = choose_run_tools(toolset.split(","), offered, harness).chosen
+            env = AgentEnvironment(
+                erp=ErpEndpoint(url=erp_url),
+                instructions=system_instructions("world" if world else "none"),
+                work_dir="/tmp",
+                world=world,
+                tools=chosen,
+            )
+            endpoint = await harness.model_endpoint(env)
+            answer = await client.post(f"{root}/tokenize", json={"content": endpoint.prompt})
+            tokens = len(answer.json()["tokens"])
+            print(f"| `{toolset}` | {endpoint.tool_count} | {tokens:,} |")
+
+
 def report(name: str, times: list[float]) -> None:
     first, rest = times[0], times[1:]
     print(
@@ -107,7 +153,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "bench")
     tools = [t for t in args.tools.split(",") if t]
-    from tests.conftest import start_mcp_server, stop_process
+    from tests.conftest import start_mcp_server, start_world_server, stop_process
 
     erp, _ = start_mcp_server(args.erp_db)
     servers: list[tuple[str, subprocess.Popen, str]] = []
@@ -124,6 +170,14 @@ def main() -> None:
             report(name, asyncio.run(measure(base, erp.url, tools, args.repeat)))
         if real is None:
             print("real model: not installed (scripts/install-real-model), not measured")
+        else:
+            world_db = ROOT / ".ledgerbench" / "world.db"
+            world = start_world_server(f"sqlite:///{world_db}")[0] if world_db.is_file() else None
+            try:
+                asyncio.run(toolset_tokens(real[1], erp.url, world.url if world else None))
+            finally:
+                if world is not None:
+                    stop_process(world.process)
     finally:
         for _, process, _ in servers:
             process.kill()

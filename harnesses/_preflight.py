@@ -43,8 +43,9 @@ CHARS_PER_TOKEN = 4
 STALL_FACTOR = 3.0
 """The stall bound covers this many times the measured time to read the whole prompt."""
 TOOLS_HINT = (
-    "offer fewer tools with --tools (e.g. --tools finance, or names such as "
-    "--tools erp_info,search_parties) or use a model with a longer context"
+    "offer fewer tools with --tools (names or groups, e.g. --tools "
+    "erp_info,search_parties,get_customer or --tools finance,world) or use a model with a "
+    "longer context"
 )
 WIRE_NAMES = {
     "responses": "the Responses API",

@@ -97,7 +97,7 @@ def test_the_full_catalogue_is_refused_in_one_line_before_any_question(
     after = usage_log.read_text() if usage_log.exists() else ""
     sent = [json.loads(line) for line in after.removeprefix(before).splitlines()]
     assert len(sent) == 1, "the pre-flight's probe, nothing else"
-    assert sent[0]["usage"]["prompt_tokens"] < 50, "a one-line probe, not the question's prompt"
+    assert sent[0]["usage"]["prompt_tokens"] < 500, "the probe, not the question's prompt"
 
 
 def test_a_real_round_trip_records_the_servers_usage(
@@ -126,7 +126,8 @@ def test_a_real_round_trip_records_the_servers_usage(
     assert seen.prompt_tokens_source == "server tokenizer" and seen.prompt_tokens < CONTEXT
     (line,) = (tmp_path / "run" / TRAJECTORIES_FILE).read_text().splitlines()
     record = TrajectoryRecord.model_validate_json(line)
-    served = [json.loads(entry) for entry in usage_log.read_text().splitlines()]
+    logged = [json.loads(entry) for entry in usage_log.read_text().splitlines()]
+    served = [s for s in logged if s["stream"]]  # the harness streams; the pre-flight's probe not
     calls = [e for e in record.events if isinstance(e, ModelEvent) and not e.error]
     print(
         f"real model record: {record.status.value}/{record.termination.reason.value} "
