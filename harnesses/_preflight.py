@@ -35,9 +35,9 @@ from harnesses.records import ModelEndpointCheck
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
-PROBE_FILLER = "A ledger lists the invoices, payments and credit notes of each customer. " * 12
-"""About 180 tokens for the probe to read: enough to measure the server's prefill rate, little
-enough to cost a fraction of a second on a server that is up."""
+PROBE_FILLER = "A ledger lists the invoices, payments and credit notes of each customer. " * 4
+"""About 60 tokens for the probe to read: enough to measure the server's prefill rate (with its
+overhead: a rate on the safe side), little enough to cost a second at most on a loaded CPU."""
 CHARS_PER_TOKEN = 4
 """The estimate where the server has no tokenizer endpoint (about right for English and JSON)."""
 STALL_FACTOR = 3.0
