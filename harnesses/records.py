@@ -358,10 +358,10 @@ class ModelEndpointCheck(_Strict):
     token)``."""
     tool_count: int
     first_byte_s: float
-    """Seconds from sending a one-line probe to the first byte of the answer."""
+    """Seconds from sending the probe (about 80 fresh tokens) to the first byte of the answer."""
     prefill_tokens_per_s: float | None = None
-    """Prompt tokens the server reads a second (llama.cpp's ``timings``, else the probe's
-    prompt tokens over its time to first byte)."""
+    """Prompt tokens the server reads a second: the lower of llama.cpp's ``timings`` and the
+    probe's prompt tokens over its time to first byte."""
     stall_bound_s: float
     """The stall bound the run uses for this endpoint: the default, raised to cover the
     measured time to read the whole prompt (a slow prefill is slow, not silent)."""
