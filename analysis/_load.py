@@ -93,6 +93,7 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
         dataset_path=manifest.dataset_path,
         dataset_hash=manifest.dataset_hash,
         research=research_mode(manifest),
+        tools=tools_label(manifest),
     )
     fault_rate = (manifest.config or {}).get("erp_fault_rate")
     if fault_rate:
@@ -150,6 +151,16 @@ def research_mode(manifest: Any) -> str:
     if mode is not None:
         return str(mode)
     return RESEARCH_MODES[0] if manifest.world_id else "web"
+
+
+def tools_label(manifest: Any) -> str | None:
+    """The run's ``--tools`` and the number of tools it gave the agent, e.g. ``finance (25)``;
+    None for a run made before the runner recorded its tools."""
+    offered = getattr(manifest, "tools", None)
+    if offered is None:
+        return None
+    chosen = (manifest.config or {}).get("tools") or ["all"]
+    return f"{','.join(chosen)} ({len(offered)})"
 
 
 def default_name(harness: str, model: str | None) -> str:

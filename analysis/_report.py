@@ -383,11 +383,12 @@ def _marked_score(stats: Stats, name: str, metric: str, scope: str) -> str:
 
 def headline_section(stats: Stats) -> list:
     names = [p.name for p in stats.providers]
-    header = ["Provider", "Research", *[m.capitalize() for m in stats.metrics]]
+    header = ["Provider", "Research", "Tools", *[m.capitalize() for m in stats.metrics]]
     rows = []
     for name in names:
         row = [name + (" (ref.)" if name == stats.settings.reference and len(names) > 1 else "")]
         row.append(research_mode(stats, name))
+        row.append(tools_shown(stats, name))
         row += [_marked_score(stats, name, metric, EQUAL_WEIGHT) for metric in stats.metrics]
         rows.append(row)
     note = (
@@ -396,8 +397,10 @@ def headline_section(stats: Stats) -> list:
         "per-answer mean of scored dimensions, averaged like a dimension (it weighs accuracy by "
         "the few answers it applies to). Research = the run's research mode (world: the research "
         "world's tools; web: live web tools; none: no research tools; golden: gold documents in "
-        "the prompt). Accuracy is obligations accuracy, as in the paper: accuracy of keyed "
-        "research items is LedgerBench's extension (section Research), never in these rows."
+        "the prompt). Tools = the MCP tools the agent was offered (the run's --tools, all "
+        "without it, and how many). Accuracy is obligations accuracy, as in the paper: accuracy "
+        "of keyed research items is LedgerBench's extension (section Research), never in these "
+        "rows."
     )
     if len(names) > 1:
         note += (
@@ -515,6 +518,11 @@ def contrast_section(stats: Stats) -> list:
 def research_mode(stats: Stats, name: str) -> str:
     info = next((p for p in stats.providers if p.name == name), None)
     return (info.research if info else None) or "–"
+
+
+def tools_shown(stats: Stats, name: str) -> str:
+    info = next((p for p in stats.providers if p.name == name), None)
+    return (info.tools if info else None) or "–"
 
 
 def _with_mode(stats: Stats, name: str) -> str:
@@ -948,6 +956,7 @@ def method_section(stats: Stats) -> list:
         f"{p.name}: {p.source} {p.path}"
         + (f" (harness {p.harness}, model {p.model or '–'})" if p.harness else "")
         + f", research {p.research or 'unknown'}"
+        + (f", tools {p.tools}" if p.tools else "")
         + f", {p.trajectories} answers on {p.questions} questions"
         for p in stats.providers
     ]

@@ -116,6 +116,9 @@ class ProviderInfo(_Strict):
     """The run's research mode (``--research``): ``world`` (the research world's tools), ``web``
     (live web tools, or a published FORCE-Bench file), ``none`` (no research tools: the
     memorisation floor) or ``golden`` (gold documents in the prompt: the reasoning ceiling)."""
+    tools: str | None = None
+    """The MCP tools the agent was offered: the run's ``--tools`` as given (``all`` without it)
+    and how many tools that was, e.g. ``finance,world (30)``; None: not recorded."""
 
 
 class GuardKind(StrEnum):

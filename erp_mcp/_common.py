@@ -24,13 +24,11 @@ MAX_CURSOR_CHARS = 200
 
 class PageArgs(StrictModel):
     page: int = Field(1, ge=1, le=MAX_PAGE)
-    """1-based page number (ignored when cursor is given)."""
+    """1-based."""
     page_size: int = Field(50, ge=1, le=MAX_PAGE_SIZE)
-    """Rows per page (1-500). A page that would exceed the result budget is cut short: then
-    truncated is true and next_cursor continues exactly after the last row returned."""
+    """At most 500."""
     cursor: str | None = Field(None, max_length=MAX_CURSOR_CHARS)
-    """next_cursor from the previous result of the same call: continues where it stopped. Pass
-    the same filters; page is ignored."""
+    """next_cursor of the last result."""
 
 
 class PageInfo(StrictModel):

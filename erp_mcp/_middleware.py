@@ -113,6 +113,72 @@ def plain_nullables(schema: Any) -> Any:
     return notes | kept | typed | {"type": [kind, "null"]}  # the field's own notes win
 
 
+_BOUND_KEYWORDS = frozenset({
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
+    "minItems", "maxItems", "formatMinimum", "formatMaximum",
+})  # fmt: skip
+"""Bounds the server enforces (``bounded_model``: every argument has them, refused with a
+one-line message naming the field): a model needs few of them, and the descriptions state those
+in words ("at most 500"), so the schemas a model reads leave the keywords out."""
+
+
+def lean_input_schema(schema: Any) -> Any:
+    """An input schema as a model reads it: plain nullable types (:func:`plain_nullables`), no
+    ``default: null`` (an absent optional argument is null), no ``additionalProperties: false``
+    (the server names an unknown argument) and no bound keywords (:data:`_BOUND_KEYWORDS`). The
+    server's validation is the bounded input model's, unchanged: it refuses what the full schema
+    would, with a message naming the field and the bound."""
+    return _nullable_enums(plain_nullables(_lean(schema)))
+
+
+def _nullable_enums(schema: Any) -> Any:
+    """``anyOf: [{"enum": [...], "type": T}, {"type": "null"}]`` as ``"type": [T, "null"]`` with
+    null among the values: the same values validate."""
+    if isinstance(schema, list):
+        return [_nullable_enums(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    schema = {key: _nullable_enums(value) for key, value in schema.items()}
+    branches = schema.get("anyOf")
+    if not (isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches):
+        return schema
+    (other,) = [b for b in branches if b != {"type": "null"}]
+    if not (isinstance(other, dict) and set(other) == {"enum", "type"}):
+        return schema
+    if not isinstance(other["type"], str) or set(schema) & set(other):
+        return schema
+    rest = {key: value for key, value in schema.items() if key != "anyOf"}
+    return rest | {"type": [other["type"], "null"], "enum": [*other["enum"], None]}
+
+
+def _lean(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_lean(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    lean = {}
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            lean[key] = {name: _lean(prop) for name, prop in value.items()}
+        elif key == "description" and isinstance(value, str):
+            lean[key] = " ".join(value.split())  # docstring line breaks are layout
+        elif not _redundant(key, value):
+            lean[key] = _lean(value)
+    return lean
+
+
+def _redundant(key: str, value: Any) -> bool:
+    """A keyword that tells a model nothing it needs: a null default, a closed object, a title,
+    a bound (see :func:`lean_input_schema`)."""
+    if key == "default" and (value is None or value is False or value == "any"):  # no filter
+        return True
+    if key == "const" and value is None:
+        return True
+    if key == "additionalProperties" and value is False:
+        return True
+    return key == "title" or key in _BOUND_KEYWORDS
+
+
 class InlinedSchemas(Middleware):
     """Tool schemas with every ``$ref`` inlined (some clients cannot follow them) and output
     schemas with plain nullable types (:func:`plain_nullables`), computed once per tool instead
@@ -136,6 +202,7 @@ class InlinedSchemas(Middleware):
             }
             if output := updates.get("output_schema", tool.output_schema):
                 updates["output_schema"] = plain_nullables(output)
+            updates["parameters"] = lean_input_schema(updates.get("parameters", tool.parameters))
             cached = (tool, tool.model_copy(update=updates) if updates else tool)
             self._inlined[key] = cached
         return cached[1]

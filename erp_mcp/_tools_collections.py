@@ -42,7 +42,7 @@ def _customer_scope(rt: ErpRuntime, account: str | None, legal_entity: str | Non
 
 class LetterArgs(PageArgs):
     account: str | None = None
-    """Customer account id (exact name also works)."""
+    """Customer account id or exact name."""
     legal_entity: str | None = None
     level: int | None = Field(None, ge=1, le=4)
     """1 = first reminder .. 4 = final notice."""
@@ -65,9 +65,7 @@ class LetterPage(PageInfo):
 
 @erp_tool("finance", LetterArgs)
 def list_collection_letters(rt: ErpRuntime, args: LetterArgs) -> LetterPage:
-    """Collection letters sent to customers: sequence, level (1 first reminder .. 4 final notice),
-    sent date and the overdue amount claimed. Filter by customer, legal entity, level, sequence and
-    sent-date range."""
+    """Collection letters sent: level (1 reminder .. 4 final), date, amount claimed."""
     check_range("date_from/date_to", args.date_from, args.date_to)
     le, account = _customer_scope(rt, args.account, args.legal_entity)
     clauses = []
@@ -111,11 +109,11 @@ ActivityStatus = Literal["open", "in_progress", "completed", "canceled"]
 
 class ActivityArgs(PageArgs):
     account: str | None = None
-    """Customer account id (exact name also works)."""
+    """Customer account id or exact name."""
     legal_entity: str | None = None
     category: Literal["activity", "task", "any"] = "any"
     status: list[ActivityStatus] | None = None
-    """Only these statuses (open, in_progress, completed, canceled)."""
+    """Only these statuses."""
     activity_type: Literal["call", "email", "letter", "appointment", "action"] | None = None
     due_from: dt.date | None = None
     """Due on or after."""
@@ -139,10 +137,7 @@ class ActivityPage(PageInfo):
 
 @erp_tool("finance", ActivityArgs)
 def list_collection_activities(rt: ErpRuntime, args: ActivityArgs) -> ActivityPage:
-    """Collections activities and tasks (calls, emails, letters, appointments, actions) with
-    purpose, status, due date, owner agent and case. Filter by customer, legal entity, category
-    (activity or task), status, type, due-date range, owner and case. Use it for "which collection
-    tasks are due this week" or "open activities for customer X"."""
+    """Collections activities and tasks with purpose, status, due date, owner agent and case."""
     check_range("due_from/due_to", args.due_from, args.due_to)
     le, account = _customer_scope(rt, args.account, args.legal_entity)
     clauses = []
@@ -208,9 +203,7 @@ class CasePage(PageInfo):
 
 @erp_tool("finance", CaseArgs)
 def list_collection_cases(rt: ErpRuntime, args: CaseArgs) -> CasePage:
-    """Collections cases: customer, status (open or closed), opened and closed dates, owner agent
-    and description, with the number of linked activities. Filter by customer, legal entity, status,
-    owner and opened-date range."""
+    """Collections cases: customer, status, dates, owner."""
     check_range("opened_from/opened_to", args.opened_from, args.opened_to)
     le, account = _customer_scope(rt, args.account, args.legal_entity)
     clauses = []
@@ -270,14 +263,11 @@ class WorklistArgs(StrictModel):
     as_of: dt.date | None = None
     """Worklist date; default the ERP's today."""
     min_overdue: float = Field(0.01, ge=0)
-    """Only customers with at least this overdue amount (accounting currency)."""
+    """Least overdue amount (accounting currency)."""
     limit: int = Field(25, ge=1, le=500)
-    """How many customers to list, largest overdue first (customer_count and total_overdue_acct
-    always cover every customer); raise it, up to 500, for more."""
+    """Customers to list, at most 500."""
     activity_limit: int = Field(25, ge=1, le=500)
-    """How many of the activities due on the worklist date to list (activities_due_count always
-    counts them all); raise it, up to 500, or page through list_collection_activities with
-    owner_agent_id and due_from = due_to = the date for the rest."""
+    """Activities to list, at most 500."""
 
 
 class WorklistCustomer(StrictModel):
@@ -320,10 +310,8 @@ class Worklist(StrictModel):
 
 @erp_tool("finance", WorklistArgs)
 def get_collections_worklist(rt: ErpRuntime, args: WorklistArgs) -> Worklist:
-    """A collections agent's (or pool's) worklist on a date: the open activities and tasks the agent
-    owns that are due on that date, and the assigned customers with overdue balances on that date
-    (largest overdue first) with their open activities. Give agent_id or pool_id
-    (list_reference_data kind=collections_agents / collections_pools lists them)."""
+    """A collections agent's or pool's worklist on a date: activities due and overdue customers.
+    Give agent_id or pool_id."""
     if not args.agent_id and not args.pool_id:
         raise ToolError("give agent_id or pool_id (see list_reference_data collections_agents)")
     as_of = args.as_of or rt.today

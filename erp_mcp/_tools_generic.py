@@ -76,9 +76,8 @@ class EntitySetList(StrictModel):
 
 @erp_tool("generic", ListEntitySetsArgs, lookup=True)
 def list_entity_sets(rt: ErpRuntime, args: ListEntitySetsArgs) -> EntitySetList:
-    """The ERP's entity sets (customers, vendors, customer-transactions, sales-orders, ...) with
-    what each holds and its key field. Then describe_entity_set for its fields and query_entity_set
-    to read rows."""
+    """The ERP's entity sets with what each holds and its key. Then describe_entity_set and
+    query_entity_set."""
     return EntitySetList(
         entity_sets=[
             EntitySetInfo(
@@ -91,7 +90,7 @@ def list_entity_sets(rt: ErpRuntime, args: ListEntitySetsArgs) -> EntitySetList:
 
 class DescribeArgs(StrictModel):
     entity_set: EntitySetName
-    """Entity set name from list_entity_sets, e.g. customer-transactions."""
+    """Entity set name, e.g. customer-transactions."""
 
 
 class FieldInfo(StrictModel):
@@ -119,8 +118,7 @@ _TYPE_NAMES = {str: "string", float: "number", int: "integer", bool: "boolean", 
 
 @erp_tool("generic", DescribeArgs, lookup=True)
 def describe_entity_set(rt: ErpRuntime, args: DescribeArgs) -> EntitySetDescription:
-    """The fields of one entity set (name, type, nullability, meaning), its key, its row count and
-    the filter operators query_entity_set accepts."""
+    """One entity set's fields (type, meaning), key, row count and filter operators."""
     es = _entity_set(args.entity_set)
     count = rt.row_count(es.table.__table__)
     return EntitySetDescription(
@@ -172,28 +170,25 @@ class Aggregate(StrictModel):
 
 class QueryArgs(StrictModel):
     entity_set: EntitySetName
-    """Entity set name from list_entity_sets, e.g. customer-transactions."""
+    """Entity set name, e.g. customer-transactions."""
     legal_entity: str | None = None
-    """Company code; omit for all legal entities."""
+    """Company code; omit for all."""
     filters: list[QueryFilter] = Field(default_factory=list, max_length=20)
     """All must hold (AND)."""
     select: list[Annotated[str, MaxLen(60)]] | None = Field(None, max_length=60)
-    """Fields to return (default all); url is always included. Ignored with aggregates."""
+    """Fields to return (default all)."""
     group_by: list[Annotated[str, MaxLen(60)]] | None = Field(None, max_length=3)
-    """Group rows by these fields (1-3); each item is then one group with its aggregates. Without
-    aggregates a group gets its row count."""
+    """1-3 fields to group by."""
     aggregates: list[Aggregate] | None = Field(None, max_length=10)
-    """Aggregates per group (or over all matching rows without group_by), named op_field (e.g.
-    sum_amount_acct) or count."""
+    """Aggregates per group (or over all rows)."""
     order_by: list[OrderBy] = Field(default_factory=list, max_length=5)
-    """Sort keys, in order; ties break on the key (or on the group fields)."""
+    """Sort keys, in order."""
     top: int = Field(50, ge=1, le=MAX_TOP)
-    """Most rows (or groups) to return (max 500)."""
+    """Most rows or groups, at most 500."""
     skip: int = Field(0, ge=0, le=MAX_SKIP)
-    """Rows (or groups) to skip, for paging; cursor is easier."""
+    """Rows or groups to skip."""
     cursor: str | None = Field(None, max_length=200)
-    """next_cursor of the previous result of the same query: continues after its last row
-    (skip is ignored)."""
+    """next_cursor of the previous result (same query)."""
     count_only: bool = False
     """Return only total_count."""
 
@@ -302,14 +297,10 @@ def _query_offset(args: QueryArgs) -> int:
 
 @erp_tool("generic", QueryArgs)
 def query_entity_set(rt: ErpRuntime, args: QueryArgs) -> QueryResult:
-    """Read rows of one entity set with structured filters ([{field, op, value}], AND-ed; ops eq,
-    ne, lt, le, gt, ge, in, contains, startswith), selected fields, order_by, top (max 500) and
-    skip or cursor; or aggregate them: group_by fields with aggregates count, sum, min, max (e.g.
-    invoiced amount per customer: entity_set customer-transactions, filters txn_type eq
-    sales_invoice, group_by [customer_account], aggregates [{op: sum, field: amount_acct}],
-    order_by [{field: sum_amount_acct, descending: true}], top 10). Every row carries its record
-    url. Fields are validated against the entity set (see describe_entity_set); there is no
-    free-form SQL."""
+    """Read or aggregate rows of one entity set: filters [{field, op, value}] (AND), select,
+    order_by, top, skip or cursor; group_by with aggregates [{op, field}] (count, sum, min,
+    max), results named op_field, e.g. sum_amount_acct. Fields as describe_entity_set lists
+    them; no SQL."""
     es = _entity_set(args.entity_set)
     table = es.table.__table__
     le = rt.check_legal_entity(args.legal_entity)

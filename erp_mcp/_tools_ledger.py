@@ -48,11 +48,11 @@ MAX_BUCKET_DAYS = 36_500
 
 class AgingArgs(StrictModel):
     party_type: PartyType = "customer"
-    """customer (accounts receivable) or vendor (accounts payable)."""
+    """AR or AP."""
     as_of: dt.date | None = None
-    """Aging date; default the ERP's today. Past dates reconstruct what was open then."""
+    """Aging date; default today."""
     legal_entity: str | None = None
-    """Company code; omit for all legal entities."""
+    """Company code; omit for all."""
     account: str | None = None
     """One party's account id (exact name also works)."""
     group_id: str | None = None
@@ -60,20 +60,19 @@ class AgingArgs(StrictModel):
     currency: str | None = None
     """Only transactions in this currency."""
     group_by: Literal["party", "group", "currency", "legal_entity"] = "party"
-    """One row per party, per party group, per transaction currency or per legal entity."""
+    """Row per party, group, currency or legal entity."""
     bucket_edges: list[Annotated[int, Field(ge=1, le=MAX_BUCKET_DAYS)]] = Field(
         default_factory=lambda: [30, 60, 90], min_length=1, max_length=10
     )
-    """Ascending day edges of the overdue buckets: the default [30, 60, 90] gives current, 1-30,
-    31-60, 61-90 and over 90 days past due; [30, 60, 90, 120] adds 91-120."""
+    """Ascending day edges of the overdue buckets, default [30, 60, 90]."""
     aging_basis: Literal["due_date", "txn_date"] = "due_date"
-    """Count days from the due date (transactions without one use their date) or the txn date."""
+    """Count days from the due date or the transaction date."""
     include_transactions: bool = False
-    """With ``account``: also list each open transaction with its bucket."""
+    """With account: list its open transactions."""
     sort_by: Literal["balance", "overdue", "key"] = "balance"
-    """Order rows by balance (largest first), by overdue amount, or by their key."""
+    """Row order."""
     limit: int = Field(100, ge=1, le=1000)
-    """Most rows to return (totals always cover every row)."""
+    """Most rows (totals cover all)."""
 
     @field_validator("bucket_edges")
     @classmethod
@@ -162,13 +161,7 @@ class AgingReport(StrictModel):
 
 @erp_tool("finance", AgingArgs)
 def get_aging(rt: ErpRuntime, args: AgingArgs) -> AgingReport:
-    """Open balances and aging (aged balance) as of a date, for customers (AR) or vendors (AP).
-    Buckets count days past due (current, 1-30, 31-60, ... configurable with bucket_edges). Scope to
-    one account, a party group, a currency, one legal entity or all legal entities; group rows by
-    party, group, currency or legal entity. Amounts in the transaction currency and the accounting
-    currency, with totals. Use it for "aged balance", "how much does X owe", "overdue amount",
-    "outstanding balance as of <date>" questions; set include_transactions to see the open invoices
-    behind a party's balance."""
+    """Open balances and aging as of a date (AR or AP), with totals; buckets by bucket_edges."""
     ledger = LEDGERS[args.party_type]
     t, p = ledger.txn, ledger.party
     as_of = args.as_of or rt.today
@@ -463,14 +456,13 @@ TxnType = Literal[
 
 class TransactionArgs(PageArgs):
     account: str | None = None
-    """Party account id (exact name also works); omit for all parties."""
+    """Account id or exact name; omit for all."""
     legal_entity: str | None = None
-    """Company code; omit for all legal entities."""
+    """Company code; omit for all."""
     txn_type: list[TxnType] | None = Field(None, max_length=7)
-    """Only these types. Customers: sales_invoice, free_text_invoice, payment, credit_note,
-    adjustment. Vendors: invoice, payment, credit_note, debit_note, adjustment."""
+    """Only these types."""
     status: Literal["open", "closed", "any"] = "any"
-    """open: still has an open amount today; closed: fully settled."""
+    """open: still open today; closed: settled."""
     date_from: dt.date | None = None
     """Transaction date on or after."""
     date_to: dt.date | None = None
@@ -480,22 +472,21 @@ class TransactionArgs(PageArgs):
     due_to: dt.date | None = None
     """Due date on or before."""
     min_amount: float | None = Field(None, ge=0)
-    """Absolute transaction amount (transaction currency) at least this."""
+    """Least absolute amount."""
     max_amount: float | None = Field(None, ge=0)
-    """Absolute transaction amount at most this."""
+    """Most absolute amount."""
     currency: str | None = None
     """Only this transaction currency."""
     overdue_as_of: dt.date | None = None
-    """Only transactions open today whose due date is before this date."""
+    """Open today and due before this date."""
     document_number: str | None = None
-    """Exact invoice / payment / credit-note number, or voucher."""
+    """Exact document number or voucher."""
     sort_by: Literal["txn_date", "due_date", "amount", "open_amount", "voucher", "account"] = (
         "txn_date"
     )
-    """Order rows by transaction date, due date, absolute amount, open amount, voucher or account
-    (ties break on voucher)."""
+    """Row order."""
     descending: bool = True
-    """Newest / largest first by default."""
+    """Newest / largest first."""
 
 
 def _transaction_output(name: str, table):
@@ -641,11 +632,8 @@ _TXN_TYPES = {
 
 @erp_tool("finance", TransactionArgs)
 def list_customer_transactions(rt: ErpRuntime, args: TransactionArgs) -> CustomerTransactionPage:
-    """Customer (AR) ledger transactions: invoices, payments, credit notes and adjustments with
-    their amounts, open amounts, due dates, cash-discount dates and settlement status. Filter by
-    customer, legal entity, type, open/closed status, transaction and due-date ranges, amount range,
-    currency, overdue as of a date, or document number; sort and page. Totals cover all matching
-    rows. Use it for invoicing history, payment history, credit notes, open or overdue invoices."""
+    """Customer (AR) ledger transactions with amounts, open amounts and dates; totals over all
+    matches."""
     return _list_transactions(
         rt, "customer", args, CustomerTransactionItem, CustomerTransactionPage
     )
@@ -653,11 +641,8 @@ def list_customer_transactions(rt: ErpRuntime, args: TransactionArgs) -> Custome
 
 @erp_tool("finance", TransactionArgs)
 def list_vendor_transactions(rt: ErpRuntime, args: TransactionArgs) -> VendorTransactionPage:
-    """Vendor (AP) ledger transactions: posted vendor invoices, payments, credit and debit notes and
-    adjustments with amounts, open amounts and due dates. Filter by vendor, legal entity, type,
-    open/closed status, transaction and due-date ranges, amount range, currency, overdue as of a
-    date, or document number; sort and page. Totals cover all matching rows. Use it for AP invoice
-    history, vendor payments and what is still owed."""
+    """Vendor (AP) ledger transactions with amounts, open amounts and dates; totals over all
+    matches."""
     return _list_transactions(rt, "vendor", args, VendorTransactionItem, VendorTransactionPage)
 
 
@@ -672,8 +657,7 @@ class SettlementArgs(PageArgs):
     """Party account id; omit for all."""
     legal_entity: str | None = None
     voucher: str | None = None
-    """A transaction voucher: settlements where it is the settled invoice or the applied
-    payment/note."""
+    """A voucher on either side."""
     date_from: dt.date | None = None
     """Settled on or after."""
     date_to: dt.date | None = None
@@ -711,10 +695,7 @@ class SettlementPage(PageInfo):
 
 @erp_tool("finance", SettlementArgs)
 def list_settlements(rt: ErpRuntime, args: SettlementArgs) -> SettlementPage:
-    """Settlements: which payment or credit/debit note was applied to which invoice, when, for how
-    much and with what cash discount. Filter by party type, account, legal entity, a voucher on
-    either side, and settlement date range. Use it for "when was invoice X paid", "which invoices
-    did payment Y settle", and payment-history questions."""
+    """Settlements: which payment or note settled which invoice, when, how much, any discount."""
     ledger = LEDGERS[args.party_type]
     st, t = ledger.settlement, ledger.txn
     check_range("date_from/date_to", args.date_from, args.date_to)
@@ -843,9 +824,7 @@ class DisputePage(PageInfo):
 
 @erp_tool("finance", DisputeArgs)
 def list_disputes(rt: ErpRuntime, args: DisputeArgs) -> DisputePage:
-    """Customer disputes and deductions: disputed invoices and short payments with reason, amount,
-    opened date and status (open or resolved). Filter by customer, legal entity, kind, status and
-    opened-date range."""
+    """Customer disputes and deductions with reason, amount, opened date and status."""
     d = s.CustomerDispute.__table__
     check_range("opened_from/opened_to", args.opened_from, args.opened_to)
     le = rt.check_legal_entity(args.legal_entity)
@@ -894,10 +873,9 @@ class CashDiscountArgs(PageArgs):
     as_of: dt.date | None = None
     """Reference date; default the ERP's today."""
     expiring_within_days: int | None = Field(None, ge=0, le=366)
-    """Only open invoices whose discount date falls in [as_of, as_of + N days]."""
+    """Discount date within N days of as_of."""
     state: Literal["available", "expired", "taken", "missed", "any"] = "any"
-    """available: open and the discount date is on or after as_of; expired: still open and past it;
-    taken: settled with a discount; missed: fully settled without taking the discount."""
+    """available: open, date not passed; expired: open, passed; taken; missed."""
 
 
 class CashDiscountItem(StrictModel):
@@ -931,10 +909,7 @@ class CashDiscountPage(PageInfo):
 
 @erp_tool("finance", CashDiscountArgs)
 def list_cash_discounts(rt: ErpRuntime, args: CashDiscountArgs) -> CashDiscountPage:
-    """Invoices that carry a cash discount (e.g. 2% if paid within 10 days): discount date and
-    amount, whether it is still available, expiring within N days of a date, was taken or was
-    missed. Covers customer and vendor invoices. Use it for "which discounts expire this week",
-    "discounts missed", "how much discount can we still take"."""
+    """Invoices with a cash discount: date, amount, available, expiring, taken or missed."""
     as_of = args.as_of or rt.today
     le = rt.check_legal_entity(args.legal_entity)
     sides = ["customer", "vendor"] if args.party_type == "any" else [args.party_type]

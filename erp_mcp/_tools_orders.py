@@ -88,7 +88,7 @@ def _like_safe(text: str) -> str:
 
 class SalesOrderListArgs(PageArgs):
     account: str | None = None
-    """Customer account id (exact name also works)."""
+    """Customer account id or exact name."""
     legal_entity: str | None = None
     status: list[Literal["open", "delivered", "invoiced", "canceled"]] | None = None
     """Only these order statuses."""
@@ -114,10 +114,7 @@ class SalesOrderPage(PageInfo):
 
 @erp_tool("finance", SalesOrderListArgs)
 def list_sales_orders(rt: ErpRuntime, args: SalesOrderListArgs) -> SalesOrderPage:
-    """Sales and return orders with status (open, delivered, invoiced, canceled), release status,
-    do-not-process flag, sales taker, order and requested ship dates and totals. Filter by customer,
-    legal entity, status, order type, date range and minimum amount. Use get_sales_order for lines.
-    """
+    """Sales and return orders with status, dates and totals."""
     check_range("date_from/date_to", args.date_from, args.date_to)
     le, account = _le_party(rt, "customer", args.account, args.legal_entity)
     clauses = []
@@ -180,8 +177,7 @@ class SalesOrderDetails(StrictModel):
 
 @erp_tool("finance", GetSalesOrderArgs, lookup=True)
 def get_sales_order(rt: ErpRuntime, args: GetSalesOrderArgs) -> SalesOrderDetails:
-    """One sales order with its lines (item, quantity, unit price, amount, line status) and the
-    invoices posted from it."""
+    """One sales order with its lines and the invoices posted from it."""
     with rt.engine.connect() as conn:
         row = _find_document(rt, conn, s.SalesOrder, "sales_id", args.sales_id, args.legal_entity,
                              "sales order")  # fmt: skip
@@ -212,7 +208,7 @@ def get_sales_order(rt: ErpRuntime, args: GetSalesOrderArgs) -> SalesOrderDetail
 
 class PurchaseOrderListArgs(PageArgs):
     account: str | None = None
-    """Vendor account id (exact name also works)."""
+    """Vendor account id or exact name."""
     legal_entity: str | None = None
     status: list[Literal["open", "received", "invoiced", "canceled"]] | None = None
     date_from: dt.date | None = None
@@ -234,9 +230,7 @@ class PurchaseOrderPage(PageInfo):
 
 @erp_tool("finance", PurchaseOrderListArgs)
 def list_purchase_orders(rt: ErpRuntime, args: PurchaseOrderListArgs) -> PurchaseOrderPage:
-    """Purchase orders with status (open, received, invoiced, canceled), buyer, order date and
-    total. Filter by vendor, legal entity, status and date range. Use get_purchase_order for lines
-    and receipts."""
+    """Purchase orders with status, buyer, date and total."""
     check_range("date_from/date_to", args.date_from, args.date_to)
     le, account = _le_party(rt, "vendor", args.account, args.legal_entity)
     clauses = []
@@ -297,8 +291,7 @@ class PurchaseOrderDetails(StrictModel):
 
 @erp_tool("finance", GetPurchaseOrderArgs, lookup=True)
 def get_purchase_order(rt: ErpRuntime, args: GetPurchaseOrderArgs) -> PurchaseOrderDetails:
-    """One purchase order with its lines (ordered, received and invoiced quantities, unit price,
-    amount), its product receipts and the vendor invoices that reference it."""
+    """One purchase order with lines, receipts and invoices."""
     with rt.engine.connect() as conn:
         row = _find_document(rt, conn, s.PurchaseOrder, "po_number", args.po_number,
                              args.legal_entity, "purchase order")  # fmt: skip
@@ -338,10 +331,10 @@ def _po_lines(conn, le: str, po_number: str) -> tuple[list, list]:
 
 class VendorInvoiceListArgs(PageArgs):
     account: str | None = None
-    """Vendor account id (exact name also works)."""
+    """Vendor account id or exact name."""
     legal_entity: str | None = None
     status: list[Literal["unposted", "pending_approval", "approved", "posted"]] | None = None
-    """Life-cycle status: unposted (in the invoice register), pending_approval, approved, posted."""
+    """Life-cycle status."""
     match_status: Literal["matched", "failed", "not_required", "any"] = "any"
     """Three-way match result."""
     date_from: dt.date | None = None
@@ -369,10 +362,7 @@ class VendorInvoicePage(PageInfo):
 
 @erp_tool("finance", VendorInvoiceListArgs)
 def list_vendor_invoices(rt: ErpRuntime, args: VendorInvoiceListArgs) -> VendorInvoicePage:
-    """The vendor invoice register across its life cycle: unposted, pending approval, approved and
-    posted invoices with approver, PO number, three-way match status and failure reason. Filter by
-    vendor, legal entity, status, match status, invoice and due-date ranges, approver or PO. Use
-    get_vendor_invoice for the match detail."""
+    """Vendor invoice register with approver, PO and three-way match status."""
     check_range("date_from/date_to", args.date_from, args.date_to)
     check_range("due_from/due_to", args.due_from, args.due_to)
     le, account = _le_party(rt, "vendor", args.account, args.legal_entity)
@@ -440,7 +430,7 @@ def _vendor_invoice_item(rt: ErpRuntime, r) -> VendorInvoiceItem:
 
 class GetVendorInvoiceArgs(StrictModel):
     invoice_id: str = Field(min_length=1, max_length=60)
-    """Internal invoice id (e.g. VI-000001) or the vendor's own invoice number."""
+    """Invoice id (VI-000001) or the vendor's number."""
     legal_entity: str | None = None
 
 
@@ -484,10 +474,7 @@ class VendorInvoiceDetails(StrictModel):
 
 @erp_tool("finance", GetVendorInvoiceArgs, lookup=True)
 def get_vendor_invoice(rt: ErpRuntime, args: GetVendorInvoiceArgs) -> VendorInvoiceDetails:
-    """One vendor invoice with its approval status and the three-way match detail: for each line of
-    the purchase order, ordered vs received (product receipts) vs invoiced quantities and amounts,
-    the received value vs the invoice amount, and the ERP's recorded match status and failure
-    reason. Also the posted ledger transaction when there is one."""
+    """One vendor invoice with approval and three-way match detail."""
     key = args.invoice_id.strip()
     le = rt.check_legal_entity(args.legal_entity)
     with rt.engine.connect() as conn:
@@ -595,9 +582,8 @@ class PaymentJournalPage(PageInfo):
 
 @erp_tool("finance", PaymentJournalListArgs)
 def list_payment_journals(rt: ErpRuntime, args: PaymentJournalListArgs) -> PaymentJournalPage:
-    """Vendor payment journals and payment proposals: status (open or posted), source (manual or
-    proposal), method of payment, currency, total and line count. Filter by legal entity, status,
-    source, method, a vendor paid in it, and created-date range."""
+    """Vendor payment journals and proposals: status, source, method of payment, currency, total,
+    line count."""
     check_range("date_from/date_to", args.date_from, args.date_to)
     le, account = _le_party(rt, "vendor", args.account, args.legal_entity)
     clauses = []
@@ -661,8 +647,7 @@ class PaymentJournalDetails(StrictModel):
 
 @erp_tool("finance", GetPaymentJournalArgs, lookup=True)
 def get_payment_journal(rt: ErpRuntime, args: GetPaymentJournalArgs) -> PaymentJournalDetails:
-    """One vendor payment journal (or payment proposal) with its lines: vendor, invoice paid,
-    payment date, amount, and the totals per currency."""
+    """One vendor payment journal or proposal with its lines and totals per currency."""
     with rt.engine.connect() as conn:
         row = _find_document(rt, conn, s.PaymentJournal, "journal_id", args.journal_id,
                              args.legal_entity, "payment journal")  # fmt: skip
@@ -700,12 +685,12 @@ def get_payment_journal(rt: ErpRuntime, args: GetPaymentJournalArgs) -> PaymentJ
 
 class VendorSpendArgs(StrictModel):
     legal_entity: str | None = None
-    """Company code; omit for all legal entities (amounts stay per accounting currency)."""
+    """Company code; omit for all."""
     account: str | None = None
-    """One vendor (exact name also works); omit for the top vendors of each legal entity."""
+    """One vendor; omit for the top vendors."""
     fiscal_year: int | None = Field(None, ge=1990, le=2100)
-    """Fiscal year, named by the calendar year it starts in; default: every year for one vendor, the
-    current fiscal year for the top list."""
+    """Fiscal year (the year it starts in); default: all for one vendor, the current one for the
+    top list."""
     top_n: int = Field(10, ge=1, le=100)
     """How many vendors in the top list."""
 
@@ -750,10 +735,8 @@ def fiscal_year_of(start_month: int, day: dt.date) -> int:
 
 @erp_tool("finance", VendorSpendArgs)
 def get_vendor_spend(rt: ErpRuntime, args: VendorSpendArgs) -> VendorSpend:
-    """Vendor spend per fiscal year: posted vendor invoices minus credit/debit notes, in the
-    accounting currency, for one vendor (every fiscal year, or one) or the top N vendors of a fiscal
-    year. Fiscal years follow each legal entity's start month (erp_info) and are named by the
-    calendar year they start in; each row gives the exact start and end dates."""
+    """Vendor spend per fiscal year (accounting currency): one vendor, or the top N of a year.
+    Fiscal years are named by the year they start in."""
     le, account = _le_party(rt, "vendor", args.account, args.legal_entity)
     les = [le] if le else list(rt.legal_entities)
     rows: list[VendorSpendRow] = []

@@ -67,11 +67,8 @@ class ErpInfo(StrictModel):
 
 @erp_tool("finance", ErpInfoArgs, lookup=True)
 def erp_info(rt: ErpRuntime, args: ErpInfoArgs) -> ErpInfo:
-    """ERP facts: today's date in the ERP (the default as-of date for every question that does not
-    give one), the legal entities (company codes such as USMF) with their accounting currencies and
-    fiscal years, the default legal entity (meant when a question names none), the currencies,
-    and the snapshot hash. Call it first when a question depends on "today" or on which
-    companies exist."""
+    """ERP facts: today (the default as-of date), legal entities, currencies, snapshot. Call it
+    first."""
     counts = rt.party_counts
     codes = list(rt.legal_entities)
     default = min(codes, key=lambda c: (-counts.get((c, "customer"), 0), c)) if codes else None
@@ -105,12 +102,11 @@ def erp_info(rt: ErpRuntime, args: ErpInfoArgs) -> ErpInfo:
 
 class SearchPartiesArgs(StrictModel):
     query: str = Field(min_length=1, max_length=200)
-    """A name, partial name, misspelled name or account id, e.g. "Forest Whole sale" or SYNCUS-0001.
-    """
+    """Name, partial or misspelled name, or account id."""
     party_type: Literal["customer", "vendor", "any"] = "any"
     """Search customers, vendors or both."""
     legal_entity: str | None = None
-    """Restrict to one legal entity (company code); omit to search all of them."""
+    """Company code; omit for all."""
     limit: int = Field(10, ge=1, le=50)
     """Most candidates to return."""
     min_score: float = Field(60.0, ge=0, le=100)
@@ -142,10 +138,8 @@ class PartyMatches(StrictModel):
 
 @erp_tool("finance", SearchPartiesArgs, lookup=True)
 def search_parties(rt: ErpRuntime, args: SearchPartiesArgs) -> PartyMatches:
-    """Find customers and vendors by name, partial name, account id or a misspelling, across legal
-    entities. Returns ranked candidates with match scores (100 = exact). Use it before any other
-    party tool whenever the question names a party rather than giving its account id; if the best
-    candidates tie (same name in two legal entities) report or ask about each."""
+    """Find customers and vendors by (partial, misspelled) name or account id. Use it first when a
+    question names a party."""
     le = rt.check_legal_entity(args.legal_entity)
     found = rt.parties.search(
         args.query,
@@ -178,10 +172,9 @@ def search_parties(rt: ErpRuntime, args: SearchPartiesArgs) -> PartyMatches:
 
 class GetPartyArgs(StrictModel):
     account: str = Field(min_length=1, max_length=100)
-    """Account id, e.g. SYNCUS-0001 (an exact name also works; use search_parties for anything
-    fuzzier)."""
+    """Account id (or exact name)."""
     legal_entity: str | None = None
-    """Company code; needed when the account exists in several legal entities."""
+    """Company code, when the account is in several."""
 
 
 class PartyBalance(StrictModel):
@@ -320,10 +313,7 @@ def _terms(rt: ErpRuntime, conn: Connection, le: str, terms_id: str | None):
 
 @erp_tool("finance", GetPartyArgs, lookup=True)
 def get_customer(rt: ErpRuntime, args: GetPartyArgs) -> CustomerDetails:
-    """One customer's master data: payment terms (with any cash discount), credit limit and credit
-    rating, credit hold, contact, address, customer group (with its name), collections pool and
-    agent, method of payment, plus its open balance, overdue amount and available credit as of the
-    ERP's today. Unknown accounts give an error listing the closest matches."""
+    """One customer's master data, credit limit, balance, overdue and available credit."""
     le, account = rt.resolve_party("customer", args.account, args.legal_entity)
     with rt.engine.connect() as conn:
         row = first_where(conn, s.Customer, legal_entity=le, account=account)
@@ -364,10 +354,7 @@ def get_customer(rt: ErpRuntime, args: GetPartyArgs) -> CustomerDetails:
 
 @erp_tool("finance", GetPartyArgs, lookup=True)
 def get_vendor(rt: ErpRuntime, args: GetPartyArgs) -> VendorDetails:
-    """One vendor's master data: payment terms (with any cash discount), method of payment (with the
-    account its payments post to), payment hold and its reason, contact, address, vendor group (with
-    its name), plus its open balance and overdue amount as of the ERP's today. Unknown accounts give
-    an error listing the closest matches."""
+    """One vendor's master data, payment hold, balance and overdue."""
     le, account = rt.resolve_party("vendor", args.account, args.legal_entity)
     with rt.engine.connect() as conn:
         row = first_where(conn, s.Vendor, legal_entity=le, account=account)
@@ -425,7 +412,7 @@ class ReferenceArgs(StrictModel):
     kind: ReferenceKind
     """Which reference table to list."""
     legal_entity: str | None = None
-    """Company code; omit for all legal entities (ignored for currencies, exchange rates)."""
+    """Company code; omit for all."""
     party_type: Literal["customer", "vendor"] | None = None
     """methods_of_payment only: customer or vendor methods."""
     from_currency: str | None = None
@@ -451,11 +438,8 @@ class ReferenceData(StrictModel):
 
 @erp_tool("finance", ReferenceArgs, lookup=True)
 def list_reference_data(rt: ErpRuntime, args: ReferenceArgs) -> ReferenceData:
-    """Reference and setup data: payment terms (net days, cash-discount code), methods of payment
-    (with the ledger or bank account their payments post to), customer and vendor groups,
-    collections pools and agents, cash-discount codes, currencies, exchange rates (filter by
-    currencies and dates; rate converts one from_currency unit into to_currency) and legal entities.
-    """
+    """Setup data: terms, payment methods, groups, collections pools and agents, discount codes,
+    currencies, exchange rates, legal entities."""
     table, order = _REFERENCE_TABLES[args.kind]
     t = table.__table__
     clauses = []

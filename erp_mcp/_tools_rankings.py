@@ -24,18 +24,15 @@ INVOICE_TYPES = {
 
 class RankArgs(StrictModel):
     party_type: Literal["customer", "vendor"] = "customer"
-    """customer (accounts receivable) or vendor (accounts payable)."""
+    """AR or AP."""
     measure: Literal["invoiced", "paid", "open"] = "invoiced"
-    """invoiced: sum of invoices dated in the period; paid: sum of payments dated in the period;
-    open: what is still open today on transactions dated in the period (the balance when no
-    period is given). All in the legal entity's accounting currency."""
+    """invoiced or paid in the period, or open today on transactions of the period."""
     date_from: dt.date | None = None
-    """Transactions dated on or after this date (YYYY-MM-DD); omit for no lower bound."""
+    """On or after."""
     date_to: dt.date | None = None
-    """Transactions dated on or before this date (YYYY-MM-DD); omit for up to today."""
+    """On or before; default today."""
     legal_entity: str | None = None
-    """Company code; omit to rank within every legal entity (amounts stay per accounting
-    currency, so parties of different legal entities are never compared)."""
+    """Company code; omit to rank within each."""
     top_n: int = Field(10, ge=1, le=100)
     """How many parties per legal entity."""
     ascending: bool = False
@@ -73,9 +70,7 @@ class PartyRanking(StrictModel):
 
 @erp_tool("finance", RankArgs)
 def rank_parties(rt: ErpRuntime, args: RankArgs) -> PartyRanking:
-    """Rank customers or vendors by invoiced, paid or open amount in a period (accounting
-    currency, top_n per legal entity), e.g. "which customer has the highest total invoiced amount
-    in 2025" or "the vendors we paid most last quarter". Totals cover every party."""
+    """Rank parties by invoiced, paid or open amount in a period (top_n per legal entity)."""
     check_range("date_from/date_to", args.date_from, args.date_to)
     le = rt.check_legal_entity(args.legal_entity)
     les = [le] if le else list(rt.legal_entities)

@@ -109,6 +109,11 @@ def select_tools(patterns: Sequence[str], offered: Sequence[str]) -> list[str]:
         if plain and pattern not in offered:
             world = pattern.startswith(WORLD_PREFIX)
             same_server = [n for n in offered if n.startswith(WORLD_PREFIX) == world]
+            if world and not same_server:
+                raise ToolChoiceError(
+                    f"{pattern!r}: the run serves no research world (its questions need none, "
+                    "or --research is not world)"
+                )
             raise ToolChoiceError(
                 f"{pattern!r} is not offered by the run's "
                 f"{'research world' if world else 'ERP'} server (it offers "

@@ -91,7 +91,7 @@ class SearchArgs(StrictModel):
     """Words to look for, e.g. "Lynch Hardware fiscal 2025 revenue" (BM25 ranking; all words
     first, then any of the rarer ones)."""
     k: int = Field(5, ge=1, le=MAX_K)
-    """How many results (1-10)."""
+    """At most 10."""
     company: str | None = Field(None, max_length=100)
     """Only documents about this company: a name (misspellings resolve), ticker or company id."""
     source_type: SourceType | None = None

@@ -329,8 +329,11 @@ async def test_tool_catalogue_is_stable_typed_and_read_only(client):
     for tool in tools:
         assert tool.annotations.read_only_hint is True, tool.name
         assert tool.output_schema and tool.output_schema.get("type") == "object", tool.name
-        assert tool.input_schema.get("additionalProperties") is False, tool.name
-        assert len(tool.description or "") > 80, tool.name
+        assert "additionalProperties" not in tool.input_schema, tool.name  # lean; see below
+        assert 30 < len(tool.description or "") <= 300, tool.name  # what a model needs, no more
+        refused = await client.call_tool(tool.name, {"bogus": 1}, raise_on_error=False)
+        assert refused.is_error, tool.name  # an unknown argument is still refused, by name
+        assert "bogus: unknown argument" in refused.content[0].text, tool.name
 
 
 async def test_listed_schemas_are_self_contained_and_inlined_once_per_tool(erp_db_url):

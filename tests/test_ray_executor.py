@@ -301,6 +301,33 @@ def test_scripted_on_ray_writes_the_same_records_as_local(
 
 
 @RAY_CLUSTER
+def test_ray_workers_offer_the_run_s_tools(ray_driver, erp_server, tmp_path: Path) -> None:
+    """``--tools`` reaches the agents on the workers as it reaches local ones (``env.tools``)."""
+    dataset = write_dataset(
+        tmp_path / "ds.yaml", SCRIPTED_QUESTIONS, snapshot_of(erp_server.db_url)
+    )
+    summary = run(
+        RunConfig(
+            dataset=dataset,
+            harness="tests.test_runner_plugins:EnvToolsAgent",
+            erp_db=erp_server.db_url,
+            out=tmp_path / "ray",
+            progress=False,
+            executor="ray",
+            concurrency=2,
+            tools=["get_*", "erp_info"],
+        ),
+        log=lambda _: None,
+    )
+    records = read_trajectories(tmp_path / "ray" / TRAJECTORIES_FILE)
+    manifest = RunManifest.model_validate_json((summary.run_dir / MANIFEST_FILE).read_text())
+    assert records and manifest.tools and manifest.tools[0] == "erp_info"
+    for record in records:
+        assert record.extra["tools"] == manifest.tools
+        assert "query_entity_set" in record.extra["withheld_tools"]
+
+
+@RAY_CLUSTER
 def test_killed_worker_is_an_infrastructure_failure_and_reruns(
     ray_driver, erp_server, tmp_path: Path
 ) -> None:

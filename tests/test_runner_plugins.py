@@ -42,6 +42,23 @@ class InstantHarness:
         return None
 
 
+class EnvToolsAgent:
+    """A plug-in that answers with the tools its environment offers (``env.tools``)."""
+
+    name = "env-tools"
+
+    def __init__(self, options: HarnessOptions) -> None:
+        self.model = "env-tools-model"
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        draft.extra["tools"] = list(env.tools) if env.tools is not None else None
+        draft.extra["withheld_tools"] = list(env.withheld_tools)
+        return AgentOutcome(answer="tools: " + ",".join(env.tools or ["(all)"]))
+
+    async def aclose(self) -> None:
+        return None
+
+
 class PacedHarness(InstantHarness):
     """Takes ``delay`` seconds (``--harness-opt delay=0.3``) per question."""
 

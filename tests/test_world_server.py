@@ -47,8 +47,12 @@ async def test_the_tools_are_read_only_typed_and_share_the_erps_machinery(client
     assert set(tools) == {"world_info", "search", "fetch", "company", "prices", "ping"}
     for tool in tools.values():
         assert tool.annotations.read_only_hint is True
-        assert tool.output_schema and tool.input_schema.get("additionalProperties") is False
-    assert tools["search"].input_schema["properties"]["k"]["maximum"] == 10
+        assert tool.output_schema and tool.input_schema.get("type") == "object"
+        assert "anyOf" not in json.dumps(tool.input_schema), tool.name  # lean: plain nullables
+    k = tools["search"].input_schema["properties"]["k"]
+    assert "maximum" not in k and "10" in k["description"]  # the bound, stated once in words
+    refused = await client.call_tool("search", {"query": "revenue", "k": 11}, raise_on_error=False)
+    assert refused.is_error and "k:" in refused.content[0].text  # and enforced by the server
 
 
 async def test_world_info_names_today_world_and_links(client: Client, world: Path) -> None:

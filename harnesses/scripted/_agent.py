@@ -205,8 +205,8 @@ class ScriptedAgent:
     )
 
     ERP_TOOLS = (
-        "erp_info", "search_parties", "get_customer", "list_reference_data", "get_aging",
-        "list_customer_transactions", "list_vendor_transactions", "list_settlements",
+        "erp_info", "search_parties", "get_customer", "get_vendor", "list_reference_data",
+        "get_aging", "list_customer_transactions", "list_vendor_transactions", "list_settlements",
         "list_disputes", "list_cash_discounts", "list_sales_orders", "list_purchase_orders",
         "list_vendor_invoices", "list_payment_journals", "get_payment_journal",
         "get_vendor_spend", "list_collection_letters", "list_collection_activities",
