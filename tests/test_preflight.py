@@ -88,7 +88,7 @@ def free_port() -> int:
 def test_a_prompt_over_the_llama_cpp_context_is_one_line_with_both_numbers(
     dataset, erp_server, tmp_path
 ) -> None:
-    traits = ServerTraits(flavor="llama.cpp", models=(MODEL,), context_tokens=8192)
+    traits = ServerTraits(flavor="llama.cpp", models=(MODEL,), context_tokens=3000)
     with serve_openai([Turn(text="never asked")], traits=traits) as fake:
         line = refused(config(dataset, erp_server, tmp_path / "run", base_url=fake.base_url))
         assert not fake.requests, "no question was put to the model"
@@ -96,7 +96,7 @@ def test_a_prompt_over_the_llama_cpp_context_is_one_line_with_both_numbers(
     assert tokenized, "counted by the server's own tokenizer"
     prompt = fake_tokens(tokenized[0].body["content"])
     assert f"({prompt:,} tokens" in line
-    assert "(8,192 tokens, from GET /v1/models meta.n_ctx)" in line
+    assert "(3,000 tokens, from GET /v1/models meta.n_ctx)" in line
     assert "--tools" in line and MODEL in line
 
 
@@ -218,18 +218,18 @@ def refused_after_start(cfg: RunConfig) -> str:
 def test_a_slow_prefill_raises_the_stall_bound_instead_of_calling_it_silent(
     dataset, erp_server, tmp_path
 ) -> None:
-    """A CPU server reading the prompt at 3,000 tokens a second needs several seconds before its
+    """A CPU server reading the prompt at 1,000 tokens a second needs several seconds before its
     first byte: over the default stall bound of this budget, inside the measured one."""
     traits = ServerTraits(
-        flavor="llama.cpp", models=(MODEL,), context_tokens=10**6, prefill_tokens_per_s=3000.0
+        flavor="llama.cpp", models=(MODEL,), context_tokens=10**6, prefill_tokens_per_s=1000.0
     )
     with serve_openai([Turn(text="Credit limit USD 50,000.")] * 2, traits=traits) as fake:
         cfg = config(dataset, erp_server, tmp_path / "run", base_url=fake.base_url, timeout=16.0)
         run(cfg.model_copy(update={"ids": ["pf-credit"]}), log=lambda _: None)
     seen = manifest(tmp_path / "run").model_endpoint
     assert seen is not None and seen.prefill_tokens_per_s is not None
-    assert 1000.0 < seen.prefill_tokens_per_s <= 3000.0, "the probe's rate, overhead included"
-    reading = seen.prompt_tokens / 3000.0
+    assert 500.0 < seen.prefill_tokens_per_s <= 1000.0, "the probe's rate, overhead included"
+    reading = seen.prompt_tokens / 1000.0
     assert reading > 4.0, "the prompt takes longer to read than the default bound (4 s)"
     assert seen.stall_bound_s >= 3 * reading
     (record,) = records(tmp_path / "run")
