@@ -14,6 +14,7 @@ round trip under a ``--tools`` set that fits, and a record whose tokens are the 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import pytest
 from harnesses import run as cli
 from harnesses._runner import MANIFEST_FILE, TRAJECTORIES_FILE, RunConfig, run
 from harnesses.records import ModelEvent, RunManifest, TrajectoryRecord
+from tests.fakes.openai_server import ServerTraits, Turn, serve_openai
 from tests.test_runner_plugins import question, snapshot_of, write_dataset
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -146,3 +148,34 @@ def test_a_real_round_trip_records_the_servers_usage(
     assert record.status.value in ("ok", "max_turns", "timeout"), record.termination
     if record.status.value == "ok":
         assert record.answer.strip() or record.termination.reason.value == "empty_answer"
+
+
+@pytest.mark.parametrize(("reply", "exit_code"), [("", 1), ("The credit limit is USD 5,000.", 0)])
+def test_the_smoke_script_fails_when_no_model_answered(reply, exit_code, tmp_path) -> None:
+    """scripts/real-model-smoke against a llama.cpp-like server without the Responses API: the
+    openai harness is skipped with the pre-flight's line; a model that answers nothing is exit 1."""
+    traits = ServerTraits(
+        flavor="llama.cpp", models=(MODEL,), context_tokens=10**6, wires=frozenset({"chat"})
+    )
+    with serve_openai(lambda request: Turn(text=reply), api_key=None, traits=traits) as fake:
+        env = dict(os.environ, OPENAI_API_KEY="local", REAL_MODEL_SMOKE_OUT=str(tmp_path))
+        done = subprocess.run(
+            ["bash", str(ROOT / "scripts/real-model-smoke"), fake.base_url, MODEL],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+    assert done.returncode == exit_code, done.stdout + done.stderr
+    assert "openai: skipped, the server at" in done.stdout and "--harness custom" in done.stdout
+    for task in ("obligations", "entity_performance"):
+        manifest = RunManifest.model_validate_json(
+            (tmp_path / f"custom-{task}" / MANIFEST_FILE).read_text()
+        )
+        assert manifest.model_endpoint is not None
+        assert manifest.model_endpoint.server == "llama.cpp"
+        assert (tmp_path / f"custom-{task}" / "scores" / "rules.jsonl").is_file()
+    answered = "5/5 answered" if exit_code == 0 else "0/5 answered"
+    assert done.stdout.count(answered) == 2
+    if exit_code:
+        assert "no model answered" in done.stderr
