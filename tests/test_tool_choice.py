@@ -372,3 +372,19 @@ def test_the_default_research_tools_fit_their_token_budget() -> None:
     assert per_set["all"]["tools"] == len(figures["per_tool"]) == len(catalogue())
     for harness in ("custom", "custom-anthropic", "openai", "claude"):
         assert per_set["finance"][harness] < per_set["finance+world"][harness], harness
+
+
+async def test_the_erp_facts_are_a_resource_whatever_the_toolset(
+    erp_server: RunningServer, generic_erp: RunningServer
+) -> None:
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    async with Client(StreamableHttpTransport(generic_erp.url)) as client:
+        assert "erp_info" not in {t.name for t in await client.list_tools()}
+        (contents,) = await client.read_resource("erp://info")
+    async with Client(StreamableHttpTransport(erp_server.url)) as client:
+        tool = (await client.call_tool("erp_info", {})).structured_content
+    facts = json.loads(contents.text)
+    assert facts.pop("record_url_pattern").startswith(generic_erp.base_url)  # its own links
+    assert facts == {k: v for k, v in tool.items() if k != "record_url_pattern"}
