@@ -113,7 +113,7 @@ def test_a_prompt_that_fits_runs_and_the_manifest_says_what_was_seen(
     assert (seen.context_tokens, seen.context_source) == (200_000, "GET /v1/models max_model_len")
     assert seen.prompt_tokens_source == "server tokenizer" and seen.prompt_tokens > 1000
     assert seen.served_models == [MODEL] and seen.tool_count > 5
-    assert seen.duration_s < 2.0 and seen.first_byte_s < seen.duration_s
+    assert 0 < seen.first_byte_s < seen.duration_s  # the time itself: bench/bench_preflight.py
 
 
 def test_the_context_window_option_counts_where_the_server_says_nothing(
