@@ -214,7 +214,10 @@ async def check_model_endpoint(
     describe = getattr(harness, "model_endpoint", None)
     if describe is None:
         return None
-    endpoint = await describe(env)
+    try:
+        endpoint = await describe(env)
+    except ErpUnavailableError as error:  # listing the tools the harness sends
+        raise RunConfigError(one_line(str(error))) from None
     if endpoint is None:
         return None
     default = config.stall_timeout or stall_timeout_s(config.timeout)
@@ -222,6 +225,8 @@ async def check_model_endpoint(
         check = await check_endpoint(endpoint, default)
     except PreflightError as error:
         raise RunConfigError(str(error)) from None
+    if config.stall_timeout:  # --stall-timeout is used as given
+        check = check.model_copy(update={"stall_bound_s": config.stall_timeout})
     context = f"{check.context_tokens:,}" if check.context_tokens else "not stated"
     log(
         f"model server {check.base_url} ({check.server}): {check.model}, context {context}, "

@@ -363,8 +363,9 @@ class ModelEndpointCheck(_Strict):
     """Prompt tokens the server reads a second: the lower of llama.cpp's ``timings`` and the
     probe's prompt tokens over its time to first byte."""
     stall_bound_s: float
-    """The stall bound the run uses for this endpoint: the default, raised to cover the
-    measured time to read the whole prompt (a slow prefill is slow, not silent)."""
+    """The stall bound the run uses for this endpoint: ``--stall-timeout`` when given, else the
+    default raised to cover the measured time to read the whole prompt (a slow prefill is slow,
+    not silent)."""
     duration_s: float
     """How long the pre-flight took."""
 

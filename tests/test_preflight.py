@@ -105,7 +105,8 @@ def test_a_prompt_that_fits_runs_and_the_manifest_says_what_was_seen(
 ) -> None:
     traits = ServerTraits(flavor="vllm", models=(MODEL,), context_tokens=200_000)
     with serve_openai([Turn(text="Credit limit USD 50,000.")] * 2, traits=traits) as fake:
-        summary = run(config(dataset, erp_server, tmp_path / "run", base_url=fake.base_url))
+        cfg = config(dataset, erp_server, tmp_path / "run", base_url=fake.base_url)
+        summary = run(cfg.model_copy(update={"stall_timeout": 7.0}))
     assert summary.recorded == 2
     seen = manifest(tmp_path / "run").model_endpoint
     assert seen is not None
@@ -113,6 +114,7 @@ def test_a_prompt_that_fits_runs_and_the_manifest_says_what_was_seen(
     assert (seen.context_tokens, seen.context_source) == (200_000, "GET /v1/models max_model_len")
     assert seen.prompt_tokens_source == "server tokenizer" and seen.prompt_tokens > 1000
     assert seen.served_models == [MODEL] and seen.tool_count > 5
+    assert seen.stall_bound_s == 7.0, "--stall-timeout is used as given"
     assert 0 < seen.first_byte_s < seen.duration_s  # the time itself: bench/bench_preflight.py
 
 
