@@ -50,7 +50,8 @@ demo: $(VENV)/.installed-demo
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q -rs -n 3 --dist loadfile
 
-# The slow tier (a real Ray cluster, headless Chromium sessions, the whole demo twice), with the
+# The slow tier (a real Ray cluster, headless Chromium sessions, the whole demo twice, a real model
+# after scripts/install-real-model), with the
 # Inspect and Ray extras: CI runs it after `make test`.
 test-slow: $(VENV)/.installed-all
 	$(BIN)/python -m pytest -q -rs -n 2 --dist worksteal --runslow -m "slow or browser"

@@ -50,6 +50,12 @@ from harnesses._openai import (
     require_sdk,
     warm_up_offline,
 )
+from harnesses._preflight import (
+    ANTHROPIC_BASE_URL,
+    OPENAI_BASE_URL,
+    ModelEndpoint,
+    read_context_window,
+)
 from harnesses._pricing import Price, estimate_cost, parse_price
 from harnesses._protocol import (
     AgentEnvironment,
@@ -100,6 +106,8 @@ CUSTOM_OPTIONS = {
     "stream": "stream replies: a timeout keeps partial text, a silent provider is caught "
     "(default true)",
     "price_per_mtok": "INPUT,CACHED_INPUT,OUTPUT dollars per million tokens (default: price table)",
+    "context_window": "the model's context in tokens, for the pre-flight when the server does not "
+    "say it (llama.cpp, vLLM and Ollama do)",
 }
 
 FINANCE_PRACTICE = """\
@@ -161,6 +169,7 @@ class CustomSettings:
     max_tokens: int | None
     stream: bool
     price: Price | None
+    context_window: int | None = None
 
     @classmethod
     def from_options(cls, options: HarnessOptions) -> CustomSettings:
@@ -193,6 +202,7 @@ class CustomSettings:
             max_tokens=options.get_int("max_tokens", 0) or None,
             stream=options.get_bool("stream", True),
             price=parse_price(price_text) if price_text else None,
+            context_window=read_context_window(options),
         )
 
     def reserve_for(self, budget_s: float) -> float:
@@ -519,6 +529,12 @@ class _Attributes:
     def __init__(self, data: dict[str, Any]) -> None:
         for key, value in data.items():
             setattr(self, key, _Attributes(value) if isinstance(value, dict) else value)
+
+
+def chat_prompt_text(chat: Any, tools: list[dict[str, Any]]) -> str:
+    """The first request's text before the question: the system prompt and the tools as JSON."""
+    system = chat.system if isinstance(chat, AnthropicConversation) else chat.messages[0]["content"]
+    return f"{system}\n{json.dumps(tools, separators=(',', ':'))}"
 
 
 class AnthropicConversation:
@@ -1051,6 +1067,26 @@ class FinanceAgentHarness:
     async def aclose(self) -> None:
         return None
 
+    async def model_endpoint(self, env: AgentEnvironment) -> ModelEndpoint:
+        """What the pre-flight checks (``harnesses._preflight``): the first request's prompt
+        before the question (system prompt and tool definitions, as this harness sends them)."""
+        web_specs = WebTools(self.settings, enabled=env.web_allowed).specs()
+        async with McpToolbox(env, erp_label=SERVER_LABEL) as erp:
+            specs = await self.tools.get(erp, catalogue_key(env)) + web_specs
+        chat = self.conversation(None, system_prompt(env, bool(web_specs)), "")
+        tools = chat.tool_entries(specs)
+        default_base = ANTHROPIC_BASE_URL if self.settings.api == "anthropic" else OPENAI_BASE_URL
+        return ModelEndpoint(
+            wire="messages" if self.settings.api == "anthropic" else "chat",
+            base_url=self.settings.base_url or default_base,
+            model=self.settings.model,
+            api_key=self._api_key,
+            prompt=chat_prompt_text(chat, tools),
+            tool_count=len(tools),
+            context_window=self.settings.context_window,
+            harness="custom",
+        )
+
     def conversation(self, client: Any, system: str, user: str) -> Any:
         kind = AnthropicConversation if self.settings.api == "anthropic" else OpenAIChatConversation
         return kind(client, self.settings, system, user)
@@ -1119,16 +1155,7 @@ class _FinanceAgent:
             self.streaming.content = text
 
     def system_prompt(self) -> str:
-        if self.web.specs():
-            web_note = ""
-        elif self.env.world is not None:
-            web_note = (
-                "\nWeb tools are not available in this run: research public companies with the "
-                "world__ tools.\n"
-            )
-        else:
-            web_note = "\nWeb tools are not available in this run: use the ERP.\n"
-        return f"{self.env.instructions}\n\n{FINANCE_PRACTICE}{web_note}"
+        return system_prompt(self.env, bool(self.web.specs()))
 
     async def run(self, client: Any) -> AgentOutcome:
         self.phase = "mcp_list_tools"
@@ -1338,6 +1365,20 @@ class _FinanceAgent:
         if not self.gathered.found:
             lines += ["", "No ERP data was retrieved before the deadline; no figures can be given."]
         return "\n".join(lines)
+
+
+def system_prompt(env: AgentEnvironment, has_web_tools: bool) -> str:
+    """The system prompt of every question: the shared instructions and the finance practice."""
+    if has_web_tools:
+        web_note = ""
+    elif env.world is not None:
+        web_note = (
+            "\nWeb tools are not available in this run: research public companies with the "
+            "world__ tools.\n"
+        )
+    else:
+        web_note = "\nWeb tools are not available in this run: use the ERP.\n"
+    return f"{env.instructions}\n\n{FINANCE_PRACTICE}{web_note}"
 
 
 def _brief(arguments: dict[str, Any]) -> str:

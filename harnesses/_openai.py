@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnesses._erp_client import ErpClient, ToolSpec, shared_tls_context
+from harnesses._preflight import read_context_window
 from harnesses._pricing import Price, estimate_cost, parse_price
 from harnesses._protocol import (
     AgentEnvironment,
@@ -74,6 +75,8 @@ OPENAI_OPTIONS = {
     "stream": "stream replies so a timeout keeps partial text (default true)",
     "price_per_mtok": "INPUT,CACHED_INPUT,OUTPUT dollars per million tokens (default: price table)",
     "max_output_tokens": "cap on output tokens per response (default: provider default)",
+    "context_window": "the model's context in tokens, for the pre-flight when the server does not "
+    "say it (llama.cpp, vLLM and Ollama do)",
 }
 
 CAP_REACHED_MESSAGE = (
@@ -161,6 +164,7 @@ class OpenAISettings:
     base_url: str | None
     price: Price | None
     max_output_tokens: int | None
+    context_window: int | None = None
 
     @classmethod
     def from_options(cls, options: HarnessOptions) -> OpenAISettings:
@@ -184,6 +188,7 @@ class OpenAISettings:
             base_url=options.base_url or os.environ.get("OPENAI_BASE_URL") or None,
             price=parse_price(price_text) if price_text else None,
             max_output_tokens=max_output or None,
+            context_window=read_context_window(options),
         )
 
 
@@ -575,6 +580,28 @@ class OpenAIResponsesHarness:
 
     async def aclose(self) -> None:
         return None
+
+    async def model_endpoint(self, env: AgentEnvironment) -> Any:
+        """What the pre-flight checks (``harnesses._preflight``): the instructions and the
+        function tools as the first request sends them (local mode; hosted mode sends no tool
+        schemas of its own, the provider lists them)."""
+        from harnesses._preflight import OPENAI_BASE_URL, ModelEndpoint
+
+        tools: list[dict[str, Any]] = []
+        if self.settings.mcp_mode == "local":
+            async with McpToolbox(env, erp_label=SERVER_LABEL) as erp:
+                specs = await self.tools.get(erp, catalogue_key(env))
+            tools = [function_tool(spec) for spec in specs]
+        return ModelEndpoint(
+            wire="responses",
+            base_url=self.settings.base_url or OPENAI_BASE_URL,
+            model=self.settings.model,
+            api_key=self._api_key,
+            prompt=f"{env.instructions}\n{json.dumps(tools, separators=(',', ':'))}",
+            tool_count=len(tools),
+            context_window=self.settings.context_window,
+            harness="openai",
+        )
 
     async def run(
         self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft

@@ -12,6 +12,7 @@ from typing import Any
 
 from harnesses._harness_loop import HarnessLoop
 from harnesses._instructions import instructions_hash
+from harnesses._preflight import ModelContextError, context_overflow
 from harnesses._protocol import (
     AgentEnvironment,
     AgentTask,
@@ -76,10 +77,19 @@ class QuestionRunner:
     question's own time (a thread, a loop, and an SDK client per question).
     """
 
-    def __init__(self, harness: Harness, env: AgentEnvironment, config: RunConfig) -> None:
+    def __init__(
+        self,
+        harness: Harness,
+        env: AgentEnvironment,
+        config: RunConfig,
+        *,
+        stall_timeout: float | None = None,
+    ) -> None:
         self.harness = harness
         self.env = env
         self.config = config
+        self.stall_timeout = config.stall_timeout or stall_timeout
+        """``--stall-timeout``, else the bound the pre-flight measured for the model server."""
         self.harness_name = getattr(harness, "name", None) or config.harness
         self.model = getattr(harness, "model", None) or config.model
         self.own_loops = not getattr(harness, "shares_runner_loop", False)
@@ -112,7 +122,7 @@ class QuestionRunner:
             task_type=question.task_type,
             timeout_s=budget,
             deadline=start + budget,
-            stall_timeout_s=self.config.stall_timeout,
+            stall_timeout_s=self.stall_timeout,
             limits=self.config.sample_limits(),
         )
         env = self.env.for_trial(trial_key(question.id, trial))
@@ -154,6 +164,8 @@ class QuestionRunner:
             if result is not None:
                 return result
             assert error is not None
+            if (overflow := context_overflow(error)) is not None:
+                raise ModelContextError(overflow) from error
             first_failure = first_failure or time.monotonic()
             delay = retry_delay(attempt, error)
             retryable = (

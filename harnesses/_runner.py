@@ -41,6 +41,7 @@ from harnesses._erp_serving import (
 from harnesses._executor import Executor, LocalExecutor, Pair
 from harnesses._golden import golden_pairs
 from harnesses._instructions import system_instructions
+from harnesses._preflight import ModelContextError, PreflightError, check_endpoint
 from harnesses._progress import PreparationWatch, RunProgress
 from harnesses._protocol import (
     AgentEnvironment,
@@ -48,6 +49,7 @@ from harnesses._protocol import (
     Harness,
     HarnessOptions,
     McpEndpoint,
+    stall_timeout_s,
 )
 from harnesses._question_runner import UNENFORCEABLE_LIMIT, QuestionRunner
 from harnesses._redact import (
@@ -111,7 +113,7 @@ from harnesses._world_serving import (
     research_mode_problem,
     world_for_run,
 )
-from harnesses.records import PreviousAttempt, TrajectoryRecord
+from harnesses.records import ModelEndpointCheck, PreviousAttempt, TrajectoryRecord
 
 __all__ = [
     "MANIFEST_FILE",
@@ -224,6 +226,43 @@ async def _prepare_and_run(
     return await _run_with_harness(config, plan, harness, instructions, log, executor, preparing)
 
 
+async def check_model_endpoint(
+    harness: Harness, env: AgentEnvironment, config: RunConfig, log: Any
+) -> ModelEndpointCheck | None:
+    """The pre-flight of the harness's model server (``harnesses._preflight``), for harnesses
+    that say what they send (``model_endpoint(env)``); :class:`RunConfigError` in one line when
+    the run cannot work. Nothing is written: it runs before the run folder is opened."""
+    describe = getattr(harness, "model_endpoint", None)
+    if describe is None:
+        return None
+    try:
+        endpoint = await describe(env)
+    except ErpUnavailableError as error:  # listing the tools the harness sends
+        raise RunConfigError(one_line(str(error))) from None
+    if endpoint is None:
+        return None
+    default = config.stall_timeout or stall_timeout_s(config.timeout)
+    try:
+        check = await check_endpoint(endpoint, default)
+    except PreflightError as error:
+        raise RunConfigError(str(error)) from None
+    if config.stall_timeout:  # --stall-timeout is used as given
+        check = check.model_copy(update={"stall_bound_s": config.stall_timeout})
+    context = f"{check.context_tokens:,}" if check.context_tokens else "not stated"
+    log(
+        f"model server {check.base_url} ({check.server}): {check.model}, context {context}, "
+        f"prompt before the question {check.prompt_tokens:,} tokens, first byte "
+        f"{check.first_byte_s:.2f} s, stall bound {check.stall_bound_s:g} s"
+    )
+    return check
+
+
+def _stall_bound(check: ModelEndpointCheck | None) -> float | None:
+    """The run's stall bound: ``--stall-timeout`` when given (the runner's config), else the one
+    the pre-flight measured for the endpoint."""
+    return check.stall_bound_s if check is not None else None
+
+
 def _executor_for(config: RunConfig) -> Executor:
     if config.executor == "ray":
         from harnesses._ray_executor import RayExecutor
@@ -281,6 +320,17 @@ async def _run_with_harness(
             check_erp_unchanged(plan.previous, erp, config.force_new)
             agent_world = world.endpoint if world and config.research == "world" else None
             tools = await _run_tools(config, harness, erp, agent_world)
+            env = AgentEnvironment(
+                erp=erp.endpoint,
+                instructions=instructions,
+                work_dir=str(plan.run_dir / "work"),
+                world=agent_world,
+                research=config.research,
+                tools=tools.chosen,
+                withheld_tools=tools.withheld,
+            )
+            preparing.step("checking the model server (pre-flight)")
+            endpoint_check = await check_model_endpoint(harness, env, config, log)
             if (bind := getattr(executor, "bind", None)) is not None:  # a distributed executor
                 bind(
                     erp=erp,
@@ -299,20 +349,12 @@ async def _run_with_harness(
             manifest = build_manifest(
                 config, prepared, facts, instructions, secrets, model, world, list(tools.visible)
             )
+            manifest.model_endpoint = endpoint_check
             write_manifest(prepared.run_dir, manifest, secrets)
-            work_dir = prepared.run_dir / "work"
-            work_dir.mkdir(exist_ok=True)
+            (prepared.run_dir / "work").mkdir(exist_ok=True)
             preparing.stop()
-            env = AgentEnvironment(
-                erp=erp.endpoint,
-                instructions=instructions,
-                work_dir=str(work_dir),
-                world=agent_world,
-                research=config.research,
-                tools=tools.chosen,
-                withheld_tools=tools.withheld,
-            )
-            runner = QuestionRunner(harness, env, config)
+            stall = _stall_bound(endpoint_check)
+            runner = QuestionRunner(harness, env, config, stall_timeout=stall)
             writer = TrajectoryWriter(prepared.run_dir / TRAJECTORIES_FILE, secrets)
             try:
                 pending = prepared.pending(config.retry_errors)
@@ -336,6 +378,9 @@ async def _run_with_harness(
         if prepared is not None and prepared.lock is not None:
             prepared.lock.release()
     sweep_secrets(prepared.run_dir, secrets)
+    if outcome.misconfigured is not None:
+        discard_if_empty(prepared)
+        raise RunConfigError(outcome.misconfigured)
     if outcome.stopped is not None:
         if not outcome.unresumable:
             outcome.stopped += "; resume with: " + resume_command(manifest, prepared.run_dir)
@@ -380,6 +425,8 @@ class _Outcome:
     """Why the circuit breaker stopped the run."""
     unresumable: bool = False
     """The stop needs a change of configuration, not a resume."""
+    misconfigured: str | None = None
+    """Why the agent cannot run at all (a prompt over the model's context): the one line."""
 
 
 class CircuitBreaker:
@@ -456,6 +503,8 @@ async def _execute(
                     if outcome.stopped is not None:
                         outcome.unresumable = breaker.unresumable
                         break
+        except ModelContextError as error:
+            outcome.misconfigured = str(error)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None:

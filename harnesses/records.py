@@ -351,6 +351,42 @@ class TrajectoryRecord(_Strict):
         return self.termination.infrastructure
 
 
+class ModelEndpointCheck(_Strict):
+    """The pre-flight of a model endpoint (``harnesses._preflight``), before the first question:
+    the server spoke the harness's wire, has the model, and the prompt fits its context."""
+
+    base_url: str
+    """The API base the harness talks to (credentials in it redacted)."""
+    wire: Literal["responses", "chat", "messages"]
+    """The wire the harness speaks: the Responses API, Chat Completions or the Messages API."""
+    model: str
+    server: str
+    """What the server said it is: ``llama.cpp``, ``vllm``, ``ollama`` or ``unknown``."""
+    served_models: list[str] = Field(default_factory=list)
+    """The model names ``GET /models`` listed (empty: the server does not list them)."""
+    context_tokens: int | None = None
+    """The model's context in tokens (None: neither the server nor ``context_window`` says)."""
+    context_source: str | None = None
+    """Where ``context_tokens`` came from, e.g. ``GET /props n_ctx`` or ``context_window``."""
+    prompt_tokens: int
+    """Tokens of what the harness sends before the question (instructions plus tools)."""
+    prompt_tokens_source: str
+    """``server tokenizer`` (the server's ``/tokenize``) or ``estimate (4 characters a
+    token)``."""
+    tool_count: int
+    first_byte_s: float
+    """Seconds from sending the probe (about 80 fresh tokens) to the first byte of the answer."""
+    prefill_tokens_per_s: float | None = None
+    """Prompt tokens the server reads a second: the lower of llama.cpp's ``timings`` and the
+    probe's prompt tokens over its time to first byte."""
+    stall_bound_s: float
+    """The stall bound the run uses for this endpoint: ``--stall-timeout`` when given, else the
+    default raised to cover the measured time to read the whole prompt (a slow prefill is slow,
+    not silent)."""
+    duration_s: float
+    """How long the pre-flight took."""
+
+
 class RunManifest(_Strict):
     version: int = MANIFEST_FORMAT_VERSION
     run_id: str
@@ -398,3 +434,6 @@ class RunManifest(_Strict):
     instructions hash, ERP snapshot), so a refused resume can say what changed."""
     resume_count: int = 0
     """How many times the run was resumed after its first start."""
+    model_endpoint: ModelEndpointCheck | None = None
+    """What the pre-flight of the model server saw at this start (harnesses that talk to a model
+    server over HTTP; None for the others)."""

@@ -107,8 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="SECONDS",
         help="a provider silent this long (no response headers, no stream event) counts as hung: "
-        "retried, then provider_unavailable (default: a quarter of the budget, 1 to 15 s); "
-        "e.g. 30 for a model that thinks long in silence",
+        "retried, then provider_unavailable (default: a quarter of the budget, 1 to 15 s, raised "
+        "by the pre-flight to cover a model server's measured time to read the prompt); e.g. 30 "
+        "for a model that thinks long in silence",
     )
     limits = parser.add_argument_group(
         "sample limits (per question; over one, the question ends and is judged)"

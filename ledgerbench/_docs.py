@@ -39,6 +39,7 @@ def trajectory_models() -> list[type[BaseModel]]:
         ErrorInfo,
         Message,
         MessageToolCall,
+        ModelEndpointCheck,
         ModelEvent,
         PreviousAttempt,
         RunManifest,
@@ -63,6 +64,7 @@ def trajectory_models() -> list[type[BaseModel]]:
         Usage,
         ErrorInfo,
         RunManifest,
+        ModelEndpointCheck,
     ]
 
 

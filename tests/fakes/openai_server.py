@@ -22,6 +22,20 @@ does not have); ``trickle_s`` streams a reply slowly (a live model, never silent
 ``quirks`` and ``finish_reason`` send the shapes real servers send (arguments as objects, tool calls
 without ``index`` or ``id``, no usage, an empty reply, any finish reason: :data:`QUIRKS`).
 
+Like a real server it also answers what a client asks before the first question (the pre-flight,
+``harnesses._preflight``), each as the server named by :class:`ServerTraits` does: ``GET
+/v1/models`` (with vLLM's ``max_model_len`` or llama.cpp's ``meta.n_ctx``), llama.cpp's ``GET
+/props`` and ``POST /tokenize``, vLLM's ``POST /tokenize``, Ollama's ``POST /api/show``; a wire the
+server does not speak (``wires``) and any unknown route are a 404; a model it does not serve is
+that server's 404; a prompt over ``context_tokens`` is that server's HTTP 400 (llama.cpp's
+``exceed_context_size_error``, vLLM's and OpenAI's "maximum context length"; Ollama truncates
+silently, as it does). The fake's tokenizer is :func:`fake_tokens` (4 characters a token), the
+same in ``/tokenize`` and in the context check. ``prefill_tokens_per_s`` makes the server read a
+prompt at that rate before its first byte (a CPU server), and llama.cpp reports ``timings``. A
+one-line request with no tools and an output cap of 16 tokens or fewer (the pre-flight's probe)
+is answered ``OK`` without taking a turn of the script, and is kept in ``server.preflight`` with
+the other pre-flight requests, not in ``server.requests``.
+
 The model is a script: a list of :class:`Turn` (played in order) or a callable
 ``(ModelRequest) -> Turn`` that can read the tool outputs it was sent and chain on them. Every
 request is kept in ``server.requests`` for assertions on the exact bodies.
@@ -138,6 +152,97 @@ class ModelRequest:
 
 Script = Sequence[Turn] | Callable[[ModelRequest], Turn]
 
+FLAVORS = ("openai", "llama.cpp", "vllm", "ollama")
+PROBE_OUTPUT_CAP = 16
+
+
+@dataclass(frozen=True)
+class ServerTraits:
+    """Which server the fake is, as far as a client can tell before the first question."""
+
+    flavor: str = "openai"
+    """``openai``, ``llama.cpp``, ``vllm`` or ``ollama``: how it reports models and context and
+    words its errors."""
+    models: tuple[str, ...] = ()
+    """The model names ``GET /v1/models`` lists (empty: an empty list, and any name is served)."""
+    context_tokens: int | None = None
+    """The context of the served model; a longer prompt is refused as the flavor does."""
+    wires: frozenset[str] = frozenset({"responses", "chat"})
+    """The APIs it speaks; the others are a 404 like any unknown route."""
+    prefill_tokens_per_s: float | None = None
+    """Read a prompt at this many tokens a second before the first byte (a CPU server)."""
+
+    def __post_init__(self) -> None:
+        if self.flavor not in FLAVORS:
+            raise ValueError(f"unknown flavor {self.flavor!r}; choose from {FLAVORS}")
+
+
+def fake_tokens(text: str) -> int:
+    """The fake's tokenizer: a token every 4 characters."""
+    return max(1, -(-len(text) // 4))
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """A request's prompt tokens (instructions, input or messages, tools) by :func:`fake_tokens`."""
+    parts = [body.get("instructions") or "", body.get("messages") or body.get("input") or ""]
+    parts.append(body.get("tools") or "")
+    return fake_tokens("".join(p if isinstance(p, str) else json.dumps(p) for p in parts))
+
+
+def is_probe(body: dict[str, Any]) -> bool:
+    """A one-line request without tools capped at a few output tokens: the pre-flight's probe."""
+    cap = (
+        body.get("max_tokens") or body.get("max_completion_tokens") or body.get("max_output_tokens")
+    )
+    return not body.get("tools") and isinstance(cap, int) and cap <= PROBE_OUTPUT_CAP
+
+
+def overflow_error(flavor: str, tokens: int, context: int) -> dict[str, Any]:
+    """The HTTP 400 body each server sends for a prompt over the context."""
+    if flavor == "llama.cpp":
+        message = (
+            f"request ({tokens} tokens) exceeds the available context size ({context} tokens), "
+            "try increasing it"
+        )
+        error = {"code": 400, "message": message, "type": "exceed_context_size_error"}
+        return {"error": error | {"n_prompt_tokens": tokens, "n_ctx": context}}
+    if flavor == "vllm":
+        message = (
+            f"This model's maximum context length is {context} tokens. However, you requested "
+            f"{tokens} tokens ({tokens} in the messages, 0 in the completion). Please reduce the "
+            "length of the messages or completion."
+        )
+        return {"object": "error", "message": message, "type": "BadRequestError", "code": 400}
+    message = (
+        f"This model's maximum context length is {context} tokens. However, your messages "
+        f"resulted in {tokens} tokens. Please reduce the length of the messages."
+    )
+    error = {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}
+    return {"error": error | {"param": "messages"}}
+
+
+def unknown_model_error(flavor: str, model: str) -> dict[str, Any]:
+    """The HTTP 404 body each server sends for a model it does not serve."""
+    if flavor == "vllm":
+        message = f"The model `{model}` does not exist."
+        return {"object": "error", "message": message, "type": "NotFoundError", "code": 404}
+    if flavor == "ollama":
+        return {"error": {"message": f'model "{model}" not found, try pulling it first'}}
+    message = f"The model `{model}` does not exist or you do not have access to it."
+    kind = {"type": "invalid_request_error", "code": "model_not_found"}
+    return {"error": {"message": message} | kind}
+
+
+def not_found_body(flavor: str, path: str) -> dict[str, Any]:
+    """The 404 each server sends for a route it does not have."""
+    if flavor == "llama.cpp":
+        return {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}}
+    if flavor == "vllm":
+        return {"detail": "Not Found"}
+    if flavor == "ollama":
+        return {"error": "404 page not found"}
+    return {"error": {"message": f"Invalid URL ({path})", "type": "invalid_request_error"}}
+
 
 @dataclass
 class RecordedRequest:
@@ -159,6 +264,9 @@ class FakeOpenAIServer:
     pages: dict[str, tuple[str, str]] = field(default_factory=dict)
     """GET path (query string ignored) -> (content type, body)."""
     requests: list[RecordedRequest] = field(default_factory=list)
+    traits: ServerTraits = field(default_factory=ServerTraits)
+    preflight: list[RecordedRequest] = field(default_factory=list)
+    """The requests a client makes before the first question (see the module doc)."""
     responses: dict[str, dict[str, Any]] = field(default_factory=dict)
     closing: threading.Event = field(default_factory=threading.Event)
     """Set when the server shuts down: hangs and trickles end."""
@@ -514,6 +622,16 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             record = RecordedRequest("GET", self.path, dict(self.headers.items()), None)
+            path = self.path.split("?")[0].rstrip("/")
+            if path not in state.pages and (path.endswith("/models") or path == "/props"):
+                with state._lock:
+                    state.preflight.append(record)
+                if not self._authorised():
+                    record.status = 401
+                    return
+                record.status, payload = server_facts(state, path)
+                self._send_json(record.status, payload)
+                return
             with state._lock:
                 state.requests.append(record)
             page = state.pages.get(self.path.split("?")[0])
@@ -532,8 +650,16 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 body = None
             record = RecordedRequest("POST", self.path, dict(self.headers.items()), body)
+            path = self.path.split("?")[0].rstrip("/")
+            if path in ("/tokenize", "/api/show"):
+                with state._lock:
+                    state.preflight.append(record)
+                record.status, payload = server_facts(state, path, body)
+                self._send_json(record.status, payload)
+                return
+            probe = isinstance(body, dict) and is_probe(body)
             with state._lock:
-                state.requests.append(record)
+                (state.preflight if probe else state.requests).append(record)
             self._fault, self._trickle_s = None, 0.0  # one handler serves a kept-alive connection
             status, payload, headers, stream = self._answer(body)
             record.status = status
@@ -551,6 +677,14 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             else:
                 self._send_json(status, payload, headers)
 
+        def _authorised(self) -> bool:
+            expected = f"Bearer {state.api_key}"
+            if state.api_key is not None and self.headers.get("authorization") != expected:
+                error = {"message": "Incorrect API key provided.", "code": "invalid_api_key"}
+                self._send_json(401, {"error": error})
+                return False
+            return True
+
         def _answer(self, body: Any) -> tuple[int, Any, dict[str, str], Any]:
             expected = f"Bearer {state.api_key}"
             if state.api_key is not None and self.headers.get("authorization") != expected:
@@ -559,6 +693,23 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if not isinstance(body, dict):
                 return 400, {"error": {"message": "We could not parse the JSON body."}}, {}, None
             path = self.path.split("?")[0].rstrip("/")
+            traits = state.traits
+            wire = "responses" if path.endswith("/responses") else "chat"
+            if not path.endswith(("/responses", "/chat/completions")) or wire not in traits.wires:
+                return 404, not_found_body(traits.flavor, f"POST {self.path}"), {}, None
+            refusal = refused(traits, body)
+            if refusal is not None:
+                return refusal[0], refusal[1], {}, None
+            if traits.prefill_tokens_per_s:
+                state.closing.wait(prompt_tokens(body) / traits.prefill_tokens_per_s)
+            if is_probe(body):
+                turn = Turn(text="OK", input_tokens=prompt_tokens(body), output_tokens=1)
+                payload = (
+                    responses_body(state, body, turn)
+                    if wire == "responses"
+                    else chat_body(state, body, turn)
+                )
+                return 200, with_timings(traits, body, payload), {}, None
             try:
                 if path.endswith("/responses"):
                     _check_function_tools(body.get("tools") or [])
@@ -665,15 +816,86 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def refused(traits: ServerTraits, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """The error a real server of this flavor answers a request with, if any: a model it does not
+    serve (llama.cpp serves its one model under any name), a prompt over its context."""
+    model = str(body.get("model") or "")
+    if traits.models and model not in traits.models and traits.flavor != "llama.cpp":
+        return 404, unknown_model_error(traits.flavor, model)
+    tokens = prompt_tokens(body)
+    if traits.context_tokens and tokens >= traits.context_tokens and traits.flavor != "ollama":
+        return 400, overflow_error(traits.flavor, tokens, traits.context_tokens)
+    return None
+
+
+def with_timings(traits: ServerTraits, body: dict[str, Any], payload: dict[str, Any]) -> Any:
+    """llama.cpp adds its prefill and decode speed to every completion."""
+    if traits.flavor != "llama.cpp":
+        return payload
+    tokens = prompt_tokens(body)
+    rate = traits.prefill_tokens_per_s or 5000.0
+    timings = {"prompt_n": tokens, "prompt_ms": 1000.0 * tokens / rate, "prompt_per_second": rate}
+    return payload | {"timings": timings | {"predicted_n": 1, "predicted_per_second": 50.0}}
+
+
+def server_facts(
+    state: FakeOpenAIServer, path: str, body: Any = None
+) -> tuple[int, dict[str, Any]]:
+    """What ``GET /v1/models``, ``GET /props``, ``POST /tokenize`` and ``POST /api/show`` answer,
+    as the flavor's server does (a route it does not have is its 404)."""
+    traits = state.traits
+    flavor, context = traits.flavor, traits.context_tokens
+    if path.endswith("/models"):
+        listed = [model_entry(traits, name) for name in traits.models]
+        return 200, {"object": "list", "data": listed}
+    if path == "/props" and flavor == "llama.cpp":
+        settings = {"n_ctx": context or 4096, "params": {"temperature": 0.8, "n_predict": -1}}
+        alias = traits.models[0] if traits.models else "model.gguf"
+        return 200, {
+            "default_generation_settings": settings,
+            "total_slots": 1,
+            "model_alias": alias,
+            "model_path": f"/models/{alias}",
+        }
+    if path == "/tokenize" and flavor in ("llama.cpp", "vllm") and isinstance(body, dict):
+        text = str(body.get("content") if flavor == "llama.cpp" else body.get("prompt") or "")
+        tokens = list(range(fake_tokens(text)))
+        if flavor == "llama.cpp":
+            return 200, {"tokens": tokens}
+        return 200, {"count": len(tokens), "max_model_len": context, "tokens": tokens}
+    if path == "/api/show" and flavor == "ollama" and isinstance(body, dict):
+        if traits.models and body.get("model") not in traits.models:
+            return 404, {"error": f"model '{body.get('model')}' not found"}
+        show: dict[str, Any] = {"model_info": {"llama.context_length": 131072}, "details": {}}
+        if context:
+            show["parameters"] = f"num_ctx                        {context}"
+        return 200, show
+    return 404, not_found_body(flavor, path)
+
+
+def model_entry(traits: ServerTraits, name: str) -> dict[str, Any]:
+    """One ``GET /v1/models`` entry, with what the flavor adds."""
+    entry: dict[str, Any] = {"id": name, "object": "model", "created": 0, "owned_by": "fake"}
+    if traits.flavor == "vllm":
+        entry |= {"owned_by": "vllm", "root": name, "max_model_len": traits.context_tokens}
+    elif traits.flavor == "llama.cpp":
+        meta = {"n_ctx": traits.context_tokens or 4096, "n_ctx_train": 8192, "n_vocab": 49152}
+        entry |= {"owned_by": "llamacpp", "aliases": [], "meta": meta}
+    return entry
+
+
 @contextmanager
 def serve_openai(
     script: Script,
     *,
     api_key: str | None = "test-key",
     pages: dict[str, tuple[str, str]] | None = None,
+    traits: ServerTraits | None = None,
 ) -> Iterator[FakeOpenAIServer]:
     """Run a fake on a free loopback port for the duration of the ``with`` block."""
-    state = FakeOpenAIServer(script=script, api_key=api_key, pages=dict(pages or {}))
+    state = FakeOpenAIServer(
+        script=script, api_key=api_key, pages=dict(pages or {}), traits=traits or ServerTraits()
+    )
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(state))
     server.daemon_threads = True
     server.block_on_close = False
