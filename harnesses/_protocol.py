@@ -83,6 +83,15 @@ class SampleLimits:
 
 
 @dataclass(frozen=True)
+class ChatTurn:
+    """One earlier message of a conversation (operations items)."""
+
+    role: str
+    """``user`` (the simulated user) or ``agent`` (what the harness said)."""
+    content: str
+
+
+@dataclass(frozen=True)
 class AgentTask:
     """What the agent may see of a question: never the ground truth."""
 
@@ -98,6 +107,9 @@ class AgentTask:
     counts as hung; None: :func:`stall_timeout_s` of the budget. Set by the runner."""
     limits: SampleLimits = SampleLimits()
     """The run's sample limits (turns, tool calls, tokens, cost); set by the runner."""
+    history: tuple[ChatTurn, ...] = ()
+    """Conversations (operations items, harnesses with ``conversational = True``): the earlier
+    turns, oldest first; ``query`` is the user's latest message. Empty for one-shot questions."""
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()

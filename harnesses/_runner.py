@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnesses._conversation import conversation_problem
 from harnesses._erp_serving import (
     ErpInUse,
     check_erp_unchanged,
@@ -182,6 +183,8 @@ async def _run(config: RunConfig, log: Any, executor: Executor | None) -> RunSum
         raise RunConfigError(problem)
     try:
         plan = plan_run(config, instructions, log)
+        if (problem := conversation_problem(config, harness, plan.pairs)) is not None:
+            raise RunConfigError(problem)
         executor = executor or _executor_for(config)
     except BaseException:
         await _close_harness(harness)

@@ -428,7 +428,7 @@ def _collections(ctx: OracleContext, view: ErpView, rng: random.Random) -> Quest
                 name="customer",
                 value=info.name,
                 vocabulary=CUSTOMER_WORDS,
-                answer=f"The customer is {info.name}.",
+                answer=f'The customer is "{info.name}".',
             ),
             _entity_slot(le),
         ],
