@@ -232,6 +232,23 @@ def _underspecified(ctx: OracleContext, view: ErpView, rng: random.Random) -> Qu
 # --------------------------------------------------------------------------------------------------
 
 
+def _latest_open(ctx: OracleContext, table: Any, txn: Any) -> bool:
+    """Whether ``txn`` is dated on or after every other open item of its party: then "the
+    latest open invoice" (a guess) would be right, so the scenario is not used."""
+    account = table.customer_account if table is s.CustomerTransaction else table.vendor_account
+    mine = txn.customer_account if table is s.CustomerTransaction else txn.vendor_account
+    later = ctx.rows(
+        select(table.voucher).where(
+            table.legal_entity == txn.legal_entity,
+            account == mine,
+            table.open_amount_cur != 0,
+            table.txn_date >= txn.txn_date,
+            table.voucher != txn.voucher,
+        )
+    )
+    return not later
+
+
 def _short_paid_invoices(ctx: OracleContext) -> list[s.CustomerTransaction]:
     t = s.CustomerTransaction
     query = select(t).where(
@@ -257,7 +274,7 @@ def _dispute(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question 
         )
     ).one()
     info = PartyInfo("customer", customer.legal_entity, customer.account, customer.name)
-    if not _unique(view, info):
+    if not _unique(view, info) or _latest_open(ctx, s.CustomerTransaction, invoice):
         return None
     cur = invoice.currency
     settlements = ctx.session.execute(
@@ -484,6 +501,8 @@ def _vendor_payment(ctx: OracleContext, view: ErpView, rng: random.Random) -> Qu
         )
     )
     if not _unique(view, info) or numbers[invoice.vendor_invoice_number] != 1:
+        return None
+    if _latest_open(ctx, s.VendorTransaction, txn):
         return None
     cur = txn.currency
     settled = ctx.rows(
