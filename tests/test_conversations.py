@@ -1,0 +1,259 @@
+"""Conversations (operations items): scenarios keyed by the oracle, the scripted user and its
+reviewer, the runner's conversation loop, the baselines and the rules judge's scoring."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from harnesses._conversation import (
+    CORRUPTIONS,
+    ScriptedUser,
+    review_user,
+)
+from harnesses._protocol import AgentOutcome, HarnessOptions
+from harnesses._runner import TRAJECTORIES_FILE, RunConfig, RunConfigError, run
+from harnesses.records import ConversationTurn, TerminationReason, TrajectoryRecord
+from judge import RulesJudge
+from judge._base import JudgeItem
+from judge._conversation import conversation_metrics, pass_hat_k
+from ledgerbench.dataset import Dataset, load_dataset, write_dataset
+from synthetic_erp._operations import KINDS, generate_operations
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def operations(erp_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Dataset, Path]:
+    dataset = generate_operations(erp_db_url, n=12, seed=5)
+    path = write_dataset(dataset, tmp_path_factory.mktemp("ops") / "operations.yaml")
+    return dataset, path
+
+
+def _run(path: Path, erp_db_url: str, out: Path, harness: str, **extra) -> list[TrajectoryRecord]:
+    config = RunConfig(
+        dataset=path, harness=harness, erp_db=erp_db_url, out=out, progress=False, **extra
+    )
+    run(config)
+    lines = (out / TRAJECTORIES_FILE).read_text().splitlines()
+    return [TrajectoryRecord.model_validate_json(line) for line in lines]
+
+
+def _accuracy_by_kind(dataset: Dataset, records: list[TrajectoryRecord]) -> dict[str, float]:
+    judge = RulesJudge()
+    questions = {item.id: item for item in dataset.items}
+    scores: dict[str, list[float]] = defaultdict(list)
+    for record in records:
+        question = questions[record.question_id]
+        metrics = conversation_metrics(question, record)
+        outcome = judge.score(JudgeItem(question=question, trajectory=record))
+        dimension = outcome.dimensions[next(iter(outcome.dimensions))]
+        assert dimension.score == metrics.accuracy
+        scores[question.conversation.kind].append(metrics.accuracy)
+    return {kind: sum(values) / len(values) for kind, values in scores.items()}
+
+
+def test_generation_is_keyed_deterministic_and_every_kind_asks(operations, erp_db_url) -> None:
+    dataset, path = operations
+    assert [item.conversation.kind for item in dataset.items] == list(KINDS) * 3
+    again = generate_operations(erp_db_url, n=12, seed=5)
+    assert again.model_dump() == dataset.model_dump()
+    assert load_dataset(path).items == dataset.items
+    for item in dataset.items:
+        scenario = item.conversation
+        assert item.query == scenario.opening_message
+        assert item.expected and scenario.required_clarifications
+        known = {slot.name: slot for slot in scenario.known_info}
+        for name in scenario.required_clarifications:
+            # What the user must be asked for is not in the opening message.
+            assert known[name].value not in scenario.opening_message
+            assert known[name].value in known[name].answer
+
+
+def test_scripted_agent_with_scripted_user_scores_one_on_every_kind(
+    operations, erp_db_url, tmp_path
+) -> None:
+    dataset, path = operations
+    records = _run(path, erp_db_url, tmp_path / "scripted", "scripted")
+    assert {r.termination.reason for r in records} == {TerminationReason.user_done}
+    for record in records:
+        log = record.conversation
+        assert log is not None and log.review == []
+        assert log.turns[0].role == "user" and log.turns[0].content == record.input
+        assert [t.role for t in log.turns[:3]] == ["user", "agent", "user"]
+        assert log.turns[-1].signal == "done"
+        assert sum(t.tool_calls for t in log.turns) == len(record.tool_calls)
+        assert log.agent_time_s <= record.latency_s
+        assert record.working_time_s <= record.latency_s - log.user_time_s + 1e-3
+    by_kind = _accuracy_by_kind(dataset, records)
+    assert set(by_kind) == set(KINDS)
+    assert all(value >= 0.99 for value in by_kind.values()), by_kind
+
+
+@pytest.mark.parametrize("harness", ["guess", "nothing"])
+def test_baselines_score_near_zero(operations, erp_db_url, tmp_path, harness: str) -> None:
+    dataset, path = operations
+    records = _run(path, erp_db_url, tmp_path / harness, harness)
+    assert all(not r.termination.infrastructure for r in records)
+    by_kind = _accuracy_by_kind(dataset, records)
+    assert all(value < 0.05 for value in by_kind.values()), by_kind
+
+
+def test_guess_is_wrong_by_construction_even_without_the_dealbreaker(
+    operations, erp_db_url, tmp_path
+) -> None:
+    dataset, path = operations
+    records = _run(path, erp_db_url, tmp_path / "guess", "guess")
+    questions = {item.id: item for item in dataset.items}
+    for record in records:
+        metrics = conversation_metrics(questions[record.question_id], record)
+        assert metrics.clarified is False
+        assert metrics.facts_found < metrics.facts_total, record.question_id
+
+
+def test_honest_user_is_never_tagged_and_corrupted_users_are_caught(operations) -> None:
+    dataset, _ = operations
+    agent_asks = {
+        "underspecified": "For which period (which month), and which legal entity?",
+        "dispute": "Which invoice is it (the invoice number)?",
+        "collections": "Which customer is it (customer name)?",
+        "vendor_payment": "Which invoice is it (your invoice number)?",
+    }
+    caught: dict[str, int] = defaultdict(int)
+    for item in dataset.items:
+        scenario = item.conversation
+        for corruption in (None, *CORRUPTIONS):
+            user = ScriptedUser(scenario, corruption=corruption)
+            turns = [
+                ConversationTurn(role="user", content=user.opening(), started_s=0, duration_s=0)
+            ]
+            # Revealing is only wrong when nothing was asked.
+            ask = "Hello, how can I help?" if corruption == "reveal" else agent_asks[scenario.kind]
+            reply = user.reply(ask)
+            turns += [
+                ConversationTurn(role="agent", content=ask, started_s=0, duration_s=0),
+                ConversationTurn(
+                    role="user", content=reply.text, started_s=0, duration_s=0, signal=reply.signal
+                ),
+            ]
+            tags = review_user(scenario, turns)
+            if corruption is None:
+                assert tags == [], (item.id, tags)
+            else:
+                caught[corruption] += any(t.severity != "minor" for t in tags)
+    assert all(count == len(dataset.items) for count in caught.values()), dict(caught)
+
+
+def test_user_reveals_only_what_is_asked_and_never_the_unknown(operations) -> None:
+    dataset, _ = operations
+    for item in dataset.items:
+        scenario = item.conversation
+        user = ScriptedUser(scenario)
+        vague = user.reply("How can I help you today?")
+        assert vague.signal is None
+        for slot in scenario.known_info:
+            assert slot.value not in vague.text
+        for unknown in scenario.unknown_info:
+            asked = user.reply(f"Could you tell me {unknown.vocabulary[0]}?")
+            assert unknown.value not in asked.text
+        assert user.reply("Could you tell me your favourite colour?").signal == "out_of_scope"
+
+
+class AlwaysAsks:
+    """A conversational plug-in that never answers: it asks for the legal entity every turn."""
+
+    name = "always-asks"
+    model = None
+    conversational = True
+
+    def __init__(self, options: HarnessOptions) -> None:
+        self.options = options
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        draft.set_answer("Which legal entity is this about?")
+        return AgentOutcome(answer="Which legal entity is this about?")
+
+
+class OneShotOnly:
+    """A plug-in that does not say it can hold a conversation."""
+
+    name = "one-shot-only"
+    model = None
+
+    def __init__(self, options: HarnessOptions) -> None:
+        self.options = options
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        return AgentOutcome(answer="42")
+
+
+def test_a_conversation_that_never_ends_stops_at_its_turn_budget(
+    operations, erp_db_url, tmp_path
+) -> None:
+    dataset, path = operations
+    harness = "tests.test_conversations:AlwaysAsks"
+    records = _run(path, erp_db_url, tmp_path / "asks", harness, limit=2)
+    for record in records:
+        assert record.termination.reason is TerminationReason.max_turns
+        agent_turns = [t for t in record.conversation.turns if t.role == "agent"]
+        assert len(agent_turns) == dataset.items[0].conversation.max_turns
+
+
+def test_empty_user_message_is_a_user_error_never_scored(operations, erp_db_url, tmp_path) -> None:
+    _, path = operations
+    records = _run(path, erp_db_url, tmp_path / "empty", "scripted", user="scripted:empty", limit=1)
+    (record,) = records
+    assert record.termination.reason is TerminationReason.user_error
+    assert record.termination.infrastructure
+    assert record.conversation.critical_simulator_error
+
+
+def test_a_harness_without_conversations_is_refused_in_one_line(
+    operations, erp_db_url, tmp_path
+) -> None:
+    _, path = operations
+    out = tmp_path / "refused"
+    with pytest.raises(RunConfigError, match="one-shot-only harness does not hold conversations"):
+        _run(path, erp_db_url, out, "tests.test_conversations:OneShotOnly")
+    assert not out.exists()
+    command = [
+        sys.executable,
+        "-m",
+        "harnesses.run",
+        "--dataset",
+        str(path),
+        "--erp-db",
+        erp_db_url,
+        "--harness",
+        "tests.test_conversations:OneShotOnly",
+        "--out",
+        str(out),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "OneShotOnly" in result.stderr or "one-shot-only" in result.stderr
+
+
+def test_pass_hat_k() -> None:
+    trials = [("a", True), ("a", True), ("a", False), ("b", True), ("b", True), ("b", True)]
+    assert pass_hat_k(trials, 1) == pytest.approx((2 / 3 + 1) / 2)
+    assert pass_hat_k(trials, 2) == pytest.approx((1 / 3 + 1) / 2)
+    assert pass_hat_k(trials, 4) is None
+
+
+def test_questions_cli_refuses_bad_input_in_one_line(tmp_path) -> None:
+    out = tmp_path / "ops.yaml"
+    command = [sys.executable, "-m", "synthetic_erp", "questions", "--task-type", "operations"]
+    missing = subprocess.run(
+        [*command, "--db", f"sqlite:///{tmp_path / 'none.db'}", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+    assert not out.exists()
