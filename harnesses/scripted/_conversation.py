@@ -16,7 +16,6 @@ by construction.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import re
 from dataclasses import dataclass, field
@@ -32,9 +31,9 @@ from harnesses._protocol import (
     TrajectoryDraft,
 )
 from harnesses._registry import harness
-from harnesses.scripted._agent import ScriptedAgent, _erp_info
-from harnesses.scripted._base import DATE_WORDS, MONTHS
-from ledgerbench.dataset import TaskType
+from harnesses.scripted._agent import ScriptedAgent, _erp_info, understand
+from harnesses.scripted._agent import _answer as answer_intent
+from harnesses.scripted._base import DATE_WORDS, MONTHS, Context
 
 NOT_UNDERSTOOD = (
     "I am sorry, I did not understand the request. Could you say what you need from the ERP?"
@@ -155,6 +154,8 @@ class ConversationAgent:
         request = read_opening(user_messages[0])
         if request is None:
             return self._say(draft, NOT_UNDERSTOOD)
+        if self.ask and len(user_messages) == 1:  # nothing to look up before asking
+            return self._say(draft, QUESTIONS[request.kind])
         async with ErpClient(env.erp, transport=self.transport) as erp:
             info = await _erp_info(erp, draft)
             entities = [le["code"] for le in info.get("legal_entities", [])]
@@ -165,59 +166,64 @@ class ConversationAgent:
             _fill_defaults(request, today, info.get("default_legal_entity"))
             draft.turns += 1
             answered = [t for t in task.history if t.role == "agent" and _has_figures(t.content)]
+            solve = _OneShot(erp, draft, info, today)
             if answered and request.kind == "collections":
-                reply = await self._collections_follow_up(task, env, draft, request)
+                reply = await _collections_follow_up(solve, task.query, request)
             else:
-                reply = await self._answer(task, env, draft, erp, request)
+                reply = await _answer(solve, erp, draft, request)
         return self._say(draft, reply)
 
     def _say(self, draft: TrajectoryDraft, text: str) -> AgentOutcome:
         draft.set_answer(text)
         return AgentOutcome(answer=text)
 
-    async def _answer(
-        self,
-        task: AgentTask,
-        env: AgentEnvironment,
-        draft: TrajectoryDraft,
-        erp: ErpClient,
-        request: Request,
-    ) -> str:
-        if request.kind == "underspecified":
-            return await self._one_shot(task, env, draft, _payments_query(request))
-        if request.kind == "collections":
-            if request.party is None:
-                return await self._one_shot(task, env, draft, _entity_aging_query(request))
-            return await self._one_shot(task, env, draft, _aging_query(request))
-        if request.kind == "dispute":
-            return await _dispute(erp, draft, request)
-        return await _vendor_payment(erp, draft, request)
 
-    async def _collections_follow_up(
-        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft, request: Request
-    ) -> str:
-        asked = task.query.lower()
-        who = f"{request.party} in {request.legal_entity}"
-        if "dispute" in asked:
-            query = f"Which invoices of {who} are currently disputed as of today?"
-        elif "activities" in asked or "tasks" in asked:
-            query = f"List the open collections tasks and activities of {who} as of today."
-        elif "last pay" in asked:
-            query = (
-                f"When did {request.party} last pay us in {request.legal_entity} as of today, "
-                "and how much?"
-            )
-        else:
-            return "I am not sure what you need: could you rephrase the question?"
-        return await self._one_shot(task, env, draft, query)
+@dataclass
+class _OneShot:
+    """The one-shot scripted solvers on the conversation's ERP session."""
 
-    async def _one_shot(
-        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft, query: str
-    ) -> str:
+    erp: ErpClient
+    draft: TrajectoryDraft
+    info: dict[str, Any]
+    today: dt.date
+
+    async def __call__(self, query: str) -> str:
         """The one-shot scripted agent's answer to the completed request ``query``."""
-        asked = dataclasses.replace(task, query=query, task_type=TaskType.obligations)
-        outcome = await self.one_shot._answer_question(asked, env, draft)
-        return outcome.answer
+        entities = {le["code"]: le for le in self.info.get("legal_entities", [])}
+        default = self.info.get("default_legal_entity")
+        question, intent = understand(query, self.today, list(entities), default)
+        if intent is None:
+            return NOT_UNDERSTOOD
+        pattern = self.info.get("record_url_pattern")
+        ctx = Context(self.erp, self.draft, question, self.today, entities, url_pattern=pattern)
+        return await answer_intent(ctx, intent)
+
+
+async def _answer(solve: _OneShot, erp: ErpClient, draft: TrajectoryDraft, request: Request) -> str:
+    if request.kind == "underspecified":
+        return await solve(_payments_query(request))
+    if request.kind == "collections":
+        if request.party is None:
+            return await solve(_entity_aging_query(request))
+        return await solve(_aging_query(request))
+    if request.kind == "dispute":
+        return await _dispute(erp, draft, request)
+    return await _vendor_payment(erp, draft, request)
+
+
+async def _collections_follow_up(solve: _OneShot, asked: str, request: Request) -> str:
+    asked = asked.lower()
+    who = f"{request.party} in {request.legal_entity}"
+    if "dispute" in asked:
+        return await solve(f"Which invoices of {who} are currently disputed as of today?")
+    if "activities" in asked or "tasks" in asked:
+        return await solve(f"List the open collections tasks and activities of {who} as of today.")
+    if "last pay" in asked:
+        return await solve(
+            f"When did {request.party} last pay us in {request.legal_entity} as of today, "
+            "and how much?"
+        )
+    return "I am not sure what you need: could you rephrase the question?"
 
 
 def _has_figures(text: str) -> bool:
