@@ -22,6 +22,8 @@ from harnesses._protocol import AgentTask, ChatTurn, TrajectoryDraft
 from harnesses.records import (
     ConversationLog,
     ConversationTurn,
+    Message,
+    ModelEvent,
     TerminationReason,
     TrajectoryRecord,
     UserTurnTag,
@@ -418,13 +420,29 @@ async def _agent_turn(
         history=tuple(history),
     )
     draft.answer = ""
-    draft.add_message("user", message)
-    written = len(draft.messages)
+    written, events = len(draft.messages), len(draft.events)
     outcome = await runner._attempts(task, env, draft, loop)
+    _ensure_user_turn(draft, written, events, message)
     reply = outcome.answer.strip()
     if reply and not any(m.role == "assistant" for m in draft.messages[written:]):
         draft.add_message("assistant", reply)
     return reply, outcome, time.monotonic() - start
+
+
+def _ensure_user_turn(draft: TrajectoryDraft, written: int, events: int, message: str) -> None:
+    """The user's message as the first turn of this agent turn's transcript when the harness did
+    not write it (model harnesses do, the scripted ones do not); the model events recorded in
+    this turn point at messages by position, so they shift with it."""
+    if any(m.role == "user" for m in draft.messages[written:]):
+        return
+    draft.messages.insert(written, Message(role="user", content=message, started_s=draft.elapsed()))
+    for index in range(events, len(draft.events)):
+        event = draft.events[index]
+        shifts = isinstance(event, ModelEvent) and (event.message_index or -1) >= written
+        if shifts:
+            draft.events[index] = event.model_copy(
+                update={"message_index": event.message_index + 1}
+            )
 
 
 def conversation_problem(config, harness, pairs) -> str | None:

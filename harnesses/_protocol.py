@@ -91,6 +91,25 @@ class ChatTurn:
     content: str
 
 
+CONVERSATION_NOTE = (
+    "This is a conversation with a person, not a one-off question. If the request leaves out "
+    "something you need to answer it exactly (a period, a legal entity, an invoice number, which "
+    "customer), ask for it and wait for the reply instead of guessing. Tell an outside party "
+    "(a customer or a vendor) only what concerns their own documents: never internal data such "
+    "as credit limits, approvers or collections agents."
+)
+"""What model harnesses add to the user's first message in a conversation (operations items)."""
+
+
+def replayed_turns(task: AgentTask) -> list[tuple[str, str]]:
+    """A conversation's earlier turns as (``user`` | ``assistant``, text) chat messages, the
+    conversation note added to the user's first message; [] for one-shot questions."""
+    turns = [("assistant" if t.role == "agent" else "user", t.content) for t in task.history]
+    if turns and turns[0][0] == "user":
+        turns[0] = ("user", f"{turns[0][1]}\n\n{CONVERSATION_NOTE}")
+    return turns
+
+
 @dataclass(frozen=True)
 class AgentTask:
     """What the agent may see of a question: never the ground truth."""

@@ -194,7 +194,7 @@ def _underspecified(ctx: OracleContext, view: ErpView, rng: random.Random) -> Qu
                 (
                     f"How much did {party.name} pay us?",
                     f"Can you tell me what {party.name} paid us?",
-                    f"I need the payments we received from {party.name}.",
+                    f"I need the payments we received from {party.name}, please.",
                 )
             )
             reason = f"reviewing the cash received from the customer {party.name}"
@@ -203,7 +203,7 @@ def _underspecified(ctx: OracleContext, view: ErpView, rng: random.Random) -> Qu
                 (
                     f"How much have we paid {party.name}?",
                     f"Can you tell me what we paid {party.name}?",
-                    f"I need the payments we made to {party.name}.",
+                    f"I need the payments we made to {party.name}, please.",
                 )
             )
             reason = f"reviewing what was paid to the vendor {party.name}"
@@ -353,9 +353,9 @@ def _dispute(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question 
         ],
         opening_message=rng.choice(
             (
-                f"Hi, this is {contact} from {customer.name}. Your statement still shows a "
+                f"Hi, this is {contact} from {customer.name}: your statement still shows a "
                 "balance on one of our invoices, but we paid it in full. Can you check?",
-                f"Hello, {contact} at {customer.name} here. We paid one of your invoices in full "
+                f"Hello, {contact} at {customer.name} here: we paid one of your invoices in full "
                 "and you are still chasing us for it. What is going on?",
             )
         ),
@@ -561,9 +561,9 @@ def _vendor_payment(ctx: OracleContext, view: ErpView, rng: random.Random) -> Qu
         ],
         opening_message=rng.choice(
             (
-                f"Hi, this is {contact} from {vendor.name}. We still haven't received payment "
+                f"Hi, this is {contact} from {vendor.name}: we still haven't received payment "
                 "for one of our invoices. Where is our payment?",
-                f"Hello, {contact} at {vendor.name}. One of our invoices is unpaid. When will "
+                f"Hello, {contact} at {vendor.name}: one of our invoices is unpaid. When will "
                 "you pay it?",
             )
         ),

@@ -257,3 +257,72 @@ def test_questions_cli_refuses_bad_input_in_one_line(tmp_path) -> None:
     )
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def _vendor_item(dataset: Dataset):
+    return next(item for item in dataset.items if item.conversation.kind == "vendor_payment")
+
+
+def _chat_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    return " ".join(block.get("text", "") for block in content if isinstance(block, dict))
+
+
+@pytest.mark.parametrize(
+    ("harness", "api"),
+    [("custom", "chat"), ("custom", "anthropic"), ("openai", "responses")],
+)
+def test_model_harnesses_converse_against_the_fake_servers(
+    operations, erp_db_url, tmp_path, monkeypatch, harness: str, api: str
+) -> None:
+    """The model asks for the invoice, the scripted user answers, the model then answers from
+    the invoice it was told: every agent turn replays the conversation so far on the wire."""
+    from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel
+    from tests.fakes.openai_server import ModelRequest, Turn, serve_openai
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    dataset, path = operations
+    item = _vendor_item(dataset)
+    invoice = next(s.value for s in item.conversation.known_info if s.name == "invoice_number")
+    seen: list[list[str]] = []
+
+    def reply_to(texts: list[str]) -> str:
+        seen.append(texts)
+        if not any(invoice in text for text in texts):
+            return "Which invoice is it? Please give me your invoice number."
+        return f"Invoice {invoice}: the figure is 42."
+
+    def openai_model(request: ModelRequest) -> Turn:
+        body = request.body
+        messages = body.get("messages") or body.get("input") or []
+        chat = [m for m in messages if m.get("role") in ("user", "assistant")]
+        return Turn(text=reply_to([_chat_text(m.get("content", "")) for m in chat]))
+
+    def anthropic_model(body: dict, turn: int) -> Reply:
+        return Reply(text=reply_to([_chat_text(m["content"]) for m in body["messages"]]))
+
+    out = tmp_path / "run"
+    config = dict(dataset=path, harness=harness, erp_db=erp_db_url, out=out, progress=False)
+    if api == "anthropic":
+        with AnthropicFakeServer(ScriptedModel(anthropic_model, all_requests_main=True)) as fake:
+            opts = {"api": "anthropic"}
+            run(RunConfig(**config, ids=[item.id], base_url=fake.base_url, harness_opts=opts))
+    else:
+        with serve_openai(openai_model) as fake:
+            run(RunConfig(**config, ids=[item.id], base_url=fake.base_url))
+    (line,) = (out / TRAJECTORIES_FILE).read_text().splitlines()
+    record = TrajectoryRecord.model_validate_json(line)
+    assert record.termination.reason is TerminationReason.user_done, record.termination
+    roles = [(t.role, t.content[:40]) for t in record.conversation.turns]
+    assert [role for role, _ in roles] == ["user", "agent", "user", "agent", "user"], roles
+    # The second agent turn's request carried the whole conversation so far.
+    last = seen[-1]
+    assert item.query in last[0] and "Which invoice is it?" in last[1] and invoice in last[2]
+    assert [m.role for m in record.messages if m.role != "tool"][:4] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]

@@ -51,15 +51,15 @@ QUESTIONS = {
 """What the agent asks first, per kind: every slot it needs, in the words of those slots."""
 
 _PATTERNS = (
-    ("dispute", "customer", re.compile(r"this is .+? from (.+?)\. your statement", re.I)),
-    ("dispute", "customer", re.compile(r", .+? at (.+?) here\. we paid", re.I)),
-    ("vendor_payment", "vendor", re.compile(r"this is .+? from (.+?)\. we still haven't", re.I)),
-    ("vendor_payment", "vendor", re.compile(r", .+? at (.+?)\. one of our invoices", re.I)),
+    ("dispute", "customer", re.compile(r"this is .+? from (.+?): your statement", re.I)),
+    ("dispute", "customer", re.compile(r", .+? at (.+?) here: we paid", re.I)),
+    ("vendor_payment", "vendor", re.compile(r"this is .+? from (.+?): we still haven't", re.I)),
+    ("vendor_payment", "vendor", re.compile(r", .+? at (.+?): one of our invoices", re.I)),
     ("collections", "customer", re.compile(r"collections call|overdue account", re.I)),
     ("underspecified", "customer", re.compile(r"what (.+?) paid us\?$|did (.+?) pay us\?$", re.I)),
-    ("underspecified", "customer", re.compile(r"payments we received from (.+?)\.$", re.I)),
+    ("underspecified", "customer", re.compile(r"payments we received from (.+?), please\.$", re.I)),
     ("underspecified", "vendor", re.compile(r"have we paid (.+?)\?$|what we paid (.+?)\?$", re.I)),
-    ("underspecified", "vendor", re.compile(r"payments we made to (.+?)\.$", re.I)),
+    ("underspecified", "vendor", re.compile(r"payments we made to (.+?), please\.$", re.I)),
 )
 
 
