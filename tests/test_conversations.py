@@ -326,3 +326,50 @@ def test_model_harnesses_converse_against_the_fake_servers(
         "user",
         "assistant",
     ]
+
+
+def test_claude_cli_resumes_its_session_each_turn(
+    operations, erp_db_url, tmp_path, monkeypatch
+) -> None:
+    """The real ``claude`` binary against the fake Messages server: the second agent turn
+    resumes the first turn's session, so the model sees the whole conversation."""
+    from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel
+
+    for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-conversation")
+    dataset, path = operations
+    item = _vendor_item(dataset)
+    invoice = next(s.value for s in item.conversation.known_info if s.name == "invoice_number")
+    seen: list[list[str]] = []
+
+    def model(body: dict, turn: int) -> Reply:
+        texts = [_chat_text(m["content"]) for m in body["messages"]]
+        seen.append(texts)
+        if not any(invoice in text for text in texts):
+            return Reply(text="Which invoice is it? Please give me your invoice number.")
+        return Reply(text=f"Invoice {invoice}: the figure is 42.")
+
+    out = tmp_path / "run"
+    with AnthropicFakeServer(ScriptedModel(model), api_key="sk-ant-test-conversation") as fake:
+        run(
+            RunConfig(
+                dataset=path,
+                ids=[item.id],
+                harness="claude",
+                model="claude-sonnet-4-6",
+                base_url=fake.base_url,
+                erp_db=erp_db_url,
+                out=out,
+                timeout=60,
+                progress=False,
+            )
+        )
+    (line,) = (out / TRAJECTORIES_FILE).read_text().splitlines()
+    record = TrajectoryRecord.model_validate_json(line)
+    assert record.termination.reason is TerminationReason.user_done, record.termination
+    assert [t.role for t in record.conversation.turns] == ["user", "agent", "user", "agent", "user"]
+    assert record.extra["claude_conversation"]["resumed"] is True
+    last = "\n".join(seen[-1])
+    assert item.query in last and "Which invoice is it?" in last and invoice in last
+    assert not list((out / "work").glob("claude-*"))  # the conversation's HOME is gone
