@@ -22,7 +22,6 @@ from harnesses._protocol import AgentTask, ChatTurn, TrajectoryDraft
 from harnesses.records import (
     ConversationLog,
     ConversationTurn,
-    Message,
     ModelEvent,
     TerminationReason,
     TrajectoryRecord,
@@ -420,29 +419,29 @@ async def _agent_turn(
         history=tuple(history),
     )
     draft.answer = ""
+    draft.add_message("user", message)  # tool calls of this turn attach after it
     written, events = len(draft.messages), len(draft.events)
     outcome = await runner._attempts(task, env, draft, loop)
-    _ensure_user_turn(draft, written, events, message)
+    _drop_repeated_user_turn(draft, written, events)
     reply = outcome.answer.strip()
-    if reply and not any(m.role == "assistant" for m in draft.messages[written:]):
+    if reply and not any(m.role == "assistant" for m in draft.messages[written - 1 :]):
         draft.add_message("assistant", reply)
     return reply, outcome, time.monotonic() - start
 
 
-def _ensure_user_turn(draft: TrajectoryDraft, written: int, events: int, message: str) -> None:
-    """The user's message as the first turn of this agent turn's transcript when the harness did
-    not write it (model harnesses do, the scripted ones do not); the model events recorded in
-    this turn point at messages by position, so they shift with it."""
-    if any(m.role == "user" for m in draft.messages[written:]):
+def _drop_repeated_user_turn(draft: TrajectoryDraft, written: int, events: int) -> None:
+    """A harness that writes the user's message itself (model harnesses do) repeats the one the
+    runner wrote: the runner's goes, and the model events of this turn, which point at messages
+    by position, shift with it."""
+    if not any(m.role == "user" for m in draft.messages[written:]):
         return
-    draft.messages.insert(written, Message(role="user", content=message, started_s=draft.elapsed()))
+    del draft.messages[written - 1]
     for index in range(events, len(draft.events)):
         event = draft.events[index]
         shifts = isinstance(event, ModelEvent) and (event.message_index or -1) >= written
         if shifts:
-            draft.events[index] = event.model_copy(
-                update={"message_index": event.message_index + 1}
-            )
+            moved = {"message_index": event.message_index - 1}
+            draft.events[index] = event.model_copy(update=moved)
 
 
 def conversation_problem(config, harness, pairs) -> str | None:

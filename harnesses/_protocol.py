@@ -375,8 +375,10 @@ class TrajectoryDraft:
         if self.messages and self.messages[-1].role == "assistant":
             self.messages[-1].tool_calls.append(MessageToolCall(index=index))
         elif self.messages and self.messages[-1].role == "tool":
-            owner = next((m for m in reversed(self.messages) if m.role == "assistant"), None)
-            if owner is not None:
+            # the assistant turn of these tool calls: never one before a later user turn
+            # (a conversation's next agent turn)
+            owner = next((m for m in reversed(self.messages) if m.role != "tool"), None)
+            if owner is not None and owner.role == "assistant":
                 owner.tool_calls.append(MessageToolCall(index=index))
         self.messages.append(Message(role="tool", tool_call_index=index, started_s=call.started_s))
         self.events.append(
