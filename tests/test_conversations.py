@@ -373,3 +373,12 @@ def test_claude_cli_resumes_its_session_each_turn(
     last = "\n".join(seen[-1])
     assert item.query in last and "Which invoice is it?" in last and invoice in last
     assert not list((out / "work").glob("claude-*"))  # the conversation's HOME is gone
+
+
+def test_the_shipped_conversation_set_matches_a_fresh_generation(erp_db_url) -> None:
+    from harnesses._erp_process import project_root
+
+    shipped = load_dataset(project_root() / "datasets" / "operations" / "operations.yaml")
+    fresh = generate_operations(erp_db_url, n=len(shipped.items), seed=42)
+    assert shipped.header.erp_snapshot_hash == fresh.header.erp_snapshot_hash
+    assert shipped.items == fresh.items
