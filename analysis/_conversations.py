@@ -18,6 +18,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 ALL_KINDS = "all"
+MIN_PAIRED = 5
+"""Questions in common below which the paired difference gets no interval and no p-value."""
 
 
 class ConversationCell(BaseModel):
@@ -167,8 +169,8 @@ def _paired(cell, rows, reference_rows, draws, rng) -> None:
         return
     diffs = np.array([mine[q] - theirs[q] for q in common])
     cell.vs_reference = float(diffs.mean())
-    if len(diffs) < 2:
-        return
+    if len(diffs) < MIN_PAIRED:
+        return  # too few questions for an interval or a test
     means = rng.choice(diffs, size=(draws, len(diffs)), replace=True).mean(axis=1)
     cell.vs_low, cell.vs_high = float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
     centred = means - diffs.mean()

@@ -16,6 +16,7 @@ by construction.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import re
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from harnesses._protocol import (
 from harnesses._registry import harness
 from harnesses.scripted._agent import ScriptedAgent, _erp_info, understand
 from harnesses.scripted._agent import _answer as answer_intent
-from harnesses.scripted._base import DATE_WORDS, MONTHS, Context
+from harnesses.scripted._base import DATE_WORDS, MONTHS, TOOL_RETRIES, Context
 
 NOT_UNDERSTOOD = (
     "I am sorry, I did not understand the request. Could you say what you need from the ERP?"
@@ -260,8 +261,15 @@ def _entity_aging_query(request: Request) -> str:
 
 
 async def _call(erp: ErpClient, draft: TrajectoryDraft, tool: str, **arguments: Any) -> dict:
+    """A tool's structured result ({} on an error), a transient failure retried like the
+    one-shot solvers do."""
     clean = {key: value for key, value in arguments.items() if value is not None}
     result = await erp.call(tool, clean, draft)
+    for attempt in range(1, TOOL_RETRIES + 1):
+        if not (result.is_error and result.text.lstrip().startswith("TRANSIENT")):
+            break
+        await asyncio.sleep(0.2 * attempt)
+        result = await erp.call(tool, clean, draft)
     data = result.structured if not result.is_error else None
     if isinstance(data, dict) and set(data) == {"result"}:
         data = data["result"]
