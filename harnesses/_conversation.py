@@ -116,6 +116,8 @@ def substantive(text: str) -> bool:
 class UserReply:
     text: str
     signal: Signal | None = None
+    failure: str | None = None
+    """Why a user model gave no reply (then ``text`` is empty)."""
 
 
 class ScriptedUser:
@@ -139,6 +141,9 @@ class ScriptedUser:
 
     def opening(self) -> str:
         return self.scenario.opening_message
+
+    async def respond(self, agent_message: str) -> UserReply:
+        return self.reply(agent_message)
 
     def reply(self, agent_message: str) -> UserReply:
         reply = self._honest(agent_message)
@@ -281,13 +286,20 @@ def _tag(index: int, severity: str, rule: str, detail: str) -> UserTurnTag:
 # --------------------------------------------------------------------------------------------------
 
 
-def make_user(spec: str, scenario: Conversation) -> ScriptedUser:
+def is_model_user(spec: str) -> bool:
+    """Whether ``--user`` names a model (``chat:MODEL`` or ``anthropic:MODEL``)."""
+    return spec.startswith(("chat:", "anthropic:"))
+
+
+def make_user(spec: str, scenario: Conversation, base_url: str | None = None):
     """The simulated user ``--user`` names for one scenario."""
     if spec == "scripted":
         return ScriptedUser(scenario)
     if spec.startswith("scripted:"):
         return ScriptedUser(scenario, corruption=spec.split(":", 1)[1])
-    raise ValueError(f"--user {spec}: only the scripted user is available in this version")
+    from harnesses._llm_user import LlmUser
+
+    return LlmUser(spec, scenario, base_url)
 
 
 async def run_conversation(
@@ -302,7 +314,7 @@ async def run_conversation(
     budget = config.budget_for(question)
     started_at = dt.datetime.now(dt.UTC)
     draft = TrajectoryDraft(started_monotonic=time.monotonic(), output_limit=config.output_limit)
-    user = make_user(config.user, scenario)
+    user = make_user(config.user, scenario, config.user_base_url)
     env = runner.env.for_trial(trial_key(question.id, trial))
     loop = HarnessLoop(f"{runner.harness_name}-{question.id}") if runner.own_loops else None
     log = ConversationLog(
@@ -339,7 +351,7 @@ async def run_conversation(
                 break
             history += [ChatTurn("user", message), ChatTurn("agent", reply)]
             said_at = draft.elapsed()
-            answer = user.reply(reply)
+            answer = await _user_reply(user, reply)
             took = draft.elapsed() - said_at
             draft.excluded_s += took
             log.user_time_s += took
@@ -372,6 +384,16 @@ async def run_conversation(
     return record.model_copy(update={"conversation": log, "input": user.opening()})
 
 
+async def _user_reply(user, message: str) -> UserReply:
+    """The user's reply; a user model that fails gives an empty reply (``user_error``)."""
+    from harnesses._llm_user import UserModelError
+
+    try:
+        return await user.respond(message)
+    except UserModelError as error:
+        return UserReply("", None, failure=str(error))
+
+
 def _end_of_user_turn(answer: UserReply):
     from harnesses._question_runner import _Attempt
 
@@ -383,9 +405,8 @@ def _end_of_user_turn(answer: UserReply):
         }[answer.signal]
         return _Attempt(reason, "", detail=f"the user ended with {answer.signal}")
     if not answer.text.strip():
-        return _Attempt(
-            TerminationReason.user_error, "", detail="the simulated user sent an empty message"
-        )
+        detail = answer.failure or "the simulated user sent an empty message"
+        return _Attempt(TerminationReason.user_error, "", detail=detail)
     return None
 
 
@@ -455,6 +476,24 @@ def conversation_problem(config, harness, pairs) -> str | None:
             "with conversational = True: scripted, guess, nothing, custom, openai, claude); "
             "leave them out with --task-type obligations or pick another harness"
         )
-    if config.user != "scripted" and not config.user.startswith("scripted:"):
-        return f"--user {config.user}: only the scripted user is available; use --user scripted"
-    return None
+    if (
+        config.user == "scripted"
+        or config.user.startswith("scripted:")
+        or is_model_user(config.user)
+    ):
+        return None
+    return (
+        f"--user {config.user}: use scripted (the offline user), chat:MODEL (Chat Completions) or "
+        "anthropic:MODEL (Messages), with --user-base-url for another endpoint"
+    )
+
+
+async def user_model_problem(config, pairs) -> str | None:
+    """One line when the run's user model cannot be reached (pre-flight, before any write)."""
+    if not is_model_user(config.user):
+        return None
+    if not any(question.conversation is not None for question, _ in pairs):
+        return None
+    from harnesses._llm_user import preflight
+
+    return await preflight(config.user, config.user_base_url)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnesses._conversation import conversation_problem
+from harnesses._conversation import conversation_problem, user_model_problem
 from harnesses._erp_serving import (
     ErpInUse,
     check_erp_unchanged,
@@ -184,6 +184,8 @@ async def _run(config: RunConfig, log: Any, executor: Executor | None) -> RunSum
     try:
         plan = plan_run(config, instructions, log)
         if (problem := conversation_problem(config, harness, plan.pairs)) is not None:
+            raise RunConfigError(problem)
+        if (problem := await user_model_problem(config, plan.pairs)) is not None:
             raise RunConfigError(problem)
         executor = executor or _executor_for(config)
     except BaseException:

@@ -154,7 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--user",
         default="scripted",
         help="who plays the user in conversations (operations items): scripted, the "
-        "deterministic offline user (default); e.g. --user scripted",
+        "deterministic offline user (default), or a model: chat:MODEL (Chat Completions) or "
+        "anthropic:MODEL (Messages); e.g. --user chat:gpt-5.2",
+    )
+    agent.add_argument(
+        "--user-base-url",
+        help="API base URL of the user model; e.g. http://127.0.0.1:9000/v1",
     )
     agent.add_argument("--model", help="model name passed to the harness; e.g. gpt-5.2")
     agent.add_argument(
@@ -320,6 +325,7 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             max_cost_usd=args.max_cost_usd,
             harness=args.harness,
             user=args.user,
+            user_base_url=args.user_base_url,
             model=args.model,
             reasoning_effort=args.reasoning_effort,
             base_url=args.base_url,

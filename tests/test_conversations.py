@@ -382,3 +382,72 @@ def test_the_shipped_conversation_set_matches_a_fresh_generation(erp_db_url) -> 
     fresh = generate_operations(erp_db_url, n=len(shipped.items), seed=42)
     assert shipped.header.erp_snapshot_hash == fresh.header.erp_snapshot_hash
     assert shipped.items == fresh.items
+
+
+def test_an_llm_user_plays_the_scenario_on_the_chat_wire(
+    operations, erp_db_url, tmp_path, monkeypatch
+) -> None:
+    """A user model behind Chat Completions (the fake server): it gets tau2's rules and the
+    scenario, answers what the scripted agent asks, and stops; the model and prompt are pinned."""
+    from harnesses._llm_user import USER_RULES, prompt_hash
+    from tests.fakes.openai_server import ModelRequest, Turn, serve_openai
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    dataset, path = operations
+    item = _vendor_item(dataset)
+    slot = next(s for s in item.conversation.known_info if s.name == "invoice_number")
+    entity = next(s for s in item.conversation.known_info if s.name == "legal_entity")
+    systems: list[str] = []
+
+    def user_model(request: ModelRequest) -> Turn:
+        messages = request.body["messages"]
+        systems.append(messages[0]["content"])
+        last = messages[-1]["content"]
+        if last == "Hi":  # the pre-flight
+            return Turn(text="OK")
+        if "invoice number" in last:
+            return Turn(text=f"{slot.answer} {entity.answer}")
+        return Turn(text=f"Thanks, that answers it. {'###STOP###'}")
+
+    out = tmp_path / "llm-user"
+    with serve_openai(user_model) as fake:
+        records = _run(
+            path,
+            erp_db_url,
+            out,
+            "scripted",
+            ids=[item.id],
+            user="chat:gpt-5.2",
+            user_base_url=fake.base_url,
+        )
+    (record,) = records
+    assert record.termination.reason is TerminationReason.user_done, record.termination
+    assert record.conversation.user == "chat:gpt-5.2"
+    assert record.conversation.user_version == f"chat:gpt-5.2@prompt-{prompt_hash()}"
+    assert record.conversation.review == []
+    assert any(USER_RULES in s and item.conversation.persona in s for s in systems)
+    metrics = conversation_metrics(item, record)
+    assert metrics.accuracy == 1.0, metrics.reasons
+
+
+def test_an_unreachable_user_model_is_refused_before_anything_is_written(
+    operations, erp_db_url, tmp_path, monkeypatch
+) -> None:
+    import socket
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    _, path = operations
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = tmp_path / "refused"
+    with pytest.raises(RunConfigError, match=r"the user model at .* cannot be used"):
+        _run(
+            path,
+            erp_db_url,
+            out,
+            "scripted",
+            user="chat:gpt-5.2",
+            user_base_url=f"http://127.0.0.1:{port}/v1",
+        )
+    assert not out.exists()
