@@ -116,7 +116,9 @@ def _amount_text(value: Decimal | float) -> str:
     return f"{Decimal(str(value)):.2f}"
 
 
-def _tags(reference: str) -> dict[Dimension, list[Assertion]]:
+def operations_tags(reference: str) -> dict[Dimension, list[Assertion]]:
+    """The assertions of an operations item: one, decided by the rules judge's conversation
+    rule (facts over the whole conversation, clarifications and disclosures as dealbreakers)."""
     text = (
         "The agent asked for every required clarification before answering, disclosed nothing "
         "it must not, and the facts it gave over the conversation agree with the reference "
@@ -603,7 +605,7 @@ def _item(
         scenario=conversation.kind,
         as_of=ctx.today,
         legal_entity=le,
-        tags=_tags(answer.text),
+        tags=operations_tags(answer.text),
         ground_truth=answer.text,
         expected=answer.facts,
         metadata=metadata,
