@@ -106,7 +106,7 @@ def _unique(view: ErpView, party: PartyInfo) -> bool:
 def _twin(view: ErpView, party: PartyInfo) -> bool:
     """Whether a party of the same kind and name exists in another legal entity."""
     return any(
-        view.names[(party.kind, le)][party.name.lower()] > 0
+        view.names.get((party.kind, le), {}).get(party.name.lower(), 0) > 0
         for le in view.legal_entities
         if le != party.legal_entity
     )
@@ -166,6 +166,8 @@ def _underspecified(ctx: OracleContext, view: ErpView, rng: random.Random) -> Qu
     kind = "customer" if rng.random() < 0.7 else "vendor"
     template = "payments_in_range" if kind == "customer" else "vendor_payments_range"
     le = view.pick_le(rng, kind)
+    if not view.parties[(kind, le)]:
+        return None
     party = rng.choice(view.parties[(kind, le)])
     if not _unique(view, party):
         return None

@@ -257,6 +257,20 @@ def test_questions_cli_refuses_bad_input_in_one_line(tmp_path) -> None:
     )
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert not out.exists()
+    from synthetic_erp import generate_erp
+
+    tiny = f"sqlite:///{tmp_path / 'tiny.db'}"
+    generate_erp(tiny, customers=3, vendors=3, seed=1)
+    unsupported = subprocess.run(
+        [*command, "--db", tiny, "--n", "8", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert unsupported.returncode == 2, unsupported.stderr
+    (line,) = unsupported.stderr.strip().splitlines()
+    assert "the ERP has no" in line or "supports no" in line
+    assert not out.exists()
 
 
 def _vendor_item(dataset: Dataset):
