@@ -59,7 +59,11 @@ _TRANSFER_WORDS = re.compile(
 )
 _SENTENCE = re.compile(r"[^.?!\n]*\?")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
-_FACT_TOKEN = re.compile(r"\b(?=[A-Z0-9-]*\d)[A-Z0-9][A-Z0-9-]{2,}\b|\b[A-Z]{4}\b")
+_FACT_TOKEN = re.compile(
+    r"\b(?=[A-Z0-9-]*\d)[A-Z0-9][A-Z0-9-]{2,}\b|(?<=entity )[A-Z]{4}\b|(?<=company )[A-Z]{4}\b"
+)
+"""Ids and codes a user might state: tokens with a digit (INV-192761, ARP-0000394) and legal
+entity codes where a legal entity is named ("legal entity USMF"), not every upper-case word."""
 
 
 # --------------------------------------------------------------------------------------------------
