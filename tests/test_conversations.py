@@ -465,3 +465,28 @@ def test_an_unreachable_user_model_is_refused_before_anything_is_written(
             user_base_url=f"http://127.0.0.1:{port}/v1",
         )
     assert not out.exists()
+
+
+class SaysNothing:
+    """A conversational plug-in that ends its turn without a message."""
+
+    name = "says-nothing"
+    model = None
+    conversational = True
+
+    def __init__(self, options: HarnessOptions) -> None:
+        self.options = options
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        return AgentOutcome(answer="")
+
+
+def test_transfer_and_giving_up_end_the_conversation(operations, erp_db_url, tmp_path) -> None:
+    dataset, path = operations
+    user = ScriptedUser(dataset.items[0].conversation)
+    assert user.reply("I am transferring you to a colleague in accounts.").signal == "transfer"
+    harness = "tests.test_conversations:SaysNothing"
+    (record,) = _run(path, erp_db_url, tmp_path / "silent", harness, limit=1)
+    assert record.termination.reason is TerminationReason.agent_gave_up
+    assert not record.termination.infrastructure
+    assert [t.role for t in record.conversation.turns] == ["user", "agent"]
