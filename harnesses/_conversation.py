@@ -370,6 +370,8 @@ async def run_conversation(
             )
             outcome = _end_of_user_turn(answer)
             if outcome is not None:
+                if answer.text:  # the user's last word belongs to the transcript too
+                    draft.add_message("user", answer.text)
                 break
             message = answer.text
         else:
