@@ -142,8 +142,7 @@ class ConversationAgent:
         self.ask = ask
         self.name = "scripted" if ask else "guess"
         self.model = None
-        self.one_shot = ScriptedAgent(self.options)
-        self.transport = self.one_shot.transport
+        self.transport = ScriptedAgent(self.options).transport  # its option check, too
 
     async def aclose(self) -> None:
         return None
