@@ -58,6 +58,7 @@ class CompareConfig(BaseModel):
 
 def compare(config: CompareConfig, progress: bool = False) -> Stats:
     """Load, compute, write ``stats.json``, ``report.md``, ``report.html`` and the plots."""
+    from analysis._conversations import conversation_cells
     from analysis._load import load_provider
     from analysis._plots import all_plots
     from analysis._report import build_report, to_html, to_markdown
@@ -90,6 +91,13 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
         check_cluster_field(providers, config.cluster)
         combined = combine(providers, config.latency_budget, config.infra_failures)
         stats = compute_stats(providers, settings, progress=bar.step, combined=combined)
+        stats.conversations = conversation_cells(
+            [(p.info.name, Path(p.info.path)) for p in providers],
+            reference,
+            config.judge,
+            draws=config.bootstrap,
+            seed=config.seed,
+        )
         images = all_plots(stats, combined.trajectories)
         bar.step("plots")
         config.out.mkdir(parents=True, exist_ok=True)

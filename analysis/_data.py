@@ -29,7 +29,7 @@ ANSWER_MEAN = "answer_mean"
 """The judge's per-answer mean; :func:`analysis._stats.combine` renames the loaders' ``overall``."""
 REPORT_METRICS = (OVERALL, *DIMENSIONS, ANSWER_MEAN)
 """Metrics in the report: the paper's Overall (derived), the dimensions, the per-answer mean."""
-TASK_TYPES = ("obligations", "entity_performance", "business_brief")
+TASK_TYPES = ("obligations", "entity_performance", "business_brief", "operations")
 RESEARCH_TASK_TYPES = ("entity_performance", "business_brief")
 RESEARCH_ACCURACY = "research_accuracy"
 """Accuracy of research items keyed on a world (LedgerBench's extension, :data:`judge._overall.

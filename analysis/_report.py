@@ -147,6 +147,7 @@ def build_report(stats: Stats, images: list[str], viewer: str | None = None) -> 
             report.add(Image("scenarios.png", IMAGE_TITLES["scenarios.png"]))
     report.add(*contrast_section(stats))
     report.add(*research_section(stats, images))
+    report.add(*conversation_section(stats.conversations, stats.settings.reference))
     if viewer:
         report.add(*viewer_section(stats, viewer))
     report.add(*operations_section(stats, images))
@@ -276,6 +277,12 @@ def clustering_appendix(stats: Stats) -> list:
         )
     )
     return blocks
+
+
+def conversation_section(cells: list, reference: str) -> list:
+    from analysis._conversations import conversation_section as section
+
+    return section(cells, reference)
 
 
 def _title(stats: Stats) -> str:

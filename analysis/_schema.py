@@ -30,6 +30,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from analysis._conversations import ConversationCell
+
 STATS_FORMAT_VERSION = 4
 EQUAL_WEIGHT = "equal_weight"
 """``scope`` value for the equal-weight mean across task types."""
@@ -529,6 +531,9 @@ class Stats(_Strict):
     compared runs include both modes."""
     caveats: list[str] = Field(default_factory=list)
     """Plain-words caveats that apply to the whole report."""
+    conversations: list[ConversationCell] = Field(default_factory=list)
+    """Operations items (conversations): per provider and scenario kind
+    (``analysis/_conversations.py``)."""
     timings_s: dict[str, float] = Field(default_factory=dict)
     """Seconds spent in each part (lmm, bootstrap, ...)."""
     clustering: list[ClusteringCell] = Field(default_factory=list)

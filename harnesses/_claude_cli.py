@@ -74,6 +74,7 @@ from harnesses._erp_client import ToolSpec
 from harnesses._erp_process import parent_death_signal
 from harnesses._pricing import estimate_cost
 from harnesses._protocol import (
+    CONVERSATION_NOTE,
     AgentEnvironment,
     AgentOutcome,
     AgentTask,
@@ -92,6 +93,7 @@ from harnesses._stream_json import StreamParser
 from harnesses._toolbox import WORLD_PREFIX
 from harnesses._wire import stalled
 from ledgerbench._trial import TRIAL_HEADER
+from ledgerbench.dataset import TaskType
 
 PINNED_CLI_VERSION = "2.1.332"
 """The CLI version the harness is tested against (.ci/run installs it; README says so)."""
@@ -335,18 +337,25 @@ def build_command(
     world: bool = False,
     tools: tuple[str, ...] | None = None,
     withheld_tools: tuple[str, ...] = (),
+    conversation: bool = False,
+    resume: str | None = None,
 ) -> list[str]:
     """The CLI's argv. The question comes last, after ``--``, so variadic options cannot eat it.
     ``web`` allows the built-in WebSearch/WebFetch (``--research web`` only); ``world`` the
     research world's MCP tools. ``tools`` (the run's ``--tools``, model-facing names) allows
     those MCP tools alone and ``withheld_tools`` are denied by name: a denied tool is not sent
-    to the model at all."""
+    to the model at all. ``conversation``: the session is kept (in the conversation's own HOME)
+    so the next agent turn can ``resume`` it by its session id."""
     servers = [ERP_SERVER_NAME, *([WORLD_SERVER_NAME] if world else [])]
     mcp = [f"mcp__{name}" for name in servers] if tools is None else map(cli_tool_name, tools)
     allowed = [*mcp, *(WEB_TOOLS if web else ())]
     denied = [*BLOCKED_BUILTIN_TOOLS, *map(cli_tool_name, withheld_tools)]
     argv = [binary, "-p", "--output-format", "stream-json", "--verbose"]
-    argv += ["--include-partial-messages", "--no-session-persistence"]
+    argv += ["--include-partial-messages"]
+    if not conversation:
+        argv += ["--no-session-persistence"]
+    if resume:
+        argv += ["--resume", resume]
     if model:
         argv += ["--model", model]
     if effort:
@@ -406,9 +415,13 @@ class ClaudeCliHarness:
     (true: keep each question's raw event stream under ``work_dir/claude_streams``)."""
 
     name = "claude"
+    conversational = True
+    """Conversations: each agent turn resumes the CLI's session (``--resume``) in a HOME kept for
+    the whole conversation (removed at the end of the run)."""
 
     def __init__(self, options: HarnessOptions) -> None:
         self.options = options
+        self._conversation_homes: list[Path] = []
         self.model = options.model
         self.effort = options.reasoning_effort
         if self.effort is not None and self.effort not in EFFORT_LEVELS:
@@ -433,13 +446,17 @@ class ClaudeCliHarness:
         _install_atexit()
 
     async def aclose(self) -> None:
-        return None
+        for folder in self._conversation_homes:
+            shutil.rmtree(folder, ignore_errors=True)
+        self._conversation_homes.clear()
 
     async def run(
         self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
     ) -> AgentOutcome:
         Path(env.work_dir).mkdir(parents=True, exist_ok=True)
         sweep_stale_scratch(Path(env.work_dir))
+        if task.task_type is TaskType.operations:
+            return await self._conversation_turn(task, env, draft)
         scratch = Path(
             tempfile.mkdtemp(
                 prefix=f"{SCRATCH_PREFIX}{_safe(task.question_id)}-{task.trial}-", dir=env.work_dir
@@ -452,18 +469,41 @@ class ClaudeCliHarness:
             if not self.keep_home:
                 shutil.rmtree(scratch, ignore_errors=True)
 
+    async def _conversation_turn(
+        self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+    ) -> AgentOutcome:
+        """One agent turn of a conversation: the first starts a session in a scratch folder kept
+        for the conversation (``draft.extra`` names it), the next ones resume that session."""
+        state = draft.extra.setdefault("claude_conversation", {})
+        scratch = Path(state["scratch"]) if state.get("scratch") else None
+        if scratch is None or not scratch.is_dir():
+            prefix = f"{SCRATCH_PREFIX}{_safe(task.question_id)}-{task.trial}-"
+            scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=env.work_dir))
+            (scratch / OWNER_FILE).write_text(str(os.getpid()))
+            self._conversation_homes.append(scratch)
+            state["scratch"] = str(scratch)
+        resume = draft.extra.get("session_id") if task.history else None
+        state["resumed"] = bool(resume)
+        return await self._run_in(scratch, task, env, draft, resume=resume)
+
     async def _run_in(
-        self, scratch: Path, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
+        self,
+        scratch: Path,
+        task: AgentTask,
+        env: AgentEnvironment,
+        draft: TrajectoryDraft,
+        resume: str | None = None,
     ) -> AgentOutcome:
         home, cwd = scratch / "home", scratch / "cwd"
-        home.mkdir()
-        cwd.mkdir()
+        home.mkdir(exist_ok=True)
+        cwd.mkdir(exist_ok=True)
         config_path = scratch / "mcp-config.json"
         config_path.write_text(json.dumps(mcp_config(env, self.transport)))
         config_path.chmod(0o600)
+        opening = task.task_type is TaskType.operations and not task.history
         argv = build_command(
             self.binary,
-            task.query,
+            f"{task.query}\n\n{CONVERSATION_NOTE}" if opening else task.query,
             instructions=env.instructions,
             mcp_config_path=str(config_path),
             model=self.model,
@@ -473,6 +513,8 @@ class ClaudeCliHarness:
             world=env.world is not None,
             tools=env.tools,
             withheld_tools=env.withheld_tools,
+            conversation=task.task_type is TaskType.operations,
+            resume=resume,
         )
         child_env = child_environment(
             home,

@@ -58,12 +58,14 @@ from harnesses._preflight import (
 )
 from harnesses._pricing import Price, estimate_cost, parse_price
 from harnesses._protocol import (
+    CONVERSATION_NOTE,
     AgentEnvironment,
     AgentOutcome,
     AgentTask,
     HarnessOptions,
     ProviderError,
     TrajectoryDraft,
+    replayed_turns,
 )
 from harnesses._registry import harness
 from harnesses._toolbox import McpToolbox, catalogue_key
@@ -81,6 +83,7 @@ from harnesses._wire import (
     stalled,
 )
 from harnesses.records import Message, Usage
+from ledgerbench.dataset import TaskType
 
 CHAT_CHUNK_TYPES = frozenset({"chat.completion.chunk"})
 """The one object type a Chat Completions stream sends."""
@@ -1033,6 +1036,8 @@ class FinanceAgentHarness:
     """Our model-agnostic finance agent (Chat Completions or Anthropic Messages)."""
 
     name = "custom"
+    conversational = True
+    """Conversations: the earlier turns are replayed as chat messages on each agent turn."""
 
     def __init__(self, options: HarnessOptions) -> None:
         self.settings = CustomSettings.from_options(options)
@@ -1087,9 +1092,16 @@ class FinanceAgentHarness:
             harness="custom",
         )
 
-    def conversation(self, client: Any, system: str, user: str) -> Any:
+    def conversation(
+        self, client: Any, system: str, user: str, history: list[tuple[str, str]] = ()
+    ) -> Any:
+        """A chat on ``client``; ``history``: a conversation's earlier turns, replayed before
+        ``user`` (the latest message)."""
         kind = AnthropicConversation if self.settings.api == "anthropic" else OpenAIChatConversation
-        return kind(client, self.settings, system, user)
+        chat = kind(client, self.settings, system, user)
+        earlier = [{"role": role, "content": text} for role, text in history]
+        chat.messages[-1:-1] = earlier
+        return chat
 
     async def run(
         self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
@@ -1166,12 +1178,15 @@ class _FinanceAgent:
             specs = erp_specs + self.web.specs()
             user = await self.opening_message(erp_specs)
             self.draft.add_message("user", user)
-            chat = self.owner.conversation(client, self.system_prompt(), user)
+            history = replayed_turns(self.task)
+            chat = self.owner.conversation(client, self.system_prompt(), user, history)
             return await self.loop(chat, specs)
 
     async def opening_message(self, specs: list[ToolSpec]) -> str:
         """The question plus what a finance analyst checks first: ERP today and the as-of date."""
         notes = [f"Time budget: about {self.task.timeout_s:.0f} seconds."]
+        if self.task.task_type is TaskType.operations and not self.task.history:
+            notes.append(CONVERSATION_NOTE)
         date = as_of_date(self.task.query)
         if date:
             notes.append(

@@ -26,6 +26,8 @@ class NothingAgent:
     """Answers "nothing found" to every question without looking anything up."""
 
     name = "nothing"
+    conversational = True
+    """In conversations it takes part and never answers: every turn is "nothing found"."""
 
     def __init__(self, options: HarnessOptions | None = None) -> None:
         self.options = options or HarnessOptions()

@@ -31,6 +31,7 @@ from harnesses._erp_client import ErpClient, ToolSpec, shared_tls_context
 from harnesses._preflight import read_context_window
 from harnesses._pricing import Price, estimate_cost, parse_price
 from harnesses._protocol import (
+    CONVERSATION_NOTE,
     AgentEnvironment,
     AgentOutcome,
     AgentTask,
@@ -42,6 +43,7 @@ from harnesses._protocol import (
     is_refused_access,
     is_transient,
     is_unreachable,
+    replayed_turns,
     retry_delay,
     retry_window_s,
 )
@@ -62,6 +64,7 @@ from harnesses._wire import (
     stalled,
 )
 from harnesses.records import Message, Usage
+from ledgerbench.dataset import TaskType
 
 DEFAULT_MODEL = "gpt-5.2"
 SERVER_LABEL = "erp"
@@ -556,6 +559,8 @@ class OpenAIResponsesHarness:
     """The OpenAI Responses API with the ERP as local function tools or a hosted MCP server."""
 
     name = "openai"
+    conversational = True
+    """Conversations: the earlier turns are replayed as input messages on each agent turn."""
 
     def __init__(self, options: HarnessOptions) -> None:
         self.settings = OpenAISettings.from_options(options)
@@ -662,7 +667,7 @@ class _ResponsesLoop:
             specs = await self.owner.tools.get(erp, catalogue_key(self.env))
             known = {spec.name for spec in specs}
             tools = [function_tool(spec) for spec in specs] + self._web_tools()
-            user_input: list[dict[str, Any]] = [{"role": "user", "content": self.task.query}]
+            user_input = self._conversation_input()
             self.draft.add_message("user", self.task.query)
             history: list[dict[str, Any]] = list(user_input)
             request = self._request(tools, user_input)
@@ -702,15 +707,22 @@ class _ResponsesLoop:
         entries = [hosted_mcp_tool(public_url, allowed, self.env.erp.headers())]
         if self.env.world is not None:
             entries.append(await self._hosted_world_entry(self.env.world))
-        request = self._request(
-            [*entries, *self._web_tools()], [{"role": "user", "content": self.task.query}]
-        )
+        request = self._request([*entries, *self._web_tools()], self._conversation_input())
         self.draft.add_message("user", self.task.query)
         turn = await self._respond(request)
         capped = not turn.text and turn.mcp_calls >= self.max_tool_calls
         return AgentOutcome(answer=self.draft.answer, max_turns_reached=capped)
 
     # --- requests ----------------------------------------------------------------------------
+
+    def _conversation_input(self) -> list[dict[str, Any]]:
+        """The question, after a conversation's earlier turns (operations items) when there are
+        any; the first message of a conversation carries the conversation note."""
+        query = self.task.query
+        if self.task.task_type is TaskType.operations and not self.task.history:
+            query = f"{query}\n\n{CONVERSATION_NOTE}"
+        earlier = [{"role": role, "content": text} for role, text in replayed_turns(self.task)]
+        return [*earlier, {"role": "user", "content": query}]
 
     async def _hosted_world_entry(self, world: McpEndpoint) -> dict[str, Any]:
         """The research world as a second hosted MCP server (``server_label`` ``world``)."""

@@ -101,6 +101,34 @@ class SampleLimits:
 
 
 @dataclass(frozen=True)
+class ChatTurn:
+    """One earlier message of a conversation (operations items)."""
+
+    role: str
+    """``user`` (the simulated user) or ``agent`` (what the harness said)."""
+    content: str
+
+
+CONVERSATION_NOTE = (
+    "This is a conversation with a person, not a one-off question. If the request leaves out "
+    "something you need to answer it exactly (a period, a legal entity, an invoice number, which "
+    "customer), ask for it and wait for the reply instead of guessing. Tell an outside party "
+    "(a customer or a vendor) only what concerns their own documents: never internal data such "
+    "as credit limits, approvers or collections agents."
+)
+"""What model harnesses add to the user's first message in a conversation (operations items)."""
+
+
+def replayed_turns(task: AgentTask) -> list[tuple[str, str]]:
+    """A conversation's earlier turns as (``user`` | ``assistant``, text) chat messages, the
+    conversation note added to the user's first message; [] for one-shot questions."""
+    turns = [("assistant" if t.role == "agent" else "user", t.content) for t in task.history]
+    if turns and turns[0][0] == "user":
+        turns[0] = ("user", f"{turns[0][1]}\n\n{CONVERSATION_NOTE}")
+    return turns
+
+
+@dataclass(frozen=True)
 class AgentTask:
     """What the agent may see of a question: never the ground truth."""
 
@@ -116,6 +144,9 @@ class AgentTask:
     counts as hung; None: :func:`stall_timeout_s` of the budget. Set by the runner."""
     limits: SampleLimits = SampleLimits()
     """The run's sample limits (turns, tool calls, tokens, cost); set by the runner."""
+    history: tuple[ChatTurn, ...] = ()
+    """Conversations (operations items, harnesses with ``conversational = True``): the earlier
+    turns, oldest first; ``query`` is the user's latest message. Empty for one-shot questions."""
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -394,8 +425,10 @@ class TrajectoryDraft:
         if self.messages and self.messages[-1].role == "assistant":
             self.messages[-1].tool_calls.append(MessageToolCall(index=index))
         elif self.messages and self.messages[-1].role == "tool":
-            owner = next((m for m in reversed(self.messages) if m.role == "assistant"), None)
-            if owner is not None:
+            # the assistant turn of these tool calls: never one before a later user turn
+            # (a conversation's next agent turn)
+            owner = next((m for m in reversed(self.messages) if m.role != "tool"), None)
+            if owner is not None and owner.role == "assistant":
                 owner.tool_calls.append(MessageToolCall(index=index))
         self.messages.append(Message(role="tool", tool_call_index=index, started_s=call.started_s))
         self.events.append(

@@ -111,6 +111,10 @@ class QuestionRunner:
                 loop.close()
 
     async def run(self, question: Question, trial: int) -> TrajectoryRecord:
+        if question.conversation is not None:
+            from harnesses._conversation import run_conversation
+
+            return await run_conversation(self, question, trial)
         budget = self.config.budget_for(question)
         started_at = dt.datetime.now(dt.UTC)
         start = time.monotonic()

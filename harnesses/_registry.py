@@ -25,6 +25,7 @@ _FACTORIES: dict[str, HarnessFactory] = {}
 BUILTIN_MODULES: dict[str, str] = {
     "scripted": "harnesses.scripted",
     "nothing": "harnesses._nothing",
+    "guess": "harnesses.scripted._conversation",
     "openai": "harnesses._openai",
     "custom": "harnesses._custom",
     "claude": "harnesses._claude_cli",

@@ -62,6 +62,12 @@ class RunConfig(StrictModel):
     max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """At most this many US dollars of model calls per question (the provider's cost, or the price
     table's estimate); over it the question ends as ``cost_limit``."""
+    user: str = "scripted"
+    """Who plays the user in conversations (operations items): ``scripted``, the deterministic
+    offline user (``harnesses._conversation.ScriptedUser``), or a model: ``chat:MODEL`` (Chat
+    Completions) or ``anthropic:MODEL`` (Messages), see ``harnesses._llm_user``."""
+    user_base_url: str | None = None
+    """The user model's API base URL (None: the provider's default)."""
     harness: str = "scripted"
     """Registry name (scripted, openai, custom, claude) or plug-in ``package.module:ClassName``."""
     model: str | None = None

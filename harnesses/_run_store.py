@@ -83,6 +83,12 @@ def fingerprint_parts(config: RunConfig, dataset_hash: str, instructions: str) -
             if config.erp_fault_rate
             else {}
         ),
+        # conversations: who plays the user (only when not the default, so older runs resume)
+        **(
+            {"user": {"spec": config.user, "base_url": redact_url(config.user_base_url)}}
+            if config.user != "scripted"
+            else {}
+        ),
     }
 
 
@@ -113,10 +119,11 @@ def describe_changes(old: dict[str, Any], new: dict[str, Any]) -> str:
         "limits": "sample limits",
         "instructions": "system instructions",
         "erp": "ERP snapshot",
+        "user": "simulated user (--user)",
     }
     changes = []
     for key in labels:
-        optional = key == "limits"  # absent when none is set
+        optional = key in ("limits", "user")  # absent when none is set / the default
         if key not in new and not optional:
             continue
         empty = {} if optional else None

@@ -13,12 +13,22 @@ from harnesses._run_store import TRAJECTORIES_FILE, PreparedRun, read_trajectori
 from harnesses.records import RunManifest, Status, TerminationReason, TrajectoryRecord
 from ledgerbench.dataset import TaskType
 
+_ANSWERED = frozenset(
+    {
+        TerminationReason.completed,
+        TerminationReason.user_done,
+        TerminationReason.transfer,
+        TerminationReason.out_of_scope,
+    }
+)
+
 
 class TaskTypeSummary(StrictModel):
     task_type: str
     total: int
     answered: int
-    """Finished on their own with an answer (termination ``completed``)."""
+    """Finished on their own with an answer (termination ``completed``; for conversations, ended
+    by the user: ``user_done``, ``transfer`` or ``out_of_scope``)."""
     empty_answers: int = 0
     """Finished on their own without an answer (an agent failure: judged, scores 0)."""
     infrastructure: int = 0
@@ -89,7 +99,7 @@ def summarize_records(records: list[TrajectoryRecord]) -> list[TaskTypeSummary]:
             TaskTypeSummary(
                 task_type=task_type,
                 total=len(group),
-                answered=sum(r.termination.reason == TerminationReason.completed for r in group),
+                answered=sum(r.termination.reason in _ANSWERED for r in group),
                 empty_answers=sum(
                     r.termination.reason == TerminationReason.empty_answer for r in group
                 ),

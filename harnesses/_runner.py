@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnesses._conversation import conversation_problem, user_model_problem
 from harnesses._erp_serving import (
     ErpInUse,
     check_erp_unchanged,
@@ -218,6 +219,10 @@ async def _prepare_and_run(
         plan = plan_run(config, instructions, log)
         questions = list({question.id: question for question, _ in plan.pairs}.values())
         if (problem := executor_world_problem(config, plan.dataset, questions)) is not None:
+            raise RunConfigError(problem)
+        if (problem := conversation_problem(config, harness, plan.pairs)) is not None:
+            raise RunConfigError(problem)
+        if (problem := await user_model_problem(config, plan.pairs)) is not None:
             raise RunConfigError(problem)
         executor = executor or _executor_for(config)
     except BaseException:

@@ -15,10 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ledgerbench.dataset import TaskType
 
 TRAJECTORY_FORMAT_VERSION = 3
-"""3: ``usage`` None when the provider reported no token usage (it was recorded as 0 before),
-model events' ``finish_reason``, the termination reason ``answer_cut``. 2: ``termination``,
+"""4: ``conversation`` (operations items) and the conversation termination reasons. 3:
+``usage`` None when the provider reported no token usage (it was recorded as 0 before), model
+events' ``finish_reason``, the termination reason ``answer_cut``. 2: ``termination``,
 ``previous_attempts``, ``input``, ``messages``, ``events``, ``working_time_s``,
-``system_prompt_hash``. Version-1 and -2 records still read (``termination`` derived from
+``system_prompt_hash``. Version-1 to -3 records still read (``termination`` derived from
 ``status`` for version 1)."""
 MANIFEST_FORMAT_VERSION = 3
 """2: ``system_prompt`` stored once per run. 3: ``tools`` (the run's ``--tools``)."""
@@ -77,6 +78,18 @@ class TerminationReason(StrEnum):
     """The harness itself (our code or a plug-in) raised."""
     worker_lost = "worker_lost"
     """The process or node running the question died (distributed executors)."""
+    user_done = "user_done"
+    """Conversations: the simulated user said it had what it needed (``###STOP###``); judged."""
+    transfer = "transfer"
+    """Conversations: the user was handed over to a human (``###TRANSFER###``); judged."""
+    out_of_scope = "out_of_scope"
+    """Conversations: the user could not go on from its scenario (``###OUT-OF-SCOPE###``);
+    judged."""
+    agent_gave_up = "agent_gave_up"
+    """Conversations: the agent ended its turn with no message to the user; judged."""
+    user_error = "user_error"
+    """Conversations: the simulated user failed (an empty message, a user model that could not
+    be reached): not the agent's doing, never scored, counted apart."""
 
 
 INFRASTRUCTURE_REASONS = frozenset(
@@ -87,6 +100,7 @@ INFRASTRUCTURE_REASONS = frozenset(
         TerminationReason.world_unavailable,
         TerminationReason.harness_error,
         TerminationReason.worker_lost,
+        TerminationReason.user_error,
     }
 )
 """Reasons that say nothing about the agent: such records are not judged and are left out of every
@@ -100,6 +114,10 @@ _STATUS_OF_REASON = {
     TerminationReason.max_turns: Status.max_turns,
     TerminationReason.token_limit: Status.max_turns,
     TerminationReason.cost_limit: Status.max_turns,
+    TerminationReason.user_done: Status.ok,
+    TerminationReason.transfer: Status.ok,
+    TerminationReason.out_of_scope: Status.ok,
+    TerminationReason.agent_gave_up: Status.ok,
 }
 
 
@@ -279,6 +297,64 @@ class PreviousAttempt(_Strict):
     tool_call_count: int = 0
 
 
+UserTurnSeverity = Literal["critical_helped", "critical_hindered", "minor"]
+
+
+class UserTurnTag(_Strict):
+    """A simulated user's turn that broke its scenario, as the reviewer of the user found it."""
+
+    turn: int
+    """Index of the user turn in ``ConversationLog.turns``."""
+    severity: UserTurnSeverity
+    """``critical_helped`` (it made the task easier: volunteered what it should not know or
+    revealed a slot unasked), ``critical_hindered`` (it made the task harder: invented a fact,
+    stopped early, sent nothing) or ``minor``."""
+    rule: str
+    """Which rule it broke, e.g. ``volunteered_unknown``, ``invented_fact``, ``premature_stop``."""
+    detail: str
+    """One line on what was said."""
+
+
+class ConversationTurn(_Strict):
+    """One message of a conversation with a simulated user."""
+
+    role: Literal["user", "agent"]
+    content: str
+    started_s: float
+    """Seconds from the start of the conversation."""
+    duration_s: float
+    """How long the turn took: the agent's working time, or the user's reply time."""
+    tool_calls: int = 0
+    """Agent turns: how many tool calls the agent made in it (``tool_calls`` in order)."""
+    signal: Literal["done", "transfer", "out_of_scope"] | None = None
+    """User turns: the closed stop signal it ended with, if any."""
+
+
+class ConversationLog(_Strict):
+    """An operations item's conversation: every turn, who played the user, and its review."""
+
+    kind: str
+    """The scenario kind (``Conversation.kind``)."""
+    user: str
+    """Who played the user: ``scripted`` (the deterministic offline user) or a model."""
+    user_version: str
+    """Pinned version of the user (the scripted user's rules version, or model + prompt hash)."""
+    turns: list[ConversationTurn] = Field(default_factory=list)
+    agent_time_s: float = 0.0
+    """Seconds the agent's turns took (what the time budget covers)."""
+    user_time_s: float = 0.0
+    """Seconds the user's replies took (recorded apart; not in the budget)."""
+    review: list[UserTurnTag] = Field(default_factory=list)
+    """User turns that broke the scenario (the reviewer's tags)."""
+    reviewer: str = ""
+    """Who reviewed the user (``rules-N`` for the rules reviewer)."""
+
+    @property
+    def critical_simulator_error(self) -> bool:
+        """A user turn broke the scenario badly enough that the conversation is not scored."""
+        return any(tag.severity != "minor" for tag in self.review)
+
+
 class TrajectoryRecord(_Strict):
     version: int = TRAJECTORY_FORMAT_VERSION
     """Format version of this record."""
@@ -337,6 +413,9 @@ class TrajectoryRecord(_Strict):
     """Seconds the agent worked: ``latency_s`` less process start-up and retry waits."""
     previous_attempts: list[PreviousAttempt] = Field(default_factory=list)
     """Earlier infrastructure-failed attempts replaced by this one (``--retry-errors``)."""
+    conversation: ConversationLog | None = None
+    """Operations items: the whole conversation with the simulated user (user turns marked),
+    per-turn timing and the review of the user's turns."""
 
     @model_validator(mode="before")
     @classmethod

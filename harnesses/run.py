@@ -64,8 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="TYPE",
-        help="only this task type: obligations, entity_performance or business_brief "
-        "(repeatable or comma-separated); e.g. --task-type obligations",
+        help="only this task type: obligations, entity_performance, business_brief or "
+        "operations (repeatable or comma-separated); e.g. --task-type obligations",
     )
     sel.add_argument(
         "--ids",
@@ -150,6 +150,17 @@ def build_parser() -> argparse.ArgumentParser:
         default="scripted",
         help=f"{', '.join(harness_names())} (nothing: the floor, always 'nothing found'), or a "
         "plug-in package.module:ClassName (default scripted)",
+    )
+    agent.add_argument(
+        "--user",
+        default="scripted",
+        help="who plays the user in conversations (operations items): scripted, the "
+        "deterministic offline user (default), or a model: chat:MODEL (Chat Completions) or "
+        "anthropic:MODEL (Messages); e.g. --user chat:gpt-5.2",
+    )
+    agent.add_argument(
+        "--user-base-url",
+        help="API base URL of the user model; e.g. http://127.0.0.1:9000/v1",
     )
     agent.add_argument("--model", help="model name passed to the harness; e.g. gpt-5.2")
     agent.add_argument(
@@ -338,6 +349,8 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             max_tokens=args.max_tokens,
             max_cost_usd=args.max_cost_usd,
             harness=args.harness,
+            user=args.user,
+            user_base_url=args.user_base_url,
             model=args.model,
             reasoning_effort=args.reasoning_effort,
             base_url=args.base_url,

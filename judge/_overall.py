@@ -75,8 +75,15 @@ def equal_weight(by_task_type: Mapping[str, float | None]) -> float | None:
     return _mean(v for v in by_task_type.values() if v is not None and v == v)
 
 
-EXTENSION_CELLS = frozenset({("accuracy", "entity_performance"), ("accuracy", "business_brief")})
-"""(dimension, task type) cells the paper's Overall does not have: accuracy of research items."""
+EXTENSION_CELLS = frozenset(
+    {
+        ("accuracy", "entity_performance"),
+        ("accuracy", "business_brief"),
+        ("accuracy", "operations"),
+    }
+)
+"""(dimension, task type) cells the paper's Overall does not have: accuracy of research items and
+of conversations (operations)."""
 
 
 def paper_cells(

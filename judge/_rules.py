@@ -1033,8 +1033,20 @@ def rule_erp_reached(ctx: RuleContext) -> Verdict:
     return Verdict(0.0, "the run made no ERP tool call")
 
 
+def rule_conversation(ctx: RuleContext) -> Verdict:
+    """Operations items: facts over the whole conversation, clarifications, disclosures."""
+    from judge._conversation import conversation_metrics
+
+    if ctx.question.conversation is None or ctx.trajectory is None:
+        return Verdict(None, NEEDS_LLM)
+    metrics = conversation_metrics(ctx.question, ctx.trajectory)
+    found = f"{metrics.facts_found}/{metrics.facts_total} facts"
+    return Verdict(metrics.accuracy, f"{found}: " + "; ".join(metrics.reasons))
+
+
 RULES: dict[str, Rule] = {
     "expected_facts": rule_expected_facts,
+    "conversation": rule_conversation,
     "erp_link": rule_erp_link,
     "erp_link_present": rule_link_present,
     "erp_link_resolves": rule_link_resolves,
@@ -1048,6 +1060,7 @@ RULES: dict[str, Rule] = {
 }
 
 RULES_BY_ASSERTION: dict[str, str] = {
+    "accuracy.conversation": "conversation",
     "citations.erp_link": "erp_link",
     "citations.erp_link_present": "erp_link_present",
     "citations.erp_link_resolves": "erp_link_resolves",
@@ -1190,6 +1203,10 @@ class RulesJudge:
         extra = {}
         if keyed_research(question):
             extra["research"] = research_metrics(question, item.trajectory).as_dict()
+        if question.conversation is not None:
+            from judge._conversation import conversation_metrics
+
+            extra["conversation"] = conversation_metrics(question, item.trajectory).as_dict()
         return JudgeOutcome(dimensions=dimensions, extra=extra)
 
     def close(self) -> None:

@@ -337,6 +337,14 @@ def score_trajectory(judge: Judge, question: Question, trajectory: TrajectoryRec
     }
     if trajectory.termination.reason is TerminationReason.answer_cut:  # judged as it stands
         extra["answer_cut"] = trajectory.termination.detail
+    conversation = trajectory.conversation
+    if conversation is not None and conversation.critical_simulator_error:
+        tags = "; ".join(f"{t.rule} (turn {t.turn})" for t in conversation.review)
+        extra["infra_error"] = f"simulator error: the simulated user broke its scenario: {tags}"[
+            :500
+        ]
+        extra["simulator_error"] = True
+        return ScoreRecord(status=ScoreStatus.infra_error, extra=extra, **base)
     if trajectory.infrastructure_failure:
         error = trajectory.error.message if trajectory.error else None
         extra["infra_error"] = (error or trajectory.termination.detail or "unknown error")[:500]

@@ -36,6 +36,8 @@ def render_fields(model: type[BaseModel]) -> str:
 
 def trajectory_models() -> list[type[BaseModel]]:
     from harnesses.records import (
+        ConversationLog,
+        ConversationTurn,
         ErrorInfo,
         Message,
         MessageToolCall,
@@ -49,11 +51,15 @@ def trajectory_models() -> list[type[BaseModel]]:
         ToolEvent,
         TrajectoryRecord,
         Usage,
+        UserTurnTag,
     )
 
     return [
         TrajectoryRecord,
         Termination,
+        ConversationLog,
+        ConversationTurn,
+        UserTurnTag,
         ToolCall,
         Message,
         MessageToolCall,

@@ -208,6 +208,9 @@ class PipelineConfig:
     """Entity-performance questions drawn on the research world (0: none)."""
     brief_questions: int = 10
     """Business-brief questions drawn on the research world (0: none)."""
+    conversations: int = 8
+    """Operations scenarios (conversations with the scripted user) generated from the ERP (0:
+    none); the report's conversations section shows them."""
     research: str = "world"
     """``harnesses.run --research`` for every agent."""
     dataset: Path | None = None
@@ -242,6 +245,10 @@ class PipelineConfig:
     @property
     def obligations_file(self) -> Path:
         return self.generated_dataset / "obligations.yaml"
+
+    @property
+    def operations_file(self) -> Path:
+        return self.generated_dataset / "operations.yaml"
 
     @property
     def research_files(self) -> dict[str, tuple[Path, int]]:
@@ -463,6 +470,14 @@ def _research_set_matches(path: Path, count: int, config: PipelineConfig) -> boo
     return dataset.header.world_snapshot_hash == snapshot and len(dataset.items) == count
 
 
+def _operations_match(path: Path, config: PipelineConfig) -> bool:
+    if not _dataset_matches_erp(path, config):
+        return False
+    from ledgerbench.dataset import load_dataset
+
+    return len(load_dataset(path).items) == config.conversations
+
+
 def stage_questions(config: PipelineConfig, console: Console) -> StageResult:
     started = time.monotonic()
     if config.dataset is not None:
@@ -485,6 +500,25 @@ def stage_questions(config: PipelineConfig, console: Console) -> StageResult:
         )
         _run_stage_command("questions", command, console)
         made.append("obligations")
+    if config.conversations > 0 and (
+        config.fresh or not _operations_match(config.operations_file, config)
+    ):
+        command = _python_module(
+            "synthetic_erp",
+            "questions",
+            "--task-type",
+            "operations",
+            "--db",
+            config.erp_url,
+            "--n",
+            str(config.conversations),
+            "--seed",
+            str(config.seed),
+            "--out",
+            str(config.operations_file),
+        )
+        _run_stage_command("questions", command, console)
+        made.append("operations")
     for task_type, (path, count) in config.research_files.items():
         if not config.fresh and _research_set_matches(path, count, config):
             continue
@@ -508,6 +542,8 @@ def stage_questions(config: PipelineConfig, console: Console) -> StageResult:
         _run_stage_command("questions", command, console)
         made.append(task_type)
     wanted = {config.obligations_file, *(path for path, _ in config.research_files.values())}
+    if config.conversations > 0:
+        wanted.add(config.operations_file)
     for stale in set(target.glob("*.yaml")) - wanted:  # a set this configuration no longer asks for
         stale.unlink()
     elapsed = time.monotonic() - started
@@ -769,6 +805,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="business-brief questions to draw on the research world (default 10; 0: none)",
     )
     parser.add_argument(
+        "--conversations",
+        type=int,
+        default=8,
+        help="operations scenarios (conversations with the scripted user) to generate from the "
+        "ERP (default 8; 0: none); every agent must converse",
+    )
+    parser.add_argument(
         "--research",
         choices=("world", "web", "none", "golden"),
         default="world",
@@ -832,7 +875,7 @@ def _validate(args: argparse.Namespace) -> str | None:
     for name in ("customers", "vendors", "questions", "concurrency"):
         if getattr(args, name) <= 0:
             return f"--{name} must be a positive integer, got {getattr(args, name)}"
-    for name in ("entity_questions", "brief_questions"):
+    for name in ("entity_questions", "brief_questions", "conversations"):
         if getattr(args, name) < 0:
             flag = "--" + name.replace("_", "-")
             return f"{flag} must be 0 or a positive integer, got {getattr(args, name)}"
@@ -890,6 +933,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         questions=args.questions,
         entity_questions=args.entity_questions,
         brief_questions=args.brief_questions,
+        conversations=args.conversations,
         research=args.research,
         dataset=args.dataset,
         agents=agents,

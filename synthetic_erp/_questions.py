@@ -326,8 +326,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--out",
-        default="datasets/obligations.yaml",
-        help="output YAML file (default datasets/obligations.yaml)",
+        default=None,
+        help="output YAML file (default datasets/obligations.yaml, or datasets/operations.yaml "
+        "with --task-type operations)",
+    )
+    parser.add_argument(
+        "--task-type",
+        choices=("obligations", "operations"),
+        default="obligations",
+        help="obligations (one-shot questions, default) or operations (conversations with a "
+        "simulated user), e.g. --task-type operations --n 20",
     )
     return parser
 
@@ -337,6 +345,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.n < 1:
         print(f"error: --n must be at least 1, got {args.n}", file=sys.stderr)
         return 2
+    if args.task_type == "operations":
+        from synthetic_erp._operations import main as operations_main
+
+        args.out = args.out or "datasets/operations.yaml"
+        return operations_main(args)
+    args.out = args.out or "datasets/obligations.yaml"
     try:
         dataset = generate_questions(args.db, n=args.n, seed=args.seed)
     except (ErpDatabaseError, ValueError) as exc:

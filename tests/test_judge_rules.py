@@ -293,9 +293,12 @@ def test_every_rule_mapping_targets_real_rubric_ids() -> None:
         TaskType.entity_performance, scenario="revenue", period="FY2024", ground_truth="x"
     )
     keyed_brief = build_tags(TaskType.business_brief, scenario="Business Brief", ground_truth="x")
+    from synthetic_erp._operations import operations_tags  # conversations' one assertion
+
+    conversation = operations_tags("x")
     rubric_ids = {
         a.id
-        for tags in (obligation, brief, keyed_entity, keyed_brief)
+        for tags in (obligation, brief, keyed_entity, keyed_brief, conversation)
         for items in tags.values()
         for a in items
     }

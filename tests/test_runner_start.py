@@ -221,6 +221,8 @@ def test_every_config_field_reads_back_from_the_manifest(erp_server, tmp_path) -
         "max_tokens": 50_000,
         "max_cost_usd": 0.75,
         "harness": PLUGIN,
+        "user": "chat:u-1",
+        "user_base_url": "http://127.0.0.1:9/v1",
         "model": "m-1",
         "reasoning_effort": "low",
         "base_url": "http://127.0.0.1:9/v1",

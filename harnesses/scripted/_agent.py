@@ -198,6 +198,8 @@ class ScriptedAgent:
     """Rule-based obligations agent; see the module docstring."""
 
     name = "scripted"
+    conversational = True
+    """It converses on operations items (``harnesses.scripted._conversation``)."""
     research_modes = ("world", "web", "none")
     research_note = (
         "it reads the research world through its tools and has no language model to read "
@@ -236,6 +238,10 @@ class ScriptedAgent:
     async def run(
         self, task: AgentTask, env: AgentEnvironment, draft: TrajectoryDraft
     ) -> AgentOutcome:
+        if task.task_type == TaskType.operations:
+            from harnesses.scripted._conversation import ConversationAgent
+
+            return await ConversationAgent(self.options).run(task, env, draft)
         # Transcript: the question, the tool calls as they happen, the answer (no model calls).
         draft.add_message("user", task.query)
         outcome = await self._answer_question(task, env, draft)

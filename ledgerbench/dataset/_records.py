@@ -13,9 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-DATASET_FORMAT_VERSION = 2
+DATASET_FORMAT_VERSION = 3
 """2: research keys (unit, scale, period, basis, subject and gold documents of expected facts;
-the world snapshot of the header). Version-1 files read unchanged."""
+the world snapshot of the header). 3: ``operations`` items (conversations with a simulated user,
+the ``conversation`` block). Version-1 and 2 files read unchanged."""
 
 
 class _Strict(BaseModel):
@@ -26,6 +27,8 @@ class TaskType(StrEnum):
     obligations = "obligations"
     entity_performance = "entity_performance"
     business_brief = "business_brief"
+    operations = "operations"
+    """A conversation with a simulated user (``Question.conversation``), keyed from the ERP."""
 
 
 class Dimension(StrEnum):
@@ -126,6 +129,81 @@ class ExpectedFact(_Strict):
     computed from) as of the item's as-of date."""
 
 
+ScenarioKind = Literal["underspecified", "dispute", "collections", "vendor_payment"]
+"""The conversation kinds: an under-specified controller request, a customer's dispute or short
+payment, collections call preparation with a follow-up, a vendor's "where is my payment?"."""
+
+
+class Slot(_Strict):
+    """One thing the simulated user knows and says when (and only when) the agent asks for it."""
+
+    name: str
+    """What the slot is, e.g. ``legal_entity``, ``invoice_number``, ``side``."""
+    value: str
+    """Its value in the scenario, e.g. ``DEMF``: the expected facts are computed for it."""
+    vocabulary: list[str]
+    """Words or phrases (lower case) that, in a question of the agent's, ask for this slot."""
+    answer: str
+    """What the user says when asked (contains ``value``)."""
+
+
+class UnknownInfo(_Strict):
+    """Something the user does not know (and must never volunteer): the agent finds it."""
+
+    name: str
+    """What it is, e.g. ``residual``."""
+    value: str
+    """Its value in the ERP as the user would write it, e.g. ``1234.50``: a user message that
+    states it has volunteered what it cannot know."""
+    vocabulary: list[str]
+    """Words that ask for it (the user then says it does not know)."""
+
+
+class FollowUp(_Strict):
+    """A question the user asks once the agent has answered the opening request."""
+
+    message: str
+    """The user's follow-up message."""
+    condition: str
+    """Why this follow-up and not another: the branch the first answer's facts select (for
+    example ``an open dispute``), so the follow-up depends on the first answer."""
+    fields: list[str] = Field(default_factory=list)
+    """The expected facts (``field``) that answer it."""
+
+
+class Disclosure(_Strict):
+    """Something the agent must not tell this user."""
+
+    what: str
+    """What it is, e.g. ``another customer's account``."""
+    value: str
+    """The text that must not appear in any agent message (an id, a name, a figure)."""
+
+
+class Conversation(_Strict):
+    """An operations scenario: who the user is, what they know, and what the agent must do
+    (tau2-bench's shape). The expected end facts are the item's ``expected``, computed by the
+    oracle for the values of ``known_info``."""
+
+    kind: ScenarioKind
+    persona: str
+    """Who the user is and why they are in touch (one or two sentences)."""
+    known_info: list[Slot]
+    """What the user says when asked, slot by slot."""
+    unknown_info: list[UnknownInfo] = Field(default_factory=list)
+    """What the user does not know; never volunteered."""
+    opening_message: str
+    """The user's first message (also the item's ``query``)."""
+    required_clarifications: list[str]
+    """Names of ``known_info`` slots the agent must ask for before it answers: without them a
+    guess is wrong by construction."""
+    follow_ups: list[FollowUp] = Field(default_factory=list)
+    """Questions the user asks after the first answer, in order."""
+    must_not_disclose: list[Disclosure] = Field(default_factory=list)
+    max_turns: int = 8
+    """Agent turns the conversation may take (the runner ends it there: ``max_turns``)."""
+
+
 class Question(_Strict):
     id: str
     """Stable id, e.g. ``obl-aged-balance-001``."""
@@ -156,6 +234,8 @@ class Question(_Strict):
     facts' ``sources``), for retrieval recall and citation checks."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form provenance (generator template, phrasing, published source id, ...)."""
+    conversation: Conversation | None = None
+    """Operations items: the scenario the simulated user plays (None for one-shot items)."""
 
 
 class DatasetHeader(_Strict):

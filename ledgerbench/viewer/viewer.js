@@ -444,12 +444,23 @@
       if (m.role === "assistant" && m.tool_calls && m.tool_calls.length) {
         body.push(el("p", { class: "sub" }, `calls ${m.tool_calls.map((t) => `#${t.index} ${(calls[t.index] || {}).name || "?"}`).join(", ")}`));
       }
-      box.append(message(m.role, body, m.started_s));
+      const simulated = record.conversation && m.role === "user";
+      box.append(message(simulated ? "user (simulated)" : m.role, body, m.started_s, m.role));
     }
+    if (record.conversation) box.append(simulatedUser(record));
     return box;
   }
-  function message(role, body, started) {
-    return el("div", { class: `msg ${role}` },
+  // A conversation with a simulated user: who played it, why it ended, and the reviewer's tags.
+  function simulatedUser(record) {
+    const c = record.conversation;
+    const tags = (c.review || []).map((t) => `${t.severity} ${t.rule} (turn ${t.turn}): ${t.detail}`);
+    return el("div", { class: "msg system" },
+      el("p", { class: "sub" }, `Simulated user: ${c.user} (${c.user_version}); ${c.kind} scenario; ended: ${record.termination.reason}; ` +
+        `agent time ${fmt(c.agent_time_s, 2)} s, user time ${fmt(c.user_time_s, 3)} s (not in the budget)`),
+      el("p", { class: "sub" }, tags.length ? `Reviewer (${c.reviewer}): ${tags.join("; ")}` : `Reviewer (${c.reviewer}): no simulator error`));
+  }
+  function message(role, body, started, kind) {
+    return el("div", { class: `msg ${kind || role}` },
       el("div", { class: "role" }, role, started !== null && started !== undefined ? el("span", { class: "sub" }, ` +${fmt(started, 1)} s`) : null),
       body);
   }

@@ -1,0 +1,492 @@
+"""Conversations (operations items): scenarios keyed by the oracle, the scripted user and its
+reviewer, the runner's conversation loop, the baselines and the rules judge's scoring."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from harnesses._conversation import (
+    CORRUPTIONS,
+    ScriptedUser,
+    review_user,
+)
+from harnesses._protocol import AgentOutcome, HarnessOptions
+from harnesses._runner import TRAJECTORIES_FILE, RunConfig, RunConfigError, run
+from harnesses.records import ConversationTurn, TerminationReason, TrajectoryRecord
+from judge import RulesJudge
+from judge._base import JudgeItem
+from judge._conversation import conversation_metrics, pass_hat_k
+from ledgerbench.dataset import Dataset, load_dataset, write_dataset
+from synthetic_erp._operations import KINDS, generate_operations
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def operations(erp_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Dataset, Path]:
+    dataset = generate_operations(erp_db_url, n=12, seed=5)
+    path = write_dataset(dataset, tmp_path_factory.mktemp("ops") / "operations.yaml")
+    return dataset, path
+
+
+def _run(path: Path, erp_db_url: str, out: Path, harness: str, **extra) -> list[TrajectoryRecord]:
+    config = RunConfig(
+        dataset=path, harness=harness, erp_db=erp_db_url, out=out, progress=False, **extra
+    )
+    run(config)
+    lines = (out / TRAJECTORIES_FILE).read_text().splitlines()
+    return [TrajectoryRecord.model_validate_json(line) for line in lines]
+
+
+def _accuracy_by_kind(dataset: Dataset, records: list[TrajectoryRecord]) -> dict[str, float]:
+    judge = RulesJudge()
+    questions = {item.id: item for item in dataset.items}
+    scores: dict[str, list[float]] = defaultdict(list)
+    for record in records:
+        question = questions[record.question_id]
+        metrics = conversation_metrics(question, record)
+        outcome = judge.score(JudgeItem(question=question, trajectory=record))
+        dimension = outcome.dimensions[next(iter(outcome.dimensions))]
+        assert dimension.score == metrics.accuracy
+        scores[question.conversation.kind].append(metrics.accuracy)
+    return {kind: sum(values) / len(values) for kind, values in scores.items()}
+
+
+def test_generation_is_keyed_deterministic_and_every_kind_asks(operations, erp_db_url) -> None:
+    dataset, path = operations
+    assert [item.conversation.kind for item in dataset.items] == list(KINDS) * 3
+    again = generate_operations(erp_db_url, n=12, seed=5)
+    assert again.model_dump() == dataset.model_dump()
+    assert load_dataset(path).items == dataset.items
+    for item in dataset.items:
+        scenario = item.conversation
+        assert item.query == scenario.opening_message
+        assert item.expected and scenario.required_clarifications
+        known = {slot.name: slot for slot in scenario.known_info}
+        for name in scenario.required_clarifications:
+            # What the user must be asked for is not in the opening message.
+            assert known[name].value not in scenario.opening_message
+            assert known[name].value in known[name].answer
+
+
+def test_scripted_agent_with_scripted_user_scores_one_on_every_kind(
+    operations, erp_db_url, tmp_path
+) -> None:
+    dataset, path = operations
+    records = _run(path, erp_db_url, tmp_path / "scripted", "scripted")
+    assert {r.termination.reason for r in records} == {TerminationReason.user_done}
+    for record in records:
+        log = record.conversation
+        assert log is not None and log.review == []
+        assert log.turns[0].role == "user" and log.turns[0].content == record.input
+        assert [t.role for t in log.turns[:3]] == ["user", "agent", "user"]
+        assert log.turns[-1].signal == "done"
+        assert sum(t.tool_calls for t in log.turns) == len(record.tool_calls)
+        assert log.agent_time_s <= record.latency_s
+        assert record.working_time_s <= record.latency_s - log.user_time_s + 1e-3
+    by_kind = _accuracy_by_kind(dataset, records)
+    assert set(by_kind) == set(KINDS)
+    assert all(value >= 0.99 for value in by_kind.values()), by_kind
+
+
+@pytest.mark.parametrize("harness", ["guess", "nothing"])
+def test_baselines_score_near_zero(operations, erp_db_url, tmp_path, harness: str) -> None:
+    dataset, path = operations
+    records = _run(path, erp_db_url, tmp_path / harness, harness)
+    assert all(not r.termination.infrastructure for r in records)
+    by_kind = _accuracy_by_kind(dataset, records)
+    assert all(value < 0.05 for value in by_kind.values()), by_kind
+
+
+def test_guess_is_wrong_by_construction_even_without_the_dealbreaker(
+    operations, erp_db_url, tmp_path
+) -> None:
+    dataset, path = operations
+    records = _run(path, erp_db_url, tmp_path / "guess", "guess")
+    questions = {item.id: item for item in dataset.items}
+    for record in records:
+        metrics = conversation_metrics(questions[record.question_id], record)
+        assert metrics.clarified is False
+        assert metrics.facts_found < metrics.facts_total, record.question_id
+
+
+def test_honest_user_is_never_tagged_and_corrupted_users_are_caught(operations) -> None:
+    dataset, _ = operations
+    agent_asks = {
+        "underspecified": "For which period (which month), and which legal entity?",
+        "dispute": "Which invoice is it (the invoice number)?",
+        "collections": "Which customer is it (customer name)?",
+        "vendor_payment": "Which invoice is it (your invoice number)?",
+    }
+    caught: dict[str, int] = defaultdict(int)
+    for item in dataset.items:
+        scenario = item.conversation
+        for corruption in (None, *CORRUPTIONS):
+            user = ScriptedUser(scenario, corruption=corruption)
+            turns = [
+                ConversationTurn(role="user", content=user.opening(), started_s=0, duration_s=0)
+            ]
+            # Revealing is only wrong when nothing was asked.
+            ask = "Hello, how can I help?" if corruption == "reveal" else agent_asks[scenario.kind]
+            reply = user.reply(ask)
+            turns += [
+                ConversationTurn(role="agent", content=ask, started_s=0, duration_s=0),
+                ConversationTurn(
+                    role="user", content=reply.text, started_s=0, duration_s=0, signal=reply.signal
+                ),
+            ]
+            tags = review_user(scenario, turns)
+            if corruption is None:
+                assert tags == [], (item.id, tags)
+            else:
+                caught[corruption] += any(t.severity != "minor" for t in tags)
+    assert all(count == len(dataset.items) for count in caught.values()), dict(caught)
+
+
+def test_user_reveals_only_what_is_asked_and_never_the_unknown(operations) -> None:
+    dataset, _ = operations
+    for item in dataset.items:
+        scenario = item.conversation
+        user = ScriptedUser(scenario)
+        vague = user.reply("How can I help you today?")
+        assert vague.signal is None
+        for slot in scenario.known_info:
+            assert slot.value not in vague.text
+        for unknown in scenario.unknown_info:
+            asked = user.reply(f"Could you tell me {unknown.vocabulary[0]}?")
+            assert unknown.value not in asked.text
+        assert user.reply("Could you tell me your favourite colour?").signal == "out_of_scope"
+
+
+class AlwaysAsks:
+    """A conversational plug-in that never answers: it asks for the legal entity every turn."""
+
+    name = "always-asks"
+    model = None
+    conversational = True
+
+    def __init__(self, options: HarnessOptions) -> None:
+        self.options = options
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        draft.set_answer("Which legal entity is this about?")
+        return AgentOutcome(answer="Which legal entity is this about?")
+
+
+class OneShotOnly:
+    """A plug-in that does not say it can hold a conversation."""
+
+    name = "one-shot-only"
+    model = None
+
+    def __init__(self, options: HarnessOptions) -> None:
+        self.options = options
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        return AgentOutcome(answer="42")
+
+
+def test_a_conversation_that_never_ends_stops_at_its_turn_budget(
+    operations, erp_db_url, tmp_path
+) -> None:
+    dataset, path = operations
+    harness = "tests.test_conversations:AlwaysAsks"
+    records = _run(path, erp_db_url, tmp_path / "asks", harness, limit=2)
+    for record in records:
+        assert record.termination.reason is TerminationReason.max_turns
+        agent_turns = [t for t in record.conversation.turns if t.role == "agent"]
+        assert len(agent_turns) == dataset.items[0].conversation.max_turns
+
+
+def test_empty_user_message_is_a_user_error_never_scored(operations, erp_db_url, tmp_path) -> None:
+    _, path = operations
+    records = _run(path, erp_db_url, tmp_path / "empty", "scripted", user="scripted:empty", limit=1)
+    (record,) = records
+    assert record.termination.reason is TerminationReason.user_error
+    assert record.termination.infrastructure
+    assert record.conversation.critical_simulator_error
+
+
+def test_a_harness_without_conversations_is_refused_in_one_line(
+    operations, erp_db_url, tmp_path
+) -> None:
+    _, path = operations
+    out = tmp_path / "refused"
+    with pytest.raises(RunConfigError, match="one-shot-only harness does not hold conversations"):
+        _run(path, erp_db_url, out, "tests.test_conversations:OneShotOnly")
+    assert not out.exists()
+    command = [
+        sys.executable,
+        "-m",
+        "harnesses.run",
+        "--dataset",
+        str(path),
+        "--erp-db",
+        erp_db_url,
+        "--harness",
+        "tests.test_conversations:OneShotOnly",
+        "--out",
+        str(out),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "OneShotOnly" in result.stderr or "one-shot-only" in result.stderr
+
+
+def test_pass_hat_k() -> None:
+    trials = [("a", True), ("a", True), ("a", False), ("b", True), ("b", True), ("b", True)]
+    assert pass_hat_k(trials, 1) == pytest.approx((2 / 3 + 1) / 2)
+    assert pass_hat_k(trials, 2) == pytest.approx((1 / 3 + 1) / 2)
+    assert pass_hat_k(trials, 4) is None
+
+
+def test_questions_cli_refuses_bad_input_in_one_line(tmp_path) -> None:
+    out = tmp_path / "ops.yaml"
+    command = [sys.executable, "-m", "synthetic_erp", "questions", "--task-type", "operations"]
+    missing = subprocess.run(
+        [*command, "--db", f"sqlite:///{tmp_path / 'none.db'}", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+    from synthetic_erp import generate_erp
+
+    tiny = f"sqlite:///{tmp_path / 'tiny.db'}"
+    generate_erp(tiny, customers=3, vendors=3, seed=1)
+    unsupported = subprocess.run(
+        [*command, "--db", tiny, "--n", "8", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert unsupported.returncode == 2, unsupported.stderr
+    (line,) = unsupported.stderr.strip().splitlines()
+    assert "the ERP has no" in line or "supports no" in line
+    assert not out.exists()
+
+
+def _vendor_item(dataset: Dataset):
+    return next(item for item in dataset.items if item.conversation.kind == "vendor_payment")
+
+
+def _chat_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    return " ".join(block.get("text", "") for block in content if isinstance(block, dict))
+
+
+@pytest.mark.parametrize(
+    ("harness", "api"),
+    [("custom", "chat"), ("custom", "anthropic"), ("openai", "responses")],
+)
+def test_model_harnesses_converse_against_the_fake_servers(
+    operations, erp_db_url, tmp_path, monkeypatch, harness: str, api: str
+) -> None:
+    """The model asks for the invoice, the scripted user answers, the model then answers from
+    the invoice it was told: every agent turn replays the conversation so far on the wire."""
+    from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel
+    from tests.fakes.openai_server import ModelRequest, Turn, serve_openai
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    dataset, path = operations
+    item = _vendor_item(dataset)
+    invoice = next(s.value for s in item.conversation.known_info if s.name == "invoice_number")
+    seen: list[list[str]] = []
+
+    def reply_to(texts: list[str]) -> str:
+        seen.append(texts)
+        if not any(invoice in text for text in texts):
+            return "Which invoice is it? Please give me your invoice number."
+        return f"Invoice {invoice}: the figure is 42."
+
+    def openai_model(request: ModelRequest) -> Turn:
+        body = request.body
+        messages = body.get("messages") or body.get("input") or []
+        chat = [m for m in messages if m.get("role") in ("user", "assistant")]
+        return Turn(text=reply_to([_chat_text(m.get("content", "")) for m in chat]))
+
+    def anthropic_model(body: dict, turn: int) -> Reply:
+        return Reply(text=reply_to([_chat_text(m["content"]) for m in body["messages"]]))
+
+    out = tmp_path / "run"
+    config = dict(dataset=path, harness=harness, erp_db=erp_db_url, out=out, progress=False)
+    if api == "anthropic":
+        with AnthropicFakeServer(ScriptedModel(anthropic_model, all_requests_main=True)) as fake:
+            opts = {"api": "anthropic"}
+            run(RunConfig(**config, ids=[item.id], base_url=fake.base_url, harness_opts=opts))
+    else:
+        with serve_openai(openai_model) as fake:
+            run(RunConfig(**config, ids=[item.id], base_url=fake.base_url))
+    (line,) = (out / TRAJECTORIES_FILE).read_text().splitlines()
+    record = TrajectoryRecord.model_validate_json(line)
+    assert record.termination.reason is TerminationReason.user_done, record.termination
+    roles = [(t.role, t.content[:40]) for t in record.conversation.turns]
+    assert [role for role, _ in roles] == ["user", "agent", "user", "agent", "user"], roles
+    # The second agent turn's request carried the whole conversation so far.
+    last = seen[-1]
+    assert item.query in last[0] and "Which invoice is it?" in last[1] and invoice in last[2]
+    assert [m.role for m in record.messages if m.role != "tool"][:4] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+
+
+def test_claude_cli_resumes_its_session_each_turn(
+    operations, erp_db_url, tmp_path, monkeypatch
+) -> None:
+    """The real ``claude`` binary against the fake Messages server: the second agent turn
+    resumes the first turn's session, so the model sees the whole conversation."""
+    from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel
+
+    for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-conversation")
+    dataset, path = operations
+    item = _vendor_item(dataset)
+    invoice = next(s.value for s in item.conversation.known_info if s.name == "invoice_number")
+    seen: list[list[str]] = []
+
+    def model(body: dict, turn: int) -> Reply:
+        texts = [_chat_text(m["content"]) for m in body["messages"]]
+        seen.append(texts)
+        if not any(invoice in text for text in texts):
+            return Reply(text="Which invoice is it? Please give me your invoice number.")
+        return Reply(text=f"Invoice {invoice}: the figure is 42.")
+
+    out = tmp_path / "run"
+    with AnthropicFakeServer(ScriptedModel(model), api_key="sk-ant-test-conversation") as fake:
+        run(
+            RunConfig(
+                dataset=path,
+                ids=[item.id],
+                harness="claude",
+                model="claude-sonnet-4-6",
+                base_url=fake.base_url,
+                erp_db=erp_db_url,
+                out=out,
+                timeout=60,
+                progress=False,
+            )
+        )
+    (line,) = (out / TRAJECTORIES_FILE).read_text().splitlines()
+    record = TrajectoryRecord.model_validate_json(line)
+    assert record.termination.reason is TerminationReason.user_done, record.termination
+    assert [t.role for t in record.conversation.turns] == ["user", "agent", "user", "agent", "user"]
+    assert record.extra["claude_conversation"]["resumed"] is True
+    last = "\n".join(seen[-1])
+    assert item.query in last and "Which invoice is it?" in last and invoice in last
+    assert not list((out / "work").glob("claude-*"))  # the conversation's HOME is gone
+
+
+def test_the_shipped_conversation_set_matches_a_fresh_generation(erp_db_url) -> None:
+    from harnesses._erp_process import project_root
+
+    shipped = load_dataset(project_root() / "datasets" / "operations" / "operations.yaml")
+    fresh = generate_operations(erp_db_url, n=len(shipped.items), seed=42)
+    assert shipped.header.erp_snapshot_hash == fresh.header.erp_snapshot_hash
+    assert shipped.items == fresh.items
+
+
+def test_an_llm_user_plays_the_scenario_on_the_chat_wire(
+    operations, erp_db_url, tmp_path, monkeypatch
+) -> None:
+    """A user model behind Chat Completions (the fake server): it gets tau2's rules and the
+    scenario, answers what the scripted agent asks, and stops; the model and prompt are pinned."""
+    from harnesses._llm_user import USER_RULES, prompt_hash
+    from tests.fakes.openai_server import ModelRequest, Turn, serve_openai
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    dataset, path = operations
+    item = _vendor_item(dataset)
+    slot = next(s for s in item.conversation.known_info if s.name == "invoice_number")
+    entity = next(s for s in item.conversation.known_info if s.name == "legal_entity")
+    systems: list[str] = []
+
+    def user_model(request: ModelRequest) -> Turn:
+        messages = request.body["messages"]
+        systems.append(messages[0]["content"])
+        last = messages[-1]["content"]
+        if last == "Hi":  # the pre-flight
+            return Turn(text="OK")
+        if "invoice number" in last:
+            return Turn(text=f"{slot.answer} {entity.answer}")
+        return Turn(text=f"Thanks, that answers it. {'###STOP###'}")
+
+    out = tmp_path / "llm-user"
+    with serve_openai(user_model) as fake:
+        records = _run(
+            path,
+            erp_db_url,
+            out,
+            "scripted",
+            ids=[item.id],
+            user="chat:gpt-5.2",
+            user_base_url=fake.base_url,
+        )
+    (record,) = records
+    assert record.termination.reason is TerminationReason.user_done, record.termination
+    assert record.conversation.user == "chat:gpt-5.2"
+    assert record.conversation.user_version == f"chat:gpt-5.2@prompt-{prompt_hash()}"
+    assert record.conversation.review == []
+    assert any(USER_RULES in s and item.conversation.persona in s for s in systems)
+    metrics = conversation_metrics(item, record)
+    assert metrics.accuracy == 1.0, metrics.reasons
+
+
+def test_an_unreachable_user_model_is_refused_before_anything_is_written(
+    operations, erp_db_url, tmp_path, monkeypatch
+) -> None:
+    import socket
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    _, path = operations
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = tmp_path / "refused"
+    with pytest.raises(RunConfigError, match=r"the user model at .* cannot be used"):
+        _run(
+            path,
+            erp_db_url,
+            out,
+            "scripted",
+            user="chat:gpt-5.2",
+            user_base_url=f"http://127.0.0.1:{port}/v1",
+        )
+    assert not out.exists()
+
+
+class SaysNothing:
+    """A conversational plug-in that ends its turn without a message."""
+
+    name = "says-nothing"
+    model = None
+    conversational = True
+
+    def __init__(self, options: HarnessOptions) -> None:
+        self.options = options
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        return AgentOutcome(answer="")
+
+
+def test_transfer_and_giving_up_end_the_conversation(operations, erp_db_url, tmp_path) -> None:
+    dataset, path = operations
+    user = ScriptedUser(dataset.items[0].conversation)
+    assert user.reply("I am transferring you to a colleague in accounts.").signal == "transfer"
+    harness = "tests.test_conversations:SaysNothing"
+    (record,) = _run(path, erp_db_url, tmp_path / "silent", harness, limit=1)
+    assert record.termination.reason is TerminationReason.agent_gave_up
+    assert not record.termination.infrastructure
+    assert [t.role for t in record.conversation.turns] == ["user", "agent"]
