@@ -38,6 +38,7 @@ from synthetic_world._documents import long_date
 from synthetic_world._keys import PROGRAMS as FACT_PROGRAMS
 from synthetic_world._keys import Company, Key, KeyContext, KeyError_
 from synthetic_world._runtime import CompanyIndex, CompanyRow, connect_read_only
+from synthetic_world._traps import TrapFinder
 
 PROGRAMS = {**FACT_PROGRAMS, **ANALYST_PROGRAMS}
 """Question kind -> its key program (single-fact kinds and analyst kinds)."""
@@ -57,6 +58,8 @@ VERSIONED_SHARE = 0.35
 """Share of fiscal-year figure questions drawn about a company with a restated or revised year."""
 VERSIONED_METRICS = ("revenue", "gross_profit", "operating_income", "net_income")
 """The figures a restatement or a revision changes."""
+TRAP_TRIES = 250
+"""Draws of an item that must meet a hard negative before one without is taken."""
 NEGATIVE_CAPABLE = {
     "fy_metric",
     "operating_margin",
@@ -150,6 +153,7 @@ class Drafter:
         )
         self.notable = [c for c in ctx.companies.values() if c.kind == "notable"]
         self.seen: set[tuple] = set()
+        self.traps = TrapFinder(ctx.conn)
 
     # -- choices ----------------------------------------------------------------------------------
 
@@ -187,7 +191,11 @@ class Drafter:
             if self.ctx.companies[p].listed and self.ctx.companies[p].currency == company.currency
         ]
 
-    def draw(self, kind: Kind, negative: bool) -> tuple[Key, dict[str, Any], Company, dt.date]:
+    def draw(
+        self, kind: Kind, negative: bool, trapped: bool = True
+    ) -> tuple[Key, dict[str, Any], Company, dt.date]:
+        """A keyed item of ``kind``; with ``trapped``, only one whose natural search meets a
+        hard negative in its top five (synthetic_world/_traps.py)."""
         as_of = self.as_of()
         companies = self.candidates(kind, as_of)
         if not companies:
@@ -204,6 +212,10 @@ class Drafter:
         key = PROGRAMS[kind.kind](self.ctx, company, as_of, **params)
         if key.negative != negative:
             raise KeyError_("not the polarity drawn")
+        if trapped and not self.traps.hard_negatives(
+            kind.kind, company.company_id, company.name, params, key.gold_documents, as_of
+        ):
+            raise KeyError_("no hard negative in the natural search")
         self.seen.add(signature)
         return key, params, company, as_of
 
@@ -413,7 +425,8 @@ def entity_questions(
                 pool = singles
             kind = rng.choices(pool, [k.weight for k in pool])[0]
             try:
-                key, params, company, as_of = drafter.draw(kind, negative)
+                # the last tries take an item without a hard negative rather than none
+                key, params, company, as_of = drafter.draw(kind, negative, attempt < TRAP_TRIES)
             except KeyError_:
                 continue
             query, style = drafter.words(key, kind, company, as_of, params)

@@ -88,6 +88,35 @@ def test_entity_items_are_mostly_analyst_work_with_every_ask_keyed(entity_set: P
         assert 2 <= len(item.asks) <= 6
 
 
+def test_most_items_meet_a_hard_negative_in_their_natural_search(entity_set: Path, world: Path):
+    """At least 80% of the items' natural searches (company name and what is asked, by the
+    as-of date) show a hard negative in the top five: a prior-year, preliminary, restated,
+    segment, non-GAAP, thousands or calendar-year figure, a decoy's page or a funding rumour."""
+    from synthetic_world._runtime import connect_read_only
+    from synthetic_world._traps import TrapFinder
+
+    items = load_dataset(entity_set).items
+    conn = connect_read_only(world)
+    try:
+        finder = TrapFinder(conn)
+        names = dict(conn.execute("SELECT company_id, name FROM company"))
+        met = [
+            item.id
+            for item in items
+            if finder.hard_negatives(
+                item.metadata["kind"],
+                item.metadata["company_id"],
+                names[item.metadata["company_id"]],
+                item.metadata["params"],
+                item.gold_documents,
+                item.as_of,
+            )
+        ]
+    finally:
+        conn.close()
+    assert len(met) / len(items) >= 0.8
+
+
 def test_every_key_is_well_formed_and_its_gold_documents_state_it_by_the_as_of_date(
     entity_set: Path, brief_set: Path, world: Path
 ) -> None:
