@@ -623,7 +623,11 @@ def run_questions(args: argparse.Namespace) -> int:
         items=items,
     )
     write_dataset(dataset, args.out)
-    negatives = sum(1 for q in items if q.metadata.get("negative"))
+    negatives = sum(
+        1
+        for q in items
+        if q.metadata.get("negative") or any(f.kind == "not_disclosed" for f in q.expected)
+    )
     print(
         f"wrote {len(items)} {task_type.value} items to {args.out} ({negatives} not disclosed, "
         f"not yet reported or none; {sum(len(q.gold_documents) for q in items)} gold document "

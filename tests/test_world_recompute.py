@@ -245,8 +245,12 @@ def test_questions_name_their_company(keyed: KeyedWorld):
         update={"metadata": {**named.metadata, "company_id": other.company_id}}
     )
     assert reference_problems(keyed.world, renamed, keyed.erp)
-    brief = next(b for b in keyed.briefs.items if any(e.subject for e in b.expected))
-    index = next(i for i, e in enumerate(brief.expected) if e.subject)
+
+    def erp_fact(fact) -> bool:
+        return bool(fact.subject) and fact.field.startswith(("customer_", "vendor_"))
+
+    brief = next(b for b in keyed.briefs.items if any(erp_fact(e) for e in b.expected))
+    index = next(i for i, e in enumerate(brief.expected) if erp_fact(e))
     entity, _, account = brief.expected[index].subject.partition("/")
     stranger = keyed.erp.execute(
         "SELECT account FROM customer WHERE legal_entity = ? AND account != ? LIMIT 1",

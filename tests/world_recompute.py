@@ -1121,12 +1121,23 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
     facts.append(Fact("name", "chief_executive", ceo, inputs=[("chief executive", ceo_docs)]))
     city = profile.fields["Headquarters"].rsplit(", ", 1)[0]
     facts.append(Fact("name", "headquarters", city, inputs=[("headquarters", profile_docs)]))
+    facts = _asked("header", facts)
+    industry = Fact(
+        "name", "industry", profile.fields["Industry"], inputs=[("industry", profile_docs)]
+    )
+    facts += _asked("overview", [industry])
+    sections: dict[str, list[Fact]] = {"financials": [], "strategy": [], "lines": [], "peers": []}
+    sections["news"] = []
     if listed:
         year = rc.latest_year(company, as_of, "revenue", "operating_income")
-        facts.append(
+        sections["financials"].append(
             rc.money_fact("revenue", rc.need(company, "revenue", f"FY{year}", as_of), as_of)
         )
-        facts.append(rc.margin(company, year, as_of))
+        sections["financials"].append(rc.margin(company, year, as_of))
+        for earlier in (year - 1, year - 2):  # the three-year table
+            figure = rc.version(company, "revenue", f"FY{earlier}", as_of)
+            if figure is not None:
+                sections["financials"].append(rc.money_fact("revenue", figure, as_of))
     else:
         announced = [
             f
@@ -1135,25 +1146,25 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
         ]
         if announced:
             latest = max(announced, key=lambda f: fy_key(f.period))
-            facts.append(rc.money_fact("revenue", latest, as_of, basis=None))
+            sections["financials"].append(rc.money_fact("revenue", latest, as_of, basis=None))
         else:
-            facts.append(Fact("not_disclosed", "revenue", "not disclosed"))
+            sections["financials"].append(Fact("not_disclosed", "revenue", "not disclosed"))
         rounds = rc.rounds(company, as_of)
         if rounds:
-            facts += _round_facts(
+            sections["financials"] += _round_facts(
                 rc, company, rounds[-1], as_of, fields=("post_money_valuation", "lead_investor")
             )
     moves = rc.latest_event(company, as_of, "launch", "acquisition")
     if moves:
         docs = frozenset(e.doc.doc_id for e in moves)
         if moves[0].kind == "launch":
-            facts.append(
+            sections["strategy"].append(
                 Fact(
                     "name", "latest_launch", moves[0].details["product"], inputs=[("launch", docs)]
                 )
             )
         else:
-            facts.append(
+            sections["strategy"].append(
                 Fact(
                     "name",
                     "latest_acquisition",
@@ -1163,7 +1174,7 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
             )
     lines = rc.world.lines_of_business(profile)
     if lines:
-        facts.append(
+        sections["lines"].append(
             Fact(
                 "top_n",
                 "lines_of_business",
@@ -1172,7 +1183,7 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
                 inputs=[("lines of business", profile_docs)],
             )
         )
-    facts.append(
+    sections["peers"].append(
         Fact(
             "top_n",
             "peers",
@@ -1193,10 +1204,10 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
         latest = [e for e in news if e.date == last_day]
         docs = frozenset(e.doc.doc_id for e in latest)
         moods = {e.details["sentiment"] for e in latest}
-        facts.append(
+        sections["news"].append(
             Fact("date", "latest_news_date", last_day.isoformat(), inputs=[("news", docs)])
         )
-        facts.append(
+        sections["news"].append(
             Fact(
                 "text",
                 "latest_news_sentiment",
@@ -1204,6 +1215,15 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
                 inputs=[("news", docs)],
             )
         )
+    by_name = {info.name: cid for cid, info in rc.world.companies.items()}
+    for name in profile.competitors:  # one comparative figure per listed peer
+        peer = by_name.get(name)
+        if peer is not None and rc.world.companies[peer].listed:
+            figure = rc.latest_revenue(peer, as_of, subject=name)
+            if figure is not None:
+                sections["peers"].append(figure)
+    for section, found in sections.items():
+        facts += _asked(section, found)
     return facts
 
 

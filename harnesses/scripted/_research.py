@@ -145,6 +145,7 @@ class Company:
     lines_of_business: list[str]
     chief_executive: str
     headquarters: str
+    industry: str = ""
 
 
 @dataclass
@@ -201,6 +202,7 @@ class Research:
             best["lines_of_business"],
             best["chief_executive"],
             best["headquarters"],
+            best.get("industry") or "",
         )
 
     async def search(
@@ -1129,7 +1131,9 @@ async def brief(r: Research, c: Company, s: dict[str, str]) -> str:
     if profile is not None:
         r.cite(profile)
         header += f" Source: {link('company profile', profile)}."
-    parts += ["## Company header and overview", header]
+    parts += ["## Company header", header]
+    if c.industry:
+        parts += ["## Company overview", f"Industry: {c.industry}."]
     parts += ["## Financials", await _brief_financials(r, c)]
     move = await _strategic_move(r, c)
     if move:
@@ -1137,7 +1141,7 @@ async def brief(r: Research, c: Company, s: dict[str, str]) -> str:
     if c.lines_of_business:
         parts += ["## Lines of business", ", ".join(c.lines_of_business) + "."]
     if c.peers:
-        parts += ["## Peers", ", ".join(p["name"] for p in c.peers) + "."]
+        parts += ["## Peers", await _brief_peers(r, c)]
     news = await _latest_news(r, c)
     if news is not None:
         r.cite(news)
@@ -1149,14 +1153,39 @@ async def brief(r: Research, c: Company, s: dict[str, str]) -> str:
     return "\n\n".join(parts)
 
 
+async def _brief_peers(r: Research, c: Company) -> str:
+    """Each peer with one comparative figure: its latest fiscal year's revenue (listed ones)."""
+    lines = []
+    for peer in c.peers:
+        line = f"- {peer['name']}"
+        other = await r.company(peer["name"])
+        if other.listed:
+            try:
+                value, fy, page = await _latest_revenue(r, other)
+            except NotFound:
+                pass
+            else:
+                r.cite(page)
+                line += f": fiscal {fy} revenue {money(value, other.currency)}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 async def _brief_financials(r: Research, c: Company) -> str:
     if c.listed:
         value, fy, page = await _latest_revenue(r, c)
         margin, _, _ = await _margin(r, c)
         r.cite(page)
+        rows = [f"| Fiscal {fy} | {money(value, c.currency)} |"]
+        for year in (fy - 1, fy - 2):
+            try:
+                earlier, _ = await r.annual(c, "revenue", year)
+            except NotFound:
+                continue
+            rows.append(f"| Fiscal {year} | {money(earlier, c.currency)} |")
         return (
-            f"Fiscal {fy} revenue {money(value, c.currency)}; GAAP operating margin "
-            f"{margin}% ({link('annual report', page)})."
+            f"Fiscal {fy} GAAP operating margin {margin}% ({link('annual report', page)}).\n\n"
+            "| Fiscal year | Revenue |\n|---|---:|\n" + "\n".join(rows)
         )
     text = ""
     hits = [
