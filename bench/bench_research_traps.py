@@ -65,6 +65,28 @@ def exposure(items, world: Path) -> dict[str, tuple[int, int]]:
         conn.close()
 
 
+CANNED = "The figure is not yet reported; the company has not disclosed it."
+
+
+def canned(items) -> tuple[int, float]:
+    """The rules judge's accuracy of a canned "not reported / not disclosed" answer, with no
+    lookup, on the "not yet reported" items (those whose key gives a latest reported figure)."""
+    from judge._research import rule_research_facts
+    from judge._rules import RuleContext
+
+    asked = [
+        item
+        for item in items
+        if item.metadata["negative"]
+        and any(f.kind == "not_disclosed" and f.value == "not yet reported" for f in item.expected)
+    ]
+    scores = [
+        rule_research_facts(RuleContext(item, CANNED, None, "accuracy.research_key")).score
+        for item in asked
+    ]
+    return len(asked), statistics.fmean(scores) if scores else 0.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -88,6 +110,8 @@ def main() -> None:
     print(f"{args.dataset.name} on world {dataset.header.world_id}")
     for label, value in shape(items):
         print(f"  {label:<38}{value}")
+    asked, accuracy = canned(items)
+    print(f"  {'canned not-reported answer, accuracy':<38}{accuracy:.3f} on {asked} items")
     rows = exposure(items, world)
     total = sum(n for n, _ in rows.values())
     met = sum(m for _, m in rows.values())

@@ -373,6 +373,8 @@ def not_reported(
         found = latest(year)
         if found.negative:
             continue
+        for fact in found.facts:  # "not yet reported" alone, with no lookup, is no answer
+            fact.dealbreaker = True
         facts += found.facts
         text += f" The latest fiscal year with its {what} reported is fiscal {year}: {found.text}"
         break
