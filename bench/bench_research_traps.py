@@ -8,6 +8,10 @@ share of items with three or more keyed asks, the segment counts, and per kind t
 many met a hard negative (synthetic_world/_traps.py says what counts as one).
 
     .venv/bin/python bench/bench_research_traps.py [--dataset FILE --world-db sqlite:///w.db]
+        [--draw 500]
+
+With ``--draw N`` it also times drawing N entity items on that world (the generator's own
+function, in this process: wall and CPU seconds; issue 38's target is under 10 s for 500).
 """
 
 from __future__ import annotations
@@ -93,6 +97,7 @@ def main() -> None:
         "--dataset", type=Path, default=ROOT / "datasets" / "entity_performance.yaml"
     )
     parser.add_argument("--world-db", help="the world the set is keyed on (default: rebuilt)")
+    parser.add_argument("--draw", type=int, default=0, help="also time drawing N entity items")
     args = parser.parse_args()
     dataset = load_dataset(args.dataset)
     if args.world_db:
@@ -119,6 +124,24 @@ def main() -> None:
     for kind, (n, hit) in rows.items():
         print(f"  {kind:<26}{n:>7}{hit:>12} ({hit / n:.0%})")
     print(f"  {'all':<26}{total:>7}{met:>12} ({met / total:.0%})")
+    if args.draw:
+        wall, cpu = draw_time(world, args.draw)
+        print(f"\n  drawing {args.draw} entity items: {wall:.1f} s wall, {cpu:.1f} s CPU")
+
+
+def draw_time(world: Path, n: int) -> tuple[float, float]:
+    import time
+
+    from synthetic_world._keys import KeyContext
+    from synthetic_world._questions import entity_questions
+
+    conn = connect_read_only(world)
+    try:
+        started, cpu = time.perf_counter(), time.process_time()
+        entity_questions(KeyContext(conn), n, 1, {})
+        return time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        conn.close()
 
 
 if __name__ == "__main__":
