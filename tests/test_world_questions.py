@@ -88,6 +88,37 @@ def test_entity_items_are_mostly_analyst_work_with_every_ask_keyed(entity_set: P
         assert 2 <= len(item.asks) <= 6
 
 
+ASKED_FIELDS = {
+    "operating_margin": {"operating_margin"},
+    "adjusted_margin": {"adjusted_operating_margin"},
+    "free_cash_flow": {"free_cash_flow"},
+    "revenue_growth": {"revenue_growth"},
+    "net_debt": {"net_debt"},
+    "product_share": {"product_share"},
+    "regional_share": {"regional_share"},
+    "segment_revenue": {"segment_revenue"},
+    "largest_product_line": {"largest_product_line", "product_revenue"},
+}
+
+
+def test_not_yet_reported_keys_give_the_asked_measure_for_its_latest_year(entity_set: Path):
+    """A "not yet reported" key gives the measure the question asks (not revenue) for an
+    earlier fiscal year, as a dealbreaker: "not yet reported" alone is no answer."""
+    checked = 0
+    for item in load_dataset(entity_set).items:
+        asked = [f for f in item.expected if f.value == "not yet reported"]
+        figures = [f for f in item.expected if f.kind != "not_disclosed"]
+        if not asked or not figures:
+            continue
+        kind, params = item.metadata["kind"], item.metadata["params"]
+        wanted = {params["metric"]} if kind == "fy_metric" else ASKED_FIELDS[kind]
+        assert {f.field for f in figures} <= wanted, item.id
+        assert all(f.dealbreaker for f in figures), item.id
+        assert all(int(f.period[2:6]) < params["fy"] for f in figures), item.id
+        checked += 1
+    assert checked >= 5
+
+
 def test_most_items_meet_a_hard_negative_in_their_natural_search(entity_set: Path, world: Path):
     """At least 80% of the items' natural searches (company name and what is asked, by the
     as-of date) show a hard negative in the top five: a prior-year, preliminary, restated,
