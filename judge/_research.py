@@ -613,6 +613,11 @@ def _period_words(period: str) -> list[str]:
 
 
 def _names_period(answer: str, period: str) -> bool:
+    """A period (FY2025, FY2025-Q3, a day) is named; a span (FY2023-FY2025 of a CAGR, or
+    2025-05-23/2025-08-22 of a price change) by naming both its ends."""
+    ends = re.fullmatch(r"(FY\d{4})-(FY\d{4})|(\d{4}-\d{2}-\d{2})/(\d{4}-\d{2}-\d{2})", period)
+    if ends:
+        return all(_names_period(answer, end) for end in ends.groups() if end)
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", period):
         return x.find_date(answer, period)
     return any(re.search(p, answer, re.IGNORECASE) for p in _period_words(period))

@@ -127,9 +127,9 @@ def growth_trend(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
     if rows[0].value <= 0:
         raise KeyError_("no CAGR from a non-positive base")
     cagr = _pct(((rows[2].value / rows[0].value).sqrt() - 1) * 100)
-    cagr_fact = _percent_fact(
-        "revenue_cagr", cagr, f"FY{fy - 2}-FY{fy}", ctx.sources([rows[0], rows[2]], as_of)
-    )
+    # the filings stating each end year (one document rarely states both: a data vendor's table)
+    ends = sorted({*revenue[0].sources, *revenue[2].sources})
+    cagr_fact = _percent_fact("revenue_cagr", cagr, f"FY{fy - 2}-FY{fy}", ends)
     direction = "growth accelerated" if growth[1] > growth[0] else "growth slowed"
     facts = [
         *_asked(revenue, "revenue"),

@@ -927,14 +927,11 @@ async def _mix(r: Research, c: Company, s: dict[str, str], title: str, kind: str
     moves = {m: shares[fy][m] - shares[fy - 1][m] for m in names}
     winner = max(names, key=lambda m: (moves[m], [-ord(ch) for ch in m]))
     gained = "gained" if moves[winner] > 0 else "lost"
-    lines = "\n".join(
-        f"| {m} | {shares[fy - 1][m]}% | {shares[fy][m]}% | {_signed(moves[m])} percentage points |"
-        for m in names
-    )
+    lines = "\n".join(f"| {m} | {shares[fy - 1][m]}% | {shares[fy][m]}% |" for m in names)
     return (
         f"## {c.name}: revenue mix by {kind}, fiscal {fy - 1} to fiscal {fy}\n\n"
         f"**1-2. Shares of consolidated revenue:**\n\n| {kind.capitalize()} | Fiscal {fy - 1} | "
-        f"Fiscal {fy} | Change |\n|---|---:|---:|---:|\n{lines}\n\n**3. Largest shift:** "
+        f"Fiscal {fy} |\n|---|---:|---:|\n{lines}\n\n**3. Largest shift:** "
         f"{winner} {gained} the most share ({_signed(moves[winner])} percentage points).\n\n"
         "**4. View (opinion):** not keyed."
     )
