@@ -275,6 +275,14 @@ class Research:
                 value = _release_value(release, metric, f"fiscal {fy}")
                 if value is not None:
                     return value, release
+        if metric == "revenue":  # the next year's release compares with "a year earlier"
+            later = await self.release(company, f"fourth quarter and fiscal {fy + 1}")
+            paragraph = later.find(rf"Revenue for fiscal {fy + 1} was [^\n]*") if later else None
+            earlier = paragraph and re.search(
+                r"from (-?[$€£]-?[\d,]+\.\d) million a year earlier", paragraph.group(0)
+            )
+            if earlier:
+                return number(earlier.group(1)), later
         raise NotFound(f"no fiscal {fy} {metric}")
 
     async def release(self, company: Company, period: str) -> Page | None:
