@@ -239,6 +239,30 @@ def test_questions_refuse_a_world_made_from_another_erp(world: Path, tmp_path: P
     assert "was generated from ERP snapshot" in capsys.readouterr().err
 
 
+def test_an_analyst_share_outside_0_to_1_is_refused_in_one_line(
+    world: Path, erp_db_url: str, tmp_path: Path, capsys
+) -> None:
+    from synthetic_world._cli import main
+
+    out = tmp_path / "q.yaml"
+    args = ["questions", "--db", f"sqlite:///{world}", "--erp-db", erp_db_url, "--out", str(out)]
+    assert main([*args, "--analyst-share", "1.5"]) == 2 and not out.exists()
+    error = capsys.readouterr().err.strip()
+    assert "--analyst-share must be 0-1, got 1.5" in error and len(error.splitlines()) == 1
+
+
+def test_single_fact_sets_stay_available(world: Path, erp_db_url: str, tmp_path: Path) -> None:
+    """``--analyst-share 0`` draws the single-fact kinds only, in the same segment mix."""
+    from synthetic_world._cli import main
+
+    out = tmp_path / "single.yaml"
+    args = ["questions", "--db", f"sqlite:///{world}", "--erp-db", erp_db_url, "--out", str(out)]
+    assert main([*args, "--n", "40", "--analyst-share", "0"]) == 0
+    items = load_dataset(out).items
+    assert len(items) == 40 and not any(item.asks for item in items)
+    assert all(not any(f.ask for f in item.expected) for item in items)
+
+
 def _run(dataset: Path, world: Path, erp_db_url: str, out: Path, harness: str) -> Path:
     from harnesses import RunConfig
     from harnesses._runner import run
