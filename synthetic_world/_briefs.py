@@ -349,16 +349,26 @@ def brief_questions(
     if len(candidates) < n:
         raise KeyError_(f"the world has {len(candidates)} ERP-linked companies, fewer than {n}")
     items = []
+    settled: list[Company] = []
+    """Companies whose every account is settled (a zero balance): drawn only when no other is
+    left, since an AR/AP section of zeros asks little."""
+    settled_ok = False
     for number in range(n):
         kind = kinds[number % len(kinds)]
         while True:
+            if not candidates and settled:
+                candidates, settled, settled_ok = settled, [], True
+            if not candidates:
+                raise KeyError_("no company left for a brief")
             company = candidates.pop()
             try:
                 key, refs = brief_key(ctx, engine, company, names)
-                break
             except KeyError_:
-                if not candidates:
-                    raise
+                continue
+            if not settled_ok and not _open_balance(key):
+                settled.append(company)
+                continue
+            break
         query = BRIEF_REQUESTS[kind].format(company=company.name)
         items.append(
             _question(
@@ -379,6 +389,13 @@ def brief_questions(
             )
         )
     return items
+
+
+def _open_balance(key: Key) -> bool:
+    return any(
+        fact.ask == "ar_ap" and fact.kind == "amount" and fact.value not in (0, 0.0)
+        for fact in key.facts
+    )
 
 
 BRIEF_SECTIONS = {
