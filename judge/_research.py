@@ -427,15 +427,12 @@ def check_research_fact(
         return ok, ""
     if fact.kind == "not_disclosed":
         return check_not_published(answer, fact, siblings)
+    if fact.kind == "ratio":
+        return _find_ratio(scoped, float(fact.value), fact.tolerance), ""
     if fact.kind in ("name", "text"):
         return name_in(scoped, str(fact.value)), ""
     if fact.kind == "top_n":
-        positions = [_first_position(scoped, str(v)) for v in fact.value or []]
-        if any(p is None for p in positions):
-            return False, "not every one named"
-        return (not fact.ordered or positions == sorted(positions)), (
-            "" if not fact.ordered or positions == sorted(positions) else "out of order"
-        )
+        return _check_list(scoped, fact)
     if fact.kind == "id":
         return x.find_id(scoped, str(fact.value)), ""
     if fact.kind == "date":
@@ -448,6 +445,34 @@ def check_research_fact(
     if fact.kind == "no_records":
         return check_says_none(answer, siblings)
     return False, f"cannot check a {fact.kind} fact"
+
+
+_RATIO = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:x\b|×|times\b)", re.IGNORECASE)
+
+
+def _find_ratio(answer: str, expected: float, tolerance: float) -> bool:
+    """A multiple written ``2.35x``, ``2.35 ×`` or ``2.35 times``, within tolerance."""
+    return any(
+        abs(float(match.group(1)) - expected) <= tolerance + 1e-9
+        for match in _RATIO.finditer(answer.replace("**", ""))
+    )
+
+
+def _check_list(answer: str, fact: ExpectedFact) -> tuple[bool, str]:
+    """Every name of the list stated; for a ranking, in order where the answer first names
+    them all, or in one block of it (a table, a list or a paragraph that names them all: an
+    analyst answer may discuss the company before it ranks it among its peers)."""
+    names = [str(v) for v in fact.value or []]
+    positions = [_first_position(answer, name) for name in names]
+    if any(p is None for p in positions):
+        return False, "not every one named"
+    if not fact.ordered or positions == sorted(positions):
+        return True, ""
+    for block in re.split(r"\n\s*\n", answer):
+        inner = [_first_position(block, name) for name in names]
+        if None not in inner and inner == sorted(inner):
+            return True, ""
+    return False, "out of order"
 
 
 def _first_position(answer: str, name: str) -> int | None:
@@ -468,32 +493,51 @@ def _account_lines(answer: str, fact: ExpectedFact) -> str:
 
 def rule_research_facts(ctx: RuleContext) -> Verdict:
     """``accuracy.research_key``: the share of the key's facts the answer states (quarter grid);
-    a brief's ERP facts (no scale) are checked as obligations are."""
-    from judge._rules import Verdict, _quarter_floor, check_fact
+    a brief's ERP facts (no scale) are checked as obligations are. An analyst item's facts are
+    grouped by ask: each keyed ask counts equally (the share of its facts stated), and a missing
+    dealbreaker fact fails the item."""
+    from judge._rules import Verdict, _quarter_floor
 
     facts = ctx.question.expected
     erp = tuple(f for f in facts if f.kind == "amount" and not f.scale)
-    found, reasons, certain = 0, [], True
+    asks: dict[str | None, list[bool]] = {}
+    reasons, certain, broken = [], True, []
     for fact in facts:
-        if fact.kind == "amount" and not fact.scale:
-            verdict = check_fact(_account_lines(ctx.answer, fact), fact, erp)
-            ok, detail = verdict.score == 1.0, verdict.reason
-            certain = certain and verdict.certain
-        else:
-            ok, detail = check_research_fact(ctx.answer, fact, ctx.question)
-            certain = certain and (ok or bool(detail))
-        found += ok
+        ok, detail, sure = _check_one(ctx.answer, fact, erp, ctx.question)
+        certain = certain and sure
+        asks.setdefault(fact.ask, []).append(ok)
+        if fact.dealbreaker and not ok:
+            broken.append(fact.field)
         shown = fact.value if not isinstance(fact.value, list) else ", ".join(map(str, fact.value))
         subject = f" ({fact.subject})" if fact.subject else ""
         status = "found" if ok else "not found"
+        part = f"[{fact.ask}] " if fact.ask else ""
         reasons.append(
-            f"{fact.field}{subject} {shown}: {status}" + (f", {detail}" if detail else "")
+            f"{part}{fact.field}{subject} {shown}: {status}" + (f", {detail}" if detail else "")
         )
-    return Verdict(
-        _quarter_floor(found / len(facts)),
-        f"{found}/{len(facts)} facts: " + "; ".join(reasons),
-        certain=certain,
-    )
+    found = sum(sum(oks) for oks in asks.values())
+    if len(asks) > 1 or None not in asks:
+        score = sum(sum(oks) / len(oks) for oks in asks.values()) / len(asks)
+        head = f"{found}/{len(facts)} facts in {len(asks)} asks"
+    else:
+        score, head = found / len(facts), f"{found}/{len(facts)} facts"
+    if broken:
+        score, head = 0.0, f"dealbreaker missing ({', '.join(broken)}); {head}"
+    return Verdict(_quarter_floor(score), f"{head}: " + "; ".join(reasons), certain=certain)
+
+
+def _check_one(
+    answer: str, fact: ExpectedFact, erp: tuple[ExpectedFact, ...], question: Question
+) -> tuple[bool, str, bool]:
+    """(stated, detail, certain) for one fact of a research key (``question``: its other facts,
+    for the claims read beside this one)."""
+    from judge._rules import check_fact
+
+    if fact.kind == "amount" and not fact.scale:
+        verdict = check_fact(_account_lines(answer, fact), fact, erp)
+        return verdict.score == 1.0, verdict.reason, verdict.certain
+    ok, detail = check_research_fact(answer, fact, question)
+    return ok, detail, ok or bool(detail)
 
 
 # -- the world's documents, as a judge reads them --------------------------------------------------
@@ -854,6 +898,11 @@ def _period_words(period: str) -> list[str]:
 
 
 def _names_period(answer: str, period: str) -> bool:
+    """A period (FY2025, FY2025-Q3, a day) is named; a span (FY2023-FY2025 of a CAGR, or
+    2025-05-23/2025-08-22 of a price change) by naming both its ends."""
+    ends = re.fullmatch(r"(FY\d{4})-(FY\d{4})|(\d{4}-\d{2}-\d{2})/(\d{4}-\d{2}-\d{2})", period)
+    if ends:
+        return all(_names_period(answer, end) for end in ends.groups() if end)
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", period):
         return x.find_date(answer, period)
     return any(re.search(p, answer, re.IGNORECASE) for p in _period_words(period))

@@ -16,7 +16,7 @@ from decimal import Decimal
 
 from sqlalchemy import Engine, select
 
-from ledgerbench.dataset import ExpectedFact, Question, TaskType
+from ledgerbench.dataset import Ask, ExpectedFact, Question, TaskType
 from synthetic_erp import _schema as erp
 from synthetic_world._calendar import profile_date
 from synthetic_world._documents import long_date
@@ -87,7 +87,24 @@ def _header(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedF
     if ticker:
         facts.insert(0, ExpectedFact(kind="id", field="ticker", value=ticker, sources=profile))
         text += f" ({exchange}: {ticker})"
-    return facts, f"{text}, headquartered in {city}, led by chief executive {ceo}."
+    return _tagged(
+        facts, "header"
+    ), f"{text}, headquartered in {city}, led by chief executive {ceo}."
+
+
+def _overview(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFact], str]:
+    (industry,) = ctx.conn.execute(
+        "SELECT industry FROM company WHERE company_id = ?", (c.company_id,)
+    ).fetchone()
+    profile = ctx.doc_sources(c.company_id, "company_profile", as_of)
+    fact = ExpectedFact(kind="name", field="industry", value=industry, sources=profile)
+    return _tagged([fact], "overview"), f"Industry: {industry}."
+
+
+def _tagged(facts: list[ExpectedFact], section: str) -> list[ExpectedFact]:
+    for fact in facts:
+        fact.ask = section
+    return facts
 
 
 def _financials(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFact], str]:
@@ -107,9 +124,17 @@ def _financials(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[Expec
             amount("revenue", revenue.value, c, f"FY{fy}", ctx.sources([revenue], as_of)),
             margin,
         ]
-        return facts, (
+        earlier = []
+        for year in (fy - 1, fy - 2):  # the three-year table
+            row = ctx.fact(c.company_id, "revenue", f"FY{year}", as_of)
+            if row is not None and ctx.sources([row], as_of):
+                facts.append(
+                    amount("revenue", row.value, c, f"FY{year}", ctx.sources([row], as_of))
+                )
+                earlier.append(f"fiscal {year} {money_text(row.value, c.currency)}")
+        return _tagged(facts, "financials"), (
             f"Fiscal {fy} revenue {money_text(revenue.value, c.currency)}, GAAP "
-            f"operating margin {value}%."
+            f"operating margin {value}%. Earlier revenue: {'; '.join(earlier)}."
         )
     facts, text = [], ""
     years = ctx.reported_years(c.company_id, as_of)
@@ -152,7 +177,7 @@ def _financials(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[Expec
             f"Latest round: {last['round_name']} led by {last['lead_investor']} at a "
             f"post-money valuation of {money_text(Decimal(last['post_money']), c.currency)}."
         )
-    return facts, text
+    return _tagged(facts, "financials"), text
 
 
 def _strategy(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFact], str]:
@@ -164,13 +189,15 @@ def _strategy(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[Expecte
     if last["kind"] == "acquisition":
         target = ctx.companies.get(last["counterparty"])
         name = target.name if target else last["counterparty"]
+        fact = ExpectedFact(kind="name", field="latest_acquisition", value=name, sources=sources)
         return (
-            [ExpectedFact(kind="name", field="latest_acquisition", value=name, sources=sources)],
+            _tagged([fact], "strategy"),
             f"Latest strategic move: agreed to acquire {name} "
             f"({long_date(dt.date.fromisoformat(last['date']))}).",
         )
+    fact = ExpectedFact(kind="name", field="latest_launch", value=last["product"], sources=sources)
     return (
-        [ExpectedFact(kind="name", field="latest_launch", value=last["product"], sources=sources)],
+        _tagged([fact], "strategy"),
         f"Latest strategic move: launched {last['product']} "
         f"({long_date(dt.date.fromisoformat(last['date']))}).",
     )
@@ -180,23 +207,45 @@ def _lines_and_peers(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[
     facts, text = [], ""
     profile = ctx.doc_sources(c.company_id, "company_profile", as_of)
     if c.segments:
+        lines = ExpectedFact(
+            kind="top_n",
+            field="lines_of_business",
+            value=c.segments,
+            ordered=False,
+            sources=profile,
+        )
+        facts += _tagged([lines], "lines")
+        text += f"Segments: {', '.join(c.segments)}. "
+    peers = [ctx.companies[p] for p in c.peers]
+    if peers:
+        names = [p.name for p in peers]
+        listing = ExpectedFact(
+            kind="top_n", field="peers", value=names, ordered=False, sources=profile
+        )
+        facts += _tagged([listing, *_peer_figures(ctx, peers, as_of)], "peers")
+        text += f"Peers: {', '.join(names)}."
+    return facts, text
+
+
+def _peer_figures(ctx: KeyContext, peers: list[Company], as_of: dt.date) -> list[ExpectedFact]:
+    """One comparative figure per listed peer: its latest reported fiscal year's revenue."""
+    facts = []
+    for peer in peers:
+        years = ctx.reported_years(peer.company_id, as_of) if peer.listed else []
+        if not years:
+            continue
+        row = ctx.fact(peer.company_id, "revenue", f"FY{years[-1]}", as_of)
         facts.append(
-            ExpectedFact(
-                kind="top_n",
-                field="lines_of_business",
-                value=c.segments,
-                ordered=False,
-                sources=profile,
+            amount(
+                "revenue",
+                row.value,
+                peer,
+                f"FY{years[-1]}",
+                ctx.sources([row], as_of),
+                subject=peer.name,
             )
         )
-        text += f"Segments: {', '.join(c.segments)}. "
-    peers = [ctx.companies[p].name for p in c.peers]
-    if peers:
-        facts.append(
-            ExpectedFact(kind="top_n", field="peers", value=peers, ordered=False, sources=profile)
-        )
-        text += f"Peers: {', '.join(peers)}."
-    return facts, text
+    return facts
 
 
 def _news(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFact], str]:
@@ -214,7 +263,7 @@ def _news(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFac
         ),
     ]
     day = long_date(dt.date.fromisoformat(last["date"]))
-    return facts, f'Top news: "{last["headline"]}" ({day}, {last["sentiment"]}).'
+    return _tagged(facts, "news"), f'Top news: "{last["headline"]}" ({day}, {last["sentiment"]}).'
 
 
 _NEWS_KINDS = (
@@ -246,7 +295,11 @@ def _ar_ap(engine: Engine, c: Company, names: dict) -> tuple[list[ExpectedFact],
                     continue
                 facts.append(
                     fact.model_copy(
-                        update={"field": f"{party_type}_{fact.field}", "subject": f"{le}/{account}"}
+                        update={
+                            "field": f"{party_type}_{fact.field}",
+                            "subject": f"{le}/{account}",
+                            "ask": "ar_ap",
+                        }
                     )
                 )
             refs += answer.refs
@@ -264,6 +317,7 @@ def brief_key(ctx: KeyContext, engine: Engine, c: Company, names: dict) -> tuple
     as_of = ctx.today
     parts = [
         _header(ctx, c, as_of),
+        _overview(ctx, c, as_of),
         _financials(ctx, c, as_of),
         _strategy(ctx, c, as_of),
         _lines_and_peers(ctx, c, as_of),
@@ -289,19 +343,32 @@ def brief_questions(
         key=lambda c: c.company_id,
     )
     rng.shuffle(candidates)
+    # Companies with several ERP accounts (a customer and a vendor, or one in two legal
+    # entities) first: a brief's AR/AP section covers every account of the name.
+    candidates.sort(key=lambda c: len({(le, kind) for le, kind, _ in c.erp}) > 1)
     if len(candidates) < n:
         raise KeyError_(f"the world has {len(candidates)} ERP-linked companies, fewer than {n}")
     items = []
+    settled: list[Company] = []
+    """Companies whose every account is settled (a zero balance): drawn only when no other is
+    left, since an AR/AP section of zeros asks little."""
+    settled_ok = False
     for number in range(n):
         kind = kinds[number % len(kinds)]
         while True:
+            if not candidates and settled:
+                candidates, settled, settled_ok = settled, [], True
+            if not candidates:
+                raise KeyError_("no company left for a brief")
             company = candidates.pop()
             try:
                 key, refs = brief_key(ctx, engine, company, names)
-                break
             except KeyError_:
-                if not candidates:
-                    raise
+                continue
+            if not settled_ok and not _open_balance(key):
+                settled.append(company)
+                continue
+            break
         query = BRIEF_REQUESTS[kind].format(company=company.name)
         items.append(
             _question(
@@ -318,6 +385,33 @@ def brief_questions(
                 {},
                 record_refs=refs,
                 erp_grounded=True,
+                asks=_sections(key),
             )
         )
     return items
+
+
+def _open_balance(key: Key) -> bool:
+    return any(
+        fact.ask == "ar_ap" and fact.kind == "amount" and fact.value not in (0, 0.0)
+        for fact in key.facts
+    )
+
+
+BRIEF_SECTIONS = {
+    "header": "company header: ticker, headquarters, chief executive",
+    "overview": "company overview: industry",
+    "financials": "financials: latest fiscal year revenue and operating margin, revenue of the "
+    "two years before (a private company: announced revenue and latest funding)",
+    "strategy": "strategic moves: the latest acquisition or launch",
+    "lines": "lines of business",
+    "peers": "peers, with one comparative figure each (latest fiscal year revenue)",
+    "news": "top news with its date and sentiment",
+    "ar_ap": "our AR/AP position: open balance and aging of every account in the ERP",
+}
+"""A brief's sections, each an ask of its key (a section with nothing to key is left out)."""
+
+
+def _sections(key: Key) -> tuple[Ask, ...]:
+    present = {fact.ask for fact in key.facts}
+    return tuple(Ask(id=s, text=text) for s, text in BRIEF_SECTIONS.items() if s in present)

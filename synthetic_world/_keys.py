@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 
@@ -341,32 +342,60 @@ def _need(fact: FactRow | None) -> FactRow:
     return fact
 
 
-def not_reported(ctx: KeyContext, company: Company, metric: str, fy: int, as_of: dt.date) -> Key:
-    """The fiscal year asked is not reported by the as-of date: say so, and give the latest."""
-    base = metric if metric in METRIC_WORDS else "revenue"
-    # The latest year whose figure is out: a release gives revenue and income, the annual report
-    # (weeks later) the balance sheet and cash flows.
-    years = ctx.reported_years(company.company_id, as_of, base)
+def not_reported(
+    ctx: KeyContext,
+    company: Company,
+    field_name: str,
+    fy: int,
+    as_of: dt.date,
+    latest: Callable[[int], Key] | None = None,
+) -> Key:
+    """The fiscal year asked is not reported by the as-of date: say so, and give the asked
+    measure for the latest fiscal year it is reported for (``latest(year)`` keys that year).
+
+    A fourth-quarter release reports revenue and income (preliminary) and the annual report,
+    weeks later, the balance sheet, cash flows and segments: the latest year with a margin may be
+    newer than the latest year with a free cash flow."""
     facts = [
-        ExpectedFact(kind="not_disclosed", field=metric, value="not yet reported", period=f"FY{fy}")
+        ExpectedFact(
+            kind="not_disclosed", field=field_name, value="not yet reported", period=f"FY{fy}"
+        )
     ]
     why = "has not ended" if _ends_after(company, fy, as_of) else "has ended, results not out"
+    what = METRIC_WORDS.get(field_name, field_name)
     text = (
         f"{company.name} had not reported fiscal {fy} results {as_of_text(as_of)} (the "
-        f"fiscal year {why})."
+        f"fiscal year {why}), so its fiscal {fy} {what} is not yet reported."
     )
-    if years:
-        latest = years[-1]
-        fact = ctx.fact(company.company_id, base, f"FY{latest}", as_of)
-        if fact is not None and fact.metric != "employees":
-            facts.append(
-                amount(fact.metric, fact.value, company, f"FY{latest}", ctx.sources([fact], as_of))
-            )
-            text += (
-                f" The latest reported fiscal year is fiscal {latest}: "
-                f"{METRIC_WORDS[fact.metric]} {money_text(fact.value, company.currency)}."
-            )
-    return Key(text, facts, period=f"FY{fy}", metrics=[METRIC_WORDS.get(metric, metric)])
+    for year in reversed(ctx.reported_years(company.company_id, as_of)) if latest else ():
+        if year >= fy:
+            continue
+        found = latest(year)
+        if found.negative:
+            continue
+        for fact in found.facts:  # "not yet reported" alone, with no lookup, is no answer
+            fact.dealbreaker = True
+        facts += found.facts
+        text += f" The latest fiscal year with its {what} reported is fiscal {year}: {found.text}"
+        break
+    return Key(text, facts, period=f"FY{fy}", metrics=[what])
+
+
+def year_end_text(company: Company, fy: int) -> str:
+    """ "fiscal 2025, ended June 30, 2025": a company's fiscal year with the day it ended."""
+    from synthetic_world._calendar import fiscal_year
+
+    end = fiscal_year(company.fiscal_year_end_month, fy).end
+    return f"fiscal {fy}, ended {long_date(end)}"
+
+
+def alignment_text(rows: list[tuple[Company, int]]) -> str:
+    """How a comparison across companies aligns their fiscal years (each its own latest)."""
+    listing = "; ".join(f"{company.name}: {year_end_text(company, fy)}" for company, fy in rows)
+    return (
+        " Fiscal years are not aligned to one calendar period: each company is measured on its "
+        f"own latest reported fiscal year ({listing})."
+    )
 
 
 def _ends_after(company: Company, fy: int, as_of: dt.date) -> bool:
@@ -381,7 +410,9 @@ def _ends_after(company: Company, fy: int, as_of: dt.date) -> bool:
 def fy_metric(ctx: KeyContext, c: Company, as_of: dt.date, metric: str, fy: int) -> Key:
     fact = ctx.fact(c.company_id, metric, f"FY{fy}", as_of)
     if fact is None:
-        return not_reported(ctx, c, metric, fy, as_of)
+        return not_reported(
+            ctx, c, metric, fy, as_of, lambda year: fy_metric(ctx, c, as_of, metric, year)
+        )
     sources = ctx.sources([fact], as_of)
     word = METRIC_WORDS[metric]
     if metric == "employees":
@@ -441,7 +472,14 @@ def operating_margin(
     revenue_day = ctx.release_date(c.company_id, f"FY{fy}") if adjusted and income else as_of
     revenue = ctx.fact(c.company_id, "revenue", f"FY{fy}", min(as_of, revenue_day))
     if revenue is None or income is None:
-        return not_reported(ctx, c, "operating margin", fy, as_of)
+        return not_reported(
+            ctx,
+            c,
+            "operating margin",
+            fy,
+            as_of,
+            lambda year: operating_margin(ctx, c, as_of, year, adjusted),
+        )
     name = "adjusted_operating_margin" if adjusted else "operating_margin"
     fact, value = share(
         name,
@@ -469,7 +507,9 @@ def free_cash_flow(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
     cfo = ctx.fact(c.company_id, "cash_from_operations", f"FY{fy}", as_of)
     capex = ctx.fact(c.company_id, "capital_expenditures", f"FY{fy}", as_of)
     if cfo is None or capex is None:
-        return not_reported(ctx, c, "free cash flow", fy, as_of)
+        return not_reported(
+            ctx, c, "free cash flow", fy, as_of, lambda year: free_cash_flow(ctx, c, as_of, year)
+        )
     value = cfo.value - capex.value
     fact = amount("free_cash_flow", value, c, f"FY{fy}", ctx.sources([cfo, capex], as_of))
     text = (
@@ -484,7 +524,9 @@ def revenue_growth(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
     current = ctx.fact(c.company_id, "revenue", f"FY{fy}", as_of)
     prior = ctx.fact(c.company_id, "revenue", f"FY{fy - 1}", as_of)
     if current is None or prior is None:
-        return not_reported(ctx, c, "revenue growth", fy, as_of)
+        return not_reported(
+            ctx, c, "revenue growth", fy, as_of, lambda year: revenue_growth(ctx, c, as_of, year)
+        )
     sources = ctx.sources([current, prior], as_of)
     fact, value = share(
         "revenue_growth", current.value - prior.value, prior.value, f"FY{fy}", sources
@@ -512,7 +554,9 @@ def net_debt(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
     debt = ctx.fact(c.company_id, "total_debt", f"FY{fy}", as_of)
     cash = ctx.fact(c.company_id, "cash", f"FY{fy}", as_of)
     if debt is None or cash is None:
-        return not_reported(ctx, c, "net debt", fy, as_of)
+        return not_reported(
+            ctx, c, "net debt", fy, as_of, lambda year: net_debt(ctx, c, as_of, year)
+        )
     value = debt.value - cash.value
     fact = amount("net_debt", value, c, f"FY{fy}", ctx.sources([debt, cash], as_of))
     text = (
@@ -582,7 +626,8 @@ def peer_revenue_ranking(ctx: KeyContext, c: Company, as_of: dt.date, peers: lis
         for i, (value, company, fy) in enumerate(rows, 1)
     )
     return Key(
-        f"By latest reported fiscal-year revenue {as_of_text(as_of)}: {lines}.",
+        f"By latest reported fiscal-year revenue {as_of_text(as_of)}: {lines}."
+        + alignment_text([(company, fy) for _, company, fy in rows]),
         [order, *facts],
         period="latest fiscal year",
         metrics=["revenue"],
@@ -615,7 +660,7 @@ def peer_margin_comparison(ctx: KeyContext, c: Company, as_of: dt.date, peer: st
     winner = ExpectedFact(kind="name", field="higher_operating_margin", value=higher.name)
     text = (
         f"{higher.name} had the higher GAAP operating margin: {c.name} {av}% (fiscal {afy}) "
-        f"versus {other.name} {bv}% (fiscal {bfy})."
+        f"versus {other.name} {bv}% (fiscal {bfy})." + alignment_text([(c, afy), (other, bfy)])
     )
     return Key(
         text,
@@ -651,6 +696,7 @@ def peer_growth_comparison(ctx: KeyContext, c: Company, as_of: dt.date, peer: st
     text = (
         f"{'Yes' if av > bv else 'No'}: {c.name}'s revenue grew {av}% in fiscal {afy}, "
         f"against {bv}% for {other.name} in fiscal {bfy}."
+        + alignment_text([(c, afy), (other, bfy)])
     )
     return Key(
         text,
@@ -750,7 +796,14 @@ def product_share(
     part = ctx.fact(c.company_id, dimension, f"FY{fy}", as_of, member=product)
     revenue = ctx.fact(c.company_id, "revenue", f"FY{fy}", as_of)
     if part is None or revenue is None:
-        return not_reported(ctx, c, "revenue share", fy, as_of)
+        return not_reported(
+            ctx,
+            c,
+            "revenue share",
+            fy,
+            as_of,
+            lambda year: product_share(ctx, c, as_of, year, product, dimension),
+        )
     field_name = "product_share" if dimension == "product_revenue" else "regional_share"
     fact, value = share(
         field_name, part.value, revenue.value, f"FY{fy}", ctx.sources([part, revenue], as_of)
@@ -776,7 +829,14 @@ def regional_share(ctx: KeyContext, c: Company, as_of: dt.date, fy: int, region:
 def segment_revenue(ctx: KeyContext, c: Company, as_of: dt.date, fy: int, segment: str) -> Key:
     fact = ctx.fact(c.company_id, "segment_revenue", f"FY{fy}", as_of, member=segment)
     if fact is None:
-        return not_reported(ctx, c, "segment revenue", fy, as_of)
+        return not_reported(
+            ctx,
+            c,
+            "segment revenue",
+            fy,
+            as_of,
+            lambda year: segment_revenue(ctx, c, as_of, year, segment),
+        )
     expected = amount("segment_revenue", fact.value, c, f"FY{fy}", ctx.sources([fact], as_of))
     text = (
         f"{c.name}'s {segment} segment generated {money_text(fact.value, c.currency)} of "
@@ -791,7 +851,14 @@ def largest_product_line(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -
         for p in c.products
     ]
     if any(f is None for f, _ in parts) or not parts:
-        return not_reported(ctx, c, "product-line revenue", fy, as_of)
+        return not_reported(
+            ctx,
+            c,
+            "product-line revenue",
+            fy,
+            as_of,
+            lambda year: largest_product_line(ctx, c, as_of, year),
+        )
     parts.sort(key=lambda item: (-item[0].value, item[1]))
     top, name = parts[0]
     if len(parts) > 1 and parts[1][0].value == top.value:

@@ -20,7 +20,7 @@ def build_prices(company: Company, ledger: CompanyLedger, start: dt.date, today:
     if not company.listed:
         return
     rng = random.Random(f"prices:{company.company_id}")
-    price = rng.uniform(15, 180)
+    price = _opening_price(rng, ledger)
     volatility = rng.uniform(0.011, 0.024)
     drift = rng.gauss(0.0003, 0.0003)
     closes = []
@@ -31,3 +31,21 @@ def build_prices(company: Company, ledger: CompanyLedger, start: dt.date, today:
         price = max(price, 0.5)
         closes.append((day, Decimal(str(price)).quantize(CENT, rounding=ROUND_HALF_EVEN)))
     ledger.prices = closes
+
+
+def _opening_price(rng: random.Random, ledger: CompanyLedger) -> float:
+    """A price that fits the company's size: a market capitalisation of 9-22 times the first
+    modelled year's operating income (0.3-0.9 times its revenue on an operating loss), over the
+    first reported share count, so valuation multiples (EV / operating income) stay plausible."""
+    first = ledger.annual[1].id if len(ledger.annual) > 1 else None
+    figures = {
+        f.metric: float(f.value)
+        for f in ledger.facts
+        if f.period.id == first and f.version == 1 and f.basis == "GAAP" and not f.member
+    }
+    shares = next((float(f.value) for f in ledger.facts if f.metric == "shares_outstanding"), None)
+    if not shares or "revenue" not in figures:
+        return rng.uniform(15, 180)
+    income = figures.get("operating_income", 0.0)
+    cap = income * rng.uniform(9, 22) if income > 0 else figures["revenue"] * rng.uniform(0.3, 0.9)
+    return max(cap / shares, 1.0)

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from ledgerbench.dataset import (
+    Ask,
     Dataset,
     DatasetHeader,
     Question,
@@ -31,10 +32,16 @@ from ledgerbench.dataset import (
     rubric_version,
     write_dataset,
 )
+from synthetic_world._analyst import BENCHMARKS
+from synthetic_world._analyst import PROGRAMS as ANALYST_PROGRAMS
 from synthetic_world._documents import long_date
-from synthetic_world._keys import PROGRAMS, Company, Key, KeyContext, KeyError_
+from synthetic_world._keys import PROGRAMS as FACT_PROGRAMS
+from synthetic_world._keys import Company, Key, KeyContext, KeyError_
 from synthetic_world._runtime import CompanyIndex, CompanyRow, connect_read_only
+from synthetic_world._traps import TrapFinder
 
+PROGRAMS = {**FACT_PROGRAMS, **ANALYST_PROGRAMS}
+"""Question kind -> its key program (single-fact kinds and analyst kinds)."""
 NEGATIVE_SHARE = 0.2
 """Share of items whose key is "not disclosed", "not yet reported" or "none"."""
 EARLIER_SHARE = 0.3
@@ -51,6 +58,8 @@ VERSIONED_SHARE = 0.35
 """Share of fiscal-year figure questions drawn about a company with a restated or revised year."""
 VERSIONED_METRICS = ("revenue", "gross_profit", "operating_income", "net_income")
 """The figures a restatement or a revision changes."""
+TRAP_TRIES = 250
+"""Draws of an item that must meet a hard negative before one without is taken."""
 NEGATIVE_CAPABLE = {
     "fy_metric",
     "operating_margin",
@@ -75,13 +84,24 @@ class Kind:
     weight: int
     needs: tuple[str, ...]
     phrasings: tuple[str, ...]
+    asks: tuple[Ask, ...] = ()
+    """Analyst kinds: the parts every phrasing enumerates, in order."""
+
+    @property
+    def analyst(self) -> bool:
+        return bool(self.asks)
+
+
+@cache
+def kinds_file() -> dict[str, Any]:
+    text = resources.files("synthetic_world").joinpath("question_kinds.yaml").read_text("utf-8")
+    return yaml.safe_load(text)
 
 
 @cache
 def question_kinds() -> tuple[dict[str, int], tuple[str, ...], tuple[Kind, ...]]:
     """(segment counts per 126, brief kinds, question kinds) from question_kinds.yaml."""
-    text = resources.files("synthetic_world").joinpath("question_kinds.yaml").read_text("utf-8")
-    data = yaml.safe_load(text)
+    data = kinds_file()
     kinds = tuple(
         Kind(
             k["kind"],
@@ -89,13 +109,24 @@ def question_kinds() -> tuple[dict[str, int], tuple[str, ...], tuple[Kind, ...]]
             int(k["weight"]),
             tuple(k.get("needs") or ()),
             tuple(k["phrasings"]),
+            tuple(Ask(**ask) for ask in k.get("asks") or ()),
         )
         for k in data["kinds"]
     )
     missing = {k.kind for k in kinds} - set(PROGRAMS)
     if missing:
         raise RuntimeError(f"question kinds without a key program: {sorted(missing)}")
+    for kind in kinds:
+        for phrasing in kind.phrasings:
+            numbered = sum(f"({i})" in phrasing for i in range(1, len(kind.asks) + 1))
+            if kind.asks and numbered != len(kind.asks):
+                raise RuntimeError(f"a {kind.kind} phrasing does not enumerate its asks")
     return dict(data["segment_counts"]), tuple(data["brief_kinds"]), kinds
+
+
+def analyst_share() -> float:
+    """Share of each segment's entity items drawn from analyst kinds (question_kinds.yaml)."""
+    return float(kinds_file().get("analyst_share", 0.0))
 
 
 def segment_quota(n: int, counts: dict[str, int]) -> list[str]:
@@ -122,6 +153,7 @@ class Drafter:
         )
         self.notable = [c for c in ctx.companies.values() if c.kind == "notable"]
         self.seen: set[tuple] = set()
+        self.traps = TrapFinder(ctx.conn)
 
     # -- choices ----------------------------------------------------------------------------------
 
@@ -159,7 +191,11 @@ class Drafter:
             if self.ctx.companies[p].listed and self.ctx.companies[p].currency == company.currency
         ]
 
-    def draw(self, kind: Kind, negative: bool) -> tuple[Key, dict[str, Any], Company, dt.date]:
+    def draw(
+        self, kind: Kind, negative: bool, trapped: bool = True
+    ) -> tuple[Key, dict[str, Any], Company, dt.date]:
+        """A keyed item of ``kind``; with ``trapped``, only one whose natural search meets a
+        hard negative in its top five (synthetic_world/_traps.py)."""
         as_of = self.as_of()
         companies = self.candidates(kind, as_of)
         if not companies:
@@ -176,6 +212,10 @@ class Drafter:
         key = PROGRAMS[kind.kind](self.ctx, company, as_of, **params)
         if key.negative != negative:
             raise KeyError_("not the polarity drawn")
+        if trapped and not self.traps.hard_negatives(
+            kind.kind, company.company_id, company.name, params, key.gold_documents, as_of
+        ):
+            raise KeyError_("no hard negative in the natural search")
         self.seen.add(signature)
         return key, params, company, as_of
 
@@ -197,6 +237,16 @@ class Drafter:
                 if has == negative:
                     raise KeyError_("polarity")
             return {}
+        if name == "funding_history":
+            return {}
+        if name == "peer_benchmark":
+            peers = self._peers(c)
+            return {
+                "peers": sorted(rng.sample(peers, min(3, len(peers)))),
+                "measure": rng.choice(sorted(BENCHMARKS)),
+            }
+        if name == "valuation_snapshot":
+            return {"day": self._trading_day(as_of)}
         if name in ("peer_revenue_ranking", "market_cap_ranking"):
             peers = self._peers(c)
             chosen = sorted(rng.sample(peers, min(3, len(peers))))
@@ -289,6 +339,9 @@ class Drafter:
             "as_of": "" if as_of == self.ctx.today else f", as of {long_date(as_of)}",
             "peers": _join(peers),
             "peer": names[params["peer"]].name if "peer" in params else "",
+            "prior_year": params["fy"] - 1 if "fy" in params else "",
+            "base_year": params["fy"] - 2 if "fy" in params else "",
+            "measure": BENCHMARKS[params["measure"]][0] if "measure" in params else "",
             "product": params.get("product", ""),
             "segment": params.get("segment", ""),
             "region": params.get("region", ""),
@@ -339,23 +392,41 @@ def _company_index(ctx: KeyContext) -> CompanyIndex:
 # -- building datasets ---------------------------------------------------------------------------
 
 
-def entity_questions(ctx: KeyContext, n: int, seed: int, erp_names: dict) -> list[Question]:
+def entity_questions(
+    ctx: KeyContext, n: int, seed: int, erp_names: dict, share: float | None = None
+) -> list[Question]:
+    """``n`` entity items in the published segment mix; ``share`` of each segment's items are
+    analyst items (None: question_kinds.yaml's analyst_share; 0: single-fact items only)."""
     counts, _, kinds = question_kinds()
     rng = random.Random(f"entity-questions:{seed}:{ctx.world_id}")
     drafter = Drafter(ctx, rng, erp_names)
     segments = segment_quota(n, counts)
     by_segment = {s: [k for k in kinds if k.segment == s] for s in counts}
-    capable = sum(1 for s in segments if any(k.kind in NEGATIVE_CAPABLE for k in by_segment[s]))
+    share = analyst_share() if share is None else share
+    analyst = _analyst_positions(rng, segments, by_segment, share)
+    capable = sum(
+        1
+        for i, s in enumerate(segments)
+        if i not in analyst and any(k.kind in NEGATIVE_CAPABLE for k in by_segment[s])
+    )
     negative_rate = min(0.9, NEGATIVE_SHARE * n / max(capable, 1))
     items: list[Question] = []
     for number, segment in enumerate(segments, 1):
-        negatives = [k for k in by_segment[segment] if k.kind in NEGATIVE_CAPABLE]
-        negative = bool(negatives) and rng.random() < negative_rate
-        for _attempt in range(400):
-            pool = negatives if negative else by_segment[segment]
+        singles = [k for k in by_segment[segment] if not k.analyst]
+        negatives = [k for k in singles if k.kind in NEGATIVE_CAPABLE]
+        wanted = number - 1 in analyst
+        negative = not wanted and bool(negatives) and rng.random() < negative_rate
+        for attempt in range(400):
+            if negative:
+                pool = negatives
+            elif wanted and attempt < 300:
+                pool = [k for k in by_segment[segment] if k.analyst]
+            else:
+                pool = singles
             kind = rng.choices(pool, [k.weight for k in pool])[0]
             try:
-                key, params, company, as_of = drafter.draw(kind, negative)
+                # the last tries take an item without a hard negative rather than none
+                key, params, company, as_of = drafter.draw(kind, negative, attempt < TRAP_TRIES)
             except KeyError_:
                 continue
             query, style = drafter.words(key, kind, company, as_of, params)
@@ -372,12 +443,27 @@ def entity_questions(ctx: KeyContext, n: int, seed: int, erp_names: dict) -> lis
                     as_of,
                     style,
                     params,
+                    asks=kind.asks,
                 )
             )
             break
         else:
             raise RuntimeError(f"could not draw an item for segment {segment!r}")
     return items
+
+
+def _analyst_positions(
+    rng: random.Random, segments: list[str], by_segment: dict[str, list[Kind]], share: float
+) -> set[int]:
+    """Which item positions are analyst items: ``share`` of each segment that has analyst
+    kinds, at random positions within it."""
+    chosen: set[int] = set()
+    for segment, kinds in by_segment.items():
+        if not any(k.analyst for k in kinds):
+            continue
+        positions = [i for i, s in enumerate(segments) if s == segment]
+        chosen.update(rng.sample(positions, round(share * len(positions))))
+    return chosen
 
 
 def _question(
@@ -394,7 +480,9 @@ def _question(
     params: dict[str, Any],
     record_refs: list[str] | None = None,
     erp_grounded: bool = False,
+    asks: tuple[Ask, ...] = (),
 ) -> Question:
+    _check_asks(kind, key, asks)
     tags = build_tags(
         task_type,
         scenario=segment if task_type is TaskType.business_brief else kind,
@@ -417,6 +505,7 @@ def _question(
         expected=key.facts,
         record_refs=record_refs or [],
         gold_documents=key.gold_documents,
+        asks=list(asks),
         metadata={
             "source": "research world",
             "kind": kind,
@@ -428,6 +517,19 @@ def _question(
             },
         },
     )
+
+
+def _check_asks(kind: str, key: Key, asks: tuple[Ask, ...]) -> None:
+    """An analyst key tags every fact with one of the kind's asks and keys every ask that is no
+    opinion; a single-fact key tags none."""
+    tagged = {fact.ask for fact in key.facts}
+    if not asks:
+        if tagged != {None}:
+            raise RuntimeError(f"{kind}: a single-fact key tags asks {sorted(map(str, tagged))}")
+        return
+    keyed = {ask.id for ask in asks if not ask.opinion}
+    if tagged != keyed:
+        raise RuntimeError(f"{kind}: the key tags asks {sorted(map(str, tagged))}, not {keyed}")
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -457,6 +559,14 @@ def add_questions_parser(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--n", type=int, default=None, help="items (default 126 / 30)")
     parser.add_argument("--seed", type=int, default=1, help="draw seed (default 1)")
+    parser.add_argument(
+        "--analyst-share",
+        type=float,
+        default=None,
+        help="entity sets: share of each segment's items drawn from analyst kinds (several keyed "
+        "asks in a business context); 0 draws single-fact items only (default: "
+        "question_kinds.yaml's analyst_share, 0.66)",
+    )
     parser.add_argument("--out", type=Path, required=True, help="dataset YAML to write")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
 
@@ -471,6 +581,8 @@ def run_questions(args: argparse.Namespace) -> int:
     n = args.n if args.n is not None else (126 if task_type is TaskType.entity_performance else 30)
     if not 1 <= n <= 5000:
         raise UsageError(f"--n must be 1-5000, got {n}")
+    if args.analyst_share is not None and not 0 <= args.analyst_share <= 1:
+        raise UsageError(f"--analyst-share must be 0-1, got {args.analyst_share}")
     if args.out.exists() and not args.overwrite:
         raise UsageError(f"{args.out} already exists; pass --overwrite to replace it")
     if not args.out.parent.exists():
@@ -488,7 +600,7 @@ def run_questions(args: argparse.Namespace) -> int:
             )
         names = erp_party_names(engine)
         if task_type is TaskType.entity_performance:
-            items = entity_questions(ctx, n, args.seed, names)
+            items = entity_questions(ctx, n, args.seed, names, args.analyst_share)
         else:
             items = brief_questions(ctx, engine, n, args.seed, names)
     finally:
@@ -511,7 +623,11 @@ def run_questions(args: argparse.Namespace) -> int:
         items=items,
     )
     write_dataset(dataset, args.out)
-    negatives = sum(1 for q in items if q.metadata.get("negative"))
+    negatives = sum(
+        1
+        for q in items
+        if q.metadata.get("negative") or any(f.kind == "not_disclosed" for f in q.expected)
+    )
     print(
         f"wrote {len(items)} {task_type.value} items to {args.out} ({negatives} not disclosed, "
         f"not yet reported or none; {sum(len(q.gold_documents) for q in items)} gold document "
@@ -532,6 +648,7 @@ def _command_args(args: argparse.Namespace) -> list[str]:
         str(args.n) if args.n is not None else "default",
         "--seed",
         str(args.seed),
+        *(["--analyst-share", str(args.analyst_share)] if args.analyst_share is not None else []),
         "--out",
         str(args.out),
     ]

@@ -79,7 +79,10 @@ class CompanyIndex:
             row = self.by_ticker[upper]
             found.setdefault(row.company_id, (row, 100.0, "ticker"))
         for row in self._compacts.get(_compact(query), []):
-            found.setdefault(row.company_id, (row, 99.0, "name"))
+            # Written exactly as the company's name or short name: that company alone scores 99;
+            # another whose name differs only in spacing or punctuation ranks below it.
+            exact = query.casefold() in (row.name.casefold(), row.short_name.casefold())
+            found.setdefault(row.company_id, (row, 99.0 if exact else 98.0, "name"))
         processed = utils.default_process(short_name(query))
         if processed:
             for _, score, i in process.extract(

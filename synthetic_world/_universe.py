@@ -17,6 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from rapidfuzz import fuzz, process
 from sqlalchemy import Engine, case, func, select
 
 from synthetic_erp import _schema as erp
@@ -90,6 +91,32 @@ def short_name(name: str) -> str:
     while previous != name:
         previous, name = name, _SUFFIX.sub("", name).strip()
     return name
+
+
+NEAR_DUPLICATE = 90
+"""Name keys at least this similar (rapidfuzz ratio, 0-100) are near-duplicates: "Forest
+Wholesale" and "Forest Whole Sale" (equal keys), "Lynch Hardware" and "Lynch Hardwares"."""
+
+
+def name_key(name: str) -> str:
+    """The short name in lower-case letters and digits: what near-duplicates share."""
+    return "".join(ch for ch in short_name(name).lower() if ch.isalnum())
+
+
+def _distinct_names(names: list[str], n: int) -> list[str]:
+    """The first ``n`` of ``names`` with no near-duplicate among those kept: the ERP may hold
+    look-alike party names, and two world companies may look alike only as a planted decoy."""
+    kept: list[str] = []
+    keys: list[str] = []
+    for name in names:
+        if len(kept) == n:
+            break
+        key = name_key(name)
+        if process.extractOne(key, keys, scorer=fuzz.ratio, score_cutoff=NEAR_DUPLICATE):
+            continue
+        kept.append(name)
+        keys.append(key)
+    return kept
 
 
 def industry_of(name: str, rng: random.Random) -> str:
@@ -235,6 +262,8 @@ class UniverseBuilder:
         self.companies: list[Company] = []
         self._names: set[str] = set()
         self._tickers: set[str] = set()
+        self._keys: list[str] = []
+        """Name keys (short name, letters and digits only) of the world's companies so far."""
 
     # -- names ------------------------------------------------------------------------------------
 
@@ -248,7 +277,7 @@ class UniverseBuilder:
         for _ in range(200):
             first = rng.choice(ADJECTIVES) if rng.random() < 0.5 else rng.choice(pool.last_names)
             candidate = f"{first} {industry} {rng.choice(suffixes)}"
-            if short_name(candidate).lower() not in self._names:
+            if short_name(candidate).lower() not in self._names and not self._near(candidate):
                 return candidate
         raise RuntimeError("ran out of company names")  # pragma: no cover
 
@@ -268,7 +297,7 @@ class UniverseBuilder:
             options.append(" ".join([w[:i] + w[i + 1 :], *words[1:]]))
         rng.shuffle(options)
         for option in options:
-            if short_name(option).lower() not in self._names:
+            if short_name(option).lower() not in self._names and not self._near(option, name):
                 suffix = rng.choice(("Inc.", "plc", "AG", "Ltd", "Corp."))
                 return (
                     option
@@ -276,6 +305,18 @@ class UniverseBuilder:
                     else (f"{option} {suffix}")
                 )
         return f"{base} Partners"
+
+    def _near(self, name: str, planted_for: str | None = None) -> bool:
+        """Whether ``name`` is a near-duplicate of a company already in the world (other than
+        ``planted_for``, the company a decoy imitates): only planted decoys may be one."""
+        key = name_key(name)
+        allowed = name_key(planted_for) if planted_for else None
+        for other, _score, _ in process.extract(
+            key, self._keys, scorer=fuzz.ratio, score_cutoff=NEAR_DUPLICATE, limit=None
+        ):
+            if other != allowed:
+                return True
+        return False
 
     def _ticker(self, name: str) -> str:
         letters = re.sub(r"[^A-Z]", "", short_name(name).upper())
@@ -325,6 +366,7 @@ class UniverseBuilder:
         company.size = min(max(company.size, 40.0 if listed else 6.0), 60_000.0)
         self.companies.append(company)
         self._names.add(short_name(name).lower())
+        self._keys.append(name_key(name))
         return company
 
     def build(self, parties: list[ErpParty]) -> list[Company]:
@@ -336,7 +378,7 @@ class UniverseBuilder:
         names = sorted(by_name)
         rng.shuffle(names)
         notable = size.public + size.private
-        from_erp = names[: round(notable * size.from_erp)]
+        from_erp = _distinct_names(names, round(notable * size.from_erp))
         kinds = [True] * size.public + [False] * size.private
         rng.shuffle(kinds)
         for i, listed in enumerate(kinds):

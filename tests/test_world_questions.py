@@ -67,6 +67,87 @@ def test_entity_items_follow_the_published_segment_mix_with_a_fifth_negative(ent
     assert len({item.metadata["kind"] for item in dataset.items}) >= 18
 
 
+def test_entity_items_are_mostly_analyst_work_with_every_ask_keyed(entity_set: Path):
+    """Issue 38's figures for a drawn set: at least 60% analyst items, a median question of at
+    least 45 words, at least 60% of items with three or more keyed asks; each analyst item's
+    phrasing enumerates its asks, every ask but the opinions has facts, opinions have none."""
+    import statistics
+
+    items = load_dataset(entity_set).items
+    analyst = [item for item in items if item.asks]
+    assert len(analyst) / len(items) >= 0.6
+    assert statistics.median(len(item.query.split()) for item in items) >= 45
+    keyed = [item for item in items if len({f.ask for f in item.expected if f.ask}) >= 3]
+    assert len(keyed) / len(items) >= 0.6
+    for item in analyst:
+        asks = {ask.id: ask for ask in item.asks}
+        tagged = {fact.ask for fact in item.expected}
+        assert tagged == {a for a, ask in asks.items() if not ask.opinion}, item.id
+        assert all(f"({n})" in item.query for n in range(1, len(item.asks) + 1)), item.id
+        assert any(fact.dealbreaker for fact in item.expected), item.id
+        assert 2 <= len(item.asks) <= 6
+
+
+ASKED_FIELDS = {
+    "operating_margin": {"operating_margin"},
+    "adjusted_margin": {"adjusted_operating_margin"},
+    "free_cash_flow": {"free_cash_flow"},
+    "revenue_growth": {"revenue_growth"},
+    "net_debt": {"net_debt"},
+    "product_share": {"product_share"},
+    "regional_share": {"regional_share"},
+    "segment_revenue": {"segment_revenue"},
+    "largest_product_line": {"largest_product_line", "product_revenue"},
+}
+
+
+def test_not_yet_reported_keys_give_the_asked_measure_for_its_latest_year(entity_set: Path):
+    """A "not yet reported" key gives the measure the question asks (not revenue) for an
+    earlier fiscal year, as a dealbreaker: "not yet reported" alone is no answer."""
+    checked = 0
+    for item in load_dataset(entity_set).items:
+        asked = [f for f in item.expected if f.value == "not yet reported"]
+        figures = [f for f in item.expected if f.kind != "not_disclosed"]
+        if not asked or not figures:
+            continue
+        kind, params = item.metadata["kind"], item.metadata["params"]
+        wanted = {params["metric"]} if kind == "fy_metric" else ASKED_FIELDS[kind]
+        assert {f.field for f in figures} <= wanted, item.id
+        assert all(f.dealbreaker for f in figures), item.id
+        assert all(int(f.period[2:6]) < params["fy"] for f in figures), item.id
+        checked += 1
+    assert checked >= 5
+
+
+def test_most_items_meet_a_hard_negative_in_their_natural_search(entity_set: Path, world: Path):
+    """At least 80% of the items' natural searches (company name and what is asked, by the
+    as-of date) show a hard negative in the top five: a prior-year, preliminary, restated,
+    segment, non-GAAP, thousands or calendar-year figure, a decoy's page or a funding rumour."""
+    from synthetic_world._runtime import connect_read_only
+    from synthetic_world._traps import TrapFinder
+
+    items = load_dataset(entity_set).items
+    conn = connect_read_only(world)
+    try:
+        finder = TrapFinder(conn)
+        names = dict(conn.execute("SELECT company_id, name FROM company"))
+        met = [
+            item.id
+            for item in items
+            if finder.hard_negatives(
+                item.metadata["kind"],
+                item.metadata["company_id"],
+                names[item.metadata["company_id"]],
+                item.metadata["params"],
+                item.gold_documents,
+                item.as_of,
+            )
+        ]
+    finally:
+        conn.close()
+    assert len(met) / len(items) >= 0.8
+
+
 def test_every_key_is_well_formed_and_its_gold_documents_state_it_by_the_as_of_date(
     entity_set: Path, brief_set: Path, world: Path
 ) -> None:
@@ -81,7 +162,10 @@ def test_every_key_is_well_formed_and_its_gold_documents_state_it_by_the_as_of_d
                 if fact.kind == "amount" and fact.scale:
                     assert fact.currency in {"USD", "EUR", "GBP"} and fact.scale == "millions"
                     assert fact.period, (item.id, fact.field)
-                if (fact.kind == "amount" and fact.scale) or fact.kind == "percent":
+                price_window = "/" in (fact.period or "")  # closes come from the prices tool
+                if ((fact.kind == "amount" and fact.scale) or fact.kind == "percent") and not (
+                    price_window
+                ):
                     assert fact.sources, (item.id, fact.field)
                 for url in fact.sources:
                     assert published[url] <= item.as_of.isoformat(), (item.id, url)
@@ -155,6 +239,30 @@ def test_questions_refuse_a_world_made_from_another_erp(world: Path, tmp_path: P
     assert "was generated from ERP snapshot" in capsys.readouterr().err
 
 
+def test_an_analyst_share_outside_0_to_1_is_refused_in_one_line(
+    world: Path, erp_db_url: str, tmp_path: Path, capsys
+) -> None:
+    from synthetic_world._cli import main
+
+    out = tmp_path / "q.yaml"
+    args = ["questions", "--db", f"sqlite:///{world}", "--erp-db", erp_db_url, "--out", str(out)]
+    assert main([*args, "--analyst-share", "1.5"]) == 2 and not out.exists()
+    error = capsys.readouterr().err.strip()
+    assert "--analyst-share must be 0-1, got 1.5" in error and len(error.splitlines()) == 1
+
+
+def test_single_fact_sets_stay_available(world: Path, erp_db_url: str, tmp_path: Path) -> None:
+    """``--analyst-share 0`` draws the single-fact kinds only, in the same segment mix."""
+    from synthetic_world._cli import main
+
+    out = tmp_path / "single.yaml"
+    args = ["questions", "--db", f"sqlite:///{world}", "--erp-db", erp_db_url, "--out", str(out)]
+    assert main([*args, "--n", "40", "--analyst-share", "0"]) == 0
+    items = load_dataset(out).items
+    assert len(items) == 40 and not any(item.asks for item in items)
+    assert all(not any(f.ask for f in item.expected) for item in items)
+
+
 def _run(dataset: Path, world: Path, erp_db_url: str, out: Path, harness: str) -> Path:
     from harnesses import RunConfig
     from harnesses._runner import run
@@ -193,9 +301,8 @@ def _accuracy(run_dir: Path, dataset: Path, erp_db_url: str) -> dict[str, float]
 def test_the_scripted_agent_answers_every_item_through_mcp_and_is_judged_right(
     entity_set: Path, world: Path, erp_db_url: str, folder: Path, tmp_path: Path
 ) -> None:
-    """The entity set's run is the one tests/test_research_corruptions.py reads (made once, copied
-    here before the judge writes into it); a 10-item brief set runs here. The slow
-    tier runs the shipped sets whole."""
+    """The entity set's run (made once, copied here before the judge writes into it) and a
+    10-item brief set. The slow tier runs the shipped sets whole."""
     briefs = question_set(world, erp_db_url, folder, "business_brief", 10)
     shared = scripted_run(entity_set, world, erp_db_url, folder)
     runs = {

@@ -40,8 +40,19 @@ def small_world(erp_db_url: str, folder: Path) -> Path:
     )
 
 
-def question_set(world: Path, erp_db_url: str, folder: Path, task_type: str, n: int) -> Path:
+def question_set(
+    world: Path,
+    erp_db_url: str,
+    folder: Path,
+    task_type: str,
+    n: int,
+    analyst_share: float | None = None,
+) -> Path:
+    """A keyed set on ``world`` (question seed 3), built once per test run; ``analyst_share=0``
+    draws single-fact items only."""
     from synthetic_world._cli import main
+
+    share = [] if analyst_share is None else ["--analyst-share", str(analyst_share)]
 
     def build(path: Path) -> None:
         code = main(
@@ -57,13 +68,15 @@ def question_set(world: Path, erp_db_url: str, folder: Path, task_type: str, n: 
                 str(n),
                 "--seed",
                 "3",
+                *share,
                 "--out",
                 str(path),
             ]
         )
         assert code == 0
 
-    return build_once(folder, folder / f"{task_type}-{n}.yaml", build)
+    suffix = "" if analyst_share is None else f"-analyst{analyst_share:g}"
+    return build_once(folder, folder / f"{task_type}-{n}{suffix}.yaml", build)
 
 
 def world_rows(world: Path, sql: str, params: tuple = ()) -> list[tuple]:

@@ -64,10 +64,12 @@ class Fact:
     inputs: list[tuple[str, frozenset[str]]] = field(default_factory=list)
     """(what, doc ids stating it at the version used) for the value and each figure it is
     computed from."""
+    ask: str | None = None
+    """Analyst items: the ask the fact keys."""
 
     @property
     def identity(self) -> tuple:
-        return (self.kind, self.field, self.subject)
+        return (self.ask, self.kind, self.field, self.subject, self.period)
 
 
 class KeyUnavailable(Exception):
@@ -308,13 +310,9 @@ class NotReported(Exception):
 # The question kinds
 
 
-def _fy_item(
-    kind: str,
-    compute: Callable[[Recompute, str, int, dt.date], list[Fact]],
-    fallback_metric: Callable[[dict], str] | None = None,
-):
-    """A kind about one fiscal year: its facts, or 'not yet reported' plus the latest reported
-    figure (the same metric for a plain metric, else revenue)."""
+def _fy_item(kind: str, compute: Callable[[Recompute, str, dict, dt.date], list[Fact]]):
+    """A kind about one fiscal year: its facts, or 'not yet reported' plus the same measure for
+    the latest earlier fiscal year the documents give it for."""
 
     def program(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fact]:
         year = params["fy"]
@@ -323,11 +321,11 @@ def _fy_item(
         except NotReported:
             label = params.get("metric") or NOT_REPORTED_FIELDS[kind]
             facts = [Fact("not_disclosed", label, "not yet reported", period=f"FY{year}")]
-            metric = fallback_metric(params) if fallback_metric else "revenue"
-            latest = rc.latest_year(company, as_of, metric)
-            if latest is not None and latest < year:
-                figure = rc.need(company, metric, f"FY{latest}", as_of)
-                facts.append(rc.money_fact(metric, figure, as_of))
+            for earlier in range(year - 1, year - 6, -1):
+                try:
+                    return facts + compute(rc, company, {**params, "fy": earlier}, as_of)
+                except NotReported:
+                    continue
             return facts
 
     return program
@@ -704,8 +702,379 @@ def regulatory_action(rc, company, params, as_of):
     ]
 
 
+# ---------------------------------------------------------------------------------------------
+# Analyst kinds: several asks, each fact tagged with its ask
+
+
+def _asked(ask: str, facts: list[Fact]) -> list[Fact]:
+    for fact in facts:
+        fact.ask = ask
+    return facts
+
+
+def _pct(value: Decimal) -> Decimal:
+    return value.quantize(Decimal("0.1"), ROUND_HALF_UP)
+
+
+def _growth_pct(new: Decimal, old: Decimal) -> Decimal:
+    if old <= 0:
+        raise KeyUnavailable("growth from a non-positive base")
+    return _pct((new - old) / old * 100)
+
+
+def _pct_fact(field_: str, value: Decimal, period: str, inputs, subject=None, basis="GAAP"):
+    return Fact(
+        "percent",
+        field_,
+        value,
+        0.1,
+        unit="percent",
+        period=period,
+        basis=basis,
+        subject=subject,
+        inputs=inputs,
+    )
+
+
+def _text_fact(field_: str, phrase: str) -> Fact:
+    return Fact("text", field_, phrase)
+
+
+def growth_trend(rc, company, params, as_of):
+    year = params["fy"]
+    years = (year - 2, year - 1, year)
+    figures = [rc.need(company, "revenue", f"FY{y}", as_of) for y in years]
+    values = [f.value for f in figures]
+    yoy = [_growth_pct(values[1], values[0]), _growth_pct(values[2], values[1])]
+    cagr = _pct((float_root(values[2] / values[0]) - 1) * 100)
+    inputs = [(f"revenue {f.period}", rc.stating(f, as_of)) for f in figures]
+    direction = "growth accelerated" if yoy[1] > yoy[0] else "growth slowed"
+    return [
+        *_asked("revenue", [rc.money_fact("revenue", f, as_of) for f in figures]),
+        *_asked(
+            "yoy",
+            [
+                _pct_fact("revenue_growth", yoy[0], f"FY{year - 1}", inputs[:2]),
+                _pct_fact("revenue_growth", yoy[1], f"FY{year}", inputs[1:]),
+            ],
+        ),
+        *_asked(
+            "cagr",
+            [_pct_fact("revenue_cagr", cagr, f"FY{year - 2}-FY{year}", [inputs[0], inputs[2]])],
+        ),
+        *_asked("direction", [_text_fact("growth_direction", direction)]),
+    ]
+
+
+def float_root(ratio: Decimal) -> Decimal:
+    """The square root of a ratio (a two-year CAGR), to Decimal precision."""
+    return ratio.sqrt()
+
+
+def margin_bridge(rc, company, params, as_of):
+    year = params["fy"]
+    get = {
+        (m, y): rc.need(company, m, f"FY{y}", as_of)
+        for m in ("revenue", "operating_expenses")
+        for y in (year - 1, year)
+    }
+    revenue_growth = _growth_pct(get["revenue", year].value, get["revenue", year - 1].value)
+    opex_growth = _growth_pct(
+        get["operating_expenses", year].value, get["operating_expenses", year - 1].value
+    )
+    driver = (
+        "operating expenses grew faster than revenue"
+        if opex_growth > revenue_growth
+        else "revenue grew faster than operating expenses"
+    )
+
+    def both(metric):
+        return [
+            (f"{metric} {get[metric, y].period}", rc.stating(get[metric, y], as_of))
+            for y in (year - 1, year)
+        ]
+
+    return [
+        *_asked("margins", [rc.margin(company, y, as_of) for y in (year - 1, year)]),
+        *_asked(
+            "growth",
+            [
+                _pct_fact("revenue_growth", revenue_growth, f"FY{year}", both("revenue")),
+                _pct_fact(
+                    "operating_expense_growth", opex_growth, f"FY{year}", both("operating_expenses")
+                ),
+            ],
+        ),
+        *_asked("driver", [_text_fact("margin_driver", driver)]),
+    ]
+
+
+def leverage_liquidity(rc, company, params, as_of):
+    year = params["fy"]
+    period = f"FY{year}"
+    debt, cash = (
+        rc.need(company, "total_debt", period, as_of),
+        rc.need(company, "cash", period, as_of),
+    )
+    income = rc.need(company, "operating_income", period, as_of)
+    prior = f"FY{year - 1}"
+    debt0, cash0 = (
+        rc.need(company, "total_debt", prior, as_of),
+        rc.need(company, "cash", prior, as_of),
+    )
+    net, net0 = debt.value - cash.value, debt0.value - cash0.value
+    currency = rc.currency(company)
+
+    def net_fact(value, period_, parts):
+        return Fact(
+            "amount",
+            "net_debt",
+            value,
+            0.05,
+            currency=currency,
+            scale="millions",
+            period=period_,
+            basis="GAAP",
+            inputs=[(f"{f.metric} {f.period}", rc.stating(f, as_of)) for f in parts],
+        )
+
+    multiple = (net / income.value).quantize(Decimal("0.01"), ROUND_HALF_UP)
+    return [
+        *_asked(
+            "position",
+            [
+                rc.money_fact("cash", cash, as_of),
+                rc.money_fact("total_debt", debt, as_of),
+                net_fact(net, period, (debt, cash)),
+            ],
+        ),
+        *_asked(
+            "leverage",
+            [
+                rc.money_fact("operating_income", income, as_of),
+                Fact(
+                    "ratio",
+                    "net_debt_to_operating_income",
+                    multiple,
+                    0.01,
+                    unit="x",
+                    period=period,
+                    basis="GAAP",
+                    inputs=[(f.metric, rc.stating(f, as_of)) for f in (debt, cash, income)],
+                ),
+            ],
+        ),
+        *_asked(
+            "trend",
+            [
+                net_fact(net0, prior, (debt0, cash0)),
+                _text_fact(
+                    "net_debt_direction", "net debt rose" if net > net0 else "net debt fell"
+                ),
+            ],
+        ),
+    ]
+
+
+def peer_benchmark(rc, company, params, as_of):
+    measure = params["measure"]
+    facts = []
+    for member in [company, *params["peers"]]:
+        name = rc.names[member]
+        if measure == "operating_margin":
+            year = rc.latest_year(member, as_of, "revenue", "operating_income")
+            if year is None:
+                raise KeyUnavailable(f"{member} has no margin by {as_of}")
+            facts.append(rc.margin(member, year, as_of, subject=name))
+        else:
+            years = rc.reported_years(member, "revenue", as_of)
+            if not years or years[-1] - 1 not in years:
+                raise KeyUnavailable(f"{member} has no growth by {as_of}")
+            facts.append(rc.growth(member, years[-1], as_of, subject=name))
+    if len({f.value for f in facts}) < len(facts):
+        raise KeyUnavailable("a tie in the ranking")
+    ranking = [f.subject for f in sorted(facts, key=lambda f: -f.value)]
+    return [
+        *_asked("company", facts[:1]),
+        *_asked("peers", facts[1:]),
+        *_asked("ranking", [Fact("top_n", f"{measure}_ranking", ranking)]),
+    ]
+
+
+def _mix_shift(rc, company, params, as_of, metric):
+    year = params["fy"]
+    shares: dict[int, dict[str, Fact]] = {}
+    for y in (year - 1, year):
+        members = {
+            f.member
+            for f in rc.world.figures_of(company, metric)
+            if f.period == f"FY{y}" and f.published <= as_of
+        }
+        if not members:
+            raise NotReported(f"FY{y}")
+        shares[y] = {}
+        for member in sorted(members):
+            fact = _share(rc, company, y, metric, member, "revenue_share", as_of)
+            fact.subject = member
+            shares[y][member] = fact
+    moves = {m: shares[year][m].value - shares[year - 1][m].value for m in shares[year]}
+    winner = max(moves, key=lambda m: moves[m])
+    if sum(1 for v in moves.values() if v == moves[winner]) > 1:
+        raise KeyUnavailable("tied share moves")
+    gained = "gained" if moves[winner] > 0 else "lost"
+    inputs = shares[year][winner].inputs + shares[year - 1][winner].inputs
+    return [
+        *_asked("current", list(shares[year].values())),
+        *_asked("prior", list(shares[year - 1].values())),
+        *_asked(
+            "shift",
+            [
+                _pct_fact("share_change", moves[winner], f"FY{year}", inputs, subject=winner),
+                _text_fact("largest_share_gain", f"{winner} {gained} the most share"),
+            ],
+        ),
+    ]
+
+
+def product_mix_shift(rc, company, params, as_of):
+    return _mix_shift(rc, company, params, as_of, "product_revenue")
+
+
+def regional_mix_shift(rc, company, params, as_of):
+    return _mix_shift(rc, company, params, as_of, "region_revenue")
+
+
+def funding_history(rc, company, params, as_of):
+    rounds = rc.rounds(company, as_of)
+    if len(rounds) < 2:
+        raise KeyUnavailable("fewer than two rounds")
+    per_round = [_round_facts(rc, company, r, as_of) for r in rounds]
+    amounts = [facts[0] for facts in per_round]
+    all_docs = [(f"round {i}", frozenset(e.doc.doc_id for e in r)) for i, r in enumerate(rounds)]
+    total = total_raised(rc, company, params, as_of)[0]
+    latest = {f.field: f for f in per_round[-1]}
+    before = {f.field: f for f in per_round[-2]}
+    post, previous = latest["post_money_valuation"], before["post_money_valuation"]
+    step = _growth_pct(post.value, previous.value)
+    return [
+        *_asked(
+            "history",
+            [
+                Fact(
+                    "count",
+                    "funding_rounds",
+                    len(rounds),
+                    unit="rounds",
+                    period=as_of.isoformat(),
+                    inputs=all_docs,
+                ),
+                *amounts,
+            ],
+        ),
+        *_asked("total", [total]),
+        *_asked("latest", [latest["lead_investor"], post]),
+        *_asked(
+            "step_up",
+            [
+                _pct_fact(
+                    "valuation_step_up",
+                    step,
+                    post.period,
+                    post.inputs + previous.inputs,
+                    basis=None,
+                )
+            ],
+        ),
+    ]
+
+
+def valuation_snapshot(rc, company, params, as_of):
+    day = dt.date.fromisoformat(params["day"])
+    cap = rc.market_cap(company, day, as_of)
+    info = rc.world.companies[company]
+    traded = rc.prices.execute(
+        "SELECT date, close FROM price WHERE ticker = ? AND date <= ? ORDER BY date DESC LIMIT 1",
+        (info.ticker, day.isoformat()),
+    ).fetchone()
+    traded_day = dt.date.fromisoformat(traded[0])
+    year = rc.latest_year(company, traded_day, "total_debt", "cash")
+    if year is None:
+        raise KeyUnavailable("no balance sheet by that day")
+    period = f"FY{year}"
+    debt = rc.need(company, "total_debt", period, traded_day)
+    cash = rc.need(company, "cash", period, traded_day)
+    income = rc.need(company, "operating_income", period, traded_day)
+    start = rc.prices.execute(
+        "SELECT date, close FROM price WHERE ticker = ? AND date <= ? ORDER BY date DESC LIMIT 1",
+        (info.ticker, (traded_day - dt.timedelta(days=91)).isoformat()),
+    ).fetchone()
+    net = debt.value - cash.value
+    ev = (cap.value + net).quantize(Decimal("0.1"), ROUND_HALF_UP)
+    balance_inputs = [(f.metric, rc.stating(f, as_of)) for f in (debt, cash)]
+    ev_fact = Fact(
+        "amount",
+        "enterprise_value",
+        ev,
+        cap.tolerance,
+        currency=info.currency,
+        scale="millions",
+        period=traded[0],
+        inputs=cap.inputs + balance_inputs,
+    )
+    multiple = (ev / income.value).quantize(Decimal("0.01"), ROUND_HALF_UP)
+    change = _growth_pct(Decimal(traded[1]), Decimal(start[1]))
+    cap.period = traded[0]
+    return [
+        *_asked("market_cap", [cap]),
+        *_asked(
+            "enterprise_value",
+            [
+                Fact(
+                    "amount",
+                    "net_debt",
+                    net,
+                    0.05,
+                    currency=info.currency,
+                    scale="millions",
+                    period=period,
+                    basis="GAAP",
+                    inputs=balance_inputs,
+                ),
+                ev_fact,
+            ],
+        ),
+        *_asked(
+            "multiple",
+            [
+                Fact(
+                    "ratio",
+                    "ev_to_operating_income",
+                    multiple,
+                    max(0.01, round(float(multiple) * 0.002, 2)),
+                    unit="x",
+                    period=period,
+                    basis="GAAP",
+                    inputs=[*ev_fact.inputs, ("operating income", rc.stating(income, as_of))],
+                )
+            ],
+        ),
+        *_asked(
+            "price",
+            [_pct_fact("share_price_change", change, f"{start[0]}/{traded[0]}", [], basis=None)],
+        ),
+    ]
+
+
 PROGRAMS: dict[str, Callable] = {
-    "fy_metric": _fy_item("fy_metric", fy_metric, lambda p: p["metric"]),
+    "growth_trend": growth_trend,
+    "margin_bridge": margin_bridge,
+    "leverage_liquidity": leverage_liquidity,
+    "peer_benchmark": peer_benchmark,
+    "product_mix_shift": product_mix_shift,
+    "regional_mix_shift": regional_mix_shift,
+    "funding_history": funding_history,
+    "valuation_snapshot": valuation_snapshot,
+    "fy_metric": _fy_item("fy_metric", fy_metric),
     "latest_fy_metric": latest_fy_metric,
     "operating_margin": _fy_item("operating_margin", operating_margin),
     "adjusted_margin": _fy_item("adjusted_margin", adjusted_margin),
@@ -752,12 +1121,23 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
     facts.append(Fact("name", "chief_executive", ceo, inputs=[("chief executive", ceo_docs)]))
     city = profile.fields["Headquarters"].rsplit(", ", 1)[0]
     facts.append(Fact("name", "headquarters", city, inputs=[("headquarters", profile_docs)]))
+    facts = _asked("header", facts)
+    industry = Fact(
+        "name", "industry", profile.fields["Industry"], inputs=[("industry", profile_docs)]
+    )
+    facts += _asked("overview", [industry])
+    sections: dict[str, list[Fact]] = {"financials": [], "strategy": [], "lines": [], "peers": []}
+    sections["news"] = []
     if listed:
         year = rc.latest_year(company, as_of, "revenue", "operating_income")
-        facts.append(
+        sections["financials"].append(
             rc.money_fact("revenue", rc.need(company, "revenue", f"FY{year}", as_of), as_of)
         )
-        facts.append(rc.margin(company, year, as_of))
+        sections["financials"].append(rc.margin(company, year, as_of))
+        for earlier in (year - 1, year - 2):  # the three-year table
+            figure = rc.version(company, "revenue", f"FY{earlier}", as_of)
+            if figure is not None:
+                sections["financials"].append(rc.money_fact("revenue", figure, as_of))
     else:
         announced = [
             f
@@ -766,25 +1146,25 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
         ]
         if announced:
             latest = max(announced, key=lambda f: fy_key(f.period))
-            facts.append(rc.money_fact("revenue", latest, as_of, basis=None))
+            sections["financials"].append(rc.money_fact("revenue", latest, as_of, basis=None))
         else:
-            facts.append(Fact("not_disclosed", "revenue", "not disclosed"))
+            sections["financials"].append(Fact("not_disclosed", "revenue", "not disclosed"))
         rounds = rc.rounds(company, as_of)
         if rounds:
-            facts += _round_facts(
+            sections["financials"] += _round_facts(
                 rc, company, rounds[-1], as_of, fields=("post_money_valuation", "lead_investor")
             )
     moves = rc.latest_event(company, as_of, "launch", "acquisition")
     if moves:
         docs = frozenset(e.doc.doc_id for e in moves)
         if moves[0].kind == "launch":
-            facts.append(
+            sections["strategy"].append(
                 Fact(
                     "name", "latest_launch", moves[0].details["product"], inputs=[("launch", docs)]
                 )
             )
         else:
-            facts.append(
+            sections["strategy"].append(
                 Fact(
                     "name",
                     "latest_acquisition",
@@ -794,7 +1174,7 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
             )
     lines = rc.world.lines_of_business(profile)
     if lines:
-        facts.append(
+        sections["lines"].append(
             Fact(
                 "top_n",
                 "lines_of_business",
@@ -803,7 +1183,7 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
                 inputs=[("lines of business", profile_docs)],
             )
         )
-    facts.append(
+    sections["peers"].append(
         Fact(
             "top_n",
             "peers",
@@ -824,10 +1204,10 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
         latest = [e for e in news if e.date == last_day]
         docs = frozenset(e.doc.doc_id for e in latest)
         moods = {e.details["sentiment"] for e in latest}
-        facts.append(
+        sections["news"].append(
             Fact("date", "latest_news_date", last_day.isoformat(), inputs=[("news", docs)])
         )
-        facts.append(
+        sections["news"].append(
             Fact(
                 "text",
                 "latest_news_sentiment",
@@ -835,6 +1215,15 @@ def brief(rc: Recompute, company: str, params: dict, as_of: dt.date) -> list[Fac
                 inputs=[("news", docs)],
             )
         )
+    by_name = {info.name: cid for cid, info in rc.world.companies.items()}
+    for name in profile.competitors:  # one comparative figure per listed peer
+        peer = by_name.get(name)
+        if peer is not None and rc.world.companies[peer].listed:
+            figure = rc.latest_revenue(peer, as_of, subject=name)
+            if figure is not None:
+                sections["peers"].append(figure)
+    for section, found in sections.items():
+        facts += _asked(section, found)
     return facts
 
 
@@ -881,16 +1270,16 @@ def compare_item(rc: Recompute, item) -> tuple[list[Mismatch], int]:
         return out, 0
     expected = [e for e in item.expected if not e.field.startswith(ERP_FIELDS)]
     mine_by = {f.identity: f for f in mine}
-    key_by = {(e.kind, e.field, e.subject): e for e in expected}
+    key_by = {(e.ask, e.kind, e.field, e.subject, e.period): e for e in expected}
     if len(key_by) != len(expected):
-        miss("facts", "unique (kind, field, subject)", "duplicates in the key")
+        miss("facts", "unique (ask, kind, field, subject, period)", "duplicates in the key")
     for identity in sorted(set(key_by) - set(mine_by), key=str):
         miss(f"fact {identity}", key_by[identity].value, "not derivable from the documents")
     not_reported = any(e.kind == "not_disclosed" for e in expected)
     for identity in sorted(set(mine_by) - set(key_by), key=str):
         fallback = (
             not_reported
-            and identity[0] == "amount"
+            and identity[1] == "amount"
             and not any(e.kind == "amount" for e in expected)
         )
         miss(
@@ -933,7 +1322,7 @@ def _cause(rc: Recompute, item, key, mine: Fact, key_by: dict) -> str:
 
 def _compare_fact(rc: Recompute, item, key, mine: Fact, miss) -> None:
     label = f"{key.field}" + (f" of {key.subject}" if key.subject else "")
-    if key.kind in ("amount", "percent"):
+    if key.kind in ("amount", "percent", "ratio"):
         difference = abs(Decimal(str(key.value)) - Decimal(str(mine.value)))
         if difference > Decimal(str(key.tolerance)) + Decimal("1e-9"):
             miss(f"{label} value", key.value, mine.value)

@@ -16,7 +16,7 @@ import datetime as dt
 import json
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import cache
 from typing import Any
@@ -84,6 +84,9 @@ _FIELDS = {
     "segment": r"(?P<segment>.+?)",
     "region": r"(?P<region>.+?)",
     "date": rf"(?P<date>{LONG_DATE})",
+    "prior_year": r"(?P<prior_year>\d{4})",
+    "base_year": r"(?P<base_year>\d{4})",
+    "measure": r"(?P<measure>[A-Za-z ]+?)",
 }
 
 
@@ -96,14 +99,26 @@ def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     out = []
     for kind in kinds:
         for phrasing in kind.phrasings:
-            parts = re.split(r"(\{[a-z_]+\})", phrasing)
-            regex = "".join(_FIELDS[p[1:-1]] if p.startswith("{") else re.escape(p) for p in parts)
-            out.append((kind.kind, re.compile(f"^{regex}$")))
+            out.append((kind.kind, re.compile(f"^{_phrasing_regex(phrasing)}$")))
     for brief, request in BRIEF_REQUESTS.items():
         head, _, tail = request.partition("{company}")
         regex = re.escape(head) + r"(?P<company>.+?)" + re.escape(tail)
         out.append((f"brief:{brief}", re.compile(f"^{regex}$")))
     return tuple(out)
+
+
+def _phrasing_regex(phrasing: str) -> str:
+    """A phrasing's pattern: each slot captured where it first appears, matched again after."""
+    seen: set[str] = set()
+    regex = []
+    for part in re.split(r"(\{[a-z_]+\})", phrasing):
+        if not part.startswith("{"):
+            regex.append(re.escape(part))
+            continue
+        slot = part[1:-1]
+        regex.append(f"(?P={slot})" if slot in seen else _FIELDS[slot])
+        seen.add(slot)
+    return "".join(regex)
 
 
 def read_research(text: str) -> tuple[str, dict[str, str]] | None:
@@ -130,6 +145,7 @@ class Company:
     lines_of_business: list[str]
     chief_executive: str
     headquarters: str
+    industry: str = ""
 
 
 @dataclass
@@ -186,6 +202,7 @@ class Research:
             best["lines_of_business"],
             best["chief_executive"],
             best["headquarters"],
+            best.get("industry") or "",
         )
 
     async def search(
@@ -258,6 +275,14 @@ class Research:
                 value = _release_value(release, metric, f"fiscal {fy}")
                 if value is not None:
                     return value, release
+        if metric == "revenue":  # the next year's release compares with "a year earlier"
+            later = await self.release(company, f"fourth quarter and fiscal {fy + 1}")
+            paragraph = later.find(rf"Revenue for fiscal {fy + 1} was [^\n]*") if later else None
+            earlier = paragraph and re.search(
+                r"from (-?[$€£]-?[\d,]+\.\d) million a year earlier", paragraph.group(0)
+            )
+            if earlier:
+                return number(earlier.group(1)), later
         raise NotFound(f"no fiscal {fy} {metric}")
 
     async def release(self, company: Company, period: str) -> Page | None:
@@ -341,24 +366,24 @@ def link(text: str, page: Page) -> str:
 Solver = Callable[[Research, Company, dict[str, str]], Awaitable[str]]
 
 
-async def _not_reported(
-    r: Research, c: Company, what: str, fy: int, metric: str = "revenue"
-) -> str:
-    """Fiscal ``fy`` is not out by the as-of date: say so, with the latest year's ``metric``."""
+async def _not_reported(r: Research, c: Company, s: dict[str, str], what: str, solver) -> str:
+    """Fiscal year ``s["fiscal_year"]`` is not out by the as-of date: say so, with the asked
+    measure for the latest fiscal year it is out for (``solver`` answers it for that year)."""
+    fy = int(s["fiscal_year"])
+    if s.get("strict"):
+        raise NotFound(f"fiscal {fy} {what}")
+    tail = ""
     try:
-        latest = await r.latest_fiscal_year(c)
-        try:
-            value, page = await r.annual(c, metric, latest)
-        except NotFound:  # released, but the annual report with this figure is not out yet
-            latest -= 1
-            value, page = await r.annual(c, metric, latest)
-        words = next((w for w, m in METRIC_WORDS.items() if m == metric), metric)
-        tail = (
-            f" The latest reported fiscal year is fiscal {latest}: {words} "
-            f"{money(value, c.currency)} ({link('source', page)})."
-        )
+        latest = min(await r.latest_fiscal_year(c), fy - 1)
     except NotFound:
-        tail = ""
+        latest = None
+    for year in range(latest, latest - 4, -1) if latest is not None else ():
+        try:
+            found = await solver(r, c, {**s, "fiscal_year": str(year), "strict": "1"})
+        except NotFound:
+            continue
+        tail = f" The latest fiscal year with its {what} reported is fiscal {year}: {found}"
+        break
     return (
         f"{c.name} has not yet reported fiscal {fy} results as of {_day(r.as_of)}, so its "
         f"fiscal {fy} {what} is not yet reported.{tail}"
@@ -374,7 +399,7 @@ async def fy_metric(r: Research, c: Company, s: dict[str, str]) -> str:
     try:
         value, page = await r.annual(c, metric, fy)
     except NotFound:
-        return await _not_reported(r, c, s["metric"], fy, metric)
+        return await _not_reported(r, c, s, s["metric"], fy_metric)
     r.cite(page)
     return (
         f"{c.name}'s fiscal {fy} {s['metric']} was **{money(value, c.currency)}** (GAAP), per "
@@ -404,7 +429,7 @@ async def operating_margin(r: Research, c: Company, s: dict[str, str]) -> str:
         revenue, page = await r.annual(c, "revenue", fy)
         income, page2 = await r.annual(c, "operating_income", fy)
     except NotFound:
-        return await _not_reported(r, c, "operating margin", fy)
+        return await _not_reported(r, c, s, "operating margin", operating_margin)
     r.cite(page)
     r.cite(page2)
     return (
@@ -420,7 +445,7 @@ async def adjusted_margin(r: Research, c: Company, s: dict[str, str]) -> str:
     table = release.table("Reconciliation") if release else None
     cell = table.cell("Adjusted operating margin (non-GAAP)", f"Fiscal {fy}") if table else None
     if cell is None:
-        return await _not_reported(r, c, "adjusted operating margin", fy)
+        return await _not_reported(r, c, s, "adjusted operating margin", adjusted_margin)
     adjusted = table.cell("Adjusted operating income (non-GAAP)", f"Fiscal {fy}")
     r.cite(release)
     return (
@@ -436,7 +461,7 @@ async def free_cash_flow(r: Research, c: Company, s: dict[str, str]) -> str:
         cfo, page = await r.annual(c, "cash_from_operations", fy)
         capex, _ = await r.annual(c, "capital_expenditures", fy)
     except NotFound:
-        return await _not_reported(r, c, "free cash flow", fy)
+        return await _not_reported(r, c, s, "free cash flow", free_cash_flow)
     r.cite(page)
     return (
         f"{c.name}'s fiscal {fy} free cash flow was **{money(cfo - capex, c.currency)}**: "
@@ -451,7 +476,7 @@ async def revenue_growth(r: Research, c: Company, s: dict[str, str]) -> str:
         current, page = await r.annual(c, "revenue", fy)
         prior, page2 = await r.annual(c, "revenue", fy - 1)
     except NotFound:
-        return await _not_reported(r, c, "revenue growth", fy)
+        return await _not_reported(r, c, s, "revenue growth", revenue_growth)
     r.cite(page)
     r.cite(page2)
     growth = percent(current - prior, prior)
@@ -490,7 +515,7 @@ async def net_debt(r: Research, c: Company, s: dict[str, str]) -> str:
         debt, page = await r.annual(c, "total_debt", fy)
         cash, _ = await r.annual(c, "cash", fy)
     except NotFound:
-        return await _not_reported(r, c, "net debt", fy)
+        return await _not_reported(r, c, s, "net debt", net_debt)
     r.cite(page)
     return (
         f"{c.name}'s net debt at the end of fiscal {fy} was **{money(debt - cash, c.currency)}**"
@@ -649,12 +674,14 @@ async def market_cap_ranking(r: Research, c: Company, s: dict[str, str]) -> str:
     )
 
 
-async def _share(r: Research, c: Company, title: str, member: str, fy: int, what: str) -> str:
+async def _share(r: Research, c: Company, s: dict[str, str], title: str, member: str, solver):
+    fy = int(s["fiscal_year"])
+    what = f"its {member} product line" if title == "Revenue by product line" else member
     try:
         part, page = await r.member(c, title, member, fy)
         revenue, _ = await r.annual(c, "revenue", fy)
     except NotFound:
-        return await _not_reported(r, c, "revenue share", fy)
+        return await _not_reported(r, c, s, "revenue share", solver)
     r.cite(page)
     return (
         f"**{percent(part, revenue)}%** of {c.name}'s fiscal {fy} revenue came from {what}: "
@@ -664,18 +691,11 @@ async def _share(r: Research, c: Company, title: str, member: str, fy: int, what
 
 
 async def product_share(r: Research, c: Company, s: dict[str, str]) -> str:
-    return await _share(
-        r,
-        c,
-        "Revenue by product line",
-        s["product"],
-        int(s["fiscal_year"]),
-        f"its {s['product']} product line",
-    )
+    return await _share(r, c, s, "Revenue by product line", s["product"], product_share)
 
 
 async def regional_share(r: Research, c: Company, s: dict[str, str]) -> str:
-    return await _share(r, c, "Revenue by region", s["region"], int(s["fiscal_year"]), s["region"])
+    return await _share(r, c, s, "Revenue by region", s["region"], regional_share)
 
 
 async def segment_revenue(r: Research, c: Company, s: dict[str, str]) -> str:
@@ -683,7 +703,7 @@ async def segment_revenue(r: Research, c: Company, s: dict[str, str]) -> str:
     try:
         value, page = await r.member(c, "Segment revenue", s["segment"], fy)
     except NotFound:
-        return await _not_reported(r, c, "segment revenue", fy)
+        return await _not_reported(r, c, s, "segment revenue", segment_revenue)
     r.cite(page)
     return (
         f"{c.name}'s {s['segment']} segment generated **{money(value, c.currency)}** of revenue"
@@ -705,7 +725,7 @@ async def largest_product_line(r: Research, c: Company, s: dict[str, str]) -> st
             f"{c.name}'s largest product line in fiscal {fy} was **{name}**, with "
             f"{money(value, c.currency)} of revenue ({link(page.title, page)})."
         )
-    return await _not_reported(r, c, "product-line revenue", fy)
+    return await _not_reported(r, c, s, "product-line revenue", largest_product_line)
 
 
 async def _news(r: Research, c: Company, query: str, title_word: str) -> list[Page]:
@@ -783,7 +803,249 @@ async def regulatory_action(r: Research, c: Company, s: dict[str, str]) -> str:
     )
 
 
+# -- analyst items: one section per ask ------------------------------------------------------------
+
+
+def _signed(value: Decimal) -> str:
+    return f"{value:+}"
+
+
+def _growth_of(new: Decimal, old: Decimal) -> Decimal:
+    if old <= 0:
+        raise NotFound("growth from a non-positive base")
+    return percent(new - old, old)
+
+
+async def growth_trend(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    years = (fy - 2, fy - 1, fy)
+    figures = [await r.annual(c, "revenue", y) for y in years]
+    for _, page in figures:
+        r.cite(page)
+    rows = "\n".join(
+        f"| Fiscal {y} | {money(value, c.currency)} | {link('source', page)} |"
+        for y, (value, page) in zip(years, figures, strict=True)
+    )
+    values = [value for value, _ in figures]
+    yoy = [_growth_of(values[1], values[0]), _growth_of(values[2], values[1])]
+    cagr = (((values[2] / values[0]).sqrt() - 1) * 100).quantize(
+        Decimal("0.1"), rounding=ROUND_HALF_EVEN
+    )
+    direction = "growth accelerated" if yoy[1] > yoy[0] else "growth slowed"
+    return (
+        f"## {c.name}: revenue trajectory\n\n**1. Revenue (GAAP)**\n\n| Fiscal year | Revenue |"
+        f" Source |\n|---|---:|---|\n{rows}\n\n**2. Year-over-year growth:** fiscal {fy - 1} "
+        f"{yoy[0]}%; fiscal {fy} {yoy[1]}%.\n\n**3. Two-year CAGR** (fiscal {fy - 2} to fiscal "
+        f"{fy}): {cagr}%.\n\n**4. Direction:** revenue {direction} in fiscal {fy} "
+        f"({yoy[1]}% against {yoy[0]}%).\n\n**5. View (opinion):** the trend is one input; "
+        "the decision also rests on margins and cash flow, which are not assessed here."
+    )
+
+
+async def margin_bridge(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    figures = {}
+    for metric in ("revenue", "operating_income", "operating_expenses"):
+        for y in (fy - 1, fy):
+            value, page = await r.annual(c, metric, y)
+            r.cite(page)
+            figures[metric, y] = value
+    margins = {
+        y: percent(figures["operating_income", y], figures["revenue", y]) for y in (fy - 1, fy)
+    }
+    revenue_growth = _growth_of(figures["revenue", fy], figures["revenue", fy - 1])
+    opex_growth = _growth_of(
+        figures["operating_expenses", fy], figures["operating_expenses", fy - 1]
+    )
+    driver = (
+        "operating expenses grew faster than revenue"
+        if opex_growth > revenue_growth
+        else "revenue grew faster than operating expenses"
+    )
+    return (
+        f"## {c.name}: margin bridge, fiscal {fy - 1} to fiscal {fy}\n\n"
+        f"**1. GAAP operating margin:** fiscal {fy - 1} {margins[fy - 1]}%; fiscal {fy} "
+        f"{margins[fy]}%.\n\n**2. Growth in fiscal {fy}:** revenue {revenue_growth}% "
+        f"({money(figures['revenue', fy - 1], c.currency)} to "
+        f"{money(figures['revenue', fy], c.currency)}); operating expenses {opex_growth}% "
+        f"({money(figures['operating_expenses', fy - 1], c.currency)} to "
+        f"{money(figures['operating_expenses', fy], c.currency)}).\n\n**3. Driver:** {driver}."
+        "\n\n**4. View (opinion):** not a keyed figure; weigh it with the cash-flow picture."
+    )
+
+
+async def leverage_liquidity(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    cash, page = await r.annual(c, "cash", fy)
+    debt, _ = await r.annual(c, "total_debt", fy)
+    income, page2 = await r.annual(c, "operating_income", fy)
+    cash0, _ = await r.annual(c, "cash", fy - 1)
+    debt0, _ = await r.annual(c, "total_debt", fy - 1)
+    r.cite(page)
+    r.cite(page2)
+    net, net0 = debt - cash, debt0 - cash0
+    multiple = (net / income).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    direction = "net debt rose" if net > net0 else "net debt fell"
+    return (
+        f"## {c.name}: leverage and liquidity at the end of fiscal {fy}\n\n"
+        f"**1. Position:** cash and cash equivalents {money(cash, c.currency)}; total debt "
+        f"{money(debt, c.currency)}; net debt {money(net, c.currency)}.\n\n"
+        f"**2. Leverage:** fiscal {fy} operating income {money(income, c.currency)}; net debt / "
+        f"operating income {multiple}x.\n\n**3. Trend:** net debt at the end of fiscal {fy - 1} "
+        f"was {money(net0, c.currency)}, so {direction}.\n\n**4. View (opinion):** left to the "
+        "credit committee."
+    )
+
+
+async def peer_benchmark(r: Research, c: Company, s: dict[str, str]) -> str:
+    measure = s["measure"]
+    compute = _margin if measure.startswith("GAAP operating margin") else _growth
+    rows = []
+    for company in [c, *await _peer_companies(r, c, s["peers"])]:
+        value, fy, page = await compute(r, company)
+        r.cite(page)
+        rows.append((value, company, fy, page))
+    own = rows[0]
+    ranked = sorted(rows, key=lambda row: -row[0])
+    table = "\n".join(
+        f"| {i} | {company.name} | {value}% | FY{fy} | {link('source', page)} |"
+        for i, (value, company, fy, page) in enumerate(ranked, 1)
+    )
+    peers = "; ".join(
+        f"{company.name} {value}% (fiscal {fy})" for value, company, fy, _ in rows[1:]
+    )
+    return (
+        f"## {measure.capitalize()}: {c.name} against its peers (as of {_day(r.as_of)})\n\n"
+        "Each company is measured on its own latest reported fiscal year; the fiscal years are "
+        "not aligned to one calendar period.\n\n"
+        f"**1. {c.name}:** {own[0]}% (fiscal {own[2]}).\n\n**2. Peers:** {peers}.\n\n"
+        f"**3. Ranking:**\n\n| Rank | Company | {measure} | Fiscal year | Source |\n"
+        f"|---|---|---:|---|---|\n{table}\n\n**4. View (opinion):** not keyed."
+    )
+
+
+async def _mix(r: Research, c: Company, s: dict[str, str], title: str, kind: str) -> str:
+    fy = int(s["fiscal_year"])
+    shares: dict[int, dict[str, Decimal]] = {}
+    for year in (fy - 1, fy):
+        revenue, _ = await r.annual(c, "revenue", year)
+        members = await _members(r, c, title, year)
+        shares[year] = {m: percent(v, revenue) for m, v in members.items()}
+    names = list(shares[fy])
+    moves = {m: shares[fy][m] - shares[fy - 1][m] for m in names}
+    winner = max(names, key=lambda m: (moves[m], [-ord(ch) for ch in m]))
+    gained = "gained" if moves[winner] > 0 else "lost"
+    lines = "\n".join(f"| {m} | {shares[fy - 1][m]}% | {shares[fy][m]}% |" for m in names)
+    return (
+        f"## {c.name}: revenue mix by {kind}, fiscal {fy - 1} to fiscal {fy}\n\n"
+        f"**1-2. Shares of consolidated revenue:**\n\n| {kind.capitalize()} | Fiscal {fy - 1} | "
+        f"Fiscal {fy} |\n|---|---:|---:|\n{lines}\n\n**3. Largest shift:** "
+        f"{winner} {gained} the most share ({_signed(moves[winner])} percentage points).\n\n"
+        "**4. View (opinion):** not keyed."
+    )
+
+
+async def _members(r: Research, c: Company, title: str, fy: int) -> dict[str, Decimal]:
+    for page in await r.annual_pages(c, fy, "revenue by segment"):
+        table = page.table(title)
+        col = table.column(f"Fiscal {fy}") if table else None
+        if col is None:
+            continue
+        r.cite(page)
+        return {row[0]: number(row[col]) for row in table.rows if row[0] != "Total revenue"}
+    raise NotFound(f"no fiscal {fy} {title.lower()}")
+
+
+async def product_mix_shift(r: Research, c: Company, s: dict[str, str]) -> str:
+    return await _mix(r, c, s, "Revenue by product line", "product line")
+
+
+async def regional_mix_shift(r: Research, c: Company, s: dict[str, str]) -> str:
+    return await _mix(r, c, s, "Revenue by region", "region")
+
+
+async def funding_history(r: Research, c: Company, s: dict[str, str]) -> str:
+    rounds = await _rounds(r, c)
+    for page, _ in rounds:
+        r.cite(page)
+    amounts = [number(terms["Amount raised"]) for _, terms in rounds]
+    listing = "\n".join(
+        f"| {terms['Round']} | {_day(page.published_at)} | {money(value, c.currency)} | "
+        f"{terms['Lead investor']} | {terms['Post-money valuation']} |"
+        for (page, terms), value in zip(rounds, amounts, strict=True)
+    )
+    latest, before = rounds[-1][1], rounds[-2][1]
+    post, previous = number(latest["Post-money valuation"]), number(before["Post-money valuation"])
+    step = _growth_of(post, previous)
+    return (
+        f"## {c.name}: funding history (as of {_day(r.as_of)})\n\n**1. Rounds:** {len(rounds)} "
+        f"announced rounds.\n\n| Round | Announced | Amount | Lead investor | Post-money |\n"
+        f"|---|---|---:|---|---:|\n{listing}\n\n**2. Total raised:** "
+        f"{money(sum(amounts, Decimal(0)), c.currency)} (talks the company denied are not "
+        f"rounds).\n\n**3. Latest round:** led by {latest['Lead investor']}, post-money "
+        f"valuation {money(post, c.currency)}.\n\n**4. Valuation step-up:** "
+        f"{_signed(step)}% (post-money {money(post, c.currency)} against "
+        f"{money(previous, c.currency)} in the round before).\n\n"
+        "**5. View (opinion):** not keyed."
+    )
+
+
+async def valuation_snapshot(r: Research, c: Company, s: dict[str, str]) -> str:
+    day = parse_long_date(s["date"])
+    cap, traded = await _market_cap(r, c, day)
+    traded_day = dt.date.fromisoformat(traded)
+    then = replace(r, as_of=traded_day)
+    fy = await then.latest_fiscal_year(c)
+    for year in (fy, fy - 1):
+        try:
+            debt, page = await then.annual(c, "total_debt", year)
+        except NotFound:
+            continue
+        fy = year
+        break
+    else:
+        raise NotFound("no balance sheet by that day")
+    cash, _ = await then.annual(c, "cash", fy)
+    income, page2 = await then.annual(c, "operating_income", fy)
+    r.cite(page)
+    r.cite(page2)
+    net = debt - cash
+    ev = cap + net
+    multiple = (ev / income).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    start = await _close(r, c, traded_day - dt.timedelta(days=91))
+    end = await _close(r, c, traded_day)
+    change = percent(end[1] - start[1], start[1])
+    return (
+        f"## {c.name}: valuation at the close on {_day(traded_day)}\n\n"
+        f"**1. Market capitalisation:** {money(cap, c.currency)} (closing price x shares "
+        f"outstanding last reported).\n\n**2. Enterprise value:** net debt at the end of fiscal "
+        f"{fy} {money(net, c.currency)} (the latest balance sheet by then), so EV "
+        f"{money(ev, c.currency)}.\n\n**3. EV / operating income:** {multiple}x fiscal {fy} "
+        f"operating income of {money(income, c.currency)}.\n\n**4. Share price:** "
+        f"{_signed(change)}% from the close on {_day(dt.date.fromisoformat(start[0]))} to the "
+        f"close on {_day(traded_day)}.\n\n**5. View (opinion):** not keyed."
+    )
+
+
+async def _close(r: Research, c: Company, day: dt.date) -> tuple[str, Decimal]:
+    data = await r.call(
+        r.world, "prices", ticker=c.ticker, start=day - dt.timedelta(days=10), end=day, page_size=50
+    )
+    rows = [row for row in data["items"] if row["date"] <= day.isoformat()]
+    if not rows:
+        raise NotFound("no price")
+    return rows[-1]["date"], Decimal(str(rows[-1]["close"]))
+
+
 SOLVERS: dict[str, Solver] = {
+    "growth_trend": growth_trend,
+    "margin_bridge": margin_bridge,
+    "leverage_liquidity": leverage_liquidity,
+    "peer_benchmark": peer_benchmark,
+    "product_mix_shift": product_mix_shift,
+    "regional_mix_shift": regional_mix_shift,
+    "funding_history": funding_history,
+    "valuation_snapshot": valuation_snapshot,
     "fy_metric": fy_metric,
     "latest_fy_metric": latest_fy_metric,
     "operating_margin": operating_margin,
@@ -874,7 +1136,9 @@ async def brief(r: Research, c: Company, s: dict[str, str]) -> str:
     if profile is not None:
         r.cite(profile)
         header += f" Source: {link('company profile', profile)}."
-    parts += ["## Company header and overview", header]
+    parts += ["## Company header", header]
+    if c.industry:
+        parts += ["## Company overview", f"Industry: {c.industry}."]
     parts += ["## Financials", await _brief_financials(r, c)]
     move = await _strategic_move(r, c)
     if move:
@@ -882,7 +1146,7 @@ async def brief(r: Research, c: Company, s: dict[str, str]) -> str:
     if c.lines_of_business:
         parts += ["## Lines of business", ", ".join(c.lines_of_business) + "."]
     if c.peers:
-        parts += ["## Peers", ", ".join(p["name"] for p in c.peers) + "."]
+        parts += ["## Peers", await _brief_peers(r, c)]
     news = await _latest_news(r, c)
     if news is not None:
         r.cite(news)
@@ -894,14 +1158,39 @@ async def brief(r: Research, c: Company, s: dict[str, str]) -> str:
     return "\n\n".join(parts)
 
 
+async def _brief_peers(r: Research, c: Company) -> str:
+    """Each peer with one comparative figure: its latest fiscal year's revenue (listed ones)."""
+    lines = []
+    for peer in c.peers:
+        line = f"- {peer['name']}"
+        other = await r.company(peer["name"])
+        if other.listed:
+            try:
+                value, fy, page = await _latest_revenue(r, other)
+            except NotFound:
+                pass
+            else:
+                r.cite(page)
+                line += f": fiscal {fy} revenue {money(value, other.currency)}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 async def _brief_financials(r: Research, c: Company) -> str:
     if c.listed:
         value, fy, page = await _latest_revenue(r, c)
         margin, _, _ = await _margin(r, c)
         r.cite(page)
+        rows = [f"| Fiscal {fy} | {money(value, c.currency)} |"]
+        for year in (fy - 1, fy - 2):
+            try:
+                earlier, _ = await r.annual(c, "revenue", year)
+            except NotFound:
+                continue
+            rows.append(f"| Fiscal {year} | {money(earlier, c.currency)} |")
         return (
-            f"Fiscal {fy} revenue {money(value, c.currency)}; GAAP operating margin "
-            f"{margin}% ({link('annual report', page)})."
+            f"Fiscal {fy} GAAP operating margin {margin}% ({link('annual report', page)}).\n\n"
+            "| Fiscal year | Revenue |\n|---|---:|\n" + "\n".join(rows)
         )
     text = ""
     hits = [

@@ -15,6 +15,7 @@ from ledgerbench.dataset._loader import (
 )
 from ledgerbench.dataset._records import (
     DATASET_FORMAT_VERSION,
+    Ask,
     Assertion,
     Conversation,
     Dataset,
@@ -35,6 +36,7 @@ from ledgerbench.dataset._rubric import RUBRIC_VERSION, build_tags, rubric_versi
 __all__ = [
     "DATASET_FORMAT_VERSION",
     "RUBRIC_VERSION",
+    "Ask",
     "Assertion",
     "Conversation",
     "Dataset",

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 DATASET_FORMAT_VERSION = 3
 """2: research keys (unit, scale, period, basis, subject and gold documents of expected facts;
 the world snapshot of the header). 3: ``operations`` items (conversations with a simulated user,
-the ``conversation`` block). Version-1 and 2 files read unchanged."""
+the ``conversation`` block) and analyst items (a question's ``asks``, each fact's ``ask`` and
+``dealbreaker``, ``ratio`` facts). Version-1 and version-2 files read unchanged."""
 
 
 class _Strict(BaseModel):
@@ -63,6 +64,7 @@ ExpectedKind = Literal[
     "no_records",
     "boolean",
     "not_disclosed",
+    "ratio",
 ]
 
 
@@ -87,7 +89,8 @@ class ExpectedFact(_Strict):
     """amount (money, any common format), count, id (an account or document id), name, date,
     text (a phrase), percent, top_n (an ordered list of ids or names), no_records (the answer must
     say nothing was found), boolean (yes/no), not_disclosed (the answer must say the figure is not
-    disclosed or not yet reported: ``value`` says which)."""
+    disclosed or not yet reported: ``value`` says which), ratio (a multiple such as net debt over
+    operating income, written ``2.35x`` or ``2.35 times``)."""
     field: str
     """What the value is, e.g. ``balance``, ``customer_account``, ``overdue_invoices``."""
     value: Any = None
@@ -127,6 +130,23 @@ class ExpectedFact(_Strict):
     sources: list[str] = Field(default_factory=list)
     """Research facts: links of the gold documents that state the fact (or the figures it is
     computed from) as of the item's as-of date."""
+    ask: str | None = None
+    """Analyst items: the id of the ask (``Question.asks``) this fact keys. Accuracy is the mean
+    over the item's keyed asks of the share of each ask's facts stated."""
+    dealbreaker: bool = False
+    """Without this fact the answer fails the item whatever else it states."""
+
+
+class Ask(_Strict):
+    """One part of an analyst item: what it asks, and whether a key can check it."""
+
+    id: str
+    """Stable within the item (``trend``, ``cagr``, ``ranking``)."""
+    text: str
+    """What the part asks, as the question words it."""
+    opinion: bool = False
+    """A judgement (a recommendation, a view): left to the judge's other dimensions, never keyed,
+    so no expected fact names it."""
 
 
 ScenarioKind = Literal["underspecified", "dispute", "collections", "vendor_payment"]
@@ -232,6 +252,8 @@ class Question(_Strict):
     gold_documents: list[str] = Field(default_factory=list)
     """Research items: links of every document a complete answer rests on (the union of the
     facts' ``sources``), for retrieval recall and citation checks."""
+    asks: list[Ask] = Field(default_factory=list)
+    """Analyst items: the parts the question asks for, in its order (empty: one ask)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form provenance (generator template, phrasing, published source id, ...)."""
     conversation: Conversation | None = None

@@ -1,0 +1,552 @@
+"""Answer keys of analyst items: several asks in one question, each keyed by its own facts.
+
+An analyst kind (question_kinds.yaml, ``asks:``) words a business context and two to six asks;
+its program here returns one :class:`~synthetic_world._keys.Key` whose facts carry the id of the
+ask they key (``ExpectedFact.ask``). An "explain" ask is keyed as the figures it rests on and the
+direction it must state ("operating expenses grew faster than revenue"); an opinion ask (a
+recommendation) has no facts. Computations follow docs/conventions.md (CAGR, EV, bridges,
+leverage, mix shifts, fiscal-year alignment).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from ledgerbench.dataset import ExpectedFact
+from synthetic_world._documents import long_date
+from synthetic_world._keys import (
+    PERCENT_TOLERANCE,
+    Company,
+    FactRow,
+    Key,
+    KeyContext,
+    KeyError_,
+    _growth,
+    _margin,
+    _market_cap,
+    _need,
+    _rounds,
+    alignment_text,
+    amount,
+    as_of_text,
+    money_text,
+    share,
+    year_end_text,
+)
+
+RATIO_TOLERANCE = 0.01
+"""Multiples (net debt / operating income, EV / operating income) have two decimals."""
+PRICE_WINDOW_DAYS = 91
+"""A valuation item's price change runs over the 91 days (about three months) to its day."""
+TENTH = Decimal("0.1")
+
+
+def _asked(facts: list[ExpectedFact], ask: str, dealbreaker: bool = False) -> list[ExpectedFact]:
+    for fact in facts:
+        fact.ask = ask
+        fact.dealbreaker = dealbreaker
+    return facts
+
+
+def _pct(value: Decimal) -> Decimal:
+    return value.quantize(TENTH, rounding=ROUND_HALF_EVEN)
+
+
+def _percent_fact(
+    field_name: str, value: Decimal, period: str, sources: list[str], subject: str | None = None
+) -> ExpectedFact:
+    return ExpectedFact(
+        kind="percent",
+        field=field_name,
+        value=float(value),
+        tolerance=PERCENT_TOLERANCE,
+        unit="percent",
+        period=period,
+        basis="GAAP",
+        subject=subject,
+        sources=sources,
+    )
+
+
+def _ratio_fact(field_name: str, value: Decimal, period: str, sources: list[str]) -> ExpectedFact:
+    return ExpectedFact(
+        kind="ratio",
+        field=field_name,
+        value=float(value),
+        tolerance=RATIO_TOLERANCE,
+        unit="x",
+        period=period,
+        basis="GAAP",
+        sources=sources,
+    )
+
+
+def _text(field_name: str, phrase: str, sources: list[str]) -> ExpectedFact:
+    return ExpectedFact(kind="text", field=field_name, value=phrase, sources=sources)
+
+
+def _year(ctx: KeyContext, c: Company, metric: str, fy: int, as_of: dt.date) -> FactRow:
+    return _need(ctx.fact(c.company_id, metric, f"FY{fy}", as_of))
+
+
+def _change(new: Decimal, old: Decimal) -> Decimal:
+    if old <= 0:
+        raise KeyError_("growth from a non-positive base")
+    return _pct((new - old) / old * 100)
+
+
+def _money(value: Decimal, c: Company) -> str:
+    return money_text(value, c.currency)
+
+
+# -- Financial Performance & Financial Health ------------------------------------------------------
+
+
+def growth_trend(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
+    """Revenue over three fiscal years, both YoY growth rates, the two-year CAGR, and whether
+    growth accelerated or slowed."""
+    years = (fy - 2, fy - 1, fy)
+    rows = [_year(ctx, c, "revenue", y, as_of) for y in years]
+    revenue = [
+        amount("revenue", row.value, c, f"FY{y}", ctx.sources([row], as_of))
+        for row, y in zip(rows, years, strict=True)
+    ]
+    growth = [_change(rows[i].value, rows[i - 1].value) for i in (1, 2)]
+    if growth[0] == growth[1]:
+        raise KeyError_("equal growth both years")
+    yoy = [
+        _percent_fact(
+            "revenue_growth",
+            growth[i - 1],
+            f"FY{years[i]}",
+            ctx.sources([rows[i], rows[i - 1]], as_of),
+        )
+        for i in (1, 2)
+    ]
+    if rows[0].value <= 0:
+        raise KeyError_("no CAGR from a non-positive base")
+    cagr = _pct(((rows[2].value / rows[0].value).sqrt() - 1) * 100)
+    # the filings stating each end year (one document rarely states both: a data vendor's table)
+    ends = sorted({*revenue[0].sources, *revenue[2].sources})
+    cagr_fact = _percent_fact("revenue_cagr", cagr, f"FY{fy - 2}-FY{fy}", ends)
+    direction = "growth accelerated" if growth[1] > growth[0] else "growth slowed"
+    facts = [
+        *_asked(revenue, "revenue"),
+        *_asked(yoy, "yoy"),
+        *_asked([cagr_fact], "cagr", dealbreaker=True),
+        *_asked([_text("growth_direction", direction, cagr_fact.sources)], "direction"),
+    ]
+    listing = ", ".join(
+        f"fiscal {y} {_money(row.value, c)}" for row, y in zip(rows, years, strict=True)
+    )
+    text = (
+        f"{c.name}'s revenue {as_of_text(as_of)}: {listing}. Year-over-year growth was "
+        f"{growth[0]}% in fiscal {fy - 1} and {growth[1]}% in fiscal {fy}; the two-year CAGR "
+        f"from fiscal {fy - 2} to fiscal {fy} was {cagr}% ((revenue {fy} / revenue {fy - 2})^(1/2)"
+        f" - 1). Revenue {direction} in fiscal {fy}."
+    )
+    return Key(text, facts, period=f"FY{fy}", metrics=["revenue", "YoY growth", "CAGR"])
+
+
+def margin_bridge(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
+    """Operating margin in two years, revenue and operating-expense growth, and which grew
+    faster (the driver of the margin change)."""
+    rows = {
+        (metric, y): _year(ctx, c, metric, y, as_of)
+        for metric in ("revenue", "operating_income", "operating_expenses")
+        for y in (fy - 1, fy)
+    }
+    margins = []
+    values = {}
+    for y in (fy - 1, fy):
+        revenue, income = rows["revenue", y], rows["operating_income", y]
+        fact, value = share(
+            "operating_margin",
+            income.value,
+            revenue.value,
+            f"FY{y}",
+            ctx.sources([revenue, income], as_of),
+        )
+        margins.append(fact)
+        values[y] = value
+    revenue_growth = _change(rows["revenue", fy].value, rows["revenue", fy - 1].value)
+    opex_growth = _change(
+        rows["operating_expenses", fy].value, rows["operating_expenses", fy - 1].value
+    )
+    if revenue_growth == opex_growth:
+        raise KeyError_("revenue and operating expenses grew alike")
+    revenue_sources = ctx.sources([rows["revenue", fy], rows["revenue", fy - 1]], as_of)
+    opex_sources = ctx.sources(
+        [rows["operating_expenses", fy], rows["operating_expenses", fy - 1]], as_of
+    )
+    growth = [
+        _percent_fact("revenue_growth", revenue_growth, f"FY{fy}", revenue_sources),
+        _percent_fact("operating_expense_growth", opex_growth, f"FY{fy}", opex_sources),
+    ]
+    driver = (
+        "operating expenses grew faster than revenue"
+        if opex_growth > revenue_growth
+        else "revenue grew faster than operating expenses"
+    )
+    facts = [
+        *_asked(margins[:1], "margins"),
+        *_asked(margins[1:], "margins", dealbreaker=True),
+        *_asked(growth, "growth"),
+        *_asked([_text("margin_driver", driver, opex_sources)], "driver"),
+    ]
+    moved = "widened" if values[fy] > values[fy - 1] else "narrowed"
+    text = (
+        f"{c.name}'s GAAP operating margin {moved} from {values[fy - 1]}% in fiscal {fy - 1} to "
+        f"{values[fy]}% in fiscal {fy}. Revenue changed {revenue_growth:+}% "
+        f"({_money(rows['revenue', fy - 1].value, c)} to {_money(rows['revenue', fy].value, c)})"
+        f" and operating expenses {opex_growth:+}% "
+        f"({_money(rows['operating_expenses', fy - 1].value, c)} to "
+        f"{_money(rows['operating_expenses', fy].value, c)}): {driver}."
+    )
+    return Key(
+        text,
+        facts,
+        period=f"FY{fy}",
+        metrics=["operating margin", "revenue growth", "operating-expense growth"],
+        comparison=True,
+    )
+
+
+def leverage_liquidity(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
+    """Cash, total debt and net debt at the year end, net debt over operating income, and the
+    change in net debt from the prior year end."""
+    debt, cash = _year(ctx, c, "total_debt", fy, as_of), _year(ctx, c, "cash", fy, as_of)
+    income = _year(ctx, c, "operating_income", fy, as_of)
+    debt0, cash0 = _year(ctx, c, "total_debt", fy - 1, as_of), _year(ctx, c, "cash", fy - 1, as_of)
+    if income.value <= 0:
+        raise KeyError_("no leverage multiple on an operating loss")
+    net = debt.value - cash.value
+    net0 = debt0.value - cash0.value
+    if net == net0:
+        raise KeyError_("net debt unchanged")
+    period = f"FY{fy}"
+    balance_sources = ctx.sources([debt, cash], as_of)
+    position = [
+        amount("cash", cash.value, c, period, ctx.sources([cash], as_of)),
+        amount("total_debt", debt.value, c, period, ctx.sources([debt], as_of)),
+    ]
+    net_fact = amount("net_debt", net, c, period, balance_sources)
+    multiple = (net / income.value).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    coverage = [
+        amount("operating_income", income.value, c, period, ctx.sources([income], as_of)),
+        _ratio_fact(
+            "net_debt_to_operating_income",
+            multiple,
+            period,
+            ctx.sources([debt, cash, income], as_of),
+        ),
+    ]
+    prior_sources = ctx.sources([debt0, cash0], as_of)
+    direction = "net debt rose" if net > net0 else "net debt fell"
+    trend = [
+        amount("net_debt", net0, c, f"FY{fy - 1}", prior_sources),
+        _text("net_debt_direction", direction, prior_sources),
+    ]
+    facts = [
+        *_asked(position, "position"),
+        *_asked([net_fact], "position", dealbreaker=True),
+        *_asked(coverage, "leverage"),
+        *_asked(trend, "trend"),
+    ]
+    text = (
+        f"At the end of {year_end_text(c, fy)}, {c.name} held cash of {_money(cash.value, c)} "
+        f"against total debt of {_money(debt.value, c)}: net debt of {_money(net, c)}. With "
+        f"fiscal {fy} operating income of {_money(income.value, c)}, net debt was {multiple}x "
+        f"operating income. A year earlier net debt was {_money(net0, c)}, so {direction}."
+    )
+    return Key(
+        text,
+        facts,
+        period=period,
+        metrics=["cash", "total debt", "net debt", "net debt / operating income"],
+        comparison=True,
+    )
+
+
+# -- Peers & Competitive Positioning ---------------------------------------------------------------
+
+BENCHMARKS = {
+    "operating_margin": ("GAAP operating margin", _margin),
+    "revenue_growth": ("revenue growth", _growth),
+}
+"""Peer benchmark measures: words and the per-company computation (latest fiscal year)."""
+
+
+def peer_benchmark(
+    ctx: KeyContext, c: Company, as_of: dt.date, peers: list[str], measure: str
+) -> Key:
+    """One measure for the company and named peers, each on its own latest reported fiscal
+    year (fiscal years are not aligned), ranked highest first."""
+    words, compute = BENCHMARKS[measure]
+    rows = []
+    for company in [c, *(ctx.companies[p] for p in peers)]:
+        fact, value, fy = compute(ctx, company, as_of)
+        rows.append((value, company, fy, fact))
+    values = [row[0] for row in rows]
+    if len(set(values)) != len(values):
+        raise KeyError_("tied values")
+    ranked = sorted(rows, key=lambda r: (-r[0], r[1].company_id))
+    order = ExpectedFact(
+        kind="top_n", field=f"{measure}_ranking", value=[r[1].name for r in ranked], ordered=True
+    )
+    facts = [
+        *_asked([rows[0][3]], "company", dealbreaker=True),
+        *_asked([r[3] for r in rows[1:]], "peers"),
+        *_asked([order], "ranking"),
+    ]
+    lines = "; ".join(
+        f"{i}. {company.name} {value}% (fiscal {fy})"
+        for i, (value, company, fy, _) in enumerate(ranked, 1)
+    )
+    text = (
+        f"Ranked by {words} in each company's latest reported fiscal year "
+        f"{as_of_text(as_of)}: {lines}."
+    ) + alignment_text([(company, fy) for _, company, fy, _ in rows])
+    return Key(text, facts, period="latest fiscal year", metrics=[words], comparison=True)
+
+
+# -- Product & Service Intelligence, Geographic & Governmental Insights ---------------------------
+
+
+def _restated(ctx: KeyContext, c: Company, fy: int, as_of: dt.date) -> bool:
+    row = ctx.fact(c.company_id, "revenue", f"FY{fy}", as_of)
+    return row is not None and row.status == "restated"
+
+
+def mix_shift(
+    ctx: KeyContext, c: Company, as_of: dt.date, fy: int, dimension: str = "product_revenue"
+) -> Key:
+    """Each product line's (region's) share of revenue in two fiscal years, and the one whose
+    share rose most, with its change in percentage points."""
+    members = c.products if dimension == "product_revenue" else c.regions
+    if len(members) < 2 or _restated(ctx, c, fy, as_of) or _restated(ctx, c, fy - 1, as_of):
+        raise KeyError_("no clean two-year mix")
+    shares: dict[int, dict[str, tuple[ExpectedFact, Decimal]]] = {}
+    for y in (fy - 1, fy):
+        revenue = _year(ctx, c, "revenue", y, as_of)
+        shares[y] = {}
+        for member in members:
+            part = _need(ctx.fact(c.company_id, dimension, f"FY{y}", as_of, member=member))
+            shares[y][member] = share(
+                "revenue_share",
+                part.value,
+                revenue.value,
+                f"FY{y}",
+                ctx.sources([part, revenue], as_of),
+                subject=member,
+            )
+    moves = {m: shares[fy][m][1] - shares[fy - 1][m][1] for m in members}
+    ranked = sorted(members, key=lambda m: (-moves[m], m))
+    if moves[ranked[0]] == moves[ranked[1]]:
+        raise KeyError_("tied share moves")
+    winner = ranked[0]
+    move_fact = _percent_fact(
+        "share_change",
+        moves[winner],
+        f"FY{fy}",
+        sorted({*shares[fy][winner][0].sources, *shares[fy - 1][winner][0].sources}),
+        subject=winner,
+    )
+    gained = "gained" if moves[winner] > 0 else "lost"
+    phrase = f"{winner} {gained} the most share"
+    facts = [
+        *_asked([shares[fy][m][0] for m in members], "current"),
+        *_asked([shares[fy - 1][m][0] for m in members], "prior"),
+        *_asked([move_fact], "shift", dealbreaker=True),
+        *_asked([_text("largest_share_gain", phrase, move_fact.sources)], "shift"),
+    ]
+    kind = "product line" if dimension == "product_revenue" else "region"
+    listing = "; ".join(
+        f"{m}: {shares[fy - 1][m][1]}% -> {shares[fy][m][1]}% ({moves[m]:+} points)"
+        for m in members
+    )
+    text = (
+        f"{c.name}'s revenue by {kind}, share of consolidated revenue in fiscal {fy - 1} -> "
+        f"fiscal {fy}: {listing}. {phrase} ({moves[winner]:+} percentage points)."
+    )
+    return Key(
+        text,
+        facts,
+        period=f"FY{fy}",
+        metrics=[f"{kind} revenue share", "mix shift"],
+        comparison=True,
+        global_context=dimension == "regional_revenue",
+    )
+
+
+def product_mix_shift(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
+    return mix_shift(ctx, c, as_of, fy, "product_revenue")
+
+
+def regional_mix_shift(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
+    return mix_shift(ctx, c, as_of, fy, "regional_revenue")
+
+
+# -- Investor & Funding Landscape ------------------------------------------------------------------
+
+
+def funding_history(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
+    """Every announced round (count and sizes), the total raised, the latest round's lead
+    investor and post-money valuation, and the valuation step-up from the round before."""
+    rounds = _rounds(ctx, c, as_of)
+    if len(rounds) < 2:
+        raise KeyError_("fewer than two rounds")
+    sources = {r["event_id"]: ctx.event_sources([r["event_id"]], as_of) for r in rounds}
+    all_sources = ctx.event_sources([r["event_id"] for r in rounds], as_of)
+    history = [
+        ExpectedFact(
+            kind="count",
+            field="funding_rounds",
+            value=len(rounds),
+            unit="rounds",
+            period=as_of.isoformat(),
+            sources=all_sources,
+        ),
+        *(
+            amount(
+                "round_amount",
+                Decimal(r["amount"]),
+                c,
+                r["date"],
+                sources[r["event_id"]],
+                basis=None,
+            )
+            for r in rounds
+        ),
+    ]
+    total = sum((Decimal(r["amount"]) for r in rounds), Decimal(0))
+    latest, before = rounds[-1], rounds[-2]
+    post, previous = Decimal(latest["post_money"]), Decimal(before["post_money"])
+    step = _change(post, previous)
+    latest_facts = [
+        ExpectedFact(
+            kind="name",
+            field="lead_investor",
+            value=latest["lead_investor"],
+            sources=sources[latest["event_id"]],
+        ),
+        amount(
+            "post_money_valuation", post, c, latest["date"], sources[latest["event_id"]], basis=None
+        ),
+    ]
+    step_fact = _percent_fact(
+        "valuation_step_up",
+        step,
+        latest["date"],
+        sorted({*sources[latest["event_id"]], *sources[before["event_id"]]}),
+    )
+    step_fact.basis = None
+    facts = [
+        *_asked(history, "history"),
+        *_asked(
+            [amount("total_raised", total, c, as_of.isoformat(), all_sources, basis=None)],
+            "total",
+            dealbreaker=True,
+        ),
+        *_asked(latest_facts, "latest"),
+        *_asked([step_fact], "step_up"),
+    ]
+    listing = "; ".join(
+        f"{r['round_name']} {_money(Decimal(r['amount']), c)} on "
+        f"{long_date(dt.date.fromisoformat(r['date']))} led by {r['lead_investor']} "
+        f"(post-money {_money(Decimal(r['post_money']), c)})"
+        for r in rounds
+    )
+    text = (
+        f"{c.name} has announced {len(rounds)} funding rounds {as_of_text(as_of)}: {listing}. "
+        f"Total raised: {_money(total, c)}. The latest round, led by {latest['lead_investor']}, "
+        f"valued the company at {_money(post, c)} post-money, {step:+}% on the previous round's "
+        f"{_money(previous, c)}. Reported talks the company denied are not rounds."
+    )
+    return Key(
+        text,
+        facts,
+        period=as_of.isoformat(),
+        metrics=["funding rounds", "total raised", "post-money valuation", "valuation step-up"],
+    )
+
+
+def valuation_snapshot(ctx: KeyContext, c: Company, as_of: dt.date, day: dt.date) -> Key:
+    """Market capitalisation at a close, enterprise value with the balance sheet last reported
+    by then, EV over the latest fiscal year's operating income, and the share price change over
+    the 91 days to that close."""
+    cap, traded, shares = _market_cap(ctx, c, day)
+    traded_day = dt.date.fromisoformat(traded)
+    years = ctx.reported_years(c.company_id, traded_day, "total_debt")
+    if not years:
+        raise KeyError_("no balance sheet by that day")
+    fy = years[-1]
+    debt, cash = _year(ctx, c, "total_debt", fy, traded_day), _year(ctx, c, "cash", fy, traded_day)
+    income = _year(ctx, c, "operating_income", fy, traded_day)
+    if income.value <= 0:
+        raise KeyError_("no EV multiple on an operating loss")
+    start = ctx.close_on(c.ticker or "", traded_day - dt.timedelta(days=PRICE_WINDOW_DAYS))
+    end = ctx.close_on(c.ticker or "", traded_day)
+    if start is None or end is None:
+        raise KeyError_("no price at the window's start")
+    ev = (cap + debt.value - cash.value).quantize(TENTH, rounding=ROUND_HALF_EVEN)
+    multiple = (ev / income.value).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    change = _pct((end[1] - start[1]) / start[1] * 100)
+    share_sources = ctx.sources([shares], as_of)
+    balance_sources = ctx.sources([debt, cash], as_of)
+    cap_fact = amount("market_cap", cap, c, traded, share_sources, basis=None)
+    cap_fact.tolerance = max(cap_fact.tolerance, round(float(cap) * 0.001, 2))
+    ev_fact = amount(
+        "enterprise_value", ev, c, traded, sorted({*share_sources, *balance_sources}), basis=None
+    )
+    ev_fact.tolerance = cap_fact.tolerance
+    multiple_fact = _ratio_fact(
+        "ev_to_operating_income",
+        multiple,
+        f"FY{fy}",
+        sorted({*ev_fact.sources, *ctx.sources([income], as_of)}),
+    )
+    multiple_fact.tolerance = max(RATIO_TOLERANCE, round(float(multiple) * 0.002, 2))
+    price_fact = _percent_fact("share_price_change", change, f"{start[0]}/{end[0]}", [])
+    price_fact.basis = None
+    facts = [
+        *_asked([cap_fact], "market_cap", dealbreaker=True),
+        *_asked(
+            [
+                amount("net_debt", debt.value - cash.value, c, f"FY{fy}", balance_sources),
+                ev_fact,
+            ],
+            "enterprise_value",
+        ),
+        *_asked([multiple_fact], "multiple"),
+        *_asked([price_fact], "price"),
+    ]
+    text = (
+        f"At the close on {long_date(traded_day)}, {c.name}'s market capitalisation was about "
+        f"{_money(cap, c)} ({shares.value} million shares outstanding as last reported). With "
+        f"net debt of {_money(debt.value - cash.value, c)} at the end of "
+        f"{year_end_text(c, fy)} (the latest balance sheet by then), enterprise value was "
+        f"about {_money(ev, c)}, or {multiple}x fiscal {fy} operating income of "
+        f"{_money(income.value, c)}. The share price moved {change:+}% from the close on "
+        f"{long_date(dt.date.fromisoformat(start[0]))} to the close on {long_date(traded_day)}."
+    )
+    return Key(
+        text,
+        facts,
+        period=traded,
+        metrics=["market capitalisation", "enterprise value", "EV / operating income"],
+    )
+
+
+PROGRAMS = {
+    "growth_trend": growth_trend,
+    "margin_bridge": margin_bridge,
+    "leverage_liquidity": leverage_liquidity,
+    "peer_benchmark": peer_benchmark,
+    "product_mix_shift": product_mix_shift,
+    "regional_mix_shift": regional_mix_shift,
+    "funding_history": funding_history,
+    "valuation_snapshot": valuation_snapshot,
+}
+"""Analyst kind -> its key program."""
