@@ -533,7 +533,12 @@ def test_research_item_keyed_on_a_world_sends_its_key_as_the_accuracy_input(path
     _system, user = system_and_user(result.messages[0])
     assert q.ground_truth in user and "Expected facts:" in user
     for fact in q.expected:
-        line = next(x for x in user.splitlines() if x.startswith(f"- {fact.field} ["))
+        # An analyst item keys one measure for several periods: the line of this fact's period.
+        line = next(
+            x
+            for x in user.splitlines()
+            if x.startswith(f"- {fact.field} [") and (not fact.period or fact.period in x)
+        )
         qualifiers = line.split("[", 1)[1].split("]", 1)[0]
         # The figure's period, scale, unit and basis: without them "129.2" is no key at all.
         for qualifier in (fact.kind, fact.currency, fact.unit, fact.scale, fact.period):
