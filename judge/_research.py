@@ -291,6 +291,29 @@ def _segment(
 _LINK_LABEL = re.compile(r"\[[^\]\n]*\]\([^)\s]*\)")
 
 
+def _column_header(text: str, position: int) -> str:
+    """The header of the markdown table column a figure sits in ("Post-money"), or "" outside a
+    table: a cell's metric is named in its column, not in its row."""
+    line_start = text.rfind("\n", 0, position) + 1
+    line_end = text.find("\n", position)
+    line = text[line_start : line_end if line_end >= 0 else len(text)]
+    if not line.lstrip().startswith("|"):
+        return ""
+    column = text[line_start:position].count("|") - 1
+    header = None
+    cursor = line_start
+    while cursor > 0:  # up through the table to its first line, the header
+        previous_start = text.rfind("\n", 0, cursor - 1) + 1
+        previous = text[previous_start : cursor - 1]
+        if not previous.lstrip().startswith("|"):
+            break
+        header, cursor = previous, previous_start
+    if header is None or header == line:
+        return ""
+    cells = [cell.strip() for cell in header.strip().strip("|").split("|")]
+    return cells[column] if 0 <= column < len(cells) else ""
+
+
 def without_link_labels(text: str) -> str:
     """Markdown links blanked: a source's title ("annual report fiscal 2024") labels no figure."""
     return _LINK_LABEL.sub(lambda m: " " * len(m.group(0)), text)
@@ -336,6 +359,7 @@ def competing_figure(
         if not near or (currency and fact.currency in CURRENCY_MARKS and currency != fact.currency):
             continue
         label, period_label = _segment(text, mention, mentions)
+        label += " " + _column_header(text, mention.start)  # a table cell: its column says
         years = _years_named(period_label)
         if (period is not None and years - {period}) or _CONTRAST.search(label):
             continue

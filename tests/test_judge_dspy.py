@@ -532,21 +532,25 @@ def test_research_item_keyed_on_a_world_sends_its_key_as_the_accuracy_input(path
     assert score.status is DimensionStatus.scored and score.score == 1.0
     _system, user = system_and_user(result.messages[0])
     assert q.ground_truth in user and "Expected facts:" in user
+    lines = [x for x in user.splitlines() if x.startswith("- ") and " [" in x]
     for fact in q.expected:
-        # An analyst item keys one measure for several periods: the line of this fact's period.
-        line = next(
-            x
-            for x in user.splitlines()
-            if x.startswith(f"- {fact.field} [") and (not fact.period or fact.period in x)
-        )
-        qualifiers = line.split("[", 1)[1].split("]", 1)[0]
-        # The figure's period, scale, unit and basis: without them "129.2" is no key at all.
-        for qualifier in (fact.kind, fact.currency, fact.unit, fact.scale, fact.period):
-            assert qualifier is None or str(qualifier) in qualifiers, (qualifier, line)
-        assert fact.basis is None or fact.basis in qualifiers, line
-        assert fact.subject is None or fact.subject in line, line
-        if fact.value is not None and not isinstance(fact.value, list | dict):
-            assert str(fact.value) in line, line
+        # The figure's period, scale, unit and basis: without them "129.2" is no key at all. An
+        # analyst item or a brief keys one measure several times (periods, companies): one line
+        # of this field carries every qualifier of this fact, its subject and its value.
+        wanted = [fact.kind, fact.currency, fact.unit, fact.scale, fact.period, fact.basis]
+        qualifiers = [str(w) for w in wanted if w is not None]
+
+        def states_the_fact(line: str, fact=fact, qualifiers=qualifiers) -> bool:
+            head = line.split("[", 1)[1].split("]", 1)[0]
+            value = fact.value
+            return (
+                all(w in head for w in qualifiers)
+                and (fact.subject is None or fact.subject in line)
+                and (value is None or isinstance(value, list | dict) or str(value) in line)
+            )
+
+        mine = [x for x in lines if x.startswith(f"- {fact.field} [")]
+        assert any(states_the_fact(x) for x in mine), (fact, mine)
     # the key reaches the accuracy judge only
     clarity_lm = DummyLM([verdicts(*[(a.id, 1) for a in q.tags[Dimension.clarity]])])
     _, clarity = make_judge(clarity_lm).judge_dimension(

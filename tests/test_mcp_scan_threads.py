@@ -9,6 +9,7 @@ lookup before a long aggregate. ``bench/bench_mcp.py --only interference`` measu
 from __future__ import annotations
 
 import contextvars
+import json
 import os
 import sys
 import threading
@@ -102,7 +103,11 @@ def test_a_serving_process_hands_the_interpreter_over_every_half_millisecond(
     before = sys.getswitchinterval()
     sys.setswitchinterval(0.005)
     try:
-        if workers:
+        if workers:  # a worker builds its server from the command line before it serves
+            from erp_mcp._workers import WORKER_ENV
+
+            spec = {"factory": "erp_mcp._cli:worker_server", "argv": ["--db", erp_db_url]}
+            monkeypatch.setenv(WORKER_ENV, json.dumps({**spec, "hosts": []}))
             _worker_main("127.0.0.1", free_port())
         else:
             args = ["--db", erp_db_url, "--transport", "http", "--port", str(free_port())]

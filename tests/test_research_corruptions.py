@@ -47,9 +47,12 @@ def test_wrong_research_figures_lose_accuracy_and_right_rewrites_keep_it(pairs) 
     wrong = rc.measure(answered, judge, ledger, rc.WRONG)
     right = rc.measure(answered, judge, ledger, rc.RIGHT)
     report = rc.table(wrong, right)
+    rare_measured = [name for name in rc.RARE if wrong[name].touched]
+    assert rare_measured, f"no rare kind touched an answer of this set\n{report}"
     for name, tally in wrong.items():
-        least = 1 if name in rc.RARE else 3
-        assert tally.touched >= least, f"{name} touched too few answers to measure\n{report}"
+        if name in rc.RARE and not tally.touched:
+            continue  # this draw holds no item of the kind (bench_research_corruptions: 1-2)
+        assert tally.touched >= (1 if name in rc.RARE else 3), f"{name}: too few\n{report}"
         assert tally.lost / tally.touched >= 0.95, f"{name}\n{report}"
     for name, tally in right.items():
         assert tally.touched >= 3, f"{name} touched too few answers to measure\n{report}"
