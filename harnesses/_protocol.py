@@ -28,7 +28,7 @@ from harnesses.records import (
 from ledgerbench._trial import TRIAL_HEADER
 from ledgerbench.dataset import TaskType
 
-DEFAULT_MAX_TOOL_CALLS = 40
+DEFAULT_MAX_TOOL_CALLS = 60
 """The run's tool-call cap per question when ``--max-tool-calls`` is not given: one cap, applied
 the same way by every harness (calls past it are not run; the record says how many)."""
 DEFAULT_OUTPUT_LIMIT = 20_000

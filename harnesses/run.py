@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="the run's one tool-call cap per question, the same for every harness (default "
-        "40): calls past it are not run and the question ends as max_turns",
+        "60): calls past it are not run and the question ends as max_turns",
     )
     limits.add_argument(
         "--max-tokens",

@@ -24,7 +24,7 @@ from harnesses import (
 from harnesses._erp_client import ErpClient
 from harnesses._openai import MissingApiKeyError
 from harnesses._pricing import estimate_cost
-from harnesses._protocol import SampleLimits
+from harnesses._protocol import DEFAULT_MAX_TOOL_CALLS, SampleLimits
 from harnesses._runner import QuestionRunner, RunConfig
 from ledgerbench._trial import TRIAL_HEADER
 from ledgerbench.dataset import Question, TaskType
@@ -170,7 +170,7 @@ async def test_local_mode_plays_tool_rounds_against_the_real_erp(erp_server, erp
     assert all("parameters" in tool and "strict" in tool for tool in functions)
     assert {"type": "web_search"} in first["tools"]
     assert "reasoning" not in first  # sent only when asked: not every model takes it
-    assert first["max_tool_calls"] == 40  # the run's one cap (--max-tool-calls, default 40)
+    assert first["max_tool_calls"] == DEFAULT_MAX_TOOL_CALLS  # the run's one cap
     assert first["instructions"] == INSTRUCTIONS
     assert first["input"] == [{"role": "user", "content": question().query}]
 

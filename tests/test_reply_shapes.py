@@ -19,6 +19,7 @@ import pytest
 
 from harnesses import AgentEnvironment, ErpEndpoint, HarnessOptions, create_harness
 from harnesses._claude_cli import INSTALL_COMMAND
+from harnesses._protocol import DEFAULT_MAX_TOOL_CALLS
 from harnesses._runner import QuestionRunner, RunConfig
 from harnesses.records import ModelEvent, RunManifest, TerminationReason, TrajectoryRecord
 from ledgerbench.dataset import Question, TaskType
@@ -323,7 +324,7 @@ def test_max_tokens_stops_the_run_against_a_server_that_reports_no_usage(
     assert stop in lines
     # the run's one tool-call cap is in the manifest, also when not given
     manifest = RunManifest.model_validate_json((tmp_path / "run" / "manifest.json").read_text())
-    assert manifest.config["max_tool_calls"] == 40
+    assert manifest.config["max_tool_calls"] == DEFAULT_MAX_TOOL_CALLS
 
 
 def test_the_rules_judge_scores_a_cut_answer_as_it_stands_and_says_it_was_cut() -> None:
