@@ -794,15 +794,57 @@ def _validate(args: argparse.Namespace) -> str | None:
         return "give agents with --agent, or one with --harness/--model, not both"
     if args.model and not args.harness:
         return "--model needs --harness (or use --agent HARNESS:MODEL)"
+    from judge._registry import JudgeLoadError, check_judge_spec
+
+    try:
+        check_judge_spec(args.judge)
+    except JudgeLoadError as error:
+        return str(error)
     return None
+
+
+SPEC_KEYS = (
+    "label",
+    "model",
+    "base_url",
+    "effort",
+    "reasoning_effort",
+    "faults",
+    "fault_rate",
+    "fault_seed",
+    *SAMPLE_LIMITS,
+)
+"""The ``--agent`` keys the pipeline reads itself; any other key is a harness option."""
+
+
+def check_agent(spec: AgentSpec, where: str) -> None:
+    """:class:`SpecError` if the spec's harness does not load or does not declare one of its
+    option keys (with close matches and the known keys): checked before the first stage."""
+    from harnesses._registry import HarnessLoadError, declared_options, unknown_keys_text
+
+    try:
+        known = declared_options(spec.harness)
+    except HarnessLoadError as error:
+        raise SpecError(f"{where}: {error}") from None
+    unknown = [key for key, _ in spec.options if known is not None and key not in known]
+    if unknown:
+        suggestions = {key: key for key in (*SPEC_KEYS, *(known or ()))}
+        raise SpecError(
+            f"{where}: unknown key {unknown_keys_text(unknown, suggestions)}; the "
+            f"pipeline's keys: {', '.join(SPEC_KEYS)}; {spec.harness}'s options: "
+            f"{', '.join(sorted(known or ())) or 'none'}"
+        )
 
 
 def agents_from(args: argparse.Namespace) -> list[AgentSpec]:
     if args.agents:
         agents = [AgentSpec.parse(text) for text in args.agents]
+        for spec, text in zip(agents, args.agents, strict=True):
+            check_agent(spec, f"--agent {text!r}")
     elif args.harness:
         agents = [AgentSpec(args.harness, args.model, base_url=args.base_url)]
         agents = [replace(agents[0], label=agents[0].default_label())]
+        check_agent(agents[0], f"--harness {args.harness}")
     else:
         return demo_agents()
     labels = [agent.label for agent in agents]

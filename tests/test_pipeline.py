@@ -137,6 +137,44 @@ def test_pipeline_rejects_bad_input_in_one_line(tmp_path, capsys) -> None:
     assert "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--judge", "rule"],
+            "ledgerbench: error: --judge 'rule': did you mean rules? use rules, a DSPy model",
+        ),
+        (["--judge", "nosuchpkg.mod:factory"], "cannot import module 'nosuchpkg.mod'"),
+        (
+            ["--agent", "scriptd"],
+            "ledgerbench: error: --agent 'scriptd': unknown harness 'scriptd'; built-in "
+            "harnesses: claude, custom, nothing, openai, scripted",
+        ),
+        (["--harness", "scriptd"], "ledgerbench: error: --harness scriptd: unknown harness"),
+        (
+            ["--agent", "scripted", "--agent", "scripted,fault=0.5,label=flaky"],
+            "ledgerbench: error: --agent 'scripted,fault=0.5,label=flaky': unknown key fault "
+            "(did you mean faults?); the pipeline's keys: label, model, base_url, effort, "
+            "reasoning_effort, faults, fault_rate, fault_seed, max_turns, max_tool_calls, "
+            "max_tokens, max_cost_usd; scripted's options: transport",
+        ),
+        (
+            ["--agent", "claude:claude-haiku-4-5,max_turn=5"],
+            "unknown key max_turn (did you mean max_turns?)",
+        ),
+        (["--agent", "openai:gpt-5.2,web_serch=false"], "(did you mean web_search?)"),
+    ],
+)
+def test_agents_and_judge_are_checked_before_any_stage(tmp_path, capsys, argv, message) -> None:
+    """Each is refused in one line before the ERP stage, so the workspace is never created."""
+    workspace = tmp_path / "ws"
+    assert main(["--workspace", str(workspace), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert message in err, err
+    assert not workspace.exists()
+
+
 def test_a_failing_stage_names_itself_and_the_command_to_rerun(tmp_path, capsys) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("header: {name: x}\nitems: [{id: 1}]\n")

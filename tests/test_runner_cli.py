@@ -58,6 +58,17 @@ def test_help_documents_every_option_with_an_example(capsys: pytest.CaptureFixtu
         (["--harness-opt", "novalue"], "KEY=VALUE"),
         (["--dataset", "/no/such/dataset.yaml"], "no such file"),
         (["--harness", "nope"], "unknown harness 'nope'"),
+        (  # a typo for the pipeline's faults=: the runner's flag is named, nothing runs clean
+            ["--harness", "scripted", "--harness-opt", "fault=0.5"],
+            "--harness scripted: unknown --harness-opt fault (did you mean --erp-fault-rate?); "
+            "known options: transport",
+        ),
+        (
+            ["--harness", "claude", "--harness-opt", "max_turn=3", "--harness-opt", "webb=no"],
+            "unknown --harness-opt max_turn (did you mean max_turns?), webb (did you mean web?); "
+            "known options: claude_bin, erp_transport, keep_home, max_turns, save_stream, web",
+        ),
+        (["--harness", "nothing", "--harness-opt", "x=1"], "known options: none"),
         (["--erp-url", "http://127.0.0.1:9/mcp", "--erp-db", "sqlite:///x.db"], "exclude"),
         (["--erp-fault-rate", "2"], "--erp-fault-rate"),
         (
@@ -79,6 +90,7 @@ def test_user_errors_are_one_line_with_exit_code_2(
     assert fragment in err
     assert len(err.splitlines()) == 1, err
     assert "Traceback" not in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_cli_runs_a_plugin_and_prints_the_summary(erp_server, tmp_path: Path) -> None:
