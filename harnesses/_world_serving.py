@@ -15,7 +15,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,22 +112,36 @@ def world_path_of(url: str) -> Path:
     return Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else Path(url)
 
 
-def ensure_default_world(erp_db_url: str, *, seed: int, expected_snapshot: str | None) -> Path:
+def ensure_default_world(
+    erp_db_url: str,
+    *,
+    seed: int,
+    expected_snapshot: str | None,
+    log: Callable[[str], None] = lambda _message: None,
+    root: Path | None = None,
+) -> Path:
     """The default world's file, generated from ``erp_db_url`` when it is missing or is not the
-    world ``expected_snapshot`` names (a world passed with ``--world-db`` is never touched)."""
+    world ``expected_snapshot`` names (a world passed with ``--world-db`` is never touched).
+    ``log`` is told which of the two happened and why."""
     from synthetic_world import generate_world
     from synthetic_world._runtime import WorldUnavailable, connect_read_only
 
-    path = project_root() / DEFAULT_WORLD_RELATIVE_PATH
+    path = (root or project_root()) / DEFAULT_WORLD_RELATIVE_PATH
+    why = "none there yet"
     if path.exists():
         try:
             conn = connect_read_only(path)
             with contextlib.closing(conn):
                 meta = dict(conn.execute("SELECT key, value FROM world_meta"))
-            if expected_snapshot is None or meta.get("snapshot_hash") == expected_snapshot:
+            found = meta.get("snapshot_hash")
+            if expected_snapshot is None or found == expected_snapshot:
+                log(f"using the default research world {path} (snapshot {str(found)[:12]})")
                 return path
+            why = f"the one there is snapshot {str(found)[:12]}, "
+            why += f"the dataset is keyed on {expected_snapshot[:12]}"
         except WorldUnavailable:
-            pass
+            why = "the file there is not a readable world"
+    log(f"generating the default research world {path} ({why}; about 30 s)")
     path.parent.mkdir(parents=True, exist_ok=True)
     generate_world(erp_db_url, path, seed=seed, overwrite=True)
     return path
@@ -165,13 +179,13 @@ async def serve_world(
             "--world-db PATH (python -m synthetic_world generate ...) or --world-url URL"
         )
     else:
-        log("preparing the default research world (.ledgerbench/world.db; generated on first use)")
         header = dataset.header
         path = await asyncio.to_thread(
             ensure_default_world,
             erp_db_url,
             seed=header.world_seed if header.world_seed is not None else DEFAULT_WORLD_SEED,
             expected_snapshot=header.world_snapshot_hash,
+            log=log,
         )
     faults = (
         ["--error-rate", str(config.erp_fault_rate), "--fault-seed", str(config.erp_fault_seed)]

@@ -93,6 +93,46 @@ def test_user_errors_are_one_line_with_exit_code_2(
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(
+    ("text", "extra", "expected"),
+    [
+        (  # no selection was given: the dataset itself is empty
+            "header: {name: empty, format_version: 2}\nitems: []\n",
+            [],
+            "--dataset {path}: the dataset has no items (items: []); add questions to it",
+        ),
+        (  # the file's name and the tab, not the parser's "<unicode string>"
+            "header:\n\tname: tabbed\nitems: []\n",
+            [],
+            "--dataset {path}: line 2, column 1: not valid YAML (while scanning for the next "
+            "token found character that cannot start any token); it is a tab: indent YAML "
+            "with spaces",
+        ),
+        (
+            None,
+            ["--task-type", "business_brief"],
+            "none of the dataset's 2 questions match --task-type business_brief; widen the "
+            "selection",
+        ),
+    ],
+)
+def test_dataset_problems_say_exactly_what_is_wrong(
+    text: str | None, extra: list[str], expected: str, capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    path = tmp_path / "ds.yaml"
+    if text is None:
+        numbered_dataset(path, 2)
+    else:
+        path.write_text(text)
+    out = tmp_path / "run"
+    argv = ["--dataset", str(path), "--harness", "nothing", "--out", str(out), *extra]
+    assert cli.main(["--no-progress", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: " + expected.format(path=path)), err
+    assert "<unicode string>" not in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
 def test_cli_runs_a_plugin_and_prints_the_summary(erp_server, tmp_path: Path) -> None:
     dataset = numbered_dataset(tmp_path / "ds.yaml", 3, snapshot_of(erp_server.db_url))
     out = tmp_path / "run"
