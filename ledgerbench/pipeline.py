@@ -35,21 +35,21 @@ from ledgerbench._cli import QUIET_STOP_ENV, OneLineParser, Terminated, run_cli
 
 EXAMPLES = """\
 examples:
-  ledgerbench                                   # offline demo: scripted agent on a clean ERP vs
-                                                # the same agent on an ERP with injected faults
+  ledgerbench                                   # offline demo: scripted agent on clean servers
+                                                # vs with faults injected into the ERP and world
   ledgerbench --workspace runs/pipeline --fresh # redo every stage
   ledgerbench view runs/pipeline/runs/scripted --out runs/viewer   # trajectory viewer (view --help)
   ledgerbench runs                              # one line per run under runs/ (runs --help)
   ledgerbench --agent openai:gpt-5.2 --agent claude:claude-haiku-4-5,effort=low \\
               --judge openai/gpt-5.2            # two agents compared (needs API keys)
-  ledgerbench --agent scripted --agent scripted,faults=0.5,fault_seed=3,label=flaky-erp
+  ledgerbench --agent scripted --agent scripted,faults=0.5,fault_seed=3,label=flaky
   ledgerbench --agent custom:qwen3,base_url=http://127.0.0.1:8000/v1   # local server
 
 agent SPEC: HARNESS[:MODEL][,KEY=VALUE...]; keys: label (name in the report), effort (reasoning
-effort), base_url, faults (share of ERP tool calls that fail transiently), fault_seed, the sample
-limits max_turns, max_tool_calls, max_tokens, max_cost_usd (the runner's --max-turns ...); any
-other key is a harness option (--harness-opt KEY=VALUE), e.g. web=false. A plug-in harness is
-package.module:Class (give its model as model=NAME).
+effort), base_url, faults (share of the ERP's and the research world's tool calls that fail
+transiently), fault_seed, the sample limits max_turns, max_tool_calls, max_tokens, max_cost_usd
+(the runner's --max-turns ...); any other key is a harness option (--harness-opt KEY=VALUE),
+e.g. web=false. A plug-in harness is package.module:Class (give its model as model=NAME).
   ledgerbench --executor ray --ray-address head:6379   # run and judge on a Ray cluster
 """
 
@@ -57,6 +57,10 @@ DEMO_FAULT_RATE = 0.5
 """Share of ERP tool calls that fail transiently for the demo's second agent."""
 DEMO_FAULT_SEED = 36
 
+
+FAULTY_SUFFIX = "-faulty-erp-world"
+"""Ends the default label of an agent with ``faults=``: the rate fails the ERP's and the research
+world's tool calls alike (``harnesses.run --erp-fault-rate``)."""
 
 SAMPLE_LIMITS = {"max_turns": int, "max_tool_calls": int, "max_tokens": int, "max_cost_usd": float}
 """Spec keys that are the runner's sample limits (``--max-turns`` ...), not harness options."""
@@ -125,7 +129,7 @@ class AgentSpec:
         if self.model:
             label += "-" + self.model.replace("/", "-")
         if self.fault_rate:
-            label += "-faulty-erp"
+            label += FAULTY_SUFFIX
         return label
 
     def run_args(self) -> list[str]:
@@ -154,12 +158,12 @@ def _number(text: str, key: str, value: str, kind: type) -> float | int:
 
 
 def demo_agents() -> list[AgentSpec]:
-    """The offline demo: the scripted agent on the clean ERP and on an ERP with faults."""
+    """The offline demo: the scripted agent on clean servers, and with faulty ERP and world."""
     return [
         AgentSpec("scripted", label="scripted"),
         AgentSpec(
             "scripted",
-            label="scripted-faulty-erp",
+            label="scripted" + FAULTY_SUFFIX,
             fault_rate=DEMO_FAULT_RATE,
             fault_seed=DEMO_FAULT_SEED,
         ),
@@ -738,7 +742,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="an agent to run and compare (repeatable): HARNESS[:MODEL][,KEY=VALUE...], e.g. "
         "--agent openai:gpt-5.2 --agent claude:claude-haiku-4-5,effort=low; default: the "
-        "offline demo (scripted agent on a clean ERP vs on an ERP with injected faults)",
+        "offline demo (scripted agent on clean servers vs with faults injected into the ERP's and "
+        "the research world's MCP servers)",
     )
     parser.add_argument(
         "--harness",

@@ -24,14 +24,17 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
     first = capsys.readouterr()
     assert "report.html" in first.out
     assert "scripted: Overall" in first.out
-    assert "scripted-faulty-erp vs scripted: Overall" in first.out
+    assert "scripted-faulty-erp-world vs scripted: Overall" in first.out
     # all three task types, each with its accuracy, and the research figures
     assert "accuracy by task type: obligations" in first.out and "entity" in first.out
     assert "briefs" in first.out and "research: gold shown" in first.out
 
     report = workspace / "report"
     stats = json.loads((report / "stats.json").read_text())
-    assert [row["provider"] for row in stats["headline"]] == ["scripted", "scripted-faulty-erp"]
+    assert [row["provider"] for row in stats["headline"]] == [
+        "scripted",
+        "scripted-faulty-erp-world",
+    ]
     assert (report / "report.html").stat().st_size > 10_000
     overall = next(
         c
@@ -40,7 +43,7 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
         if m["metric"] == "overall" and c["scope"] == "equal_weight"
     )
     assert overall["tested"] and overall["p_value"] is not None
-    assert "scripted-faulty-erp vs scripted" in (report / "report.md").read_text()
+    assert "scripted-faulty-erp-world vs scripted" in (report / "report.md").read_text()
     run_dir = workspace / "runs" / "scripted"
     lines = (run_dir / "trajectories.jsonl").read_text().splitlines()
     assert len(lines) == ITEMS
@@ -50,7 +53,7 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
     assert len(scores) == ITEMS
     # The second agent met an ERP whose tool calls failed transiently: the rate and seed are in
     # its manifest, and it needed more tool calls (retries) for the same questions.
-    faulty = workspace / "runs" / "scripted-faulty-erp"
+    faulty = workspace / "runs" / "scripted-faulty-erp-world"
     manifest = RunManifest.model_validate_json((faulty / "manifest.json").read_text())
     assert manifest.config["erp_fault_rate"] == DEMO_FAULT_RATE
     assert manifest.config["erp_fault_seed"] == DEMO_FAULT_SEED
@@ -59,7 +62,7 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
         for row in stats["operations"]
         if row["task_type"] == "obligations"
     }
-    assert calls["scripted-faulty-erp"] > 1.3 * calls["scripted"]
+    assert calls["scripted-faulty-erp-world"] > 1.3 * calls["scripted"]
 
     stats_mtime = (report / "stats.json").stat().st_mtime
     assert main(["--workspace", str(workspace), *SMALL]) == 0
@@ -73,13 +76,13 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
     # `ledgerbench runs` lists the demo's runs, found under the workspace's runs/ folder.
     assert main(["runs", str(tmp_path), "--json"]) == 0
     listed = {run["name"]: run for run in json.loads(capsys.readouterr().out)}
-    assert sorted(listed) == ["ws/runs/scripted", "ws/runs/scripted-faulty-erp"]
+    assert sorted(listed) == ["ws/runs/scripted", "ws/runs/scripted-faulty-erp-world"]
     for run in listed.values():
         assert run["records"] == ITEMS and run["finished"]
         assert run["endings"] == {"completed": ITEMS}
         assert 0 < run["overall"]["rules"] <= 1
     assert (
-        listed["ws/runs/scripted-faulty-erp"]["overall"]["rules"]
+        listed["ws/runs/scripted-faulty-erp-world"]["overall"]["rules"]
         < (listed["ws/runs/scripted"]["overall"]["rules"])
     )
 
@@ -114,7 +117,7 @@ def test_agent_specs_become_runner_arguments(text, expected) -> None:
 
 def test_agent_spec_labels_and_errors(tmp_path, capsys) -> None:
     assert AgentSpec.parse("openai:gpt-5.2").label == "openai-gpt-5.2"
-    assert AgentSpec.parse("scripted,faults=0.5").label == "scripted-faulty-erp"
+    assert AgentSpec.parse("scripted,faults=0.5").label == "scripted-faulty-erp-world"
     assert AgentSpec.parse("scripted,label=mine").label == "mine"
     for bad, message in (
         ("openai:gpt-5.2,effort", "is not KEY=VALUE"),
