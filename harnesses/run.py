@@ -376,6 +376,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(interrupt) or "interrupted; run the same command again to resume"
         print(message, file=sys.stderr)
         return 130
+    except OSError as error:  # a full disk, a read-only runs/: what was recorded is kept
+        from ledgerbench._cli import environment_error_line
+
+        if (line := environment_error_line(error)) is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 1
     from rich.console import Console
 
     console = Console()
