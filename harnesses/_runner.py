@@ -91,7 +91,12 @@ from harnesses._run_summary import (
     summarize_records,
     summary_table,
 )
-from harnesses._world_serving import check_world_snapshot, research_mode_problem, world_for_run
+from harnesses._world_serving import (
+    check_world_snapshot,
+    research_mode_problem,
+    world_db_problem,
+    world_for_run,
+)
 from harnesses.records import PreviousAttempt, TrajectoryRecord
 
 __all__ = [
@@ -177,7 +182,8 @@ async def _run(config: RunConfig, log: Any, executor: Executor | None) -> RunSum
         harness = create_harness(config.harness, options)
     except (HarnessLoadError, ValueError) as error:
         raise RunConfigError(one_line(str(error))) from None
-    if (problem := research_mode_problem(config, harness)) is not None:
+    problem = research_mode_problem(config, harness) or world_db_problem(config)
+    if problem is not None:
         await _close_harness(harness)
         raise RunConfigError(problem)
     try:

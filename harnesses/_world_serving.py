@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -112,6 +113,39 @@ def world_path_of(url: str) -> Path:
     return Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else Path(url)
 
 
+def world_db_problem(config: RunConfig) -> str | None:
+    """Why ``--world-db`` cannot be served (missing, not a world, e.g. an ERP file, or another
+    world format), or None: checked before the ERP is prepared, so a wrong file costs nothing."""
+    if not config.world_db or config.research not in WORLD_MODES:
+        return None
+    from synthetic_world._runtime import WorldUnavailable, connect_read_only
+
+    path = world_path_of(config.world_db)
+    if not path.exists():
+        return (
+            f"--world-db {path}: no such world; create it with: python -m synthetic_world "
+            f"generate --erp-db sqlite:///erp.db --db sqlite:///{path}"
+        )
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.DatabaseError as error:
+        tables = set()
+        if "not a database" not in str(error):
+            return f"--world-db {path}: cannot be read ({error})"
+    if "world_meta" not in tables:
+        return (
+            f"--world-db {path} is not a research world (an ERP file or another database); "
+            "pass the world's file, e.g. .ledgerbench/world.db, or build one from an ERP with: "
+            f"python -m synthetic_world generate --erp-db sqlite:///{path} --db sqlite:///world.db"
+        )
+    try:
+        connect_read_only(path).close()
+    except WorldUnavailable as error:
+        return f"--world-db {one_line(str(error))}"
+    return None
+
+
 def ensure_default_world(
     erp_db_url: str,
     *,
@@ -168,11 +202,8 @@ async def serve_world(
         return
     if config.world_db:
         path = world_path_of(config.world_db)
-        if not path.exists():
-            raise RunConfigError(
-                f"--world-db {path}: no such world; create it with: python -m synthetic_world "
-                f"generate --erp-db sqlite:///erp.db --db sqlite:///{path}"
-            )
+        if (problem := world_db_problem(config)) is not None:
+            raise RunConfigError(problem)
     elif erp_db_url is None:
         raise RunConfigError(
             "the research questions need a world, and the ERP came as --erp-url: pass "

@@ -175,3 +175,22 @@ def test_cli_runs_a_plugin_and_prints_the_summary(erp_server, tmp_path: Path) ->
     ]
     assert {r["model"] for r in records} == {"m-7"}
     assert {r["harness"] for r in records} == {"instant"}
+
+
+def test_a_world_db_that_is_not_a_world_is_refused_before_the_erp_starts(
+    erp_db_url: str, capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    """An ERP file given as --world-db: one line at once, not after the ERP was prepared."""
+    erp_file = erp_db_url.removeprefix("sqlite:///")
+    dataset = numbered_dataset(tmp_path / "ds.yaml", 2)
+    out = tmp_path / "run"
+    argv = ["--dataset", str(dataset), "--harness", "nothing", "--world-db", erp_file]
+    assert cli.main([*argv, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"error: --world-db {erp_file} is not a research world (an ERP file or another "
+        "database); pass the world's file, e.g. .ledgerbench/world.db, or build one from an ERP "
+        f"with: python -m synthetic_world generate --erp-db sqlite:///{erp_file} --db "
+        "sqlite:///world.db"
+    )
+    assert not out.exists()
