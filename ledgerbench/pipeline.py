@@ -805,7 +805,23 @@ def _validate(args: argparse.Namespace) -> str | None:
         check_judge_spec(args.judge)
     except JudgeLoadError as error:
         return str(error)
-    return None
+    return _judge_key_problem(args.judge, args.base_url)
+
+
+JUDGE_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+"""The key an LLM judge of each provider reads when no --base-url points it at a local server."""
+
+
+def _judge_key_problem(judge: str, base_url: str | None) -> str | None:
+    """A DSPy judge of a hosted provider without its API key would fail only at the judge stage,
+    after every agent ran: refused here instead."""
+    variable = JUDGE_KEY_ENV.get(judge.split("/", 1)[0]) if "/" in judge else None
+    if variable is None or base_url or os.environ.get(variable, "").strip():
+        return None
+    return (
+        f"--judge {judge} needs an API key: set {variable}, or point --base-url at an "
+        "OpenAI-compatible server, or use --judge rules"
+    )
 
 
 SPEC_KEYS = (

@@ -178,6 +178,21 @@ def test_agents_and_judge_are_checked_before_any_stage(tmp_path, capsys, argv, m
     assert not workspace.exists()
 
 
+def test_an_llm_judge_without_its_key_is_refused_before_any_stage(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    pytest.importorskip("dspy")  # without it the judge is refused for that first
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    workspace = tmp_path / "ws"
+    assert main(["--workspace", str(workspace), "--judge", "openai/gpt-5.2"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "ledgerbench: error: --judge openai/gpt-5.2 needs an API key: set OPENAI_API_KEY, or "
+        "point --base-url at an OpenAI-compatible server, or use --judge rules\n"
+    )
+    assert not workspace.exists()
+
+
 def test_a_failing_stage_names_itself_and_the_command_to_rerun(tmp_path, capsys) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("header: {name: x}\nitems: [{id: 1}]\n")
