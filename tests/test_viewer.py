@@ -18,6 +18,7 @@ from ledgerbench.viewer import ViewerError, build_viewer
 from tests.cdp import Browser, chromium_path
 from tests.run_files import (
     LINK_PAYLOAD,
+    LONG_TOKEN,
     ONERROR_PAYLOAD,
     QUESTIONS,
     SCRIPT_PAYLOAD,
@@ -331,9 +332,17 @@ def test_index_and_question_pages_read_as_text(two_judge_viewer: Path, tmp_path:
         assert re.search(
             r"judges: rules \(Overall [0-9.]+\), second \(Overall [0-9.]+\)$", run_lines[1]
         )
+        texts = {}
         for question in QUESTIONS:
-            text = _rendered_text(
+            text = texts[question.id] = _rendered_text(
                 page, f"{two_judge_viewer.as_uri()}#/q/{question.id}", f"q/{question.id}"
             )
             assert question.query in text
             assert not _BROKEN_TEXT.search(text), (question.id, _BROKEN_TEXT.search(text))
+            # A long unbroken string (run A's answer to obl-overdue-002) wraps in its column.
+            overflowing = page.evaluate(
+                "[...document.querySelectorAll('section.run')]"
+                ".filter(s => s.scrollWidth > s.clientWidth + 1).length"
+            )
+            assert overflowing == 0, question.id
+        assert LONG_TOKEN in texts["obl-overdue-002"]
