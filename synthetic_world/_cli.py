@@ -190,7 +190,25 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
     check_scaling(args)
     hosts = allowed_hosts(args)
     server = _build_server(args)
-    return serve(server, args, hosts, worker_factory=f"{__name__}:worker_server", argv=argv)
+    return serve(
+        server,
+        args,
+        hosts,
+        worker_factory=f"{__name__}:worker_server",
+        argv=argv,
+        start_line=_start_line(args),
+    )
+
+
+def _start_line(args: argparse.Namespace) -> str:
+    """Where the server is, how it is protected (never the token), which world and its faults."""
+    host = args.host if ":" not in args.host else f"[{args.host}]"
+    auth = "bearer token" if args.token or os.environ.get("WORLD_MCP_TOKEN") else "none"
+    faults = f"; faults: {args.error_rate:g} of tool calls" if args.error_rate else ""
+    return (
+        f"synthetic_world: serving MCP at http://{host}:{args.port}/mcp (transport: streamable "
+        f"HTTP; auth: {auth}; world: {world_path(args.db)}{faults})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
