@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from ledgerbench._cli import QUIET_STOP_ENV, OneLineParser, Terminated, run_cli
 
@@ -266,7 +267,8 @@ def _python_module(module: str, *args: str) -> list[str]:
 def _run_stage_command(stage: str, command: list[str], console: Console) -> None:
     """Run one stage's command with its output (progress, summary tables) on the terminal."""
     shown = " ".join(_display_arg(arg) for arg in command[1:])
-    console.print(f"[dim]$ python {shown}[/dim]")
+    # One line however wide (pasteable), and a "[" in a path is text, not markup.
+    console.print(Text(f"$ python {shown}", style="dim"), soft_wrap=True)
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
     env[QUIET_STOP_ENV] = "1"  # a stopped stage leaves the one line to the pipeline
     # The stage ignores Ctrl-C (it would reach the whole process group, even mid-import where

@@ -193,6 +193,22 @@ def test_an_llm_judge_without_its_key_is_refused_before_any_stage(
     assert not workspace.exists()
 
 
+def test_a_stage_command_is_echoed_on_one_line_as_typed(tmp_path) -> None:
+    """However narrow the terminal, so it can be pasted; brackets in a path stay text."""
+    import io
+    import sys
+
+    from rich.console import Console
+
+    from ledgerbench.pipeline import _run_stage_command
+
+    out = io.StringIO()
+    database = f"sqlite:///{tmp_path / ('long-folder-name-' * 5) / '[copy] erp.db'}"
+    command = [sys.executable, "-c", "pass", "--db", database, "--seed", "42"]
+    _run_stage_command("test", command, Console(file=out, width=80))
+    assert out.getvalue().splitlines() == [f'$ python -c pass --db "{database}" --seed 42']
+
+
 def test_a_failing_stage_names_itself_and_the_command_to_rerun(tmp_path, capsys) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("header: {name: x}\nitems: [{id: 1}]\n")
