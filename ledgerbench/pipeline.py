@@ -264,8 +264,11 @@ def _python_module(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
-def _run_stage_command(stage: str, command: list[str], console: Console) -> None:
-    """Run one stage's command with its output (progress, summary tables) on the terminal."""
+def _run_stage_command(
+    stage: str, command: list[str], console: Console, *, show_stdout: bool = True
+) -> None:
+    """Run one stage's command with its output (progress, summary tables) on the terminal;
+    ``show_stdout=False`` keeps its standard output back (its errors still show)."""
     shown = " ".join(_display_arg(arg) for arg in command[1:])
     # One line however wide (pasteable), and a "[" in a path is text, not markup.
     console.print(Text(f"$ python {shown}", style="dim"), soft_wrap=True)
@@ -278,7 +281,8 @@ def _run_stage_command(stage: str, command: list[str], console: Console) -> None
     stops = {signal.SIGINT, signal.SIGTERM}
     signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     try:
-        process = subprocess.Popen(command, env=env, preexec_fn=_ignore_ctrl_c)
+        stdout = None if show_stdout else subprocess.DEVNULL
+        process = subprocess.Popen(command, env=env, stdout=stdout, preexec_fn=_ignore_ctrl_c)
     except BaseException:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         raise
@@ -559,7 +563,8 @@ def stage_report(config: PipelineConfig, console: Console) -> StageResult:
     )
     for agent in config.agents:
         command += ["--label", f"{config.run_dir(agent)}={agent.label}"]
-    _run_stage_command("report", command, console)
+    # analysis.compare's own "Report:" lines would repeat the headline main() prints at the end.
+    _run_stage_command("report", command, console, show_stdout=False)
     return StageResult("report", False, time.monotonic() - started, str(config.report_dir))
 
 

@@ -18,10 +18,11 @@ ITEMS = 25 + 6 + 2
 
 @pytest.mark.slow  # the whole demo, twice (about a minute): `make demo` runs it too
 @pytest.mark.timeout(600)
-def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None:
+def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capfd) -> None:
     workspace = tmp_path / "ws"
     assert main(["--workspace", str(workspace), *SMALL]) == 0
-    first = capsys.readouterr()
+    first = capfd.readouterr()  # the stages' output too (they write to the same descriptors)
+    assert first.out.count("Report:") == 1, first.out  # the headline, not the stage's own too
     assert "report.html" in first.out
     assert "scripted: Overall" in first.out
     assert "scripted-faulty-erp-world vs scripted: Overall" in first.out
@@ -66,7 +67,7 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
 
     stats_mtime = (report / "stats.json").stat().st_mtime
     assert main(["--workspace", str(workspace), *SMALL]) == 0
-    second = capsys.readouterr()
+    second = capfd.readouterr()
     for stage in ("generate ERP", "research world", "questions", "report"):
         assert f"{stage}: " in second.err and "(cached)" in second.err
     assert second.err.count("(cached)") == 4
@@ -75,7 +76,7 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capsys) -> None
 
     # `ledgerbench runs` lists the demo's runs, found under the workspace's runs/ folder.
     assert main(["runs", str(tmp_path), "--json"]) == 0
-    listed = {run["name"]: run for run in json.loads(capsys.readouterr().out)}
+    listed = {run["name"]: run for run in json.loads(capfd.readouterr().out)}
     assert sorted(listed) == ["ws/runs/scripted", "ws/runs/scripted-faulty-erp-world"]
     for run in listed.values():
         assert run["records"] == ITEMS and run["finished"]
