@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -549,10 +550,37 @@ def _report_is_current(config: PipelineConfig) -> bool:
     return stats.stat().st_mtime > max(path.stat().st_mtime for path in inputs)
 
 
+def keep_other_agents_report(config: PipelineConfig, console: Console) -> Path | None:
+    """Move a report of another set of agents aside (``report-<labels>``) instead of replacing
+    it, and say so; the folder it went to, or None when there was none to keep."""
+    try:
+        stats = json.loads((config.report_dir / "stats.json").read_text())
+        earlier = [provider["name"] for provider in stats.get("providers", [])]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    current = [agent.label for agent in config.agents]
+    if not earlier or earlier == current:
+        return None
+    stem = f"{config.report_dir.name}-" + re.sub(r"[^A-Za-z0-9._+-]+", "-", "+".join(earlier))
+    aside, number = config.report_dir.with_name(stem[:120]), 2
+    while aside.exists():
+        aside, number = config.report_dir.with_name(f"{stem[:120]}-{number}"), number + 1
+    config.report_dir.rename(aside)
+    console.print(
+        Text(
+            f"report: the earlier report (agents {', '.join(earlier)}) is kept in {aside}; "
+            f"{config.report_dir} now compares {', '.join(current)}"
+        ),
+        soft_wrap=True,
+    )
+    return aside
+
+
 def stage_report(config: PipelineConfig, console: Console) -> StageResult:
     started = time.monotonic()
     if not config.fresh and _report_is_current(config):
         return StageResult("report", True, time.monotonic() - started, str(config.report_dir))
+    keep_other_agents_report(config, console)
     command = _python_module(
         "analysis.compare",
         *[str(config.run_dir(agent)) for agent in config.agents],

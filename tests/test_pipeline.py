@@ -210,6 +210,35 @@ def test_a_stage_command_is_echoed_on_one_line_as_typed(tmp_path) -> None:
     assert out.getvalue().splitlines() == [f'$ python -c pass --db "{database}" --seed 42']
 
 
+def test_a_report_of_other_agents_is_kept_beside_and_the_move_said(tmp_path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from ledgerbench.pipeline import PipelineConfig, keep_other_agents_report
+
+    config = PipelineConfig(workspace=tmp_path / "ws", agents=[AgentSpec("nothing", label="none")])
+    report = config.report_dir
+    report.mkdir(parents=True)
+    stats = {"providers": [{"name": "scripted"}, {"name": "scripted-faulty-erp-world"}]}
+    (report / "stats.json").write_text(json.dumps(stats))
+    (report / "report.html").write_text("<p>the earlier comparison</p>")
+    out = io.StringIO()
+    aside = keep_other_agents_report(config, Console(file=out, width=60))
+    assert aside == report.with_name("report-scripted+scripted-faulty-erp-world")
+    assert (aside / "report.html").read_text() == "<p>the earlier comparison</p>"
+    assert not report.exists()
+    assert out.getvalue() == (
+        "report: the earlier report (agents scripted, scripted-faulty-erp-world) is kept in "
+        f"{aside}; {report} now compares none\n"
+    )
+    # The same agents again: their own report is the one to refresh, nothing is moved.
+    report.mkdir()
+    (report / "stats.json").write_text(json.dumps({"providers": [{"name": "none"}]}))
+    assert keep_other_agents_report(config, Console(file=io.StringIO())) is None
+    assert (report / "stats.json").exists()
+
+
 def test_a_failing_stage_names_itself_and_the_command_to_rerun(tmp_path, capsys) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("header: {name: x}\nitems: [{id: 1}]\n")
