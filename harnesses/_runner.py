@@ -188,6 +188,13 @@ async def _run(config: RunConfig, log: Any, executor: Executor | None) -> RunSum
         raise RunConfigError(problem)
     try:
         plan = plan_run(config, instructions, log)
+        if config.research == "golden" and not any(q.gold_documents for q, _ in plan.pairs):
+            raise RunConfigError(
+                f"--research golden: none of the {len({q.id for q, _ in plan.pairs})} selected "
+                "questions has gold documents to put in its prompt (only entity and brief "
+                "questions keyed on a world do), so it would run as --research none; select "
+                "research questions or use --research none"
+            )
         executor = executor or _executor_for(config)
     except BaseException:
         await _close_harness(harness)

@@ -69,6 +69,10 @@ def test_help_documents_every_option_with_an_example(capsys: pytest.CaptureFixtu
             "known options: claude_bin, erp_transport, keep_home, max_turns, save_stream, web",
         ),
         (["--harness", "nothing", "--harness-opt", "x=1"], "known options: none"),
+        (
+            ["--harness", "nothing", "--research", "golden"],
+            "--research golden: none of the 2 selected questions has gold documents",
+        ),
         (["--erp-url", "http://127.0.0.1:9/mcp", "--erp-db", "sqlite:///x.db"], "exclude"),
         (["--erp-fault-rate", "2"], "--erp-fault-rate"),
         (
