@@ -406,8 +406,18 @@ def child_environment(
 # The harness
 # --------------------------------------------------------------------------------------------------
 
+CLAUDE_OPTIONS = {
+    "max_turns": "agent turns per question (default 20)",
+    "web": "offer WebSearch and WebFetch (default true)",
+    "erp_transport": "http (default), or stdio to let the CLI spawn the ERP server",
+    "claude_bin": "path of the claude CLI",
+    "keep_home": "keep each question's temporary HOME for debugging (default false)",
+    "save_stream": "keep each question's raw event stream under work_dir/claude_streams "
+    "(default true)",
+}
 
-@harness("claude")
+
+@harness("claude", options=CLAUDE_OPTIONS)
 class ClaudeCliHarness:
     """Options (``--harness-opt``): ``max_turns`` (20), ``web`` (true), ``erp_transport``
     (``http``, or ``stdio`` to let the CLI spawn the ERP server), ``claude_bin`` (path),

@@ -1031,7 +1031,7 @@ def warm_up_sdk(api: str) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-@harness("custom")
+@harness("custom", options=CUSTOM_OPTIONS)
 class FinanceAgentHarness:
     """Our model-agnostic finance agent (Chat Completions or Anthropic Messages)."""
 

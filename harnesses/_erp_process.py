@@ -68,12 +68,14 @@ def ensure_default_erp(
     """The default SQLite ERP's URL, generating it first when needed.
 
     The default ERP is a cache the runner owns: it is (re)built when the file does not exist, or
-    when ``expected_snapshot`` (the dataset's recorded ERP) differs from the file's snapshot, e.g.
-    after an upgrade changed the generator. Databases passed with ``--erp-db`` are never touched.
+    when ``expected_snapshot`` (the dataset's recorded ERP) differs from the file's snapshot and a
+    rebuild would make another file (an upgrade changed the generator, another seed or size); a
+    dataset made from another ERP leaves it alone. Databases passed with ``--erp-db`` are never
+    touched.
     """
     path = (root or project_root()) / DEFAULT_ERP_RELATIVE_PATH
     url = f"sqlite:///{path}"
-    if path.exists() and not _is_stale(url, expected_snapshot):
+    if path.exists() and not _is_stale(url, expected_snapshot, seed):
         return url
     from synthetic_erp import generate_erp
 
@@ -88,15 +90,33 @@ def ensure_default_erp(
     return url
 
 
-def _is_stale(url: str, expected_snapshot: str | None) -> bool:
+def _is_stale(url: str, expected_snapshot: str | None, seed: int) -> bool:
+    """Whether rebuilding the default ERP can give the dataset's snapshot. Not when the file is
+    already what a rebuild would make (this generator, the default size, the same seed): the
+    dataset was then made from another ERP, and the run refuses it (naming the database to serve)
+    instead of rebuilding the shared file for nothing."""
     if expected_snapshot is None:
         return False
     from synthetic_erp import erp_stats
+    from synthetic_erp._generate import GENERATOR_VERSION
 
     try:
-        return erp_stats(url).get("snapshot_hash") != expected_snapshot
+        stats = erp_stats(url)
     except Exception:  # unreadable or not an ERP: rebuild it
         return True
+    if stats.get("snapshot_hash") == expected_snapshot:
+        return False
+    import faker
+
+    rebuilt_alike = (
+        stats.get("source") == "generated"
+        and str(stats.get("seed")) == str(seed)
+        and str(stats.get("scale")) == "1"
+        and (stats.get("customers"), stats.get("vendors")) == (1000, 1000)
+        and stats.get("generator_version") == GENERATOR_VERSION
+        and stats.get("faker_version") == faker.VERSION
+    )
+    return not rebuilt_alike
 
 
 def free_port(host: str = "127.0.0.1") -> int:

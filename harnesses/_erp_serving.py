@@ -308,9 +308,12 @@ def check_snapshot(dataset: Dataset, dataset_path: Path, erp: ErpInUse) -> None:
     in_use = redact_url(erp.db_url) if erp.db_url else erp.endpoint.url
     hint = ""
     if erp.db_url and erp.db_url == default_erp_db_url():
+        seed = dataset.header.generator_seed if dataset.header.generator_seed is not None else 42
         hint = (
-            "; the default ERP may come from an older generator: delete "
-            f"{DEFAULT_ERP_RELATIVE_PATH} to regenerate it"
+            f"; the default ERP ({DEFAULT_ERP_RELATIVE_PATH}) is left as it is: build the one "
+            f"the dataset came from with python -m synthetic_erp generate --db sqlite:///erp-{seed}"
+            f".db --seed {seed} (and the --customers/--vendors it was made with), then pass "
+            f"--erp-db sqlite:///erp-{seed}.db"
         )
     raise RunConfigError(
         f"dataset {dataset_path} was built from the ERP with snapshot hash {expected}{where}, "

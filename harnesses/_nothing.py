@@ -43,6 +43,6 @@ class NothingAgent:
         return AgentOutcome(answer=NOTHING_FOUND)
 
 
-@harness("nothing")
+@harness("nothing", options={})
 def create_nothing(options: HarnessOptions) -> NothingAgent:
     return NothingAgent(options)

@@ -554,7 +554,7 @@ class _Turn:
     mcp_calls: int = 0
 
 
-@harness("openai")
+@harness("openai", options=OPENAI_OPTIONS)
 class OpenAIResponsesHarness:
     """The OpenAI Responses API with the ERP as local function tools or a hosted MCP server."""
 

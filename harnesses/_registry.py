@@ -5,8 +5,9 @@ Built-in modules are imported only when their harness is created, so SDKs load l
 
 from __future__ import annotations
 
+import difflib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from harnesses._protocol import Harness, HarnessOptions
@@ -37,12 +38,20 @@ class HarnessLoadError(ValueError):
     """A harness name or plug-in path that cannot be loaded; the message says how to fix it."""
 
 
-def harness(name: str) -> Callable[[HarnessFactory], HarnessFactory]:
-    """Register a harness factory (a class or function taking :class:`HarnessOptions`)."""
+def harness(
+    name: str, options: Mapping[str, str] | None = None
+) -> Callable[[HarnessFactory], HarnessFactory]:
+    """Register a harness factory (a class or function taking :class:`HarnessOptions`).
+
+    ``options`` declares every ``--harness-opt`` key the harness reads (key -> what it does):
+    any other key is refused before the run starts. A factory that declares none (a plug-in
+    without a ``known_options`` attribute) accepts any key."""
 
     def decorate(factory: HarnessFactory) -> HarnessFactory:
         _FACTORIES[name] = factory
         factory.__registry_info__ = RegistryInfo(type="harness", name=name)  # type: ignore[attr-defined]
+        if options is not None:
+            factory.known_options = dict(options)  # type: ignore[attr-defined]
         return factory
 
     return decorate
@@ -93,9 +102,57 @@ def resolve_factory(name: str) -> HarnessFactory:
     return _FACTORIES[name]
 
 
+RUNNER_SETTINGS = {
+    "faults": "--erp-fault-rate",
+    "fault_rate": "--erp-fault-rate",
+    "erp_fault_rate": "--erp-fault-rate",
+    "fault_seed": "--erp-fault-seed",
+    "timeout": "--timeout",
+    "trials": "--trials",
+    "max_turns": "--max-turns",
+    "max_tool_calls": "--max-tool-calls",
+    "max_tokens": "--max-tokens",
+    "max_cost_usd": "--max-cost-usd",
+}
+"""Runner flags often mistaken for harness options: an unknown key close to one is pointed at it."""
+
+
+def declared_options(name: str) -> dict[str, str] | None:
+    """The ``--harness-opt`` keys harness ``name`` declares, or None when it declares none."""
+    known = getattr(resolve_factory(name), "known_options", None)
+    return None if known is None else dict(known)
+
+
+def unknown_keys_text(unknown: Iterable[str], suggestions: Mapping[str, str]) -> str:
+    """``fault (did you mean faults?), x``: each unknown key with its close matches among
+    ``suggestions`` (a key someone may have meant -> what to write instead)."""
+    parts = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, list(suggestions), n=2, cutoff=0.75)
+        meant = list(dict.fromkeys(suggestions[match] for match in close))
+        parts.append(f"{key} (did you mean {' or '.join(meant)}?)" if meant else key)
+    return ", ".join(parts)
+
+
+def check_harness_options(name: str, keys: Iterable[str]) -> None:
+    """:class:`HarnessLoadError` naming every key of ``keys`` that harness ``name`` does not
+    declare, with close matches and the list of the keys it knows."""
+    known = declared_options(name)
+    if known is None:
+        return
+    unknown = sorted(set(keys) - set(known))
+    if unknown:
+        suggestions = {**RUNNER_SETTINGS, **{key: key for key in known}}
+        raise HarnessLoadError(
+            f"--harness {name}: unknown --harness-opt {unknown_keys_text(unknown, suggestions)}; "
+            f"known options: {', '.join(sorted(known)) or 'none'}"
+        )
+
+
 def create_harness(name: str, options: HarnessOptions) -> Harness:
     """Build the harness ``name`` (registry name or ``module:Class``) with ``options``."""
     factory = resolve_factory(name)
+    check_harness_options(name, options.extra)
     try:
         instance = factory(options)
     except HarnessLoadError:

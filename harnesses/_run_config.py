@@ -178,6 +178,11 @@ def load_run_dataset(path: Path) -> tuple[Dataset, str]:
 
 def select_questions(dataset: Dataset, config: RunConfig) -> list[Question]:
     """The questions the config selects, in dataset order."""
+    if not dataset.items:
+        raise RunConfigError(
+            f"--dataset {config.dataset}: the dataset has no items (items: []); add questions "
+            "to it (see docs/dataset-format.md) or pass another dataset"
+        )
     items = list(dataset.items)
     if config.task_types:
         wanted = set(config.task_types)
@@ -196,8 +201,12 @@ def select_questions(dataset: Dataset, config: RunConfig) -> list[Question]:
     if config.limit is not None:
         items = items[: config.limit]
     if not items:
+        types = ",".join(getattr(kind, "value", kind) for kind in config.task_types)
+        given = [f"--task-type {types}"] if config.task_types else []
+        given += [f"--ids {','.join(config.ids)}"] if config.ids else []
         raise RunConfigError(
-            "no questions match the selection (--task-type/--ids/--limit); widen the selection"
+            f"none of the dataset's {len(dataset.items)} questions match {' '.join(given)}; "
+            "widen the selection"
         )
     return items
 

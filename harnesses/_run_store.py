@@ -149,12 +149,21 @@ def describe_changes(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 
 def write_json_atomic(path: Path, data: str) -> None:
+    """``path`` holds ``data`` or what it held before, never a part; a failed write (a full disk)
+    leaves no temporary file behind."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with temp.open("w", encoding="utf-8") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
+    try:
+        with temp.open("w", encoding="utf-8") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except OSError as error:
+        temp.unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror, str(path)) from None
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 def read_manifest(run_dir: Path) -> RunManifest | None:
@@ -203,17 +212,28 @@ class TrajectoryWriter:
     """Appends one JSON line per record, flushed and fsynced, with secrets scrubbed."""
 
     def __init__(self, path: Path, secrets: list[str]) -> None:
-        self._handle = path.open("a", encoding="utf-8")
+        self._path = path
+        self._handle = path.open("ab", buffering=0)  # unbuffered: a failed write is undone here
         self._secrets = [secret for secret in secrets if secret]
 
     def write(self, record: TrajectoryRecord) -> None:
+        """Append the record's line whole, or nothing: a write that fails part-way (a full
+        disk) is cut back off before the error goes on."""
         line = record.model_dump_json(by_alias=True)
         for secret in self._secrets:
             if secret in line:
                 line = line.replace(secret, REDACTED)
-        self._handle.write(line + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        fd = self._handle.fileno()
+        start = os.fstat(fd).st_size
+        try:
+            remaining = memoryview((line + "\n").encode("utf-8"))
+            while remaining:
+                remaining = remaining[os.write(fd, remaining) :]
+            os.fsync(fd)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+            raise OSError(error.errno, error.strerror, str(self._path)) from None
 
     def close(self) -> None:
         self._handle.close()

@@ -112,6 +112,7 @@ from harnesses._world_serving import (
     check_world_snapshot,
     executor_world_problem,
     research_mode_problem,
+    world_db_problem,
     world_for_run,
 )
 from harnesses.records import ModelEndpointCheck, PreviousAttempt, TrajectoryRecord
@@ -211,7 +212,8 @@ async def _prepare_and_run(
         harness = create_harness(config.harness, options)
     except (HarnessLoadError, ValueError) as error:
         raise RunConfigError(one_line(str(error))) from None
-    if (problem := research_mode_problem(config, harness)) is not None:
+    problem = research_mode_problem(config, harness) or world_db_problem(config)
+    if problem is not None:
         await _close_harness(harness)
         raise RunConfigError(problem)
     try:
@@ -224,6 +226,13 @@ async def _prepare_and_run(
             raise RunConfigError(problem)
         if (problem := await user_model_problem(config, plan.pairs)) is not None:
             raise RunConfigError(problem)
+        if config.research == "golden" and not any(q.gold_documents for q, _ in plan.pairs):
+            raise RunConfigError(
+                f"--research golden: none of the {len({q.id for q, _ in plan.pairs})} selected "
+                "questions has gold documents to put in its prompt (only entity and brief "
+                "questions keyed on a world do), so it would run as --research none; select "
+                "research questions or use --research none"
+            )
         executor = executor or _executor_for(config)
     except BaseException:
         await _close_harness(harness)

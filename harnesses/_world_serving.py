@@ -14,8 +14,9 @@ import asyncio
 import contextlib
 import os
 import shutil
+import sqlite3
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,22 +111,69 @@ def world_path_of(url: str) -> Path:
     return Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else Path(url)
 
 
-def ensure_default_world(erp_db_url: str, *, seed: int, expected_snapshot: str | None) -> Path:
+def world_db_problem(config: RunConfig) -> str | None:
+    """Why ``--world-db`` cannot be served (missing, not a world, e.g. an ERP file, or another
+    world format), or None: checked before the ERP is prepared, so a wrong file costs nothing."""
+    if not config.world_db or config.research not in WORLD_MODES:
+        return None
+    from synthetic_world._runtime import WorldUnavailable, connect_read_only
+
+    path = world_path_of(config.world_db)
+    if not path.exists():
+        return (
+            f"--world-db {path}: no such world; create it with: python -m synthetic_world "
+            f"generate --erp-db sqlite:///erp.db --db sqlite:///{path}"
+        )
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.DatabaseError as error:
+        tables = set()
+        if "not a database" not in str(error):
+            return f"--world-db {path}: cannot be read ({error})"
+    if "world_meta" not in tables:
+        return (
+            f"--world-db {path} is not a research world (an ERP file or another database); "
+            "pass the world's file, e.g. .ledgerbench/world.db, or build one from an ERP with: "
+            f"python -m synthetic_world generate --erp-db sqlite:///{path} --db sqlite:///world.db"
+        )
+    try:
+        connect_read_only(path).close()
+    except WorldUnavailable as error:
+        return f"--world-db {one_line(str(error))}"
+    return None
+
+
+def ensure_default_world(
+    erp_db_url: str,
+    *,
+    seed: int,
+    expected_snapshot: str | None,
+    log: Callable[[str], None] = lambda _message: None,
+    root: Path | None = None,
+) -> Path:
     """The default world's file, generated from ``erp_db_url`` when it is missing or is not the
-    world ``expected_snapshot`` names (a world passed with ``--world-db`` is never touched)."""
+    world ``expected_snapshot`` names (a world passed with ``--world-db`` is never touched).
+    ``log`` is told which of the two happened and why."""
     from synthetic_world import generate_world
     from synthetic_world._runtime import WorldUnavailable, connect_read_only
 
-    path = project_root() / DEFAULT_WORLD_RELATIVE_PATH
+    path = (root or project_root()) / DEFAULT_WORLD_RELATIVE_PATH
+    why = "none there yet"
     if path.exists():
         try:
             conn = connect_read_only(path)
             with contextlib.closing(conn):
                 meta = dict(conn.execute("SELECT key, value FROM world_meta"))
-            if expected_snapshot is None or meta.get("snapshot_hash") == expected_snapshot:
+            found = meta.get("snapshot_hash")
+            if expected_snapshot is None or found == expected_snapshot:
+                log(f"using the default research world {path} (snapshot {str(found)[:12]})")
                 return path
+            why = f"the one there is snapshot {str(found)[:12]}, "
+            why += f"the dataset is keyed on {expected_snapshot[:12]}"
         except WorldUnavailable:
-            pass
+            why = "the file there is not a readable world"
+    log(f"generating the default research world {path} ({why}; about 30 s)")
     path.parent.mkdir(parents=True, exist_ok=True)
     generate_world(erp_db_url, path, seed=seed, overwrite=True)
     return path
@@ -152,24 +200,21 @@ async def serve_world(
         return
     if config.world_db:
         path = world_path_of(config.world_db)
-        if not path.exists():
-            raise RunConfigError(
-                f"--world-db {path}: no such world; create it with: python -m synthetic_world "
-                f"generate --erp-db sqlite:///erp.db --db sqlite:///{path}"
-            )
+        if (problem := world_db_problem(config)) is not None:
+            raise RunConfigError(problem)
     elif erp_db_url is None:
         raise RunConfigError(
             "the research questions need a world, and the ERP came as --erp-url: pass "
             "--world-db PATH (python -m synthetic_world generate ...) or --world-url URL"
         )
     else:
-        log("preparing the default research world (.ledgerbench/world.db; generated on first use)")
         header = dataset.header
         path = await asyncio.to_thread(
             ensure_default_world,
             erp_db_url,
             seed=header.world_seed if header.world_seed is not None else DEFAULT_WORLD_SEED,
             expected_snapshot=header.world_snapshot_hash,
+            log=log,
         )
     faults = (
         ["--error-rate", str(config.erp_fault_rate), "--fault-seed", str(config.erp_fault_seed)]

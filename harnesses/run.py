@@ -24,7 +24,8 @@ examples:
       sample limits for any harness: over one, the question ends (max_turns, token_limit,
       cost_limit) and is judged
   python -m harnesses.run --harness mypkg.agents:MyAgent --harness-opt temperature=0.2 --trials 3
-  python -m harnesses.run --erp-url http://127.0.0.1:8765/mcp --erp-token "$TOKEN" --ids obl-001
+  python -m harnesses.run --erp-url http://127.0.0.1:8765/mcp --ids obl-credit-limit-001
+      a running ERP server (its token in ERP_MCP_TOKEN or --erp-token), one question
   python -m harnesses.run --erp-db postgresql://bench@localhost/erp --concurrency 10
   python -m harnesses.run --harness claude --executor ray --ray-address head:6379 --concurrency 40
       one Ray task per question on a cluster; the SQLite ERP is shipped to the workers
@@ -72,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="ID[,ID...]",
-        help="only these question ids (repeatable or comma-separated); e.g. --ids obl-001,obl-002",
+        help="only these question ids (repeatable or comma-separated); e.g. "
+        "--ids obl-credit-limit-001,obl-credit-limit-002",
     )
     sel.add_argument(
         "--limit", type=int, help="at most N questions (first in dataset order); e.g. --limit 10"
@@ -209,15 +211,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--erp-fault-rate",
         type=float,
         default=0.0,
-        help="inject transient tool failures into the ERP server the runner starts "
-        "(passed to erp_mcp --error-rate; recorded in the manifest); e.g. 0.3",
+        help="inject transient tool failures into the servers the runner starts, the ERP's and "
+        "the research world's alike (passed to erp_mcp and synthetic_world serve as --error-rate; "
+        "recorded in the manifest); e.g. 0.3",
     )
     erp.add_argument(
         "--erp-fault-seed",
         type=int,
         default=0,
-        help="seed of the injected faults (erp_mcp --fault-seed), keyed by question, call and "
-        "retry so the same seed replays the same faults at any --concurrency; e.g. 7",
+        help="seed of the injected faults (--fault-seed of both servers), keyed by question, "
+        "call and retry so the same seed replays the same faults at any --concurrency; e.g. 7",
     )
     world = parser.add_argument_group(
         "research (entity and brief questions; default: serve the research world "
@@ -416,6 +419,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(interrupt) or "interrupted; run the same command again to resume"
         print(message, file=sys.stderr)
         return 130
+    except OSError as error:  # a full disk, a read-only runs/: what was recorded is kept
+        from ledgerbench._cli import environment_error_line
+
+        if (line := environment_error_line(error)) is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 1
     from rich.console import Console
 
     console = Console()

@@ -3,7 +3,8 @@
 - :class:`OneLineParser`: a bad flag prints ``PROG: error: ... (see PROG --help)``, not the usage
   block argparse prints by default.
 - :func:`run_cli`: runs a command's ``main``. Ctrl-C and SIGTERM stop it with one line (exit 130
-  and 143); a closed stdout (``... | head``) ends it quietly with exit 141, as ``SIGPIPE`` would.
+  and 143); a closed stdout (``... | head``) ends it quietly with exit 141, as ``SIGPIPE`` would;
+  a full disk or a folder it may not write is one line naming the path and the fix (exit 1).
 
 Imports nothing heavy: every stage's command line uses it.
 """
@@ -11,6 +12,7 @@ Imports nothing heavy: every stage's command line uses it.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -55,6 +57,24 @@ def install_sigterm() -> None:
         signal.signal(signal.SIGTERM, _raise_terminated)
 
 
+_NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+_NOT_ALLOWED = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def environment_error_line(error: OSError) -> str | None:
+    """One line naming the path and the fix for what the machine refused (a full disk, a
+    read-only or forbidden folder); None for any other ``OSError`` (a bug to see in full)."""
+    path = f" {error.filename}" if error.filename else ""
+    reason = error.strerror or str(error)
+    if error.errno in _NO_ROOM:
+        fix = "free some space there and run the same command again to resume"
+    elif error.errno in _NOT_ALLOWED:
+        fix = "make it writable, or write elsewhere (--out/--workspace), and run the command again"
+    else:
+        return None
+    return f"cannot write{path}: {reason}; {fix}"
+
+
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's last flush cannot fail again at exit."""
     try:
@@ -80,6 +100,12 @@ def run_cli(main: Callable[[Sequence[str] | None], int], prog: str) -> int:
     except BrokenPipeError:  # e.g. `python -m judge.summary runs/x --json | head`
         _silence_stdout()
         return EXIT_BROKEN_PIPE
+    except OSError as error:  # a full disk, a read-only folder: the machine's, not a bug
+        line = environment_error_line(error)
+        if line is None:
+            raise
+        print(f"{prog}: error: {line}", file=sys.stderr)
+        return 1
     # A command that caught the stop itself (to say how to resume) exits 130; SIGTERM is 143.
     return EXIT_TERMINATED if _received and code == EXIT_INTERRUPTED else code
 

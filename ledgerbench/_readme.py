@@ -118,7 +118,7 @@ def refresh_screenshots(workspace: Path) -> None:
     subprocess.run(
         [
             *(sys.executable, "-m", "ledgerbench", "view"),
-            *(str(workspace / "runs" / name) for name in ("scripted", "scripted-faulty-erp")),
+            *(str(workspace / "runs" / name) for name in ("scripted", "scripted-faulty-erp-world")),
             *("--out", str(viewer)),
         ],
         check=True,

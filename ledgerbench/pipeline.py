@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -30,29 +31,30 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from ledgerbench._cli import QUIET_STOP_ENV, OneLineParser, Terminated, run_cli
 from ledgerbench._startup import parent_death_signal
 
 EXAMPLES = """\
 examples:
-  ledgerbench                                   # offline demo: scripted agent on a clean ERP vs
-                                                # the same agent on an ERP with injected faults
+  ledgerbench                                   # offline demo: scripted agent on clean servers
+                                                # vs with faults injected into the ERP and world
   ledgerbench --workspace runs/pipeline --fresh # redo every stage
   ledgerbench view runs/pipeline/runs/scripted --out runs/viewer   # trajectory viewer (view --help)
   ledgerbench runs                              # one line per run under runs/ (runs --help)
   ledgerbench --agent openai:gpt-5.2 --agent claude:claude-haiku-4-5,effort=low \\
               --judge openai/gpt-5.2            # two agents compared (needs API keys)
-  ledgerbench --agent scripted --agent scripted,faults=0.5,fault_seed=3,label=flaky-erp
+  ledgerbench --agent scripted --agent scripted,faults=0.5,fault_seed=3,label=flaky
   ledgerbench --agent custom:qwen3,base_url=http://127.0.0.1:8000/v1   # local server
 
 agent SPEC: HARNESS[:MODEL][,KEY=VALUE...]; keys: label (name in the report), effort (reasoning
-effort), base_url, faults (share of ERP tool calls that fail transiently), fault_seed, the sample
-limits max_turns, max_tool_calls, max_tokens, max_cost_usd (the runner's --max-turns ...), tools
-(the runner's --tools: names, globs, groups finance|generic|world|erp|all, e.g.
-tools=finance,world or tools=erp_info,list_*: the items after tools= up to the next KEY=VALUE);
-any other key is a harness option (--harness-opt KEY=VALUE), e.g. web=false. A plug-in harness is
-package.module:Class (give its model as model=NAME).
+effort), base_url, faults (share of the ERP's and the research world's tool calls that fail
+transiently), fault_seed, the sample limits max_turns, max_tool_calls, max_tokens, max_cost_usd
+(the runner's --max-turns ...), tools (the runner's --tools: names, globs, groups
+finance|generic|world|erp|all, e.g. tools=finance,world or tools=erp_info,list_*: the items after
+tools= up to the next KEY=VALUE); any other key is a harness option (--harness-opt KEY=VALUE),
+e.g. web=false. A plug-in harness is package.module:Class (give its model as model=NAME).
   ledgerbench --executor ray --ray-address head:6379   # run and judge on a Ray cluster
 """
 
@@ -60,6 +62,10 @@ DEMO_FAULT_RATE = 0.5
 """Share of ERP tool calls that fail transiently for the demo's second agent."""
 DEMO_FAULT_SEED = 36
 
+
+FAULTY_SUFFIX = "-faulty-erp-world"
+"""Ends the default label of an agent with ``faults=``: the rate fails the ERP's and the research
+world's tool calls alike (``harnesses.run --erp-fault-rate``)."""
 
 SAMPLE_LIMITS = {"max_turns": int, "max_tool_calls": int, "max_tokens": int, "max_cost_usd": float}
 """Spec keys that are the runner's sample limits (``--max-turns`` ...), not harness options."""
@@ -138,7 +144,7 @@ class AgentSpec:
         if self.model:
             label += "-" + self.model.replace("/", "-")
         if self.fault_rate:
-            label += "-faulty-erp"
+            label += FAULTY_SUFFIX
         return label
 
     def run_args(self) -> list[str]:
@@ -181,12 +187,12 @@ def _number(text: str, key: str, value: str, kind: type) -> float | int:
 
 
 def demo_agents() -> list[AgentSpec]:
-    """The offline demo: the scripted agent on the clean ERP and on an ERP with faults."""
+    """The offline demo: the scripted agent on clean servers, and with faulty ERP and world."""
     return [
         AgentSpec("scripted", label="scripted"),
         AgentSpec(
             "scripted",
-            label="scripted-faulty-erp",
+            label="scripted" + FAULTY_SUFFIX,
             fault_rate=DEMO_FAULT_RATE,
             fault_seed=DEMO_FAULT_SEED,
         ),
@@ -293,10 +299,14 @@ def _python_module(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
-def _run_stage_command(stage: str, command: list[str], console: Console) -> None:
-    """Run one stage's command with its output (progress, summary tables) on the terminal."""
+def _run_stage_command(
+    stage: str, command: list[str], console: Console, *, show_stdout: bool = True
+) -> None:
+    """Run one stage's command with its output (progress, summary tables) on the terminal;
+    ``show_stdout=False`` keeps its standard output back (its errors still show)."""
     shown = " ".join(_display_arg(arg) for arg in command[1:])
-    console.print(f"[dim]$ python {shown}[/dim]")
+    # One line however wide (pasteable), and a "[" in a path is text, not markup.
+    console.print(Text(f"$ python {shown}", style="dim"), soft_wrap=True)
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
     env[QUIET_STOP_ENV] = "1"  # a stopped stage leaves the one line to the pipeline
     # The stage ignores Ctrl-C (it would reach the whole process group, even mid-import where
@@ -306,7 +316,8 @@ def _run_stage_command(stage: str, command: list[str], console: Console) -> None
     stops = {signal.SIGINT, signal.SIGTERM}
     signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     try:
-        process = subprocess.Popen(command, env=env, preexec_fn=_stage_preexec())
+        stdout = None if show_stdout else subprocess.DEVNULL
+        process = subprocess.Popen(command, env=env, stdout=stdout, preexec_fn=_stage_preexec())
     except BaseException:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         raise
@@ -618,10 +629,37 @@ def _report_is_current(config: PipelineConfig) -> bool:
     return stats.stat().st_mtime > max(path.stat().st_mtime for path in inputs)
 
 
+def keep_other_agents_report(config: PipelineConfig, console: Console) -> Path | None:
+    """Move a report of another set of agents aside (``report-<labels>``) instead of replacing
+    it, and say so; the folder it went to, or None when there was none to keep."""
+    try:
+        stats = json.loads((config.report_dir / "stats.json").read_text())
+        earlier = [provider["name"] for provider in stats.get("providers", [])]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    current = [agent.label for agent in config.agents]
+    if not earlier or earlier == current:
+        return None
+    stem = f"{config.report_dir.name}-" + re.sub(r"[^A-Za-z0-9._+-]+", "-", "+".join(earlier))
+    aside, number = config.report_dir.with_name(stem[:120]), 2
+    while aside.exists():
+        aside, number = config.report_dir.with_name(f"{stem[:120]}-{number}"), number + 1
+    config.report_dir.rename(aside)
+    console.print(
+        Text(
+            f"report: the earlier report (agents {', '.join(earlier)}) is kept in {aside}; "
+            f"{config.report_dir} now compares {', '.join(current)}"
+        ),
+        soft_wrap=True,
+    )
+    return aside
+
+
 def stage_report(config: PipelineConfig, console: Console) -> StageResult:
     started = time.monotonic()
     if not config.fresh and _report_is_current(config):
         return StageResult("report", True, time.monotonic() - started, str(config.report_dir))
+    keep_other_agents_report(config, console)
     command = _python_module(
         "analysis.compare",
         *[str(config.run_dir(agent)) for agent in config.agents],
@@ -632,7 +670,8 @@ def stage_report(config: PipelineConfig, console: Console) -> StageResult:
     )
     for agent in config.agents:
         command += ["--label", f"{config.run_dir(agent)}={agent.label}"]
-    _run_stage_command("report", command, console)
+    # analysis.compare's own "Report:" lines would repeat the headline main() prints at the end.
+    _run_stage_command("report", command, console, show_stdout=False)
     return StageResult("report", False, time.monotonic() - started, str(config.report_dir))
 
 
@@ -831,7 +870,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="an agent to run and compare (repeatable): HARNESS[:MODEL][,KEY=VALUE...], e.g. "
         "--agent openai:gpt-5.2 --agent claude:claude-haiku-4-5,effort=low; default: the "
-        "offline demo (scripted agent on a clean ERP vs on an ERP with injected faults)",
+        "offline demo (scripted agent on clean servers vs with faults injected into the ERP's and "
+        "the research world's MCP servers)",
     )
     parser.add_argument(
         "--harness",
@@ -887,15 +927,73 @@ def _validate(args: argparse.Namespace) -> str | None:
         return "give agents with --agent, or one with --harness/--model, not both"
     if args.model and not args.harness:
         return "--model needs --harness (or use --agent HARNESS:MODEL)"
-    return None
+    from judge._registry import JudgeLoadError, check_judge_spec
+
+    try:
+        check_judge_spec(args.judge)
+    except JudgeLoadError as error:
+        return str(error)
+    return _judge_key_problem(args.judge, args.base_url)
+
+
+JUDGE_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+"""The key an LLM judge of each provider reads when no --base-url points it at a local server."""
+
+
+def _judge_key_problem(judge: str, base_url: str | None) -> str | None:
+    """A DSPy judge of a hosted provider without its API key would fail only at the judge stage,
+    after every agent ran: refused here instead."""
+    variable = JUDGE_KEY_ENV.get(judge.split("/", 1)[0]) if "/" in judge else None
+    if variable is None or base_url or os.environ.get(variable, "").strip():
+        return None
+    return (
+        f"--judge {judge} needs an API key: set {variable}, or point --base-url at an "
+        "OpenAI-compatible server, or use --judge rules"
+    )
+
+
+SPEC_KEYS = (
+    "label",
+    "model",
+    "base_url",
+    "effort",
+    "reasoning_effort",
+    "faults",
+    "fault_rate",
+    "fault_seed",
+    *SAMPLE_LIMITS,
+)
+"""The ``--agent`` keys the pipeline reads itself; any other key is a harness option."""
+
+
+def check_agent(spec: AgentSpec, where: str) -> None:
+    """:class:`SpecError` if the spec's harness does not load or does not declare one of its
+    option keys (with close matches and the known keys): checked before the first stage."""
+    from harnesses._registry import HarnessLoadError, declared_options, unknown_keys_text
+
+    try:
+        known = declared_options(spec.harness)
+    except HarnessLoadError as error:
+        raise SpecError(f"{where}: {error}") from None
+    unknown = [key for key, _ in spec.options if known is not None and key not in known]
+    if unknown:
+        suggestions = {key: key for key in (*SPEC_KEYS, *(known or ()))}
+        raise SpecError(
+            f"{where}: unknown key {unknown_keys_text(unknown, suggestions)}; the "
+            f"pipeline's keys: {', '.join(SPEC_KEYS)}; {spec.harness}'s options: "
+            f"{', '.join(sorted(known or ())) or 'none'}"
+        )
 
 
 def agents_from(args: argparse.Namespace) -> list[AgentSpec]:
     if args.agents:
         agents = [AgentSpec.parse(text) for text in args.agents]
+        for spec, text in zip(agents, args.agents, strict=True):
+            check_agent(spec, f"--agent {text!r}")
     elif args.harness:
         agents = [AgentSpec(args.harness, args.model, base_url=args.base_url)]
         agents = [replace(agents[0], label=agents[0].default_label())]
+        check_agent(agents[0], f"--harness {args.harness}")
     else:
         return demo_agents()
     labels = [agent.label for agent in agents]

@@ -203,12 +203,13 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def _start_line(args: argparse.Namespace) -> str:
-    """Where the world server is and how it is protected (never the token), as the ERP's says."""
+    """Where the server is, how it is protected (never the token), which world and its faults."""
     host = args.host if ":" not in args.host else f"[{args.host}]"
     auth = "bearer token" if args.token or os.environ.get("WORLD_MCP_TOKEN") else "none"
+    faults = f"; faults: {args.error_rate:g} of tool calls" if args.error_rate else ""
     return (
         f"synthetic_world: serving MCP at http://{host}:{args.port}/mcp (transport: streamable "
-        f"HTTP; auth: {auth})"
+        f"HTTP; auth: {auth}; world: {world_path(args.db)}{faults})"
     )
 
 

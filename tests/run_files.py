@@ -157,6 +157,10 @@ def _write_run(
     return run
 
 
+LONG_TOKEN = "see-" + "0123456789abcdef" * 24
+"""An unbroken 388-character string (a hash, a URL): the viewer must wrap it, not overflow."""
+
+
 def write_sample_runs(root: Path) -> list[Path]:
     """Two runs over three questions: hostile payloads in run A's first answer, tool output and
     judge reason; an infrastructure failure; a version-1 line in run B; rules-judge scores."""
@@ -172,7 +176,9 @@ def write_sample_runs(root: Path) -> list[Path]:
     )
     a_records = [
         _record(QUESTIONS[0], "openai", hostile, aging),
-        _record(QUESTIONS[1], "openai", "INV-7 and INV-9 are overdue.", '{"rows": []}'),
+        _record(
+            QUESTIONS[1], "openai", f"INV-7 and INV-9 are overdue. {LONG_TOKEN}", '{"rows": []}'
+        ),
         _record(
             QUESTIONS[2],
             "openai",

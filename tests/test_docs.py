@@ -131,9 +131,9 @@ def test_the_readme_headline_block_is_the_demo_s_shape() -> None:
     agents = [line for line in lines[1:] if line.startswith("  ") and not line.startswith("   ")]
     assert [line.split(":")[0].strip() for line in agents[:2]] == [
         "scripted",
-        "scripted-faulty-erp",
+        "scripted-faulty-erp-world",
     ]
-    assert agents[2].startswith("  scripted-faulty-erp vs scripted: Overall ")
+    assert agents[2].startswith("  scripted-faulty-erp-world vs scripted: Overall ")
     # under each agent: accuracy of all three task types and the research figures
     details = [line.strip() for line in lines[1:] if line.startswith("    ")]
     assert [d.split(":")[0] for d in details] == ["accuracy by task type", "research"] * 2

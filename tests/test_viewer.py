@@ -18,6 +18,7 @@ from ledgerbench.viewer import ViewerError, build_viewer
 from tests.cdp import Browser, chromium_path
 from tests.run_files import (
     LINK_PAYLOAD,
+    LONG_TOKEN,
     ONERROR_PAYLOAD,
     QUESTIONS,
     SCRIPT_PAYLOAD,
@@ -303,3 +304,45 @@ def test_the_index_sorts_summarizes_and_filters_disagreements(
         page.wait_for("document.body.dataset.rendered === 'index'")
         assert len(_shown(page)) == 3  # the runs differ on every question
         assert not [line for line in page.console if "Content Security Policy" in line]
+
+
+_BROKEN_TEXT = re.compile(r"\[object|undefined|NaN")
+
+
+def _rendered_text(page: Browser, url: str, rendered: str) -> str:
+    page.evaluate("document.body && document.body.removeAttribute('data-rendered')")
+    page.navigate(url)
+    page.wait_for(f"document.body.dataset.rendered === {json.dumps(rendered)}")
+    return page.evaluate("document.getElementById('app').innerText")
+
+
+@pytest.mark.browser
+@browser
+def test_index_and_question_pages_read_as_text(two_judge_viewer: Path, tmp_path: Path):
+    """What a person reads: no `[object HTMLSpanElement]`, `undefined` or `NaN` on the index
+    (each run's line names its judges with their Overall) or on any question's page."""
+    with Browser(tmp_path / "profile") as page:
+        index = _rendered_text(page, two_judge_viewer.as_uri(), "index")
+        assert not _BROKEN_TEXT.search(index), _BROKEN_TEXT.search(index)
+        run_lines = page.evaluate(
+            "[...document.querySelectorAll('ul.runs li')].map(l => l.innerText)"
+        )
+        assert len(run_lines) == 2
+        assert run_lines[0].endswith("judges: rules (Overall 0.750)"), run_lines[0]
+        assert re.search(
+            r"judges: rules \(Overall [0-9.]+\), second \(Overall [0-9.]+\)$", run_lines[1]
+        )
+        texts = {}
+        for question in QUESTIONS:
+            text = texts[question.id] = _rendered_text(
+                page, f"{two_judge_viewer.as_uri()}#/q/{question.id}", f"q/{question.id}"
+            )
+            assert question.query in text
+            assert not _BROKEN_TEXT.search(text), (question.id, _BROKEN_TEXT.search(text))
+            # A long unbroken string (run A's answer to obl-overdue-002) wraps in its column.
+            overflowing = page.evaluate(
+                "[...document.querySelectorAll('section.run')]"
+                ".filter(s => s.scrollWidth > s.clientWidth + 1).length"
+            )
+            assert overflowing == 0, question.id
+        assert LONG_TOKEN in texts["obl-overdue-002"]

@@ -375,3 +375,29 @@ def test_a_start_refused_by_the_world_leaves_no_run_folder_and_a_run_keeps_its_l
     kept = tmp_path / "kept"
     run(config.model_copy(update={"dataset": entity_set, "out": kept, "limit": 2}), log=print)
     assert (kept / "world_mcp.log").exists() and (kept / "erp_mcp.log").exists()
+
+
+def test_the_runner_says_it_uses_the_default_world_that_exists(
+    world: Path, erp_db_url: str, tmp_path: Path
+) -> None:
+    """A default world already in place is used as it is, and the log says so (not that it is
+    generated); nothing is rewritten."""
+    import shutil
+    import sqlite3
+
+    from harnesses._world_serving import DEFAULT_WORLD_RELATIVE_PATH, ensure_default_world
+
+    default = tmp_path / DEFAULT_WORLD_RELATIVE_PATH
+    default.parent.mkdir(parents=True)
+    shutil.copyfile(world, default)
+    with sqlite3.connect(default) as conn:
+        snapshot = dict(conn.execute("SELECT key, value FROM world_meta"))["snapshot_hash"]
+    before = default.stat().st_mtime_ns
+    lines: list[str] = []
+    for expected in (snapshot, None):
+        path = ensure_default_world(
+            erp_db_url, seed=0, expected_snapshot=expected, log=lines.append, root=tmp_path
+        )
+        assert path == default
+    assert lines == [f"using the default research world {default} (snapshot {snapshot[:12]})"] * 2
+    assert default.stat().st_mtime_ns == before

@@ -257,3 +257,25 @@ def test_search_engine_falls_back_to_rare_words_and_breaks_ties_by_order(world: 
     assert engine.search("zzzunknownword qqqnothing", 5) == []
     conn.close()
     assert dt.date.fromisoformat(hits[0].published_at)
+
+
+def test_the_http_server_prints_where_it_is_how_and_its_faults(world: Path) -> None:
+    """One start line on stderr, as the ERP's: address, auth (never the token), world, faults."""
+    import time
+
+    from tests.conftest import start_world_server, stop_process
+
+    server, log = start_world_server(f"sqlite:///{world}", "--error-rate", "0.25", token="s3cr3t")
+    try:
+        deadline = time.monotonic() + 60
+        while "serving MCP" not in log.read_text() and server.process.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+    finally:
+        stop_process(server.process)
+    lines = [line for line in log.read_text().splitlines() if "serving MCP" in line]
+    assert lines == [
+        f"synthetic_world: serving MCP at {server.url} (transport: streamable HTTP; auth: bearer "
+        f"token; world: {world}; faults: 0.25 of tool calls)"
+    ]
+    assert "s3cr3t" not in log.read_text()

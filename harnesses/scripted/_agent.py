@@ -341,6 +341,8 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-@harness("scripted")
+@harness(
+    "scripted", options={"transport": "http (default) or stdio: how the agent reaches the ERP"}
+)
 def create_scripted(options: HarnessOptions) -> ScriptedAgent:
     return ScriptedAgent(options)

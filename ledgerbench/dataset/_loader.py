@@ -111,13 +111,28 @@ def raw_items(path: str | Path) -> list[dict[str, Any]]:
     return items
 
 
+def _yaml_problem(path: Path, text: str, exc: yaml.YAMLError) -> str:
+    """``PATH: line L, column C: not valid YAML (what)``: the file's name, not the parser's
+    ``"<unicode string>"``, and a tab named as such (YAML indents with spaces)."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:
+        return f"{path}: not valid YAML ({_one_line(exc)})"
+    lines = text.splitlines()
+    found = lines[mark.line][mark.column : mark.column + 1] if mark.line < len(lines) else ""
+    what = " ".join(filter(None, (getattr(exc, "context", None), getattr(exc, "problem", None))))
+    tab = "; it is a tab: indent YAML with spaces" if found == "\t" else ""
+    return f"{path}: line {mark.line + 1}, column {mark.column + 1}: not valid YAML ({what}){tab}"
+
+
 def _check_file(path: Path) -> tuple[Dataset | None, list[str]]:
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
-    except yaml.YAMLError as exc:
-        return None, [f"{path}: not valid YAML ({_one_line(exc)})"]
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         return None, [f"{path}: not UTF-8 text"]
+    try:
+        raw = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        return None, [_yaml_problem(path, text, exc)]
     if is_published_format(raw):
         item_maps, problems = convert_published(raw)
         header_map: Any = {
