@@ -152,7 +152,7 @@ def test_pipeline_rejects_bad_input_in_one_line(tmp_path, capsys) -> None:
         (
             ["--agent", "scriptd"],
             "ledgerbench: error: --agent 'scriptd': unknown harness 'scriptd'; built-in "
-            "harnesses: claude, custom, nothing, openai, scripted",
+            "harnesses: claude, custom, guess, nothing, openai, scripted",
         ),
         (["--harness", "scriptd"], "ledgerbench: error: --harness scriptd: unknown harness"),
         (
