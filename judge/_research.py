@@ -194,7 +194,8 @@ _METRIC_WORDS = re.compile(
     r"free\s+cash\s+flow|cash\s+flow|capital\s+expenditures?|capex|total\s+(?:debt|assets|raised)|"
     r"debt|cash|assets|liabilities|equity|(?:post|pre)[-\s]money(?:\s+valuation)?|valuation|"
     r"raised|rounds?|fines?|penalt(?:y|ies)|dividends?|buybacks?|market\s+cap\w*|"
-    r"share\s+price|price|employees|headcount|backlog|bookings|income|profit|margin)\b",
+    r"share\s+price|price|employees|headcount|backlog|bookings|income|profit|margin|"
+    r"payables?|receivables?|balances?|owed|overdue)\b",
     re.IGNORECASE,
 )
 
@@ -248,7 +249,7 @@ def _states_key_figure(
 ) -> bool:
     """Whether a figure states one of the key's figures (at the precision it is written in)."""
     for fact in facts:
-        numeric = fact.kind == "percent" if percent else fact.kind == "amount" and fact.scale
+        numeric = fact.kind == "percent" if percent else fact.kind == "amount"  # ERP amounts too
         if not numeric:
             continue
         scale = 1.0 if percent else SCALES[fact.scale or "units"]
