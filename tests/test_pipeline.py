@@ -11,9 +11,10 @@ from ledgerbench.pipeline import DEMO_FAULT_RATE, DEMO_FAULT_SEED, AgentSpec, Sp
 
 SMALL = [
     *("--customers", "150", "--vendors", "150", "--questions", "25", "--concurrency", "4"),
-    *("--entity-questions", "6", "--brief-questions", "2"),
+    *("--entity-questions", "6", "--brief-questions", "5"),  # 5: a tested contrast's minimum
+    *("--conversations", str(CONVERSATIONS := 8)),
 ]
-ITEMS = 25 + 6 + 2
+ITEMS = 25 + 6 + 5 + CONVERSATIONS
 
 
 @pytest.mark.slow  # the whole demo, twice (about a minute): `make demo` runs it too
@@ -49,7 +50,7 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capfd) -> None:
     lines = (run_dir / "trajectories.jsonl").read_text().splitlines()
     assert len(lines) == ITEMS
     task_types = {json.loads(line)["task_type"] for line in lines}
-    assert task_types == {"obligations", "entity_performance", "business_brief"}
+    assert task_types == {"obligations", "entity_performance", "business_brief", "operations"}
     scores = (run_dir / "scores" / "rules.jsonl").read_text().splitlines()
     assert len(scores) == ITEMS
     # The second agent met an ERP whose tool calls failed transiently: the rate and seed are in
@@ -78,9 +79,17 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capfd) -> None:
     assert main(["runs", str(tmp_path), "--json"]) == 0
     listed = {run["name"]: run for run in json.loads(capfd.readouterr().out)}
     assert sorted(listed) == ["ws/runs/scripted", "ws/runs/scripted-faulty-erp-world"]
-    for run in listed.values():
+    for name, run in listed.items():
         assert run["records"] == ITEMS and run["finished"]
-        assert run["endings"] == {"completed": ITEMS}
+        # a conversation ends when its simulated user says it is done; under faults a brief's
+        # retries may reach the run's tool-call cap (max_turns)
+        endings = dict(run["endings"])
+        assert endings.pop("user_done") == CONVERSATIONS
+        if name.endswith("faulty-erp-world"):
+            assert set(endings) <= {"completed", "max_turns"}
+            assert sum(endings.values()) == ITEMS - CONVERSATIONS
+        else:
+            assert endings == {"completed": ITEMS - CONVERSATIONS}
         assert 0 < run["overall"]["rules"] <= 1
     assert (
         listed["ws/runs/scripted-faulty-erp-world"]["overall"]["rules"]
