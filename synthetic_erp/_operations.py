@@ -49,7 +49,8 @@ from ledgerbench.dataset import (
     write_dataset,
 )
 from synthetic_erp import _schema as s
-from synthetic_erp._db import ErpDatabaseError, open_engine, read_meta
+from synthetic_erp._db import ErpDatabaseError
+from synthetic_erp._questions import draw_from_erp
 from synthetic_erp.scenarios._base import (
     AR_INVOICE_TYPES,
     Answer,
@@ -619,16 +620,7 @@ def generate_operations(db_url: str, n: int = 20, seed: int = 42) -> Dataset:
     """``n`` operations scenarios (kinds in turn) keyed on the ERP at ``db_url``."""
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
-    engine = open_engine(db_url, read_only=True)
-    try:
-        meta = read_meta(engine)
-        ctx = OracleContext.open(engine)
-        try:
-            items = _generate_items(ctx, n, seed)
-        finally:
-            ctx.close()
-    finally:
-        engine.dispose()
+    meta, items = draw_from_erp(db_url, lambda ctx: _generate_items(ctx, n, seed))
     header = DatasetHeader(
         name="operations",
         description=f"{n} operations conversations (kinds: {', '.join(KINDS)}) keyed on the "

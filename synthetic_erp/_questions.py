@@ -22,6 +22,7 @@ import random
 import re
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from ledgerbench.dataset._loader import write_dataset
@@ -107,20 +108,28 @@ def _canonical(template: str, params: dict[str, Any]) -> str:
     return template + "|" + "|".join(f"{k}={params[k]}" for k in sorted(params))
 
 
-def generate_questions(db_url: str, n: int = 100, seed: int = 42) -> Dataset:
-    """``n`` obligation questions with answer keys computed from the ERP at ``db_url``."""
-    if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
+def draw_from_erp(
+    db_url: str, draw: Callable[[OracleContext], list[Question]]
+) -> tuple[dict[str, str], list[Question]]:
+    """The snapshot facts of the ERP at ``db_url`` and ``draw(ctx)`` on an oracle over it (the
+    ERP opened read-only, and closed after)."""
     engine = open_engine(db_url, read_only=True)
     try:
         meta = read_meta(engine)
         ctx = OracleContext.open(engine)
         try:
-            items = _generate_items(ctx, n, seed)
+            return meta, draw(ctx)
         finally:
             ctx.close()
     finally:
         engine.dispose()
+
+
+def generate_questions(db_url: str, n: int = 100, seed: int = 42) -> Dataset:
+    """``n`` obligation questions with answer keys computed from the ERP at ``db_url``."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    meta, items = draw_from_erp(db_url, lambda ctx: _generate_items(ctx, n, seed))
     header = DatasetHeader(
         name="obligations",
         description=f"{n} financial-obligation questions generated from the synthetic ERP "

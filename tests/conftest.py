@@ -212,6 +212,22 @@ def _start_http_server(
     return RunningServer(f"{base}/mcp", base, token, db_url, process), log
 
 
+def child_processes(pid: int) -> dict[int, bytes]:
+    """The running children of process ``pid`` (Linux /proc) and their command lines."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(stat[1]) == pid:
+            found[int(entry.name)] = command
+    return found
+
+
 def stop_process(process: subprocess.Popen) -> None:
     if process.poll() is None:
         process.terminate()

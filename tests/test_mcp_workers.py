@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from erp_mcp import main
 from harnesses._runner import TRAJECTORIES_FILE, RunConfig, run
 from harnesses.records import TrajectoryRecord
-from tests.conftest import REPO_ROOT, start_mcp_server, stop_process
+from tests.conftest import REPO_ROOT, child_processes, start_mcp_server, stop_process
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -30,18 +30,11 @@ ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "appl
 
 def _children(pid: int) -> list[int]:
     """Worker processes of a server (its children, without multiprocessing's tracker)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            command = (entry / "cmdline").read_bytes()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if int(stat[1]) == pid and b"resource_tracker" not in command:
-            found.append(int(entry.name))
-    return found
+    return [
+        child
+        for child, command in child_processes(pid).items()
+        if b"resource_tracker" not in command
+    ]
 
 
 def _cpu_ticks(pid: int) -> int:

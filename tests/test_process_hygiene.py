@@ -15,13 +15,12 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
 from harnesses._erp_process import ServerStartError, start_erp_server
 from ledgerbench._startup import SPAWNED, cpu_seconds
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, child_processes
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 
@@ -36,17 +35,7 @@ def _alive(pid: int) -> bool:
 
 
 def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(entry.name))
-    return found
+    return list(child_processes(pid))
 
 
 def _wait_until_gone(pids: list[int], owner: subprocess.Popen | None = None) -> list[int]:
@@ -119,9 +108,8 @@ def test_a_run_whose_server_is_stuck_exits_3_naming_the_step(erp_db_url, tmp_pat
     try:
         server = None
         while server is None and runner.poll() is None:
-            for pid in _children(runner.pid):
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                if b"erp_mcp" in cmdline:
+            for pid, command in child_processes(runner.pid).items():
+                if b"erp_mcp" in command.split(b"\0"):
                     server = pid
             time.sleep(0.01)
         assert server is not None, "the runner started no ERP server"
@@ -182,8 +170,8 @@ def test_the_workers_of_a_killed_server_die_with_it(erp_db_url) -> None:
         while len(workers) < 2:  # the supervisor spawns its workers (and a resource tracker)
             workers = [
                 pid
-                for pid in _children(server.process.pid)
-                if b"multiprocessing" in Path(f"/proc/{pid}/cmdline").read_bytes()
+                for pid, command in child_processes(server.process.pid).items()
+                if b"multiprocessing" in command and b"resource_tracker" not in command
             ]
             assert server.process.poll() is None
             time.sleep(0.05)
