@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import random
-import sys
 from collections import Counter
 from collections.abc import Callable
 from decimal import Decimal
@@ -49,8 +48,7 @@ from ledgerbench.dataset import (
     write_dataset,
 )
 from synthetic_erp import _schema as s
-from synthetic_erp._db import ErpDatabaseError
-from synthetic_erp._questions import draw_from_erp
+from synthetic_erp._questions import draw_from_erp, generated_or_said
 from synthetic_erp.scenarios._base import (
     AR_INVOICE_TYPES,
     Answer,
@@ -675,17 +673,8 @@ def _fresh(
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        dataset = generate_operations(args.db, n=args.n, seed=args.seed)
-    except (ErpDatabaseError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyError as exc:
-        print(
-            f"error: {args.db} is not a generated ERP (missing {exc}); create one with: "
-            f"python -m synthetic_erp generate --db {args.db}",
-            file=sys.stderr,
-        )
+    dataset = generated_or_said(generate_operations, args)
+    if dataset is None:
         return 2
     path = write_dataset(dataset, args.out)
     counts = Counter(item.scenario for item in dataset.items)

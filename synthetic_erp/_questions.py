@@ -108,6 +108,22 @@ def _canonical(template: str, params: dict[str, Any]) -> str:
     return template + "|" + "|".join(f"{k}={params[k]}" for k in sorted(params))
 
 
+def generated_or_said(generate: Callable[..., Dataset], args: argparse.Namespace) -> Dataset | None:
+    """``generate(args.db, n=args.n, seed=args.seed)``, or None after one line on stderr saying
+    why the ERP cannot serve it (the command then exits 2)."""
+    try:
+        return generate(args.db, n=args.n, seed=args.seed)
+    except (ErpDatabaseError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+    except KeyError as exc:
+        print(
+            f"error: {args.db} is not a generated ERP (missing {exc}); create one with: "
+            f"python -m synthetic_erp generate --db {args.db}",
+            file=sys.stderr,
+        )
+    return None
+
+
 def draw_from_erp(
     db_url: str, draw: Callable[[OracleContext], list[Question]]
 ) -> tuple[dict[str, str], list[Question]]:
@@ -360,17 +376,8 @@ def main(argv: list[str] | None = None) -> int:
         args.out = args.out or "datasets/operations.yaml"
         return operations_main(args)
     args.out = args.out or "datasets/obligations.yaml"
-    try:
-        dataset = generate_questions(args.db, n=args.n, seed=args.seed)
-    except (ErpDatabaseError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyError as exc:
-        print(
-            f"error: {args.db} is not a generated ERP (missing {exc}); create one with: "
-            f"python -m synthetic_erp generate --db {args.db}",
-            file=sys.stderr,
-        )
+    dataset = generated_or_said(generate_questions, args)
+    if dataset is None:
         return 2
     path = write_dataset(dataset, args.out)
     nones = sum(item.metadata.get("answer_kind") == "none" for item in dataset.items)
