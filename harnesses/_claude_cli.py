@@ -629,8 +629,10 @@ class ClaudeCliHarness:
                     raise ErpNotConnectedError(_not_connected_message(status, self.transport))
             if event.get("type") == "result":
                 return
-            if parser.cap_passed and not parser.calls_pending:
-                return  # past the run's tool-call cap, and the calls under it have their results
+            if parser.cap_passed and not parser.calls_pending and not parser.streaming:
+                # past the run's tool-call cap, the calls under it have their results, and the
+                # message that passed the cap has ended (so every call it asked for is counted)
+                return
             self._check_retry_window(parser, window_s)
 
     @staticmethod
