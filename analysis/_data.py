@@ -32,8 +32,9 @@ REPORT_METRICS = (OVERALL, *DIMENSIONS, ANSWER_MEAN)
 TASK_TYPES = ("obligations", "entity_performance", "business_brief", "operations")
 RESEARCH_TASK_TYPES = ("entity_performance", "business_brief")
 RESEARCH_ACCURACY = "research_accuracy"
-"""Accuracy of research items keyed on a world (LedgerBench's extension, :data:`judge._overall.
-EXTENSION_CELLS`): kept apart from ``accuracy``, so the paper's rows and Overall never mix it in."""
+"""Accuracy of research items keyed on a world (LedgerBench's extension,
+:data:`ledgerbench_core._overall.EXTENSION_CELLS`): kept apart from ``accuracy``, so the paper's
+rows and Overall never mix it in."""
 RETRIEVAL_METRICS = ("shown_recall", "fetched_recall", "citation_precision", "citation_recall")
 """Per-answer retrieval and citation figures of world-keyed research items (the rules judge's
 ``extra["research"]``): share of gold documents among the search results shown, among the

@@ -37,6 +37,7 @@ from analysis._data import (
 )
 from analysis._published import load_published
 from analysis._schema import ProviderInfo
+from ledgerbench_core.dataset._scenarios import dataset_scenarios
 
 
 def load_provider(path: str | Path, judge: str | None) -> ProviderData:
@@ -55,8 +56,8 @@ def load_provider(path: str | Path, judge: str | None) -> ProviderData:
 
 
 def load_run(run_dir: Path, judge: str | None) -> ProviderData:
-    from harnesses.records import RunManifest, TrajectoryRecord
-    from judge.records import ScoreRecord
+    from ledgerbench_core.scores import ScoreRecord
+    from ledgerbench_core.trajectory import RunManifest, TrajectoryRecord
 
     manifest = _read_model(run_dir / "manifest.json", RunManifest, "a run directory")
     records = _read_jsonl(run_dir / "trajectories.jsonl", TrajectoryRecord)
@@ -74,7 +75,7 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
             _score_rows(record, score_records.get((record.question_id, record.trial)))
         )
     traj_df = pd.DataFrame(traj_rows, columns=[*TRAJECTORY_COLUMNS, "termination"])
-    scenarios, caveats, metadata = _dataset_scenarios(manifest.dataset_path, run_dir)
+    scenarios, caveats, metadata = dataset_scenarios(manifest.dataset_path, run_dir)
     judged = _coverage(scores_path.stem, list(score_records.values()), trajectories)
     if len(trajectories) < len(records):
         caveats.append(
@@ -118,8 +119,9 @@ def load_run(run_dir: Path, judge: str | None) -> ProviderData:
 
 
 def _coverage(name: str, scores: list[Any], trajectories: list[Any]) -> Any:
-    """How much of the run the judge scored, and its grading version (``judge._coverage``)."""
-    from judge._coverage import coverage
+    """How much of the run the judge scored, and its grading version
+    (``ledgerbench_core._coverage``)."""
+    from ledgerbench_core._coverage import coverage
 
     return coverage(name, scores, [(t.question_id, t.trial) for t in trajectories])
 
@@ -280,7 +282,7 @@ def _score_rows(trajectory: Any, score: Any | None) -> list[dict[str, Any]]:
 
 def _metric(dimension: str, task_type: str) -> str:
     """The report's metric for a judge dimension: research items' accuracy is the extension's."""
-    from judge._overall import EXTENSION_CELLS
+    from ledgerbench_core._overall import EXTENSION_CELLS
 
     return RESEARCH_ACCURACY if (dimension, task_type) in EXTENSION_CELLS else dimension
 
@@ -306,42 +308,3 @@ def _overall(overall: float | None, statuses: list[str]) -> dict[str, Any]:
         if status in statuses:
             return {"metric": "overall", "status": status, "score": math.nan}
     return {"metric": "overall", "status": "not_applicable", "score": math.nan}
-
-
-def _dataset_scenarios(
-    dataset_path: str, run_dir: Path
-) -> tuple[dict[str, str], list[str], dict[str, dict[str, str]]]:
-    """question_id -> scenario and -> scalar item metadata from the run's dataset; a caveat
-    instead when it cannot be read."""
-    from ledgerbench.dataset import find_run_dataset, load_dataset, raw_items
-
-    path = find_run_dataset(dataset_path, run_dir)
-    if path is None:
-        return (
-            {},
-            [f"{run_dir}: dataset {dataset_path} not found; obligation scenarios unknown."],
-            {},
-        )
-    try:
-        dataset = load_dataset(path)
-    except Exception as exc:  # a dataset that fails validation can still name its scenarios
-        items = list(raw_items(path))
-        scenarios = {
-            str(item["id"]): str(item["scenario"]) for item in items if item.get("scenario")
-        }
-        metadata = {str(item["id"]): _scalars(item.get("metadata")) for item in items}
-        if scenarios:
-            return scenarios, [], metadata
-        return (
-            {},
-            [f"{run_dir}: dataset {path} could not be read ({exc}); scenarios unknown."],
-            metadata,
-        )
-    scenarios = {item.id: item.scenario for item in dataset.items}
-    return scenarios, [], {item.id: _scalars(item.metadata) for item in dataset.items}
-
-
-def _scalars(metadata: object) -> dict[str, str]:
-    if not isinstance(metadata, dict):
-        return {}
-    return {str(k): str(v) for k, v in metadata.items() if isinstance(v, str | int | float | bool)}

@@ -124,7 +124,7 @@ class ProviderInfo(_Strict):
     memorisation floor) or ``golden`` (gold documents in the prompt: the reasoning ceiling)."""
     judged: str = ""
     """Beside every figure of the provider: "14/100 scored" when its judge scored only part of
-    the run, and the grading version (``judge._coverage.Coverage.label``)."""
+    the run, and the grading version (``ledgerbench_core._coverage.Coverage.label``)."""
     partly_judged: bool = False
     grading_version: str | None = None
     """The grading version of the scores the figures use (``ScoreRecord.grading_version``)."""

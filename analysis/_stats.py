@@ -20,17 +20,6 @@ from analysis._bootstrap import (
     percentile_interval,
     stratum_from_counts,
 )
-from analysis._clustered import (
-    StratumVariance,
-    cluster_codes,
-    cluster_keys,
-    combine_strata,
-    minimum_detectable,
-    random_intercept_cluster_cov,
-    stratum_variance,
-    t_interval,
-    t_p_value,
-)
 from analysis._data import (
     ANSWER_MEAN,
     DIMENSIONS,
@@ -75,6 +64,17 @@ from analysis._schema import (
     Settings,
     Severity,
     Stats,
+)
+from ledgerbench_core._clustered import (
+    StratumVariance,
+    cluster_codes,
+    cluster_keys,
+    combine_strata,
+    minimum_detectable,
+    random_intercept_cluster_cov,
+    stratum_variance,
+    t_interval,
+    t_p_value,
 )
 
 Progress = Callable[[str], None]
@@ -477,7 +477,7 @@ class Bootstrap:
     def overall(self, i: int, scope: str) -> float:
         """Provider ``i``'s Overall (NaN without scores), computed by the one definition every
         tool uses (:func:`judge.overall`) from its dimension x task type means."""
-        from judge._overall import overall
+        from ledgerbench_core._overall import overall
 
         tasks = TASK_TYPES if scope == EQUAL_WEIGHT else (scope,)
         means = {

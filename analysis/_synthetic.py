@@ -146,8 +146,8 @@ def write_runs(root: Path, config: SyntheticConfig) -> list[Path]:
 
 
 def _write_run(run_dir, spec, config, qids, question_effect, dataset, rng) -> None:
-    from harnesses.records import RunManifest, ToolCall, TrajectoryRecord, Usage
-    from judge.records import DimensionScore
+    from ledgerbench_core.scores import DimensionScore
+    from ledgerbench_core.trajectory import RunManifest, ToolCall, TrajectoryRecord, Usage
 
     (run_dir / "scores").mkdir(parents=True, exist_ok=True)
     start = dt.datetime(2026, 3, 2, tzinfo=dt.UTC)
@@ -251,7 +251,7 @@ def _research_figures(config, spec, task_type, qid, rng, question_effect) -> dic
 
 def _score(qid, trial, task_type, config, dims, status):
     from judge._grading import current_grading_version
-    from judge.records import ScoreRecord
+    from ledgerbench_core.scores import ScoreRecord
 
     scored = [d.score for d in dims.values() if d.status == "scored"]
     return ScoreRecord(

@@ -198,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from judge._overall import overall_text
+    from ledgerbench_core._overall import overall_text
 
     print(f"Report: {config.out / 'report.html'} (also report.md, stats.json)")
     for row in stats.headline:
@@ -252,6 +252,6 @@ def verdict_text(contrast: Contrast) -> str:
 
 
 if __name__ == "__main__":
-    from ledgerbench._cli import run_cli
+    from ledgerbench_core._cli import run_cli
 
     raise SystemExit(run_cli(main, "analysis.compare"))

@@ -35,7 +35,7 @@ from harnesses import (
 )
 from harnesses._erp_process import ensure_default_erp, start_erp_server
 from harnesses._instructions import SYSTEM_INSTRUCTIONS
-from ledgerbench.dataset import TaskType
+from ledgerbench_core.dataset import TaskType
 from tests.fakes.anthropic_server import (
     AnthropicFakeServer,
     Reply,

@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
 from harnesses._conversation import ScriptedUser, review_user  # noqa: E402
 from harnesses._protocol import AgentOutcome, HarnessOptions  # noqa: E402
 from harnesses._registry import harness  # noqa: E402
-from harnesses.records import ConversationTurn, TrajectoryRecord  # noqa: E402
+from ledgerbench_core.trajectory import ConversationTurn, TrajectoryRecord  # noqa: E402
 
 ASK_ALL = (
     "Which period (which month), which legal entity, which invoice number and which customer "
@@ -103,7 +103,7 @@ def main() -> int:
     parser.add_argument("--erp-db", help="ERP database URL (default: the project's default ERP)")
     args = parser.parse_args()
     from harnesses._erp_process import default_erp_db_url, ensure_default_erp
-    from ledgerbench.dataset import write_dataset
+    from ledgerbench_core.dataset import write_dataset
     from synthetic_erp._operations import generate_operations
 
     if args.erp_db:

@@ -37,7 +37,7 @@ from harnesses._erp_process import start_erp_server
 from harnesses._erp_serving import fetch_erp_info
 from harnesses._instructions import SYSTEM_INSTRUCTIONS
 from harnesses._runner import QuestionRunner, RunConfig, run
-from ledgerbench.dataset import Question, TaskType
+from ledgerbench_core.dataset import Question, TaskType
 from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel, ToolUse
 from tests.fakes.openai_server import Turn, serve_openai
 from tests.test_runner_plugins import numbered_dataset, snapshot_of

@@ -116,7 +116,7 @@ class ModelProcess:
 
 async def one_question(harness: Any, env: Any, qid: str) -> tuple[float, float, float]:
     from harnesses import AgentTask, TrajectoryDraft
-    from ledgerbench.dataset import TaskType
+    from ledgerbench_core.dataset import TaskType
 
     draft = TrajectoryDraft()
     task = AgentTask(

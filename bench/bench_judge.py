@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from judge import JudgeRunConfig, compare_judges, read_scores, run_judge
-from ledgerbench.dataset import Dimension, ExpectedFact
+from ledgerbench_core.dataset import Dimension, ExpectedFact
 from tests.fakes.judge_data import question, trajectory, write_run
 from tests.fakes.judge_openai_chat import chat_adapter_reply, serve_fake_chat
 

@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ledgerbench.dataset import Dimension  # noqa: E402
+from ledgerbench_core.dataset import Dimension  # noqa: E402
 from tests.fakes.dead_server import silent_server  # noqa: E402
 from tests.fakes.judge_data import question, trajectory, write_run  # noqa: E402
 

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from judge import JudgeRunConfig, JudgeRunError, read_scores, run_judge, run_overall
-from judge._overall import scored_answers
+from ledgerbench_core._overall import scored_answers
 from tests.conftest import free_port, stop_process, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[1]

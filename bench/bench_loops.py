@@ -57,14 +57,14 @@ async def timed(harness: Any, own_loops: bool, questions: list, env: Any, args: 
 
 
 def questions_from_dataset(count: int) -> list:
-    from ledgerbench.dataset import load_dataset
+    from ledgerbench_core.dataset import load_dataset
 
     dataset = load_dataset(ROOT / "datasets" / "obligations.yaml")
     return list(dataset.items[:count])
 
 
 def plain_questions(count: int) -> list:
-    from ledgerbench.dataset import Question, TaskType
+    from ledgerbench_core.dataset import Question, TaskType
 
     return [
         Question(id=f"q{i}", query="ERP today?", task_type=TaskType.obligations, segment="AR",

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ledgerbench.dataset import dataset_hash, load_dataset, write_dataset
+from ledgerbench_core.dataset import dataset_hash, load_dataset, write_dataset
 from synthetic_erp import generate_erp
 from synthetic_erp._questions import generate_questions
 

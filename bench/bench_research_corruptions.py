@@ -42,10 +42,10 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/ledgerbench_research_corruptions"))
     args = parser.parse_args()
     from harnesses._erp_process import ensure_default_erp
-    from harnesses.records import TrajectoryRecord
     from judge._base import JudgeItem
     from judge._rules import RulesJudge
-    from ledgerbench.dataset import load_dataset
+    from ledgerbench_core.dataset import load_dataset
+    from ledgerbench_core.trajectory import TrajectoryRecord
     from tests import research_corruptions as rc
 
     work = args.work

@@ -27,7 +27,7 @@ if str(ROOT) not in sys.path:
 
 from harnesses._runner import RunConfig, run  # noqa: E402
 from judge import JudgeRunConfig, run_judge  # noqa: E402
-from ledgerbench.dataset import load_dataset  # noqa: E402
+from ledgerbench_core.dataset import load_dataset  # noqa: E402
 from tests.fakes.openai_server import serve_openai  # noqa: E402
 from tests.fakes.research_model import openai_script  # noqa: E402
 

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ledgerbench.dataset import load_dataset  # noqa: E402
+from ledgerbench_core.dataset import load_dataset  # noqa: E402
 from synthetic_world._runtime import connect_read_only  # noqa: E402
 from synthetic_world._traps import TrapFinder  # noqa: E402
 

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_server_start import busy_loops  # noqa: E402
-from ledgerbench._startup import describe_load  # noqa: E402
+from ledgerbench_core._startup import describe_load  # noqa: E402
 
 
 def _command(out: Path, limit: int, *extra: str) -> list[str]:

@@ -80,8 +80,8 @@ def timed_run(dataset: Path, out: Path, erp, concurrency: int, delay: float) -> 
 def scripted_accuracy(root: Path, n: int) -> None:
     """Scripted agent on generated questions (fact checks) and on the published phrasings."""
     from judge import check_fact
-    from ledgerbench.dataset import load_dataset
-    from ledgerbench.dataset._loader import write_dataset
+    from ledgerbench_core.dataset import load_dataset
+    from ledgerbench_core.dataset._loader import write_dataset
     from synthetic_erp import generate_erp
     from synthetic_erp._questions import generate_questions
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 from bench.bench_server_start import busy_loops  # noqa: E402
 from bench.bench_world import agent_queries  # noqa: E402
 from harnesses._erp_process import start_mcp_server  # noqa: E402
-from ledgerbench._startup import describe_load  # noqa: E402
+from ledgerbench_core._startup import describe_load  # noqa: E402
 from synthetic_world._search import (  # noqa: E402
     BM25_WEIGHTS,
     RARE_SHARE,

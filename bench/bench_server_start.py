@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harnesses._erp_process import start_erp_server, start_mcp_server
-from ledgerbench._startup import describe_load
+from ledgerbench_core._startup import describe_load
 
 
 @contextlib.contextmanager

@@ -24,16 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harnesses._protocol import TrajectoryDraft
-from harnesses.records import (
-    RunManifest,
-    Status,
-    Termination,
-    TerminationReason,
-    TrajectoryRecord,
-    Usage,
-)
-from judge.records import AssertionScore, DimensionScore, DimensionStatus, ScoreRecord
-from ledgerbench.dataset import (
+from ledgerbench_core.dataset import (
     Assertion,
     Dataset,
     DatasetHeader,
@@ -41,6 +32,15 @@ from ledgerbench.dataset import (
     Question,
     TaskType,
     write_dataset,
+)
+from ledgerbench_core.scores import AssertionScore, DimensionScore, DimensionStatus, ScoreRecord
+from ledgerbench_core.trajectory import (
+    RunManifest,
+    Status,
+    Termination,
+    TerminationReason,
+    TrajectoryRecord,
+    Usage,
 )
 
 TOOLS = [

@@ -25,7 +25,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' parser
 
-from ledgerbench.dataset import Dataset
+from ledgerbench_core.dataset import Dataset
 from tests.world_documents import load_world
 from tests.world_recompute import Recompute, compare_item
 

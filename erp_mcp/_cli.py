@@ -21,8 +21,8 @@ from erp_mcp._serve_cli import (
     serve,
 )
 from erp_mcp._tooling import TOOLSETS
-from ledgerbench._cli import OneLineParser
-from ledgerbench._startup import report_step
+from ledgerbench_core._cli import OneLineParser
+from ledgerbench_core._startup import report_step
 from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
 
 SERVE_EXAMPLES = """\

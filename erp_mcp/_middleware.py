@@ -28,7 +28,7 @@ from pydantic import Field, field_validator
 
 from erp_mcp._records import StrictModel
 from erp_mcp._tooling import ClientError, InternalError, ToolDef, check_arguments
-from ledgerbench._trial import TRIAL_HEADER
+from ledgerbench_core._trial import TRIAL_HEADER
 
 TRANSIENT_PREFIX = "TRANSIENT ERROR"
 MAX_AUDIT_ARGUMENTS = 4000

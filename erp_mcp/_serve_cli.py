@@ -208,7 +208,7 @@ def serve(
     server's command line) and serves it stateless. They share one cursor key, so a cursor from
     one worker works on another."""
     from erp_mcp._tooling import hand_the_interpreter_over_often
-    from ledgerbench._startup import done_reporting, report_step
+    from ledgerbench_core._startup import done_reporting, report_step
 
     check_scaling(args)
     hand_the_interpreter_over_often()

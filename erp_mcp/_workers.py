@@ -112,7 +112,7 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _worker_main(host: str, port: int) -> None:  # runs in each worker process
-    from ledgerbench._startup import die_with_parent
+    from ledgerbench_core._startup import die_with_parent
 
     die_with_parent()  # a supervisor killed with -9 leaves no worker serving its port
     import uvicorn

@@ -13,7 +13,7 @@ from harnesses._registry import HarnessLoadError, RegistryInfo, create_harness, 
 
 # ``run`` (the sync entry point) stays in harnesses._runner: ``harnesses.run`` is the CLI module.
 from harnesses._runner import RunConfig, RunConfigError, RunSummary, run_async
-from harnesses.records import (
+from ledgerbench_core.trajectory import (
     ErrorInfo,
     RunManifest,
     Source,

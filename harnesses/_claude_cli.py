@@ -92,8 +92,8 @@ from harnesses._registry import HarnessLoadError, harness
 from harnesses._stream_json import StreamParser
 from harnesses._toolbox import WORLD_PREFIX
 from harnesses._wire import stalled
-from ledgerbench._trial import TRIAL_HEADER
-from ledgerbench.dataset import TaskType
+from ledgerbench_core._trial import TRIAL_HEADER
+from ledgerbench_core.dataset import TaskType
 
 PINNED_CLI_VERSION = "2.1.332"
 """The CLI version the harness is tested against (.ci/run installs it; README says so)."""

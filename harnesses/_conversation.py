@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Literal
 
 from harnesses._harness_loop import HarnessLoop
 from harnesses._protocol import AgentTask, ChatTurn, TrajectoryDraft
-from harnesses.records import (
+from ledgerbench_core._trial import trial_key
+from ledgerbench_core.dataset import Conversation, Question
+from ledgerbench_core.trajectory import (
     ConversationLog,
     ConversationTurn,
     ModelEvent,
@@ -27,8 +29,6 @@ from harnesses.records import (
     TrajectoryRecord,
     UserTurnTag,
 )
-from ledgerbench._trial import trial_key
-from ledgerbench.dataset import Conversation, Question
 
 if TYPE_CHECKING:
     from harnesses._question_runner import QuestionRunner

@@ -82,8 +82,8 @@ from harnesses._wire import (
     server_sent_events,
     stalled,
 )
-from harnesses.records import Message, Usage
-from ledgerbench.dataset import TaskType
+from ledgerbench_core.dataset import TaskType
+from ledgerbench_core.trajectory import Message, Usage
 
 CHAT_CHUNK_TYPES = frozenset({"chat.completion.chunk"})
 """The one object type a Chat Completions stream sends."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harnesses._protocol import ErpEndpoint
-from ledgerbench._startup import (
+from ledgerbench_core._startup import (
     STARTUP_FD_ENV,
     StartupWatch,
     describe_load,
@@ -164,7 +164,7 @@ class ErpServerProcess:
         """Block until the server listens; :class:`ServerStartError` if it exits or gets stuck.
 
         There is no fixed clock: a server that keeps using CPU or reporting start steps is waited
-        for, however busy the machine (see :mod:`ledgerbench._startup`)."""
+        for, however busy the machine (see :mod:`ledgerbench_core._startup`)."""
         while not self._listening():
             if (error := self._given_up()) is not None:
                 raise error

@@ -25,8 +25,8 @@ from harnesses._protocol import ErpEndpoint
 from harnesses._redact import REDACTED, one_line, redact_url
 from harnesses._run_config import RunConfig, RunConfigError
 from harnesses._run_store import ErpFacts
-from harnesses.records import RunManifest
-from ledgerbench.dataset import Dataset
+from ledgerbench_core.dataset import Dataset
+from ledgerbench_core.trajectory import RunManifest
 
 
 @dataclass

@@ -26,8 +26,8 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Protocol
 
-from harnesses.records import TrajectoryRecord
-from ledgerbench.dataset import Question
+from ledgerbench_core.dataset import Question
+from ledgerbench_core.trajectory import TrajectoryRecord
 
 Pair = tuple[Question, int]
 PairRunner = Callable[[Question, int], Awaitable[TrajectoryRecord]]

@@ -13,7 +13,7 @@ import hashlib
 import os
 
 from harnesses._conversation import OUT_OF_SCOPE, SIGNALS, STOP, TRANSFER, UserReply
-from ledgerbench.dataset import Conversation
+from ledgerbench_core.dataset import Conversation
 
 USER_RULES = f"""You play a person contacting a company's finance team, following the scenario
 below. Rules:

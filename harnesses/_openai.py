@@ -63,8 +63,8 @@ from harnesses._wire import (
     server_sent_events,
     stalled,
 )
-from harnesses.records import Message, Usage
-from ledgerbench.dataset import TaskType
+from ledgerbench_core.dataset import TaskType
+from ledgerbench_core.trajectory import Message, Usage
 
 DEFAULT_MODEL = "gpt-5.2"
 SERVER_LABEL = "erp"

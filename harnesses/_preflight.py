@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from harnesses._redact import one_line
-from harnesses.records import ModelEndpointCheck
+from ledgerbench_core.trajectory import ModelEndpointCheck
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harnesses.records import Usage
+from ledgerbench_core.trajectory import Usage
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harnesses.records import Status
+from ledgerbench_core.trajectory import Status
 
 
 class RunProgress:
@@ -104,7 +104,7 @@ class PreparationWatch:
         self._step_since = self._clock()
 
     def _watch(self) -> None:
-        from ledgerbench._startup import describe_load
+        from ledgerbench_core._startup import describe_load
 
         told_at = None
         while not self._wake.wait(1.0):

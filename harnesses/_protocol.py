@@ -15,7 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from harnesses.records import (
+from ledgerbench_core._trial import TRIAL_HEADER
+from ledgerbench_core.dataset import TaskType
+from ledgerbench_core.trajectory import (
     Message,
     MessageToolCall,
     ModelEvent,
@@ -25,8 +27,6 @@ from harnesses.records import (
     ToolEvent,
     Usage,
 )
-from ledgerbench._trial import TRIAL_HEADER
-from ledgerbench.dataset import TaskType
 
 DEFAULT_MAX_TOOL_CALLS = 60
 """The run's tool-call cap per question when ``--max-tool-calls`` is not given: one cap, applied

@@ -27,7 +27,9 @@ from harnesses._protocol import (
 )
 from harnesses._redact import one_line
 from harnesses._run_config import RunConfig
-from harnesses.records import (
+from ledgerbench_core._trial import trial_key
+from ledgerbench_core.dataset import Question
+from ledgerbench_core.trajectory import (
     ErrorInfo,
     Message,
     ModelEvent,
@@ -36,8 +38,6 @@ from harnesses.records import (
     TerminationReason,
     TrajectoryRecord,
 )
-from ledgerbench._trial import trial_key
-from ledgerbench.dataset import Question
 
 BLOCKED_PROBE_S = 0.05
 """A harness loop that does not run a callback this soon after its question was cancelled is

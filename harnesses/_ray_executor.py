@@ -35,15 +35,7 @@ from harnesses._protocol import HarnessOptions
 from harnesses._ray_worker import RunSpec, WorkerErp, run_on_worker
 from harnesses._registry import HarnessLoadError
 from harnesses._run_config import RunConfig
-from harnesses.records import (
-    ErrorInfo,
-    Message,
-    Status,
-    Termination,
-    TerminationReason,
-    TrajectoryRecord,
-)
-from ledgerbench._ray import (
+from ledgerbench_core._ray import (
     RayExecutorError,
     RayOptions,
     check_fits,
@@ -53,7 +45,15 @@ from ledgerbench._ray import (
     ship_file,
     sqlite_path,
 )
-from ledgerbench.dataset import Question
+from ledgerbench_core.dataset import Question
+from ledgerbench_core.trajectory import (
+    ErrorInfo,
+    Message,
+    Status,
+    Termination,
+    TerminationReason,
+    TrajectoryRecord,
+)
 from synthetic_erp._catalog import STABLE_RECORD_BASE
 
 CANCEL_GRACE_S = 5.0

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from harnesses._protocol import AgentEnvironment, ErpEndpoint, HarnessOptions
-from ledgerbench._ray import ShippedFile, materialize
-from ledgerbench.dataset import Question
+from ledgerbench_core._ray import ShippedFile, materialize
+from ledgerbench_core.dataset import Question
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from harnesses._erp_process import project_root
 from harnesses._protocol import DEFAULT_MAX_TOOL_CALLS, DEFAULT_OUTPUT_LIMIT, SampleLimits
 from harnesses._redact import one_line
-from ledgerbench.dataset import Dataset, Question, TaskType
+from ledgerbench_core.dataset import Dataset, Question, TaskType
 
 
 class RunConfigError(ValueError):
@@ -153,7 +153,7 @@ class RunConfig(StrictModel):
 
 
 def _dataset_functions() -> tuple[Any, Any]:
-    from ledgerbench.dataset import dataset_hash, load_dataset
+    from ledgerbench_core.dataset import dataset_hash, load_dataset
 
     return load_dataset, dataset_hash
 

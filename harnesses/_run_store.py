@@ -39,8 +39,8 @@ from harnesses._run_config import (
     select_questions,
     work_order,
 )
-from harnesses.records import RunManifest, TrajectoryRecord
-from ledgerbench.dataset import Dataset, Question
+from ledgerbench_core.dataset import Dataset, Question
+from ledgerbench_core.trajectory import RunManifest, TrajectoryRecord
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
 MANIFEST_FILE = "manifest.json"

@@ -10,8 +10,8 @@ from pydantic import Field
 
 from harnesses._run_config import StrictModel
 from harnesses._run_store import TRAJECTORIES_FILE, PreparedRun, read_trajectories
-from harnesses.records import RunManifest, Status, TerminationReason, TrajectoryRecord
-from ledgerbench.dataset import TaskType
+from ledgerbench_core.dataset import TaskType
+from ledgerbench_core.trajectory import RunManifest, Status, TerminationReason, TrajectoryRecord
 
 _ANSWERED = frozenset(
     {

@@ -115,7 +115,7 @@ from harnesses._world_serving import (
     world_db_problem,
     world_for_run,
 )
-from harnesses.records import ModelEndpointCheck, PreviousAttempt, TrajectoryRecord
+from ledgerbench_core.trajectory import ModelEndpointCheck, PreviousAttempt, TrajectoryRecord
 
 __all__ = [
     "MANIFEST_FILE",

@@ -44,7 +44,7 @@ from typing import Any
 from harnesses._pricing import estimate_cost
 from harnesses._protocol import TrajectoryDraft
 from harnesses._wire import answer_cut
-from harnesses.records import Usage
+from ledgerbench_core.trajectory import Usage
 
 WEB_TOOLS = frozenset({"WebSearch", "WebFetch"})
 UNFINISHED_TOOL_OUTPUT = "(no result: the run ended before the tool returned)"

@@ -26,7 +26,7 @@ from harnesses._erp_serving import keep_log
 from harnesses._protocol import McpEndpoint
 from harnesses._redact import REDACTED, one_line
 from harnesses._run_config import RunConfig, RunConfigError
-from ledgerbench.dataset import Dataset, Question, TaskType
+from ledgerbench_core.dataset import Dataset, Question, TaskType
 
 DEFAULT_WORLD_RELATIVE_PATH = Path(".ledgerbench") / "world.db"
 DEFAULT_WORLD_SEED = 42

@@ -1,79 +1,25 @@
-"""``python -m harnesses.export RUN --format inspect --out FILE``: a run in another tool's format.
-
-Inspect AI logs need the optional extra: ``pip install 'ledgerbench[inspect]'``.
-"""
+"""Moved: ``python -m harnesses.export`` forwards to ``python -m ledgerbench.export`` for one
+version (see the README, "Moved in this version"). The export reads score records and the
+analysis' intervals, so it lives in the roof; this forwarder runs it by name, without importing
+the roof, so harnesses stays below judge, analysis and ledgerbench."""
 
 from __future__ import annotations
 
-import argparse
+import runpy
 import sys
-from collections.abc import Sequence
-from pathlib import Path
 
-EXAMPLES = """\
-examples:
-  python -m harnesses.export runs/scripted --format inspect --out logs/scripted.eval
-  python -m harnesses.export runs/openai-gpt-5.2 --format inspect --out logs/gpt.json   # JSON log
-  inspect view --log-dir logs                                  # browse it in Inspect's viewer
-
-One run becomes one Inspect evaluation log: a sample per question and trial with the question, the
-reference answer as target, the conversation, one model event per model call and one tool event per
-tool call, a score per judge (overall and per dimension, assertion reasons as the explanation),
-token usage and timings (total and working time). Needs: pip install 'ledgerbench[inspect]'.
-"""
+NEW_COMMAND = "ledgerbench.export"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        self.exit(
-            2, f"harnesses.export: error: {message} (see python -m harnesses.export --help)\n"
-        )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="python -m harnesses.export",
-        description="Write a LedgerBench run in another evaluation tool's log format.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("run", type=Path, metavar="RUN", help="run directory (runs/NAME)")
-    parser.add_argument("--format", choices=["inspect"], required=True, help="log format")
-    parser.add_argument(
-        "--out", type=Path, required=True, metavar="FILE", help="log file: .eval (default) or .json"
-    )
-    parser.add_argument(
-        "--dataset",
-        type=Path,
-        help="dataset YAML file or folder for targets (default: the run manifest's)",
-    )
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from harnesses._inspect_log import ExportError, export_inspect
-
-    args = build_parser().parse_args(argv)
-    if args.out.exists() and args.out.is_dir():
-        print(
-            f"harnesses.export: error: --out {args.out} is a directory; pass a file name "
-            "ending in .eval or .json",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        path, samples = export_inspect(args.run, args.out, args.dataset)
-    except ExportError as error:
-        print(f"harnesses.export: error: {error}", file=sys.stderr)
-        return 2
+def forward() -> None:
+    """Run ``python -m ledgerbench.export`` with this process's arguments."""
     print(
-        f"Inspect log: {path} ({samples} samples); "
-        f"view it with: inspect view --log-dir {path.parent}"
+        f"harnesses.export is deprecated: use python -m {NEW_COMMAND} (same arguments)",
+        file=sys.stderr,
     )
-    return 0
+    sys.argv[0] = NEW_COMMAND
+    runpy.run_module(NEW_COMMAND, run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":
-    from ledgerbench._cli import run_cli
-
-    raise SystemExit(run_cli(main, "harnesses.export"))
+    forward()

@@ -283,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
         "resume (default 5; 0: never stop)",
     )
     out.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    from ledgerbench._ray import add_executor_arguments
+    from ledgerbench_core._ray import add_executor_arguments
 
     add_executor_arguments(parser, unit="question")
     return parser
@@ -304,7 +304,7 @@ def _harness_opts(values: list[str]) -> dict[str, str]:
 
 
 def _task_types(values: list[str]) -> list[str]:
-    from ledgerbench.dataset import TaskType
+    from ledgerbench_core.dataset import TaskType
 
     known = [t.value for t in TaskType]
     chosen = _split(values)
@@ -329,7 +329,7 @@ def _tools(values: list[str]) -> list[str]:
 
 def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
     from harnesses._runner import RunConfig
-    from ledgerbench._ray import check_executor_arguments
+    from ledgerbench_core._ray import check_executor_arguments
 
     if (problem := check_executor_arguments(args)) is not None:
         raise _UsageError(problem)
@@ -404,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exit_.code or 0)
     from harnesses._erp_process import ServerStartError
     from harnesses._runner import RunConfigError, run, summary_table
-    from ledgerbench._ray import RayExecutorError
+    from ledgerbench_core._ray import RayExecutorError
 
     try:
         config = config_from_args(args, argv)
@@ -420,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(message, file=sys.stderr)
         return 130
     except OSError as error:  # a full disk, a read-only runs/: what was recorded is kept
-        from ledgerbench._cli import environment_error_line
+        from ledgerbench_core._cli import environment_error_line
 
         if (line := environment_error_line(error)) is None:
             raise

@@ -14,14 +14,6 @@ from judge._base import (
 from judge._compare import Comparison, compare_judges, kendalls_w
 from judge._dspy_judge import DspyJudge, judge_slug
 from judge._erp_links import find_erp_links
-from judge._overall import (
-    ScoredAnswer,
-    dimension_means,
-    overall,
-    overall_text,
-    run_overall,
-    scored_answers,
-)
 from judge._registry import JudgeLoadError, create_judge, judge
 from judge._rules import RULES_BY_ASSERTION, RulesJudge, check_fact, rule_for
 from judge._runner import (
@@ -34,7 +26,15 @@ from judge._runner import (
     score_trajectory,
 )
 from judge._summary import summarize, summary_markdown
-from judge.records import (
+from ledgerbench_core._overall import (
+    ScoredAnswer,
+    dimension_means,
+    overall,
+    overall_text,
+    run_overall,
+    scored_answers,
+)
+from ledgerbench_core.scores import (
     AssertionScore,
     DimensionScore,
     DimensionStatus,

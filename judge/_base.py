@@ -7,9 +7,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harnesses.records import TrajectoryRecord, Usage
-from judge.records import AssertionScore, DimensionScore, DimensionStatus
-from ledgerbench.dataset import Dimension, Question
+from ledgerbench_core.dataset import Dimension, Question
+from ledgerbench_core.scores import AssertionScore, DimensionScore, DimensionStatus
+from ledgerbench_core.trajectory import TrajectoryRecord, Usage
 
 ALLOWED_SCORES = (0.0, 0.25, 0.5, 0.75, 1.0)
 

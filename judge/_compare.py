@@ -21,8 +21,8 @@ import numpy as np
 
 from judge._agreement import DEFAULT_BOOTSTRAP, Estimate
 from judge._summary import OVERALL
-from judge.records import DimensionStatus, ScoreRecord, ScoreStatus
-from ledgerbench.dataset import Dimension
+from ledgerbench_core.dataset import Dimension
+from ledgerbench_core.scores import DimensionStatus, ScoreRecord, ScoreStatus
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_MIN_PAIRS = 5

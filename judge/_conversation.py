@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from harnesses._conversation import asks_for, mentions, question_sentences, substantive
-from harnesses.records import TrajectoryRecord
-from ledgerbench.dataset import Question
+from ledgerbench_core.dataset import Question
+from ledgerbench_core.trajectory import TrajectoryRecord
 
 PASS_THRESHOLD = 0.99
 """A trial passes when its accuracy reaches this (every fact, no dealbreaker)."""

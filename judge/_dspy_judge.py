@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from harnesses.records import Usage
 from judge._base import (
     ALLOWED_SCORES,
     UNREACHABLE,
@@ -30,8 +29,9 @@ from judge._base import (
 )
 from judge._cache import DiskCache
 from judge._evidence import DEFAULT_EVIDENCE_CHARS, build_evidence
-from judge.records import AssertionScore, DimensionScore, DimensionStatus
-from ledgerbench.dataset import Assertion, Dimension, Question, TaskType
+from ledgerbench_core.dataset import Assertion, Dimension, Question, TaskType
+from ledgerbench_core.scores import AssertionScore, DimensionScore, DimensionStatus
+from ledgerbench_core.trajectory import Usage
 
 MAX_REASON_CHARS = 500
 PREFLIGHT_PROMPT = "LedgerBench pre-flight check: reply with the single word OK."

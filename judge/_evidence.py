@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from harnesses.records import TrajectoryRecord
 from judge._base import sha256_text
+from ledgerbench_core.trajectory import TrajectoryRecord
 
 DEFAULT_EVIDENCE_CHARS = 60_000
 

@@ -1,25 +1,19 @@
 """What made a score: the grading version of each judge, recorded in every score record.
 
-``RULES_GRADING_VERSION`` is the rules judge's grading version: bump it whenever a rule changes
-what it accepts (an answer that passed may now fail, or the reverse). Scores of another grading
-version are never mixed with current ones: ``judge.run`` refuses to resume a scores file of
-another version, and every listing of a figure says which version it is.
-
-Version 6 (the rules' own numbering, ``rules-6``): research answers read as claims ("not yet
-reported" with no figure for the asked fact and the latest reported period named, no/none answers
-that claim no event, competing research figures, citations published after the as-of date);
-obligation tables in HTML, ledger marks in every notation.
+The rules judge's version (``RULES_GRADING_VERSION``, bumped whenever a rule changes what it
+accepts) and :func:`current_grading_version` live in :mod:`ledgerbench_core._grading`, where the
+coverage label every stage prints can read them; this module re-exports them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-RULES_GRADING_VERSION = 6
-"""The rules' version: bumped whenever a rule changes what it accepts."""
-
-RULES_GRADING = f"rules-g{RULES_GRADING_VERSION}"
-"""The grading version string of the rules judge (``ScoreRecord.grading_version``)."""
+from ledgerbench_core._grading import (
+    RULES_GRADING,
+    RULES_GRADING_VERSION,
+    current_grading_version,
+)
 
 
 def grading_version(judge: Any) -> str:
@@ -42,18 +36,6 @@ def judge_version(judge: Any) -> str:
 
     model = getattr(judge, "model", None) or getattr(judge, "mode", "judge")
     return f"{model}@{stable_hash(judge.settings())[:12]}"
-
-
-def current_grading_version(judge_name: str, recorded: str | None) -> str | None:
-    """The grading version this code would score with, when it can tell from the file alone:
-    a rules grading (``rules-gN``, alone or after an LLM's ``+``) is current only at
-    ``RULES_GRADING``; None when the code cannot say (an LLM's rubric, people)."""
-    if recorded is None:
-        return RULES_GRADING if judge_name == "rules" else None
-    if "rules-g" not in recorded:
-        return None
-    head, _, _ = recorded.rpartition("rules-g")
-    return head + RULES_GRADING
 
 
 __all__ = [

@@ -24,8 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from judge._base import dimension_from_assertions, overall_score, sha256_text, stable_hash
-from judge.records import AssertionScore, DimensionStatus, JudgeManifest, ScoreRecord, ScoreStatus
-from ledgerbench.dataset import Dimension, Question
+from ledgerbench_core.dataset import Dimension, Question
+from ledgerbench_core.scores import (
+    AssertionScore,
+    DimensionStatus,
+    JudgeManifest,
+    ScoreRecord,
+    ScoreStatus,
+)
 
 SCALE = (0.0, 0.25, 0.5, 0.75, 1.0)
 NOT_APPLICABLE = "n/a"
@@ -112,7 +118,7 @@ def _carried_records(chosen: list[Candidate]) -> tuple[dict[tuple, list[dict]], 
     """(run, question, trial) -> copies of the records and world documents the answer cites, then
     of the records its tools showed and the documents it fetched: the packet opens them offline,
     any day later, whatever became of the servers."""
-    from ledgerbench.linked import LinkedItemStore, RunSources, TrialTexts
+    from judge.linked import LinkedItemStore, RunSources, TrialTexts
 
     store = LinkedItemStore()
     by_run: dict[Path, list[Candidate]] = defaultdict(list)

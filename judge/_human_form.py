@@ -5,7 +5,7 @@ The packet is embedded as JSON; the page renders one card per answer with a 0 / 
 1 / n/a choice per assertion, keeps the grades in the browser's local storage as they are given,
 and "Save grades" downloads them as ``grades-<packet>.json`` for ``judge.human import``. Answers
 and reference answers are rendered as users see them (tables as tables, links as links) by the
-trajectory viewer's safe markdown subset (``ledgerbench/viewer/markdown.js``, the same file);
+trajectory viewer's safe markdown subset (``ledgerbench_core/markdown.js``, the same file);
 no HTML from a run is ever parsed, and a Content-Security-Policy lets only the page's own script
 and style run.
 """
@@ -220,7 +220,7 @@ def _hash(text: str) -> str:
 def form_page(packet_id: str, packet_json: str) -> str:
     """The page for one packet (``packet_id`` HTML-escaped, ``packet_json`` safe inside a
     ``<script type="application/json">``)."""
-    from ledgerbench.viewer import markdown_script
+    from ledgerbench_core._assets import markdown_script
 
     script = markdown_script() + "\n" + SCRIPT
     csp = "; ".join(

@@ -15,7 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from harnesses.records import RunManifest
+from ledgerbench_core.trajectory import RunManifest
 
 
 class InputsError(ValueError):

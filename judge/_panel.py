@@ -14,7 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from judge._base import dimension_from_assertions, mean, overall_score, stable_hash
-from judge.records import (
+from ledgerbench_core.dataset import Dimension
+from ledgerbench_core.scores import (
     AssertionScore,
     DimensionScore,
     DimensionStatus,
@@ -22,7 +23,6 @@ from judge.records import (
     ScoreRecord,
     ScoreStatus,
 )
-from ledgerbench.dataset import Dimension
 
 
 def panel_name(members: list[str]) -> str:

@@ -20,11 +20,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harnesses.records import TrajectoryRecord
 from judge._base import Judge, JudgeAbort
 from judge._cache import DiskCache
-from judge.records import ScoreRecord
-from ledgerbench._ray import (
+from ledgerbench_core._ray import (
     RayExecutorError,
     RayOptions,
     ShippedFile,
@@ -37,7 +35,9 @@ from ledgerbench._ray import (
     ship_file,
     sqlite_path,
 )
-from ledgerbench.dataset import Question
+from ledgerbench_core.dataset import Question
+from ledgerbench_core.scores import ScoreRecord
+from ledgerbench_core.trajectory import TrajectoryRecord
 
 if TYPE_CHECKING:
     from judge._runner import JudgeRunConfig

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harnesses.records import TrajectoryRecord
 from judge import _claims as claims
 from judge import _extract as x
-from ledgerbench.dataset import ExpectedFact, Question, TaskType
+from ledgerbench_core.dataset import ExpectedFact, Question, TaskType
+from ledgerbench_core.trajectory import TrajectoryRecord
 
 if TYPE_CHECKING:
     from judge._rules import RuleContext, Verdict

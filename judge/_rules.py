@@ -1,7 +1,7 @@
 """The deterministic judge: checks a program makes with certainty, each deciding named assertions.
 
 Rules and the assertion ids they decide (:data:`RULES_BY_ASSERTION`; ids follow
-``ledgerbench/dataset/_rubric.py``):
+``ledgerbench_core/dataset/_rubric.py``):
 
 - ``expected_facts`` decides ``accuracy.*`` (``accuracy.ground_truth``) of obligation items that
   carry ``expected`` facts. An assertion ``accuracy.<field>`` is decided by the facts with that
@@ -32,7 +32,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harnesses.records import ToolCall, TrajectoryRecord
 from judge import _claims as claims
 from judge import _extract as x
 from judge._base import (
@@ -59,8 +58,9 @@ from judge._research import (
     rule_world_recency,
     world_links,
 )
-from judge.records import AssertionScore, DimensionStatus
-from ledgerbench.dataset import Dimension, ExpectedFact, Question, TaskType
+from ledgerbench_core.dataset import Dimension, ExpectedFact, Question, TaskType
+from ledgerbench_core.scores import AssertionScore, DimensionStatus
+from ledgerbench_core.trajectory import ToolCall, TrajectoryRecord
 
 RULES_VERSION = f"rules-{RULES_GRADING_VERSION}"
 """Bumped when a rule reads answers differently, so scores of older rules are not resumed

@@ -26,7 +26,6 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harnesses.records import RunManifest, TerminationReason, TrajectoryRecord, Usage
 from judge._base import (
     UNREACHABLE,
     Judge,
@@ -41,8 +40,15 @@ from judge._base import (
     stable_hash,
     zero_dimensions,
 )
-from judge.records import DimensionScore, DimensionStatus, JudgeManifest, ScoreRecord, ScoreStatus
-from ledgerbench.dataset import Dataset, Question
+from ledgerbench_core.dataset import Dataset, Question
+from ledgerbench_core.scores import (
+    DimensionScore,
+    DimensionStatus,
+    JudgeManifest,
+    ScoreRecord,
+    ScoreStatus,
+)
+from ledgerbench_core.trajectory import RunManifest, TerminationReason, TrajectoryRecord, Usage
 
 
 class JudgeRunError(ValueError):
@@ -164,7 +170,7 @@ def score_matches(score: ScoreRecord, trajectory: TrajectoryRecord) -> bool:
 
 
 def load_run_dataset(config: JudgeRunConfig, manifest: RunManifest) -> tuple[Dataset, list[str]]:
-    from ledgerbench.dataset import dataset_hash, find_run_dataset, load_dataset
+    from ledgerbench_core.dataset import dataset_hash, find_run_dataset, load_dataset
 
     given = config.dataset or manifest.dataset_path
     override = Path(config.dataset) if config.dataset else None

@@ -82,8 +82,8 @@ def self_preference_rows(
 
     ``scores[(run label, judge)]`` are that judge's ScoreRecords for the run.
     """
-    from harnesses.records import RunManifest
-    from judge.records import JudgeManifest
+    from ledgerbench_core.scores import JudgeManifest
+    from ledgerbench_core.trajectory import RunManifest
 
     rows = []
     for label, run_dir in runs.items():

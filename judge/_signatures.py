@@ -8,7 +8,7 @@ from __future__ import annotations
 import dspy
 from pydantic import BaseModel, ConfigDict
 
-from ledgerbench.dataset import Dimension
+from ledgerbench_core.dataset import Dimension
 
 SCORE_GUIDE = (
     "Exactly one verdict per assertion, same ids, same order. "

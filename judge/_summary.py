@@ -1,11 +1,12 @@
 """Aggregating a scores file: by task type, and with task types weighted equally.
 
 A record's dimension score = mean of its non-null assertion scores (computed when judged). Here,
-as everywhere (:mod:`judge._overall`): a task type's dimension mean is the mean over questions
-(a question's trials averaged first) where that dimension was scored; judge errors and n/a are
-counted, never averaged in. Equal weight = the mean of the task-type means, so 100 obligations do
-not outweigh 25 briefs. **Overall** = the mean of the equal-weight dimension means (the paper's,
-docs/statistics.md); ``answer_mean`` = the judge's per-answer mean averaged the same way.
+as everywhere (:mod:`ledgerbench_core._overall`): a task type's dimension mean is the mean over
+questions (a question's trials averaged first) where that dimension was scored; judge errors and
+n/a are counted, never averaged in. Equal weight = the mean of the task-type means, so 100
+obligations do not outweigh 25 briefs. **Overall** = the mean of the equal-weight dimension means
+(the paper's, docs/statistics.md); ``answer_mean`` = the judge's per-answer mean averaged the same
+way.
 
 Accuracy of research items keyed on a world is LedgerBench's extension (the paper had no key for
 them): it is reported as ``research_accuracy`` (per task type, equal-weight, and under
@@ -18,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from judge._overall import (
+from ledgerbench_core._overall import (
     ANSWER_MEAN,
     EXTENSION_CELLS,
     OVERALL,
@@ -32,11 +33,12 @@ from judge._overall import (
     run_overall,
     scored_answers,
 )
-from judge.records import DimensionStatus, ScoreRecord, ScoreStatus
-from ledgerbench.dataset import Dimension, TaskType
+from ledgerbench_core.dataset import Dimension, TaskType
+from ledgerbench_core.scores import DimensionStatus, ScoreRecord, ScoreStatus
 
 RESEARCH_ACCURACY = "research_accuracy"
-"""Accuracy of keyed research items (the extension: ``judge._overall.EXTENSION_CELLS``)."""
+"""Accuracy of keyed research items (the extension:
+``ledgerbench_core._overall.EXTENSION_CELLS``)."""
 COLUMNS = [*(d.value for d in Dimension), RESEARCH_ACCURACY, OVERALL, ANSWER_MEAN]
 
 
@@ -81,7 +83,7 @@ def summarize(
 
 
 def _overall_interval(answers: list, clusters: tuple[dict[str, str], str] | None) -> Any:
-    from analysis._clustered import overall_interval
+    from ledgerbench_core._clustered import overall_interval
 
     found = overall_interval(answers, clusters[0] if clusters else {})
     if found is None:
@@ -265,9 +267,10 @@ def run_summary(
     clusters: tuple[dict[str, str], str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The summary of one judge's scores of a run: only current scores (:func:`current_scores`)
-    of one grading version (:func:`judge._coverage.one_grading`), with their coverage of the
-    run's answers (``coverage``: "14/100 scored", the grading version), and what was left out."""
-    from judge._coverage import coverage, one_grading
+    of one grading version (:func:`ledgerbench_core._coverage.one_grading`), with their coverage
+    of the run's answers (``coverage``: "14/100 scored", the grading version), and what was
+    left out."""
+    from ledgerbench_core._coverage import coverage, one_grading
 
     records, left_out = current_scores(records, trajectories)
     records, _, other = one_grading(records)

@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from ledgerbench._cli import OneLineParser
+from ledgerbench_core._cli import OneLineParser
 
 EXAMPLES = """\
 examples:
@@ -169,6 +169,6 @@ def _label(run_dir: Path, taken: dict[str, Path]) -> str:
 
 
 if __name__ == "__main__":
-    from ledgerbench._cli import run_cli
+    from ledgerbench_core._cli import run_cli
 
     sys.exit(run_cli(main, "judge.compare"))

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ledgerbench._cli import OneLineParser
+from ledgerbench_core._cli import OneLineParser
 
 EXAMPLES = """\
 examples:
@@ -96,6 +96,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from ledgerbench._cli import run_cli
+    from ledgerbench_core._cli import run_cli
 
     sys.exit(run_cli(main, "judge.human"))

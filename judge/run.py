@@ -9,7 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ledgerbench._cli import OneLineParser
+from ledgerbench_core._cli import OneLineParser
 
 EXAMPLES = """\
 examples:
@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip the one call to the judge model made before judging to learn that it answers",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    from ledgerbench._ray import add_executor_arguments
+    from ledgerbench_core._ray import add_executor_arguments
 
     add_executor_arguments(parser, unit="trajectory")
     return parser
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     from judge._registry import JudgeLoadError
     from judge._runner import JudgeRunConfig, JudgeRunError, print_warnings, run_judge
     from judge._summary import run_summary, summarize, summary_markdown
-    from ledgerbench._ray import check_executor_arguments
+    from ledgerbench_core._ray import check_executor_arguments
 
     args = build_parser().parse_args(argv)
     if (problem := check_executor_arguments(args)) is not None:
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        from ledgerbench._cli import quiet_stop
+        from ledgerbench_core._cli import quiet_stop
 
         if quiet_stop():
             return 130
@@ -280,6 +280,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from ledgerbench._cli import run_cli
+    from ledgerbench_core._cli import run_cli
 
     sys.exit(run_cli(main, "judge.run"))

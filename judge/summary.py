@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ledgerbench._cli import OneLineParser
+from ledgerbench_core._cli import OneLineParser
 
 EXAMPLES = """\
 examples:
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _clusters(run_dir: Path, records: list) -> tuple[dict[str, str], str]:
     """The run's items grouped by template (research: kind), as the analysis does."""
-    from analysis._clustered import run_clusters
+    from ledgerbench_core._clustered import run_clusters
 
     return run_clusters(run_dir, {r.question_id: str(r.task_type) for r in records})
 
@@ -103,6 +103,6 @@ def _trajectories(run_dir: Path) -> tuple[list | None, list[str]]:
 
 
 if __name__ == "__main__":
-    from ledgerbench._cli import run_cli
+    from ledgerbench_core._cli import run_cli
 
     sys.exit(run_cli(main, "judge.summary"))

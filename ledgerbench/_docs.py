@@ -35,7 +35,7 @@ def render_fields(model: type[BaseModel]) -> str:
 
 
 def trajectory_models() -> list[type[BaseModel]]:
-    from harnesses.records import (
+    from ledgerbench_core.trajectory import (
         ConversationLog,
         ConversationTurn,
         ErrorInfo,

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledgerbench._cli import OneLineParser
+from ledgerbench_core._cli import OneLineParser
 
 EXAMPLES = """\
 examples:
@@ -58,7 +58,7 @@ class RunListing:
     """Judge name -> the run's Overall under that judge (None: nothing scored)."""
     scored: dict[str, str] = field(default_factory=dict)
     """Judge name -> what goes beside its Overall: "14/100 scored" for a partly judged run, and
-    the grading version (``judge._coverage.Coverage.label``)."""
+    the grading version (``ledgerbench_core._coverage.Coverage.label``)."""
     cost_usd: float | None = None
     started_at: str | None = None
     finished: bool = False
@@ -97,7 +97,9 @@ def _ending(record: dict[str, Any]) -> tuple[str, bool]:
     termination = record.get("termination")
     if isinstance(termination, dict) and termination.get("reason"):
         return str(termination["reason"]), bool(termination.get("infrastructure"))
-    from harnesses.records import TrajectoryRecord  # version-1 line: derive its termination
+    from ledgerbench_core.trajectory import (
+        TrajectoryRecord,  # version-1 line: derive its termination
+    )
 
     try:
         derived = TrajectoryRecord.model_validate(record).termination
@@ -107,9 +109,9 @@ def _ending(record: dict[str, Any]) -> tuple[str, bool]:
 
 
 def describe_run(folder: Path, root: Path) -> RunListing:
-    from harnesses.records import RunManifest
     from judge import read_scores
-    from judge._coverage import coverage, one_grading
+    from ledgerbench_core._coverage import coverage, one_grading
+    from ledgerbench_core.trajectory import RunManifest
 
     manifest = None
     with contextlib.suppress(ValueError):  # an unreadable manifest: the records still tell a lot

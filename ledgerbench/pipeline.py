@@ -33,8 +33,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from ledgerbench._cli import QUIET_STOP_ENV, OneLineParser, Terminated, run_cli
-from ledgerbench._startup import parent_death_signal
+from ledgerbench_core._cli import QUIET_STOP_ENV, OneLineParser, Terminated, run_cli
+from ledgerbench_core._startup import parent_death_signal
 
 EXAMPLES = """\
 examples:
@@ -396,7 +396,7 @@ def _dataset_matches_erp(dataset: Path, config: PipelineConfig) -> bool:
     stats = _erp_stats(config)
     if not stats:
         return False
-    from ledgerbench.dataset import load_dataset
+    from ledgerbench_core.dataset import load_dataset
 
     try:
         header = load_dataset(dataset).header
@@ -470,7 +470,7 @@ def stage_world(config: PipelineConfig, console: Console) -> StageResult:
 def _research_set_matches(path: Path, count: int, config: PipelineConfig) -> bool:
     if not path.exists() or not config.world_db.exists():
         return False
-    from ledgerbench.dataset import load_dataset
+    from ledgerbench_core.dataset import load_dataset
 
     try:
         dataset = load_dataset(path)
@@ -484,7 +484,7 @@ def _research_set_matches(path: Path, count: int, config: PipelineConfig) -> boo
 def _operations_match(path: Path, config: PipelineConfig) -> bool:
     if not _dataset_matches_erp(path, config):
         return False
-    from ledgerbench.dataset import load_dataset
+    from ledgerbench_core.dataset import load_dataset
 
     return len(load_dataset(path).items) == config.conversations
 
@@ -703,7 +703,7 @@ def headline(report_dir: Path) -> list[str]:
     stats_path = report_dir / "stats.json"
     if not stats_path.exists():
         return lines
-    from judge._overall import overall_text
+    from ledgerbench_core._overall import overall_text
 
     stats = json.loads(stats_path.read_text())
     partly = {
@@ -890,7 +890,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--concurrency", type=int, default=5, help="questions at once (default 5)")
     parser.add_argument("--fresh", action="store_true", help="redo every stage")
-    from ledgerbench._ray import add_executor_arguments
+    from ledgerbench_core._ray import add_executor_arguments
 
     add_executor_arguments(parser, unit="question (and judged trajectory)")
     return parser
@@ -908,7 +908,7 @@ def _executor_args(args: argparse.Namespace) -> list[str]:
 
 
 def _validate(args: argparse.Namespace) -> str | None:
-    from ledgerbench._ray import check_executor_arguments
+    from ledgerbench_core._ray import check_executor_arguments
 
     if (problem := check_executor_arguments(args)) is not None:
         return problem

@@ -2,7 +2,7 @@
 
 import sys
 
-from ledgerbench._cli import run_cli
+from ledgerbench_core._cli import run_cli
 from synthetic_erp._cli import main
 
 sys.exit(run_cli(main, "synthetic_erp"))

@@ -1,4 +1,5 @@
-"""The entity sets of the ERP: URL names, tables and natural keys.
+"""The entity sets of the ERP: URL names, tables and natural keys (the link grammar itself,
+parse_record_url and RecordRef, is in ledgerbench_core.record_links; re-exported here).
 
 One place decides how a record is addressed. The MCP server builds citable record URLs from it,
 serves record pages by it, and exposes its generic data tools over it; the deterministic judge
@@ -11,10 +12,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote
 
 from sqlmodel import SQLModel
 
+from ledgerbench_core.record_links import RESOURCE_SCHEME as RESOURCE_SCHEME
+from ledgerbench_core.record_links import RecordRef as RecordRef
+from ledgerbench_core.record_links import is_resource_uri as is_resource_uri
+from ledgerbench_core.record_links import parse_record_url as parse_record_url
 from synthetic_erp import _schema as s
 
 
@@ -140,8 +145,6 @@ ENTITY_SETS: tuple[EntitySet, ...] = (
 
 _BY_NAME = {entity_set.name: entity_set for entity_set in ENTITY_SETS}
 _BY_TABLE = {entity_set.table: entity_set for entity_set in ENTITY_SETS}
-_SAFE_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.%\-]*$")
-"""Keys may hold ``%`` (payment terms such as ``2%10Net30``); never ``/`` or ``..``."""
 
 
 def entity_set(name: str) -> EntitySet:
@@ -175,20 +178,10 @@ def record_url(base_url: str, entity_set_name: str, legal_entity: str, key: str)
     return base_url.rstrip("/") + record_path(entity_set_name, legal_entity, key)
 
 
-@dataclass(frozen=True)
-class RecordRef:
-    legal_entity: str
-    entity_set: str
-    key: str
-
-
 STABLE_RECORD_BASE = "https://erp.ledgerbench.test"
 """The base of record links in runs the runner serves: one public name for every run, so the same
 answer cites the same links whatever port the run's server had (``.test`` is reserved by RFC 2606
 and never resolves; the viewer and grading packet carry copies of the records it names)."""
-
-RESOURCE_SCHEME = "erp://"
-"""Prefix of a record's MCP resource URI (record links over stdio)."""
 
 
 def record_resource_uri(entity_set_name: str, legal_entity: str, key: str) -> str:
@@ -196,45 +189,3 @@ def record_resource_uri(entity_set_name: str, legal_entity: str, key: str) -> st
     return (
         f"{RESOURCE_SCHEME}{quote(legal_entity, safe='')}/{entity_set_name}/{quote(key, safe='')}"
     )
-
-
-def is_resource_uri(link: str) -> bool:
-    """True for ``erp://...`` (the scheme in any case), the resource form of a record link."""
-    return link[: len(RESOURCE_SCHEME)].lower() == RESOURCE_SCHEME
-
-
-def parse_record_url(url: str) -> RecordRef | None:
-    """The record a URL (or path) points to, or None when it is not a well-formed record link.
-
-    Accepts any host: only the ``/erp/{LE}/{set}/{key}`` path decides. The MCP resource URI
-    ``erp://{LE}/{set}/{key}`` names the same record. Path tricks (``..``, empty or encoded
-    separators) and unknown entity sets give None.
-    """
-    if is_resource_uri(url):
-        tail = _without_query(url[len(RESOURCE_SCHEME) :]).rstrip("/").split("/")
-        return _record_ref(tail)
-    path = urlsplit(url).path if "://" in url else _without_query(url)
-    parts = path.rstrip("/").split("/")
-    try:
-        erp_index = parts.index("erp")
-    except ValueError:
-        return None
-    return _record_ref(parts[erp_index + 1 :])
-
-
-def _without_query(link: str) -> str:
-    return link.split("?", 1)[0].split("#", 1)[0]
-
-
-def _record_ref(tail: list[str]) -> RecordRef | None:
-    """``[LE, set, key]`` (still percent-encoded) as a record, or None when unsafe or unknown."""
-    if len(tail) != 3:
-        return None
-    legal_entity, set_name, key = (unquote(part) for part in tail)
-    if set_name not in _BY_NAME:
-        return None
-    if not (_SAFE_SEGMENT.match(legal_entity) and _SAFE_SEGMENT.match(key)):
-        return None
-    if ".." in key or "/" in key:
-        return None
-    return RecordRef(legal_entity=legal_entity, entity_set=set_name, key=key)

@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot use {redact_url(args.db)}: {reason}; {hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        from ledgerbench._cli import quiet_stop
+        from ledgerbench_core._cli import quiet_stop
 
         if not quiet_stop():
             print("error: interrupted; nothing was written", file=sys.stderr)

@@ -32,7 +32,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from ledgerbench.dataset import (
+from ledgerbench_core.dataset import (
     Assertion,
     Conversation,
     Dataset,

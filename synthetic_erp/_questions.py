@@ -25,9 +25,9 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from ledgerbench.dataset._loader import write_dataset
-from ledgerbench.dataset._records import Dataset, DatasetHeader, Question, TaskType
-from ledgerbench.dataset._rubric import RUBRIC_VERSION, build_tags
+from ledgerbench_core.dataset._loader import write_dataset
+from ledgerbench_core.dataset._records import Dataset, DatasetHeader, Question, TaskType
+from ledgerbench_core.dataset._rubric import RUBRIC_VERSION, build_tags
 from synthetic_erp._catalog import parse_record_url
 from synthetic_erp._db import ErpDatabaseError, open_engine, read_meta
 from synthetic_erp.scenarios import TEMPLATES, Answer, OracleContext, answer_question, scenarios

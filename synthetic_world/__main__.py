@@ -1,6 +1,6 @@
 import sys
 
-from ledgerbench._startup import report_step
+from ledgerbench_core._startup import report_step
 
 report_step("importing the world server")  # before the imports that take most of a start
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from ledgerbench.dataset import ExpectedFact
+from ledgerbench_core.dataset import ExpectedFact
 from synthetic_world._documents import long_date
 from synthetic_world._keys import (
     PERCENT_TOLERANCE,

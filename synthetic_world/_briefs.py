@@ -16,7 +16,7 @@ from decimal import Decimal
 
 from sqlalchemy import Engine, select
 
-from ledgerbench.dataset import Ask, ExpectedFact, Question, TaskType
+from ledgerbench_core.dataset import Ask, ExpectedFact, Question, TaskType
 from synthetic_erp import _schema as erp
 from synthetic_world._calendar import profile_date
 from synthetic_world._documents import long_date

@@ -21,7 +21,7 @@ from erp_mcp._serve_cli import (
     link_base,
     serve,
 )
-from ledgerbench._startup import report_step
+from ledgerbench_core._startup import report_step
 from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
 from synthetic_world._generate import MAX_SCALE, WorldError
 from synthetic_world._runtime import WorldUnavailable

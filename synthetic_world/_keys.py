@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from ledgerbench.dataset import ExpectedFact
+from ledgerbench_core.dataset import ExpectedFact
 from synthetic_world._documents import CURRENCY_SIGNS, LINK_BASE, long_date, millions
 
 AMOUNT_TOLERANCE = 0.05

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from ledgerbench.dataset import (
+from ledgerbench_core.dataset import (
     Ask,
     Dataset,
     DatasetHeader,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from ledgerbench._startup import StartupWatch
+    from ledgerbench_core._startup import StartupWatch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = REPO_ROOT.parent / "shared"
@@ -53,7 +53,7 @@ def _children_die_with_the_tests() -> None:
     """Every process a test starts from the main thread dies with the test process, whatever
     kills it (an xdist worker crash, ``kill -9``): servers, runners and pipelines the tests start
     never outlive them. The product's own children die with their parents the same way."""
-    from ledgerbench._startup import parent_death_signal
+    from ledgerbench_core._startup import parent_death_signal
 
     original = subprocess.Popen.__init__
     if getattr(original, "dies_with_the_tests", False):
@@ -90,7 +90,7 @@ def wait_for_port(port: int, process: subprocess.Popen, watch: StartupWatch | No
     """Wait until the server listens, as the runner waits: on its progress (CPU used, start
     steps reported on ``watch``'s pipe), not on a clock; a loaded 2-core machine can take
     minutes of wall time to import it."""
-    from ledgerbench._startup import StartupWatch
+    from ledgerbench_core._startup import StartupWatch
 
     watch = watch or StartupWatch(read_fd=-1)
     watch.pid = process.pid
@@ -195,7 +195,7 @@ def _start_http_server(
     if token:
         args += ["--token", token]
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"{command[0]}_{port}.log"
-    from ledgerbench._startup import STARTUP_FD_ENV, StartupWatch
+    from ledgerbench_core._startup import STARTUP_FD_ENV, StartupWatch
 
     watch, progress_fd = StartupWatch.open()
     env[STARTUP_FD_ENV] = str(progress_fd)

@@ -16,13 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harnesses.records import TrajectoryRecord
 from judge import _extract as x
 from judge._base import JudgeItem
 from judge._erp_links import find_erp_links, parse_link
 from judge._rules import RulesJudge
-from judge.records import DimensionStatus
-from ledgerbench.dataset import Dimension, ExpectedFact, Question, TaskType
+from ledgerbench_core.dataset import Dimension, ExpectedFact, Question, TaskType
+from ledgerbench_core.scores import DimensionStatus
+from ledgerbench_core.trajectory import TrajectoryRecord
 
 Neighbour = Callable[[str, str, str], str | None]
 """(entity set, legal entity, key) -> another existing key of that set and legal entity."""
@@ -1192,7 +1192,7 @@ def table_markdown(measurement: Measurement) -> str:
 
 def load_run(run_dir: Path, dataset_path: Path) -> list[tuple[Question, TrajectoryRecord]]:
     from judge._runner import read_trajectories
-    from ledgerbench.dataset import load_dataset
+    from ledgerbench_core.dataset import load_dataset
 
     questions = {q.id: q for q in load_dataset(dataset_path).items}
     trajectories, _ = read_trajectories(run_dir)

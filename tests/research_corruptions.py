@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
-from harnesses.records import TrajectoryRecord
 from judge._base import JudgeItem
 from judge._rules import RulesJudge
-from ledgerbench.dataset import ExpectedFact, Question
+from ledgerbench_core.dataset import ExpectedFact, Question
+from ledgerbench_core.trajectory import TrajectoryRecord
 
 SIGNS = {"USD": "$", "EUR": "€", "GBP": "£"}
 

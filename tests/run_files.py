@@ -7,9 +7,7 @@ import json
 from pathlib import Path
 
 from harnesses._protocol import TrajectoryDraft
-from harnesses.records import RunManifest, Termination, TerminationReason, TrajectoryRecord, Usage
-from judge.records import AssertionScore, DimensionScore, DimensionStatus, ScoreRecord
-from ledgerbench.dataset import (
+from ledgerbench_core.dataset import (
     Assertion,
     Dataset,
     DatasetHeader,
@@ -17,6 +15,14 @@ from ledgerbench.dataset import (
     Question,
     TaskType,
     write_dataset,
+)
+from ledgerbench_core.scores import AssertionScore, DimensionScore, DimensionStatus, ScoreRecord
+from ledgerbench_core.trajectory import (
+    RunManifest,
+    Termination,
+    TerminationReason,
+    TrajectoryRecord,
+    Usage,
 )
 
 START = dt.datetime(2026, 1, 5, 9, 0, tzinfo=dt.UTC)

@@ -10,11 +10,11 @@ import pytest
 from scipy import stats as scipy_stats
 
 from analysis import ProviderData, Settings, compute_stats
-from analysis._clustered import random_intercept_cluster_cov
 from analysis._data import SCORE_COLUMNS, TRAJECTORY_COLUMNS
 from analysis._schema import EQUAL_WEIGHT, ProviderInfo
 from analysis._stats import Bootstrap
 from analysis.compare import main
+from ledgerbench_core._clustered import random_intercept_cluster_cov
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -253,11 +253,11 @@ def test_inspect_export_carries_the_clustered_overall_stderr(tmp_path):
     import datetime as dt
 
     inspect_log = pytest.importorskip("inspect_ai.log", reason="inspect-ai not installed")
-    from analysis._clustered import overall_interval
-    from harnesses._inspect_log import export_inspect
-    from judge._overall import ScoredAnswer
-    from judge.records import DimensionScore, DimensionStatus, ScoreRecord, ScoreStatus
-    from ledgerbench.dataset import Dimension, TaskType
+    from ledgerbench._inspect_log import export_inspect
+    from ledgerbench_core._clustered import overall_interval
+    from ledgerbench_core._overall import ScoredAnswer
+    from ledgerbench_core.dataset import Dimension, TaskType
+    from ledgerbench_core.scores import DimensionScore, DimensionStatus, ScoreRecord, ScoreStatus
     from tests.fakes.judge_data import question, trajectory, write_run
 
     questions = []

@@ -16,8 +16,8 @@ from analysis import Stats, load_provider
 from analysis._synthetic import ProviderSpec, SyntheticConfig, write_runs
 from analysis.compare import main
 from judge._grading import RULES_GRADING
-from judge._overall import run_overall, scored_answers
-from judge.records import ScoreRecord
+from ledgerbench_core._overall import run_overall, scored_answers
+from ledgerbench_core.scores import ScoreRecord
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -238,7 +238,7 @@ def test_research_metrics_are_a_correction_family_of_their_own(runs, tmp_path) -
 
 
 def test_research_mode_of_manifests_older_than_the_switch(tmp_path) -> None:
-    from harnesses.records import RunManifest
+    from ledgerbench_core.trajectory import RunManifest
 
     (run,) = write_runs(tmp_path, SyntheticConfig([ProviderSpec("old")], questions=QUESTIONS))
     assert load_provider(run, "rules").info.research == "web"
@@ -368,7 +368,7 @@ def world_runs(
 def test_a_world_run_judged_by_the_rules_judge_fills_the_research_section(
     world_runs: tuple[list[Path], Path], tmp_path: Path
 ) -> None:
-    from ledgerbench.dataset import load_dataset
+    from ledgerbench_core.dataset import load_dataset
 
     runs, dataset = world_runs
     stats = _compare(runs, tmp_path / "out", "--min-observations", "3")

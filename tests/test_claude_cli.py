@@ -35,8 +35,8 @@ from harnesses._claude_cli import (
     retry_settings,
 )
 from harnesses._runner import QuestionRunner, RunConfig
-from ledgerbench._trial import TRIAL_HEADER, trial_key
-from ledgerbench.dataset import Question, TaskType
+from ledgerbench_core._trial import TRIAL_HEADER, trial_key
+from ledgerbench_core.dataset import Question, TaskType
 from tests.conftest import TEST_TOKEN, RunningServer, start_mcp_server, stop_process
 from tests.fakes.anthropic_server import (
     AnthropicFakeServer,

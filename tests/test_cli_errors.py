@@ -200,7 +200,7 @@ CASES: dict[str, Case] = {
         "does not exist",
     ),
     "export: missing run": Case(
-        py("-m", "harnesses.export", "{tmp}/runs/missing", "--format", "inspect", "--out", "x"),
+        py("-m", "ledgerbench.export", "{tmp}/runs/missing", "--format", "inspect", "--out", "x"),
         "is not a run directory",
     ),
     "runs: missing folder": Case(
@@ -399,7 +399,7 @@ def test_the_table_covers_every_command_a_newcomer_types() -> None:
         "synthetic_erp",
         "erp_mcp",
         "harnesses.run",
-        "harnesses.export",
+        "ledgerbench.export",
         "judge.run",
         "judge.summary",
         "judge.compare",

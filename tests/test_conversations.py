@@ -17,11 +17,11 @@ from harnesses._conversation import (
 )
 from harnesses._protocol import AgentOutcome, HarnessOptions
 from harnesses._runner import TRAJECTORIES_FILE, RunConfig, RunConfigError, run
-from harnesses.records import ConversationTurn, TerminationReason, TrajectoryRecord
 from judge import RulesJudge
 from judge._base import JudgeItem
 from judge._conversation import conversation_metrics, pass_hat_k
-from ledgerbench.dataset import Dataset, load_dataset, write_dataset
+from ledgerbench_core.dataset import Dataset, load_dataset, write_dataset
+from ledgerbench_core.trajectory import ConversationTurn, TerminationReason, TrajectoryRecord
 from synthetic_erp._operations import KINDS, generate_operations
 
 pytestmark = pytest.mark.timeout(300)

@@ -22,7 +22,7 @@ from harnesses._custom import FINAL_PROMPT, FINANCE_PRACTICE, as_of_date
 from harnesses._openai import MissingApiKeyError
 from harnesses._pricing import estimate_cost
 from harnesses._runner import QuestionRunner, RunConfig
-from ledgerbench.dataset import Question, TaskType
+from ledgerbench_core.dataset import Question, TaskType
 from synthetic_erp._db import open_engine
 from synthetic_erp._schema import Customer
 from tests.fakes.anthropic_server import (

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ledgerbench.dataset import (
+from ledgerbench.dataset._cli import main as dataset_cli
+from ledgerbench_core.dataset import (
     Dataset,
     DatasetError,
     DatasetHeader,
@@ -20,7 +21,6 @@ from ledgerbench.dataset import (
     load_dataset,
     write_dataset,
 )
-from ledgerbench.dataset._cli import main as dataset_cli
 
 pytestmark = pytest.mark.timeout(60)
 

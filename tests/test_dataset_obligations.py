@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ledgerbench.dataset import Dataset, Dimension, dataset_to_yaml, load_dataset
+from ledgerbench_core.dataset import Dataset, Dimension, dataset_to_yaml, load_dataset
 from synthetic_erp._catalog import entity_set, parse_record_url
 from synthetic_erp._db import open_engine, read_meta
 from synthetic_erp._questions import (
@@ -229,7 +229,7 @@ def test_output_does_not_depend_on_python_hash_randomisation(
 
 
 def test_header_records_snapshot_seed_and_rubric(erp_db_url: str, default_set: Dataset) -> None:
-    from ledgerbench.dataset import RUBRIC_VERSION
+    from ledgerbench_core.dataset import RUBRIC_VERSION
 
     meta = read_meta(open_engine(erp_db_url, read_only=True))
     header = default_set.header

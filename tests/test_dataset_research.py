@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from ledgerbench.dataset import Dimension, dataset_to_yaml, load_dataset
 from ledgerbench.dataset._cli import main as dataset_cli
 from ledgerbench.dataset._research import (
     BRIEF_REQUESTS,
@@ -18,7 +17,8 @@ from ledgerbench.dataset._research import (
     entity_performance_items,
     erp_party_paths,
 )
-from ledgerbench.dataset._rubric import BRIEF_KIND_SECTIONS
+from ledgerbench_core.dataset import Dimension, dataset_to_yaml, load_dataset
+from ledgerbench_core.dataset._rubric import BRIEF_KIND_SECTIONS
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ledgerbench.dataset import Dimension, TaskType, build_tags
-from ledgerbench.dataset import _rubric as rubric
+from ledgerbench_core.dataset import Dimension, TaskType, build_tags
+from ledgerbench_core.dataset import _rubric as rubric
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from harnesses._inspect_log import read_run
-from ledgerbench.dataset import load_dataset
+from ledgerbench._inspect_log import read_run
+from ledgerbench_core.dataset import load_dataset
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATASETS = REPO_ROOT / "datasets"
@@ -117,7 +117,7 @@ def test_the_inspect_log_has_the_targets(chain: Path, capsys, monkeypatch) -> No
     )
     from inspect_ai.log import read_eval_log
 
-    from harnesses.export import main
+    from ledgerbench.export import main
 
     out = chain.parent.parent / "logs" / "scripted.json"
     argv = [str(chain), "--format", "inspect", "--out", str(out)]

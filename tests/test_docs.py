@@ -28,7 +28,7 @@ COMMANDS = [
     ["synthetic_world", "serve"],
     ["ledgerbench.dataset"],
     ["harnesses.run"],
-    ["harnesses.export"],
+    ["ledgerbench.export"],
     ["judge.run"],
     ["judge.summary"],
     ["judge.compare"],

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import yaml
 
-from ledgerbench.dataset._records import DATASET_FORMAT_VERSION
+from ledgerbench_core.dataset._records import DATASET_FORMAT_VERSION
 from tests.conftest import REPO_ROOT
 
 DOCS = sorted(

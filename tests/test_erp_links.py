@@ -22,7 +22,7 @@ from judge import RulesJudge
 from judge import _extract as x
 from judge._base import JudgeItem
 from judge._erp_links import find_erp_links
-from ledgerbench.dataset import Dimension, ExpectedFact, TaskType
+from ledgerbench_core.dataset import Dimension, ExpectedFact, TaskType
 from synthetic_erp import RecordRef, parse_record_url, record_resource_uri
 from tests.fakes.judge_data import question, trajectory, two_customers
 

@@ -1,4 +1,4 @@
-"""`python -m harnesses.export --format inspect`: a run round-trips through Inspect's reader."""
+"""`python -m ledgerbench.export --format inspect`: a run round-trips through Inspect's reader."""
 
 from __future__ import annotations
 
@@ -28,12 +28,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return write_sample_runs(tmp_path_factory.mktemp("export-runs"))
 
 
-def _export(run: Path, out: Path) -> subprocess.CompletedProcess:
+def _export(
+    run: Path, out: Path, command: str = "ledgerbench.export"
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [
             sys.executable,
             "-m",
-            "harnesses.export",
+            command,
             str(run),
             "--format",
             "inspect",
@@ -106,7 +108,7 @@ def test_log_reads_back_with_samples_messages_events_scores_and_usage(
 
 
 def test_version_1_records_and_json_logs(inspect_log: ModuleType, runs: list[Path], tmp_path: Path):
-    from harnesses._inspect_log import export_inspect
+    from ledgerbench._inspect_log import export_inspect
 
     out = tmp_path / "run-b.json"
     assert export_inspect(runs[1], out) == (out, 3)
@@ -123,16 +125,38 @@ def test_bad_input_is_one_line(tmp_path: Path):
     result = _export(tmp_path / "missing", tmp_path / "x.eval")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"harnesses.export: error: {tmp_path / 'missing'} is not a run directory (needs "
+        f"ledgerbench.export: error: {tmp_path / 'missing'} is not a run directory (needs "
         "manifest.json and trajectories.jsonl); pass runs/NAME as written by "
         "python -m harnesses.run"
     ]
 
 
+def test_old_command_forwards_with_a_deprecation_line(
+    inspect_log: ModuleType, runs: list[Path], tmp_path: Path
+):
+    """``python -m harnesses.export`` (moved to the roof in #43) still writes the same log for one
+    version, saying once on stderr which command to use."""
+    out = tmp_path / "old.eval"
+    result = _export(runs[0], out, command="harnesses.export")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "harnesses.export is deprecated: use python -m ledgerbench.export (same arguments)"
+    ]
+    assert result.stdout.startswith(f"Inspect log: {out} (3 samples)")
+    assert len(inspect_log.read_eval_log(str(out)).samples) == 3
+    bad = _export(tmp_path / "missing", tmp_path / "x.eval", command="harnesses.export")
+    assert bad.returncode == 2
+    assert (
+        bad.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"ledgerbench.export: error: {tmp_path / 'missing'} is not a run directory")
+    )
+
+
 def test_without_inspect_ai_the_error_says_how_to_install(runs: list[Path], tmp_path: Path):
     code = (
         "import sys; sys.modules['inspect_ai'] = None\n"  # as if the extra were not installed
-        "from harnesses.export import main\n"
+        "from ledgerbench.export import main\n"
         f"raise SystemExit(main([{str(runs[0])!r}, '--format', 'inspect', '--out', "
         f"{str(tmp_path / 'x.eval')!r}]))"
     )
@@ -141,7 +165,7 @@ def test_without_inspect_ai_the_error_says_how_to_install(runs: list[Path], tmp_
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "harnesses.export: error: the Inspect export needs inspect-ai; install it with "
+        "ledgerbench.export: error: the Inspect export needs inspect-ai; install it with "
         "pip install 'ledgerbench[inspect]' (or pip install 'inspect-ai>=0.3,<0.4')"
     ]
     assert not (tmp_path / "x.eval").exists()

@@ -15,8 +15,14 @@ from judge._agreement import (
     quadratic_weighted_kappa,
 )
 from judge._compare import compare_judges, comparison_markdown
-from judge.records import AssertionScore, DimensionScore, DimensionStatus, ScoreRecord, ScoreStatus
-from ledgerbench.dataset import Dimension, TaskType
+from ledgerbench_core.dataset import Dimension, TaskType
+from ledgerbench_core.scores import (
+    AssertionScore,
+    DimensionScore,
+    DimensionStatus,
+    ScoreRecord,
+    ScoreStatus,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

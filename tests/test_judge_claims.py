@@ -14,7 +14,7 @@ from judge import _claims as claims
 from judge import _extract as x
 from judge._base import JudgeItem
 from judge._rules import RULES_VERSION
-from ledgerbench.dataset import Dimension, ExpectedFact, Money
+from ledgerbench_core.dataset import Dimension, ExpectedFact, Money
 from tests.fakes.judge_data import question, trajectory, two_customers
 
 pytestmark = pytest.mark.timeout(60)

@@ -23,7 +23,7 @@ from judge import (
 )
 from judge.compare import main as compare_main
 from judge.summary import main as summary_main
-from ledgerbench.dataset import Dimension, TaskType
+from ledgerbench_core.dataset import Dimension, TaskType
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from judge._rules import RulesJudge
-from ledgerbench.dataset import Dimension, Question, load_dataset
+from ledgerbench_core.dataset import Dimension, Question, load_dataset
 from tests.conftest import REPO_ROOT, free_port, stop_process, wait_for_port
 from tests.judge_corruptions import (
     CORRUPTIONS,

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from judge._runner import read_scores
-from ledgerbench.dataset import Dimension
+from ledgerbench_core.dataset import Dimension
 from tests.conftest import REPO_ROOT, free_port
 from tests.fakes.dead_server import silent_server
 from tests.fakes.judge_data import question, trajectory, write_run

@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from harnesses.records import Source, Status, ToolCall
 from judge import (
     CombinedJudge,
     DimensionStatus,
@@ -22,7 +21,8 @@ from judge import (
 from judge._base import JudgeItem
 from judge._dspy_judge import DspyJudge
 from judge._evidence import build_evidence
-from ledgerbench.dataset import Dimension, ExpectedFact, TaskType
+from ledgerbench_core.dataset import Dimension, ExpectedFact, TaskType
+from ledgerbench_core.trajectory import Source, Status, ToolCall
 from tests.fakes.judge_data import question, trajectory, write_run
 
 pytestmark = pytest.mark.timeout(60)
@@ -509,7 +509,7 @@ def _world_item(path: str, index: int = 0):
     """A shipped research item keyed on the research world (its key is ground truth + facts)."""
     from pathlib import Path
 
-    from ledgerbench.dataset import load_dataset
+    from ledgerbench_core.dataset import load_dataset
 
     root = Path(__file__).resolve().parents[1]
     items = [i for i in load_dataset(root / path).items if i.expected and i.gold_documents]

@@ -20,7 +20,7 @@ import pytest
 
 from judge._agreement import quadratic_weighted_kappa
 from judge._runner import read_scores
-from ledgerbench.dataset import Dimension, ExpectedFact
+from ledgerbench_core.dataset import Dimension, ExpectedFact
 from tests.conftest import REPO_ROOT
 from tests.fakes.judge_data import question, trajectory, write_run
 

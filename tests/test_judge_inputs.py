@@ -170,7 +170,7 @@ def test_a_partly_judged_run_says_so_beside_its_figures(
     assert info["summary"]["judged"]["rules"] == f"5/12 scored, grading {RULES_GRADING}"
 
     pytest.importorskip("inspect_ai", reason="inspect-ai not installed: pip install '.[inspect]'")
-    from harnesses._inspect_log import build_eval_log, read_run
+    from ledgerbench._inspect_log import build_eval_log, read_run
 
     (score,) = build_eval_log(read_run(run)).results.scores
     assert score.metadata["judged"] == f"5/12 scored, grading {RULES_GRADING}"
@@ -239,8 +239,8 @@ def test_a_url_run_that_recorded_no_snapshot_is_refused_in_one_line(
 
 def test_answers_whose_checks_lack_the_database_are_unscored_and_counted(tmp_path) -> None:
     from judge._summary import run_summary, summary_markdown
-    from judge.records import ScoreStatus
-    from ledgerbench.dataset import Dimension, ExpectedFact
+    from ledgerbench_core.dataset import Dimension, ExpectedFact
+    from ledgerbench_core.scores import ScoreStatus
     from tests.fakes.judge_data import question, trajectory, write_run
 
     fact = ExpectedFact(kind="amount", field="balance", value=1234.56, tolerance=0.01)

@@ -11,7 +11,9 @@ import pytest
 from judge._panel import panel_records
 from judge._runner import read_scores
 from judge.compare import main as compare_main
-from judge.records import (
+from judge.run import main as run_main
+from ledgerbench_core.dataset import Dimension, ExpectedFact, TaskType
+from ledgerbench_core.scores import (
     AssertionScore,
     DimensionScore,
     DimensionStatus,
@@ -19,8 +21,6 @@ from judge.records import (
     ScoreRecord,
     ScoreStatus,
 )
-from judge.run import main as run_main
-from ledgerbench.dataset import Dimension, ExpectedFact, TaskType
 from tests.fakes.judge_data import question, trajectory, write_run
 
 pytestmark = pytest.mark.timeout(120)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from judge._research import check_research_fact, competing_figure
-from ledgerbench.dataset import ExpectedFact, Question, TaskType
+from ledgerbench_core.dataset import ExpectedFact, Question, TaskType
 
 pytestmark = pytest.mark.timeout(60)
 

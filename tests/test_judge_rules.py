@@ -6,14 +6,14 @@ import sqlite3
 
 import pytest
 
-from harnesses.records import ToolCall
 from judge import RULES_BY_ASSERTION, RulesJudge, check_fact, rule_for
 from judge import _extract as x
 from judge._base import JudgeItem
 from judge._erp_links import find_erp_links
-from judge.records import DimensionStatus
-from ledgerbench.dataset import Dimension, ExpectedFact, TaskType
-from ledgerbench.dataset._rubric import build_tags
+from ledgerbench_core.dataset import Dimension, ExpectedFact, TaskType
+from ledgerbench_core.dataset._rubric import build_tags
+from ledgerbench_core.scores import DimensionStatus
+from ledgerbench_core.trajectory import ToolCall
 from tests.fakes.judge_data import question, trajectory, two_customers
 
 pytestmark = pytest.mark.timeout(60)

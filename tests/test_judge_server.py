@@ -12,7 +12,7 @@ import pytest
 from judge import ScoreStatus, read_scores
 from judge.run import main as run_main
 from judge.summary import main as summary_main
-from ledgerbench.dataset import Dimension, ExpectedFact, TaskType
+from ledgerbench_core.dataset import Dimension, ExpectedFact, TaskType
 from tests.fakes.judge_data import question, trajectory, write_run
 from tests.fakes.judge_openai_chat import chat_adapter_reply, serve_fake_chat
 

@@ -20,8 +20,7 @@ import httpx
 import pytest
 
 from harnesses._erp_process import start_erp_server
-from harnesses.records import RunManifest
-from ledgerbench.linked import (
+from judge.linked import (
     ErpRecordLinks,
     LinkedItem,
     LinkedItemStore,
@@ -29,6 +28,7 @@ from ledgerbench.linked import (
     TrialTexts,
 )
 from ledgerbench.viewer import build_viewer
+from ledgerbench_core.trajectory import RunManifest
 from synthetic_erp import STABLE_RECORD_BASE
 from tests.cdp import Browser, chromium_path
 

@@ -24,7 +24,7 @@ from sqlalchemy.exc import OperationalError
 from erp_mcp import TRANSIENT_PREFIX, FaultConfig, build_server, main
 from erp_mcp._middleware import FaultDraws
 from erp_mcp._runtime import ErpRuntime
-from ledgerbench._trial import TRIAL_HEADER
+from ledgerbench_core._trial import TRIAL_HEADER
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from erp_mcp import main
 from harnesses._runner import TRAJECTORIES_FILE, RunConfig, run
-from harnesses.records import TrajectoryRecord
+from ledgerbench_core.trajectory import TrajectoryRecord
 from tests.conftest import REPO_ROOT, child_processes, start_mcp_server, stop_process
 
 pytestmark = pytest.mark.timeout(300)

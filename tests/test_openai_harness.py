@@ -26,8 +26,8 @@ from harnesses._openai import MissingApiKeyError
 from harnesses._pricing import estimate_cost
 from harnesses._protocol import DEFAULT_MAX_TOOL_CALLS, SampleLimits
 from harnesses._runner import QuestionRunner, RunConfig
-from ledgerbench._trial import TRIAL_HEADER
-from ledgerbench.dataset import Question, TaskType
+from ledgerbench_core._trial import TRIAL_HEADER
+from ledgerbench_core.dataset import Question, TaskType
 from synthetic_erp._db import open_engine
 from synthetic_erp._schema import Customer
 from tests.fakes.openai_server import (

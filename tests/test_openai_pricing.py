@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harnesses._pricing import PRICES, Price, estimate_cost, lookup_price, parse_price
-from harnesses.records import Usage
+from ledgerbench_core.trajectory import Usage
 
 
 def test_names_and_dated_snapshots_resolve_unknown_models_do_not():

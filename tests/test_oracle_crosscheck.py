@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import create_engine
 
-from ledgerbench.dataset import Dataset
+from ledgerbench_core.dataset import Dataset
 from synthetic_erp._questions import generate_questions
 
 pytestmark = pytest.mark.timeout(300)

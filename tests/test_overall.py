@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from judge._overall import ScoredAnswer, overall, overall_text, run_overall
-from judge.records import DimensionScore, DimensionStatus, ScoreRecord, ScoreStatus
-from ledgerbench.dataset import Dimension, TaskType
+from ledgerbench_core._overall import ScoredAnswer, overall, overall_text, run_overall
+from ledgerbench_core.dataset import Dimension, TaskType
+from ledgerbench_core.scores import DimensionScore, DimensionStatus, ScoreRecord, ScoreStatus
 from tests.fakes.judge_data import question, trajectory, write_run
 
 pytestmark = pytest.mark.timeout(300)
@@ -140,7 +140,7 @@ def test_one_run_shows_one_overall_in_all_five_tools(run_dir: Path, tmp_path: Pa
 
     # 5. the Inspect export
     inspect_log = pytest.importorskip("inspect_ai.log", reason="inspect-ai not installed")
-    from harnesses._inspect_log import export_inspect
+    from ledgerbench._inspect_log import export_inspect
 
     out, _ = export_inspect(run_dir, tmp_path / "run.eval")
     (scores,) = inspect_log.read_eval_log(str(out)).results.scores

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from harnesses.records import RunManifest
 from ledgerbench.pipeline import DEMO_FAULT_RATE, DEMO_FAULT_SEED, AgentSpec, SpecError, main
+from ledgerbench_core.trajectory import RunManifest
 
 SMALL = [
     *("--customers", "150", "--vendors", "150", "--questions", "25", "--concurrency", "4"),

@@ -17,7 +17,7 @@ import pytest
 from harnesses import run as cli
 from harnesses._preflight import ModelEndpoint, check_endpoint, context_overflow, stall_bound
 from harnesses._runner import MANIFEST_FILE, TRAJECTORIES_FILE, RunConfig, RunConfigError, run
-from harnesses.records import RunManifest, Status, TrajectoryRecord
+from ledgerbench_core.trajectory import RunManifest, Status, TrajectoryRecord
 from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel
 from tests.fakes.openai_server import Call, ServerTraits, Turn, fake_tokens, serve_openai
 from tests.test_runner_plugins import question, snapshot_of, write_dataset

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from harnesses._erp_process import ServerStartError, start_erp_server
-from ledgerbench._startup import SPAWNED, cpu_seconds
+from ledgerbench_core._startup import SPAWNED, cpu_seconds
 from tests.conftest import REPO_ROOT, child_processes
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")

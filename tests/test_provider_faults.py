@@ -19,8 +19,8 @@ import pytest
 from harnesses import AgentEnvironment, ErpEndpoint, HarnessOptions, Status, create_harness
 from harnesses._protocol import stall_timeout_s
 from harnesses._runner import QuestionRunner, RunConfig
-from harnesses.records import ModelEvent, TerminationReason
-from ledgerbench.dataset import Question, TaskType
+from ledgerbench_core.dataset import Question, TaskType
+from ledgerbench_core.trajectory import ModelEvent, TerminationReason
 from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel
 from tests.fakes.openai_server import Turn, serve_openai
 

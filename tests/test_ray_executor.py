@@ -28,11 +28,11 @@ from harnesses._runner import (
     read_trajectories,
     run,
 )
-from harnesses.records import RunManifest, Status, TerminationReason
 from judge import ScoreStatus, read_scores
 from judge.run import main as judge_main
-from ledgerbench._ray import NODE_CACHE_DIR, file_sha256, sqlite_path
-from ledgerbench.dataset import Dimension
+from ledgerbench_core._ray import NODE_CACHE_DIR, file_sha256, sqlite_path
+from ledgerbench_core.dataset import Dimension
+from ledgerbench_core.trajectory import RunManifest, Status, TerminationReason
 from synthetic_erp._catalog import STABLE_RECORD_BASE
 from tests.conftest import REPO_ROOT
 from tests.fakes.judge_data import question, trajectory, write_run

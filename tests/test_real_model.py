@@ -25,7 +25,7 @@ import pytest
 
 from harnesses import run as cli
 from harnesses._runner import MANIFEST_FILE, TRAJECTORIES_FILE, RunConfig, run
-from harnesses.records import ModelEvent, RunManifest, TrajectoryRecord
+from ledgerbench_core.trajectory import ModelEvent, RunManifest, TrajectoryRecord
 from tests.fakes.openai_server import ServerTraits, Turn, serve_openai
 from tests.test_runner_plugins import question, snapshot_of, write_dataset
 

@@ -21,8 +21,8 @@ from harnesses import AgentEnvironment, ErpEndpoint, HarnessOptions, create_harn
 from harnesses._claude_cli import INSTALL_COMMAND
 from harnesses._protocol import DEFAULT_MAX_TOOL_CALLS
 from harnesses._runner import QuestionRunner, RunConfig
-from harnesses.records import ModelEvent, RunManifest, TerminationReason, TrajectoryRecord
-from ledgerbench.dataset import Question, TaskType
+from ledgerbench_core.dataset import Question, TaskType
+from ledgerbench_core.trajectory import ModelEvent, RunManifest, TerminationReason, TrajectoryRecord
 from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel, ToolUse
 from tests.fakes.openai_server import Call, Turn, serve_openai
 
@@ -328,9 +328,9 @@ def test_max_tokens_stops_the_run_against_a_server_that_reports_no_usage(
 
 
 def test_the_rules_judge_scores_a_cut_answer_as_it_stands_and_says_it_was_cut() -> None:
-    from harnesses.records import Status, Termination
     from judge import RulesJudge
     from judge._runner import score_trajectory
+    from ledgerbench_core.trajectory import Status, Termination
     from tests.fakes.judge_data import question as judged_question
     from tests.fakes.judge_data import trajectory
 
@@ -403,7 +403,7 @@ def test_version_2_records_still_read() -> None:
 def test_the_inspect_export_says_how_a_model_call_ended() -> None:
     from types import SimpleNamespace
 
-    from harnesses._inspect_log import _stop_reason
+    from ledgerbench._inspect_log import _stop_reason
 
     def stop(finish: str | None, calls: list[str] | None = None) -> str:
         event = ModelEvent(started_s=0.0, finish_reason=finish)

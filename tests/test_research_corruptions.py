@@ -14,9 +14,9 @@ import json
 
 import pytest
 
-from harnesses.records import TrajectoryRecord
 from judge._rules import RulesJudge
-from ledgerbench.dataset import load_dataset
+from ledgerbench_core.dataset import load_dataset
+from ledgerbench_core.trajectory import TrajectoryRecord
 from tests import research_corruptions as rc
 from tests.world_fixtures import question_set, scripted_run, shared_folder, small_world
 

@@ -15,8 +15,8 @@ from harnesses import RunConfig
 from harnesses._instructions import SYSTEM_INSTRUCTIONS, instructions_hash, system_instructions
 from harnesses._run_config import RunConfigError
 from harnesses._runner import run
-from harnesses.records import TrajectoryRecord
-from ledgerbench.dataset import load_dataset
+from ledgerbench_core.dataset import load_dataset
+from ledgerbench_core.trajectory import TrajectoryRecord
 from tests.conftest import start_world_server, stop_process
 from tests.fakes.anthropic_server import AnthropicFakeServer, ScriptedModel
 from tests.fakes.openai_server import serve_openai

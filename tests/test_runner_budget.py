@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harnesses._runner import TRAJECTORIES_FILE, RunConfig, run
-from harnesses.records import Status, TrajectoryRecord
+from ledgerbench_core.trajectory import Status, TrajectoryRecord
 from tests.test_runner_plugins import question, snapshot_of, write_dataset
 
 pytestmark = pytest.mark.timeout(60)

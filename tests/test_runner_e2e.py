@@ -22,7 +22,7 @@ from harnesses._runner import (
     RunConfigError,
     run,
 )
-from harnesses.records import RunManifest, Status, TrajectoryRecord
+from ledgerbench_core.trajectory import RunManifest, Status, TrajectoryRecord
 from tests.test_runner_plugins import question, snapshot_of, write_dataset
 
 pytestmark = pytest.mark.timeout(120)

@@ -22,7 +22,7 @@ from harnesses._runner import (
     read_trajectories,
     run,
 )
-from harnesses.records import RunManifest, Status, TerminationReason
+from ledgerbench_core.trajectory import RunManifest, Status, TerminationReason
 from tests.conftest import REPO_ROOT, free_port
 from tests.test_runner_plugins import numbered_dataset, question, snapshot_of, write_dataset
 

@@ -15,7 +15,7 @@ import yaml
 from harnesses import AgentOutcome, HarnessOptions
 from harnesses._protocol import TransientError
 from harnesses._registry import HarnessLoadError, create_harness
-from ledgerbench._trial import TRIAL_HEADER, trial_key
+from ledgerbench_core._trial import TRIAL_HEADER, trial_key
 
 LEAKED_SECRET_ENV = "RUNNER_TEST_LEAK"
 

@@ -21,7 +21,7 @@ from harnesses._runner import (
     read_trajectories,
     run,
 )
-from harnesses.records import RunManifest
+from ledgerbench_core.trajectory import RunManifest
 from tests.conftest import REPO_ROOT
 from tests.test_runner_plugins import LEAKED_SECRET_ENV, numbered_dataset, snapshot_of
 

@@ -19,7 +19,7 @@ import pytest
 from harnesses import run as cli
 from harnesses._erp_process import ErpServerError, start_erp_server
 from harnesses._runner import MANIFEST_FILE, TRAJECTORIES_FILE, RunConfig, read_trajectories, run
-from harnesses.records import RunManifest
+from ledgerbench_core.trajectory import RunManifest
 from tests.conftest import REPO_ROOT, free_port
 from tests.test_runner_plugins import numbered_dataset, snapshot_of
 

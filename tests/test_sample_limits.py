@@ -20,9 +20,9 @@ from harnesses._runner import (
     read_trajectories,
     run,
 )
-from harnesses.records import RunManifest, TerminationReason
-from ledgerbench.dataset import Question, TaskType
 from ledgerbench.pipeline import AgentSpec, SpecError
+from ledgerbench_core.dataset import Question, TaskType
+from ledgerbench_core.trajectory import RunManifest, TerminationReason
 from tests.fakes.openai_server import Call, ModelRequest, Turn, serve_openai
 from tests.test_runner_plugins import numbered_dataset, snapshot_of
 

@@ -10,10 +10,10 @@ import pytest
 
 from analysis._data import InputError
 from analysis._load import load_run
-from harnesses.records import Status, Termination, TerminationReason
 from judge import JudgeRunConfig, read_scores, run_judge
-from judge.records import ScoreStatus
-from ledgerbench.dataset import Dimension, ExpectedFact
+from ledgerbench_core.dataset import Dimension, ExpectedFact
+from ledgerbench_core.scores import ScoreStatus
+from ledgerbench_core.trajectory import Status, Termination, TerminationReason
 from tests.fakes.judge_data import question, trajectory, write_run
 
 pytestmark = pytest.mark.timeout(60)

@@ -11,7 +11,7 @@ import pytest
 
 from harnesses._runner import TRAJECTORIES_FILE, RunConfig, read_trajectories, run
 from harnesses.scripted import Question, match_intent, name_candidates
-from ledgerbench.dataset import Dataset
+from ledgerbench_core.dataset import Dataset
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -89,7 +89,7 @@ def test_recognises_intents_by_rule(query: str, intent: str | None) -> None:
 
 @pytest.fixture(scope="module")
 def generated_questions(erp_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from ledgerbench.dataset._loader import write_dataset
+    from ledgerbench_core.dataset._loader import write_dataset
     from synthetic_erp._questions import generate_questions
 
     dataset = generate_questions(erp_db_url, n=80, seed=5)
@@ -202,7 +202,7 @@ def test_scripted_agent_never_sees_ground_truth(
 
 
 def _first_questions(generated_questions: Path, folder: Path, n: int) -> Path:
-    from ledgerbench.dataset._loader import write_dataset
+    from ledgerbench_core.dataset._loader import write_dataset
 
     raw = _dataset(generated_questions)
     path = folder / f"first-{n}.yaml"
@@ -281,7 +281,7 @@ def test_scripted_agent_retries_transient_tool_errors(
 
 
 def test_a_faulty_run_replays_the_same_faults_whatever_the_interleaving(faulty_runs) -> None:
-    from ledgerbench._trial import trial_key
+    from ledgerbench_core._trial import trial_key
 
     _, runs = faulty_runs
     patterns = []

@@ -26,8 +26,8 @@ from harnesses._tool_choice import (
     parse_tool_patterns,
     select_tools,
 )
-from harnesses.records import RunManifest
 from ledgerbench.pipeline import AgentSpec, SpecError
+from ledgerbench_core.trajectory import RunManifest
 from tests.conftest import REPO_ROOT, RunningServer, start_mcp_server, stop_process
 from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel
 from tests.fakes.openai_server import Call, ModelRequest, Turn, serve_openai

@@ -9,8 +9,8 @@ import pytest
 
 from harnesses import AgentEnvironment, ErpEndpoint, HarnessOptions, Status, create_harness
 from harnesses._runner import QuestionRunner, RunConfig
-from harnesses.records import ModelEvent, ToolEvent
-from ledgerbench.dataset import Question, TaskType
+from ledgerbench_core.dataset import Question, TaskType
+from ledgerbench_core.trajectory import ModelEvent, ToolEvent
 from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel, ToolUse
 from tests.fakes.openai_server import Call, Turn, serve_openai
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ledgerbench.linked import WorldDocumentLinks, document_key
+from judge.linked import WorldDocumentLinks, document_key
 from ledgerbench.viewer import build_viewer
 from synthetic_world import LINK_BASE
 from tests.cdp import Browser, chromium_path

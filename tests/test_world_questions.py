@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ledgerbench.dataset import load_dataset
+from ledgerbench_core.dataset import load_dataset
 from tests.world_fixtures import (
     question_set,
     scripted_run,

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ledgerbench.dataset import Dataset
+from ledgerbench_core.dataset import Dataset
 from tests.world_documents import World, load_world
 from tests.world_fixtures import SMALL_SCALE, shared_folder, small_world
 from tests.world_recompute import (

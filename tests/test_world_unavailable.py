@@ -10,8 +10,8 @@ import pytest
 
 from harnesses import RunConfig
 from harnesses._runner import run_async
-from harnesses.records import TerminationReason, TrajectoryRecord
-from ledgerbench.dataset import load_dataset
+from ledgerbench_core.dataset import load_dataset
+from ledgerbench_core.trajectory import TerminationReason, TrajectoryRecord
 from tests.conftest import start_world_server, stop_process
 from tests.world_fixtures import question_set, shared_folder, small_world
 

@@ -31,7 +31,7 @@ from harnesses.scripted._base import (
     where,
 )
 from harnesses.scripted._grammar import question_from, read
-from ledgerbench.dataset import TaskType
+from ledgerbench_core.dataset import TaskType
 
 # --------------------------------------------------------------------------------------------------
 # Intent rules: the first rule whose patterns all match wins.

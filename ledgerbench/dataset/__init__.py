@@ -1,24 +1,14 @@
-"""The dataset format: question items, assertions, expected facts; loading and validation."""
+"""Moved to :mod:`ledgerbench_core.dataset`: this path re-exports its public names for one
+version (see the README, "Moved in this version")."""
 
-from ledgerbench.dataset._loader import (
-    DatasetError,
-    check_dataset_path,
-    dataset_files,
-    dataset_hash,
-    dataset_to_yaml,
-    find_run_dataset,
-    load_dataset,
-    merge_datasets,
-    raw_items,
-    validate_dataset,
-    write_dataset,
-)
-from ledgerbench.dataset._records import (
+from ledgerbench_core.dataset import (
     DATASET_FORMAT_VERSION,
+    RUBRIC_VERSION,
     Ask,
     Assertion,
     Conversation,
     Dataset,
+    DatasetError,
     DatasetHeader,
     Dimension,
     Disclosure,
@@ -30,8 +20,19 @@ from ledgerbench.dataset._records import (
     Slot,
     TaskType,
     UnknownInfo,
+    build_tags,
+    check_dataset_path,
+    dataset_files,
+    dataset_hash,
+    dataset_to_yaml,
+    find_run_dataset,
+    load_dataset,
+    merge_datasets,
+    raw_items,
+    rubric_version,
+    validate_dataset,
+    write_dataset,
 )
-from ledgerbench.dataset._rubric import RUBRIC_VERSION, build_tags, rubric_version
 
 __all__ = [
     "DATASET_FORMAT_VERSION",

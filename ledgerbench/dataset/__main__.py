@@ -1,6 +1,6 @@
 import sys
 
-from ledgerbench._cli import run_cli
 from ledgerbench.dataset._cli import main
+from ledgerbench_core._cli import run_cli
 
 sys.exit(run_cli(main, "ledgerbench.dataset"))

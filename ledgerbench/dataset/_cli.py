@@ -6,8 +6,8 @@ import argparse
 import sys
 from collections import Counter
 
-from ledgerbench.dataset._loader import check_dataset_path, dataset_hash
-from ledgerbench.dataset._records import Dataset
+from ledgerbench_core.dataset._loader import check_dataset_path, dataset_hash
+from ledgerbench_core.dataset._records import Dataset
 
 _EPILOG = """\
 examples:

@@ -14,9 +14,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledgerbench.dataset._loader import write_dataset
-from ledgerbench.dataset._records import Dataset, DatasetHeader, Question, TaskType
-from ledgerbench.dataset._rubric import RUBRIC_VERSION, build_tags
+from ledgerbench_core.dataset._loader import write_dataset
+from ledgerbench_core.dataset._records import Dataset, DatasetHeader, Question, TaskType
+from ledgerbench_core.dataset._rubric import RUBRIC_VERSION, build_tags
 
 SEED = 20251129
 

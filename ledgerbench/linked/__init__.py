@@ -1,13 +1,9 @@
-"""Carried copies of linked items (ERP records, research-world documents): pages that open
-every link offline.
+"""Moved to :mod:`judge.linked`: this path re-exports its public names for one
+version (see the README, "Moved in this version")."""
 
-An adapter per kind of item (:class:`LinkAdapter`) finds its links and copies the items; the
-store (:class:`LinkedItemStore`) keeps each copy once. The viewer and the grading packet use it.
-"""
-
-from ledgerbench.linked._erp import ErpRecordLinks, record_key
-from ledgerbench.linked._store import (
+from judge.linked import (
     MAX_READ_PER_TRIAL,
+    ErpRecordLinks,
     LinkAdapter,
     LinkedItem,
     LinkedItemStore,
@@ -15,9 +11,12 @@ from ledgerbench.linked._store import (
     RunSources,
     TrialLinks,
     TrialTexts,
+    WorldDocumentLinks,
     default_adapters,
+    document_key,
+    fetched_documents,
+    record_key,
 )
-from ledgerbench.linked._world import WorldDocumentLinks, document_key, fetched_documents
 
 __all__ = [
     "MAX_READ_PER_TRIAL",

@@ -24,6 +24,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ledgerbench_core._assets import markdown_script
+
 
 class ViewerError(ValueError):
     """Bad input: the message names the problem and the fix."""
@@ -55,7 +57,7 @@ def _read_records(path: Path, warnings: list[str]) -> list[Record]:
     """Trajectory lines, parsed once with ``json``: validating 3,000 records through pydantic costs
     more than the whole rest of the build, and the page needs the JSON text anyway. Version-1
     lines (no ``termination``) go through :class:`TrajectoryRecord`, which derives it."""
-    from harnesses.records import TrajectoryRecord
+    from ledgerbench_core.trajectory import TrajectoryRecord
 
     records, bad = [], 0
     with path.open("rb") as handle:
@@ -99,7 +101,7 @@ def _read_scores(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
 
 def load_run(path: Path) -> RunData:
     """A run directory: ``manifest.json``, ``trajectories.jsonl`` and ``scores/*.jsonl``."""
-    from harnesses.records import RunManifest
+    from ledgerbench_core.trajectory import RunManifest
 
     if not path.is_dir():
         raise ViewerError(
@@ -134,7 +136,7 @@ def load_run(path: Path) -> RunData:
 def _dataset_questions(
     runs: list[RunData], override: Path | None
 ) -> tuple[dict[str, Any], list[str]]:
-    from ledgerbench.dataset import find_run_dataset, load_dataset, raw_items
+    from ledgerbench_core.dataset import find_run_dataset, load_dataset, raw_items
 
     candidates: list[Path] = []
     if override is not None:
@@ -268,7 +270,7 @@ def _carry_linked_items(
 ) -> tuple[list[Any], dict[str, Any], list[str]]:
     """Copies of the ERP records each answer cites or its tools showed, and of the world
     documents it cites or fetched, so every such link opens in the page with the servers gone."""
-    from ledgerbench.linked import LinkedItemStore, RunSources, TrialTexts, fetched_documents
+    from judge.linked import LinkedItemStore, RunSources, TrialTexts, fetched_documents
 
     store = LinkedItemStore()
     links, warnings = [], []
@@ -318,13 +320,6 @@ def _cyclic_gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def markdown_script() -> str:
-    """The safe markdown renderer (``markdown.js``: the global ``LedgerBenchMarkdown`` with
-    ``markdown(text)`` -> a DOM element, ``el``, ``link``), for any page that shows answers as
-    users see them: the viewer and the human grading packet."""
-    return _asset("markdown.js")
 
 
 def build_viewer(
@@ -431,7 +426,7 @@ def _compress_all(
 def _run_overall(run: RunData) -> dict[str, str]:
     """Judge -> the run's Overall as every tool prints it (:func:`judge.overall`), over the scores
     of one grading version (:func:`_judged` says which, and how much of the run they cover)."""
-    from judge._overall import overall_text, run_overall, scored_answers
+    from ledgerbench_core._overall import overall_text, run_overall, scored_answers
 
     return {
         judge: overall_text(run_overall(scored_answers(_judged(run, judge)[0])))
@@ -441,9 +436,9 @@ def _run_overall(run: RunData) -> dict[str, str]:
 
 def _judged(run: RunData, judge: str) -> tuple[list[Any], str]:
     """One judge's scores of the run of one grading version, and their label
-    (``judge._coverage.Coverage.label``)."""
-    from judge._coverage import coverage, one_grading
-    from judge.records import ScoreRecord
+    (``ledgerbench_core._coverage.Coverage.label``)."""
+    from ledgerbench_core._coverage import coverage, one_grading
+    from ledgerbench_core.scores import ScoreRecord
 
     records = []
     for data in run.scores[judge].values():

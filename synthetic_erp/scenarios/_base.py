@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from ledgerbench.dataset._records import ExpectedFact, LedgerSide, Money
+from ledgerbench_core.dataset._records import ExpectedFact, LedgerSide, Money
 from synthetic_erp import _schema as s
 from synthetic_erp._catalog import record_path
 

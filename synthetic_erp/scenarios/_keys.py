@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from ledgerbench.dataset._records import ExpectedFact, LedgerSide
+from ledgerbench_core.dataset._records import ExpectedFact, LedgerSide
 from synthetic_erp import _schema as s
 from synthetic_erp._catalog import record_path
 from synthetic_erp.scenarios._base import (

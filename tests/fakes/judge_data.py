@@ -7,8 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from harnesses.records import RunManifest, Status, ToolCall, TrajectoryRecord
-from ledgerbench.dataset import (
+from ledgerbench_core.dataset import (
     Assertion,
     Dataset,
     DatasetHeader,
@@ -19,6 +18,7 @@ from ledgerbench.dataset import (
     dataset_hash,
     write_dataset,
 )
+from ledgerbench_core.trajectory import RunManifest, Status, ToolCall, TrajectoryRecord
 
 NOW = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
 
@@ -148,7 +148,7 @@ class ConstantJudge:
 
     def score(self, item: Any) -> Any:
         from judge import AssertionScore, JudgeOutcome, dimension_from_assertions
-        from judge.records import DimensionStatus
+        from ledgerbench_core.scores import DimensionStatus
 
         return JudgeOutcome(
             dimensions={

@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ledgerbench.dataset._published import convert_published, is_published_format
-from ledgerbench.dataset._records import (
+from ledgerbench_core.dataset._published import convert_published, is_published_format
+from ledgerbench_core.dataset._records import (
     Dataset,
     DatasetHeader,
     Dimension,
@@ -26,6 +26,7 @@ from ledgerbench.dataset._records import (
     Question,
     TaskType,
 )
+from ledgerbench_core.record_links import parse_record_url
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -325,9 +326,6 @@ def _item_problems(item: Question) -> list[str]:
         if fact.tolerance < 0:
             problems.append(f"expected {fact.field}: tolerance must be >= 0")
         problems += _fact_extras_problems(fact)
-    if item.record_refs:
-        # Imported here: the ERP catalogue pulls in the ORM, which plain dataset users never need.
-        from synthetic_erp._catalog import parse_record_url
     for ref in item.record_refs:
         if parse_record_url(ref) is None:
             problems.append(

@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from ledgerbench.dataset._records import Assertion, Dimension, TaskType
+from ledgerbench_core.dataset._records import Assertion, Dimension, TaskType
 
 Tags = dict[Dimension, list[Assertion]]
 

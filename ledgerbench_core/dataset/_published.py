@@ -12,7 +12,7 @@ import datetime as dt
 import re
 from typing import Any
 
-from ledgerbench.dataset._records import Dimension, TaskType
+from ledgerbench_core.dataset._records import Dimension, TaskType
 
 PLUGIN_TASK_TYPES: dict[str, TaskType] = {
     "erp_qa": TaskType.obligations,

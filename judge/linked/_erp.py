@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ledgerbench.linked._store import LinkedItem, RunSources
+from judge.linked._store import LinkedItem, RunSources
 
 _LINK_RE = re.compile(
     r"(?:https?://|erp://)[^\s<>\"'`|\\\])}]+|(?<![\w/.:])/erp/[^\s<>\"'`|\\\]),;}]+",
@@ -60,7 +60,7 @@ def _looks_like_json(text: str) -> bool:
 
 
 class ErpRecordLinks:
-    """The :class:`~ledgerbench.linked.LinkAdapter` of ERP records."""
+    """The :class:`~judge.linked.LinkAdapter` of ERP records."""
 
     kind = "erp-record"
 

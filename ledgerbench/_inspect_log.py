@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from harnesses._wire import FILTER_FINISH, LENGTH_FINISH
-from harnesses.records import Message, ModelEvent, RunManifest, ToolEvent, TrajectoryRecord
+from ledgerbench_core.trajectory import (
+    Message,
+    ModelEvent,
+    RunManifest,
+    ToolEvent,
+    TrajectoryRecord,
+)
 
 INSTALL_HINT = "pip install 'ledgerbench[inspect]' (or pip install 'inspect-ai>=0.3,<0.4')"
 
@@ -47,7 +53,7 @@ def _inspect() -> Any:
 
 def read_run(run_dir: Path, dataset: Path | None = None) -> RunContents:
     """Manifest, trajectories (the last record per question and trial), scores and questions."""
-    from judge.records import ScoreRecord
+    from ledgerbench_core.scores import ScoreRecord
 
     if not (run_dir / "trajectories.jsonl").is_file() or not (run_dir / "manifest.json").is_file():
         raise ExportError(
@@ -71,7 +77,7 @@ def read_run(run_dir: Path, dataset: Path | None = None) -> RunContents:
 
 
 def _questions(run_dir: Path, manifest: RunManifest, dataset: Path | None) -> dict[str, Any]:
-    from ledgerbench.dataset import find_run_dataset, load_dataset
+    from ledgerbench_core.dataset import find_run_dataset, load_dataset
 
     path = find_run_dataset(manifest.dataset_path, run_dir, dataset)
     if path is None:
@@ -165,7 +171,7 @@ def _chat_messages(inspect: Any, record: TrajectoryRecord, system_prompt: str | 
 
 
 def _turns_from_calls(record: TrajectoryRecord) -> list[Message]:
-    from harnesses.records import MessageToolCall
+    from ledgerbench_core.trajectory import MessageToolCall
 
     turns = [Message(role="user", content=record.input or "")]
     for index in range(len(record.tool_calls)):
@@ -361,7 +367,7 @@ def _sample(inspect: Any, record: TrajectoryRecord, contents: RunContents) -> An
 
 def _overall_stderr(log: Any, answers: list, contents: RunContents) -> dict[str, Any]:
     """The Overall's standard error clustered by template (research: kind), as the report."""
-    from analysis._clustered import item_clusters, overall_interval
+    from ledgerbench_core._clustered import item_clusters, overall_interval
 
     metadata = {q: dict(item.metadata) for q, item in contents.questions.items()}
     clusters, label = item_clusters({a.question_id: a.task_type for a in answers}, metadata)
@@ -390,8 +396,8 @@ def build_eval_log(contents: RunContents) -> Any:
     for sample in samples:
         for usage in sample.model_usage.values():
             total_usage = total_usage + usage
-    from judge._coverage import coverage, one_grading
-    from judge._overall import answer_means, equal_weight, run_overall, scored_answers
+    from ledgerbench_core._coverage import coverage, one_grading
+    from ledgerbench_core._overall import answer_means, equal_weight, run_overall, scored_answers
 
     results = []
     for judge in sorted(contents.scores):

@@ -124,8 +124,9 @@ def overall_text(value: float | None) -> str:
 
 
 def scored_answers(records: Iterable[Any]) -> list[ScoredAnswer]:
-    """:class:`ScoredAnswer` of scores-file records (``judge.records.ScoreRecord`` or the same
-    fields as a JSON mapping); unjudged records (infrastructure failures) are left out."""
+    """:class:`ScoredAnswer` of scores-file records (``ledgerbench_core.scores.ScoreRecord``
+    or the same fields as a JSON mapping); unjudged records (infrastructure failures) are left
+    out."""
     found = []
     for record in records:
         if not isinstance(record, Mapping):  # a ScoreRecord: read its fields as JSON values

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ledgerbench.linked._store import LinkedItem, RunSources, TrialTexts
+from judge.linked._store import LinkedItem, RunSources, TrialTexts
 
 _LINK_RE = re.compile(r"https?://[^\s<>\"'`|\\\])}]+?/docs/d[0-9a-f]{12}\b", re.IGNORECASE)
 _KEY_RE = re.compile(r"/(w[0-9a-f]{10})/docs/(d[0-9a-f]{12})$")
@@ -40,7 +40,7 @@ def fetched_documents(tool_calls: list[dict[str, Any]]) -> list[str]:
 
 
 class WorldDocumentLinks:
-    """The :class:`~ledgerbench.linked.LinkAdapter` of research-world documents."""
+    """The :class:`~judge.linked.LinkAdapter` of research-world documents."""
 
     kind = "world-document"
     max_read: int | None = None

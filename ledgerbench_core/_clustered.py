@@ -24,7 +24,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 if TYPE_CHECKING:
-    from judge._overall import ScoredAnswer
+    from ledgerbench_core._overall import ScoredAnswer
 
 AUTO_CLUSTER_FIELDS = ("template", "kind")
 """``--cluster auto``: an obligation item's generator template, else a research item's kind."""
@@ -172,12 +172,12 @@ def item_clusters(
 
 def run_clusters(run_dir: Path, task_of: Mapping[str, str]) -> tuple[dict[str, str], str]:
     """:func:`item_clusters` from the run's dataset (items are the unit when it is missing)."""
-    from analysis._load import _dataset_scenarios
-    from harnesses.records import RunManifest
+    from ledgerbench_core.dataset._scenarios import dataset_scenarios
+    from ledgerbench_core.trajectory import RunManifest
 
     try:
         manifest = RunManifest.model_validate_json((run_dir / "manifest.json").read_bytes())
-        _, _, metadata = _dataset_scenarios(manifest.dataset_path, run_dir)
+        _, _, metadata = dataset_scenarios(manifest.dataset_path, run_dir)
     except (OSError, ValueError):
         metadata = {}
     return item_clusters(task_of, metadata)
@@ -189,7 +189,7 @@ def overall_interval(
     """(low, high, se, df) of a run's Overall (:func:`judge.overall`) from the clustered (CR1)
     variance of its per-item influence; ``clusters``: question_id -> key (missing: the item).
     None without an Overall or with fewer than 2 clusters in some task type."""
-    from judge._overall import overall, paper_cells
+    from ledgerbench_core._overall import overall, paper_cells
 
     per_question: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for answer in answers:

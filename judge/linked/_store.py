@@ -111,8 +111,8 @@ class TrialTexts:
 
 
 def default_adapters() -> list[LinkAdapter]:
-    from ledgerbench.linked._erp import ErpRecordLinks
-    from ledgerbench.linked._world import WorldDocumentLinks
+    from judge.linked._erp import ErpRecordLinks
+    from judge.linked._world import WorldDocumentLinks
 
     return [ErpRecordLinks(), WorldDocumentLinks()]
 

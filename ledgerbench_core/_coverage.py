@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from judge.records import ScoreRecord, ScoreStatus
+from ledgerbench_core._grading import current_grading_version
+from ledgerbench_core.scores import ScoreRecord, ScoreStatus
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,6 @@ def coverage(
 ) -> Coverage:
     """Coverage of ``answers`` (question id, trial) by the current ``records`` of one judge (of
     one grading version: see :func:`one_grading`)."""
-    from judge._grading import current_grading_version
-
     kept, version, other = one_grading(records)
     keys = {(r.question_id, r.trial): r for r in kept}
     wanted = set(answers) if answers is not None else set(keys)
