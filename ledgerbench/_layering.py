@@ -11,9 +11,11 @@ Every import counts: at module level, inside a function, under ``TYPE_CHECKING``
 
 from __future__ import annotations
 
+import argparse
 import ast
+import sys
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,7 +80,7 @@ def _imported_names(node: ast.AST, module: str, is_package: bool) -> Iterator[st
 def import_sites(root: Path, packages: tuple[str, ...] = FLOORS) -> list[ImportSite]:
     """Every import, in the product packages under ``root``, of another product package."""
     sites = []
-    for package in packages:
+    for package in packages:  # a package missing under root (an older checkout) has no imports
         for path in sorted((root / package).rglob("*.py")):
             module = module_name(root, path)
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -151,12 +153,55 @@ def graph_text(edges: dict[tuple[str, str], list[ImportSite]], *, verbose: bool)
     return "\n".join(lines)
 
 
+def report(root: Path, *, verbose: bool) -> str:
+    """The graph, its cycles and the imports against the floors, as ``scripts/package-graph``
+    prints them."""
+    sites = import_sites(root)
+    edges = package_edges(sites)
+    found = cycles(edges)
+    upward = upward_imports(sites)
+    lines = [graph_text(edges, verbose=verbose), ""]
+    lines.append(f"package cycles: {len(found)}")
+    lines += [f"     {' <-> '.join(group)}" for group in found]
+    lines.append(f"imports against the floors ({' < '.join(FLOORS)}): {len(upward)}")
+    if verbose:
+        lines += [f"     {site}" for site in upward]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/package-graph",
+        description="Print the import graph among the product packages: one line per edge "
+        "(importing package -> imported package: number of distinct importing module/target "
+        "pairs), then the package cycles and the imports that go against the floors.",
+    )
+    parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every import")
+    args = parser.parse_args(argv)
+    if not any((args.root / package).is_dir() for package in FLOORS):
+        print(
+            f"package-graph: error: {args.root} holds none of the packages {', '.join(FLOORS)}; "
+            "pass the repository root with --root",
+            file=sys.stderr,
+        )
+        return 2
+    print(report(args.root, verbose=args.verbose))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
 __all__ = [
     "FLOORS",
     "ImportSite",
     "cycles",
     "graph_text",
     "import_sites",
+    "main",
     "package_edges",
+    "report",
     "upward_imports",
 ]
