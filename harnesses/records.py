@@ -1,54 +1,5 @@
 """Moved to :mod:`ledgerbench_core.trajectory`: this path re-exports its public names for one
 version (see the README, "Moved in this version")."""
 
-from ledgerbench_core.trajectory import (
-    INFRASTRUCTURE_REASONS,
-    MANIFEST_FORMAT_VERSION,
-    TRAJECTORY_FORMAT_VERSION,
-    ConversationLog,
-    ConversationTurn,
-    ErrorInfo,
-    Event,
-    Message,
-    MessageToolCall,
-    ModelEndpointCheck,
-    ModelEvent,
-    PreviousAttempt,
-    RunManifest,
-    Source,
-    Status,
-    Termination,
-    TerminationReason,
-    ToolCall,
-    ToolEvent,
-    TrajectoryRecord,
-    Usage,
-    UserTurnSeverity,
-    UserTurnTag,
-)
-
-__all__ = [
-    "INFRASTRUCTURE_REASONS",
-    "MANIFEST_FORMAT_VERSION",
-    "TRAJECTORY_FORMAT_VERSION",
-    "ConversationLog",
-    "ConversationTurn",
-    "ErrorInfo",
-    "Event",
-    "Message",
-    "MessageToolCall",
-    "ModelEndpointCheck",
-    "ModelEvent",
-    "PreviousAttempt",
-    "RunManifest",
-    "Source",
-    "Status",
-    "Termination",
-    "TerminationReason",
-    "ToolCall",
-    "ToolEvent",
-    "TrajectoryRecord",
-    "Usage",
-    "UserTurnSeverity",
-    "UserTurnTag",
-]
+from ledgerbench_core.trajectory import *  # noqa: F403
+from ledgerbench_core.trajectory import __all__ as __all__

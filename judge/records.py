@@ -1,22 +1,5 @@
 """Moved to :mod:`ledgerbench_core.scores`: this path re-exports its public names for one
 version (see the README, "Moved in this version")."""
 
-from ledgerbench_core.scores import (
-    SCORE_FORMAT_VERSION,
-    AssertionScore,
-    DimensionScore,
-    DimensionStatus,
-    JudgeManifest,
-    ScoreRecord,
-    ScoreStatus,
-)
-
-__all__ = [
-    "SCORE_FORMAT_VERSION",
-    "AssertionScore",
-    "DimensionScore",
-    "DimensionStatus",
-    "JudgeManifest",
-    "ScoreRecord",
-    "ScoreStatus",
-]
+from ledgerbench_core.scores import *  # noqa: F403
+from ledgerbench_core.scores import __all__ as __all__

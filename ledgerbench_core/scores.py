@@ -127,3 +127,14 @@ class JudgeManifest(_Strict):
     """Judge tokens over every record in the scores file (each model call counted once)."""
     cost_usd: float | None = None
     """Judge cost over every record; None when some call's cost is unknown."""
+
+
+__all__ = [
+    "SCORE_FORMAT_VERSION",
+    "AssertionScore",
+    "DimensionScore",
+    "DimensionStatus",
+    "JudgeManifest",
+    "ScoreRecord",
+    "ScoreStatus",
+]

@@ -516,3 +516,30 @@ class RunManifest(_Strict):
     model_endpoint: ModelEndpointCheck | None = None
     """What the pre-flight of the model server saw at this start (harnesses that talk to a model
     server over HTTP; None for the others)."""
+
+
+__all__ = [
+    "INFRASTRUCTURE_REASONS",
+    "MANIFEST_FORMAT_VERSION",
+    "TRAJECTORY_FORMAT_VERSION",
+    "ConversationLog",
+    "ConversationTurn",
+    "ErrorInfo",
+    "Event",
+    "Message",
+    "MessageToolCall",
+    "ModelEndpointCheck",
+    "ModelEvent",
+    "PreviousAttempt",
+    "RunManifest",
+    "Source",
+    "Status",
+    "Termination",
+    "TerminationReason",
+    "ToolCall",
+    "ToolEvent",
+    "TrajectoryRecord",
+    "Usage",
+    "UserTurnSeverity",
+    "UserTurnTag",
+]
