@@ -13,17 +13,18 @@ from erp_mcp._serve_cli import (
     add_fault_arguments,
     add_http_arguments,
     add_scaling_arguments,
-    allowed_hosts,
-    check_port,
-    check_scaling,
     fault_config,
     link_base,
-    serve,
+    serve_command,
+    server_token,
+    url_host,
 )
 from erp_mcp._tooling import TOOLSETS
 from ledgerbench_core._cli import OneLineParser
-from ledgerbench_core._startup import report_step
 from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
+
+TOKEN_ENV = "ERP_MCP_TOKEN"
+"""Where the server reads its bearer token when --token is not given."""
 
 SERVE_EXAMPLES = """\
 examples:
@@ -192,7 +193,7 @@ def _build(args: argparse.Namespace):
         public_url=link_base(args, RESOURCE_LINKS),
         faults=fault_config(args),
         audit_log=args.audit_log,
-        token=args.token or os.environ.get("ERP_MCP_TOKEN") or None,
+        token=server_token(args, TOKEN_ENV),
         include_bench_tools=args.bench_tools,
     )
 
@@ -204,31 +205,25 @@ def worker_server(argv: list[str]):
 
 def _serve(argv: list[str]) -> int:
     args = _serve_parser().parse_args(argv)
-    check_port(args)
-    check_scaling(args)
-    hosts = allowed_hosts(args)
-    report_step("building the tools")
-    server = _build(args)
-    report_step("opening the database")
-    _check_database(args.db)
-    return serve(
-        server,
+    return serve_command(
         args,
-        hosts,
+        argv,
+        build=lambda: _build(args),
+        building="building the tools",
+        check=lambda: _check_database(args.db),
+        checking="opening the database",
         worker_factory=f"{__name__}:worker_server",
-        argv=argv,
-        start_line=_start_line(args, args.token or os.environ.get("ERP_MCP_TOKEN") or None),
+        start_line=_start_line(args, server_token(args, TOKEN_ENV)),
     )
 
 
 def _start_line(args: argparse.Namespace, token: str | None) -> str:
     """Where the server is, how it is reached and how it is protected (never the token)."""
-    host = args.host if ":" not in args.host else f"[{args.host}]"
     auth = "bearer token" if token else "none"
     links = link_base(args, None)
     return (
-        f"erp_mcp: serving MCP at http://{host}:{args.port}/mcp (transport: streamable HTTP; "
-        f"auth: {auth}; record links: {links}/erp/...)"
+        f"erp_mcp: serving MCP at http://{url_host(args.host)}:{args.port}/mcp (transport: "
+        f"streamable HTTP; auth: {auth}; record links: {links}/erp/...)"
     )
 
 

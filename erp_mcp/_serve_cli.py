@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import errno
 import math
+import os
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -155,8 +157,18 @@ def link_base(args: argparse.Namespace, stdio_default: str | None) -> str | None
                 f"got {args.public_url!r}"
             )
         return args.public_url.rstrip("/")
-    host = args.host if ":" not in args.host else f"[{args.host}]"
-    return f"http://{host}:{args.port}"
+    return f"http://{url_host(args.host)}:{args.port}"
+
+
+def url_host(host: str) -> str:
+    """``host`` as it stands in a URL: an IPv6 address in brackets."""
+    return host if ":" not in host else f"[{host}]"
+
+
+def server_token(args: argparse.Namespace, env: str) -> str | None:
+    """The server's bearer token: ``--token``, else the environment variable ``env``; None: no
+    auth."""
+    return args.token or os.environ.get(env) or None
 
 
 def allowed_hosts(args: argparse.Namespace) -> list[str]:
@@ -189,6 +201,35 @@ def check_scaling(args: argparse.Namespace) -> None:
             "--error-rate and --jitter-ms draw faults from how often each process saw a call, "
             "so with --workers they would not replay; use --workers 1 for fault runs"
         )
+
+
+def serve_command(
+    args: argparse.Namespace,
+    argv: list[str],
+    *,
+    build: Callable[[], object],
+    building: str,
+    worker_factory: str,
+    start_line: str,
+    check: Callable[[], None] | None = None,
+    checking: str = "",
+) -> int:
+    """A server's ``serve`` command: check the command line (port, scaling, host names) before
+    any work, build the server (``building`` names the step), run ``check`` if given (its step
+    ``checking``), then :func:`serve` it."""
+    from ledgerbench_core._startup import report_step
+
+    check_port(args)
+    check_scaling(args)
+    hosts = allowed_hosts(args)
+    report_step(building)
+    server = build()
+    if check is not None:
+        report_step(checking)
+        check()
+    return serve(
+        server, args, hosts, worker_factory=worker_factory, argv=argv, start_line=start_line
+    )
 
 
 def serve(

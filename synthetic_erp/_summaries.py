@@ -136,16 +136,7 @@ PARTY_PERIOD = Table(
     Column("n", Integer, nullable=False),
     Column("invoiced", BigInteger),
     Column("credits", BigInteger),
-    Index(
-        "ix_sumpp_amount",
-        "party_type",
-        "legal_entity",
-        "measure",
-        "period_start",
-        "period_end",
-        "amount",
-        "account",
-    ),
+    Index("ix_sumpp_amount", *_PERIOD_KEY, "amount", "account"),
 )
 PERIOD_TOTAL = Table(
     "summary_period_total",
@@ -154,15 +145,7 @@ PERIOD_TOTAL = Table(
     Column("amount", BigInteger, nullable=False),
     Column("n", Integer, nullable=False),
     Column("parties", Integer, nullable=False),
-    Index(
-        "ux_sumpt",
-        "party_type",
-        "legal_entity",
-        "measure",
-        "period_start",
-        "period_end",
-        unique=True,
-    ),
+    Index("ux_sumpt", *_PERIOD_KEY, unique=True),
 )
 OPEN_ITEMS = Table(
     "summary_open_items",

@@ -14,19 +14,19 @@ from erp_mcp._serve_cli import (
     add_fault_arguments,
     add_http_arguments,
     add_scaling_arguments,
-    allowed_hosts,
-    check_port,
-    check_scaling,
     fault_config,
     link_base,
-    serve,
+    serve_command,
+    server_token,
+    url_host,
 )
-from ledgerbench_core._startup import report_step
 from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
 from synthetic_world._generate import MAX_SCALE, WorldError
 from synthetic_world._runtime import WorldUnavailable
 
 DEFAULT_WORLD_URL = "sqlite:///world.db"
+TOKEN_ENV = "WORLD_MCP_TOKEN"
+"""Where the server reads its bearer token when --token is not given."""
 
 EXAMPLES = """\
 examples:
@@ -176,7 +176,7 @@ def _build_server(args: argparse.Namespace):
         link_base=link_base(args, None) if args.public_url else None,
         faults=fault_config(args),
         audit_log=args.audit_log,
-        token=args.token or os.environ.get("WORLD_MCP_TOKEN") or None,
+        token=server_token(args, TOKEN_ENV),
         include_bench_tools=args.bench_tools,
     )
 
@@ -187,29 +187,23 @@ def worker_server(argv: list[str]):
 
 
 def _serve(args: argparse.Namespace, argv: list[str]) -> int:
-    check_port(args)
-    check_scaling(args)
-    hosts = allowed_hosts(args)
-    report_step("loading the world")
-    server = _build_server(args)
-    return serve(
-        server,
+    return serve_command(
         args,
-        hosts,
+        argv,
+        build=lambda: _build_server(args),
+        building="loading the world",
         worker_factory=f"{__name__}:worker_server",
-        argv=argv,
         start_line=_start_line(args),
     )
 
 
 def _start_line(args: argparse.Namespace) -> str:
     """Where the server is, how it is protected (never the token), which world and its faults."""
-    host = args.host if ":" not in args.host else f"[{args.host}]"
-    auth = "bearer token" if args.token or os.environ.get("WORLD_MCP_TOKEN") else "none"
+    auth = "bearer token" if server_token(args, TOKEN_ENV) else "none"
     faults = f"; faults: {args.error_rate:g} of tool calls" if args.error_rate else ""
     return (
-        f"synthetic_world: serving MCP at http://{host}:{args.port}/mcp (transport: streamable "
-        f"HTTP; auth: {auth}; world: {world_path(args.db)}{faults})"
+        f"synthetic_world: serving MCP at http://{url_host(args.host)}:{args.port}/mcp "
+        f"(transport: streamable HTTP; auth: {auth}; world: {world_path(args.db)}{faults})"
     )
 
 

@@ -37,18 +37,21 @@ METRICS = {
 }
 """Every metric of the ledger and the line label filings use for it."""
 
-FLOW_METRICS = (
+INCOME_ROWS = (
     "revenue",
     "cost_of_revenue",
     "gross_profit",
     "operating_expenses",
     "operating_income",
     "net_income",
-    "cash_from_operations",
-    "capital_expenditures",
-    "adjusted_operating_income",
 )
+"""The rows of an annual report's statement of operations, in order (labels: ``METRICS``)."""
+CASH_ROWS = ("cash_from_operations", "capital_expenditures")
+"""The rows of its statement of cash flows."""
 BALANCE_METRICS = ("cash", "total_debt", "total_assets")
+BALANCE_ROWS = BALANCE_METRICS
+"""The rows of its balance sheet."""
+FLOW_METRICS = (*INCOME_ROWS, *CASH_ROWS, "adjusted_operating_income")
 MEMBER_METRICS = {
     "segment_revenue": "segment",
     "product_revenue": "product",

@@ -33,7 +33,16 @@ from synthetic_world._documents import (
     thousands,
     units,
 )
-from synthetic_world._facts import METRICS, CompanyLedger, Event, Fact, FactIndex
+from synthetic_world._facts import (
+    BALANCE_ROWS,
+    CASH_ROWS,
+    INCOME_ROWS,
+    METRICS,
+    CompanyLedger,
+    Event,
+    Fact,
+    FactIndex,
+)
 from synthetic_world._universe import Company
 
 NEWS_SOURCES = (
@@ -59,17 +68,6 @@ PRIVATE_REACTION = {
     "negative": "Industry observers read the news as a setback (sentiment: negative).",
     "neutral": "Industry observers saw little change (sentiment: neutral).",
 }
-
-INCOME_ROWS = (
-    "revenue",
-    "cost_of_revenue",
-    "gross_profit",
-    "operating_expenses",
-    "operating_income",
-    "net_income",
-)
-BALANCE_ROWS = ("cash", "total_debt", "total_assets")
-CASH_ROWS = ("cash_from_operations", "capital_expenditures")
 
 
 class Renderer:

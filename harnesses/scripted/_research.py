@@ -25,33 +25,11 @@ from harnesses._erp_client import ErpClient
 from harnesses._protocol import TrajectoryDraft
 from harnesses.scripted._base import TOOL_RETRIES, ToolFailure
 from harnesses.scripted._research_docs import LONG_DATE, Page, number, parse_long_date
+from synthetic_world._documents import CURRENCY_SIGNS
+from synthetic_world._facts import BALANCE_ROWS, CASH_ROWS, INCOME_ROWS, METRICS
 
-SIGNS = {"USD": "$", "EUR": "€", "GBP": "£"}
-LABELS = {
-    "revenue": "Revenue",
-    "cost_of_revenue": "Cost of revenue",
-    "gross_profit": "Gross profit",
-    "operating_expenses": "Operating expenses",
-    "operating_income": "Operating income",
-    "net_income": "Net income",
-    "cash_from_operations": "Net cash from operating activities",
-    "capital_expenditures": "Capital expenditures",
-    "cash": "Cash and cash equivalents",
-    "total_debt": "Total debt",
-    "total_assets": "Total assets",
-}
-SECTIONS = {
-    "operations": (
-        "revenue",
-        "cost_of_revenue",
-        "gross_profit",
-        "operating_expenses",
-        "operating_income",
-        "net_income",
-    ),
-    "balance sheets": ("cash", "total_debt", "total_assets"),
-    "cash flows": ("cash_from_operations", "capital_expenditures"),
-}
+SECTIONS = {"operations": INCOME_ROWS, "balance sheets": BALANCE_ROWS, "cash flows": CASH_ROWS}
+"""The annual-report section (its title's words) whose statement holds each metric's row."""
 RELEASED = {
     "revenue": "Revenue",
     "operating_income": "GAAP operating income",
@@ -265,7 +243,7 @@ class Research:
             statement = page.tables[0] if page.tables else None  # the year's statement
             if statement is None:
                 continue
-            cell = statement.cell(LABELS[metric], f"Fiscal {fy}")
+            cell = statement.cell(METRICS[metric], f"Fiscal {fy}")
             value = number(cell) if cell else None
             if value is not None:
                 return value, page
@@ -354,7 +332,7 @@ def percent(numerator: Decimal, denominator: Decimal) -> Decimal:
 
 def money(value: Decimal, currency: str) -> str:
     sign = "-" if value < 0 else ""
-    return f"{sign}{SIGNS[currency]}{abs(value):,.1f} million"
+    return f"{sign}{CURRENCY_SIGNS[currency]}{abs(value):,.1f} million"
 
 
 def link(text: str, page: Page) -> str:
