@@ -22,7 +22,7 @@ from harnesses._erp_process import (
     start_erp_server,
 )
 from harnesses._protocol import ErpEndpoint
-from harnesses._redact import REDACTED, one_line, redact_url
+from harnesses._redact import error_detail, one_line, redact_url
 from harnesses._run_config import RunConfig, RunConfigError
 from harnesses._run_store import ErpFacts
 from ledgerbench_core.dataset import Dataset
@@ -246,9 +246,7 @@ async def fetch_erp_info(endpoint: ErpEndpoint, timeout: float = 30.0) -> dict[s
                 await asyncio.sleep(0.2 * (attempt + 1))
                 result = await client.call_tool_mcp("erp_info", {})
     except Exception as error:
-        detail = one_line(f"{type(error).__name__}: {error}")
-        if endpoint.token:
-            detail = detail.replace(endpoint.token, REDACTED)
+        detail = error_detail(error, endpoint.token)
         raise RunConfigError(
             f"cannot reach the ERP MCP server at {endpoint.url} ({detail}); check --erp-url and "
             "--erp-token (or ERP_MCP_TOKEN), or use --erp-db to let the runner serve a database"

@@ -65,3 +65,9 @@ def environment_secrets() -> list[str]:
 
 def one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def error_detail(error: BaseException, secret: str | None) -> str:
+    """``Type: message`` of ``error`` on one line, with ``secret`` (a server's token) masked."""
+    detail = one_line(f"{type(error).__name__}: {error}")
+    return detail.replace(secret, REDACTED) if secret else detail

@@ -24,7 +24,7 @@ from typing import Any
 from harnesses._erp_process import ServerStartError, project_root, start_mcp_server
 from harnesses._erp_serving import keep_log
 from harnesses._protocol import McpEndpoint
-from harnesses._redact import REDACTED, one_line
+from harnesses._redact import error_detail, one_line
 from harnesses._run_config import RunConfig, RunConfigError
 from ledgerbench_core.dataset import Dataset, Question, TaskType
 
@@ -258,9 +258,7 @@ async def fetch_world_info(endpoint: McpEndpoint, timeout: float = 30.0) -> dict
                     break
                 await asyncio.sleep(0.2 * (attempt + 1))
     except Exception as error:
-        detail = one_line(f"{type(error).__name__}: {error}")
-        if endpoint.token:
-            detail = detail.replace(endpoint.token, REDACTED)
+        detail = error_detail(error, endpoint.token)
         raise RunConfigError(
             f"cannot reach the research world's MCP server at {endpoint.url} ({detail}); check "
             "--world-url and --world-token (or WORLD_MCP_TOKEN), or use --world-db"
