@@ -313,6 +313,18 @@ def test_the_env_does_not_leak_a_token_into_the_errors(monkeypatch, tmp_path, ca
     assert os.environ["ERP_MCP_TOKEN"] == "tok-secret-123"
 
 
+def test_an_unreachable_servers_error_is_one_line_with_its_token_masked() -> None:
+    from harnesses._redact import error_detail
+
+    error = ConnectionError("401 for Bearer tok-secret-123\n  at 127.0.0.1")
+    assert (
+        error_detail(error, "tok-secret-123") == "ConnectionError: 401 for Bearer *** at 127.0.0.1"
+    )
+    assert error_detail(error, None) == (
+        "ConnectionError: 401 for Bearer tok-secret-123 at 127.0.0.1"
+    )
+
+
 def test_a_broken_dataset_names_its_path_once(tmp_path, capsys) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("header:\n  name: x\nitems:\n  - id: a\n    query: [unclosed\n")
