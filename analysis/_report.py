@@ -18,6 +18,7 @@ from analysis._data import (
     RETRIEVAL_METRICS,
     TASK_LABELS,
 )
+from analysis._plots import cost_points
 from analysis._schema import EQUAL_WEIGHT, Contrast, ResearchGap, ScoreCell, Severity, Stats
 
 IMAGE_TITLES = {
@@ -976,7 +977,31 @@ def operations_section(stats: Stats, images: list[str]) -> list:
     for name in ("latency.png", "tool_calls.png", "cost.png"):
         if name in images:
             blocks.append(Image(name, IMAGE_TITLES[name]))
+    if (note := unknown_cost_note(stats)) is not None:
+        blocks.append(Paragraph(note))
     return blocks
+
+
+UNKNOWN_COST_CAUSES = (
+    "its records carry no cost: a model server that reported no token usage, a model missing "
+    "from the price table (give --harness-opt price_per_mtok=INPUT,CACHED_INPUT,OUTPUT), or a "
+    "published file without costs. A harness that calls no model records a known $0"
+)
+
+
+def unknown_cost_note(stats: Stats) -> str | None:
+    """Why the accuracy-against-cost plot is missing, or which providers it leaves out: those
+    whose cost is unknown (never drawn as $0); None when every scored provider is drawn."""
+    points, unknown = cost_points(stats)
+    if not unknown:
+        return None
+    names = ", ".join(unknown)
+    lead = (
+        "No accuracy-against-cost plot: the cost is unknown for"
+        if not points
+        else "Left out of the accuracy-against-cost plot, cost unknown:"
+    )
+    return f"{lead} {names}; {UNKNOWN_COST_CAUSES}."
 
 
 def infra_failure_blocks(stats: Stats) -> list:
