@@ -388,7 +388,8 @@ def summary_lines(stats: Stats) -> list[str]:
             f", paired across providers; dimension stars come from mixed-model Wald tests with "
             f"cluster-robust errors ({fit}; "
             f"{'no correction across metrics' if correction == 'none' else correction}), "
-            "Overall's from the paired cluster bootstrap; a difference smaller than its minimum "
+            "Overall's from a t test of the paired difference with its cluster-robust error; a "
+            "difference smaller than its minimum "
             "detectable effect (MDE) is 'not distinguishable at this size', without stars"
         )
     lines.append(how + ".")
