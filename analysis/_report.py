@@ -187,60 +187,93 @@ def items_appendix(stats: Stats, top: int = 10) -> list:
             )
         )
     if stats.items:
-        rows = []
-        for task_type in dict.fromkeys(i.task_type for i in stats.items):
-            mine = [i for i in stats.items if i.task_type == task_type]
-            rated = [i for i in mine if i.discrimination is not None]
-            rows.append(
-                [
-                    task_label(task_type),
-                    str(len(mine)),
-                    str(sum(i.always_solved for i in mine)),
-                    str(sum(i.never_solved for i in mine)),
-                    str(sum(i.discrimination > 0.3 for i in rated)),
-                    fmt(float(np.mean([i.discrimination for i in rated])), 2) if rated else "–",
-                ]
-            )
+        blocks += item_tables(stats, top)
+    return blocks
+
+
+DISCRIMINATING = 0.3
+"""r or D above which an item counts as discriminating (the usual rule of thumb for both)."""
+
+
+def item_tables(stats: Stats, top: int) -> list:
+    """Per task type: items, always/never solved, discriminating by r and by D; then the most
+    discriminating items (by r with 3+ agents, else by D)."""
+    agents = list(dict.fromkeys(a for i in stats.items for a in i.pass_rate))
+    rows = []
+    for task_type in dict.fromkeys(i.task_type for i in stats.items):
+        mine = [i for i in stats.items if i.task_type == task_type]
+        r = [i.discrimination for i in mine if i.discrimination is not None]
+        d = [i.discrimination_index for i in mine if i.discrimination_index is not None]
+        rows.append(
+            [
+                task_label(task_type),
+                str(len(mine)),
+                str(sum(i.always_solved for i in mine)),
+                str(sum(i.never_solved for i in mine)),
+                str(sum(v > DISCRIMINATING for v in r)) if r else "–",
+                fmt(float(np.mean(r)), 2) if r else "–",
+                str(sum(v > DISCRIMINATING for v in d)) if d else "–",
+                fmt(float(np.mean(d)), 2) if d else "–",
+            ]
+        )
+    note = (
+        "Per item (items.json): each agent's pass rate; discrimination r, the point-biserial "
+        "correlation across agents of the pass rate against the agent's Overall (3+ agents), "
+        "and D, the upper-lower index (the pass rate of the better-ranked half of the agents "
+        "by Overall minus that of the worse-ranked half); always solved / never solved by every "
+        "agent; the scripted and nothing baselines' pass rates when those runs are compared."
+    )
+    if len(agents) == 2:
+        note += (
+            " With two agents r is not computed: a correlation over two agents is +1 or -1 "
+            "whenever the item separates them and says nothing more. D says the same with its "
+            "size: the better agent's pass rate minus the worse one's (-1 to 1)."
+        )
+    blocks: list = [
+        Table(
+            [
+                "Task type",
+                "Items",
+                "Always solved",
+                "Never solved",
+                f"Discriminating (r > {DISCRIMINATING:g})",
+                "Mean r",
+                f"D > {DISCRIMINATING:g}",
+                "Mean D",
+            ],
+            rows,
+            note,
+        )
+    ]
+    by_r = any(i.discrimination is not None for i in stats.items)
+    ranked = sorted(
+        (
+            i
+            for i in stats.items
+            if (i.discrimination if by_r else i.discrimination_index) is not None
+        ),
+        key=lambda i: -((i.discrimination if by_r else i.discrimination_index) or 0),
+    )[:top]
+    if ranked:
+        item_rows = [
+            [
+                i.question_id,
+                task_label(i.task_type),
+                fmt(i.discrimination, 2),
+                fmt(i.discrimination_index, 2),
+                *[fmt(i.pass_rate.get(a), 2) for a in agents],
+                fmt(i.scripted, 2),
+                fmt(i.nothing, 2),
+            ]
+            for i in ranked
+        ]
+        header = ["Item", "Task type", "r", "D", *agents, "scripted", "nothing"]
         blocks.append(
-            Table(
-                [
-                    "Task type",
-                    "Items",
-                    "Always solved",
-                    "Never solved",
-                    "Discriminating (r > 0.3)",
-                    "Mean r",
-                ],
-                rows,
-                "Per item (items.json): each agent's pass rate, discrimination r (point-biserial "
-                "across agents of the pass rate against the agent's Overall; needs 3+ agents), "
-                "always solved / never solved by every agent, and the scripted and nothing "
-                "baselines' pass rates when those runs are compared.",
+            Details(
+                f"The {len(ranked)} most discriminating items (by {'r' if by_r else 'D'})",
+                [Table(header, item_rows)],
             )
         )
-        ranked = sorted(
-            (i for i in stats.items if i.discrimination is not None),
-            key=lambda i: -(i.discrimination or 0),
-        )[:top]
-        if ranked:
-            agents = list(dict.fromkeys(a for i in stats.items for a in i.pass_rate))
-            item_rows = [
-                [
-                    i.question_id,
-                    task_label(i.task_type),
-                    fmt(i.discrimination, 2),
-                    *[fmt(i.pass_rate.get(a), 2) for a in agents],
-                    fmt(i.scripted, 2),
-                    fmt(i.nothing, 2),
-                ]
-                for i in ranked
-            ]
-            blocks.append(
-                Details(
-                    f"The {len(ranked)} most discriminating items",
-                    [Table(["Item", "Task type", "r", *agents, "scripted", "nothing"], item_rows)],
-                )
-            )
     return blocks
 
 
