@@ -316,7 +316,9 @@ def cost_plot(stats: Stats) -> bytes | None:
     label = "Obligations accuracy" if metric == "accuracy" else "Equal-weight overall score"
     ax.set_ylabel(f"{label} (95% CI)")
     ax.set_ylim(0, 1.05)
-    ax.set_xlim(left=0, right=max(c for _, c, _ in points) * 1.3 or 1.0)
+    # a little room left of $0, so a model-free agent's point (a known $0) is not cut in half
+    span = max(c for _, c, _ in points) * 1.3 or 0.01
+    ax.set_xlim(left=-0.04 * span, right=span)
     ax.set_title(f"{label} against cost (circled: Pareto front)")
     return _png(fig)
 

@@ -267,7 +267,7 @@ def item_tables(stats: Stats, top: int) -> list:
             ]
             for i in ranked
         ]
-        header = ["Item", "Task type", "r", "D", *agents, "scripted", "nothing"]
+        header = ["Item", "Task type", "r", "D", *agents, "scripted baseline", "nothing baseline"]
         blocks.append(
             Details(
                 f"The {len(ranked)} most discriminating items (by {'r' if by_r else 'D'})",
