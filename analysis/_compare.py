@@ -95,8 +95,11 @@ def compare(config: CompareConfig, progress: bool = False) -> Stats:
             [(p.info.name, Path(p.info.path)) for p in providers],
             reference,
             config.judge,
-            draws=config.bootstrap,
-            seed=config.seed,
+            metadata={q: m for p in providers for q, m in p.item_metadata.items()},
+            cluster=config.cluster,
+            confidence=settings.confidence,
+            power=settings.power,
+            minimum=config.min_observations,
         )
         images = all_plots(stats, combined.trajectories)
         bar.step("plots")

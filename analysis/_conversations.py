@@ -1,6 +1,12 @@
 """Conversations (operations items) in the report: per provider and scenario kind, accuracy with
-a bootstrap interval, the clarification rate, disclosure violations, turns used, the simulator
+a clustered t interval, the clarification rate, disclosure violations, turns used, the simulator
 error rate and pass^k; and each provider against the reference, paired by question.
+
+Intervals follow the report's one rule (docs/statistics.md, "Clustering"): a question's trials are
+averaged first, and conversations of one template are correlated, so the template (``--cluster``)
+is the independent unit: accuracy gets a t interval from the cluster-robust (CR1) standard error
+with clusters - 1 df, the paired difference the same interval and a t test, the minimum
+detectable effect beside it, and a difference inside it is "not distinguishable at this size".
 
 Read from the run directories (trajectories and the judge's score records, whose
 ``extra.conversation`` the rules judge writes), so every figure is a function of recorded files.
@@ -11,15 +17,26 @@ errors``) and left out of every other figure.
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from analysis._clustered import (
+    cluster_codes,
+    cluster_keys,
+    combine_strata,
+    minimum_detectable,
+    stratum_variance,
+    t_interval,
+    t_p_value,
+)
+from analysis._minimum import too_few_paired
+
 ALL_KINDS = "all"
-MIN_PAIRED = 5
-"""Questions in common below which the paired difference gets no interval and no p-value."""
 
 
 class ConversationCell(BaseModel):
@@ -51,7 +68,14 @@ class ConversationCell(BaseModel):
     vs_low: float | None = None
     vs_high: float | None = None
     p_value: float | None = None
-    """Paired bootstrap (two-sided) p-value of that difference."""
+    """Two-sided p of that difference: its clustered t test (None below the minimum of paired
+    questions)."""
+    mde: float | None = None
+    """Minimum detectable effect of that difference at 80% power (from its clustered SE)."""
+    distinguishable: bool | None = None
+    """False when the difference is inside its MDE: "not distinguishable at this size"."""
+    clusters: int | None = None
+    """Clusters (templates, or questions when not clustered) of the accuracy interval."""
 
 
 def _read(path: Path) -> list[dict]:
@@ -91,11 +115,35 @@ def _rows(run_dir: Path, judge: str | None) -> list[dict]:
     return rows
 
 
-def _bootstrap(values: np.ndarray, draws: int, rng: np.random.Generator) -> tuple[float, float]:
-    if len(values) < 2:
-        return float(values.mean()), float(values.mean())
-    means = rng.choice(values, size=(draws, len(values)), replace=True).mean(axis=1)
-    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+@dataclass(frozen=True)
+class Rule:
+    """How the cells' intervals and tests are made (the report's settings)."""
+
+    clusters: dict[str, str]
+    """question_id -> cluster key (the question itself when not clustered)."""
+    confidence: float = 0.95
+    power: float = 0.8
+    minimum: int = 5
+    """Paired questions below which a difference is not tested (analysis/_minimum.py)."""
+
+
+def clustered_mean(values: dict[str, float], rule: Rule) -> tuple[float, float, float, int]:
+    """(mean, CR1 standard error, df, clusters) of per-question values; NaN se and df from
+    fewer than 2 clusters."""
+    questions = list(values)
+    y = np.array([values[q] for q in questions])
+    codes = cluster_codes([rule.clusters.get(q, q) for q in questions])
+    part = stratum_variance((y - y.mean()) / len(y), np.ones(len(y), dtype=bool), codes)
+    se, df = combine_strata([part])
+    return float(y.mean()), se, df, part.clusters
+
+
+def question_clusters(
+    metadata: dict[str, dict[str, str]], questions: set[str], setting: str
+) -> dict[str, str]:
+    """question_id -> cluster key of the conversations' questions (:func:`cluster_keys`)."""
+    _field, keys, _note = cluster_keys(sorted(questions), metadata, setting, "operations")
+    return keys
 
 
 def _pass_k(rows: list[dict]) -> dict[str, float]:
@@ -119,24 +167,31 @@ def conversation_cells(
     reference: str,
     judge: str | None,
     *,
-    draws: int = 2000,
-    seed: int = 0,
+    metadata: dict[str, dict[str, str]] | None = None,
+    cluster: str = "auto",
+    confidence: float = 0.95,
+    power: float = 0.8,
+    minimum: int = 5,
 ) -> list[ConversationCell]:
     """The cells of every (provider, kind) with conversations; ``runs`` pairs provider names
-    with run directories (published result files have none and are skipped)."""
-    rng = np.random.default_rng(seed)
+    with run directories (published result files have none and are skipped). ``metadata``
+    (question_id -> the dataset item's scalar metadata) and ``cluster`` (``--cluster``) say what
+    the questions are clustered by."""
     rows_by = {name: _rows(path, judge) for name, path in runs if path.is_dir()}
+    questions = {r["question"] for rows in rows_by.values() for r in rows}
+    rule = Rule(question_clusters(metadata or {}, questions, cluster), confidence, power, minimum)
     cells = []
     for name, rows in rows_by.items():
         kinds = sorted({r["kind"] for r in rows})
         for kind in [*kinds, ALL_KINDS] if kinds else []:
             mine = [r for r in rows if kind in (ALL_KINDS, r["kind"])]
             ref = [r for r in rows_by.get(reference, []) if kind in (ALL_KINDS, r["kind"])]
-            cells.append(_cell(name, kind, mine, ref if name != reference else [], draws, rng))
+            pair = (reference, name)
+            cells.append(_cell(name, kind, mine, ref if name != reference else [], rule, pair))
     return cells
 
 
-def _cell(name, kind, rows, reference_rows, draws, rng) -> ConversationCell:
+def _cell(name, kind, rows, reference_rows, rule: Rule, pair) -> ConversationCell:
     errors = sum(r["simulator_error"] for r in rows)
     scored = [r for r in rows if not r["simulator_error"] and r["metrics"]]
     cell = ConversationCell(
@@ -148,38 +203,57 @@ def _cell(name, kind, rows, reference_rows, draws, rng) -> ConversationCell:
     )
     if not scored:
         return cell
-    accuracy = np.array([r["metrics"]["accuracy"] for r in scored])
-    low, high = _bootstrap(accuracy, draws, rng)
+    mean, se, df, cell.clusters = clustered_mean(_per_question(scored), rule)
+    cell.accuracy = mean
+    low, high = t_interval(mean, se, df, rule.confidence)
+    if not math.isnan(low):
+        cell.accuracy_low, cell.accuracy_high = max(low, 0.0), min(high, 1.0)
     asked = [r["metrics"]["clarified"] for r in scored if r["metrics"]["clarified"] is not None]
-    cell.accuracy, cell.accuracy_low, cell.accuracy_high = float(accuracy.mean()), low, high
     cell.clarification_rate = float(np.mean(asked)) if asked else None
     cell.violations = sum(bool(r["metrics"]["violations"]) for r in scored)
     cell.mean_turns = float(np.mean([r["metrics"]["agent_turns"] for r in scored]))
     cell.pass_k = _pass_k(scored)
-    _paired(cell, scored, reference_rows, draws, rng)
+    _paired(cell, scored, reference_rows, rule, pair)
     return cell
 
 
-def _paired(cell, rows, reference_rows, draws, rng) -> None:
-    """The difference to the reference on the questions both have, with a paired bootstrap."""
+def _paired(cell, rows, reference_rows, rule: Rule, pair: tuple[str, str]) -> None:
+    """The difference to the reference on the questions both have: clustered t interval and
+    test, MDE; below the one minimum of paired questions, the difference alone."""
     scored_ref = [r for r in reference_rows if not r["simulator_error"] and r["metrics"]]
     mine, theirs = _per_question(rows), _per_question(scored_ref)
     common = sorted(set(mine) & set(theirs))
     if not common:
         return
-    diffs = np.array([mine[q] - theirs[q] for q in common])
-    cell.vs_reference = float(diffs.mean())
-    if len(diffs) < MIN_PAIRED:
-        return  # too few questions for an interval or a test
-    means = rng.choice(diffs, size=(draws, len(diffs)), replace=True).mean(axis=1)
-    cell.vs_low, cell.vs_high = float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
-    centred = means - diffs.mean()
-    cell.p_value = float(min(1.0, (np.abs(centred) >= abs(diffs.mean())).mean() + 1 / draws))
+    diffs = {q: mine[q] - theirs[q] for q in common}
+    estimate, se, df, _clusters = clustered_mean(diffs, rule)
+    cell.vs_reference = estimate
+    if too_few_paired({cell.kind: len(common)}, pair, "accuracy", rule.minimum):
+        return
+    low, high = t_interval(estimate, se, df, rule.confidence)
+    if math.isnan(low):
+        return  # fewer than 2 clusters: no interval, no test
+    cell.vs_low, cell.vs_high = low, high
+    cell.mde = minimum_detectable(se, df, rule.confidence, rule.power)
+    if se > 0:
+        cell.p_value = t_p_value(estimate, se, df)
+        cell.distinguishable = abs(estimate) >= cell.mde
+    else:  # every paired difference the same: nothing varies, nothing to test
+        cell.distinguishable = estimate != 0
+
+
+def _verdict(cell: ConversationCell) -> str:
+    """The p column: the p-value, "n.d." inside the MDE, "-" untested."""
+    from analysis._report import fmt_p
+
+    if cell.p_value is None:
+        return "-"
+    return "n.d." if cell.distinguishable is False else fmt_p(cell.p_value)
 
 
 def conversation_section(cells: list[ConversationCell], reference: str) -> list:
     """The report's blocks for conversations (none when there are no conversations)."""
-    from analysis._report import Heading, Paragraph, Table, fmt, fmt_ci, fmt_p, fmt_signed_ci
+    from analysis._report import Heading, Paragraph, Table, fmt, fmt_ci, fmt_signed_ci
 
     if not cells:
         return []
@@ -214,17 +288,21 @@ def conversation_section(cells: list[ConversationCell], reference: str) -> list:
                 fmt_signed_ci(c.vs_reference, c.vs_low, c.vs_high)
                 if c.vs_reference is not None
                 else "-",
-                fmt_p(c.p_value) if c.p_value is not None else "-",
+                _verdict(c),
             ]
         )
     note = (
         "Accuracy: share of the keyed end facts stated over the conversation, 0 when the agent "
         "answered before asking every required clarification or disclosed what it must not "
-        "(rules judge); 95% bootstrap intervals over conversations. Clarified: share of "
+        "(rules judge), a question's trials averaged first; 95% t intervals from cluster-robust "
+        "errors, conversations of one template being one cluster (clusters - 1 df). Clarified: "
+        "share of "
         "conversations in which every required clarification was asked before the first answer. "
         "Simulator errors: conversations whose simulated user broke its scenario (the reviewer's "
         "critical tags), counted here and left out of every other figure. The difference to the "
-        "reference is paired by question (paired bootstrap)."
+        "reference is paired by question, with the same clustered interval and a t test; "
+        "inside its minimum detectable effect (80% power) it is 'not distinguishable at this "
+        "size' (n.d.) and gets no p."
     )
     return [
         Heading("Conversations (operations)"),

@@ -2,7 +2,9 @@
 
 Per item: each agent's pass rate over its trials (obligations: accuracy at least the pass
 threshold; research items keyed on a world: research accuracy), the item's discrimination (the
-point-biserial correlation between the agents' pass rates on it and their Overall), whether every
+point-biserial correlation between the agents' pass rates on it and their Overall, with 3+
+agents; and, with 2+ agents, the upper-lower index D: the pass rate of the better-ranked half of
+the agents minus that of the worse-ranked half, which two agents can give), whether every
 agent solved it or none did, and the scripted and ``nothing`` baselines' pass rates when those runs
 are among the compared ones (left out of the agents unless every run is a baseline). Per task
 type: signal-to-noise, the spread of the agents' mean scores
@@ -52,6 +54,7 @@ def item_diagnostics(
                 task_type=str(task_type),
                 pass_rate=per_agent,
                 discrimination=_point_biserial(per_agent, overall),
+                discrimination_index=upper_lower_index(per_agent, overall),
                 always_solved=bool(values) and min(values) >= 1.0,
                 never_solved=bool(values) and max(values) <= 0.0,
                 scripted=_baseline(row, baselines["scripted"]),
@@ -96,6 +99,24 @@ def _point_biserial(per_agent: dict[str, float], overall: dict[str, float]) -> f
     if np.ptp(item) == 0 or np.ptp(total) == 0:
         return None
     return float(np.corrcoef(item, total)[0, 1])
+
+
+def upper_lower_index(per_agent: dict[str, float], overall: dict[str, float]) -> float | None:
+    """Kelley's upper-lower discrimination index D: the mean pass rate of the agents in the upper
+    half by Overall minus that of the lower half (with an odd number, the middle agent is in
+    neither). None with fewer than 2 agents, or when the halves cannot be told apart (the lowest
+    Overall of the upper half equals the highest of the lower). With two agents D is the better
+    agent's pass rate minus the worse one's: a correlation over two agents would only be +-1."""
+    ranked = sorted(
+        ((overall[n], v) for n, v in per_agent.items() if n in overall), key=lambda p: p[0]
+    )
+    half = len(ranked) // 2
+    if half < 1:
+        return None
+    lower, upper = ranked[:half], ranked[-half:]
+    if upper[0][0] <= lower[-1][0]:
+        return None
+    return float(np.mean([v for _, v in upper]) - np.mean([v for _, v in lower]))
 
 
 def signal_to_noise(scores: pd.DataFrame, names: list[str]) -> list[SignalNoise]:

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from analysis._clustered import cluster_codes, random_intercept_cluster_scores, t_p_value
 from analysis._data import finite_or_none
 from analysis._minimum import too_few_paired
 from analysis._schema import EQUAL_WEIGHT, Contrast, Guard, GuardKind, MetricModel, Severity
@@ -276,6 +277,61 @@ class MetricInput:
     """Also test every pair of non-reference providers from the same fit (pooled model)."""
     se: str = "observed"
     """Standard errors from the ``observed`` (statsmodels') or ``expected`` information."""
+    clusters: dict[str, str] | None = None
+    """question_id -> cluster key (keys distinct across task types), given when some task
+    type's items are clustered: every contrast's SE is then the cluster-robust sandwich of the
+    fit (:class:`StratifiedSandwich`), tested by t; None: the model's own SE, normal test."""
+
+
+@dataclass
+class StratifiedSandwich:
+    """Cluster-robust (CR1) variances of contrasts of one fit, task types as independent strata.
+
+    A contrast ``c'b`` has per-cluster influence ``a_g = c' B s_g`` (B the bread, ``s_g`` the
+    cluster's ``X_g' V_g^-1 e_g``); its variance is ``sum_k G_k/(G_k-1) sum_{g in k} a_g^2`` over
+    the task types k, with Welch-Satterthwaite df from the strata's ``G_k - 1`` (one task type:
+    the plain CR1 sandwich with G - 1 df, as in the pairwise fits). Strata a contrast does not
+    involve contribute nothing."""
+
+    bread: np.ndarray
+    scores: np.ndarray
+    """``[G, k]`` per-cluster scores."""
+    strata: np.ndarray
+    """``[G]`` task-type code of each cluster."""
+
+    @classmethod
+    def of(
+        cls, data: pd.DataFrame, exog: pd.DataFrame, fit: Fit, clusters: dict[str, str]
+    ) -> StratifiedSandwich:
+        questions = data["question_id"].to_numpy()
+        keys = [clusters.get(q, f"item:{q}") for q in questions]
+        bread, scores = random_intercept_cluster_scores(
+            exog.to_numpy(float),
+            data["score"].to_numpy(float),
+            questions,
+            np.array(keys, dtype=object),
+            fit.params,
+            fit.group_variance,
+            fit.residual_variance,
+        )
+        task_of = dict(zip(keys, data["task_type"], strict=True))
+        return cls(bread, scores, cluster_codes([task_of[k] for k in dict.fromkeys(keys)]))
+
+    def contrast(self, c: np.ndarray) -> tuple[float, float, int]:
+        """(se, df, clusters contributing) of ``c'b``; NaN se from a stratum of 1 cluster."""
+        influence = self.scores @ (self.bread @ c)
+        parts = []
+        for stratum in range(int(self.strata.max()) + 1):
+            a = influence[self.strata == stratum]
+            parts.append((len(a), float((a**2).sum())))
+        largest = max(v for _, v in parts)
+        used = [(g, v) for g, v in parts if v > 1e-12 * largest]
+        if not used or any(g < 2 for g, _ in used):
+            return math.nan, math.nan, sum(g for g, _ in used)
+        variances = [(g, g / (g - 1) * v) for g, v in used]
+        total = sum(v for _, v in variances)
+        df = total**2 / sum(v**2 / (g - 1) for g, v in variances)
+        return math.sqrt(total), float(df), sum(g for g, _ in variances)
 
 
 def analyse_metric(inp: MetricInput) -> tuple[MetricModel, list[Guard]]:
@@ -412,12 +468,17 @@ def _fit_and_test(
         why = "the mixed model did not converge"
         guards.append(_guard(GuardKind.not_converged, inp.metric, None, None, why))
         return why
+    robust = None
+    if inp.clusters is not None and fit.residual_variance > RESIDUAL_FLOOR:
+        robust = StratifiedSandwich.of(data, exog, fit, inp.clusters)
     for provider in kept:
-        model.contrasts.extend(_tested(inp, data, fit, provider, guards))
+        model.contrasts.extend(_tested(inp, data, fit, provider, guards, robust=robust))
     if inp.all_pairs:
         for i, first in enumerate(kept):
             for second in kept[i + 1 :]:
-                model.contrasts.extend(_tested(inp, data, fit, second, guards, against=first))
+                model.contrasts.extend(
+                    _tested(inp, data, fit, second, guards, against=first, robust=robust)
+                )
     return None
 
 
@@ -428,9 +489,11 @@ def _tested(
     provider: str,
     guards: list[Guard],
     against: str | None = None,
+    robust: StratifiedSandwich | None = None,
 ) -> list[Contrast]:
     """Contrasts of ``provider`` against the reference, or against ``against`` (another
-    non-reference provider of the same fit: the difference of the two contrast vectors)."""
+    non-reference provider of the same fit: the difference of the two contrast vectors). With
+    ``robust`` the SE is cluster-robust and the test a t test (the model's SE: ``naive_se``)."""
     contrasts = []
     for scope in [EQUAL_WEIGHT, *inp.task_types]:
         c = contrast_vector(fit.fe_names, provider, inp.task_types, scope)
@@ -446,14 +509,21 @@ def _tested(
         )
         few = _few_in_scope(inp, data, provider, scope, against)
         estimate, se, z, p = wald(fit, c)
+        if robust is not None and math.isfinite(se):
+            contrast.naive_se = se
+            se, df, contrast.clusters = robust.contrast(c)
+            z = estimate / se if se > 0 else math.nan
+            p = t_p_value(estimate, se, df) if se > 0 else math.nan
+            contrast.df = finite_or_none(df)
         contrast.lmm_estimate = finite_or_none(estimate)
         if few:
             contrast.tested, contrast.not_tested_reason = False, few
             guards.append(_guard(GuardKind.few_observations, inp.metric, provider, scope, few))
-        elif not math.isfinite(se) or not fit.residual_variance > RESIDUAL_FLOOR:
+        elif not (math.isfinite(se) and se > 0) or not fit.residual_variance > RESIDUAL_FLOOR:
             why = (
                 "the standard error is undefined: the fit has no residual variance left "
-                "(scores constant within each provider) or a NaN covariance"
+                "(scores constant within each provider), a NaN covariance or fewer than 2 "
+                "clusters in a task type"
             )
             contrast.tested, contrast.not_tested_reason = False, why
             guards.append(_guard(GuardKind.undefined_se, inp.metric, provider, scope, why))

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from analysis._data import METRIC_LABELS, RESEARCH_METRICS, TASK_LABELS
-from analysis._schema import EQUAL_WEIGHT, Stats
+from analysis._schema import EQUAL_WEIGHT, ScoreCell, Stats
 
 PALETTE = ("#1f5f8b", "#e07b39", "#3a9e6e", "#b5446e", "#7a6bb0", "#8c7b45", "#4aa3c4", "#999999")
 
@@ -255,23 +255,37 @@ def _short(name: str, width: int = 16) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
-def cost_plot(stats: Stats) -> bytes | None:
-    """Score against cost per question, one point per provider (obligations accuracy if present)."""
-    metric, scope = (
-        ("accuracy", "obligations") if "accuracy" in stats.metrics else ("overall", EQUAL_WEIGHT)
-    )
-    ops_scope = "obligations" if metric == "accuracy" else "all"
+def _cost_metric(stats: Stats) -> tuple[str, str, str]:
+    """(metric, score scope, operations scope) the cost plot shows: obligations accuracy if
+    present, else the equal-weight Overall."""
+    if "accuracy" in stats.metrics:
+        return "accuracy", "obligations", "obligations"
+    return "overall", EQUAL_WEIGHT, "all"
+
+
+def cost_points(stats: Stats) -> tuple[list[tuple[str, float, ScoreCell]], list[str]]:
+    """The cost plot's points (provider, cost per question, score cell) and the providers with a
+    score but no known cost (every record's cost unknown), in provider order."""
+    metric, scope, ops_scope = _cost_metric(stats)
     costs = {
         o.provider: o.cost_per_question
         for o in stats.operations
         if o.task_type == ops_scope or (ops_scope == "all" and len(stats.task_types) == 1)
     }
     cells = {c.provider: c for c in stats.scores if c.metric == metric and c.scope == scope}
-    points = [
-        (name, costs[name], cells[name])
+    scored = [
+        name
         for name in (p.name for p in stats.providers)
-        if costs.get(name) is not None and name in cells and cells[name].score.estimate is not None
+        if name in cells and cells[name].score.estimate is not None
     ]
+    points = [(name, costs[name], cells[name]) for name in scored if costs.get(name) is not None]
+    return points, [name for name in scored if costs.get(name) is None]
+
+
+def cost_plot(stats: Stats) -> bytes | None:
+    """Score against cost per question, one point per provider (obligations accuracy if present)."""
+    metric = _cost_metric(stats)[0]
+    points, _unknown = cost_points(stats)
     if not points:
         return None
     plt = _pyplot()
@@ -302,7 +316,9 @@ def cost_plot(stats: Stats) -> bytes | None:
     label = "Obligations accuracy" if metric == "accuracy" else "Equal-weight overall score"
     ax.set_ylabel(f"{label} (95% CI)")
     ax.set_ylim(0, 1.05)
-    ax.set_xlim(left=0, right=max(c for _, c, _ in points) * 1.3 or 1.0)
+    # a little room left of $0, so a model-free agent's point (a known $0) is not cut in half
+    span = max(c for _, c, _ in points) * 1.3 or 0.01
+    ax.set_xlim(left=-0.04 * span, right=span)
     ax.set_title(f"{label} against cost (circled: Pareto front)")
     return _png(fig)
 

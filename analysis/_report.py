@@ -18,6 +18,7 @@ from analysis._data import (
     RETRIEVAL_METRICS,
     TASK_LABELS,
 )
+from analysis._plots import cost_points
 from analysis._schema import EQUAL_WEIGHT, Contrast, ResearchGap, ScoreCell, Severity, Stats
 
 IMAGE_TITLES = {
@@ -186,60 +187,93 @@ def items_appendix(stats: Stats, top: int = 10) -> list:
             )
         )
     if stats.items:
-        rows = []
-        for task_type in dict.fromkeys(i.task_type for i in stats.items):
-            mine = [i for i in stats.items if i.task_type == task_type]
-            rated = [i for i in mine if i.discrimination is not None]
-            rows.append(
-                [
-                    task_label(task_type),
-                    str(len(mine)),
-                    str(sum(i.always_solved for i in mine)),
-                    str(sum(i.never_solved for i in mine)),
-                    str(sum(i.discrimination > 0.3 for i in rated)),
-                    fmt(float(np.mean([i.discrimination for i in rated])), 2) if rated else "–",
-                ]
-            )
+        blocks += item_tables(stats, top)
+    return blocks
+
+
+DISCRIMINATING = 0.3
+"""r or D above which an item counts as discriminating (the usual rule of thumb for both)."""
+
+
+def item_tables(stats: Stats, top: int) -> list:
+    """Per task type: items, always/never solved, discriminating by r and by D; then the most
+    discriminating items (by r with 3+ agents, else by D)."""
+    agents = list(dict.fromkeys(a for i in stats.items for a in i.pass_rate))
+    rows = []
+    for task_type in dict.fromkeys(i.task_type for i in stats.items):
+        mine = [i for i in stats.items if i.task_type == task_type]
+        r = [i.discrimination for i in mine if i.discrimination is not None]
+        d = [i.discrimination_index for i in mine if i.discrimination_index is not None]
+        rows.append(
+            [
+                task_label(task_type),
+                str(len(mine)),
+                str(sum(i.always_solved for i in mine)),
+                str(sum(i.never_solved for i in mine)),
+                str(sum(v > DISCRIMINATING for v in r)) if r else "–",
+                fmt(float(np.mean(r)), 2) if r else "–",
+                str(sum(v > DISCRIMINATING for v in d)) if d else "–",
+                fmt(float(np.mean(d)), 2) if d else "–",
+            ]
+        )
+    note = (
+        "Per item (items.json): each agent's pass rate; discrimination r, the point-biserial "
+        "correlation across agents of the pass rate against the agent's Overall (3+ agents), "
+        "and D, the upper-lower index (the pass rate of the better-ranked half of the agents "
+        "by Overall minus that of the worse-ranked half); always solved / never solved by every "
+        "agent; the scripted and nothing baselines' pass rates when those runs are compared."
+    )
+    if len(agents) == 2:
+        note += (
+            " With two agents r is not computed: a correlation over two agents is +1 or -1 "
+            "whenever the item separates them and says nothing more. D says the same with its "
+            "size: the better agent's pass rate minus the worse one's (-1 to 1)."
+        )
+    blocks: list = [
+        Table(
+            [
+                "Task type",
+                "Items",
+                "Always solved",
+                "Never solved",
+                f"Discriminating (r > {DISCRIMINATING:g})",
+                "Mean r",
+                f"D > {DISCRIMINATING:g}",
+                "Mean D",
+            ],
+            rows,
+            note,
+        )
+    ]
+    by_r = any(i.discrimination is not None for i in stats.items)
+    ranked = sorted(
+        (
+            i
+            for i in stats.items
+            if (i.discrimination if by_r else i.discrimination_index) is not None
+        ),
+        key=lambda i: -((i.discrimination if by_r else i.discrimination_index) or 0),
+    )[:top]
+    if ranked:
+        item_rows = [
+            [
+                i.question_id,
+                task_label(i.task_type),
+                fmt(i.discrimination, 2),
+                fmt(i.discrimination_index, 2),
+                *[fmt(i.pass_rate.get(a), 2) for a in agents],
+                fmt(i.scripted, 2),
+                fmt(i.nothing, 2),
+            ]
+            for i in ranked
+        ]
+        header = ["Item", "Task type", "r", "D", *agents, "scripted baseline", "nothing baseline"]
         blocks.append(
-            Table(
-                [
-                    "Task type",
-                    "Items",
-                    "Always solved",
-                    "Never solved",
-                    "Discriminating (r > 0.3)",
-                    "Mean r",
-                ],
-                rows,
-                "Per item (items.json): each agent's pass rate, discrimination r (point-biserial "
-                "across agents of the pass rate against the agent's Overall; needs 3+ agents), "
-                "always solved / never solved by every agent, and the scripted and nothing "
-                "baselines' pass rates when those runs are compared.",
+            Details(
+                f"The {len(ranked)} most discriminating items (by {'r' if by_r else 'D'})",
+                [Table(header, item_rows)],
             )
         )
-        ranked = sorted(
-            (i for i in stats.items if i.discrimination is not None),
-            key=lambda i: -(i.discrimination or 0),
-        )[:top]
-        if ranked:
-            agents = list(dict.fromkeys(a for i in stats.items for a in i.pass_rate))
-            item_rows = [
-                [
-                    i.question_id,
-                    task_label(i.task_type),
-                    fmt(i.discrimination, 2),
-                    *[fmt(i.pass_rate.get(a), 2) for a in agents],
-                    fmt(i.scripted, 2),
-                    fmt(i.nothing, 2),
-                ]
-                for i in ranked
-            ]
-            blocks.append(
-                Details(
-                    f"The {len(ranked)} most discriminating items",
-                    [Table(["Item", "Task type", "r", *agents, "scripted", "nothing"], item_rows)],
-                )
-            )
     return blocks
 
 
@@ -387,7 +421,8 @@ def summary_lines(stats: Stats) -> list[str]:
             f", paired across providers; dimension stars come from mixed-model Wald tests with "
             f"cluster-robust errors ({fit}; "
             f"{'no correction across metrics' if correction == 'none' else correction}), "
-            "Overall's from the paired cluster bootstrap; a difference smaller than its minimum "
+            "Overall's from a t test of the paired difference with its cluster-robust error; a "
+            "difference smaller than its minimum "
             "detectable effect (MDE) is 'not distinguishable at this size', without stars"
         )
     lines.append(how + ".")
@@ -976,7 +1011,31 @@ def operations_section(stats: Stats, images: list[str]) -> list:
     for name in ("latency.png", "tool_calls.png", "cost.png"):
         if name in images:
             blocks.append(Image(name, IMAGE_TITLES[name]))
+    if (note := unknown_cost_note(stats)) is not None:
+        blocks.append(Paragraph(note))
     return blocks
+
+
+UNKNOWN_COST_CAUSES = (
+    "its records carry no cost: a model server that reported no token usage, a model missing "
+    "from the price table (give --harness-opt price_per_mtok=INPUT,CACHED_INPUT,OUTPUT), or a "
+    "published file without costs. A harness that calls no model records a known $0"
+)
+
+
+def unknown_cost_note(stats: Stats) -> str | None:
+    """Why the accuracy-against-cost plot is missing, or which providers it leaves out: those
+    whose cost is unknown (never drawn as $0); None when every scored provider is drawn."""
+    points, unknown = cost_points(stats)
+    if not unknown:
+        return None
+    names = ", ".join(unknown)
+    lead = (
+        "No accuracy-against-cost plot: the cost is unknown for"
+        if not points
+        else "Left out of the accuracy-against-cost plot, cost unknown:"
+    )
+    return f"{lead} {names}; {UNKNOWN_COST_CAUSES}."
 
 
 def infra_failure_blocks(stats: Stats) -> list:

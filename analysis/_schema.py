@@ -463,7 +463,11 @@ class ItemDiagnostic(_Strict):
     """Agent -> share of its scored trials that pass (baselines not included)."""
     discrimination: float | None = None
     """Point-biserial correlation across agents of the pass rate with the agent's Overall (None
-    with fewer than 3 agents or no spread)."""
+    with fewer than 3 agents, where a correlation can only be +-1, or no spread)."""
+    discrimination_index: float | None = None
+    """Upper-lower index D: mean pass rate of the upper half of the agents by Overall minus that
+    of the lower half, in [-1, 1]; with two agents, the better one's minus the worse one's (None
+    with fewer than 2 agents or Overalls that do not separate the halves)."""
     always_solved: bool = False
     """Every agent passes every trial."""
     never_solved: bool = False

@@ -127,7 +127,9 @@ def compute_stats(
     started = time.perf_counter()
     models = []
     for metric in modelled + research:
-        models.append(fit_metric(combined.per_question, metric, names, settings, guards, boot))
+        models.append(
+            fit_metric(combined.per_question, metric, names, settings, guards, boot, clusters)
+        )
         progress(f"model {metric}")
     if has_dimensions and len(names) > 1:
         models.insert(0, overall_model(boot, names, settings))
@@ -622,13 +624,15 @@ def fit_metric(
     settings: Settings,
     guards: list[Guard],
     boot: Bootstrap | None = None,
+    clusters: dict[str, str] | None = None,
 ) -> MetricModel:
     """Contrasts between every pair of providers for one metric.
 
     ``pairwise``: one fit per pair on that pair's data and the task types both have, so no other
     provider's data can move the pair's estimate, its standard error or its verdict.
     ``pooled``: one fit with every provider (the paper's model); pairs without the reference are
-    differences of two contrasts from the same fit.
+    differences of two contrasts from the same fit. Either way, where the metric's items are
+    clustered (``clusters``: question_id -> key, as the bootstrap's) the SEs are cluster-robust.
     """
     data = per_question.loc[
         per_question["metric"] == metric, ["provider", "question_id", "task_type", "score"]
@@ -644,6 +648,7 @@ def fit_metric(
             min_observations=settings.min_observations,
             all_pairs=True,
             se=settings.se.value,
+            clusters=clusters if _any_clustered(data, clusters) else None,
         )
         model, metric_guards = analyse_metric(inp)
         guards.extend(metric_guards)
@@ -668,6 +673,17 @@ def fit_metric(
     model.fitted = bool(tested)
     model.converged = all(f.converged for f in tested) if tested else None
     return model
+
+
+def _any_clustered(data: pd.DataFrame, clusters: dict[str, str] | None) -> bool:
+    """Whether some task type's items in ``data`` fall into fewer clusters than items."""
+    if not clusters:
+        return False
+    for _task_type, questions in data.groupby("task_type")["question_id"]:
+        items = set(questions)
+        if len({clusters.get(q, q) for q in items}) < len(items):
+            return True
+    return False
 
 
 def pair_contrasts(

@@ -51,12 +51,12 @@ class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error (no usage dump), exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message} (see python -m analysis.compare --help)\n")
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m analysis.compare") -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="python -m analysis.compare",
+        prog=prog,
         description=(
             "Compare agents (providers) on LedgerBench: mixed-model significance, paired bootstrap "
             "intervals, operations, and a report (stats.json, report.md, report.html, PNG plots)."
@@ -163,8 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, prog: str = "python -m analysis.compare") -> int:
+    """The command; ``prog`` names it in help and errors (``ledgerbench compare`` runs it too)."""
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     try:
         if args.bootstrap < 10:

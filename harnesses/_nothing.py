@@ -28,6 +28,8 @@ class NothingAgent:
     name = "nothing"
     conversational = True
     """In conversations it takes part and never answers: every turn is "nothing found"."""
+    model_free = True
+    """It calls no model: the cost of each answer is a known 0.0."""
 
     def __init__(self, options: HarnessOptions | None = None) -> None:
         self.options = options or HarnessOptions()

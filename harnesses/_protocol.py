@@ -378,6 +378,18 @@ class TrajectoryDraft:
         """The question's usage for the record: None (unknown) when a reply reported none."""
         return None if self.usage_unreported else self.usage
 
+    def recorded_cost(self, model_free: bool = False) -> float | None:
+        """The question's cost for the record. None (unknown) when a reply reported no usage or
+        no price was known; 0.0, a known cost, for a harness that declares it makes no model
+        calls (:func:`is_model_free`) and recorded none. A model-free harness that recorded a
+        model call contradicts its declaration: its cost stays what it reported."""
+        if self.usage_unreported:
+            return None
+        if model_free and self.cost_usd is None:
+            calls = any(isinstance(event, ModelEvent) for event in self.events)
+            return None if calls else 0.0
+        return self.cost_usd
+
     def note_tool_call_cap(self, cap: int, dropped: int) -> None:
         """Calls the model asked for past the run's tool-call cap, not run (cumulative)."""
         note = self.extra.setdefault("tool_call_cap", {"cap": cap, "dropped": 0})
@@ -454,7 +466,11 @@ class AgentOutcome:
 
 @runtime_checkable
 class Harness(Protocol):
-    """An agent under test. ``name`` is its registry name; ``model`` what it records as model."""
+    """An agent under test. ``name`` is its registry name; ``model`` what it records as model.
+
+    Optional class attributes a harness may declare: ``conversational = True`` (it takes part in
+    conversations) and ``model_free = True`` (it never calls a model, so each answer's cost is a
+    known 0.0 rather than unknown; :func:`is_model_free`)."""
 
     name: str
     model: str | None
@@ -464,6 +480,12 @@ class Harness(Protocol):
     ) -> AgentOutcome: ...
 
     async def aclose(self) -> None: ...
+
+
+def is_model_free(harness: object) -> bool:
+    """Whether ``harness`` declares (``model_free = True``) that it makes no model calls: its
+    records then carry cost 0.0, known, instead of None. Never guessed from a missing model."""
+    return getattr(harness, "model_free", False) is True
 
 
 # --------------------------------------------------------------------------------------------------

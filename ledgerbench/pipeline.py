@@ -43,6 +43,7 @@ examples:
   ledgerbench --workspace runs/pipeline --fresh # redo every stage
   ledgerbench view runs/pipeline/runs/scripted --out runs/viewer   # trajectory viewer (view --help)
   ledgerbench runs                              # one line per run under runs/ (runs --help)
+  ledgerbench compare runs/A runs/B --out reports/ab   # two runs: differences, MDE (compare --help)
   ledgerbench --agent openai:gpt-5.2 --agent claude:claude-haiku-4-5,effort=low \\
               --judge openai/gpt-5.2            # two agents compared (needs API keys)
   ledgerbench --agent scripted --agent scripted,faults=0.5,fault_seed=3,label=flaky
@@ -1013,6 +1014,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ledgerbench._runs import main as runs_main
 
         return runs_main(argv[1:])
+    if argv[:1] == ["compare"]:  # subcommand: python -m analysis.compare
+        from analysis.compare import main as compare_main
+
+        return compare_main(argv[1:], prog="ledgerbench compare")
     parser = build_parser()
     args = parser.parse_args(argv)
     problem = _validate(args)

@@ -132,6 +132,27 @@ def random_intercept_cluster_cov(
     ``lam = var(u) / var(e)``; the bread is ``(X' V^-1 X)^-1`` and the meat sums, per cluster,
     the outer product of ``X_g' V_g^-1 e_g`` (the residual variance cancels).
     """
+    bread, per_cluster = random_intercept_cluster_scores(
+        x, y, questions, clusters, params, group_variance, residual_variance
+    )
+    g = per_cluster.shape[0]
+    meat = per_cluster.T @ per_cluster
+    factor = g / (g - 1) if g > 1 else math.nan
+    return factor * bread @ meat @ bread, g
+
+
+def random_intercept_cluster_scores(
+    x: np.ndarray,
+    y: np.ndarray,
+    questions: np.ndarray,
+    clusters: np.ndarray,
+    params: np.ndarray,
+    group_variance: float,
+    residual_variance: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The sandwich's parts: the bread ``(X' V^-1 X)^-1`` (up to the residual variance, which
+    cancels) and ``[G, k]``, each cluster's ``X_g' V_g^-1 e_g``, clusters in order of first
+    appearance (:func:`cluster_codes`)."""
     q_codes = cluster_codes(list(questions))
     lam = group_variance / residual_variance if residual_variance > 0 else 0.0
     sizes = np.bincount(q_codes).astype(float)
@@ -140,15 +161,11 @@ def random_intercept_cluster_cov(
     np.add.at(x_sums, q_codes, x)
     whitened_x = x - w[q_codes, None] * x_sums[q_codes]
     bread = np.linalg.inv(whitened_x.T @ x)
-    residual = y - x @ params
-    scores = whitened_x * residual[:, None]
+    scores = whitened_x * (y - x @ params)[:, None]
     c_codes = cluster_codes(list(clusters))
-    g = int(c_codes.max()) + 1
-    per_cluster = np.zeros((g, x.shape[1]))
+    per_cluster = np.zeros((int(c_codes.max()) + 1, x.shape[1]))
     np.add.at(per_cluster, c_codes, scores)
-    meat = per_cluster.T @ per_cluster
-    factor = g / (g - 1) if g > 1 else math.nan
-    return factor * bread @ meat @ bread, g
+    return bread, per_cluster
 
 
 def item_clusters(

@@ -147,3 +147,52 @@ def test_runs_that_are_all_baselines_are_the_agents():
     assert set(items["q2"].pass_rate) == {"scripted", "A"}
     assert items["q1"].always_solved and items["q3"].never_solved
     assert items["q2"].nothing == 0.5 and items["q2"].scripted == 0.0
+
+
+def _overall(stats) -> dict[str, float]:
+    return {
+        c.provider: c.score.estimate
+        for c in stats.scores
+        if c.metric == "overall" and c.scope == "equal_weight"
+    }
+
+
+def test_upper_lower_index_with_three_agents_compares_the_top_and_bottom_agent(stats):
+    overall = _overall(stats)
+    ranked = sorted(("A", "B", "C"), key=overall.__getitem__)
+    bottom, top = ranked[0], ranked[-1]
+    for item in stats.items:
+        rates = item.pass_rate
+        assert item.discrimination_index == pytest.approx(rates[top] - rates[bottom])
+
+
+def test_two_agents_get_the_upper_lower_index_and_the_report_says_why_there_is_no_r(tmp_path):
+    from analysis._report import build_report, to_markdown
+
+    clarity = {"A": 0.6, "B": 0.5}
+    providers = [_provider(n, PASSES[n], clarity[n]) for n in ("A", "B")]
+    two = compute_stats(providers, Settings(reference="A", judge="x", bootstrap=20))
+    overall = _overall(two)
+    better, worse = sorted(("A", "B"), key=overall.__getitem__, reverse=True)
+    items = {i.question_id: i for i in two.items}
+    assert all(i.discrimination is None for i in two.items)
+    for qid, item in items.items():
+        expected = np.mean(PASSES[better][qid]) - np.mean(PASSES[worse][qid])
+        assert item.discrimination_index == pytest.approx(expected), qid
+    assert {i.discrimination_index for i in two.items} - {0.0}  # some item separates them
+    text = to_markdown(build_report(two, []))
+    assert "With two agents r is not computed" in text
+    assert "most discriminating items (by D)" in text
+
+
+def test_upper_lower_index_needs_halves_that_the_overall_separates():
+    from analysis._items import upper_lower_index
+
+    assert upper_lower_index({"A": 1.0}, {"A": 0.7}) is None
+    assert upper_lower_index({"A": 1.0, "B": 0.0}, {"A": 0.7, "B": 0.7}) is None
+    assert upper_lower_index({"A": 1.0, "B": 0.0}, {"A": 0.7, "B": 0.5}) == 1.0
+    four = {"A": 1.0, "B": 1.0, "C": 0.5, "D": 0.0}
+    totals = {"A": 0.9, "B": 0.8, "C": 0.4, "D": 0.3}
+    assert upper_lower_index(four, totals) == pytest.approx(1.0 - 0.25)
+    five = four | {"E": 0.0}
+    assert upper_lower_index(five, totals | {"E": 0.6}) == pytest.approx(1.0 - 0.25)

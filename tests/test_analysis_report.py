@@ -343,3 +343,18 @@ def test_guards_show_as_not_tested_in_plain_words(tmp_path: Path):
         "B and A have 3 paired answer_mean answer(s) in business_brief; at least 5 are needed"
         in guards
     )
+
+
+def test_ledgerbench_compare_is_the_same_command(runs: list[Path], tmp_path: Path, capsys):
+    from ledgerbench.pipeline import main as ledgerbench_main
+
+    out = tmp_path / "lb"
+    args = [str(runs[0]), str(runs[1]), "--out", str(out), "--bootstrap", "50"]
+    assert ledgerbench_main(["compare", *args]) == 0
+    printed = capsys.readouterr().out
+    assert f"Report: {out / 'report.html'}" in printed and "B - A: Overall" in printed
+    assert (out / "stats.json").exists()
+    with pytest.raises(SystemExit) as stopped:
+        ledgerbench_main(["compare", str(runs[0]), "--no-such-flag"])
+    assert stopped.value.code == 2
+    assert "(see ledgerbench compare --help)" in capsys.readouterr().err

@@ -77,6 +77,7 @@ def test_scripted_run_against_http_server_records_everything(
         assert record.answer.strip()
         assert record.finished_at >= record.started_at
         assert 0 <= record.latency_s < record.timeout_s
+        assert record.cost_usd == 0.0  # it declares model_free: a known $0, not unknown
     credit = by_id["e2e-credit"]
     assert credit.tool_calls, "the scripted agent must record its ERP calls"
     assert {"erp_info", "get_customer"} <= {call.name for call in credit.tool_calls}

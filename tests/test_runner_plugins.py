@@ -304,6 +304,8 @@ def test_a_plugin_reaches_the_erp_with_its_own_questions_trial_header(erp_server
         (f"q-{i:03d}", trial) for i in range(3) for trial in range(2)
     ]
     assert all(r.answer == trial_key(r.question_id, r.trial) for r in records)
+    # it declares nothing about model calls: its cost is unknown, never guessed as $0
+    assert all(r.cost_usd is None for r in records)
 
 
 def test_trial_keys_are_ascii_header_values_the_claude_cli_does_not_expand() -> None:

@@ -200,6 +200,8 @@ class ScriptedAgent:
     name = "scripted"
     conversational = True
     """It converses on operations items (``harnesses.scripted._conversation``)."""
+    model_free = True
+    """It calls no model: the cost of each answer is a known 0.0."""
     research_modes = ("world", "web", "none")
     research_note = (
         "it reads the research world through its tools and has no language model to read "

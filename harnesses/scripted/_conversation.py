@@ -136,6 +136,8 @@ class ConversationAgent:
     """``--harness scripted`` in conversations (``ask=True``) and ``--harness guess``."""
 
     conversational = True
+    model_free = True
+    """It calls no model: the cost of each answer is a known 0.0."""
 
     def __init__(self, options: HarnessOptions | None = None, *, ask: bool = True) -> None:
         self.options = options or HarnessOptions()
