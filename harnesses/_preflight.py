@@ -88,6 +88,12 @@ class ModelEndpoint:
     context_window: int | None = None
     """The ``context_window`` option: the model's context, when the server does not say it."""
     harness: str = "custom"
+    streamed: bool = False
+    """The harness streams its requests (and asks for the usage in the stream): whether the
+    server reports usage is checked on a streamed probe too."""
+    bearer: bool = False
+    """Messages API: the key goes as ``Authorization: Bearer`` (``ANTHROPIC_AUTH_TOKEN``), not
+    ``x-api-key``."""
 
 
 def read_context_window(options: Any) -> int | None:
@@ -112,8 +118,12 @@ class _Context:
     server: str = "unknown"
 
 
-async def check_endpoint(endpoint: ModelEndpoint, default_stall_s: float) -> ModelEndpointCheck:
-    """Run the pre-flight; :class:`PreflightError` (one line) when the run cannot work."""
+async def check_endpoint(
+    endpoint: ModelEndpoint, default_stall_s: float, usage_needed_by: str | None = None
+) -> ModelEndpointCheck:
+    """Run the pre-flight; :class:`PreflightError` (one line) when the run cannot work.
+    ``usage_needed_by`` names a limit that is kept by counting the tokens the server reports
+    (``--max-tokens 5000``): a server that reports none is refused."""
     import httpx
 
     started = time.monotonic()
@@ -123,11 +133,13 @@ async def check_endpoint(endpoint: ModelEndpoint, default_stall_s: float) -> Mod
     async with httpx.AsyncClient(timeout=timeout, headers=headers) as client:
         served, context = await _served_models(client, base, endpoint)
         try:
-            first_byte_s, prefill_rate = await _probe(client, base, endpoint)
+            first_byte_s, prefill_rate, answer = await _probe(client, base, endpoint)
         except _UnknownModel:
             check_model_listed(served, base, endpoint)  # the line with the names it serves
             raise
         check_model_listed(served, base, endpoint)
+        if usage_needed_by is not None:
+            await _check_usage_reported(client, base, endpoint, answer, usage_needed_by)
         if endpoint.context_window:
             context = _Context(endpoint.context_window, "context_window", context.server)
         elif context.tokens is None:
@@ -180,6 +192,11 @@ def api_base(endpoint: ModelEndpoint) -> str:
 
 def _auth_headers(endpoint: ModelEndpoint) -> dict[str, str]:
     if endpoint.wire == "messages":
+        if endpoint.bearer:
+            return {
+                "authorization": f"Bearer {endpoint.api_key}",
+                "anthropic-version": "2023-06-01",
+            }
         return {"x-api-key": endpoint.api_key, "anthropic-version": "2023-06-01"}
     return {"authorization": f"Bearer {endpoint.api_key}"}
 
@@ -364,9 +381,11 @@ def _probe_request(endpoint: ModelEndpoint) -> tuple[str, dict[str, Any]]:
     return "/chat/completions", {"model": endpoint.model, "messages": message, "max_tokens": 1}
 
 
-async def _probe(client: Any, base: str, endpoint: ModelEndpoint) -> tuple[float, float | None]:
+async def _probe(
+    client: Any, base: str, endpoint: ModelEndpoint
+) -> tuple[float, float | None, dict[str, Any]]:
     """Send the one-line probe in the harness's wire: (seconds to the first byte, prompt tokens
-    read a second where known)."""
+    read a second where known, the answer)."""
     import httpx
 
     path, body = _probe_request(endpoint)
@@ -404,7 +423,58 @@ async def _probe(client: Any, base: str, endpoint: ModelEndpoint) -> tuple[float
             f"the server at {base} answered POST {path} with something that is not "
             f"{WIRE_NAMES[endpoint.wire]} JSON: check --base-url"
         )
-    return first_byte_s, _prefill_rate(answer, first_byte_s)
+    return first_byte_s, _prefill_rate(answer, first_byte_s), answer
+
+
+async def _check_usage_reported(
+    client: Any, base: str, endpoint: ModelEndpoint, answer: dict[str, Any], needed_by: str
+) -> None:
+    """Refuse a server whose replies carry no token usage, as the harness asks for them (a
+    streamed probe for a streaming harness: some servers report usage only unstreamed)."""
+    how = "in its replies"
+    if endpoint.streamed:
+        how = "in its streamed replies"
+        path, body = _probe_request(endpoint)
+        body["stream"] = True
+        if endpoint.wire == "chat":
+            body["stream_options"] = {"include_usage": True}
+        reported = _events_report_usage(await _post(client, f"{base}{path}", body, base))
+    else:
+        reported = _reports_usage(answer)
+    if not reported:
+        raise PreflightError(
+            f"the model server at {base} reports no token usage {how}, so {needed_by} cannot "
+            "be enforced: run without --max-tokens (--timeout and --max-turns still bound each "
+            "question) or use a server that reports usage"
+        )
+
+
+def _reports_usage(payload: Any) -> bool:
+    """A reply (or stream event) carries token counts: ``usage`` of Chat Completions and the
+    Messages API, and the same inside a Responses ``response`` or a Messages ``message``."""
+    if not isinstance(payload, dict):
+        return False
+    usage = payload.get("usage")
+    if isinstance(usage, dict) and any(
+        isinstance(usage.get(key), int)
+        for key in ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens")
+    ):
+        return True
+    return any(_reports_usage(payload.get(key)) for key in ("response", "message"))
+
+
+def _events_report_usage(response: Any) -> bool:
+    """Whether any server-sent event of a streamed probe (or its body, when the server answered
+    a streamed request unstreamed) carries token usage."""
+    if response.status_code >= 400:
+        return False
+    text = response.text
+    if _reports_usage(_json_text(text)):
+        return True
+    for line in text.splitlines():
+        if line.startswith("data:") and _reports_usage(_json_text(line[5:].strip())):
+            return True
+    return False
 
 
 def _json_text(text: str) -> Any:
