@@ -102,6 +102,10 @@ INSTALL_COMMAND = f"npm install -g @anthropic-ai/claude-code@{PINNED_CLI_VERSION
 ERP_SERVER_NAME = "erp"
 WORLD_SERVER_NAME = "world"
 DEFAULT_MAX_TURNS = 20
+CLI_OWN_PROMPT_CHARS = 30_000
+"""What CLI 2.1.332, run as this harness runs it, sends on every request besides the
+instructions, the MCP tool definitions and the question (its own system prompt, tool notes and
+reminders), in JSON characters; tests/test_tool_choice.py measures it against the real CLI."""
 DEFAULT_PROBE_MODEL = "claude-sonnet-4-5"
 """The model the pre-flight probes without ``--model`` (the CLI then picks its own default)."""
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
@@ -466,9 +470,10 @@ class ClaudeCliHarness:
         """What the pre-flight checks (``harnesses._preflight``): the Messages API the CLI will
         call (``--base-url``, else ``ANTHROPIC_BASE_URL``, else Anthropic's), with the CLI's
         credentials, and what the harness adds to the CLI's prompt (the instructions and the
-        MCP tools the CLI is allowed, as the CLI sends them). The CLI's own system prompt comes
-        on top, so the count is a floor. None with subscription (OAuth) credentials alone: they
-        do not open the API to a probe (the runner says the endpoint was not checked)."""
+        MCP tools the CLI is allowed, as the CLI sends them), plus an estimate of the CLI's own
+        system prompt (:data:`CLI_OWN_PROMPT_CHARS`). None with subscription (OAuth)
+        credentials alone: they do not open the API to a probe (the runner says the endpoint
+        was not checked)."""
         key = os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
         if not key:
             return None
@@ -487,6 +492,7 @@ class ClaudeCliHarness:
             context_window=self.context_window,
             harness="claude",
             streamed=True,
+            client_prompt_chars=CLI_OWN_PROMPT_CHARS,
             bearer=not os.environ.get("ANTHROPIC_API_KEY"),
         )
 

@@ -91,6 +91,9 @@ class ModelEndpoint:
     streamed: bool = False
     """The harness streams its requests (and asks for the usage in the stream): whether the
     server reports usage is checked on a streamed probe too."""
+    client_prompt_chars: int = 0
+    """Characters the harness's client adds to every request that are not in ``prompt`` (the
+    Claude CLI's own system prompt and tool notes): an estimate, counted on top of ``prompt``."""
     bearer: bool = False
     """Messages API: the key goes as ``Authorization: Bearer`` (``ANTHROPIC_AUTH_TOKEN``), not
     ``x-api-key``."""
@@ -144,7 +147,8 @@ async def check_endpoint(
             context = _Context(endpoint.context_window, "context_window", context.server)
         elif context.tokens is None:
             context = await _server_context(client, base, endpoint, context)
-        prompt_tokens, counted_by = await _count_prompt(client, base, endpoint, context.server)
+        counted = await _count_prompt(client, base, endpoint, context.server)
+        prompt_tokens, counted_by = _with_client_prompt(*counted, endpoint)
         if context.tokens is not None and prompt_tokens >= context.tokens:
             raise PreflightError(
                 f"the prompt {endpoint.harness} sends before the question ({prompt_tokens:,} "
@@ -362,6 +366,14 @@ async def _count_prompt(
                 return len(answer["tokens"]), "server tokenizer"
     estimate = math.ceil(len(endpoint.prompt) / CHARS_PER_TOKEN)
     return estimate, f"estimate ({CHARS_PER_TOKEN} characters a token)"
+
+
+def _with_client_prompt(tokens: int, counted_by: str, endpoint: ModelEndpoint) -> tuple[int, str]:
+    """The count plus the client's own prompt (:attr:`ModelEndpoint.client_prompt_chars`)."""
+    if not endpoint.client_prompt_chars:
+        return tokens, counted_by
+    own = math.ceil(endpoint.client_prompt_chars / CHARS_PER_TOKEN)
+    return tokens + own, f"{counted_by}, with about {own:,} of the {endpoint.harness} client's own"
 
 
 def probe_text() -> str:
