@@ -141,8 +141,10 @@ async def check_endpoint(
             check_model_listed(served, base, endpoint)  # the line with the names it serves
             raise
         check_model_listed(served, base, endpoint)
+        usage_reported = None
         if usage_needed_by is not None:
             await _check_usage_reported(client, base, endpoint, answer, usage_needed_by)
+            usage_reported = True
         if endpoint.context_window:
             context = _Context(endpoint.context_window, "context_window", context.server)
         elif context.tokens is None:
@@ -168,6 +170,7 @@ async def check_endpoint(
         prompt_tokens=prompt_tokens,
         prompt_tokens_source=counted_by,
         tool_count=endpoint.tool_count,
+        usage_reported=usage_reported,
         first_byte_s=round(first_byte_s, 4),
         prefill_tokens_per_s=round(prefill_rate, 1) if prefill_rate else None,
         stall_bound_s=round(bound, 1),

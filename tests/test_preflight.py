@@ -124,6 +124,7 @@ def test_a_prompt_that_fits_runs_and_the_manifest_says_what_was_seen(
     assert seen.prompt_tokens_source == "server tokenizer" and seen.prompt_tokens > 1000
     assert seen.served_models == [MODEL] and seen.tool_count > 5
     assert seen.stall_bound_s == 7.0, "--stall-timeout is used as given"
+    assert seen.usage_reported is None, "checked only when --max-tokens needs it"
     assert 0 < seen.first_byte_s < seen.duration_s  # the time itself: bench/bench_preflight.py
 
 
@@ -238,6 +239,8 @@ def test_max_tokens_runs_against_a_server_that_reports_usage_when_streamed(
         run(cfg.model_copy(update={"max_tokens": 50_000, "ids": ["pf-credit"]}))
         streamed = [r for r in fake.preflight if (r.body or {}).get("stream")]
     assert streamed and streamed[0].body["stream_options"] == {"include_usage": True}
+    seen = manifest(tmp_path / "run").model_endpoint
+    assert seen is not None and seen.usage_reported is True
     (record,) = records(tmp_path / "run")
     assert record.status == Status.ok and record.usage is not None
 
