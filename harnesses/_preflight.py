@@ -38,6 +38,8 @@ ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 PROBE_FILLER = "A ledger lists the invoices, payments and credit notes of each customer. " * 4
 """About 60 tokens for the probe to read: enough to measure the server's prefill rate (with its
 overhead: a rate on the safe side), little enough to cost a second at most on a loaded CPU."""
+PROBE_TIMEOUT_S = 120.0
+"""How long a probe may wait for its answer (a CPU server reads even a short prompt slowly)."""
 CHARS_PER_TOKEN = 4
 """The estimate where the server has no tokenizer endpoint (about right for English and JSON)."""
 STALL_FACTOR = 3.0
@@ -407,7 +409,7 @@ async def _probe(
     sent = time.monotonic()
     try:
         async with client.stream(
-            "POST", f"{base}{path}", json=body, timeout=httpx.Timeout(120.0, connect=3.0)
+            "POST", f"{base}{path}", json=body, timeout=httpx.Timeout(PROBE_TIMEOUT_S, connect=3.0)
         ) as response:
             first_byte_s = time.monotonic() - sent
             raw = await response.aread()
@@ -446,6 +448,8 @@ async def _check_usage_reported(
 ) -> None:
     """Refuse a server whose replies carry no token usage, as the harness asks for them (a
     streamed probe for a streaming harness: some servers report usage only unstreamed)."""
+    import httpx
+
     how = "in its replies"
     if endpoint.streamed:
         how = "in its streamed replies"
@@ -453,7 +457,10 @@ async def _check_usage_reported(
         body["stream"] = True
         if endpoint.wire == "chat":
             body["stream_options"] = {"include_usage": True}
-        reported = _events_report_usage(await _post(client, f"{base}{path}", body, base))
+        slow = httpx.Timeout(PROBE_TIMEOUT_S, connect=3.0)  # a CPU server reads it as slowly
+        reported = _events_report_usage(
+            await _post(client, f"{base}{path}", body, base, timeout=slow)
+        )
     else:
         reported = _reports_usage(answer)
     if not reported:
