@@ -6,8 +6,9 @@ The ERP is the real ``erp_mcp`` server over HTTP (the default ERP, ``.ledgerbenc
 model servers are the local fakes speaking llama.cpp's, vLLM's and Ollama's wire (in a child
 process, so their CPU is not charged to the pre-flight), and the real model when it is installed
 (``scripts/install-real-model``: SmolLM2-135M run by node-llama-cpp, served by
-``scripts/llama-node-server.mjs``). Each pre-flight runs ``--repeat`` times with the harness's tool
-list cached as in a run (the first run of a harness lists the tools once: shown apart).
+``scripts/llama-node-server.mjs``); and the Claude CLI harness's against the fake Messages API
+(``tests/fakes/anthropic_server.py``). Each pre-flight runs ``--repeat`` times with the harness's
+tool list cached as in a run (the first run of a harness lists the tools once: shown apart).
 
 With the real model installed it also prints, per ``--tools`` set, the tokens the custom harness
 sends before the question (instructions plus tool definitions) by SmolLM2's own tokenizer: the
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -58,6 +60,16 @@ def serve_fake(flavor: str) -> None:
         sys.stdin.read()
 
 
+def serve_anthropic() -> None:
+    """Child process: the fake Messages API on a free port (for the Claude CLI's pre-flight);
+    prints its base URL, serves until stdin closes."""
+    from tests.fakes.anthropic_server import AnthropicFakeServer, Reply
+
+    with AnthropicFakeServer([Reply(text="ok")]) as fake:
+        print(fake.base_url, flush=True)
+        sys.stdin.read()
+
+
 def start(command: list[str], ready: str = "") -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
@@ -80,7 +92,9 @@ def real_server() -> tuple[subprocess.Popen, str] | None:
     return process, base + "/v1"
 
 
-async def measure(base_url: str, erp_url: str, tools: list[str], repeat: int) -> list[float]:
+async def measure(
+    base_url: str, erp_url: str, tools: list[str], repeat: int, harness_name: str = "custom"
+) -> list[float]:
     """Seconds of ``check_model_endpoint`` per run (the first one lists the tools too)."""
     from harnesses._instructions import system_instructions
     from harnesses._protocol import AgentEnvironment, ErpEndpoint, HarnessOptions
@@ -89,7 +103,7 @@ async def measure(base_url: str, erp_url: str, tools: list[str], repeat: int) ->
     from harnesses._runner import check_model_endpoint
 
     options = HarnessOptions(model=MODEL, base_url=base_url)
-    harness = create_harness("custom", options)
+    harness = create_harness(harness_name, options)
     env = AgentEnvironment(
         erp=ErpEndpoint(url=erp_url),
         instructions=system_instructions("none"),
@@ -97,7 +111,7 @@ async def measure(base_url: str, erp_url: str, tools: list[str], repeat: int) ->
         research="none",
         tools=tuple(tools) if tools else None,
     )
-    config = RunConfig(harness="custom", model=MODEL, base_url=base_url, progress=False)
+    config = RunConfig(harness=harness_name, model=MODEL, base_url=base_url, progress=False)
     times = []
     for _ in range(repeat + 1):
         started = time.perf_counter()
@@ -155,6 +169,7 @@ def main() -> None:
     parser.add_argument("--erp-db", default=f"sqlite:///{ROOT / '.ledgerbench' / 'erp.db'}")
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "bench")
+    os.environ.setdefault("ANTHROPIC_API_KEY", "bench")
     tools = [t for t in args.tools.split(",") if t]
     from tests.conftest import start_mcp_server, start_world_server, stop_process
 
@@ -172,6 +187,18 @@ def main() -> None:
         for name, _, base in servers:
             fits = tools or (REAL_TOOLS if name.startswith("real") else [])  # 8,192 tokens
             report(name, asyncio.run(measure(base, erp.url, fits, args.repeat)))
+        code = "import bench.bench_preflight as b; b.serve_anthropic()"
+        process, base = start([sys.executable, "-c", code])
+        servers.append(("fake Anthropic", process, base))
+        print(
+            "pre-flight of the Claude CLI harness (Messages API), tools: " + (args.tools or "all")
+        )
+        if shutil.which("claude") is None:
+            print("the claude CLI is not installed: not measured")
+        else:
+            report(
+                "fake Anthropic", asyncio.run(measure(base, erp.url, tools, args.repeat, "claude"))
+            )
         if real is None:
             print("real model: not installed (scripts/install-real-model), not measured")
         else:

@@ -21,6 +21,10 @@ figures are a common yardstick, not any provider's bill.
     .venv/bin/python bench/bench_tool_tokens.py              # every tool, toolset and harness
     .venv/bin/python bench/bench_tool_tokens.py --json out.json
 
+The descriptions of the arguments every tool shares (``legal_entity``, the paging arguments) are
+left out of the schemas and stated once in the system instructions (``erp_mcp._conventions``); the
+output gives that text's tokens on a line of its own.
+
 Targets (issue 36): the default research run (ERP finance tools + world tools) as the custom
 harness sends them at most 6,000 tokens; the ERP finance toolset alone at most 4,500.
 """
@@ -122,8 +126,11 @@ def measure() -> dict[str, Any]:
     schema_chars = {
         spec.name: len(json.dumps(spec.input_schema, separators=(",", ":"))) for spec in specs
     }
+    from erp_mcp._conventions import ARGUMENT_CONVENTIONS
+
     return {
         "tokenizer": TOKENIZER_NAME,
+        "conventions": len(tokens.encode(ARGUMENT_CONVENTIONS)),
         "per_tool": per_tool,
         "per_toolset": per_set,
         "schema_chars": schema_chars,
@@ -143,6 +150,10 @@ def report(figures: dict[str, Any]) -> list[str]:
         cells = "".join(f"{row[h]:>17,}" for h in harnesses)
         lines.append(f"{name:34}{row['tools']:>6}{cells}")
     lines.append("")
+    lines.append(
+        f"argument conventions, stated once in the system instructions (not in the figures "
+        f"above): {figures['conventions']:,}"
+    )
     for name, limit in TARGETS.items():
         got = figures["per_toolset"][name.replace(",", "+")]["custom"]
         verdict = "met" if got <= limit else "MISSED"

@@ -26,6 +26,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.utilities.json_schema import dereference_refs
 from pydantic import Field, field_validator
 
+from erp_mcp._conventions import STATED_ONCE
 from erp_mcp._records import StrictModel
 from erp_mcp._tooling import ClientError, InternalError, ToolDef, check_arguments
 from ledgerbench_core._trial import TRIAL_HEADER
@@ -123,12 +124,34 @@ in words ("at most 500"), so the schemas a model reads leave the keywords out.""
 
 
 def lean_input_schema(schema: Any) -> Any:
-    """An input schema as a model reads it: plain nullable types (:func:`plain_nullables`), no
-    ``default: null`` (an absent optional argument is null), no ``additionalProperties: false``
-    (the server names an unknown argument) and no bound keywords (:data:`_BOUND_KEYWORDS`). The
-    server's validation is the bounded input model's, unchanged: it refuses what the full schema
-    would, with a message naming the field and the bound."""
-    return _nullable_enums(plain_nullables(_lean(schema)))
+    """An input schema as a model reads it: no ``null`` among an argument's types or values (an
+    optional argument is left out; the server takes null as left out, and the instructions say
+    so), no ``default: null``, no ``additionalProperties: false`` (the server names an unknown
+    argument), no bound keywords (:data:`_BOUND_KEYWORDS`) and no description the argument
+    conventions state once (``erp_mcp._conventions``). The server's validation is the bounded
+    input model's, unchanged: it refuses what the full schema would, with a message naming the
+    field and the bound."""
+    lean = _nullable_enums(plain_nullables(_lean(schema)))
+    properties = lean.get("properties") if isinstance(lean, dict) else None
+    if isinstance(properties, dict):
+        lean["properties"] = {name: _argument(name, prop) for name, prop in properties.items()}
+    return lean
+
+
+def _argument(name: str, prop: Any) -> Any:
+    """One top-level argument without ``null`` in its types and enum, and without the
+    description the conventions state for its name."""
+    if not isinstance(prop, dict):
+        return prop
+    prop = dict(prop)
+    kinds = prop.get("type")
+    if isinstance(kinds, list) and "null" in kinds and len(kinds) == 2:
+        (prop["type"],) = [kind for kind in kinds if kind != "null"]
+        if isinstance(prop.get("enum"), list):
+            prop["enum"] = [value for value in prop["enum"] if value is not None]
+    if prop.get("description") == STATED_ONCE.get(name):
+        del prop["description"]
+    return prop
 
 
 def _nullable_enums(schema: Any) -> Any:

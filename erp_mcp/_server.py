@@ -6,6 +6,7 @@ from pathlib import Path
 
 from fastmcp import FastMCP
 
+from erp_mcp._conventions import ARGUMENT_CONVENTIONS
 from erp_mcp._middleware import FaultConfig
 from erp_mcp._pages import make_page_endpoint
 from erp_mcp._resources import register_resources
@@ -18,7 +19,7 @@ __all__ = ["INSTRUCTIONS", "SERVER_NAME", "build_server", "http_app", "server_ve
 
 SERVER_NAME = "ledgerbench-erp"
 
-INSTRUCTIONS = """\
+INSTRUCTIONS = f"""\
 Read-only access to a company's ERP (accounts receivable and payable). Every tool is read-only.
 - The ERP has its own frozen today: call erp_info for it and for the legal entities (company codes).
   Questions without a date mean the ERP's today.
@@ -30,6 +31,7 @@ Read-only access to a company's ERP (accounts receivable and payable). Every too
   truncated=true and a next_cursor; pass it as cursor (same filters) for the rest.
 - Amounts: *_cur in the transaction currency, *_acct in the legal entity's accounting currency.
 - An error starting with TRANSIENT ERROR is temporary: retry the same call.
+- {ARGUMENT_CONVENTIONS}
 """
 
 

@@ -1,5 +1,6 @@
 """Harnesses: the agents under test, the runner that puts questions to them, and run records."""
 
+from harnesses._preflight import ModelEndpoint
 from harnesses._protocol import (
     AgentEnvironment,
     AgentOutcome,
@@ -32,6 +33,7 @@ __all__ = [
     "Harness",
     "HarnessLoadError",
     "HarnessOptions",
+    "ModelEndpoint",
     "RegistryInfo",
     "RunConfig",
     "RunConfigError",

@@ -72,6 +72,7 @@ from typing import Any
 
 from harnesses._erp_client import ToolSpec
 from harnesses._erp_process import parent_death_signal
+from harnesses._preflight import ANTHROPIC_BASE_URL, ModelEndpoint, read_context_window
 from harnesses._pricing import estimate_cost
 from harnesses._protocol import (
     CONVERSATION_NOTE,
@@ -90,7 +91,7 @@ from harnesses._protocol import (
 )
 from harnesses._registry import HarnessLoadError, harness
 from harnesses._stream_json import StreamParser
-from harnesses._toolbox import WORLD_PREFIX
+from harnesses._toolbox import WORLD_PREFIX, McpToolbox
 from harnesses._wire import stalled
 from ledgerbench_core._trial import TRIAL_HEADER
 from ledgerbench_core.dataset import TaskType
@@ -101,6 +102,12 @@ INSTALL_COMMAND = f"npm install -g @anthropic-ai/claude-code@{PINNED_CLI_VERSION
 ERP_SERVER_NAME = "erp"
 WORLD_SERVER_NAME = "world"
 DEFAULT_MAX_TURNS = 20
+CLI_OWN_PROMPT_CHARS = 30_000
+"""What CLI 2.1.332, run as this harness runs it, sends on every request besides the
+instructions, the MCP tool definitions and the question (its own system prompt, tool notes and
+reminders), in JSON characters; tests/test_tool_choice.py measures it against the real CLI."""
+DEFAULT_PROBE_MODEL = "claude-sonnet-4-5"
+"""The model the pre-flight probes without ``--model`` (the CLI then picks its own default)."""
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 WEB_TOOLS = ("WebSearch", "WebFetch")
 BLOCKED_BUILTIN_TOOLS = (
@@ -414,6 +421,8 @@ CLAUDE_OPTIONS = {
     "keep_home": "keep each question's temporary HOME for debugging (default false)",
     "save_stream": "keep each question's raw event stream under work_dir/claude_streams "
     "(default true)",
+    "context_window": "the model's context in tokens, for the pre-flight when the server does "
+    "not say it",
 }
 
 
@@ -422,7 +431,8 @@ class ClaudeCliHarness:
     """Options (``--harness-opt``): ``max_turns`` (20), ``web`` (true), ``erp_transport``
     (``http``, or ``stdio`` to let the CLI spawn the ERP server), ``claude_bin`` (path),
     ``keep_home`` (false: keep each question's temporary HOME for debugging), ``save_stream``
-    (true: keep each question's raw event stream under ``work_dir/claude_streams``)."""
+    (true: keep each question's raw event stream under ``work_dir/claude_streams``),
+    ``context_window`` (tokens, for the pre-flight)."""
 
     name = "claude"
     conversational = True
@@ -451,9 +461,40 @@ class ClaudeCliHarness:
             raise ValueError(
                 f"--harness-opt erp_transport={self.transport}: expected http or stdio"
             )
+        self.context_window = read_context_window(options)
         self.binary = find_claude(options.extra.get("claude_bin"))
         check_credentials()
         _install_atexit()
+
+    async def model_endpoint(self, env: AgentEnvironment) -> ModelEndpoint | None:
+        """What the pre-flight checks (``harnesses._preflight``): the Messages API the CLI will
+        call (``--base-url``, else ``ANTHROPIC_BASE_URL``, else Anthropic's), with the CLI's
+        credentials, and what the harness adds to the CLI's prompt (the instructions and the
+        MCP tools the CLI is allowed, as the CLI sends them), plus an estimate of the CLI's own
+        system prompt (:data:`CLI_OWN_PROMPT_CHARS`). None with subscription (OAuth)
+        credentials alone: they do not open the API to a probe (the runner says the endpoint
+        was not checked)."""
+        key = os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        if not key:
+            return None
+        async with McpToolbox(env) as servers:
+            specs = await servers.list_tools()
+        tools = claude_tool_entries(specs)
+        return ModelEndpoint(
+            wire="messages",
+            base_url=(
+                self.options.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
+            ),
+            model=self.model or DEFAULT_PROBE_MODEL,
+            api_key=key,
+            prompt=f"{env.instructions}\n{json.dumps(tools, separators=(',', ':'))}",
+            tool_count=len(tools),
+            context_window=self.context_window,
+            harness="claude",
+            streamed=True,
+            client_prompt_chars=CLI_OWN_PROMPT_CHARS,
+            bearer=not os.environ.get("ANTHROPIC_API_KEY"),
+        )
 
     async def aclose(self) -> None:
         for folder in self._conversation_homes:

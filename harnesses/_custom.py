@@ -1090,6 +1090,7 @@ class FinanceAgentHarness:
             tool_count=len(tools),
             context_window=self.settings.context_window,
             harness="custom",
+            streamed=self.settings.stream,
         )
 
     def conversation(

@@ -4,13 +4,16 @@ They follow the published FORCE-Bench setup: a finance assistant told that three
 where it may research public companies (``--research``: the research world, the web, nowhere, or
 documents given with the question) and that every AR/AP question must go to the ERP MCP server.
 LedgerBench adds the house style the judge checks: cite ERP record URLs, answer first, tables for
-two or more records. Change the text and the hash changes, so runs made with different
-instructions never mix on resume and the manifest says which instructions a run used.
+two or more records; and the ERP tools' argument conventions, stated once here instead of in every
+tool's schema (``erp_mcp._conventions``). Change the text and the hash changes, so runs made with
+different instructions never mix on resume and the manifest says which instructions a run used.
 """
 
 from __future__ import annotations
 
 import hashlib
+
+from erp_mcp._conventions import ARGUMENT_CONVENTIONS
 
 RESEARCH_MODES = ("world", "web", "none", "golden")
 """Where public-company research goes (``--research``): the research world's MCP server, the live
@@ -37,6 +40,7 @@ Tools and sources:
   answered from the ERP tools, never from the web or from memory. Resolve customer and vendor names
   with the search tools first (names may be misspelled or shared by several legal entities), and
   respect the legal entity and the "as of" date the question gives.
+- {conventions}
 {research}
 How to answer:
 - Put the answer first: the direct answer in the first sentence, then the supporting detail.
@@ -98,7 +102,7 @@ def system_instructions(research: str = DEFAULT_RESEARCH_MODE) -> str:
     if research not in _RESEARCH_TEXT:
         raise ValueError(f"research mode {research!r}: expected one of {', '.join(RESEARCH_MODES)}")
     tools, cite = _RESEARCH_TEXT[research]
-    return _TEMPLATE.format(research=tools, cite=cite)
+    return _TEMPLATE.format(research=tools, cite=cite, conventions=ARGUMENT_CONVENTIONS)
 
 
 SYSTEM_INSTRUCTIONS = system_instructions("web")

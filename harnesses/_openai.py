@@ -606,6 +606,7 @@ class OpenAIResponsesHarness:
             tool_count=len(tools),
             context_window=self.settings.context_window,
             harness="openai",
+            streamed=self.settings.stream,
         )
 
     async def run(

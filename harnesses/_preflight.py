@@ -38,6 +38,8 @@ ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 PROBE_FILLER = "A ledger lists the invoices, payments and credit notes of each customer. " * 4
 """About 60 tokens for the probe to read: enough to measure the server's prefill rate (with its
 overhead: a rate on the safe side), little enough to cost a second at most on a loaded CPU."""
+PROBE_TIMEOUT_S = 120.0
+"""How long a probe may wait for its answer (a CPU server reads even a short prompt slowly)."""
 CHARS_PER_TOKEN = 4
 """The estimate where the server has no tokenizer endpoint (about right for English and JSON)."""
 STALL_FACTOR = 3.0
@@ -88,6 +90,15 @@ class ModelEndpoint:
     context_window: int | None = None
     """The ``context_window`` option: the model's context, when the server does not say it."""
     harness: str = "custom"
+    streamed: bool = False
+    """The harness streams its requests (and asks for the usage in the stream): whether the
+    server reports usage is checked on a streamed probe too."""
+    client_prompt_chars: int = 0
+    """Characters the harness's client adds to every request that are not in ``prompt`` (the
+    Claude CLI's own system prompt and tool notes): an estimate, counted on top of ``prompt``."""
+    bearer: bool = False
+    """Messages API: the key goes as ``Authorization: Bearer`` (``ANTHROPIC_AUTH_TOKEN``), not
+    ``x-api-key``."""
 
 
 def read_context_window(options: Any) -> int | None:
@@ -112,8 +123,12 @@ class _Context:
     server: str = "unknown"
 
 
-async def check_endpoint(endpoint: ModelEndpoint, default_stall_s: float) -> ModelEndpointCheck:
-    """Run the pre-flight; :class:`PreflightError` (one line) when the run cannot work."""
+async def check_endpoint(
+    endpoint: ModelEndpoint, default_stall_s: float, usage_needed_by: str | None = None
+) -> ModelEndpointCheck:
+    """Run the pre-flight; :class:`PreflightError` (one line) when the run cannot work.
+    ``usage_needed_by`` names a limit that is kept by counting the tokens the server reports
+    (``--max-tokens 5000``): a server that reports none is refused."""
     import httpx
 
     started = time.monotonic()
@@ -123,16 +138,21 @@ async def check_endpoint(endpoint: ModelEndpoint, default_stall_s: float) -> Mod
     async with httpx.AsyncClient(timeout=timeout, headers=headers) as client:
         served, context = await _served_models(client, base, endpoint)
         try:
-            first_byte_s, prefill_rate = await _probe(client, base, endpoint)
+            first_byte_s, prefill_rate, answer = await _probe(client, base, endpoint)
         except _UnknownModel:
             check_model_listed(served, base, endpoint)  # the line with the names it serves
             raise
         check_model_listed(served, base, endpoint)
+        usage_reported = None
+        if usage_needed_by is not None:
+            await _check_usage_reported(client, base, endpoint, answer, usage_needed_by)
+            usage_reported = True
         if endpoint.context_window:
             context = _Context(endpoint.context_window, "context_window", context.server)
         elif context.tokens is None:
             context = await _server_context(client, base, endpoint, context)
-        prompt_tokens, counted_by = await _count_prompt(client, base, endpoint, context.server)
+        counted = await _count_prompt(client, base, endpoint, context.server)
+        prompt_tokens, counted_by = _with_client_prompt(*counted, endpoint)
         if context.tokens is not None and prompt_tokens >= context.tokens:
             raise PreflightError(
                 f"the prompt {endpoint.harness} sends before the question ({prompt_tokens:,} "
@@ -152,6 +172,7 @@ async def check_endpoint(endpoint: ModelEndpoint, default_stall_s: float) -> Mod
         prompt_tokens=prompt_tokens,
         prompt_tokens_source=counted_by,
         tool_count=endpoint.tool_count,
+        usage_reported=usage_reported,
         first_byte_s=round(first_byte_s, 4),
         prefill_tokens_per_s=round(prefill_rate, 1) if prefill_rate else None,
         stall_bound_s=round(bound, 1),
@@ -180,6 +201,11 @@ def api_base(endpoint: ModelEndpoint) -> str:
 
 def _auth_headers(endpoint: ModelEndpoint) -> dict[str, str]:
     if endpoint.wire == "messages":
+        if endpoint.bearer:
+            return {
+                "authorization": f"Bearer {endpoint.api_key}",
+                "anthropic-version": "2023-06-01",
+            }
         return {"x-api-key": endpoint.api_key, "anthropic-version": "2023-06-01"}
     return {"authorization": f"Bearer {endpoint.api_key}"}
 
@@ -347,6 +373,14 @@ async def _count_prompt(
     return estimate, f"estimate ({CHARS_PER_TOKEN} characters a token)"
 
 
+def _with_client_prompt(tokens: int, counted_by: str, endpoint: ModelEndpoint) -> tuple[int, str]:
+    """The count plus the client's own prompt (:attr:`ModelEndpoint.client_prompt_chars`)."""
+    if not endpoint.client_prompt_chars:
+        return tokens, counted_by
+    own = math.ceil(endpoint.client_prompt_chars / CHARS_PER_TOKEN)
+    return tokens + own, f"{counted_by}, with about {own:,} of the {endpoint.harness} client's own"
+
+
 def probe_text() -> str:
     """The probe's prompt: a fresh nonce first, so no server answers it from a cached prefix
     (the prefill rate it shows is the server's, not its cache's)."""
@@ -364,16 +398,18 @@ def _probe_request(endpoint: ModelEndpoint) -> tuple[str, dict[str, Any]]:
     return "/chat/completions", {"model": endpoint.model, "messages": message, "max_tokens": 1}
 
 
-async def _probe(client: Any, base: str, endpoint: ModelEndpoint) -> tuple[float, float | None]:
+async def _probe(
+    client: Any, base: str, endpoint: ModelEndpoint
+) -> tuple[float, float | None, dict[str, Any]]:
     """Send the one-line probe in the harness's wire: (seconds to the first byte, prompt tokens
-    read a second where known)."""
+    read a second where known, the answer)."""
     import httpx
 
     path, body = _probe_request(endpoint)
     sent = time.monotonic()
     try:
         async with client.stream(
-            "POST", f"{base}{path}", json=body, timeout=httpx.Timeout(120.0, connect=3.0)
+            "POST", f"{base}{path}", json=body, timeout=httpx.Timeout(PROBE_TIMEOUT_S, connect=3.0)
         ) as response:
             first_byte_s = time.monotonic() - sent
             raw = await response.aread()
@@ -404,7 +440,63 @@ async def _probe(client: Any, base: str, endpoint: ModelEndpoint) -> tuple[float
             f"the server at {base} answered POST {path} with something that is not "
             f"{WIRE_NAMES[endpoint.wire]} JSON: check --base-url"
         )
-    return first_byte_s, _prefill_rate(answer, first_byte_s)
+    return first_byte_s, _prefill_rate(answer, first_byte_s), answer
+
+
+async def _check_usage_reported(
+    client: Any, base: str, endpoint: ModelEndpoint, answer: dict[str, Any], needed_by: str
+) -> None:
+    """Refuse a server whose replies carry no token usage, as the harness asks for them (a
+    streamed probe for a streaming harness: some servers report usage only unstreamed)."""
+    import httpx
+
+    how = "in its replies"
+    if endpoint.streamed:
+        how = "in its streamed replies"
+        path, body = _probe_request(endpoint)
+        body["stream"] = True
+        if endpoint.wire == "chat":
+            body["stream_options"] = {"include_usage": True}
+        slow = httpx.Timeout(PROBE_TIMEOUT_S, connect=3.0)  # a CPU server reads it as slowly
+        reported = _events_report_usage(
+            await _post(client, f"{base}{path}", body, base, timeout=slow)
+        )
+    else:
+        reported = _reports_usage(answer)
+    if not reported:
+        raise PreflightError(
+            f"the model server at {base} reports no token usage {how}, so {needed_by} cannot "
+            "be enforced: run without --max-tokens (--timeout and --max-turns still bound each "
+            "question) or use a server that reports usage"
+        )
+
+
+def _reports_usage(payload: Any) -> bool:
+    """A reply (or stream event) carries token counts: ``usage`` of Chat Completions and the
+    Messages API, and the same inside a Responses ``response`` or a Messages ``message``."""
+    if not isinstance(payload, dict):
+        return False
+    usage = payload.get("usage")
+    if isinstance(usage, dict) and any(
+        isinstance(usage.get(key), int)
+        for key in ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens")
+    ):
+        return True
+    return any(_reports_usage(payload.get(key)) for key in ("response", "message"))
+
+
+def _events_report_usage(response: Any) -> bool:
+    """Whether any server-sent event of a streamed probe (or its body, when the server answered
+    a streamed request unstreamed) carries token usage."""
+    if response.status_code >= 400:
+        return False
+    text = response.text
+    if _reports_usage(_json_text(text)):
+        return True
+    for line in text.splitlines():
+        if line.startswith("data:") and _reports_usage(_json_text(line[5:].strip())):
+            return True
+    return False
 
 
 def _json_text(text: str) -> Any:

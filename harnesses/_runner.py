@@ -240,6 +240,10 @@ async def _prepare_and_run(
     return await _run_with_harness(config, plan, harness, instructions, log, executor, preparing)
 
 
+MODEL_FREE_HARNESSES = frozenset({"scripted", "nothing", "guess"})
+"""Built-in agents that call no model: no pre-flight, and nothing to say about it."""
+
+
 async def check_model_endpoint(
     harness: Harness, env: AgentEnvironment, config: RunConfig, log: Any
 ) -> ModelEndpointCheck | None:
@@ -248,16 +252,23 @@ async def check_model_endpoint(
     the run cannot work. Nothing is written: it runs before the run folder is opened."""
     describe = getattr(harness, "model_endpoint", None)
     if describe is None:
+        if config.harness not in MODEL_FREE_HARNESSES:
+            log(
+                f"model server pre-flight: nothing checked ({config.harness} has no "
+                "model_endpoint(env) hook to say what it sends where)"
+            )
         return None
     try:
         endpoint = await describe(env)
     except ErpUnavailableError as error:  # listing the tools the harness sends
         raise RunConfigError(one_line(str(error))) from None
     if endpoint is None:
+        log(f"model server pre-flight: nothing checked ({config.harness} named no endpoint)")
         return None
     default = config.stall_timeout or stall_timeout_s(config.timeout)
+    usage_needed_by = f"--max-tokens {config.max_tokens}" if config.max_tokens else None
     try:
-        check = await check_endpoint(endpoint, default)
+        check = await check_endpoint(endpoint, default, usage_needed_by)
     except PreflightError as error:
         raise RunConfigError(str(error)) from None
     if config.stall_timeout:  # --stall-timeout is used as given

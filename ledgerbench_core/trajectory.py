@@ -453,6 +453,9 @@ class ModelEndpointCheck(_Strict):
     """``server tokenizer`` (the server's ``/tokenize``) or ``estimate (4 characters a
     token)``."""
     tool_count: int
+    usage_reported: bool | None = None
+    """Whether the server's replies carry token usage, as the harness asks (streamed or not);
+    checked with ``--max-tokens`` only (a run is refused without it), else None."""
     first_byte_s: float
     """Seconds from sending the probe (about 80 fresh tokens) to the first byte of the answer."""
     prefill_tokens_per_s: float | None = None

@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from erp_mcp import TRANSIENT_PREFIX, main
 from erp_mcp._tooling import RESULT_BUDGET
+from harnesses._instructions import system_instructions
 from tests.conftest import start_mcp_server, stop_process
 from tests.mcp_budget import largest_arguments
 
@@ -297,15 +298,30 @@ async def test_stdio_links_are_resources_that_resolve(erp_db_url, sql):
 
 
 async def test_every_parameter_is_described_and_closed_sets_are_enums(erp_server):
-    async with http_session(erp_server.url) as (session, _):
+    """Described in its schema, or (the shared arguments) by the conventions that the server's
+    instructions and every harness's system instructions state once; no null among an
+    argument's types."""
+    from erp_mcp._conventions import STATED_ONCE
+
+    async with http_session(erp_server.url) as (session, initialized):
         tools = (await session.list_tools()).tools
     missing = [
         f"{tool.name}.{name}"
         for tool in tools
         for name, prop in tool.input_schema.get("properties", {}).items()
-        if not (prop.get("description") or "").strip()
+        if not (prop.get("description") or "").strip() and name not in STATED_ONCE
     ]
     assert missing == []
+    for text in (initialized.instructions, system_instructions("world")):
+        assert all(name in text for name in STATED_ONCE)
+        assert "at most 500" in text and "1-based" in text and "next_cursor" in text
+    nullable = [
+        f"{tool.name}.{name}"
+        for tool in tools
+        for name, prop in tool.input_schema.get("properties", {}).items()
+        if "null" in (prop.get("type") or []) or None in (prop.get("enum") or [])
+    ]
+    assert nullable == []  # an optional argument is left out (a filter's value may be null)
     by_name = {t.name: t.input_schema["properties"] for t in tools}
     txn_type = by_name["list_customer_transactions"]["txn_type"]["items"]
     assert set(txn_type["enum"]) >= {"sales_invoice", "payment", "credit_note"}

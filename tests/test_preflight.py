@@ -8,18 +8,27 @@ OpenAI API, the Anthropic API), driven by the real SDKs through the runner.
 
 from __future__ import annotations
 
+import shutil
 import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harnesses import AgentOutcome, HarnessOptions
 from harnesses import run as cli
 from harnesses._preflight import ModelEndpoint, check_endpoint, context_overflow, stall_bound
 from harnesses._runner import MANIFEST_FILE, TRAJECTORIES_FILE, RunConfig, RunConfigError, run
 from ledgerbench_core.trajectory import RunManifest, Status, TrajectoryRecord
 from tests.fakes.anthropic_server import AnthropicFakeServer, Reply, ScriptedModel
-from tests.fakes.openai_server import Call, ServerTraits, Turn, fake_tokens, serve_openai
+from tests.fakes.openai_server import (
+    Call,
+    ServerTraits,
+    Turn,
+    fake_tokens,
+    prompt_tokens,
+    serve_openai,
+)
 from tests.test_runner_plugins import question, snapshot_of, write_dataset
 
 pytestmark = pytest.mark.timeout(120)
@@ -115,6 +124,7 @@ def test_a_prompt_that_fits_runs_and_the_manifest_says_what_was_seen(
     assert seen.prompt_tokens_source == "server tokenizer" and seen.prompt_tokens > 1000
     assert seen.served_models == [MODEL] and seen.tool_count > 5
     assert seen.stall_bound_s == 7.0, "--stall-timeout is used as given"
+    assert seen.usage_reported is None, "checked only when --max-tokens needs it"
     assert 0 < seen.first_byte_s < seen.duration_s  # the time itself: bench/bench_preflight.py
 
 
@@ -181,6 +191,177 @@ def test_a_wrong_base_url_is_one_line_from_the_command_line(
     assert not (tmp_path / "run").exists()
 
 
+NO_USAGE_AGENTS = {
+    "custom-streamed": dict(harness="custom"),
+    "custom-unstreamed": dict(harness="custom", harness_opts={"stream": "false"}),
+    "openai-responses": dict(harness="openai"),
+    "custom-messages": dict(harness="custom", harness_opts={"api": "anthropic"}),
+}
+
+
+@pytest.mark.parametrize("agent", list(NO_USAGE_AGENTS))
+def test_max_tokens_against_a_server_that_reports_no_usage_is_refused_before_any_question(
+    dataset, erp_server, tmp_path, agent: str
+) -> None:
+    """``--max-tokens`` is kept by counting the tokens the server reports: a server that reports
+    none is refused by the pre-flight, in the wire and the mode (streamed or not) the harness
+    uses, before any question; the same server runs without the limit."""
+    settings = NO_USAGE_AGENTS[agent]
+    answer = "Credit limit USD 50,000."
+    if agent == "custom-messages":
+        silent = Reply(text=answer, omit_usage=True)
+        model = ScriptedModel([silent], side_reply=Reply(text="OK", omit_usage=True))
+        server: Any = AnthropicFakeServer(model, api_key=KEY)
+    else:
+        traits = ServerTraits(
+            flavor="llama.cpp", models=(MODEL,), context_tokens=10**6, reports_usage=False
+        )
+        server = serve_openai([Turn(text=answer)] * 2, traits=traits)
+    with server as fake:
+        cfg = config(dataset, erp_server, tmp_path / "run", base_url=fake.base_url, **settings)
+        line = refused(cfg.model_copy(update={"max_tokens": 5000}))
+        questions = fake.main_requests() if agent == "custom-messages" else fake.requests
+        assert not questions, "no question was put to the model"
+        run(cfg.model_copy(update={"ids": ["pf-credit"]}), log=lambda _: None)
+    assert "reports no token usage" in line and "--max-tokens 5000 cannot be enforced" in line
+    assert "run without --max-tokens" in line
+    (record,) = records(tmp_path / "run")
+    assert record.status == Status.ok and record.usage is None  # unknown, not 0
+
+
+def test_max_tokens_runs_against_a_server_that_reports_usage_when_streamed(
+    dataset, erp_server, tmp_path
+) -> None:
+    """The streamed probe asks for the usage as the harness does (``include_usage``)."""
+    traits = ServerTraits(flavor="llama.cpp", models=(MODEL,), context_tokens=10**6)
+    with serve_openai([Turn(text="Credit limit USD 50,000.")], traits=traits) as fake:
+        cfg = config(dataset, erp_server, tmp_path / "run", base_url=fake.base_url)
+        run(cfg.model_copy(update={"max_tokens": 50_000, "ids": ["pf-credit"]}))
+        streamed = [r for r in fake.preflight if (r.body or {}).get("stream")]
+    assert streamed and streamed[0].body["stream_options"] == {"include_usage": True}
+    seen = manifest(tmp_path / "run").model_endpoint
+    assert seen is not None and seen.usage_reported is True
+    (record,) = records(tmp_path / "run")
+    assert record.status == Status.ok and record.usage is not None
+
+
+# --- the Claude CLI and plug-ins ----------------------------------------------------------------
+
+
+@pytest.fixture
+def anthropic_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    if shutil.which("claude") is None:
+        pytest.fail("the claude CLI is not installed (.ci/run installs it)")
+
+
+def claude_config(dataset: Path, erp_server, out: Path, base_url: str, **settings: Any):
+    values = dict(harness="claude", model="claude-sonnet-4-5", base_url=base_url)
+    return config(dataset, erp_server, out, **(values | settings))
+
+
+def test_the_claude_cli_prompt_over_a_declared_context_is_one_line(
+    dataset, erp_server, tmp_path, anthropic_key
+) -> None:
+    model = ScriptedModel([Reply(text="never asked")])
+    with AnthropicFakeServer(model, api_key=KEY) as fake:
+        cfg = claude_config(dataset, erp_server, tmp_path / "run", fake.base_url)
+        line = refused(cfg.model_copy(update={"harness_opts": {"context_window": "2000"}}))
+        assert not fake.main_requests(), "no question was put to the model"
+        probes = [r for r in fake.requests if r.path == "/v1/messages"]
+    assert len(probes) == 1 and probes[0].headers["x-api-key"] == KEY
+    assert line.startswith("the prompt claude sends before the question (")
+    assert "(2,000 tokens, from context_window)" in line and "--tools" in line
+
+
+def test_the_claude_cli_against_a_server_without_the_messages_api_is_one_line(
+    dataset, erp_server, tmp_path, anthropic_key
+) -> None:
+    traits = ServerTraits(flavor="vllm", models=("claude-sonnet-4-5",), context_tokens=10**6)
+    with serve_openai([Turn(text="never asked")], api_key=None, traits=traits) as fake:
+        base = fake.base_url.removesuffix("/v1")
+        line = refused(claude_config(dataset, erp_server, tmp_path / "run", base))
+    assert "does not speak the Anthropic Messages API (HTTP 404 on POST /messages)" in line
+
+
+def test_the_claude_cli_against_a_dead_server_is_one_line(
+    dataset, erp_server, tmp_path, anthropic_key
+) -> None:
+    base = f"http://127.0.0.1:{free_port()}"
+    line = refused(claude_config(dataset, erp_server, tmp_path / "run", base))
+    assert f"cannot reach the model server at {base}/v1" in line and "--base-url" in line
+
+
+def test_the_claude_cli_with_max_tokens_against_a_server_without_usage_is_one_line(
+    dataset, erp_server, tmp_path, anthropic_key
+) -> None:
+    model = ScriptedModel([Reply(text="x")], side_reply=Reply(text="OK", omit_usage=True))
+    with AnthropicFakeServer(model, api_key=KEY) as fake:
+        cfg = claude_config(dataset, erp_server, tmp_path / "run", fake.base_url)
+        line = refused(cfg.model_copy(update={"max_tokens": 9000}))
+        streamed = [r for r in fake.requests if (r.body or {}).get("stream")]
+    assert streamed, "checked on a streamed probe, as the CLI streams"
+    assert "reports no token usage in its streamed replies" in line
+    assert "--max-tokens 9000 cannot be enforced" in line
+
+
+def test_the_claude_cli_pre_flight_passes_and_is_in_the_manifest(
+    dataset, erp_server, tmp_path, anthropic_key
+) -> None:
+    model = ScriptedModel([Reply(text="Credit limit USD 50,000.")])
+    with AnthropicFakeServer(model, api_key=KEY) as fake:
+        cfg = claude_config(dataset, erp_server, tmp_path / "run", fake.base_url, timeout=120.0)
+        run(cfg.model_copy(update={"ids": ["pf-credit"], "max_tokens": 10**6}))
+    seen = manifest(tmp_path / "run").model_endpoint
+    assert seen is not None and (seen.wire, seen.model) == ("messages", "claude-sonnet-4-5")
+    assert seen.tool_count > 5 and seen.prompt_tokens > 1000
+    (record,) = records(tmp_path / "run")
+    assert record.status == Status.ok, record.termination
+
+
+class ChatPlugin:
+    """A plug-in that says what it sends where (``model_endpoint``): the runner's pre-flight
+    checks it like a built-in harness's."""
+
+    name = "chat-plugin"
+
+    def __init__(self, options: HarnessOptions) -> None:
+        self.options = options
+        self.model = options.model
+
+    async def model_endpoint(self, env) -> ModelEndpoint:
+        prompt = env.instructions + " " + "tool definitions " * 2000
+        return ModelEndpoint("chat", self.options.base_url, self.model, KEY, prompt, 40)
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        return AgentOutcome(answer="never run")
+
+
+def test_a_plugin_with_the_hook_gets_the_pre_flight_and_one_without_is_told_nothing_was_checked(
+    dataset, erp_server, tmp_path
+) -> None:
+    traits = ServerTraits(flavor="llama.cpp", models=(MODEL,), context_tokens=4096)
+    with serve_openai([Turn(text="never asked")], traits=traits) as fake:
+        cfg = config(
+            dataset, erp_server, tmp_path / "run", base_url=fake.base_url,
+            harness="tests.test_preflight:ChatPlugin",
+        )  # fmt: skip
+        line = refused(cfg)
+    assert "the prompt tests.test_preflight:ChatPlugin sends" not in line  # named by its wire
+    assert "40 tools" in line and "(4,096 tokens, from GET /v1/models meta.n_ctx)" in line
+    lines: list[str] = []
+    plain = config(
+        dataset, erp_server, tmp_path / "plain", harness="tests.test_runner_plugins:InstantHarness"
+    )
+    run(plain, log=lines.append)
+    said = [line for line in lines if line.startswith("model server pre-flight")]
+    assert said == [
+        "model server pre-flight: nothing checked (tests.test_runner_plugins:InstantHarness has "
+        "no model_endpoint(env) hook to say what it sends where)"
+    ]
+
+
 # --- during the run ----------------------------------------------------------------------------
 
 
@@ -192,9 +373,10 @@ def test_a_context_overflow_mid_run_stops_the_agent_and_is_never_infrastructure(
     fits = ServerTraits(flavor="llama.cpp", models=(MODEL,), context_tokens=10**6)
     with serve_openai([Turn(text="x")], traits=fits) as fake:
         run(config(dataset, erp_server, tmp_path / "measure", base_url=fake.base_url))
+        asked = max(prompt_tokens(r.body) for r in fake.requests)  # as the server counts
     first = manifest(tmp_path / "measure").model_endpoint
-    assert first is not None
-    context = first.prompt_tokens + 1500  # room for the question, not for a page of results
+    assert first is not None and first.prompt_tokens < asked
+    context = asked + 200  # room for the first request of a question, not for a page of results
     search = Call("search_parties", {"query": "Forest", "limit": 50})
     traits = ServerTraits(flavor="llama.cpp", models=(MODEL,), context_tokens=context)
     with serve_openai([Turn(tool_calls=[search])] + [Turn(text="x")] * 5, traits=traits) as fake:

@@ -39,7 +39,12 @@ WIRES = [
 ]
 TOOL_SHAPES = ["arguments_text", "arguments_object", "no_index", "same_index", "no_id"]
 FINISH_SHAPES = ["finish_length", "finish_filter", "finish_unknown"]
-SHAPES = [*TOOL_SHAPES, *FINISH_SHAPES, "empty", "no_usage", "content_parts"]
+CALLS_STOPPED = "calls_finish_stop"
+"""Tool calls with the finish reason of a plain stop (``stop``, ``end_turn``) instead of
+``tool_calls`` / ``tool_use``, as some servers' tool-call parsers send them: the calls still run
+(Responses has no finish reason for a completed reply: plain calls there)."""
+SHAPES = [*TOOL_SHAPES, CALLS_STOPPED, *FINISH_SHAPES, "empty", "no_usage", "content_parts"]
+CALL_SHAPES = {*TOOL_SHAPES, CALLS_STOPPED, "no_usage"}
 FINISH_WORDS = {  # shape -> the finish reason each family of wires sends for it
     "finish_length": dict(responses="max_output_tokens", chat="length", messages="max_tokens"),
     "finish_filter": dict(responses="content_filter", chat="content_filter", messages="refusal"),
@@ -90,6 +95,10 @@ def openai_script(wire: Wire, shape: str) -> list[Turn]:
         quirks = set() if shape == "arguments_text" else {shape}
         calls = [Call(name, arguments) for name, arguments in CALLS]
         return [Turn(tool_calls=calls, quirks=frozenset(quirks)), Turn(text=ANSWER)]
+    if shape == CALLS_STOPPED:
+        calls = [Call(name, arguments) for name, arguments in CALLS]
+        stop = "stop" if wire.family == "chat" else None
+        return [Turn(tool_calls=calls, finish_reason=stop), Turn(text=ANSWER)]
     if shape == "empty":
         return [Turn(quirks=frozenset({"no_choices"}))]
     if shape == "content_parts":
@@ -117,6 +126,10 @@ def messages_script(wire: Wire, shape: str) -> list[Reply]:
             for name, arguments in CALLS
         ]
         return [Reply(text="Looking it up.", tool_uses=uses), Reply(text=ANSWER)]
+    if shape == CALLS_STOPPED:
+        uses = [ToolUse(prefix + name, arguments) for name, arguments in CALLS]
+        stopped = Reply(text="Looking it up.", tool_uses=uses, stop_reason="end_turn")
+        return [stopped, Reply(text=ANSWER)]
     if shape == "empty":
         return [Reply(empty=True)]
     if shape == "no_usage":
@@ -221,7 +234,7 @@ def test_every_reply_shape_is_read_the_same_in_every_wire(
         record.termination,
         record.error,
     )
-    if shape in TOOL_SHAPES or shape == "no_usage":
+    if shape in CALL_SHAPES:
         assert reason == TerminationReason.completed, record.termination
         assert record.answer == ANSWER
         # both calls ran, with the arguments the model sent, each with a result of its own

@@ -66,7 +66,8 @@ def test_help_documents_every_option_with_an_example(capsys: pytest.CaptureFixtu
         (
             ["--harness", "claude", "--harness-opt", "max_turn=3", "--harness-opt", "webb=no"],
             "unknown --harness-opt max_turn (did you mean max_turns?), webb (did you mean web?); "
-            "known options: claude_bin, erp_transport, keep_home, max_turns, save_stream, web",
+            "known options: claude_bin, context_window, erp_transport, keep_home, max_turns, "
+            "save_stream, web",
         ),
         (["--harness", "nothing", "--harness-opt", "x=1"], "known options: none"),
         (

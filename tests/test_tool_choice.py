@@ -292,6 +292,13 @@ def test_the_claude_cli_is_sent_the_chosen_tools_alone(
     for entry, want in zip(sent, expected, strict=True):
         assert entry["input_schema"] == want["input_schema"]
         assert entry["description"].startswith(want["description"][:60])
+    # The pre-flight's count of the prompt before the question (instructions, tools and the
+    # CLI's own prompt, CLI_OWN_PROMPT_CHARS) is what this CLI sent, within 15%.
+    seen = manifest_of(tmp_path / "run").model_endpoint
+    assert seen is not None and "claude client's own" in seen.prompt_tokens_source
+    sent_chars = sum(len(json.dumps(main[0].get(key))) for key in ("system", "tools", "messages"))
+    sent_tokens = sent_chars / 4 - len("Test question number 0?") / 4
+    assert abs(seen.prompt_tokens / sent_tokens - 1) < 0.15, (seen.prompt_tokens, sent_tokens)
 
 
 # -- ledgerbench agent specs -----------------------------------------------------------------------

@@ -33,8 +33,10 @@ silently, as it does). The fake's tokenizer is :func:`fake_tokens` (4 characters
 same in ``/tokenize`` and in the context check. ``prefill_tokens_per_s`` makes the server read a
 prompt at that rate before its first byte (a CPU server), and llama.cpp reports ``timings``. A
 one-line request with no tools and an output cap of 16 tokens or fewer (the pre-flight's probe)
-is answered ``OK`` without taking a turn of the script, and is kept in ``server.preflight`` with
-the other pre-flight requests, not in ``server.requests``.
+is answered ``OK`` (streamed when it asks to be) without taking a turn of the script, and is kept
+in ``server.preflight`` with the other pre-flight requests, not in ``server.requests``. A server
+that reports no usage at all (``reports_usage=False``) leaves it out of every reply, the probe's
+included.
 
 The model is a script: a list of :class:`Turn` (played in order) or a callable
 ``(ModelRequest) -> Turn`` that can read the tool outputs it was sent and chain on them. Every
@@ -46,6 +48,7 @@ request is kept in ``server.requests`` for assertions on the exact bodies.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import threading
@@ -171,6 +174,9 @@ class ServerTraits:
     """The APIs it speaks; the others are a 404 like any unknown route."""
     prefill_tokens_per_s: float | None = None
     """Read a prompt at this many tokens a second before the first byte (a CPU server)."""
+    reports_usage: bool = True
+    """False: no reply carries usage, streamed or not, the probe's included (every turn gets the
+    ``no_usage`` quirk)."""
 
     def __post_init__(self) -> None:
         if self.flavor not in FLAVORS:
@@ -704,12 +710,7 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 state.closing.wait(prompt_tokens(body) / traits.prefill_tokens_per_s)
             if is_probe(body):
                 turn = Turn(text="OK", input_tokens=prompt_tokens(body), output_tokens=1)
-                payload = (
-                    responses_body(state, body, turn)
-                    if wire == "responses"
-                    else chat_body(state, body, turn)
-                )
-                return 200, with_timings(traits, body, payload), {}, None
+                return self._probe_answer(body, wire, with_usage(traits, turn))
             try:
                 if path.endswith("/responses"):
                     _check_function_tools(body.get("tools") or [])
@@ -727,7 +728,7 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     {},
                     None,
                 )
-            turn = state.next_turn(api, body, outputs)
+            turn = with_usage(traits, state.next_turn(api, body, outputs))
             if turn.fault is not None and turn.fault not in FAULTS:
                 raise ValueError(f"unknown fault {turn.fault!r}; choose from {sorted(FAULTS)}")
             if not turn.quirks <= QUIRKS:
@@ -753,15 +754,22 @@ def _handler_for(state: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return 200, payload, request_id, None
             payload = chat_body(state, body, turn)
             if body.get("stream"):
-                with_usage = (body.get("stream_options") or {}).get("include_usage")
-                chunks = (
-                    (None, c)
-                    for c in chat_events(payload, turn.fault, turn.stall_after_text_s, turn.quirks)
-                    if with_usage or "usage" not in c
-                )
-                done = [] if turn.fault else [(None, DONE)]
-                return 200, None, request_id, itertools.chain(chunks, done)
+                return 200, None, request_id, chat_stream(body, payload, turn)
             return 200, payload, request_id, None
+
+        def _probe_answer(
+            self, body: dict[str, Any], wire: str, turn: Turn
+        ) -> tuple[int, Any, dict[str, str], Any]:
+            """The pre-flight's probe answered ``OK``, streamed when it asks to be."""
+            if wire == "responses":
+                payload = responses_body(state, body, turn)
+                if body.get("stream"):
+                    return 200, None, {}, responses_events(payload)
+            else:
+                payload = chat_body(state, body, turn)
+                if body.get("stream"):
+                    return 200, None, {}, chat_stream(body, payload, turn)
+            return 200, with_timings(state.traits, body, payload), {}, None
 
         def _send_json(
             self, status: int, payload: Any, headers: dict[str, str] | None = None
@@ -826,6 +834,27 @@ def refused(traits: ServerTraits, body: dict[str, Any]) -> tuple[int, dict[str, 
     if traits.context_tokens and tokens >= traits.context_tokens and traits.flavor != "ollama":
         return 400, overflow_error(traits.flavor, tokens, traits.context_tokens)
     return None
+
+
+def with_usage(traits: ServerTraits, turn: Turn) -> Turn:
+    """``turn`` as the server sends it: without usage when the server reports none."""
+    if traits.reports_usage:
+        return turn
+    return dataclasses.replace(turn, quirks=turn.quirks | {"no_usage"})
+
+
+def chat_stream(
+    body: dict[str, Any], payload: dict[str, Any], turn: Turn
+) -> Iterator[tuple[str | None, dict[str, Any]]]:
+    """The chunks of a streamed chat reply, the usage chunk only when the request asked for it
+    (``stream_options.include_usage``), then ``[DONE]`` (none after a fault)."""
+    asked = (body.get("stream_options") or {}).get("include_usage")
+    chunks = (
+        (None, chunk)
+        for chunk in chat_events(payload, turn.fault, turn.stall_after_text_s, turn.quirks)
+        if asked or "usage" not in chunk
+    )
+    return itertools.chain(chunks, [] if turn.fault else [(None, DONE)])
 
 
 def with_timings(traits: ServerTraits, body: dict[str, Any], payload: dict[str, Any]) -> Any:
