@@ -369,7 +369,8 @@ class TrajectoryRecord(_Strict):
     model: str | None = None
     """Model the harness used, as it reports it."""
     answer: str = ""
-    """Final answer text; for ``timeout`` the partial answer produced before the deadline."""
+    """Final answer text; for ``timeout`` the partial answer produced before the deadline. Cut at
+    100,000 characters (``extra["answer_cap"]`` then says so, with the whole answer's hash)."""
     status: Status
     """Coarse outcome: ok, timeout, max_turns or error; ``termination`` says why."""
     termination: Termination
