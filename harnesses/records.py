@@ -230,7 +230,8 @@ class Message(_Strict):
     role: Literal["user", "assistant", "tool"]
     content: str = ""
     """Text of the turn: the question, the assistant's words, or (for ``tool``) empty: the result is
-    ``tool_calls[tool_call_index].output``, capped like every tool output, with length and hash."""
+    ``tool_calls[tool_call_index].output``, capped like every tool output, with length and hash. A
+    call the harness refused (it never ran) holds the refusal the model was sent."""
     reasoning: str | None = None
     """Reasoning summary, where the provider returns one."""
     tool_calls: list[MessageToolCall] = Field(default_factory=list)
