@@ -185,3 +185,36 @@ async def test_an_answer_past_the_cap_is_cut_once_and_recorded_as_such(erp_serve
     }
     assert "cap of 100,000 characters" in record.termination.detail
     assert len(record.model_dump_json()) < 3 * ANSWER_CAP_CHARS  # not 2 MiB twice
+
+
+@pytest.mark.parametrize("harness_name", ["openai", "custom"])
+async def test_an_erp_that_dies_mid_run_leaves_the_whole_transcript(erp_db_url, harness_name):
+    """An ``erp_unavailable`` record keeps every turn, call and event up to the failure: the
+    model calls, the call that worked and the one the dead server failed."""
+    from tests.conftest import start_mcp_server, stop_process
+
+    server, _ = start_mcp_server(erp_db_url)
+
+    def script(request):
+        if request.index == 0:
+            return Turn(text="Checking.", tool_calls=[Call("erp_info", {})])
+        stop_process(server.process)  # the ERP goes away between the two tool calls
+        lookup = Call("get_customer", {"account": "SYNCUS-0001", "legal_entity": "USMF"})
+        return Turn(text="Now the customer.", tool_calls=[lookup])
+
+    try:
+        with serve_openai(script) as fake:
+            harness = create_harness(harness_name, HarnessOptions(base_url=fake.base_url))
+            record = await run_question(harness, server)
+    finally:
+        stop_process(server.process)
+    assert record.termination.reason.value == "erp_unavailable"
+    assert record.termination.infrastructure
+    roles = [m.role for m in record.messages]
+    assert roles == ["user", "assistant", "tool", "assistant", "tool"]
+    assert [(c.name, c.is_error) for c in record.tool_calls] == [
+        ("erp_info", False),
+        ("get_customer", True),
+    ]
+    assert [e.type for e in record.events] == ["model", "tool", "model", "tool"]
+    assert_linked(record)
