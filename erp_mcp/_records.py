@@ -16,13 +16,20 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from sqlalchemy import Boolean, Date, Integer, Numeric
 from sqlmodel import SQLModel
 
+from erp_mcp._field_docs import describe_fields
 from synthetic_erp import _schema as s
 
 
 class StrictModel(BaseModel):
-    """Base of every tool input and output model."""
+    """Base of every tool input and output model. A field's docstring in the source is its
+    description (read by :func:`erp_mcp._field_docs.describe_fields`, not by pydantic's
+    ``use_attribute_docstrings``, which re-parses source for every model)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        describe_fields(cls)
 
 
 class RecordBase(StrictModel):
@@ -32,13 +39,8 @@ class RecordBase(StrictModel):
 
 class GeneratedRecord(RecordBase):
     """Base of the per-table records made by ``create_model``: their fields are described from the
-    schema. Such a class has no source, and on Python < 3.13 pydantic's search for attribute
-    docstrings then walks the whole call stack, scanning every loaded module at each import frame
-    (about 0.1 s a model in a process with thousands of modules loaded), so it is switched off.
-    Subclasses written in source that document fields turn it back on
-    (``class Item(record_model(...), use_attribute_docstrings=True)``)."""
-
-    model_config = ConfigDict(use_attribute_docstrings=False)
+    schema. Subclasses written in source document their own fields with docstrings, as every
+    :class:`StrictModel` does."""
 
 
 _MODEL_NAMES: dict[type[SQLModel], str] = {

@@ -18,7 +18,6 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from fastmcp.exceptions import ToolError
 from rapidfuzz import fuzz, process, utils
 from sqlalchemy import Engine, func, select
@@ -91,8 +90,8 @@ class PartyIndex:
     _accounts: list[str] = field(default_factory=list)
     _by_name: dict[str, list[int]] = field(default_factory=dict)
     _by_account_key: dict[tuple[str, int], list[int]] = field(default_factory=dict)
-    _by_word: dict[str, np.ndarray] = field(default_factory=dict)
-    """Name word -> the entries whose name has it (ascending int32)."""
+    _by_word: dict[str, array[int]] = field(default_factory=dict)
+    """Name word -> the entries whose name has it (ascending int32; numpy reads them in place)."""
     _word_lists: dict[str, list[int]] = field(default_factory=dict)
     """``_by_word`` while parties are added."""
     _vocabulary: list[str] = field(default_factory=list)
@@ -131,7 +130,7 @@ class PartyIndex:
 
     def _finish(self) -> None:
         entries, compact = self.entries, self._compact_names
-        self._by_word = {w: np.array(p, dtype=np.int32) for w, p in self._word_lists.items()}
+        self._by_word = {w: array("i", p) for w, p in self._word_lists.items()}
         self._word_lists = {}
         self._ranked = array(
             "i",
@@ -281,7 +280,7 @@ class PartyIndex:
         words += [a + b for a, b in itertools.pairwise(processed.split())]
         if len(compact) >= 4:
             words.append(compact)
-        postings: list[tuple[int, float, np.ndarray]] = []
+        postings: list[tuple[int, float, array[int]]] = []
         for word in set(words):
             for match, score, _ in process.extract(
                 word, self._vocabulary, scorer=fuzz.ratio, limit=8, score_cutoff=70
@@ -302,7 +301,9 @@ class PartyIndex:
         # 100x the used postings hold about 4,000 entries, which cost milliseconds in a dict.
         if len(used) == 1:  # one weight for all
             return found.union(used[0][1][:300].tolist())
-        entries = np.concatenate([posting for _, posting in used])
+        import numpy as np  # here, not at module level: a server start need not load numpy
+
+        entries = np.concatenate([np.frombuffer(posting, dtype=np.int32) for _, posting in used])
         scores = np.repeat([score for score, _ in used], [len(posting) for _, posting in used])
         unique, first, inverse = np.unique(entries, return_index=True, return_inverse=True)
         weights = np.bincount(inverse, weights=scores)  # summed in the order of the postings

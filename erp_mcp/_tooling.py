@@ -287,8 +287,8 @@ def bounded_model(model: type[BaseModel]) -> type[BaseModel]:
         __base__=model,
         __module__=model.__module__,
         __doc__=model.__doc__,
-        # every field is redeclared with its description: no docstrings to look for (the search
-        # walks the whole call stack for a class without source; see _records.GeneratedRecord)
+        # every field is redeclared with its description: no docstrings to look for (this class
+        # has no source of its own; see erp_mcp._field_docs)
         __cls_kwargs__={"use_attribute_docstrings": False},
         **fields,
     )

@@ -53,7 +53,7 @@ class LetterArgs(PageArgs):
     """Sent on or before."""
 
 
-class LetterItem(record_model(s.CollectionLetter), use_attribute_docstrings=True):
+class LetterItem(record_model(s.CollectionLetter)):
     customer_name: str | None = None
 
 
@@ -124,7 +124,7 @@ class ActivityArgs(PageArgs):
     case_id: str | None = None
 
 
-class ActivityItem(record_model(s.CollectionActivity), use_attribute_docstrings=True):
+class ActivityItem(record_model(s.CollectionActivity)):
     customer_name: str | None = None
     owner_url: str | None = None
     case_url: str | None = None
@@ -191,7 +191,7 @@ class CaseArgs(PageArgs):
     opened_to: dt.date | None = None
 
 
-class CaseItem(record_model(s.CollectionCase), use_attribute_docstrings=True):
+class CaseItem(record_model(s.CollectionCase)):
     customer_name: str | None = None
     activity_count: int = 0
     """Activities and tasks linked to the case."""

@@ -492,7 +492,7 @@ class TransactionArgs(PageArgs):
 def _transaction_output(name: str, table):
     record = record_model(table)
 
-    class Item(record, use_attribute_docstrings=True):
+    class Item(record):
         party_name: str | None = None
         """Name of the customer or vendor."""
         days_overdue: int | None = None
@@ -810,7 +810,7 @@ class DisputeArgs(PageArgs):
     opened_to: dt.date | None = None
 
 
-class DisputeItem(record_model(s.CustomerDispute), use_attribute_docstrings=True):
+class DisputeItem(record_model(s.CustomerDispute)):
     party_name: str | None = None
     invoice_url: str | None = None
     """Link to the disputed invoice."""

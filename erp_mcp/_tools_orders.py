@@ -101,7 +101,7 @@ class SalesOrderListArgs(PageArgs):
     """Order total at least this."""
 
 
-class SalesOrderItem(record_model(s.SalesOrder), use_attribute_docstrings=True):
+class SalesOrderItem(record_model(s.SalesOrder)):
     customer_name: str | None = None
 
 
@@ -217,7 +217,7 @@ class PurchaseOrderListArgs(PageArgs):
     """Order date on or before."""
 
 
-class PurchaseOrderItem(record_model(s.PurchaseOrder), use_attribute_docstrings=True):
+class PurchaseOrderItem(record_model(s.PurchaseOrder)):
     vendor_name: str | None = None
 
 
@@ -347,7 +347,7 @@ class VendorInvoiceListArgs(PageArgs):
     po_number: str | None = None
 
 
-class VendorInvoiceItem(record_model(s.VendorInvoice), use_attribute_docstrings=True):
+class VendorInvoiceItem(record_model(s.VendorInvoice)):
     vendor_name: str | None = None
     voucher_url: str | None = None
     """Link to the posted ledger transaction, once posted."""
@@ -626,7 +626,7 @@ class GetPaymentJournalArgs(StrictModel):
     legal_entity: str | None = None
 
 
-class PaymentJournalLineItem(record_model(s.PaymentJournalLine), use_attribute_docstrings=True):
+class PaymentJournalLineItem(record_model(s.PaymentJournalLine)):
     vendor_name: str | None = None
     vendor_url: str | None = None
     invoice_url: str | None = None

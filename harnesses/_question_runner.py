@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from harnesses._answer_cap import cap_detail, capped_answer
 from harnesses._harness_loop import HarnessLoop
 from harnesses._instructions import instructions_hash
 from harnesses._preflight import ModelContextError, context_overflow
@@ -302,15 +303,22 @@ class QuestionRunner:
     ) -> TrajectoryRecord:
         latency = draft.elapsed()
         messages, events = with_question_turn(draft, question.query)
+        answer, messages, cap_note = capped_answer(outcome.answer, messages)
+        extra = _jsonable(_with_usage_note(draft))
+        termination = outcome.termination()
+        if cap_note is not None:
+            extra["answer_cap"] = cap_note
+            detail = "; ".join(filter(None, [termination.detail, cap_detail(cap_note)]))
+            termination = termination.model_copy(update={"detail": detail})
         return TrajectoryRecord(
             question_id=question.id,
             trial=trial,
             task_type=question.task_type,
             harness=self.harness_name,
             model=self.model or draft.model,
-            answer=outcome.answer,
+            answer=answer,
             status=outcome.status,
-            termination=outcome.termination(),
+            termination=termination,
             error=outcome.error,
             latency_s=round(latency, 4),
             timeout_s=budget,
@@ -321,7 +329,7 @@ class QuestionRunner:
             turns=draft.turns,
             started_at=started_at,
             finished_at=started_at + dt.timedelta(seconds=latency),
-            extra=_jsonable(_with_usage_note(draft)),
+            extra=extra,
             input=question.query,
             given_documents=list(question.gold_documents)
             if self.config.research == "golden"

@@ -574,8 +574,19 @@ class StreamParser:
             if is_error and (denied := _DENIAL.match(text)):
                 self._denials.append({"tool_name": denied.group(1), "tool_use_id": tool_use_id})
                 self.draft.extra["permission_denials"] = list(self._denials)
+                if call is not None:
+                    self._show_refusal(call, text)
             if call is not None and not is_error and call.server == "web":
                 self._record_sources(call.name, call.arguments, text, structured)
+
+    def _show_refusal(self, call: Any, text: str) -> None:
+        """A refused call never ran: its tool turn holds the CLI's refusal, as the model read
+        it (a tool that ran leaves its turn empty; its output is in ``tool_calls``)."""
+        index = next(i for i, recorded in enumerate(self.draft.tool_calls) if recorded is call)
+        for message in reversed(self.draft.messages):
+            if message.role == "tool" and message.tool_call_index == index:
+                message.content = text[: self.draft.output_limit]
+                return
 
     def _complete_call(self, tool_use_id: str, output: str, *, is_error: bool) -> Any:
         pending = self._pending.pop(tool_use_id, None)

@@ -230,7 +230,8 @@ class Message(_Strict):
     role: Literal["user", "assistant", "tool"]
     content: str = ""
     """Text of the turn: the question, the assistant's words, or (for ``tool``) empty: the result is
-    ``tool_calls[tool_call_index].output``, capped like every tool output, with length and hash."""
+    ``tool_calls[tool_call_index].output``, capped like every tool output, with length and hash. A
+    call the harness refused (it never ran) holds the refusal the model was sent."""
     reasoning: str | None = None
     """Reasoning summary, where the provider returns one."""
     tool_calls: list[MessageToolCall] = Field(default_factory=list)
@@ -369,7 +370,8 @@ class TrajectoryRecord(_Strict):
     model: str | None = None
     """Model the harness used, as it reports it."""
     answer: str = ""
-    """Final answer text; for ``timeout`` the partial answer produced before the deadline."""
+    """Final answer text; for ``timeout`` the partial answer produced before the deadline. Cut at
+    100,000 characters (``extra["answer_cap"]`` then says so, with the whole answer's hash)."""
     status: Status
     """Coarse outcome: ok, timeout, max_turns or error; ``termination`` says why."""
     termination: Termination

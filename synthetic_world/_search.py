@@ -8,10 +8,13 @@ dates) are SQL conditions on the matches. ``bench/bench_world.py`` compares this
 ``bm25s`` on the same queries.
 
 The cost of a query is bounded, whatever the world's size: no step reads the index beyond about
-``SCORED_CAP`` documents per word. A word's documents are counted only up to that cap; a query
-with a rarer word (a company's name, a product, a company filter) is ranked exactly, among the
-few documents that word is in; an AND whose every word is common, or an OR of nothing but common
-words, is ranked among the newest documents that pass the filters (``SCORED_CAP`` word entries
+``SCORED_CAP`` documents per word. A word's documents are counted only up to that cap; a word in
+more is common. A query with a rarer word (a company's name, a product) is ranked by bm25 over its
+rarer words alone, among the documents that hold every word (and the company filter): bm25's IDF
+of a common word would read the word's whole list, and every match holds it anyway. Snippets are
+cut around the ranking words for the same reason. An AND whose every word is common, or an OR of
+nothing but common words, is ranked by the words each document holds among the newest documents
+that pass the filters (the company's newest with a company filter; ``SCORED_CAP`` word entries
 read in all, at least ``MIN_WINDOW`` documents), never among all of them.
 """
 
@@ -142,18 +145,30 @@ class SearchEngine:
         if published_before:
             conditions.append("d.published_at <= ?")
             params.append(published_before)
-        scope = f'companies : "{company_id.lower()}" AND ' if company_id else ""
-        narrowest = min(self.frequency(w) for w in [*words, *([company_id] if scope else [])])
-        window = Window(conditions, params, published_before)
-        if narrowest > SCORED_CAP:  # every word common: bm25 would read every word's whole list
+        company = f'companies : "{company_id.lower()}"' if company_id else ""
+        scope = f"{company} AND " if company else ""
+        window = Window(conditions, params, published_before, company)
+        rare = [w for w in words if self.frequency(w) <= SCORED_CAP]
+        if not rare:  # bm25 would read every common word's whole list for its IDF
             return self._newest_by_words(words, scope, k, window)
-        hits = self._run(scope + "(" + " AND ".join(_quoted(words)) + ")", k, conditions, params)
+        # Ranked by bm25 over the rare words alone (their lists are short), among the documents
+        # holding every word and the company: a common word's or a company's IDF would read its
+        # whole list, and every match holds them anyway (the company column weighs 0).
+        every = scope + "(" + " AND ".join(_quoted(words)) + ")"
+        rank_by = " AND ".join(_quoted(rare)) if rare != words or scope else None
+        hits = self._run(every, k, conditions, params, rank_by=rank_by)
         if len(hits) < k and len(words) > 1:
-            rare = self._rare(words)
+            fallback = self._rare(words)
             seen = {h.rowid for h in hits}
-            if rare or scope:
-                match = scope + "(" + " OR ".join(_quoted(rare or words)) + ")"
-                more = self._run(match, k + len(hits), conditions, params)
+            if fallback:
+                any_rare = "(" + " OR ".join(_quoted(fallback)) + ")"
+                more = self._run(
+                    scope + any_rare,
+                    k + len(hits),
+                    conditions,
+                    params,
+                    rank_by=any_rare if scope else None,
+                )
             else:
                 more = self._newest_by_words(words, scope, k + len(hits), window, every=False)
             hits += [h for h in more if h.rowid not in seen][: k - len(hits)]
@@ -206,30 +221,37 @@ class SearchEngine:
             )
         }
 
-    def _run(self, match: str, k: int, conditions: list[str], params: list) -> list[Hit]:
-        """The top ``k`` of ``match``: ranked first (bm25 only, joined to the document table only
-        when a filter needs it), then the snippets of just those ``k`` (a snippet costs more than
-        a score, and SQLite would compute one for every match before sorting)."""
+    def _run(
+        self,
+        match: str,
+        k: int,
+        conditions: list[str],
+        params: list,
+        *,
+        rank_by: str | None = None,
+    ) -> list[Hit]:
+        """The top ``k`` of ``match``: ranked first (bm25 of ``rank_by``, default ``match``,
+        joined to the document table only when a filter needs it), then the snippets of just
+        those ``k`` (a snippet costs more than a score, and SQLite would compute one for every
+        match before sorting), cut around the words of ``rank_by``."""
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-        if conditions:
-            where = "".join(f" AND {c}" for c in conditions)
-            join = "JOIN document d ON d.rowid = f.rowid " if _needs_join(conditions) else ""
-            ranked = self.conn.execute(
-                f"SELECT f.rowid, bm25(document_fts, {weights}) AS score FROM document_fts f "
-                f"{join}WHERE document_fts MATCH ?{where} "
-                "ORDER BY score, f.rowid LIMIT ?",
-                [match, *params, k],
-            ).fetchall()
-        else:
-            ranked = self.conn.execute(
-                f"SELECT rowid, bm25(document_fts, {weights}) AS score FROM document_fts "
-                "WHERE document_fts MATCH ? ORDER BY score, rowid LIMIT ?",
-                [match, k],
-            ).fetchall()
+        where = "".join(f" AND {c}" for c in conditions)
+        join = "JOIN document d ON d.rowid = f.rowid " if _needs_join(conditions) else ""
+        among = ""
+        if rank_by is not None:
+            among = " AND f.rowid IN (SELECT rowid FROM document_fts WHERE document_fts MATCH ?)"
+        ranked = self.conn.execute(
+            f"SELECT f.rowid, bm25(document_fts, {weights}) AS score FROM document_fts f "
+            f"{join}WHERE document_fts MATCH ?{among}{where} "
+            "ORDER BY score, f.rowid LIMIT ?",
+            [rank_by or match, *([match] if rank_by is not None else []), *params, k],
+        ).fetchall()
         if not ranked:
             return []
         scores = dict(ranked)
-        rows = [self._snippet_row(match, rowid) for rowid in scores]
+        # The snippet is cut around the ranking words too: locating a document in a common
+        # word's list costs more the longer the list (the world) is.
+        rows = [self._snippet_row(rank_by or match, rowid) for rowid in scores]
         hits = {row[0]: Hit(*row, round(-scores[row[0]], 4)) for row in rows if row}
         return [hits[rowid] for rowid, _ in ranked if rowid in hits]
 
@@ -253,6 +275,9 @@ class Window:
     conditions: list[str]
     params: list
     published_before: str | None
+    company: str = ""
+    """A company filter (``companies : "id"``): the window is then that company's newest
+    documents, not the world's."""
 
     def newest(self, conn: sqlite3.Connection, size: int) -> tuple[int, int] | None:
         """The lowest and highest rowid of the newest ``size`` documents that pass the filters
@@ -270,11 +295,20 @@ class Window:
             ceiling = row[0]
         where = "".join(f" AND {c}" for c in self.conditions)
         below = " AND d.rowid <= ?" if ceiling is not None else ""
-        span = conn.execute(
-            "SELECT min(rowid), max(rowid) FROM (SELECT d.rowid AS rowid FROM document d "
-            f"WHERE 1{where}{below} ORDER BY d.rowid DESC LIMIT ?)",
-            [*self.params, *([ceiling] if ceiling is not None else []), size],
-        ).fetchone()
+        bound = [*self.params, *([ceiling] if ceiling is not None else []), size]
+        if self.company:
+            span = conn.execute(
+                "SELECT min(rowid), max(rowid) FROM (SELECT d.rowid AS rowid FROM document_fts f "
+                f"JOIN document d ON d.rowid = f.rowid WHERE document_fts MATCH ?{where}{below} "
+                "ORDER BY f.rowid DESC LIMIT ?)",
+                [self.company, *bound],
+            ).fetchone()
+        else:
+            span = conn.execute(
+                "SELECT min(rowid), max(rowid) FROM (SELECT d.rowid AS rowid FROM document d "
+                f"WHERE 1{where}{below} ORDER BY d.rowid DESC LIMIT ?)",
+                bound,
+            ).fetchone()
         return None if span[0] is None else (span[0], span[1])
 
 

@@ -221,6 +221,10 @@ def test_permission_denials_are_recorded() -> None:
     denied = draft.tool_calls[0]
     assert denied.name == "WebSearch" and denied.is_error and denied.server == "web"
     assert draft.sources == []
+    # the refused call's turn says what the model was told, in the conversation itself
+    (turn,) = [m for m in draft.messages if m.role == "tool"]
+    assert turn.tool_call_index == 0
+    assert turn.content.startswith("Permission to use WebSearch has been denied")
 
 
 def test_denials_are_known_before_the_result_event() -> None:

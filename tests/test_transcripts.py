@@ -163,3 +163,58 @@ async def test_a_plugin_record_starts_with_its_question_turn(erp_server):
     assert record.messages[0].role == "user" and record.messages[0].content == QUERY
     assert [m.role for m in record.messages] == ["user", "tool"]
     assert_linked(record)
+
+
+async def test_an_answer_past_the_cap_is_cut_once_and_recorded_as_such(erp_server):
+    import hashlib
+
+    from harnesses._answer_cap import ANSWER_CAP_CHARS
+
+    huge = "The balance is 0.00 USD. " + "x" * (2 * 1024 * 1024)
+    with serve_openai([Turn(text=huge)]) as fake:
+        harness = create_harness("openai", HarnessOptions(base_url=fake.base_url))
+        record = await run_question(harness, erp_server)
+    assert record.status == Status.ok, record.error
+    assert record.answer == huge[:ANSWER_CAP_CHARS]
+    assert all(len(m.content) <= ANSWER_CAP_CHARS for m in record.messages)
+    assert record.extra["answer_cap"] == {
+        "cap_chars": ANSWER_CAP_CHARS,
+        "answer_chars": len(huge),
+        "answer_sha256": hashlib.sha256(huge.encode()).hexdigest(),
+        "turns_cut": 1,
+    }
+    assert "cap of 100,000 characters" in record.termination.detail
+    assert len(record.model_dump_json()) < 3 * ANSWER_CAP_CHARS  # not 2 MiB twice
+
+
+@pytest.mark.parametrize("harness_name", ["openai", "custom"])
+async def test_an_erp_that_dies_mid_run_leaves_the_whole_transcript(erp_db_url, harness_name):
+    """An ``erp_unavailable`` record keeps every turn, call and event up to the failure: the
+    model calls, the call that worked and the one the dead server failed."""
+    from tests.conftest import start_mcp_server, stop_process
+
+    server, _ = start_mcp_server(erp_db_url)
+
+    def script(request):
+        if request.index == 0:
+            return Turn(text="Checking.", tool_calls=[Call("erp_info", {})])
+        stop_process(server.process)  # the ERP goes away between the two tool calls
+        lookup = Call("get_customer", {"account": "SYNCUS-0001", "legal_entity": "USMF"})
+        return Turn(text="Now the customer.", tool_calls=[lookup])
+
+    try:
+        with serve_openai(script) as fake:
+            harness = create_harness(harness_name, HarnessOptions(base_url=fake.base_url))
+            record = await run_question(harness, server)
+    finally:
+        stop_process(server.process)
+    assert record.termination.reason.value == "erp_unavailable"
+    assert record.termination.infrastructure
+    roles = [m.role for m in record.messages]
+    assert roles == ["user", "assistant", "tool", "assistant", "tool"]
+    assert [(c.name, c.is_error) for c in record.tool_calls] == [
+        ("erp_info", False),
+        ("get_customer", True),
+    ]
+    assert [e.type for e in record.events] == ["model", "tool", "model", "tool"]
+    assert_linked(record)
