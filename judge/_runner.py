@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harnesses.records import RunManifest, TerminationReason, TrajectoryRecord, Usage
 from judge._base import (
+    GRADING_FAILED,
     UNREACHABLE,
     Judge,
     JudgeAbort,
@@ -233,6 +234,8 @@ class CombinedJudge:
         if rules_outcome.unscored:  # the rules cannot check it: no LLM verdict stands in
             return rules_outcome
         llm_outcome = self.llm.score(item)
+        if llm_outcome.unscored:  # a conversation the model could not grade stays unscored
+            return llm_outcome
         overridden: dict[str, dict[str, float | None]] = {}
         rules_view: dict[str, dict[str, dict[str, Any]]] = {}
         for dimension, rules_dim in rules_outcome.dimensions.items():
@@ -375,8 +378,16 @@ def score_trajectory(judge: Judge, question: Question, trajectory: TrajectoryRec
             }
         )
     if outcome.unscored:
+        extra.update(outcome.extra)  # e.g. the dimensions a model judge could not grade
+        if outcome.calls:
+            extra["calls"] = outcome.calls
         return ScoreRecord(
-            status=ScoreStatus.unscored, unscored_reason=outcome.unscored, extra=extra, **base
+            status=ScoreStatus.unscored,
+            unscored_reason=outcome.unscored,
+            usage=outcome.usage,
+            cost_usd=outcome.cost_usd,
+            extra=extra,
+            **base,
         )
     extra.update(outcome.extra)
     extra["calls"] = outcome.calls
@@ -594,7 +605,11 @@ def _judge_locked(
     _check_grading(scores_path, existing, grading_version(judge))
     # A resume judges again the records with judge errors (the dimensions that were graded come
     # from the verdict cache, so only the failed ones cost calls).
-    kept = [r for r in existing if not r.extra.get("judge_error_dimensions")]
+    kept = [
+        r
+        for r in existing
+        if not (r.extra.get("judge_error_dimensions") or r.extra.get(GRADING_FAILED))
+    ]
     if bad_lines:  # a line cut by an interruption
         warnings.append(
             f"{bad_lines} unreadable line(s) dropped from {scores_path.name}; re-judged"

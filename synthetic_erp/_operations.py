@@ -115,15 +115,62 @@ def _amount_text(value: Decimal | float) -> str:
     return f"{Decimal(str(value)):.2f}"
 
 
+CONVERSATION_ASSERTIONS: dict[Dimension, tuple[str, str]] = {
+    Dimension.citations: (
+        "citations.conversation",
+        "When the agent gives figures it names the ERP records they come from (a record link, "
+        "or the invoice, payment or account id), so the user can find them.",
+    ),
+    Dimension.clarity: (
+        "clarity.conversation",
+        "The agent's messages are plain and consistent: each figure keeps one name across the "
+        "turns, and jargon the user would not know is explained.",
+    ),
+    Dimension.depth: (
+        "depth.conversation",
+        "The agent answers the request and every follow-up in full: the figures the request "
+        "turns on and their parts (what was paid, discounted, credited or is overdue), not a "
+        "bare total.",
+    ),
+    Dimension.groundedness: (
+        "groundedness.conversation",
+        "Every figure, date, id and status the agent states comes from the tool outputs it "
+        "received in the conversation; nothing is invented or assumed.",
+    ),
+    Dimension.recency: (
+        "recency.conversation",
+        "The agent ties its figures to the period or date the user gave, or states the as-of "
+        "date it used; it never answers for a period it assumed.",
+    ),
+    Dimension.relevance: (
+        "relevance.conversation",
+        "The agent asks only for what the request cannot be answered without, stays on the "
+        "user's request, and tells the user nothing they are not entitled to (internal notes, "
+        "credit limits, other parties' data).",
+    ),
+    Dimension.structure: (
+        "structure.conversation",
+        "Each answering message gives the direct answer first, then the detail; a question to "
+        "the user is short and easy to answer; two or more records are listed or tabled.",
+    ),
+}
+"""The other seven dimensions of a conversation, judged by a model over the whole transcript
+(the rules judge decides only ``accuracy.conversation``)."""
+
+
 def operations_tags(reference: str) -> dict[Dimension, list[Assertion]]:
-    """The assertions of an operations item: one, decided by the rules judge's conversation
-    rule (facts over the whole conversation, clarifications and disclosures as dealbreakers)."""
+    """The assertions of an operations item, one per dimension: accuracy is decided by the rules
+    judge's conversation rule (facts over the whole conversation, clarifications and disclosures
+    as dealbreakers); the others by a model judge over the whole conversation."""
     text = (
         "The agent asked for every required clarification before answering, disclosed nothing "
         "it must not, and the facts it gave over the conversation agree with the reference "
         f"answer below. Reference answer: {reference}"
     )
-    return {Dimension.accuracy: [Assertion(id=OPERATIONS_ASSERTION, text=text)]}
+    tags = {Dimension.accuracy: [Assertion(id=OPERATIONS_ASSERTION, text=text)]}
+    for dimension, (assertion_id, assertion_text) in CONVERSATION_ASSERTIONS.items():
+        tags[dimension] = [Assertion(id=assertion_id, text=assertion_text)]
+    return tags
 
 
 # --------------------------------------------------------------------------------------------------
