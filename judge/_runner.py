@@ -152,7 +152,8 @@ def read_trajectories(run_dir: Path) -> tuple[list[TrajectoryRecord], list[str]]
 
 
 def score_matches(score: ScoreRecord, trajectory: TrajectoryRecord) -> bool:
-    """Whether ``score`` was made for this trajectory's answer, status and termination.
+    """Whether ``score`` was made for this trajectory's answer, status and termination (and,
+    for a conversation, whether the review of its user excluded it).
 
     Scores written before the termination reason was stored are checked on hash and status."""
     if score.answer_sha256 != sha256_text(trajectory.answer):
@@ -161,7 +162,11 @@ def score_matches(score: ScoreRecord, trajectory: TrajectoryRecord) -> bool:
     if status is not None and status != trajectory.status.value:
         return False
     reason = score.extra.get("termination_reason")
-    return reason is None or reason == trajectory.termination.reason.value
+    if reason is not None and reason != trajectory.termination.reason.value:
+        return False
+    # A conversation re-run for its simulated user may say the same, but is judged again.
+    excluded = trajectory.conversation is not None and trajectory.conversation.excluded_by_review
+    return bool(score.extra.get("simulator_error")) == excluded
 
 
 def load_run_dataset(config: JudgeRunConfig, manifest: RunManifest) -> tuple[Dataset, list[str]]:
@@ -341,11 +346,14 @@ def score_trajectory(judge: Judge, question: Question, trajectory: TrajectoryRec
     if trajectory.termination.reason is TerminationReason.answer_cut:  # judged as it stands
         extra["answer_cut"] = trajectory.termination.detail
     conversation = trajectory.conversation
-    if conversation is not None and conversation.critical_simulator_error:
+    if conversation is not None and conversation.excluded_by_review:
         tags = "; ".join(f"{t.rule} (turn {t.turn})" for t in conversation.review)
-        extra["infra_error"] = f"simulator error: the simulated user broke its scenario: {tags}"[
-            :500
-        ]
+        why = (
+            f"the simulated user broke its scenario: {tags}"
+            if conversation.critical_simulator_error
+            else f"the simulated user was not reviewed: {conversation.review_error}"
+        )
+        extra["infra_error"] = f"simulator error: {why}"[:500]
         extra["simulator_error"] = True
         return ScoreRecord(status=ScoreStatus.infra_error, extra=extra, **base)
     if trajectory.infrastructure_failure:
