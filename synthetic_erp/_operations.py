@@ -14,8 +14,8 @@ Four kinds, dealt in turn:
 - ``dispute``: a customer's AP clerk says an invoice was paid in full; the residual and its
   components (cash received, discount taken, credit notes applied, an open dispute) are keyed;
 - ``collections``: a collections manager prepares a call without naming the customer yet; the
-  aging is keyed, and a follow-up chosen by the first answer's facts (an open dispute, open
-  collections activities, or the last payment);
+  aging and the last promise to pay are keyed, and a follow-up chosen by the first answer's facts
+  (an open dispute, open collections activities, or the last payment);
 - ``vendor_payment``: a vendor asks where its payment is; due date, amount still open, payments
   applied and the hold reason are keyed.
 """
@@ -82,6 +82,8 @@ PERIOD_WORDS = [
 ENTITY_WORDS = ["legal entity", "which entity", "which company", "company code"]
 CUSTOMER_WORDS = ["which customer", "customer name", "customer account", "which account"]
 INVOICE_WORDS = ["invoice number", "which invoice", "invoice id"]
+PROMISE_PURPOSE = "Confirm promise to pay"
+"""The purpose of the collections activity that records a customer's promise to pay."""
 
 
 class OperationsError(ValueError):
@@ -465,25 +467,79 @@ def _follow_up(ctx: OracleContext, params: dict[str, Any]) -> tuple[FollowUp, An
     )
 
 
+def last_promise_to_pay(ctx: OracleContext, le: str, account: str) -> s.CollectionActivity | None:
+    """The customer's last promise to pay: its latest "Confirm promise to pay" collections
+    activity due on or before today and not canceled (ties: the higher activity id)."""
+    a = s.CollectionActivity
+    rows = ctx.rows(
+        select(a)
+        .where(
+            a.legal_entity == le,
+            a.customer_account == account,
+            a.purpose == PROMISE_PURPOSE,
+            a.status != "canceled",
+            a.due_date <= ctx.today,
+        )
+        .order_by(a.due_date.desc(), a.activity_id.desc())
+        .limit(1)
+    )
+    return rows[0] if rows else None
+
+
+def _with_promise(ctx: OracleContext, customers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The customers (legal entity, account) among ``customers`` with a last promise to pay."""
+    a = s.CollectionActivity
+    rows = ctx.session.execute(
+        select(a.legal_entity, a.customer_account).where(
+            a.purpose == PROMISE_PURPOSE, a.status != "canceled", a.due_date <= ctx.today
+        )
+    ).all()
+    made = {(le, account) for le, account in rows}
+    return [customer for customer in customers if customer in made]
+
+
+def _promise_answer(ctx: OracleContext, le: str, account: str) -> Answer:
+    """The last promise to pay as keyed facts (its date and activity), or a line saying there is
+    none (nothing keyed: a figure for it would be invented)."""
+    promise = last_promise_to_pay(ctx, le, account)
+    if promise is None:
+        return Answer(text="No promise to pay is on record.", facts=[])
+    text = (
+        f"Last promise to pay: activity {promise.activity_id}, due {long_date(promise.due_date)} "
+        f"({promise.status})."
+    )
+    facts = [
+        _fact("date", "last_promise_to_pay", promise.due_date.isoformat()),
+        _fact("id", "last_promise_to_pay_activity", promise.activity_id),
+    ]
+    return Answer(text=text, facts=facts)
+
+
 def _collections(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question | None:
     candidates = ctx.cache.get("ops_overdue") or _overdue_customers(ctx)
     ctx.cache["ops_overdue"] = candidates
     if not candidates:
         raise OperationsError("the ERP has no customer with an overdue invoice (collections)")
-    le, account = rng.choice(candidates)
+    promising = ctx.cache.get("ops_promising")
+    if promising is None:
+        promising = ctx.cache["ops_promising"] = _with_promise(ctx, candidates)
+    # Promises to pay are rare: half the calls are about a customer who made one.
+    pool = promising if promising and rng.random() < 0.5 else candidates
+    le, account = rng.choice(pool)
     info = next(p for p in view.parties[("customer", le)] if p.account == account)
     if not _unique(view, info):
         return None
     params = {"legal_entity": le, "account": account}
     aging = answer_question(ctx, "aging_customer", params)
+    promise = _promise_answer(ctx, le, account)
     follow_up, second, branch = _follow_up(ctx, params)
     second_facts = [
         fact.model_copy(update={"field": f"follow_up.{fact.field}"}) for fact in second.facts
     ]
     follow_up.fields = [fact.field for fact in second_facts]
     answer = Answer(
-        text=f"{aging.text} Follow-up ({follow_up.condition}): {second.text}",
-        facts=[*aging.facts, *second_facts],
+        text=f"{aging.text} {promise.text} Follow-up ({follow_up.condition}): {second.text}",
+        facts=[*aging.facts, *promise.facts, *second_facts],
     )
     required = ["customer", *(["legal_entity"] if _twin(view, info) else [])]
     conversation = Conversation(

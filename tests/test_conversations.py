@@ -688,3 +688,34 @@ def test_a_failing_reviewer_leaves_it_unscored_and_an_unreachable_one_is_refused
     with pytest.raises(RunConfigError, match=r"^--reviewer human: use rules"):
         _run(path, erp_db_url, refused, "scripted", reviewer="human")
     assert not refused.exists()
+
+
+def test_the_last_promise_to_pay_is_keyed_and_the_scripted_agent_finds_it(
+    erp_db_url, tmp_path
+) -> None:
+    """Collections calls key the customer's last promise to pay (its date and activity) when it
+    made one (docs/conventions.md); the scripted agent reads it through the MCP tool and agrees
+    with the oracle, and for a customer without one nothing is keyed."""
+    dataset = generate_operations(erp_db_url, n=32, seed=11)
+    collections = [item for item in dataset.items if item.conversation.kind == "collections"]
+    keyed = {
+        item.id: {f.field: f.value for f in item.expected if "promise" in f.field}
+        for item in collections
+    }
+    with_promise = [qid for qid, facts in keyed.items() if facts]
+    without = [qid for qid, facts in keyed.items() if not facts]
+    assert with_promise and without, keyed
+    for qid in with_promise:
+        assert set(keyed[qid]) == {"last_promise_to_pay", "last_promise_to_pay_activity"}
+    path = write_dataset(dataset, tmp_path / "ops.yaml")
+    ids = [with_promise[0], without[0]]
+    records = _run(path, erp_db_url, tmp_path / "promise", "scripted", ids=ids)
+    questions = {item.id: item for item in dataset.items}
+    for record in records:
+        metrics = conversation_metrics(questions[record.question_id], record)
+        assert metrics.accuracy == 1.0, metrics.reasons
+        said = "\n".join(t.content for t in record.conversation.turns if t.role == "agent")
+        if record.question_id in without:
+            assert "No promise to pay is on record" in said
+        else:
+            assert keyed[record.question_id]["last_promise_to_pay_activity"] in said

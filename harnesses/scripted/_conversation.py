@@ -63,6 +63,9 @@ _PATTERNS = (
     ("underspecified", "vendor", re.compile(r"payments we made to (.+?), please\.$", re.I)),
 )
 
+PROMISE_PURPOSE = "Confirm promise to pay"
+"""The collections activity purpose that records a customer's promise to pay."""
+
 
 @dataclass
 class Request:
@@ -205,7 +208,8 @@ async def _answer(solve: _OneShot, erp: ErpClient, draft: TrajectoryDraft, reque
     if request.kind == "collections":
         if request.party is None:
             return await solve(_entity_aging_query(request))
-        return await solve(_aging_query(request))
+        aging = await solve(_aging_query(request))
+        return f"{aging}\n\n{await _last_promise(erp, draft, request, solve.today)}"
     if request.kind == "dispute":
         return await _dispute(erp, draft, request)
     return await _vendor_payment(erp, draft, request)
@@ -357,6 +361,42 @@ async def _latest_open(
     )
     items = rows.get("items") or []
     return items[0]["document_number"] if items else None
+
+
+async def _last_promise(
+    erp: ErpClient, draft: TrajectoryDraft, request: Request, today: dt.date
+) -> str:
+    """The customer's last promise to pay (``docs/dataset-format.md``): the latest "Confirm
+    promise to pay" call due by today and not canceled, read page by page."""
+    arguments = {"account": request.party, "legal_entity": request.legal_entity}
+    found, cursor = [], None
+    for _ in range(20):  # a customer's calls fit in a few pages
+        page = await _call(
+            erp,
+            draft,
+            "list_collection_activities",
+            **arguments,
+            activity_type="call",
+            due_to=today.isoformat(),
+            page_size=500,
+            cursor=cursor,
+        )
+        found += [
+            item
+            for item in page.get("items") or []
+            if item.get("purpose") == PROMISE_PURPOSE and item.get("status") != "canceled"
+        ]
+        cursor = page.get("next_cursor")
+        if not cursor:
+            break
+    if not found:
+        return "No promise to pay is on record."
+    last = max(found, key=lambda item: (item["due_date"], item["activity_id"]))
+    due = dt.date.fromisoformat(str(last["due_date"])[:10])
+    return (
+        f"Last promise to pay: activity {last['activity_id']}, a call due {_long(due)} "
+        f"({due.isoformat()}), {last['status']}."
+    )
 
 
 async def _vendor_payment(erp: ErpClient, draft: TrajectoryDraft, request: Request) -> str:
