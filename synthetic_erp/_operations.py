@@ -12,7 +12,8 @@ Four kinds, dealt in turn:
 - ``underspecified``: a controller asks what a customer paid us (or we paid a vendor) without
   saying the period (nor the legal entity when the name exists in two);
 - ``dispute``: a customer's AP clerk says an invoice was paid in full; the residual and its
-  components (cash received, discount taken, credit notes applied, an open dispute) are keyed;
+  components (cash received, discount taken, credit notes applied, the currency difference on a
+  foreign-currency invoice, an open dispute) are keyed;
 - ``collections``: a collections manager prepares a call without naming the customer yet; the
   aging and the last promise to pay are keyed, and a follow-up chosen by the first answer's facts
   (an open dispute, open collections activities, or the last payment);
@@ -27,7 +28,7 @@ import datetime as dt
 import random
 from collections import Counter
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from sqlalchemy import select
@@ -318,7 +319,9 @@ def _dispute(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question 
     ctx.cache["ops_short_paid"] = invoices
     if not invoices:
         raise OperationsError("the ERP has no partly settled customer invoice (dispute scenarios)")
-    invoice = rng.choice(invoices)
+    foreign = [i for i in invoices if i.currency != ctx.currency(i.legal_entity)]
+    # Foreign-currency invoices are few: half the disputes are about one (a currency difference).
+    invoice = rng.choice(foreign if foreign and rng.random() < 0.5 else invoices)
     customer = ctx.session.scalars(
         select(s.Customer).where(
             s.Customer.legal_entity == invoice.legal_entity,
@@ -330,7 +333,11 @@ def _dispute(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question 
         return None
     cur = invoice.currency
     settlements = ctx.session.execute(
-        select(s.CustomerSettlement, s.CustomerTransaction.txn_type)
+        select(
+            s.CustomerSettlement,
+            s.CustomerTransaction.txn_type,
+            s.CustomerTransaction.exchange_rate,
+        )
         .join(
             s.CustomerTransaction,
             (s.CustomerTransaction.legal_entity == s.CustomerSettlement.legal_entity)
@@ -342,12 +349,13 @@ def _dispute(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question 
             s.CustomerSettlement.settled_date <= ctx.today,
         )
     ).all()
-    payments = [row for row, kind in settlements if kind == "payment"]
-    cash = sum((row.amount_cur - row.cash_discount_taken for row in payments), Decimal("0.00"))
-    discount = sum((row.cash_discount_taken for row, _ in settlements), Decimal("0.00"))
+    payments = [(row, rate) for row, kind, rate in settlements if kind == "payment"]
+    cash = sum((row.amount_cur - row.cash_discount_taken for row, _ in payments), Decimal("0.00"))
+    discount = sum((row.cash_discount_taken for row, _, _ in settlements), Decimal("0.00"))
     credits = sum(
-        (row.amount_cur for row, kind in settlements if kind == "credit_note"), Decimal("0.00")
+        (row.amount_cur for row, kind, _ in settlements if kind == "credit_note"), Decimal("0.00")
     )
+    difference = currency_difference(invoice.exchange_rate, payments)
     disputes = ctx.rows(
         select(s.CustomerDispute).where(
             s.CustomerDispute.legal_entity == invoice.legal_entity,
@@ -374,6 +382,17 @@ def _dispute(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question 
     if credits:
         facts.append(_amount("credit_notes_applied", credits, cur, "credit"))
         lines.append(f"credit notes applied: {money(credits, cur)}")
+    if accounting != cur and difference:
+        gain = difference > 0
+        facts.append(
+            _amount(
+                "currency_difference", abs(difference), accounting, "credit" if gain else "debit"
+            )
+        )
+        lines.append(
+            f"currency difference on the payments: {money(abs(difference), accounting)} "
+            f"(a realized exchange {'gain' if gain else 'loss'})"
+        )
     lines.append(f"still open: {money(invoice.open_amount_cur, cur)}")
     for dispute in disputes:
         facts.append(_fact("id", "open_dispute", dispute.dispute_id))
@@ -417,6 +436,22 @@ def _dispute(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question 
     )
     metadata = {"voucher": invoice.voucher, "account": customer.account}
     return _item(ctx, conversation, answer, "AR", invoice.legal_entity, metadata)
+
+
+def currency_difference(
+    invoice_rate: Decimal, payments: list[tuple[s.CustomerSettlement, Decimal]]
+) -> Decimal:
+    """The realized exchange difference on a foreign-currency invoice, in accounting currency:
+    each payment's settled amount (in the invoice's currency, cash discount included) times the
+    payment's rate less the invoice's, summed and rounded to the cent; positive is a gain."""
+    total = sum(
+        (
+            Decimal(row.amount_cur) * (Decimal(rate) - Decimal(invoice_rate))
+            for row, rate in payments
+        ),
+        Decimal("0"),
+    )
+    return total.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
 
 
 def _customer_secrets(customer: s.Customer) -> list[Disclosure]:

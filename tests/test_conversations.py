@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections import defaultdict
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -719,3 +720,53 @@ def test_the_last_promise_to_pay_is_keyed_and_the_scripted_agent_finds_it(
             assert "No promise to pay is on record" in said
         else:
             assert keyed[record.question_id]["last_promise_to_pay_activity"] in said
+
+
+def test_a_foreign_currency_dispute_keys_its_currency_difference(erp_db_url, tmp_path) -> None:
+    """A dispute over a foreign-currency invoice keys the realized exchange difference of its
+    payments in accounting currency (docs/conventions.md); the scripted agent computes it from
+    the payments' rates and agrees with the oracle; a home-currency invoice keys none."""
+    import sqlite3
+
+    from synthetic_erp._operations import currency_difference
+
+    dataset = generate_operations(erp_db_url, n=32, seed=11)
+    disputes = [item for item in dataset.items if item.conversation.kind == "dispute"]
+    keyed = {
+        item.id: next((f for f in item.expected if f.field == "currency_difference"), None)
+        for item in disputes
+    }
+    foreign = [qid for qid, fact in keyed.items() if fact is not None]
+    home = [qid for qid, fact in keyed.items() if fact is None]
+    assert foreign and home, keyed
+    # The key recomputed by hand from the ledger: settled amount x (payment rate - invoice rate).
+    item = next(i for i in disputes if i.id == foreign[0])
+    database = sqlite3.connect(erp_db_url.removeprefix("sqlite:///"))
+    invoice_rate, le = database.execute(
+        "select exchange_rate, legal_entity from customer_transaction where voucher = ?",
+        (item.metadata["voucher"],),
+    ).fetchone()
+    rows = database.execute(
+        "select s.amount_cur, p.exchange_rate from customer_settlement s join "
+        "customer_transaction p on p.legal_entity = s.legal_entity and p.voucher = "
+        "s.credit_voucher where s.legal_entity = ? and s.debit_voucher = ? and "
+        "p.txn_type = 'payment'",
+        (le, item.metadata["voucher"]),
+    ).fetchall()
+    by_hand = sum(amount * (rate - invoice_rate) for amount, rate in rows)
+    fact = keyed[foreign[0]]
+    assert abs(fact.value - abs(by_hand)) < 0.011
+    assert (
+        fact.side == ("credit" if by_hand > 0 else "debit")
+        and fact.currency != item.expected[0].currency
+    )
+    assert currency_difference(Decimal("1.5"), []) == 0
+
+    path = write_dataset(dataset, tmp_path / "ops.yaml")
+    records = _run(path, erp_db_url, tmp_path / "fx", "scripted", ids=[foreign[0], home[0]])
+    questions = {item.id: item for item in dataset.items}
+    for record in records:
+        metrics = conversation_metrics(questions[record.question_id], record)
+        assert metrics.accuracy == 1.0, metrics.reasons
+        said = "\n".join(t.content for t in record.conversation.turns if t.role == "agent")
+        assert ("currency difference" in said) == (record.question_id in foreign)

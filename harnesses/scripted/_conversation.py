@@ -20,7 +20,7 @@ import asyncio
 import datetime as dt
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from harnesses._erp_client import ErpClient
@@ -211,7 +211,9 @@ async def _answer(solve: _OneShot, erp: ErpClient, draft: TrajectoryDraft, reque
         aging = await solve(_aging_query(request))
         return f"{aging}\n\n{await _last_promise(erp, draft, request, solve.today)}"
     if request.kind == "dispute":
-        return await _dispute(erp, draft, request)
+        entities = {le["code"]: le for le in solve.info.get("legal_entities", [])}
+        accounting = entities.get(request.legal_entity or "", {}).get("accounting_currency")
+        return await _dispute(erp, draft, request, accounting)
     return await _vendor_payment(erp, draft, request)
 
 
@@ -279,7 +281,9 @@ async def _call(erp: ErpClient, draft: TrajectoryDraft, tool: str, **arguments: 
     return data if isinstance(data, dict) else {}
 
 
-async def _dispute(erp: ErpClient, draft: TrajectoryDraft, request: Request) -> str:
+async def _dispute(
+    erp: ErpClient, draft: TrajectoryDraft, request: Request, accounting: str | None = None
+) -> str:
     le = request.legal_entity
     if request.invoice is None:  # the guess: the customer's latest open invoice
         request.invoice = await _latest_open(erp, draft, "customer", request.party, le)
@@ -300,6 +304,7 @@ async def _dispute(erp: ErpClient, draft: TrajectoryDraft, request: Request) -> 
         legal_entity=le,
     )
     cash = discount = credits = Decimal("0")
+    payments: list[tuple[str, Decimal]] = []
     for row in settled.get("items") or []:
         if row.get("debit_voucher") != invoice["voucher"]:
             continue
@@ -308,8 +313,12 @@ async def _dispute(erp: ErpClient, draft: TrajectoryDraft, request: Request) -> 
         discount += taken
         if row.get("credit_txn_type") == "payment":
             cash += amount - taken
+            payments.append((row.get("credit_document_number") or "", amount))
         elif row.get("credit_txn_type") == "credit_note":
             credits += amount
+    difference = None
+    if accounting and accounting != cur and payments:
+        difference = await _currency_difference(erp, draft, le, invoice, payments)
     disputes = await _call(
         erp,
         draft,
@@ -329,6 +338,12 @@ async def _dispute(erp: ErpClient, draft: TrajectoryDraft, request: Request) -> 
         lines.append(f"- cash discount taken: {_money(discount, cur)}")
     if credits:
         lines.append(f"- credit notes applied: {_money(credits, cur)}")
+    if difference:
+        what = "gain" if difference > 0 else "loss"
+        lines.append(
+            f"- currency difference on the payments (realized exchange {what}): "
+            f"{_money(abs(difference), accounting)}"
+        )
     for row in disputes.get("items") or []:
         if row.get("voucher") == invoice["voucher"]:
             lines.append(
@@ -336,6 +351,28 @@ async def _dispute(erp: ErpClient, draft: TrajectoryDraft, request: Request) -> 
                 f"{_money(row.get('amount', 0), cur)} ({row.get('reason')})"
             )
     return "\n".join(lines)
+
+
+async def _currency_difference(
+    erp: ErpClient,
+    draft: TrajectoryDraft,
+    le: str | None,
+    invoice: dict,
+    payments: list[tuple[str, Decimal]],
+) -> Decimal | None:
+    """What the payments' exchange rates made of the invoice in accounting currency: each
+    settled amount times (the payment's rate less the invoice's), summed, to the cent."""
+    invoice_rate = Decimal(str(invoice["exchange_rate"]))
+    total = Decimal("0")
+    for document, amount in payments:
+        found = await _call(
+            erp, draft, "list_customer_transactions", document_number=document, legal_entity=le
+        )
+        rows = found.get("items") or []
+        if not rows:
+            return None  # a payment it cannot read: no figure rather than a wrong one
+        total += amount * (Decimal(str(rows[0]["exchange_rate"])) - invoice_rate)
+    return total.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
 
 
 async def _latest_open(
