@@ -10,7 +10,8 @@ is wrong by construction.
 Four kinds, dealt in turn:
 
 - ``underspecified``: a controller asks what a customer paid us (or we paid a vendor) without
-  saying the period (nor the legal entity when the name exists in two);
+  saying the period (nor the legal entity when the name exists in two), or (a quarter of them)
+  asks for a legal entity's open position without saying AR, AP or net;
 - ``dispute``: a customer's AP clerk says an invoice was paid in full; the residual and its
   components (cash received, discount taken, credit notes applied, the currency difference on a
   foreign-currency invoice, an open dispute) are keyed;
@@ -56,7 +57,9 @@ from synthetic_erp.scenarios._base import (
     OracleContext,
     _amount,
     _fact,
+    _sum,
     answer_question,
+    ledger_open_items,
     long_date,
     money,
     overdue_days,
@@ -211,7 +214,73 @@ def _total(answer: Answer) -> float | None:
     return next((f.value for f in answer.facts if f.field.startswith("total")), None)
 
 
+SIDES = {
+    "receivables": ("what our customers owe us: our receivables (AR)", "receivables_total"),
+    "payables": ("what we owe our vendors: our payables (AP)", "payables_total"),
+    "net position": ("our net position: receivables less payables", "net_position"),
+}
+"""The AR/AP/net slot: the value the user gives, what they say, and the keyed fact."""
+SIDE_WORDS = ["receivable", "payable", "net position", "ar or ap", "ar, ap", "which side"]
+ASKED_SIDES = ("payables", "net position")
+"""The sides a user asks for: the receivables are what an agent assumes for "open items" (the
+guess), so asking for them would let a guess be right."""
+
+
+def _open_position(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question | None:
+    """The under-specified request for a legal entity's open position: the user does not say
+    whether they mean AR, AP or the net of the two, and each is a different figure."""
+    le = rng.choice(view.legal_entities)
+    currency = ctx.currency(le)
+    receivables = _sum(item.open_amount_acct for item in ledger_open_items(ctx, "customer", le))
+    payables = _sum(item.open_amount_acct for item in ledger_open_items(ctx, "vendor", le))
+    net = receivables - payables
+    if len({receivables, payables, abs(net)}) < 3 or not (receivables and payables):
+        return None  # a side that gives the same figure as another would not need asking
+    side = rng.choice(ASKED_SIDES)
+    said, field_name = SIDES[side]
+    value = {"receivables": receivables, "payables": payables, "net position": net}[side]
+    ledger_side = {"receivables": "debit", "payables": "credit"}.get(side)
+    if ledger_side is None:  # the net: a receivable (debit) when positive
+        ledger_side = "debit" if net >= 0 else "credit"
+    fact = _amount(field_name, abs(value), currency, ledger_side)
+    text = (
+        f"Open {side} of {le} as of {long_date(ctx.today)} (accounting currency): "
+        f"{money(abs(value), currency)}"
+        + (f" ({'receivable' if net >= 0 else 'payable'})" if side == "net position" else "")
+        + "."
+    )
+    conversation = Conversation(
+        kind="underspecified",
+        persona="Dana, a controller at our company, checking the open position of a legal entity "
+        "for the treasury meeting.",
+        known_info=[
+            Slot(name="side", value=side, vocabulary=SIDE_WORDS, answer=f"I mean {said}."),
+        ],
+        unknown_info=[
+            UnknownInfo(
+                name="open_amount",
+                value=_amount_text(abs(value)),
+                vocabulary=["how much in total", "the total amount"],
+            )
+        ],
+        opening_message=rng.choice(
+            (
+                f"Where do we stand on open items in legal entity {le}?",
+                f"What is our open position in legal entity {le} right now?",
+            )
+        ),
+        required_clarifications=["side"],
+        max_turns=MAX_TURNS,
+    )
+    metadata = {"template": "open_position", "params": {"legal_entity": le, "side": side}}
+    answer = Answer(text=text, facts=[fact])
+    segment = "AP" if side == "payables" else "AR"
+    return _item(ctx, conversation, answer, segment, le, metadata)
+
+
 def _underspecified(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question | None:
+    if rng.random() < 0.25:  # a quarter ask for an open position without saying AR, AP or net
+        return _open_position(ctx, view, rng)
     kind = "customer" if rng.random() < 0.7 else "vendor"
     template = "payments_in_range" if kind == "customer" else "vendor_payments_range"
     le = view.pick_le(rng, kind)

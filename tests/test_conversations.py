@@ -770,3 +770,31 @@ def test_a_foreign_currency_dispute_keys_its_currency_difference(erp_db_url, tmp
         assert metrics.accuracy == 1.0, metrics.reasons
         said = "\n".join(t.content for t in record.conversation.turns if t.role == "agent")
         assert ("currency difference" in said) == (record.question_id in foreign)
+
+
+def test_an_open_position_asks_ar_ap_or_net_and_the_scripted_agent_answers_it(
+    erp_db_url, tmp_path
+) -> None:
+    """An under-specified request for a legal entity's open position keys the side the user
+    names (payables or the net of receivables and payables, from the oracle's open items): the
+    agent must ask which; the scripted agent, asking, reads both agings and agrees; the guess
+    (receivables) is wrong."""
+    dataset = generate_operations(erp_db_url, n=48, seed=3)
+    positions = [item for item in dataset.items if item.metadata.get("template") == "open_position"]
+    sides = {item.metadata["params"]["side"] for item in positions}
+    assert sides == {"payables", "net position"}, sides
+    for item in positions:
+        assert item.conversation.required_clarifications == ["side"]
+        (fact,) = item.expected
+        assert fact.field in ("payables_total", "net_position") and fact.currency
+    path = write_dataset(dataset, tmp_path / "ops.yaml")
+    ids = [next(i.id for i in positions if i.metadata["params"]["side"] == side) for side in sides]
+    questions = {item.id: item for item in dataset.items}
+    for harness, accuracy in (("scripted", 1.0), ("guess", 0.0)):
+        records = _run(path, erp_db_url, tmp_path / harness, harness, ids=ids)
+        assert {r.question_id for r in records} == set(ids)
+        for record in records:
+            metrics = conversation_metrics(questions[record.question_id], record)
+            assert metrics.accuracy == accuracy, (harness, metrics.reasons)
+            if harness == "guess":
+                assert metrics.facts_found == 0, metrics.reasons

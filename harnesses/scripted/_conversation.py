@@ -48,6 +48,8 @@ QUESTIONS = {
     "legal entity?",
     "vendor_payment": "Which invoice is it? Please give me your invoice number, and which legal "
     "entity (which company) you invoiced?",
+    "position": "Do you mean our receivables (what customers owe us), our payables (what we owe "
+    "vendors), or the net position of the two?",
 }
 """What the agent asks first, per kind: every slot it needs, in the words of those slots."""
 
@@ -61,7 +63,14 @@ _PATTERNS = (
     ("underspecified", "customer", re.compile(r"payments we received from (.+?), please\.$", re.I)),
     ("underspecified", "vendor", re.compile(r"have we paid (.+?)\?$|what we paid (.+?)\?$", re.I)),
     ("underspecified", "vendor", re.compile(r"payments we made to (.+?), please\.$", re.I)),
+    ("position", "entity", re.compile(r"open (?:items|position) in legal entity (\w+)", re.I)),
 )
+_SIDES = (
+    ("net position", "net position"),
+    ("payables", "payables"),
+    ("receivables", "receivables"),
+)
+"""How the user names the side of an open position (the net first: its words name both)."""
 
 PROMISE_PURPOSE = "Confirm promise to pay"
 """The collections activity purpose that records a customer's promise to pay."""
@@ -78,9 +87,13 @@ class Request:
     start: dt.date | None = None
     end: dt.date | None = None
     invoice: str | None = None
+    side: str | None = None
+    """An open position: receivables, payables or net position."""
     follow_ups: list[str] = field(default_factory=list)
 
     def missing(self) -> bool:
+        if self.kind == "position":
+            return self.side is None
         if self.kind == "underspecified":
             return self.start is None or self.legal_entity is None
         if self.kind == "collections":
@@ -94,6 +107,8 @@ def read_opening(text: str) -> Request | None:
         match = pattern.search(text.strip())
         if match:
             named = next((g for g in match.groups() if g), None) if match.groups() else None
+            if kind == "position":
+                return Request(kind, party_kind, legal_entity=(named or "").upper())
             return Request(kind, party_kind, party=named)
     return None
 
@@ -116,6 +131,9 @@ def read_answers(request: Request, messages: list[str], entities: list[str]) -> 
         customer = re.search(r'the customer is "(.+?)"', text, re.I)
         if customer:
             request.party = customer.group(1)
+        side = next((side for words, side in _SIDES if words in text.lower()), None)
+        if request.kind == "position" and side:
+            request.side = side
     return request
 
 
@@ -203,6 +221,8 @@ class _OneShot:
 
 
 async def _answer(solve: _OneShot, erp: ErpClient, draft: TrajectoryDraft, request: Request) -> str:
+    if request.kind == "position":
+        return await _open_position(erp, draft, request, solve.today)
     if request.kind == "underspecified":
         return await solve(_payments_query(request))
     if request.kind == "collections":
@@ -398,6 +418,35 @@ async def _latest_open(
     )
     items = rows.get("items") or []
     return items[0]["document_number"] if items else None
+
+
+async def _open_position(
+    erp: ErpClient, draft: TrajectoryDraft, request: Request, today: dt.date
+) -> str:
+    """A legal entity's open receivables, payables or net position (the guess: receivables), in
+    accounting currency, from the aging of each ledger."""
+    side = request.side or "receivables"
+    totals: dict[str, tuple[Decimal, str]] = {}
+    for party_type in ("customer", "vendor"):
+        aging = await _call(
+            erp,
+            draft,
+            "get_aging",
+            party_type=party_type,
+            legal_entity=request.legal_entity,
+            group_by="legal_entity",
+        )
+        total = (aging.get("totals_acct") or [{}])[0]
+        totals[party_type] = (Decimal(str(total.get("balance", 0))), total.get("currency", ""))
+    (receivables, currency), (payables, _) = totals["customer"], totals["vendor"]
+    value = {"receivables": receivables, "payables": payables}.get(side, receivables - payables)
+    what = ""
+    if side == "net position":
+        what = " (a net receivable)" if value >= 0 else " (a net payable)"
+    return (
+        f"Open {side} of {request.legal_entity} as of {_long(today)} (accounting currency): "
+        f"{_money(abs(value), currency)}{what}."
+    )
 
 
 async def _last_promise(
