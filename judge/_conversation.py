@@ -22,6 +22,8 @@ from ledgerbench.dataset import Question
 
 TOOL_OUTPUT_CHARS = 2_000
 """A tool output in a transcript for a model judge is cut to this many characters."""
+MIN_OUTPUT_CHARS = 200
+"""However many tool calls share the transcript's budget, each output keeps this much."""
 PASS_THRESHOLD = 0.99
 """A trial passes when its accuracy reaches this (every fact, no dealbreaker)."""
 
@@ -150,12 +152,20 @@ def scenario_text(question: Question) -> str:
     return "\n".join(lines)
 
 
-def transcript_text(trajectory: TrajectoryRecord, output_chars: int = TOOL_OUTPUT_CHARS) -> str:
+def transcript_text(
+    trajectory: TrajectoryRecord,
+    output_chars: int = TOOL_OUTPUT_CHARS,
+    max_chars: int | None = None,
+) -> str:
     """The whole conversation in order, as a model judge reads it: every user turn marked
     ``[user]`` (the simulated user), every agent turn ``[agent]`` followed by the tool calls it
-    made (arguments, and the output cut to ``output_chars``), and why the conversation ended."""
+    made (arguments, and the output cut to ``output_chars``, less when the outputs of all calls
+    would pass ``max_chars``), and why the conversation ended."""
     log = trajectory.conversation
     assert log is not None
+    if max_chars is not None and trajectory.tool_calls:
+        share = max_chars // len(trajectory.tool_calls)
+        output_chars = max(MIN_OUTPUT_CHARS, min(output_chars, share))
     calls = iter(enumerate(trajectory.tool_calls, start=1))
     blocks: list[str] = []
     for index, turn in enumerate(log.turns):

@@ -8,6 +8,7 @@ LM made for each call, so concurrent calls are counted once each.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -247,6 +248,17 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}"
 
 
+def load_program(program: Any, path: str) -> None:
+    """A tuned program's state (saved with ``module.save(path)``) into ``program``. Predictors the
+    file does not hold (a program tuned before conversations were judged) keep their own,
+    untuned state."""
+    if Path(path).suffix != ".json":
+        program.load(path)
+        return
+    state = json.loads(Path(path).read_text(encoding="utf-8"))
+    program.load_state({**program.dump_state(), **state})
+
+
 class RubricJudgeProgram:
     """Factory for the DSPy module (built lazily so importing this file does not import DSPy)."""
 
@@ -361,7 +373,7 @@ class DspyJudge:
             self._program = RubricJudgeProgram.build()
             if self.program_path:
                 # A tuned program (demos, rewritten instructions) saved with module.save(path).
-                self._program.load(self.program_path)
+                load_program(self._program, self.program_path)
 
     def preflight(self) -> None:
         """One call to the judge model before judging: JudgeUnreachable (one line naming the
@@ -477,7 +489,7 @@ class DspyJudge:
 
             return {
                 "scenario": scenario_text(item.question),
-                "transcript": transcript_text(item.trajectory),
+                "transcript": transcript_text(item.trajectory, max_chars=self.evidence_chars),
                 "ground_truth": ground_truth_text(item.question),
             }
         return {

@@ -209,3 +209,48 @@ def test_the_rules_judge_leaves_the_seven_model_dimensions_to_a_model() -> None:
     others = {d: s.status for d, s in outcome.dimensions.items() if d is not Dimension.accuracy}
     assert set(others) == set(Dimension) - {Dimension.accuracy}
     assert set(others.values()) == {DimensionStatus.needs_llm}
+
+
+def test_the_transcript_keeps_every_call_within_the_evidence_budget() -> None:
+    from judge._conversation import MIN_OUTPUT_CHARS, transcript_text
+
+    item = _dispute()
+    record = _conversation_record(item)
+    log = record.conversation
+    turns = [*log.turns[:3], log.turns[3].model_copy(update={"tool_calls": 40}), log.turns[4]]
+    calls = [ToolCall(name=f"tool_{i}", output=f"OUT{i}-" + "x" * 5_000) for i in range(40)]
+    record = record.model_copy(
+        update={"tool_calls": calls, "conversation": log.model_copy(update={"turns": turns})}
+    )
+    text = transcript_text(record, max_chars=20_000)
+    assert all(f"[tool call {i + 1}] tool_{i}" in text and f"OUT{i}-" in text for i in range(40))
+    assert "(cut: 5005 characters in all)" in text
+    assert len(text) < 20_000 + 40 * 200  # the outputs share the budget; headers come on top
+    small = transcript_text(record, max_chars=1_000)  # 25 characters a call: the floor holds
+    for i in range(40):
+        kept = f"OUT{i}-" + "x" * (MIN_OUTPUT_CHARS - len(f"OUT{i}-"))
+        assert f"output: {kept} ... (cut" in small
+
+
+def test_a_program_tuned_before_conversations_were_judged_still_loads(tmp_path) -> None:
+    import json
+
+    from judge._dspy_judge import RubricJudgeProgram
+
+    program = RubricJudgeProgram.build()
+    program.judge_clarity.demos = [
+        dspy.Example(question="DEMO-QUESTION", verdicts=[]).with_inputs("question")
+    ]
+    path = tmp_path / "tuned.json"
+    program.save(str(path))
+    state = json.loads(path.read_text())
+    old = {key: value for key, value in state.items() if not key.startswith("conversation")}
+    assert len(old) < len(state)
+    path.write_text(json.dumps(old))
+
+    item = _dispute()
+    lm = DummyLM([_verdicts(item, d) for d in item.tags])
+    judge = _judge(lm, program_path=str(path))
+    assert judge._program.judge_clarity.demos  # the tuned predictor kept its demos
+    record = score_trajectory(judge, item, _conversation_record(item))
+    assert record.status is ScoreStatus.scored and record.overall == 1.0
