@@ -642,6 +642,16 @@ def test_conversations_the_reviewer_excludes_are_rerun_and_recorded(
     scores, _ = read_scores(run_judge(config).scores_path)
     assert not any(s.extra.get("simulator_error") for s in scores)
 
+    # The report counts the re-run: no conversation left out, one run again, rate 1 of 3 played.
+    from analysis._conversations import ALL_KINDS, conversation_cells, conversation_section
+
+    cells = conversation_cells([("reviewed", out)], "reviewed", "rules")
+    (whole,) = [c for c in cells if c.kind == ALL_KINDS]
+    assert (whole.conversations, whole.simulator_errors, whole.simulator_reruns) == (2, 0, 1)
+    assert whole.simulator_error_rate == pytest.approx(1 / 3)
+    table = conversation_section(cells, "reviewed")[-1]
+    assert any("0 (33.3%), 1 re-run" in cell for row in table.rows for cell in row)
+
 
 def test_a_failing_reviewer_leaves_it_unscored_and_an_unreachable_one_is_refused(
     operations, erp_db_url, tmp_path, monkeypatch
