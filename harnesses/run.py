@@ -29,10 +29,14 @@ examples:
   python -m harnesses.run --erp-db postgresql://bench@localhost/erp --concurrency 10
   python -m harnesses.run --harness claude --executor ray --ray-address head:6379 --concurrency 40
       one Ray task per question on a cluster; the SQLite ERP is shipped to the workers
+  python -m harnesses.run --dataset datasets/operations --user chat:gpt-5.2 \
+      --reviewer anthropic:claude-haiku-4-5 --out runs/ops
+      conversations with an LLM user, its turns reviewed by another model beside the rules
 
 Run the same command again to resume an interrupted run (only the missing questions run); add
---retry-errors to re-run infrastructure failures too. Exit codes: 0 done, 2 bad input, 3 stopped
-after repeated infrastructure failures or a server that could not start, 130 interrupted.
+--retry-errors to re-run infrastructure failures too, --retry-simulator-errors to re-run the
+conversations the reviewer of the simulated user excluded. Exit codes: 0 done, 2 bad input, 3
+stopped after repeated infrastructure failures or a server that could not start, 130 interrupted.
 """
 
 
