@@ -662,8 +662,9 @@ def _collections(ctx: OracleContext, view: ErpView, rng: random.Random) -> Quest
         opening_message=rng.choice(
             (
                 "I'm calling a customer about their overdue account this afternoon. Can you "
-                "pull together where they stand?",
-                "I have a collections call in an hour. What is overdue on the account?",
+                "pull together where they stand, and when they last promised to pay?",
+                "I have a collections call in an hour. What is overdue on the account, and did "
+                "they make a promise to pay?",
             )
         ),
         required_clarifications=required,
