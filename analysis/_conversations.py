@@ -60,7 +60,10 @@ class ConversationCell(BaseModel):
     simulator_errors: int = 0
     """Conversations left out because the simulated user broke its scenario."""
     simulator_error_rate: float | None = None
-    """Simulator errors over every conversation recorded (scored + simulator errors)."""
+    """Simulator errors over every conversation played: those left out, and those run again
+    (``--retry-simulator-errors``), over the conversations recorded plus the attempts run again."""
+    simulator_reruns: int = 0
+    """Conversations run again because the reviewer excluded an earlier attempt."""
     pass_k: dict[str, float] = {}
     """pass^k by k (1 up to the trials run)."""
     vs_reference: float | None = None
@@ -109,6 +112,10 @@ def _rows(run_dir: Path, judge: str | None) -> list[dict]:
                 "trial": key[1],
                 "kind": record["conversation"]["kind"],
                 "simulator_error": bool(extra.get("simulator_error")),
+                "reruns": sum(
+                    bool(attempt.get("simulator_error"))
+                    for attempt in record.get("previous_attempts") or []
+                ),
                 "metrics": extra.get("conversation"),
             }
         )
@@ -193,13 +200,15 @@ def conversation_cells(
 
 def _cell(name, kind, rows, reference_rows, rule: Rule, pair) -> ConversationCell:
     errors = sum(r["simulator_error"] for r in rows)
+    reruns = sum(r["reruns"] for r in rows)
     scored = [r for r in rows if not r["simulator_error"] and r["metrics"]]
     cell = ConversationCell(
         provider=name,
         kind=kind,
         conversations=len(scored),
         simulator_errors=errors,
-        simulator_error_rate=errors / len(rows) if rows else None,
+        simulator_error_rate=(errors + reruns) / (len(rows) + reruns) if rows else None,
+        simulator_reruns=reruns,
     )
     if not scored:
         return cell
@@ -283,7 +292,8 @@ def conversation_section(cells: list[ConversationCell], reference: str) -> list:
                 fmt(c.clarification_rate),
                 str(c.violations),
                 fmt(c.mean_turns, 1),
-                f"{c.simulator_errors} ({rate})",
+                f"{c.simulator_errors} ({rate})"
+                + (f", {c.simulator_reruns} re-run" if c.simulator_reruns else ""),
                 passes,
                 fmt_signed_ci(c.vs_reference, c.vs_low, c.vs_high)
                 if c.vs_reference is not None
@@ -299,10 +309,12 @@ def conversation_section(cells: list[ConversationCell], reference: str) -> list:
         "share of "
         "conversations in which every required clarification was asked before the first answer. "
         "Simulator errors: conversations whose simulated user broke its scenario (the reviewer's "
-        "critical tags), counted here and left out of every other figure. The difference to the "
-        "reference is paired by question, with the same clustered interval and a t test; "
-        "inside its minimum detectable effect (80% power) it is 'not distinguishable at this "
-        "size' (n.d.) and gets no p."
+        "critical tags, or a reviewer model that could not review them), counted here and left "
+        "out of every other figure; the rate counts conversations run again for their user "
+        "(--retry-simulator-errors, shown as re-run) too. The difference to the reference is "
+        "paired by question, with the same clustered interval and a t test; inside its minimum "
+        "detectable effect (80% power) it is 'not distinguishable at this size' (n.d.) and gets "
+        "no p."
     )
     return [
         Heading("Conversations (operations)"),

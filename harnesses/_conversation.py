@@ -387,7 +387,21 @@ async def run_conversation(
     agent_text = "\n\n".join(t.content for t in log.turns if t.role == "agent" and t.content)
     final = _Attempt(outcome.reason, agent_text, outcome.error, outcome.detail)
     record = runner._record(question, trial, budget, started_at, draft, final)
+    if is_model_user(config.reviewer):  # after the record's clock stopped: not the agent's time
+        await _model_review(config, scenario, log)
     return record.model_copy(update={"conversation": log, "input": user.opening()})
+
+
+async def _model_review(config, scenario: Conversation, log: ConversationLog) -> None:
+    """The reviewer model's tags beside the rules' (``--reviewer``), or ``review_error``."""
+    from harnesses._user_review import ModelReviewer, ReviewError
+
+    reviewer = ModelReviewer(config.reviewer, config.reviewer_base_url)
+    log.reviewer = f"{REVIEWER_VERSION}+{reviewer.version}"
+    try:
+        log.review += await reviewer.review(scenario, log.turns)
+    except ReviewError as error:
+        log.review_error = str(error)[:500]
 
 
 async def _user_reply(user, message: str) -> UserReply:
@@ -482,6 +496,12 @@ def conversation_problem(config, harness, pairs) -> str | None:
             "with conversational = True: scripted, guess, nothing, custom, openai, claude); "
             "leave them out with --task-type obligations or pick another harness"
         )
+    if config.reviewer != "rules" and not is_model_user(config.reviewer):
+        return (
+            f"--reviewer {config.reviewer}: use rules (the offline reviewer), chat:MODEL (Chat "
+            "Completions) or anthropic:MODEL (Messages), with --reviewer-base-url for another "
+            "endpoint"
+        )
     if (
         config.user == "scripted"
         or config.user.startswith("scripted:")
@@ -495,11 +515,19 @@ def conversation_problem(config, harness, pairs) -> str | None:
 
 
 async def user_model_problem(config, pairs) -> str | None:
-    """One line when the run's user model cannot be reached (pre-flight, before any write)."""
-    if not is_model_user(config.user):
-        return None
+    """One line when the run's user model or reviewer model cannot be reached (pre-flight,
+    before any write)."""
     if not any(question.conversation is not None for question, _ in pairs):
         return None
     from harnesses._llm_user import preflight
 
-    return await preflight(config.user, config.user_base_url)
+    user_problem = (
+        await preflight(config.user, config.user_base_url) if is_model_user(config.user) else None
+    )
+    if user_problem is not None:
+        return user_problem
+    if is_model_user(config.reviewer):
+        return await preflight(
+            config.reviewer, config.reviewer_base_url, "--reviewer", "reviewer model"
+        )
+    return None

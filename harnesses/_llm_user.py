@@ -117,18 +117,20 @@ async def complete(
         raise UserModelError(f"{type(error).__name__}: {message}") from None
 
 
-async def preflight(spec: str, base_url: str | None) -> str | None:
-    """One line when the user model cannot be reached (checked before the run writes
-    anything), else None."""
+async def preflight(
+    spec: str, base_url: str | None, flag: str = "--user", role: str = "user model"
+) -> str | None:
+    """One line when the user model (or, with ``flag``/``role``, the reviewer model) cannot be
+    reached (checked before the run writes anything), else None."""
     api, _, model = spec.partition(":")
     variable = "ANTHROPIC_API_KEY" if api == "anthropic" else "OPENAI_API_KEY"
     if not os.environ.get(variable):
-        return f"--user {spec}: set {variable} for the user model"
+        return f"{flag} {spec}: set {variable} for the {role}"
     try:
         await complete(
             api, model, base_url, "Reply with OK.", [{"role": "user", "content": "Hi"}], 5
         )
     except UserModelError as error:
         where = base_url or "the provider's default endpoint"
-        return f"--user {spec}: the user model at {where} cannot be used ({error})"
+        return f"{flag} {spec}: the {role} at {where} cannot be used ({error})"
     return None

@@ -68,6 +68,12 @@ class RunConfig(StrictModel):
     Completions) or ``anthropic:MODEL`` (Messages), see ``harnesses._llm_user``."""
     user_base_url: str | None = None
     """The user model's API base URL (None: the provider's default)."""
+    reviewer: str = "rules"
+    """Who reviews the simulated user's turns: ``rules`` (``harnesses._conversation.review_user``
+    only) or, beside the rules, a model: ``chat:MODEL`` or ``anthropic:MODEL``
+    (``harnesses._user_review``)."""
+    reviewer_base_url: str | None = None
+    """The reviewer model's API base URL (None: the provider's default)."""
     harness: str = "scripted"
     """Registry name (scripted, openai, custom, claude) or plug-in ``package.module:ClassName``."""
     model: str | None = None
@@ -117,6 +123,10 @@ class RunConfig(StrictModel):
     retry_errors: bool = False
     """On resume, run again the records that ended in an infrastructure failure (the earlier
     attempts are kept in the new record's ``previous_attempts``)."""
+    retry_simulator_errors: bool = False
+    """On resume, run again the conversations the reviewer excluded (a critical simulator error,
+    or a reviewer model that could not review them); the earlier attempts are kept in the new
+    record's ``previous_attempts`` and the re-runs are listed in the manifest."""
     max_consecutive_infra_failures: int = Field(default=5, ge=0)
     """Stop the run after this many infrastructure failures in a row (0: never stop)."""
     cancel_grace_s: float = Field(default=0.5, ge=0)

@@ -89,6 +89,16 @@ def fingerprint_parts(config: RunConfig, dataset_hash: str, instructions: str) -
             if config.user != "scripted"
             else {}
         ),
+        **(
+            {
+                "reviewer": {
+                    "spec": config.reviewer,
+                    "base_url": redact_url(config.reviewer_base_url),
+                }
+            }
+            if config.reviewer != "rules"
+            else {}
+        ),
     }
 
 
@@ -120,10 +130,11 @@ def describe_changes(old: dict[str, Any], new: dict[str, Any]) -> str:
         "instructions": "system instructions",
         "erp": "ERP snapshot",
         "user": "simulated user (--user)",
+        "reviewer": "reviewer of the simulated user (--reviewer)",
     }
     changes = []
     for key in labels:
-        optional = key in ("limits", "user")  # absent when none is set / the default
+        optional = key in ("limits", "user", "reviewer")  # absent when none is set / the default
         if key not in new and not optional:
             continue
         empty = {} if optional else None
@@ -424,13 +435,16 @@ class PreparedRun(RunPlan):
     created: bool = False
     """This start created the run directory (it is removed again if nothing gets recorded)."""
 
-    def pending(self, retry_errors: bool) -> list[tuple[Question, int]]:
-        """Pairs still to run: the missing ones, and with ``retry_errors`` the infrastructure
-        failures."""
+    def pending(
+        self, retry_errors: bool, retry_simulator_errors: bool = False
+    ) -> list[tuple[Question, int]]:
+        """Pairs still to run: the missing ones, with ``retry_errors`` the infrastructure
+        failures, and with ``retry_simulator_errors`` the conversations the reviewer excluded."""
         kept = {
             (r.question_id, r.trial)
             for r in self.existing
             if not (retry_errors and r.infrastructure_failure)
+            and not (retry_simulator_errors and excluded_by_review(r))
         }
         return [(q, t) for q, t in self.pairs if (q.id, t) not in kept]
 
@@ -438,6 +452,11 @@ class PreparedRun(RunPlan):
         return next(
             (r for r in self.existing if (r.question_id, r.trial) == (question_id, trial)), None
         )
+
+
+def excluded_by_review(record: TrajectoryRecord) -> bool:
+    """A conversation the reviewer of its simulated user left out of every score."""
+    return record.conversation is not None and record.conversation.excluded_by_review
 
 
 def check_erp_flags(config: RunConfig) -> None:
@@ -605,6 +624,7 @@ def build_manifest(
         git_revision=git_revision(project_root()),
         started_at=previous.started_at if previous else dt.datetime.now(dt.UTC),
         resume_count=(previous.resume_count + 1) if previous else 0,
+        simulator_reruns=list(previous.simulator_reruns) if previous else [],
     )
 
 

@@ -382,13 +382,14 @@ async def _run_with_harness(
             runner = QuestionRunner(harness, env, config, stall_timeout=stall)
             writer = TrajectoryWriter(prepared.run_dir / TRAJECTORIES_FILE, secrets)
             try:
-                pending = prepared.pending(config.retry_errors)
+                pending = prepared.pending(config.retry_errors, config.retry_simulator_errors)
                 if config.research == "golden" and world is not None:
                     pending = await golden_pairs(pending, world.endpoint)
                 await _execute(config, pending, prepared, runner, executor, writer, outcome)
             finally:
                 writer.close()
                 manifest.finished_at = dt.datetime.now(dt.UTC)
+                manifest.simulator_reruns += simulator_reruns(outcome.ran)
                 manifest.interrupted = outcome.interrupted or outcome.stopped is not None
                 if manifest.model is None:  # e.g. claude without --model: what it reported
                     manifest.model = next((r.model for r in outcome.ran if r.model), None)
@@ -551,8 +552,29 @@ def _with_earlier_attempts(record: TrajectoryRecord, prepared: PreparedRun) -> T
         started_at=earlier.started_at,
         finished_at=earlier.finished_at,
         tool_call_count=len(earlier.tool_calls),
+        simulator_error=_simulator_error(earlier),
     )
     return record.model_copy(update={"previous_attempts": [*earlier.previous_attempts, attempt]})
+
+
+def _simulator_error(record: TrajectoryRecord) -> str | None:
+    """Why the reviewer excluded an earlier conversation (its tags, or the reviewer's failure)."""
+    log = record.conversation
+    if log is None or not log.excluded_by_review or record.infrastructure_failure:
+        return None
+    if log.review_error is not None:
+        return log.review_error
+    tags = [t for t in log.review if t.severity != "minor"]
+    return "; ".join(f"{t.rule} (turn {t.turn}, {t.by})" for t in tags)[:500]
+
+
+def simulator_reruns(ran: list[TrajectoryRecord]) -> list[str]:
+    """``QUESTION#TRIAL`` of the records of this start that replaced an excluded conversation."""
+    return [
+        f"{r.question_id}#{r.trial}"
+        for r in ran
+        if r.previous_attempts and r.previous_attempts[-1].simulator_error
+    ]
 
 
 @contextlib.contextmanager

@@ -29,10 +29,14 @@ examples:
   python -m harnesses.run --erp-db postgresql://bench@localhost/erp --concurrency 10
   python -m harnesses.run --harness claude --executor ray --ray-address head:6379 --concurrency 40
       one Ray task per question on a cluster; the SQLite ERP is shipped to the workers
+  python -m harnesses.run --dataset datasets/operations --user chat:gpt-5.2 \
+      --reviewer anthropic:claude-haiku-4-5 --out runs/ops
+      conversations with an LLM user, its turns reviewed by another model beside the rules
 
 Run the same command again to resume an interrupted run (only the missing questions run); add
---retry-errors to re-run infrastructure failures too. Exit codes: 0 done, 2 bad input, 3 stopped
-after repeated infrastructure failures or a server that could not start, 130 interrupted.
+--retry-errors to re-run infrastructure failures too, --retry-simulator-errors to re-run the
+conversations the reviewer of the simulated user excluded. Exit codes: 0 done, 2 bad input, 3
+stopped after repeated infrastructure failures or a server that could not start, 130 interrupted.
 """
 
 
@@ -164,6 +168,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--user-base-url",
         help="API base URL of the user model; e.g. http://127.0.0.1:9000/v1",
     )
+    agent.add_argument(
+        "--reviewer",
+        default="rules",
+        help="who reviews the simulated user's turns: rules (default, offline) or, beside the "
+        "rules, a model: chat:MODEL or anthropic:MODEL; e.g. --reviewer anthropic:claude-haiku-4-5",
+    )
+    agent.add_argument(
+        "--reviewer-base-url",
+        help="API base URL of the reviewer model; e.g. http://127.0.0.1:9001/v1",
+    )
     agent.add_argument("--model", help="model name passed to the harness; e.g. gpt-5.2")
     agent.add_argument(
         "--reasoning-effort",
@@ -275,6 +289,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(provider or ERP unavailable, harness error); earlier attempts are kept in the record",
     )
     out.add_argument(
+        "--retry-simulator-errors",
+        action="store_true",
+        help="on resume, run again the conversations the reviewer of the simulated user excluded "
+        "(a critical simulator error, or a reviewer model that failed); earlier attempts are "
+        "kept in the record and the re-runs listed in the manifest",
+    )
+    out.add_argument(
         "--max-consecutive-infra-failures",
         type=int,
         default=5,
@@ -354,6 +375,8 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             harness=args.harness,
             user=args.user,
             user_base_url=args.user_base_url,
+            reviewer=args.reviewer,
+            reviewer_base_url=args.reviewer_base_url,
             model=args.model,
             reasoning_effort=args.reasoning_effort,
             base_url=args.base_url,
@@ -373,6 +396,7 @@ def config_from_args(args: argparse.Namespace, argv: Sequence[str]) -> object:
             out=args.out,
             force_new=args.force_new,
             retry_errors=args.retry_errors,
+            retry_simulator_errors=args.retry_simulator_errors,
             max_consecutive_infra_failures=args.max_consecutive_infra_failures,
             progress=not args.no_progress and sys.stderr.isatty(),
             command=["python", "-m", "harnesses.run", *argv],

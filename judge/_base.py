@@ -27,6 +27,9 @@ class JudgeUnreachable(JudgeAbort):
 UNREACHABLE = "judge_unreachable"
 """``ScoreRecord.extra`` key: the transport error with which the judge model could not be reached
 for this record (an infrastructure failure of the judge, counted by the circuit breaker)."""
+GRADING_FAILED = "grading_failed"
+"""``extra`` key of a conversation a model judge could not grade: the dimensions that failed. The
+record is ``unscored`` and a plain resume judges it again."""
 
 NEEDS_LLM = "needs an LLM judge"
 

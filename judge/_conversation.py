@@ -10,6 +10,7 @@ judge runner records them as ``infra_error`` with ``simulator_error``) and are c
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
@@ -19,6 +20,10 @@ from harnesses._conversation import asks_for, mentions, question_sentences, subs
 from ledgerbench_core.dataset import Question
 from ledgerbench_core.trajectory import TrajectoryRecord
 
+TOOL_OUTPUT_CHARS = 2_000
+"""A tool output in a transcript for a model judge is cut to this many characters."""
+MIN_OUTPUT_CHARS = 200
+"""However many tool calls share the transcript's budget, each output keeps this much."""
 PASS_THRESHOLD = 0.99
 """A trial passes when its accuracy reaches this (every fact, no dealbreaker)."""
 
@@ -120,3 +125,72 @@ def pass_hat_k(passes: Iterable[tuple[str, bool]], k: int) -> float | None:
         if len(trials) >= k
     ]
     return sum(values) / len(values) if values else None
+
+
+def scenario_text(question: Question) -> str:
+    """An operations item's scenario as a model judge reads it: who the user is, what they say
+    when asked, what they do not know, what the agent must ask before answering, the follow-ups
+    and what the agent must not disclose."""
+    scenario = question.conversation
+    assert scenario is not None
+    lines = [f"Kind: {scenario.kind}", f"User: {scenario.persona}"]
+    if question.as_of is not None:
+        lines.append(f"As of: {question.as_of.isoformat()}")
+    lines.append("What the user says when asked:")
+    lines += [f"- {slot.name}: {slot.answer}" for slot in scenario.known_info]
+    if scenario.unknown_info:
+        unknown = ", ".join(info.name.replace("_", " ") for info in scenario.unknown_info)
+        lines.append(f"What the user does not know (the agent must find it): {unknown}")
+    required = ", ".join(scenario.required_clarifications) or "(nothing)"
+    lines.append(f"The agent must ask for these before it answers: {required}")
+    if scenario.follow_ups:
+        lines.append("The user's follow-up questions:")
+        lines += [f"- {follow_up.message}" for follow_up in scenario.follow_ups]
+    if scenario.must_not_disclose:
+        lines.append("The agent must not tell this user:")
+        lines += [f"- {secret.what} ({secret.value})" for secret in scenario.must_not_disclose]
+    return "\n".join(lines)
+
+
+def transcript_text(
+    trajectory: TrajectoryRecord,
+    output_chars: int = TOOL_OUTPUT_CHARS,
+    max_chars: int | None = None,
+) -> str:
+    """The whole conversation in order, as a model judge reads it: every user turn marked
+    ``[user]`` (the simulated user), every agent turn ``[agent]`` followed by the tool calls it
+    made (arguments, and the output cut to ``output_chars``, less when the outputs of all calls
+    would pass ``max_chars``), and why the conversation ended."""
+    log = trajectory.conversation
+    assert log is not None
+    if max_chars is not None and trajectory.tool_calls:
+        share = max_chars // len(trajectory.tool_calls)
+        output_chars = max(MIN_OUTPUT_CHARS, min(output_chars, share))
+    calls = iter(enumerate(trajectory.tool_calls, start=1))
+    blocks: list[str] = []
+    for index, turn in enumerate(log.turns):
+        if turn.role == "user":
+            ended = f" (ended the conversation: {turn.signal})" if turn.signal else ""
+            blocks.append(f"[user, turn {index}]{ended} {turn.content or '(empty message)'}")
+            continue
+        blocks.append(f"[agent, turn {index}] {turn.content or '(no message)'}")
+        for _ in range(turn.tool_calls):
+            number, call = next(calls, (0, None))
+            if call is None:
+                break
+            blocks.append(_tool_call_text(number, call, output_chars))
+    termination = trajectory.termination
+    detail = f": {termination.detail}" if termination.detail else ""
+    blocks.append(f"[end] {termination.reason.value}{detail}")
+    return "\n\n".join(blocks)
+
+
+def _tool_call_text(number: int, call, output_chars: int) -> str:
+    arguments = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
+    head = f"  [tool call {number}] {call.name}({arguments})" + (
+        " -> ERROR" if call.is_error else ""
+    )
+    output = call.output
+    if len(output) > output_chars:
+        output = output[:output_chars] + f" ... (cut: {len(call.output)} characters in all)"
+    return f"{head}\n  output: {output}"

@@ -8,6 +8,7 @@ LM made for each call, so concurrent calls are counted once each.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -18,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from judge._base import (
     ALLOWED_SCORES,
+    GRADING_FAILED,
     UNREACHABLE,
     JudgeAbort,
     JudgeItem,
@@ -39,6 +41,11 @@ PREFLIGHT_PROMPT = "LedgerBench pre-flight check: reply with the single word OK.
 PREFLIGHT_TIMEOUT_S = 15.0
 """How long the pre-flight call waits for the judge model (a server that accepts and never
 answers is a dead endpoint too)."""
+
+
+def is_conversation(item: JudgeItem) -> bool:
+    """Whether the item is a whole conversation (an operations item with its transcript)."""
+    return item.question.conversation is not None and item.trajectory.conversation is not None
 
 
 class JudgeReplyError(ValueError):
@@ -241,6 +248,17 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}"
 
 
+def load_program(program: Any, path: str) -> None:
+    """A tuned program's state (saved with ``module.save(path)``) into ``program``. Predictors the
+    file does not hold (a program tuned before conversations were judged) keep their own,
+    untuned state."""
+    if Path(path).suffix != ".json":
+        program.load(path)
+        return
+    state = json.loads(Path(path).read_text(encoding="utf-8"))
+    program.load_state({**program.dump_state(), **state})
+
+
 class RubricJudgeProgram:
     """Factory for the DSPy module (built lazily so importing this file does not import DSPy)."""
 
@@ -248,21 +266,33 @@ class RubricJudgeProgram:
     def build():
         import dspy
 
-        from judge._signatures import DIMENSION_SIGNATURES, all_dimensions_signature
+        from judge._signatures import (
+            DIMENSION_SIGNATURES,
+            all_dimensions_signature,
+            conversation_all_signature,
+            conversation_signatures,
+        )
 
         class RubricJudge(dspy.Module):
-            """One predictor per dimension plus one for all dimensions at once."""
+            """One predictor per dimension plus one for all dimensions at once, for single
+            answers and (``conversation_*``) for whole conversations."""
 
             def __init__(self) -> None:
                 super().__init__()
                 for dimension, signature in DIMENSION_SIGNATURES.items():
                     setattr(self, f"judge_{dimension.value}", dspy.Predict(signature))
                 self.judge_all = dspy.Predict(all_dimensions_signature())
+                for dimension, signature in conversation_signatures().items():
+                    setattr(self, f"conversation_{dimension.value}", dspy.Predict(signature))
+                self.conversation_all = dspy.Predict(conversation_all_signature())
 
-            def forward(self, dimension: Dimension | None = None, **inputs: Any):
+            def forward(
+                self, dimension: Dimension | None = None, conversation: bool = False, **inputs: Any
+            ):
+                prefix = "conversation" if conversation else "judge"
                 if dimension is None:
-                    return self.judge_all(**inputs)
-                return getattr(self, f"judge_{dimension.value}")(**inputs)
+                    return getattr(self, f"{prefix}_all")(**inputs)
+                return getattr(self, f"{prefix}_{dimension.value}")(**inputs)
 
         return RubricJudge()
 
@@ -343,7 +373,7 @@ class DspyJudge:
             self._program = RubricJudgeProgram.build()
             if self.program_path:
                 # A tuned program (demos, rewritten instructions) saved with module.save(path).
-                self._program.load(self.program_path)
+                load_program(self._program, self.program_path)
 
     def preflight(self) -> None:
         """One call to the judge model before judging: JudgeUnreachable (one line naming the
@@ -410,11 +440,18 @@ class DspyJudge:
             from judge._signatures import (
                 DIMENSION_SIGNATURES,
                 all_dimensions_signature,
+                conversation_all_signature,
+                conversation_signatures,
                 signature_text,
             )
 
             texts = {d.value: signature_text(s) for d, s in DIMENSION_SIGNATURES.items()}
             texts["all"] = signature_text(all_dimensions_signature())
+            texts |= {
+                f"conversation.{d.value}": signature_text(s)
+                for d, s in conversation_signatures().items()
+            }
+            texts["conversation.all"] = signature_text(conversation_all_signature())
             texts["program"] = self._program_sha256 or ""
             self._instructions_hash = stable_hash(texts)
         return self._instructions_hash
@@ -428,11 +465,12 @@ class DspyJudge:
         here, not inside the LM client, so that every attempt is counted as a call."""
         import dspy
 
+        conversation = "transcript" in inputs  # a whole conversation, not one answer
         for attempt in range(1 + self.transport_retries):
             lm = self._lm.copy()
             try:
                 with dspy.context(lm=lm, adapter=self._adapter):
-                    return self._program(dimension=dimension, **inputs)
+                    return self._program(dimension=dimension, conversation=conversation, **inputs)
             except Exception as exc:
                 if len(lm.history) or not _is_transport_error(exc):
                     raise
@@ -446,6 +484,14 @@ class DspyJudge:
         raise AssertionError("unreachable")
 
     def _common_inputs(self, item: JudgeItem) -> dict[str, Any]:
+        if is_conversation(item):
+            from judge._conversation import scenario_text, transcript_text
+
+            return {
+                "scenario": scenario_text(item.question),
+                "transcript": transcript_text(item.trajectory, max_chars=self.evidence_chars),
+                "ground_truth": ground_truth_text(item.question),
+            }
         return {
             "question": item.question.query,
             "task_type": item.question.task_type.value,
@@ -459,6 +505,8 @@ class DspyJudge:
         inputs["assertions"] = [
             _to_judge(item.question, a, AssertionToJudge) for a in item.question.tags[dimension]
         ]
+        if is_conversation(item):  # the transcript holds the tool outputs, the facts are given
+            return inputs
         if dimension is Dimension.accuracy:
             inputs["ground_truth"] = ground_truth_text(item.question)
         if dimension is Dimension.groundedness:
@@ -525,8 +573,9 @@ class DspyJudge:
 
         dimensions = [d for d, a in item.question.tags.items() if a]
         inputs = self._common_inputs(item)
-        inputs["ground_truth"] = ground_truth_text(item.question)
-        inputs["evidence"] = build_evidence(item.trajectory, self.evidence_chars).text
+        if not is_conversation(item):
+            inputs["ground_truth"] = ground_truth_text(item.question)
+            inputs["evidence"] = build_evidence(item.trajectory, self.evidence_chars).text
         inputs["assertions"] = {
             d.value: [_to_judge(item.question, a, AssertionToJudge) for a in item.question.tags[d]]
             for d in dimensions
@@ -635,6 +684,18 @@ class DspyJudge:
         extra: dict[str, Any] = {}
         if by_dimension:
             extra["calls_by_dimension"] = by_dimension
+        failed = [
+            d for d, score in dimensions.items() if score.status is DimensionStatus.judge_error
+        ]
+        unscored = None
+        if failed and is_conversation(item):
+            # A conversation is graded whole or not at all: an Overall over the dimensions that
+            # happened to parse would not be the conversation's.
+            first = dimensions[failed[0]].error or "no usable reply"
+            names = ", ".join(d.value for d in failed)
+            unscored = f"the judge could not grade the conversation ({names}: {first})"[:500]
+            extra[GRADING_FAILED] = [d.value for d in failed]
+            dimensions = {}
         if total.cost_unknown_calls:
             extra["cost_unknown_calls"] = total.cost_unknown_calls
         if total.transport_retries:
@@ -648,6 +709,7 @@ class DspyJudge:
             calls=total.calls,
             cache_hits=cache_hits,
             extra=extra,
+            unscored=unscored,
         )
 
     def _cost(self, total: CallResult) -> float | None:

@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from judge._base import (
+    GRADING_FAILED,
     UNREACHABLE,
     Judge,
     JudgeAbort,
@@ -157,7 +158,8 @@ def read_trajectories(run_dir: Path) -> tuple[list[TrajectoryRecord], list[str]]
 
 
 def score_matches(score: ScoreRecord, trajectory: TrajectoryRecord) -> bool:
-    """Whether ``score`` was made for this trajectory's answer, status and termination.
+    """Whether ``score`` was made for this trajectory's answer, status and termination (and,
+    for a conversation, whether the review of its user excluded it).
 
     Scores written before the termination reason was stored are checked on hash and status."""
     if score.answer_sha256 != sha256_text(trajectory.answer):
@@ -166,7 +168,11 @@ def score_matches(score: ScoreRecord, trajectory: TrajectoryRecord) -> bool:
     if status is not None and status != trajectory.status.value:
         return False
     reason = score.extra.get("termination_reason")
-    return reason is None or reason == trajectory.termination.reason.value
+    if reason is not None and reason != trajectory.termination.reason.value:
+        return False
+    # A conversation re-run for its simulated user may say the same, but is judged again.
+    excluded = trajectory.conversation is not None and trajectory.conversation.excluded_by_review
+    return bool(score.extra.get("simulator_error")) == excluded
 
 
 def load_run_dataset(config: JudgeRunConfig, manifest: RunManifest) -> tuple[Dataset, list[str]]:
@@ -239,6 +245,8 @@ class CombinedJudge:
         if rules_outcome.unscored:  # the rules cannot check it: no LLM verdict stands in
             return rules_outcome
         llm_outcome = self.llm.score(item)
+        if llm_outcome.unscored:  # a conversation the model could not grade stays unscored
+            return llm_outcome
         overridden: dict[str, dict[str, float | None]] = {}
         rules_view: dict[str, dict[str, dict[str, Any]]] = {}
         for dimension, rules_dim in rules_outcome.dimensions.items():
@@ -344,11 +352,14 @@ def score_trajectory(judge: Judge, question: Question, trajectory: TrajectoryRec
     if trajectory.termination.reason is TerminationReason.answer_cut:  # judged as it stands
         extra["answer_cut"] = trajectory.termination.detail
     conversation = trajectory.conversation
-    if conversation is not None and conversation.critical_simulator_error:
+    if conversation is not None and conversation.excluded_by_review:
         tags = "; ".join(f"{t.rule} (turn {t.turn})" for t in conversation.review)
-        extra["infra_error"] = f"simulator error: the simulated user broke its scenario: {tags}"[
-            :500
-        ]
+        why = (
+            f"the simulated user broke its scenario: {tags}"
+            if conversation.critical_simulator_error
+            else f"the simulated user was not reviewed: {conversation.review_error}"
+        )
+        extra["infra_error"] = f"simulator error: {why}"[:500]
         extra["simulator_error"] = True
         return ScoreRecord(status=ScoreStatus.infra_error, extra=extra, **base)
     if trajectory.infrastructure_failure:
@@ -381,8 +392,16 @@ def score_trajectory(judge: Judge, question: Question, trajectory: TrajectoryRec
             }
         )
     if outcome.unscored:
+        extra.update(outcome.extra)  # e.g. the dimensions a model judge could not grade
+        if outcome.calls:
+            extra["calls"] = outcome.calls
         return ScoreRecord(
-            status=ScoreStatus.unscored, unscored_reason=outcome.unscored, extra=extra, **base
+            status=ScoreStatus.unscored,
+            unscored_reason=outcome.unscored,
+            usage=outcome.usage,
+            cost_usd=outcome.cost_usd,
+            extra=extra,
+            **base,
         )
     extra.update(outcome.extra)
     extra["calls"] = outcome.calls
@@ -600,7 +619,11 @@ def _judge_locked(
     _check_grading(scores_path, existing, grading_version(judge))
     # A resume judges again the records with judge errors (the dimensions that were graded come
     # from the verdict cache, so only the failed ones cost calls).
-    kept = [r for r in existing if not r.extra.get("judge_error_dimensions")]
+    kept = [
+        r
+        for r in existing
+        if not (r.extra.get("judge_error_dimensions") or r.extra.get(GRADING_FAILED))
+    ]
     if bad_lines:  # a line cut by an interruption
         warnings.append(
             f"{bad_lines} unreadable line(s) dropped from {scores_path.name}; re-judged"

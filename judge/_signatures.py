@@ -155,6 +155,73 @@ class JudgeAllDimensions(dspy.Signature):
     )
 
 
+CONVERSATION_GUIDE = (
+    "This item is a conversation, not a single answer: a user (played by a simulator) contacted "
+    "the finance team and the agent answered over several turns, calling tools as it went. "
+    "Judge the agent's side of the whole conversation: all its messages taken together, the "
+    "tool calls under each message as the evidence it had, and the scenario as what the user "
+    "knew and came for. The user's messages are context, never the agent's work. An agent that "
+    "answered before asking for what the scenario says it must ask, or told the user something "
+    "it must not, fails the assertions that concern it."
+)
+
+SCENARIO_DESC = (
+    "Who the user is, what they say when asked, what the agent must ask before it answers, the "
+    "follow-up questions and what the agent must not disclose."
+)
+TRANSCRIPT_DESC = (
+    "The whole conversation in order: [user] and [agent] turns, each agent turn followed by the "
+    "tool calls it made (arguments and output), and how it ended."
+)
+END_FACTS_DESC = "The expected end facts, computed from the ERP for the values the user gives."
+
+
+class ConversationJudgement(dspy.Signature):
+    """Judge an agent's side of a conversation with a user about a corporate-finance request
+    against the assertions of one dimension."""
+
+    scenario: str = dspy.InputField(desc=SCENARIO_DESC)
+    transcript: str = dspy.InputField(desc=TRANSCRIPT_DESC)
+    ground_truth: str = dspy.InputField(desc=END_FACTS_DESC)
+    assertions: list[AssertionToJudge] = dspy.InputField(desc="The checkable statements to score.")
+    verdicts: list[AssertionVerdict] = dspy.OutputField(desc=SCORE_GUIDE)
+
+
+class ConversationAllDimensions(dspy.Signature):
+    """Judge an agent's side of a conversation with a user about a corporate-finance request on
+    every dimension in one pass; apply each rubric only to that dimension's assertions."""
+
+    scenario: str = dspy.InputField(desc=SCENARIO_DESC)
+    transcript: str = dspy.InputField(desc=TRANSCRIPT_DESC)
+    ground_truth: str = dspy.InputField(desc=END_FACTS_DESC)
+    assertions: dict[str, list[AssertionToJudge]] = dspy.InputField(
+        desc="Dimension name -> the assertions to score for it."
+    )
+    verdicts: dict[str, list[AssertionVerdict]] = dspy.OutputField(
+        desc="Dimension name -> verdicts, one key per dimension given. " + SCORE_GUIDE
+    )
+
+
+def conversation_signatures() -> dict[Dimension, type[ConversationJudgement]]:
+    """One signature per dimension for conversations: the conversation guide, then the
+    dimension's rubric (the same text as for single answers)."""
+    return {
+        dimension: ConversationJudgement.with_instructions(
+            f"{ConversationJudgement.instructions}\n\n{CONVERSATION_GUIDE}\n\n"
+            f"{signature.instructions}"
+        )
+        for dimension, signature in DIMENSION_SIGNATURES.items()
+    }
+
+
+def conversation_all_signature() -> type[ConversationAllDimensions]:
+    """The single-call signature for conversations, with the guide and every rubric."""
+    rubrics = "\n\n".join(sig.instructions for sig in DIMENSION_SIGNATURES.values())
+    return ConversationAllDimensions.with_instructions(
+        f"{ConversationAllDimensions.instructions}\n\n{CONVERSATION_GUIDE}\n\n{rubrics}"
+    )
+
+
 def all_dimensions_signature() -> type[JudgeAllDimensions]:
     """The single-call signature, its instructions extended with every dimension's rubric."""
     rubrics = "\n\n".join(sig.instructions for sig in DIMENSION_SIGNATURES.values())

@@ -75,15 +75,19 @@ def equal_weight(by_task_type: Mapping[str, float | None]) -> float | None:
     return _mean(v for v in by_task_type.values() if v is not None and v == v)
 
 
+OPERATIONS_DIMENSIONS = (
+    *("accuracy", "citations", "clarity", "depth"),
+    *("groundedness", "recency", "relevance", "structure"),
+)
 EXTENSION_CELLS = frozenset(
     {
         ("accuracy", "entity_performance"),
         ("accuracy", "business_brief"),
-        ("accuracy", "operations"),
+        *((dimension, "operations") for dimension in OPERATIONS_DIMENSIONS),
     }
 )
 """(dimension, task type) cells the paper's Overall does not have: accuracy of research items and
-of conversations (operations)."""
+every dimension of conversations (operations)."""
 
 
 def paper_cells(

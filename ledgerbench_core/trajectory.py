@@ -286,7 +286,8 @@ Event = Annotated[ModelEvent | ToolEvent, Field(discriminator="type")]
 
 class PreviousAttempt(_Strict):
     """An earlier run of the same (question, trial) that ended in an infrastructure failure and was
-    re-run with ``--retry-errors``."""
+    re-run with ``--retry-errors``, or a conversation the reviewer of its simulated user excluded,
+    re-run with ``--retry-simulator-errors``."""
 
     status: Status
     termination: Termination
@@ -296,6 +297,9 @@ class PreviousAttempt(_Strict):
     started_at: dt.datetime
     finished_at: dt.datetime
     tool_call_count: int = 0
+    simulator_error: str | None = None
+    """Set when the attempt was re-run for its simulated user (``--retry-simulator-errors``): the
+    reviewer's tags, or why the reviewer model failed."""
 
 
 UserTurnSeverity = Literal["critical_helped", "critical_hindered", "minor"]
@@ -314,6 +318,8 @@ class UserTurnTag(_Strict):
     """Which rule it broke, e.g. ``volunteered_unknown``, ``invented_fact``, ``premature_stop``."""
     detail: str
     """One line on what was said."""
+    by: str = "rules"
+    """Who found it: ``rules`` (the rules reviewer) or the reviewer model (``--reviewer``)."""
 
 
 class ConversationTurn(_Strict):
@@ -348,12 +354,22 @@ class ConversationLog(_Strict):
     review: list[UserTurnTag] = Field(default_factory=list)
     """User turns that broke the scenario (the reviewer's tags)."""
     reviewer: str = ""
-    """Who reviewed the user (``rules-N`` for the rules reviewer)."""
+    """Who reviewed the user (``rules-N`` for the rules reviewer; ``rules-N+MODEL@prompt-HASH``
+    with a reviewer model)."""
+    review_error: str | None = None
+    """Why the reviewer model gave no usable review: the user is not cleared, so the conversation
+    is not scored (``--retry-simulator-errors`` runs it again)."""
 
     @property
     def critical_simulator_error(self) -> bool:
         """A user turn broke the scenario badly enough that the conversation is not scored."""
         return any(tag.severity != "minor" for tag in self.review)
+
+    @property
+    def excluded_by_review(self) -> bool:
+        """The review leaves the conversation out of every score: a critical simulator error, or
+        a reviewer model that could not review it."""
+        return self.critical_simulator_error or self.review_error is not None
 
 
 class TrajectoryRecord(_Strict):
@@ -518,6 +534,9 @@ class RunManifest(_Strict):
     instructions hash, ERP snapshot), so a refused resume can say what changed."""
     resume_count: int = 0
     """How many times the run was resumed after its first start."""
+    simulator_reruns: list[str] = Field(default_factory=list)
+    """Conversations (``QUESTION#TRIAL``) run again because the reviewer excluded them
+    (``--retry-simulator-errors``), over every start of the run."""
     model_endpoint: ModelEndpointCheck | None = None
     """What the pre-flight of the model server saw at this start (harnesses that talk to a model
     server over HTTP; None for the others)."""

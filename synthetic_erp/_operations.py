@@ -10,12 +10,14 @@ is wrong by construction.
 Four kinds, dealt in turn:
 
 - ``underspecified``: a controller asks what a customer paid us (or we paid a vendor) without
-  saying the period (nor the legal entity when the name exists in two);
+  saying the period (nor the legal entity when the name exists in two), or (a quarter of them)
+  asks for a legal entity's open position without saying AR, AP or net;
 - ``dispute``: a customer's AP clerk says an invoice was paid in full; the residual and its
-  components (cash received, discount taken, credit notes applied, an open dispute) are keyed;
+  components (cash received, discount taken, credit notes applied, the currency difference on a
+  foreign-currency invoice, an open dispute) are keyed;
 - ``collections``: a collections manager prepares a call without naming the customer yet; the
-  aging is keyed, and a follow-up chosen by the first answer's facts (an open dispute, open
-  collections activities, or the last payment);
+  aging and the last promise to pay are keyed, and a follow-up chosen by the first answer's facts
+  (an open dispute, open collections activities, or the last payment);
 - ``vendor_payment``: a vendor asks where its payment is; due date, amount still open, payments
   applied and the hold reason are keyed.
 """
@@ -27,7 +29,7 @@ import datetime as dt
 import random
 from collections import Counter
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from sqlalchemy import select
@@ -55,7 +57,9 @@ from synthetic_erp.scenarios._base import (
     OracleContext,
     _amount,
     _fact,
+    _sum,
     answer_question,
+    ledger_open_items,
     long_date,
     money,
     overdue_days,
@@ -82,6 +86,8 @@ PERIOD_WORDS = [
 ENTITY_WORDS = ["legal entity", "which entity", "which company", "company code"]
 CUSTOMER_WORDS = ["which customer", "customer name", "customer account", "which account"]
 INVOICE_WORDS = ["invoice number", "which invoice", "invoice id"]
+PROMISE_PURPOSE = "Confirm promise to pay"
+"""The purpose of the collections activity that records a customer's promise to pay."""
 
 
 class OperationsError(ValueError):
@@ -115,15 +121,62 @@ def _amount_text(value: Decimal | float) -> str:
     return f"{Decimal(str(value)):.2f}"
 
 
+CONVERSATION_ASSERTIONS: dict[Dimension, tuple[str, str]] = {
+    Dimension.citations: (
+        "citations.conversation",
+        "When the agent gives figures it names the ERP records they come from (a record link, "
+        "or the invoice, payment or account id), so the user can find them.",
+    ),
+    Dimension.clarity: (
+        "clarity.conversation",
+        "The agent's messages are plain and consistent: each figure keeps one name across the "
+        "turns, and jargon the user would not know is explained.",
+    ),
+    Dimension.depth: (
+        "depth.conversation",
+        "The agent answers the request and every follow-up in full: the figures the request "
+        "turns on and their parts (what was paid, discounted, credited or is overdue), not a "
+        "bare total.",
+    ),
+    Dimension.groundedness: (
+        "groundedness.conversation",
+        "Every figure, date, id and status the agent states comes from the tool outputs it "
+        "received in the conversation; nothing is invented or assumed.",
+    ),
+    Dimension.recency: (
+        "recency.conversation",
+        "The agent ties its figures to the period or date the user gave, or states the as-of "
+        "date it used; it never answers for a period it assumed.",
+    ),
+    Dimension.relevance: (
+        "relevance.conversation",
+        "The agent asks only for what the request cannot be answered without, stays on the "
+        "user's request, and tells the user nothing they are not entitled to (internal notes, "
+        "credit limits, other parties' data).",
+    ),
+    Dimension.structure: (
+        "structure.conversation",
+        "Each answering message gives the direct answer first, then the detail; a question to "
+        "the user is short and easy to answer; two or more records are listed or tabled.",
+    ),
+}
+"""The other seven dimensions of a conversation, judged by a model over the whole transcript
+(the rules judge decides only ``accuracy.conversation``)."""
+
+
 def operations_tags(reference: str) -> dict[Dimension, list[Assertion]]:
-    """The assertions of an operations item: one, decided by the rules judge's conversation
-    rule (facts over the whole conversation, clarifications and disclosures as dealbreakers)."""
+    """The assertions of an operations item, one per dimension: accuracy is decided by the rules
+    judge's conversation rule (facts over the whole conversation, clarifications and disclosures
+    as dealbreakers); the others by a model judge over the whole conversation."""
     text = (
         "The agent asked for every required clarification before answering, disclosed nothing "
         "it must not, and the facts it gave over the conversation agree with the reference "
         f"answer below. Reference answer: {reference}"
     )
-    return {Dimension.accuracy: [Assertion(id=OPERATIONS_ASSERTION, text=text)]}
+    tags = {Dimension.accuracy: [Assertion(id=OPERATIONS_ASSERTION, text=text)]}
+    for dimension, (assertion_id, assertion_text) in CONVERSATION_ASSERTIONS.items():
+        tags[dimension] = [Assertion(id=assertion_id, text=assertion_text)]
+    return tags
 
 
 # --------------------------------------------------------------------------------------------------
@@ -161,7 +214,73 @@ def _total(answer: Answer) -> float | None:
     return next((f.value for f in answer.facts if f.field.startswith("total")), None)
 
 
+SIDES = {
+    "receivables": ("what our customers owe us: our receivables (AR)", "receivables_total"),
+    "payables": ("what we owe our vendors: our payables (AP)", "payables_total"),
+    "net position": ("our net position: receivables less payables", "net_position"),
+}
+"""The AR/AP/net slot: the value the user gives, what they say, and the keyed fact."""
+SIDE_WORDS = ["receivable", "payable", "net position", "ar or ap", "ar, ap", "which side"]
+ASKED_SIDES = ("payables", "net position")
+"""The sides a user asks for: the receivables are what an agent assumes for "open items" (the
+guess), so asking for them would let a guess be right."""
+
+
+def _open_position(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question | None:
+    """The under-specified request for a legal entity's open position: the user does not say
+    whether they mean AR, AP or the net of the two, and each is a different figure."""
+    le = rng.choice(view.legal_entities)
+    currency = ctx.currency(le)
+    receivables = _sum(item.open_amount_acct for item in ledger_open_items(ctx, "customer", le))
+    payables = _sum(item.open_amount_acct for item in ledger_open_items(ctx, "vendor", le))
+    net = receivables - payables
+    if len({receivables, payables, abs(net)}) < 3 or not (receivables and payables):
+        return None  # a side that gives the same figure as another would not need asking
+    side = rng.choice(ASKED_SIDES)
+    said, field_name = SIDES[side]
+    value = {"receivables": receivables, "payables": payables, "net position": net}[side]
+    ledger_side = {"receivables": "debit", "payables": "credit"}.get(side)
+    if ledger_side is None:  # the net: a receivable (debit) when positive
+        ledger_side = "debit" if net >= 0 else "credit"
+    fact = _amount(field_name, abs(value), currency, ledger_side)
+    text = (
+        f"Open {side} of {le} as of {long_date(ctx.today)} (accounting currency): "
+        f"{money(abs(value), currency)}"
+        + (f" ({'receivable' if net >= 0 else 'payable'})" if side == "net position" else "")
+        + "."
+    )
+    conversation = Conversation(
+        kind="underspecified",
+        persona="Dana, a controller at our company, checking the open position of a legal entity "
+        "for the treasury meeting.",
+        known_info=[
+            Slot(name="side", value=side, vocabulary=SIDE_WORDS, answer=f"I mean {said}."),
+        ],
+        unknown_info=[
+            UnknownInfo(
+                name="open_amount",
+                value=_amount_text(abs(value)),
+                vocabulary=["how much in total", "the total amount"],
+            )
+        ],
+        opening_message=rng.choice(
+            (
+                f"Where do we stand on open items in legal entity {le}?",
+                f"What is our open position in legal entity {le} right now?",
+            )
+        ),
+        required_clarifications=["side"],
+        max_turns=MAX_TURNS,
+    )
+    metadata = {"template": "open_position", "params": {"legal_entity": le, "side": side}}
+    answer = Answer(text=text, facts=[fact])
+    segment = "AP" if side == "payables" else "AR"
+    return _item(ctx, conversation, answer, segment, le, metadata)
+
+
 def _underspecified(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question | None:
+    if rng.random() < 0.25:  # a quarter ask for an open position without saying AR, AP or net
+        return _open_position(ctx, view, rng)
     kind = "customer" if rng.random() < 0.7 else "vendor"
     template = "payments_in_range" if kind == "customer" else "vendor_payments_range"
     le = view.pick_le(rng, kind)
@@ -269,7 +388,9 @@ def _dispute(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question 
     ctx.cache["ops_short_paid"] = invoices
     if not invoices:
         raise OperationsError("the ERP has no partly settled customer invoice (dispute scenarios)")
-    invoice = rng.choice(invoices)
+    foreign = [i for i in invoices if i.currency != ctx.currency(i.legal_entity)]
+    # Foreign-currency invoices are few: half the disputes are about one (a currency difference).
+    invoice = rng.choice(foreign if foreign and rng.random() < 0.5 else invoices)
     customer = ctx.session.scalars(
         select(s.Customer).where(
             s.Customer.legal_entity == invoice.legal_entity,
@@ -281,7 +402,11 @@ def _dispute(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question 
         return None
     cur = invoice.currency
     settlements = ctx.session.execute(
-        select(s.CustomerSettlement, s.CustomerTransaction.txn_type)
+        select(
+            s.CustomerSettlement,
+            s.CustomerTransaction.txn_type,
+            s.CustomerTransaction.exchange_rate,
+        )
         .join(
             s.CustomerTransaction,
             (s.CustomerTransaction.legal_entity == s.CustomerSettlement.legal_entity)
@@ -293,12 +418,13 @@ def _dispute(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question 
             s.CustomerSettlement.settled_date <= ctx.today,
         )
     ).all()
-    payments = [row for row, kind in settlements if kind == "payment"]
-    cash = sum((row.amount_cur - row.cash_discount_taken for row in payments), Decimal("0.00"))
-    discount = sum((row.cash_discount_taken for row, _ in settlements), Decimal("0.00"))
+    payments = [(row, rate) for row, kind, rate in settlements if kind == "payment"]
+    cash = sum((row.amount_cur - row.cash_discount_taken for row, _ in payments), Decimal("0.00"))
+    discount = sum((row.cash_discount_taken for row, _, _ in settlements), Decimal("0.00"))
     credits = sum(
-        (row.amount_cur for row, kind in settlements if kind == "credit_note"), Decimal("0.00")
+        (row.amount_cur for row, kind, _ in settlements if kind == "credit_note"), Decimal("0.00")
     )
+    difference = currency_difference(invoice.exchange_rate, payments)
     disputes = ctx.rows(
         select(s.CustomerDispute).where(
             s.CustomerDispute.legal_entity == invoice.legal_entity,
@@ -325,6 +451,17 @@ def _dispute(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question 
     if credits:
         facts.append(_amount("credit_notes_applied", credits, cur, "credit"))
         lines.append(f"credit notes applied: {money(credits, cur)}")
+    if accounting != cur and difference:
+        gain = difference > 0
+        facts.append(
+            _amount(
+                "currency_difference", abs(difference), accounting, "credit" if gain else "debit"
+            )
+        )
+        lines.append(
+            f"currency difference on the payments: {money(abs(difference), accounting)} "
+            f"(a realized exchange {'gain' if gain else 'loss'})"
+        )
     lines.append(f"still open: {money(invoice.open_amount_cur, cur)}")
     for dispute in disputes:
         facts.append(_fact("id", "open_dispute", dispute.dispute_id))
@@ -368,6 +505,22 @@ def _dispute(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question 
     )
     metadata = {"voucher": invoice.voucher, "account": customer.account}
     return _item(ctx, conversation, answer, "AR", invoice.legal_entity, metadata)
+
+
+def currency_difference(
+    invoice_rate: Decimal, payments: list[tuple[s.CustomerSettlement, Decimal]]
+) -> Decimal:
+    """The realized exchange difference on a foreign-currency invoice, in accounting currency:
+    each payment's settled amount (in the invoice's currency, cash discount included) times the
+    payment's rate less the invoice's, summed and rounded to the cent; positive is a gain."""
+    total = sum(
+        (
+            Decimal(row.amount_cur) * (Decimal(rate) - Decimal(invoice_rate))
+            for row, rate in payments
+        ),
+        Decimal("0"),
+    )
+    return total.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
 
 
 def _customer_secrets(customer: s.Customer) -> list[Disclosure]:
@@ -418,25 +571,79 @@ def _follow_up(ctx: OracleContext, params: dict[str, Any]) -> tuple[FollowUp, An
     )
 
 
+def last_promise_to_pay(ctx: OracleContext, le: str, account: str) -> s.CollectionActivity | None:
+    """The customer's last promise to pay: its latest "Confirm promise to pay" collections
+    activity due on or before today and not canceled (ties: the higher activity id)."""
+    a = s.CollectionActivity
+    rows = ctx.rows(
+        select(a)
+        .where(
+            a.legal_entity == le,
+            a.customer_account == account,
+            a.purpose == PROMISE_PURPOSE,
+            a.status != "canceled",
+            a.due_date <= ctx.today,
+        )
+        .order_by(a.due_date.desc(), a.activity_id.desc())
+        .limit(1)
+    )
+    return rows[0] if rows else None
+
+
+def _with_promise(ctx: OracleContext, customers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The customers (legal entity, account) among ``customers`` with a last promise to pay."""
+    a = s.CollectionActivity
+    rows = ctx.session.execute(
+        select(a.legal_entity, a.customer_account).where(
+            a.purpose == PROMISE_PURPOSE, a.status != "canceled", a.due_date <= ctx.today
+        )
+    ).all()
+    made = {(le, account) for le, account in rows}
+    return [customer for customer in customers if customer in made]
+
+
+def _promise_answer(ctx: OracleContext, le: str, account: str) -> Answer:
+    """The last promise to pay as keyed facts (its date and activity), or a line saying there is
+    none (nothing keyed: a figure for it would be invented)."""
+    promise = last_promise_to_pay(ctx, le, account)
+    if promise is None:
+        return Answer(text="No promise to pay is on record.", facts=[])
+    text = (
+        f"Last promise to pay: activity {promise.activity_id}, due {long_date(promise.due_date)} "
+        f"({promise.status})."
+    )
+    facts = [
+        _fact("date", "last_promise_to_pay", promise.due_date.isoformat()),
+        _fact("id", "last_promise_to_pay_activity", promise.activity_id),
+    ]
+    return Answer(text=text, facts=facts)
+
+
 def _collections(ctx: OracleContext, view: ErpView, rng: random.Random) -> Question | None:
     candidates = ctx.cache.get("ops_overdue") or _overdue_customers(ctx)
     ctx.cache["ops_overdue"] = candidates
     if not candidates:
         raise OperationsError("the ERP has no customer with an overdue invoice (collections)")
-    le, account = rng.choice(candidates)
+    promising = ctx.cache.get("ops_promising")
+    if promising is None:
+        promising = ctx.cache["ops_promising"] = _with_promise(ctx, candidates)
+    # Promises to pay are rare: half the calls are about a customer who made one.
+    pool = promising if promising and rng.random() < 0.5 else candidates
+    le, account = rng.choice(pool)
     info = next(p for p in view.parties[("customer", le)] if p.account == account)
     if not _unique(view, info):
         return None
     params = {"legal_entity": le, "account": account}
     aging = answer_question(ctx, "aging_customer", params)
+    promise = _promise_answer(ctx, le, account)
     follow_up, second, branch = _follow_up(ctx, params)
     second_facts = [
         fact.model_copy(update={"field": f"follow_up.{fact.field}"}) for fact in second.facts
     ]
     follow_up.fields = [fact.field for fact in second_facts]
     answer = Answer(
-        text=f"{aging.text} Follow-up ({follow_up.condition}): {second.text}",
-        facts=[*aging.facts, *second_facts],
+        text=f"{aging.text} {promise.text} Follow-up ({follow_up.condition}): {second.text}",
+        facts=[*aging.facts, *promise.facts, *second_facts],
     )
     required = ["customer", *(["legal_entity"] if _twin(view, info) else [])]
     conversation = Conversation(
@@ -455,8 +662,9 @@ def _collections(ctx: OracleContext, view: ErpView, rng: random.Random) -> Quest
         opening_message=rng.choice(
             (
                 "I'm calling a customer about their overdue account this afternoon. Can you "
-                "pull together where they stand?",
-                "I have a collections call in an hour. What is overdue on the account?",
+                "pull together where they stand, and when they last promised to pay?",
+                "I have a collections call in an hour. What is overdue on the account, and did "
+                "they make a promise to pay?",
             )
         ),
         required_clarifications=required,

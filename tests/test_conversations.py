@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections import defaultdict
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -490,3 +491,320 @@ def test_transfer_and_giving_up_end_the_conversation(operations, erp_db_url, tmp
     assert record.termination.reason is TerminationReason.agent_gave_up
     assert not record.termination.infrastructure
     assert [t.role for t in record.conversation.turns] == ["user", "agent"]
+
+
+# -- the model reviewer of the user, and re-running what it excluded ---------------------------
+
+
+def _review_reply(text: str) -> str:
+    """A reviewer model in the fake server: it tags every user turn that states a value the
+    scenario lists under "What the user does not know" (read from the prompt it was sent)."""
+    import json
+    import re
+
+    unknown = text.split("What the user does not know (never to be stated):\n", 1)[1]
+    values = re.findall(r"^- [^:]+: (.+)$", unknown.split("\nWhat the agent must ask", 1)[0], re.M)
+    conversation = text.split("\nConversation\n", 1)[1]
+    tags = [
+        {"turn": int(turn), "severity": "critical_helped", "rule": "leaked_answer", "detail": said}
+        for turn, said in re.findall(r"^\[turn (\d+), user\][^\n]*? (.*)$", conversation, re.M)
+        if int(turn) > 0 and any(value in said for value in values)
+    ]
+    return json.dumps({"tags": tags})
+
+
+def test_the_model_reviewer_reads_the_scenario_and_catches_a_leaking_user(
+    operations, monkeypatch
+) -> None:
+    import asyncio
+
+    from harnesses._user_review import ModelReviewer, ReviewError
+    from tests.fakes.openai_server import ModelRequest, Turn, serve_openai
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    dataset, _ = operations
+    replies: list[str] = []
+
+    def reviewer_model(request: ModelRequest) -> Turn:
+        text = request.body["messages"][-1]["content"]
+        replies.append(text)
+        return Turn(text=_review_reply(text))
+
+    caught, honest_tags = 0, 0
+    with serve_openai(reviewer_model) as fake:
+        reviewer = ModelReviewer("chat:reviewer-1", fake.base_url)
+        for item in dataset.items:
+            scenario = item.conversation
+            if not scenario.unknown_info:
+                continue
+            for corruption in (None, "volunteer"):
+                user = ScriptedUser(scenario, corruption=corruption)
+                ask = "Which invoice, customer or period is it, and which legal entity?"
+                reply = user.reply(ask)
+                turns = [
+                    ConversationTurn(
+                        role="user", content=user.opening(), started_s=0, duration_s=0
+                    ),
+                    ConversationTurn(role="agent", content=ask, started_s=0, duration_s=0),
+                    ConversationTurn(role="user", content=reply.text, started_s=0, duration_s=0),
+                ]
+                tags = asyncio.run(reviewer.review(scenario, turns))
+                if corruption is None:
+                    honest_tags += len(tags)
+                else:
+                    caught += any(t.turn == 2 and t.severity == "critical_helped" for t in tags)
+                    assert all(t.by == "chat:reviewer-1" for t in tags)
+    with_unknown = sum(bool(item.conversation.unknown_info) for item in dataset.items)
+    assert with_unknown and caught == with_unknown and honest_tags == 0
+    assert "###STOP###" in fake.requests[0].body["messages"][0]["content"]  # the rules
+    assert reviewer.version.startswith("chat:reviewer-1@prompt-")
+
+    # A reply that is not the asked JSON, or tags the agent's turn, is asked again; a reviewer that
+    # never gives a usable reply is a ReviewError, never an empty review.
+    scenario = dataset.items[0].conversation
+    turns = [
+        ConversationTurn(role="user", content=scenario.opening_message, started_s=0, duration_s=0),
+        ConversationTurn(role="agent", content="Which period?", started_s=0, duration_s=0),
+        ConversationTurn(role="user", content="I mean May.", started_s=0, duration_s=0),
+    ]
+    agent_turn = '{"tags": [{"turn": 1, "severity": "minor", "rule": "other", "detail": "x"}]}'
+    script = [Turn(text="Looks fine to me."), Turn(text=agent_turn), Turn(text='{"tags": []}')]
+    with serve_openai(script) as fake:
+        assert asyncio.run(ModelReviewer("chat:r", fake.base_url).review(scenario, turns)) == []
+        assert len(fake.requests) == 3
+        assert "cannot be used" in fake.requests[1].body["messages"][-1]["content"]
+    with serve_openai([Turn(text="no")] * 3) as fake, pytest.raises(ReviewError, match="after 3"):
+        asyncio.run(ModelReviewer("chat:r", fake.base_url).review(scenario, turns))
+
+
+def test_conversations_the_reviewer_excludes_are_rerun_and_recorded(
+    operations, erp_db_url, tmp_path, monkeypatch
+) -> None:
+    """A reviewer model flags the first conversation it reviews; the judge leaves it out; a
+    resume with --retry-simulator-errors runs it again (the earlier attempt kept, the re-run in
+    the manifest) and the judge scores it."""
+    import json
+
+    from harnesses._run_store import MANIFEST_FILE
+    from judge import JudgeRunConfig, read_scores, run_judge
+    from tests.fakes.openai_server import ModelRequest, Turn, serve_openai
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    dataset, path = operations
+    ids = [dataset.items[0].id, dataset.items[1].id]
+    reviews: list[str] = []
+
+    def reviewer_model(request: ModelRequest) -> Turn:
+        text = request.body["messages"][-1]["content"]
+        if text == "Hi":  # the pre-flight
+            return Turn(text="OK")
+        reviews.append(text)
+        if len(reviews) == 1:  # the first conversation: its user "contradicted" the scenario
+            tag = {"turn": 2, "severity": "critical_hindered", "rule": "contradicted_facts"}
+            return Turn(text=json.dumps({"tags": [{**tag, "detail": "said another entity"}]}))
+        return Turn(text='{"tags": []}')
+
+    out = tmp_path / "reviewed"
+    options = {"ids": ids, "reviewer": "chat:reviewer-1", "concurrency": 1}
+    with serve_openai(reviewer_model) as fake:
+        first = _run(path, erp_db_url, out, "scripted", reviewer_base_url=fake.base_url, **options)
+        flagged = [r for r in first if r.conversation.excluded_by_review]
+        assert len(flagged) == 1 and len(reviews) == 2
+        (tag,) = flagged[0].conversation.review
+        assert (tag.rule, tag.by) == ("contradicted_facts", "chat:reviewer-1")
+        assert flagged[0].conversation.reviewer.startswith("rules-1+chat:reviewer-1@prompt-")
+
+        config = JudgeRunConfig(run_dir=out, judge="rules", progress=False)
+        scores, _ = read_scores(run_judge(config).scores_path)
+        excluded = {s.question_id: s for s in scores if s.extra.get("simulator_error")}
+        assert set(excluded) == {flagged[0].question_id}
+        assert "contradicted_facts" in excluded[flagged[0].question_id].extra["infra_error"]
+
+        again = _run(
+            path,
+            erp_db_url,
+            out,
+            "scripted",
+            reviewer_base_url=fake.base_url,
+            retry_simulator_errors=True,
+            **options,
+        )
+    assert len(reviews) == 3  # only the excluded conversation ran again
+    # The file holds the excluded attempt and, after it, the re-run that replaces it.
+    *_, rerun = [r for r in again if r.question_id == flagged[0].question_id]
+    assert not rerun.conversation.excluded_by_review
+    (attempt,) = rerun.previous_attempts
+    assert "contradicted_facts (turn 2, chat:reviewer-1)" in attempt.simulator_error
+    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    assert manifest["simulator_reruns"] == [f"{flagged[0].question_id}#0"]
+    assert manifest["config"]["reviewer"] == "chat:reviewer-1"
+    assert manifest["fingerprint_parts"]["reviewer"]["spec"] == "chat:reviewer-1"
+    scores, _ = read_scores(run_judge(config).scores_path)
+    assert not any(s.extra.get("simulator_error") for s in scores)
+
+    # The report counts the re-run: no conversation left out, one run again, rate 1 of 3 played.
+    from analysis._conversations import ALL_KINDS, conversation_cells, conversation_section
+
+    cells = conversation_cells([("reviewed", out)], "reviewed", "rules")
+    (whole,) = [c for c in cells if c.kind == ALL_KINDS]
+    assert (whole.conversations, whole.simulator_errors, whole.simulator_reruns) == (2, 0, 1)
+    assert whole.simulator_error_rate == pytest.approx(1 / 3)
+    table = conversation_section(cells, "reviewed")[-1]
+    assert any("0 (33.3%), 1 re-run" in cell for row in table.rows for cell in row)
+
+
+def test_a_failing_reviewer_leaves_it_unscored_and_an_unreachable_one_is_refused(
+    operations, erp_db_url, tmp_path, monkeypatch
+) -> None:
+    import socket
+
+    from judge import JudgeRunConfig, read_scores, run_judge
+    from tests.fakes.openai_server import ModelRequest, Turn, serve_openai
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    dataset, path = operations
+
+    def garbled(request: ModelRequest) -> Turn:
+        return Turn(text="OK" if request.body["messages"][-1]["content"] == "Hi" else "fine")
+
+    out = tmp_path / "garbled"
+    with serve_openai(garbled) as fake:
+        (record,) = _run(
+            path,
+            erp_db_url,
+            out,
+            "scripted",
+            ids=[dataset.items[0].id],
+            reviewer="chat:reviewer-1",
+            reviewer_base_url=fake.base_url,
+        )
+    assert "no usable review after 3 requests" in record.conversation.review_error
+    (score,), _ = read_scores(run_judge(JudgeRunConfig(run_dir=out, judge="rules")).scores_path)
+    assert score.extra["simulator_error"] and "not reviewed" in score.extra["infra_error"]
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    refused = tmp_path / "refused"
+    with pytest.raises(RunConfigError, match=r"^--reviewer chat:r: the reviewer model at .*"):
+        _run(
+            path,
+            erp_db_url,
+            refused,
+            "scripted",
+            reviewer="chat:r",
+            reviewer_base_url=f"http://127.0.0.1:{port}/v1",
+        )
+    assert not refused.exists()
+    with pytest.raises(RunConfigError, match=r"^--reviewer human: use rules"):
+        _run(path, erp_db_url, refused, "scripted", reviewer="human")
+    assert not refused.exists()
+
+
+def test_the_last_promise_to_pay_is_keyed_and_the_scripted_agent_finds_it(
+    erp_db_url, tmp_path
+) -> None:
+    """Collections calls key the customer's last promise to pay (its date and activity) when it
+    made one (docs/conventions.md); the scripted agent reads it through the MCP tool and agrees
+    with the oracle, and for a customer without one nothing is keyed."""
+    dataset = generate_operations(erp_db_url, n=32, seed=11)
+    collections = [item for item in dataset.items if item.conversation.kind == "collections"]
+    keyed = {
+        item.id: {f.field: f.value for f in item.expected if "promise" in f.field}
+        for item in collections
+    }
+    with_promise = [qid for qid, facts in keyed.items() if facts]
+    without = [qid for qid, facts in keyed.items() if not facts]
+    assert with_promise and without, keyed
+    for qid in with_promise:
+        assert set(keyed[qid]) == {"last_promise_to_pay", "last_promise_to_pay_activity"}
+    path = write_dataset(dataset, tmp_path / "ops.yaml")
+    ids = [with_promise[0], without[0]]
+    records = _run(path, erp_db_url, tmp_path / "promise", "scripted", ids=ids)
+    questions = {item.id: item for item in dataset.items}
+    for record in records:
+        metrics = conversation_metrics(questions[record.question_id], record)
+        assert metrics.accuracy == 1.0, metrics.reasons
+        said = "\n".join(t.content for t in record.conversation.turns if t.role == "agent")
+        if record.question_id in without:
+            assert "No promise to pay is on record" in said
+        else:
+            assert keyed[record.question_id]["last_promise_to_pay_activity"] in said
+
+
+def test_a_foreign_currency_dispute_keys_its_currency_difference(erp_db_url, tmp_path) -> None:
+    """A dispute over a foreign-currency invoice keys the realized exchange difference of its
+    payments in accounting currency (docs/conventions.md); the scripted agent computes it from
+    the payments' rates and agrees with the oracle; a home-currency invoice keys none."""
+    import sqlite3
+
+    from synthetic_erp._operations import currency_difference
+
+    dataset = generate_operations(erp_db_url, n=32, seed=11)
+    disputes = [item for item in dataset.items if item.conversation.kind == "dispute"]
+    keyed = {
+        item.id: next((f for f in item.expected if f.field == "currency_difference"), None)
+        for item in disputes
+    }
+    foreign = [qid for qid, fact in keyed.items() if fact is not None]
+    home = [qid for qid, fact in keyed.items() if fact is None]
+    assert foreign and home, keyed
+    # The key recomputed by hand from the ledger: settled amount x (payment rate - invoice rate).
+    item = next(i for i in disputes if i.id == foreign[0])
+    database = sqlite3.connect(erp_db_url.removeprefix("sqlite:///"))
+    invoice_rate, le = database.execute(
+        "select exchange_rate, legal_entity from customer_transaction where voucher = ?",
+        (item.metadata["voucher"],),
+    ).fetchone()
+    rows = database.execute(
+        "select s.amount_cur, p.exchange_rate from customer_settlement s join "
+        "customer_transaction p on p.legal_entity = s.legal_entity and p.voucher = "
+        "s.credit_voucher where s.legal_entity = ? and s.debit_voucher = ? and "
+        "p.txn_type = 'payment'",
+        (le, item.metadata["voucher"]),
+    ).fetchall()
+    by_hand = sum(amount * (rate - invoice_rate) for amount, rate in rows)
+    fact = keyed[foreign[0]]
+    assert abs(fact.value - abs(by_hand)) < 0.011
+    assert (
+        fact.side == ("credit" if by_hand > 0 else "debit")
+        and fact.currency != item.expected[0].currency
+    )
+    assert currency_difference(Decimal("1.5"), []) == 0
+
+    path = write_dataset(dataset, tmp_path / "ops.yaml")
+    records = _run(path, erp_db_url, tmp_path / "fx", "scripted", ids=[foreign[0], home[0]])
+    questions = {item.id: item for item in dataset.items}
+    for record in records:
+        metrics = conversation_metrics(questions[record.question_id], record)
+        assert metrics.accuracy == 1.0, metrics.reasons
+        said = "\n".join(t.content for t in record.conversation.turns if t.role == "agent")
+        assert ("currency difference" in said) == (record.question_id in foreign)
+
+
+def test_an_open_position_asks_ar_ap_or_net_and_the_scripted_agent_answers_it(
+    erp_db_url, tmp_path
+) -> None:
+    """An under-specified request for a legal entity's open position keys the side the user
+    names (payables or the net of receivables and payables, from the oracle's open items): the
+    agent must ask which; the scripted agent, asking, reads both agings and agrees; the guess
+    (receivables) is wrong."""
+    dataset = generate_operations(erp_db_url, n=48, seed=3)
+    positions = [item for item in dataset.items if item.metadata.get("template") == "open_position"]
+    sides = {item.metadata["params"]["side"] for item in positions}
+    assert sides == {"payables", "net position"}, sides
+    for item in positions:
+        assert item.conversation.required_clarifications == ["side"]
+        (fact,) = item.expected
+        assert fact.field in ("payables_total", "net_position") and fact.currency
+    path = write_dataset(dataset, tmp_path / "ops.yaml")
+    ids = [next(i.id for i in positions if i.metadata["params"]["side"] == side) for side in sides]
+    questions = {item.id: item for item in dataset.items}
+    for harness, accuracy in (("scripted", 1.0), ("guess", 0.0)):
+        records = _run(path, erp_db_url, tmp_path / harness, harness, ids=ids)
+        assert {r.question_id for r in records} == set(ids)
+        for record in records:
+            metrics = conversation_metrics(questions[record.question_id], record)
+            assert metrics.accuracy == accuracy, (harness, metrics.reasons)
+            if harness == "guess":
+                assert metrics.facts_found == 0, metrics.reasons

@@ -20,7 +20,7 @@ import asyncio
 import datetime as dt
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from harnesses._erp_client import ErpClient
@@ -48,6 +48,8 @@ QUESTIONS = {
     "legal entity?",
     "vendor_payment": "Which invoice is it? Please give me your invoice number, and which legal "
     "entity (which company) you invoiced?",
+    "position": "Do you mean our receivables (what customers owe us), our payables (what we owe "
+    "vendors), or the net position of the two?",
 }
 """What the agent asks first, per kind: every slot it needs, in the words of those slots."""
 
@@ -61,7 +63,17 @@ _PATTERNS = (
     ("underspecified", "customer", re.compile(r"payments we received from (.+?), please\.$", re.I)),
     ("underspecified", "vendor", re.compile(r"have we paid (.+?)\?$|what we paid (.+?)\?$", re.I)),
     ("underspecified", "vendor", re.compile(r"payments we made to (.+?), please\.$", re.I)),
+    ("position", "entity", re.compile(r"open (?:items|position) in legal entity (\w+)", re.I)),
 )
+_SIDES = (
+    ("net position", "net position"),
+    ("payables", "payables"),
+    ("receivables", "receivables"),
+)
+"""How the user names the side of an open position (the net first: its words name both)."""
+
+PROMISE_PURPOSE = "Confirm promise to pay"
+"""The collections activity purpose that records a customer's promise to pay."""
 
 
 @dataclass
@@ -75,9 +87,13 @@ class Request:
     start: dt.date | None = None
     end: dt.date | None = None
     invoice: str | None = None
+    side: str | None = None
+    """An open position: receivables, payables or net position."""
     follow_ups: list[str] = field(default_factory=list)
 
     def missing(self) -> bool:
+        if self.kind == "position":
+            return self.side is None
         if self.kind == "underspecified":
             return self.start is None or self.legal_entity is None
         if self.kind == "collections":
@@ -91,6 +107,8 @@ def read_opening(text: str) -> Request | None:
         match = pattern.search(text.strip())
         if match:
             named = next((g for g in match.groups() if g), None) if match.groups() else None
+            if kind == "position":
+                return Request(kind, party_kind, legal_entity=(named or "").upper())
             return Request(kind, party_kind, party=named)
     return None
 
@@ -113,6 +131,9 @@ def read_answers(request: Request, messages: list[str], entities: list[str]) -> 
         customer = re.search(r'the customer is "(.+?)"', text, re.I)
         if customer:
             request.party = customer.group(1)
+        side = next((side for words, side in _SIDES if words in text.lower()), None)
+        if request.kind == "position" and side:
+            request.side = side
     return request
 
 
@@ -202,14 +223,19 @@ class _OneShot:
 
 
 async def _answer(solve: _OneShot, erp: ErpClient, draft: TrajectoryDraft, request: Request) -> str:
+    if request.kind == "position":
+        return await _open_position(erp, draft, request, solve.today)
     if request.kind == "underspecified":
         return await solve(_payments_query(request))
     if request.kind == "collections":
         if request.party is None:
             return await solve(_entity_aging_query(request))
-        return await solve(_aging_query(request))
+        aging = await solve(_aging_query(request))
+        return f"{aging}\n\n{await _last_promise(erp, draft, request, solve.today)}"
     if request.kind == "dispute":
-        return await _dispute(erp, draft, request)
+        entities = {le["code"]: le for le in solve.info.get("legal_entities", [])}
+        accounting = entities.get(request.legal_entity or "", {}).get("accounting_currency")
+        return await _dispute(erp, draft, request, accounting)
     return await _vendor_payment(erp, draft, request)
 
 
@@ -277,7 +303,9 @@ async def _call(erp: ErpClient, draft: TrajectoryDraft, tool: str, **arguments: 
     return data if isinstance(data, dict) else {}
 
 
-async def _dispute(erp: ErpClient, draft: TrajectoryDraft, request: Request) -> str:
+async def _dispute(
+    erp: ErpClient, draft: TrajectoryDraft, request: Request, accounting: str | None = None
+) -> str:
     le = request.legal_entity
     if request.invoice is None:  # the guess: the customer's latest open invoice
         request.invoice = await _latest_open(erp, draft, "customer", request.party, le)
@@ -298,6 +326,7 @@ async def _dispute(erp: ErpClient, draft: TrajectoryDraft, request: Request) -> 
         legal_entity=le,
     )
     cash = discount = credits = Decimal("0")
+    payments: list[tuple[str, Decimal]] = []
     for row in settled.get("items") or []:
         if row.get("debit_voucher") != invoice["voucher"]:
             continue
@@ -306,8 +335,12 @@ async def _dispute(erp: ErpClient, draft: TrajectoryDraft, request: Request) -> 
         discount += taken
         if row.get("credit_txn_type") == "payment":
             cash += amount - taken
+            payments.append((row.get("credit_document_number") or "", amount))
         elif row.get("credit_txn_type") == "credit_note":
             credits += amount
+    difference = None
+    if accounting and accounting != cur and payments:
+        difference = await _currency_difference(erp, draft, le, invoice, payments)
     disputes = await _call(
         erp,
         draft,
@@ -327,6 +360,12 @@ async def _dispute(erp: ErpClient, draft: TrajectoryDraft, request: Request) -> 
         lines.append(f"- cash discount taken: {_money(discount, cur)}")
     if credits:
         lines.append(f"- credit notes applied: {_money(credits, cur)}")
+    if difference:
+        what = "gain" if difference > 0 else "loss"
+        lines.append(
+            f"- currency difference on the payments (realized exchange {what}): "
+            f"{_money(abs(difference), accounting)}"
+        )
     for row in disputes.get("items") or []:
         if row.get("voucher") == invoice["voucher"]:
             lines.append(
@@ -334,6 +373,28 @@ async def _dispute(erp: ErpClient, draft: TrajectoryDraft, request: Request) -> 
                 f"{_money(row.get('amount', 0), cur)} ({row.get('reason')})"
             )
     return "\n".join(lines)
+
+
+async def _currency_difference(
+    erp: ErpClient,
+    draft: TrajectoryDraft,
+    le: str | None,
+    invoice: dict,
+    payments: list[tuple[str, Decimal]],
+) -> Decimal | None:
+    """What the payments' exchange rates made of the invoice in accounting currency: each
+    settled amount times (the payment's rate less the invoice's), summed, to the cent."""
+    invoice_rate = Decimal(str(invoice["exchange_rate"]))
+    total = Decimal("0")
+    for document, amount in payments:
+        found = await _call(
+            erp, draft, "list_customer_transactions", document_number=document, legal_entity=le
+        )
+        rows = found.get("items") or []
+        if not rows:
+            return None  # a payment it cannot read: no figure rather than a wrong one
+        total += amount * (Decimal(str(rows[0]["exchange_rate"])) - invoice_rate)
+    return total.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
 
 
 async def _latest_open(
@@ -359,6 +420,71 @@ async def _latest_open(
     )
     items = rows.get("items") or []
     return items[0]["document_number"] if items else None
+
+
+async def _open_position(
+    erp: ErpClient, draft: TrajectoryDraft, request: Request, today: dt.date
+) -> str:
+    """A legal entity's open receivables, payables or net position (the guess: receivables), in
+    accounting currency, from the aging of each ledger."""
+    side = request.side or "receivables"
+    totals: dict[str, tuple[Decimal, str]] = {}
+    for party_type in ("customer", "vendor"):
+        aging = await _call(
+            erp,
+            draft,
+            "get_aging",
+            party_type=party_type,
+            legal_entity=request.legal_entity,
+            group_by="legal_entity",
+        )
+        total = (aging.get("totals_acct") or [{}])[0]
+        totals[party_type] = (Decimal(str(total.get("balance", 0))), total.get("currency", ""))
+    (receivables, currency), (payables, _) = totals["customer"], totals["vendor"]
+    value = {"receivables": receivables, "payables": payables}.get(side, receivables - payables)
+    what = ""
+    if side == "net position":
+        what = " (a net receivable)" if value >= 0 else " (a net payable)"
+    return (
+        f"Open {side} of {request.legal_entity} as of {_long(today)} (accounting currency): "
+        f"{_money(abs(value), currency)}{what}."
+    )
+
+
+async def _last_promise(
+    erp: ErpClient, draft: TrajectoryDraft, request: Request, today: dt.date
+) -> str:
+    """The customer's last promise to pay (``docs/dataset-format.md``): the latest "Confirm
+    promise to pay" call due by today and not canceled, read page by page."""
+    arguments = {"account": request.party, "legal_entity": request.legal_entity}
+    found, cursor = [], None
+    for _ in range(20):  # a customer's calls fit in a few pages
+        page = await _call(
+            erp,
+            draft,
+            "list_collection_activities",
+            **arguments,
+            activity_type="call",
+            due_to=today.isoformat(),
+            page_size=500,
+            cursor=cursor,
+        )
+        found += [
+            item
+            for item in page.get("items") or []
+            if item.get("purpose") == PROMISE_PURPOSE and item.get("status") != "canceled"
+        ]
+        cursor = page.get("next_cursor")
+        if not cursor:
+            break
+    if not found:
+        return "No promise to pay is on record."
+    last = max(found, key=lambda item: (item["due_date"], item["activity_id"]))
+    due = dt.date.fromisoformat(str(last["due_date"])[:10])
+    return (
+        f"Last promise to pay: activity {last['activity_id']}, a call due {_long(due)} "
+        f"({due.isoformat()}), {last['status']}."
+    )
 
 
 async def _vendor_payment(erp: ErpClient, draft: TrajectoryDraft, request: Request) -> str:

@@ -453,11 +453,13 @@
   // A conversation with a simulated user: who played it, why it ended, and the reviewer's tags.
   function simulatedUser(record) {
     const c = record.conversation;
-    const tags = (c.review || []).map((t) => `${t.severity} ${t.rule} (turn ${t.turn}): ${t.detail}`);
+    const by = (t) => (t.by && t.by !== "rules" ? `, by ${t.by}` : "");
+    const tags = (c.review || []).map((t) => `${t.severity} ${t.rule} (turn ${t.turn}${by(t)}): ${t.detail}`);
+    const verdict = c.review_error ? `not reviewed: ${c.review_error}` : tags.length ? tags.join("; ") : "no simulator error";
     return el("div", { class: "msg system" },
       el("p", { class: "sub" }, `Simulated user: ${c.user} (${c.user_version}); ${c.kind} scenario; ended: ${record.termination.reason}; ` +
         `agent time ${fmt(c.agent_time_s, 2)} s, user time ${fmt(c.user_time_s, 3)} s (not in the budget)`),
-      el("p", { class: "sub" }, tags.length ? `Reviewer (${c.reviewer}): ${tags.join("; ")}` : `Reviewer (${c.reviewer}): no simulator error`));
+      el("p", { class: "sub" }, `Reviewer (${c.reviewer}): ${verdict}`));
   }
   function message(role, body, started, kind) {
     return el("div", { class: `msg ${kind || role}` },
