@@ -41,6 +41,7 @@ from harnesses._openai import (
     CAP_REACHED_MESSAGE,
     ToolCatalogue,
     check_known_options,
+    missing_key_problem,
     erp_call,
     parse_arguments,
     read_options,
@@ -1038,6 +1039,11 @@ class FinanceAgentHarness:
     name = "custom"
     conversational = True
     """Conversations: the earlier turns are replayed as chat messages on each agent turn."""
+
+    @staticmethod
+    def credentials_problem(options: HarnessOptions) -> str | None:
+        variable = API_KEY_VARIABLES.get(options.extra.get("api", "openai"))
+        return None if variable is None else missing_key_problem(variable, "custom")
 
     def __init__(self, options: HarnessOptions) -> None:
         self.settings = CustomSettings.from_options(options)

@@ -967,22 +967,39 @@ SPEC_KEYS = (
 
 
 def check_agent(spec: AgentSpec, where: str) -> None:
-    """:class:`SpecError` if the spec's harness does not load or does not declare one of its
-    option keys (with close matches and the known keys): checked before the first stage."""
-    from harnesses._registry import HarnessLoadError, declared_options, unknown_keys_text
+    """:class:`SpecError` if the spec's harness does not load, does not declare one of its
+    option keys (with close matches and the known keys) or lacks its API key: checked before
+    the first stage."""
+    from harnesses._protocol import HarnessOptions
+    from harnesses._registry import (
+        UNDECLARED_HINT,
+        HarnessLoadError,
+        credentials_problem,
+        declared_options,
+        unknown_keys_text,
+    )
 
     try:
         known = declared_options(spec.harness)
     except HarnessLoadError as error:
         raise SpecError(f"{where}: {error}") from None
-    unknown = [key for key, _ in spec.options if known is not None and key not in known]
+    unknown = [key for key, _ in spec.options if key not in known]
     if unknown:
-        suggestions = {key: key for key in (*SPEC_KEYS, *(known or ()))}
+        suggestions = {key: key for key in (*SPEC_KEYS, *known)}
+        hint = f" ({UNDECLARED_HINT})" if not known and ":" in spec.harness else ""
         raise SpecError(
             f"{where}: unknown key {unknown_keys_text(unknown, suggestions)}; the "
             f"pipeline's keys: {', '.join(SPEC_KEYS)}; {spec.harness}'s options: "
-            f"{', '.join(sorted(known or ())) or 'none'}"
+            f"{', '.join(sorted(known)) or 'none'}{hint}"
         )
+    options = HarnessOptions(
+        model=spec.model,
+        reasoning_effort=spec.reasoning_effort,
+        base_url=spec.base_url,
+        extra=dict(spec.options),
+    )
+    if (problem := credentials_problem(spec.harness, options)) is not None:
+        raise SpecError(f"{where}: {problem}")
 
 
 def agents_from(args: argparse.Namespace) -> list[AgentSpec]:

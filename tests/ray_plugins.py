@@ -16,6 +16,7 @@ from harnesses import AgentOutcome, HarnessOptions
 
 class _FileSignals:
     name = "ray-test"
+    known_options = {"dir": "the folder of signal files", "hang": "ids that hang once"}
 
     def __init__(self, options: HarnessOptions) -> None:
         self.model = "test-model"
