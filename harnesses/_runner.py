@@ -42,6 +42,7 @@ from harnesses._erp_serving import (
 from harnesses._executor import Executor, LocalExecutor, Pair
 from harnesses._golden import golden_pairs
 from harnesses._instructions import system_instructions
+from harnesses._pairing import pairing_problem
 from harnesses._preflight import ModelContextError, PreflightError, check_endpoint
 from harnesses._progress import PreparationWatch, RunProgress
 from harnesses._protocol import (
@@ -221,6 +222,8 @@ async def _prepare_and_run(
         plan = plan_run(config, instructions, log)
         questions = list({question.id: question for question, _ in plan.pairs}.values())
         if (problem := executor_world_problem(config, plan.dataset, questions)) is not None:
+            raise RunConfigError(problem)
+        if problem := pairing_problem(config, plan.dataset, plan.dataset_path, questions):
             raise RunConfigError(problem)
         if (problem := conversation_problem(config, harness, plan.pairs)) is not None:
             raise RunConfigError(problem)

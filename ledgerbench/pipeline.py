@@ -29,12 +29,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
 
 from ledgerbench._cli import QUIET_STOP_ENV, OneLineParser, Terminated, run_cli
 from ledgerbench._startup import parent_death_signal
+
+if TYPE_CHECKING:
+    from ledgerbench.dataset import DatasetHeader
 
 EXAMPLES = """\
 examples:
@@ -966,6 +970,73 @@ SPEC_KEYS = (
 """The ``--agent`` keys the pipeline reads itself; any other key is a harness option."""
 
 
+def dataset_pairing_problem(config: PipelineConfig) -> str | None:
+    """Why ``--dataset`` cannot run in this workspace (one line naming the mismatch and the fix),
+    or None: it must load, and its answer keys must have been computed on the ERP (and research
+    keys on the world) the workspace keeps or will generate. Read from the files, before the
+    first stage: a mismatch found by the run stage would come after the ERP was generated."""
+    if config.dataset is None:
+        return None
+    from harnesses._pairing import read_meta
+    from ledgerbench.dataset import DatasetError, load_dataset
+
+    try:
+        dataset = load_dataset(config.dataset)
+    except DatasetError as error:
+        return f"--dataset {error}"
+    if not dataset.items:
+        return (
+            f"--dataset {config.dataset}: the dataset has no items (items: []); add questions "
+            "to it (see docs/dataset-format.md) or pass another dataset"
+        )
+    header = dataset.header
+    erp = read_meta(config.erp_db, "erp_meta")
+    kept = not config.fresh and _meta_fits(erp, config)
+    made_with = header.generator_seed
+    if header.erp_snapshot_hash and kept and erp.get("snapshot_hash") != header.erp_snapshot_hash:
+        return (
+            f"--dataset {config.dataset} was made from the ERP of snapshot "
+            f"{header.erp_snapshot_hash[:12]} (generator seed {made_with}), but this "
+            f"workspace's ERP {config.erp_db} is snapshot {erp.get('snapshot_hash', '?')[:12]}; "
+            "run it in the workspace it was made in (--workspace), or in a new one with the "
+            f"seed and size it was made with (--workspace runs/seed-{made_with} --seed "
+            f"{made_with} --customers N --vendors N)"
+        )
+    if header.erp_snapshot_hash and not kept and made_with not in (None, config.seed):
+        return (
+            f"--dataset {config.dataset} was made from an ERP of seed {made_with}, but this "
+            f"workspace would generate one of seed {config.seed}; add --seed {made_with} (and "
+            "the --customers/--vendors it was made with), or leave out --dataset"
+        )
+    return _dataset_world_problem(config, header, kept)
+
+
+def _meta_fits(meta: dict[str, str], config: PipelineConfig) -> bool:
+    """The ERP described by ``meta`` is the one this configuration generates (it is kept)."""
+    wanted = {"seed": config.seed, "customers": config.customers, "vendors": config.vendors}
+    return bool(meta) and all(meta.get(key) == str(value) for key, value in wanted.items())
+
+
+def _dataset_world_problem(config: PipelineConfig, header: DatasetHeader, kept: bool) -> str | None:
+    """The workspace's world, which the run stage serves, is the one the dataset's research
+    questions were keyed on."""
+    from harnesses._pairing import read_meta
+
+    expected = header.world_snapshot_hash
+    if not expected or not kept or config.research not in ("world", "golden"):
+        return None
+    world = read_meta(config.world_db, "world_meta")
+    if not world or world.get("snapshot_hash") == expected:
+        return None
+    return (
+        f"--dataset {config.dataset}: its research questions were keyed on world "
+        f"{header.world_id} (snapshot {expected[:12]}), but this workspace's "
+        f"world {config.world_db} is {world.get('world_id')} (snapshot "
+        f"{world.get('snapshot_hash', '?')[:12]}); run it in the workspace it was made in "
+        "(--workspace), or leave out --dataset to draw questions on this world"
+    )
+
+
 def check_agent(spec: AgentSpec, where: str) -> None:
     """:class:`SpecError` if the spec's harness does not load, does not declare one of its
     option keys (with close matches and the known keys) or lacks its API key: checked before
@@ -1059,6 +1130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         fresh=args.fresh,
         executor_args=_executor_args(args),
     )
+    if (problem := dataset_pairing_problem(config)) is not None:
+        print(f"ledgerbench: error: {problem}", file=sys.stderr)
+        return 2
     console = Console(stderr=True)
     started = time.monotonic()
     try:
