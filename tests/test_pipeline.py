@@ -252,6 +252,13 @@ def test_a_failing_stage_names_itself_and_the_command_to_rerun(tmp_path, capsys)
     bad = tmp_path / "bad.yaml"
     bad.write_text("header: {name: x}\nitems: [{id: 1}]\n")
     code = main(["--workspace", str(tmp_path / "ws"), *SMALL, "--dataset", str(bad)])
+    assert code == 2 and not (tmp_path / "ws").exists()  # a broken dataset: before any stage
+    assert "--dataset " in capsys.readouterr().err
+    # Of another ERP of the same seed: only the ERP the first stage generates can tell.
+    from tests.test_runner_plugins import numbered_dataset
+
+    other = numbered_dataset(tmp_path / "other.yaml", 1, "0" * 64)  # generator seed 42
+    code = main(["--workspace", str(tmp_path / "ws"), *SMALL, "--dataset", str(other)])
     assert code == 1
     err = capsys.readouterr().err
     assert "stage 'run agent' failed" in err

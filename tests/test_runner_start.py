@@ -220,7 +220,7 @@ def test_every_config_field_reads_back_from_the_manifest(erp_server, tmp_path) -
         "max_tool_calls": 9,
         "max_tokens": 50_000,
         "max_cost_usd": 0.75,
-        "harness": PLUGIN,
+        "harness": "tests.test_runner_plugins:PacedHarness",  # it declares delay
         "user": "chat:u-1",
         "user_base_url": "http://127.0.0.1:9/v1",
         "model": "m-1",
