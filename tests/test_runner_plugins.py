@@ -199,7 +199,10 @@ class DeadProviderHarness(InstantHarness):
     """Talks to a provider whose port refuses connections, unless the file named by
     ``--harness-opt healthy_if=PATH`` exists (the provider came back)."""
 
-    known_options = {"port": "the dead provider's port", "healthy_if": "a file: the provider is back"}
+    known_options = {
+        "port": "the dead provider's port",
+        "healthy_if": "a file: the provider is back",
+    }
 
     name = "dead-provider"
 
