@@ -385,6 +385,10 @@ async def _run_with_harness(
                 if manifest.model is None:  # e.g. claude without --model: what it reported
                     manifest.model = next((r.model for r in outcome.ran if r.model), None)
                 write_manifest(prepared.run_dir, manifest, secrets)
+    except BaseException:  # e.g. a full disk at the manifest: a folder this start made goes
+        if prepared is not None:  # (the servers' logs were moved in as they stopped)
+            discard_if_empty(prepared)
+        raise
     finally:
         if runner is not None:
             await runner.aclose()
