@@ -3,8 +3,9 @@
 The pipeline chains the documented stage commands, each as its own process, exactly as a user
 would type them: generate the ERP -> generate the research world around it -> draw the questions of
 all three task types (obligations from the ERP; entity performance and briefs on the world, with
-computed keys) -> run each agent against the ERP's and the world's MCP servers -> judge -> compare
-and report. Every stage is skipped when its output is already
+computed keys) -> run each agent against the ERP's and the world's MCP servers -> judge -> the
+trajectory viewer of every run (``ledgerbench view``) -> compare and report, linking each task type,
+scenario and contrast to its questions in the viewer. Every stage is skipped when its output is already
 there and still valid, so a second run costs almost nothing; ``--fresh`` redoes everything.
 
 Agents come from ``--agent SPEC`` (repeatable). With none, the offline demo runs two: the scripted
@@ -283,6 +284,12 @@ class PipelineConfig:
     @property
     def report_dir(self) -> Path:
         return self.workspace / "report"
+
+    @property
+    def viewer_dir(self) -> Path:
+        """The trajectory viewer of the agents' runs (``ledgerbench view``), which the report
+        links to."""
+        return self.workspace / "viewer"
 
     @property
     def judge_name(self) -> str:
@@ -612,9 +619,9 @@ def stage_judge(config: PipelineConfig, console: Console) -> StageResult:
     return StageResult("judge", False, time.monotonic() - started, config.judge)
 
 
-def _report_is_current(config: PipelineConfig) -> bool:
-    stats = config.report_dir / "stats.json"
-    inputs = [
+def _judged_runs(config: PipelineConfig) -> list[Path]:
+    """Every agent's trajectories and scores: what the viewer and the report are built from."""
+    return [
         path
         for agent in config.agents
         for path in (
@@ -622,6 +629,35 @@ def _report_is_current(config: PipelineConfig) -> bool:
             config.run_dir(agent) / "scores" / f"{config.judge_name}.jsonl",
         )
     ]
+
+
+def _viewer_is_current(config: PipelineConfig) -> bool:
+    page, inputs = config.viewer_dir / "index.html", _judged_runs(config)
+    if not page.exists() or not all(path.exists() for path in inputs):
+        return False
+    return page.stat().st_mtime > max(path.stat().st_mtime for path in inputs)
+
+
+def stage_viewer(config: PipelineConfig, console: Console) -> StageResult:
+    """The trajectory viewer of every agent's run: each question's answers, verdicts and
+    conversations, with the cited and read records and documents carried in the page."""
+    started = time.monotonic()
+    page = config.viewer_dir / "index.html"
+    if not config.fresh and _viewer_is_current(config):
+        return StageResult("viewer", True, time.monotonic() - started, str(page))
+    runs = [str(config.run_dir(agent)) for agent in config.agents]
+    dataset = config.dataset or config.generated_dataset
+    command = _python_module("ledgerbench.viewer", *runs, "--out", str(config.viewer_dir))
+    command += ["--dataset", str(dataset), "--erp-db", config.erp_url]
+    if config.world_db.exists():
+        command += ["--world-db", str(config.world_db)]
+    _run_stage_command("viewer", command, console, show_stdout=False)
+    return StageResult("viewer", False, time.monotonic() - started, str(page))
+
+
+def _report_is_current(config: PipelineConfig) -> bool:
+    stats = config.report_dir / "stats.json"
+    inputs = [*_judged_runs(config), config.viewer_dir / "index.html"]
     if not stats.exists() or not all(path.exists() for path in inputs):
         return False
     try:
@@ -671,6 +707,8 @@ def stage_report(config: PipelineConfig, console: Console) -> StageResult:
         config.judge_name,
         "--out",
         str(config.report_dir),
+        "--viewer",
+        os.path.relpath(config.viewer_dir, config.report_dir),
     )
     for agent in config.agents:
         command += ["--label", f"{config.run_dir(agent)}={agent.label}"]
@@ -685,6 +723,7 @@ STAGES: tuple[Callable[[PipelineConfig, Console], StageResult], ...] = (
     stage_questions,
     stage_run,
     stage_judge,
+    stage_viewer,
     stage_report,
 )
 
@@ -704,6 +743,9 @@ def run_pipeline(config: PipelineConfig, console: Console | None = None) -> list
 def headline(report_dir: Path) -> list[str]:
     """Lines with where the report is and its headline numbers (from ``stats.json``)."""
     lines = [f"Report: {report_dir / 'report.html'} (also report.md)"]
+    viewer = report_dir.parent / "viewer" / "index.html"
+    if viewer.exists():
+        lines.append(f"Viewer: {viewer} (every question, answer and conversation)")
     stats_path = report_dir / "stats.json"
     if not stats_path.exists():
         return lines

@@ -38,6 +38,13 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capfd) -> None:
         "scripted-faulty-erp-world",
     ]
     assert (report / "report.html").stat().st_size > 10_000
+    # The viewer of both runs is built, named in the headline, and the report links to it.
+    viewer = workspace / "viewer" / "index.html"
+    assert f"Viewer: {viewer}" in first.out and viewer.stat().st_size > 10_000
+    assert (
+        'href="../viewer/index.html#/?judge=rules&amp;type=obligations"'
+        in (report / "report.html").read_text()
+    )
     overall = next(
         c
         for m in stats["models"]
@@ -69,9 +76,9 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capfd) -> None:
     stats_mtime = (report / "stats.json").stat().st_mtime
     assert main(["--workspace", str(workspace), *SMALL]) == 0
     second = capfd.readouterr()
-    for stage in ("generate ERP", "research world", "questions", "report"):
+    for stage in ("generate ERP", "research world", "questions", "viewer", "report"):
         assert f"{stage}: " in second.err and "(cached)" in second.err
-    assert second.err.count("(cached)") == 4
+    assert second.err.count("(cached)") == 5
     assert (report / "stats.json").stat().st_mtime == stats_mtime
     assert len((run_dir / "trajectories.jsonl").read_text().splitlines()) == ITEMS
 
