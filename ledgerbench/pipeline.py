@@ -4,9 +4,10 @@ The pipeline chains the documented stage commands, each as its own process, exac
 would type them: generate the ERP -> generate the research world around it -> draw the questions of
 all three task types (obligations from the ERP; entity performance and briefs on the world, with
 computed keys) -> run each agent against the ERP's and the world's MCP servers -> judge -> the
-trajectory viewer of every run (``ledgerbench view``) -> compare and report, linking each task type,
-scenario and contrast to its questions in the viewer. Every stage is skipped when its output is already
-there and still valid, so a second run costs almost nothing; ``--fresh`` redoes everything.
+trajectory viewer of every run (``ledgerbench view``) -> compare and report, linking each task
+type, scenario and contrast to its questions in the viewer. Every stage is skipped when its output
+is already there and still valid, so a second run costs almost nothing; ``--fresh`` redoes
+everything.
 
 Agents come from ``--agent SPEC`` (repeatable). With none, the offline demo runs two: the scripted
 agent against the clean ERP, and the same agent against the ERP with injected transient tool
@@ -1012,6 +1013,23 @@ SPEC_KEYS = (
 """The ``--agent`` keys the pipeline reads itself; any other key is a harness option."""
 
 
+def research_problem(config: PipelineConfig) -> str | None:
+    """Why an agent cannot do ``--research`` as asked (one line), or None: a harness that lists
+    its ``research_modes`` supports those alone (the scripted agent reads no prompt documents)."""
+    from harnesses._registry import resolve_factory
+
+    for agent in config.agents:
+        factory = resolve_factory(agent.harness)  # loaded already by check_agent
+        modes = getattr(factory, "research_modes", None)
+        if modes is not None and config.research not in modes:
+            note = getattr(factory, "research_note", "")
+            return (
+                f"--research {config.research}: agent {agent.label} ({agent.harness}) supports "
+                f"{', '.join(modes)}; {note}".rstrip("; ")
+            )
+    return None
+
+
 def dataset_pairing_problem(config: PipelineConfig) -> str | None:
     """Why ``--dataset`` cannot run in this workspace (one line naming the mismatch and the fix),
     or None: it must load, and its answer keys must have been computed on the ERP (and research
@@ -1030,6 +1048,12 @@ def dataset_pairing_problem(config: PipelineConfig) -> str | None:
         return (
             f"--dataset {config.dataset}: the dataset has no items (items: []); add questions "
             "to it (see docs/dataset-format.md) or pass another dataset"
+        )
+    if config.research == "golden" and not any(item.gold_documents for item in dataset.items):
+        return (
+            f"--research golden: none of the {len(dataset.items)} questions of --dataset "
+            f"{config.dataset} has gold documents to put in its prompt (only entity and brief "
+            "questions keyed on a world do); use --research world or none"
         )
     header = dataset.header
     erp = read_meta(config.erp_db, "erp_meta")
@@ -1172,7 +1196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         fresh=args.fresh,
         executor_args=_executor_args(args),
     )
-    if (problem := dataset_pairing_problem(config)) is not None:
+    problem = research_problem(config) or dataset_pairing_problem(config)
+    if problem is not None:
         print(f"ledgerbench: error: {problem}", file=sys.stderr)
         return 2
     console = Console(stderr=True)

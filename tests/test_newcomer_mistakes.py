@@ -151,6 +151,18 @@ CASES = [
         lambda f: _pipeline(f, "--dataset", str(f.dataset_with("empty.yaml", items=[]))),
         "empty.yaml: the dataset has no items (items: [])",
     ),
+    Case(
+        "golden research the agent cannot do",
+        lambda f: _pipeline(f, "--research", "golden"),
+        "--research golden: agent scripted (scripted) supports world, web, none",
+    ),
+    Case(
+        "golden research on a dataset without gold documents",
+        lambda f: _pipeline(
+            f, "--agent", "nothing", "--research", "golden", "--dataset", str(f.dataset)
+        ),
+        "none of the 2 questions of --dataset",
+    ),
     # python -m harnesses.run: the same, before any server starts
     Case(
         "runner option typo",
