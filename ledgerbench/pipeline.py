@@ -289,8 +289,8 @@ class PipelineConfig:
     @property
     def viewer_dir(self) -> Path:
         """The trajectory viewer of the agents' runs (``ledgerbench view``), which the report
-        links to."""
-        return self.workspace / "viewer"
+        links to: inside the report's folder, so a report kept aside keeps its own viewer."""
+        return self.report_dir / "viewer"
 
     @property
     def judge_name(self) -> str:
@@ -646,6 +646,7 @@ def stage_viewer(config: PipelineConfig, console: Console) -> StageResult:
     page = config.viewer_dir / "index.html"
     if not config.fresh and _viewer_is_current(config):
         return StageResult("viewer", True, time.monotonic() - started, str(page))
+    keep_other_agents_report(config, console)  # with its viewer, before this one replaces it
     runs = [str(config.run_dir(agent)) for agent in config.agents]
     dataset = config.dataset or config.generated_dataset
     command = _python_module("ledgerbench.viewer", *runs, "--out", str(config.viewer_dir))
@@ -744,7 +745,7 @@ def run_pipeline(config: PipelineConfig, console: Console | None = None) -> list
 def headline(report_dir: Path) -> list[str]:
     """Lines with where the report is and its headline numbers (from ``stats.json``)."""
     lines = [f"Report: {report_dir / 'report.html'} (also report.md)"]
-    viewer = report_dir.parent / "viewer" / "index.html"
+    viewer = report_dir / "viewer" / "index.html"
     if viewer.exists():
         lines.append(f"Viewer: {viewer} (every question, answer and conversation)")
     stats_path = report_dir / "stats.json"

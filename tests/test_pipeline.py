@@ -39,10 +39,10 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capfd) -> None:
     ]
     assert (report / "report.html").stat().st_size > 10_000
     # The viewer of both runs is built, named in the headline, and the report links to it.
-    viewer = workspace / "viewer" / "index.html"
+    viewer = report / "viewer" / "index.html"
     assert f"Viewer: {viewer}" in first.out and viewer.stat().st_size > 10_000
     assert (
-        'href="../viewer/index.html#/?judge=rules&amp;type=obligations"'
+        'href="viewer/index.html#/?judge=rules&amp;type=obligations"'
         in (report / "report.html").read_text()
     )
     overall = next(
@@ -239,10 +239,13 @@ def test_a_report_of_other_agents_is_kept_beside_and_the_move_said(tmp_path) -> 
     stats = {"providers": [{"name": "scripted"}, {"name": "scripted-faulty-erp-world"}]}
     (report / "stats.json").write_text(json.dumps(stats))
     (report / "report.html").write_text("<p>the earlier comparison</p>")
+    config.viewer_dir.mkdir()
+    (config.viewer_dir / "index.html").write_text("the earlier runs")
     out = io.StringIO()
     aside = keep_other_agents_report(config, Console(file=out, width=60))
     assert aside == report.with_name("report-scripted+scripted-faulty-erp-world")
     assert (aside / "report.html").read_text() == "<p>the earlier comparison</p>"
+    assert (aside / "viewer" / "index.html").read_text() == "the earlier runs"  # its own viewer
     assert not report.exists()
     assert out.getvalue() == (
         "report: the earlier report (agents scripted, scripted-faulty-erp-world) is kept in "
