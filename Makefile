@@ -1,5 +1,5 @@
 # The two commands a newcomer needs (see README.md):
-#   make demo   set up and run the whole offline pipeline (ERP -> questions -> scripted agent -> rules judge -> report)
+#   make demo   set up and run the whole offline pipeline (ERP -> questions -> scripted agent -> rules judge -> viewer -> report)
 #   make test   set up and run the test suite
 PYTHON ?= python3
 VENV ?= .venv

@@ -270,13 +270,20 @@ def find_claude(explicit: str | None = None) -> str:
     return found
 
 
-def check_credentials(environ: dict[str, str] | os._Environ[str] | None = None) -> None:
+def credentials_problem(environ: dict[str, str] | os._Environ[str] | None = None) -> str | None:
+    """The one-line fix when no Anthropic credential is set, else None."""
     environ = os.environ if environ is None else environ
-    if not any(environ.get(name) for name in CREDENTIAL_VARIABLES):
-        raise ClaudeCliUnavailable(
-            "no Anthropic credentials for the claude CLI: set ANTHROPIC_API_KEY "
-            "(ANTHROPIC_BASE_URL for a compatible endpoint)"
-        )
+    if any(environ.get(name) for name in CREDENTIAL_VARIABLES):
+        return None
+    return (
+        "no Anthropic credentials for the claude CLI: set ANTHROPIC_API_KEY "
+        "(ANTHROPIC_BASE_URL for a compatible endpoint)"
+    )
+
+
+def check_credentials(environ: dict[str, str] | os._Environ[str] | None = None) -> None:
+    if (problem := credentials_problem(environ)) is not None:
+        raise ClaudeCliUnavailable(problem)
 
 
 def mcp_config(env: AgentEnvironment, transport: str) -> dict[str, Any]:
@@ -438,6 +445,10 @@ class ClaudeCliHarness:
     conversational = True
     """Conversations: each agent turn resumes the CLI's session (``--resume``) in a HOME kept for
     the whole conversation (removed at the end of the run)."""
+
+    @staticmethod
+    def credentials_problem(options: HarnessOptions) -> str | None:
+        return credentials_problem()
 
     def __init__(self, options: HarnessOptions) -> None:
         self.options = options

@@ -42,6 +42,7 @@ from harnesses._openai import (
     ToolCatalogue,
     check_known_options,
     erp_call,
+    missing_key_problem,
     parse_arguments,
     read_options,
     record_model_event,
@@ -1038,6 +1039,11 @@ class FinanceAgentHarness:
     name = "custom"
     conversational = True
     """Conversations: the earlier turns are replayed as chat messages on each agent turn."""
+
+    @staticmethod
+    def credentials_problem(options: HarnessOptions) -> str | None:
+        variable = API_KEY_VARIABLES.get(options.extra.get("api", "openai"))
+        return None if variable is None else missing_key_problem(variable, "custom")
 
     def __init__(self, options: HarnessOptions) -> None:
         self.settings = CustomSettings.from_options(options)

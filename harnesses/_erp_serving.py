@@ -297,15 +297,24 @@ def _tool_text(result: Any) -> str:
 
 
 def check_snapshot(dataset: Dataset, dataset_path: Path, erp: ErpInUse) -> None:
+    in_use = redact_url(erp.db_url) if erp.db_url else erp.endpoint.url
+    problem = snapshot_problem(dataset, dataset_path, erp.snapshot_hash, erp.db_url, in_use)
+    if problem is not None:
+        raise RunConfigError(problem)
+
+
+def snapshot_problem(
+    dataset: Dataset, dataset_path: Path, actual: str | None, db_url: str | None, in_use: str
+) -> str | None:
+    """Why the ERP of snapshot ``actual`` (``db_url``, shown as ``in_use``) cannot answer the
+    dataset's questions (one line with the fix), or None when the dataset was made from it."""
     expected = dataset.header.erp_snapshot_hash
-    actual = erp.snapshot_hash
     if not expected or expected == actual:
-        return
+        return None
     origins = _origins(dataset, dataset_path, expected)
     where = f" ({'; '.join(origins)})" if origins else ""
-    in_use = redact_url(erp.db_url) if erp.db_url else erp.endpoint.url
     hint = ""
-    if erp.db_url and erp.db_url == default_erp_db_url():
+    if db_url and db_url == default_erp_db_url():
         seed = dataset.header.generator_seed if dataset.header.generator_seed is not None else 42
         hint = (
             f"; the default ERP ({DEFAULT_ERP_RELATIVE_PATH}) is left as it is: build the one "
@@ -313,7 +322,7 @@ def check_snapshot(dataset: Dataset, dataset_path: Path, erp: ErpInUse) -> None:
             f".db --seed {seed} (and the --customers/--vendors it was made with), then pass "
             f"--erp-db sqlite:///erp-{seed}.db"
         )
-    raise RunConfigError(
+    return (
         f"dataset {dataset_path} was built from the ERP with snapshot hash {expected}{where}, "
         f"but the ERP in use ({in_use}) has snapshot {actual or 'unknown'}; serve that database "
         f"(--erp-db/--erp-url) or regenerate the dataset against this ERP{hint}"

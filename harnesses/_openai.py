@@ -115,15 +115,21 @@ def require_sdk(module: str, harness_name: str) -> None:
         )
 
 
+def missing_key_problem(variable: str, harness_name: str) -> str | None:
+    """The one-line fix when ``variable`` holds no key, else None."""
+    if os.environ.get(variable, "").strip():
+        return None
+    return (
+        f"--harness {harness_name} needs an API key: set {variable} "
+        f"(for a local server any value works), or use --harness scripted to run offline"
+    )
+
+
 def require_env_key(variable: str, harness_name: str) -> str:
     """The key in ``variable``, or :class:`MissingApiKeyError` with a one-line fix."""
-    key = os.environ.get(variable, "").strip()
-    if not key:
-        raise MissingApiKeyError(
-            f"--harness {harness_name} needs an API key: set {variable} "
-            f"(for a local server any value works), or use --harness scripted to run offline"
-        )
-    return key
+    if (problem := missing_key_problem(variable, harness_name)) is not None:
+        raise MissingApiKeyError(problem)
+    return os.environ[variable].strip()
 
 
 RETIRED_OPTIONS = {
@@ -561,6 +567,10 @@ class OpenAIResponsesHarness:
     name = "openai"
     conversational = True
     """Conversations: the earlier turns are replayed as input messages on each agent turn."""
+
+    @staticmethod
+    def credentials_problem(options: HarnessOptions) -> str | None:
+        return missing_key_problem("OPENAI_API_KEY", "openai")
 
     def __init__(self, options: HarnessOptions) -> None:
         self.settings = OpenAISettings.from_options(options)

@@ -45,7 +45,8 @@ def harness(
 
     ``options`` declares every ``--harness-opt`` key the harness reads (key -> what it does):
     any other key is refused before the run starts. A factory that declares none (a plug-in
-    without a ``known_options`` attribute) accepts any key."""
+    without a ``known_options`` attribute) accepts no key: a key it never reads would otherwise
+    be recorded as if it had changed the run."""
 
     def decorate(factory: HarnessFactory) -> HarnessFactory:
         _FACTORIES[name] = factory
@@ -117,10 +118,14 @@ RUNNER_SETTINGS = {
 """Runner flags often mistaken for harness options: an unknown key close to one is pointed at it."""
 
 
-def declared_options(name: str) -> dict[str, str] | None:
-    """The ``--harness-opt`` keys harness ``name`` declares, or None when it declares none."""
-    known = getattr(resolve_factory(name), "known_options", None)
-    return None if known is None else dict(known)
+def declared_options(name: str) -> dict[str, str]:
+    """The ``--harness-opt`` keys harness ``name`` declares (none for a plug-in without a
+    ``known_options`` attribute)."""
+    return dict(getattr(resolve_factory(name), "known_options", None) or {})
+
+
+UNDECLARED_HINT = "a plug-in lists the keys it reads in a known_options class attribute"
+"""Said when a harness that declares no option is given one."""
 
 
 def unknown_keys_text(unknown: Iterable[str], suggestions: Mapping[str, str]) -> str:
@@ -138,15 +143,23 @@ def check_harness_options(name: str, keys: Iterable[str]) -> None:
     """:class:`HarnessLoadError` naming every key of ``keys`` that harness ``name`` does not
     declare, with close matches and the list of the keys it knows."""
     known = declared_options(name)
-    if known is None:
-        return
     unknown = sorted(set(keys) - set(known))
     if unknown:
         suggestions = {**RUNNER_SETTINGS, **{key: key for key in known}}
+        hint = f" ({UNDECLARED_HINT})" if not known and ":" in name else ""
         raise HarnessLoadError(
             f"--harness {name}: unknown --harness-opt {unknown_keys_text(unknown, suggestions)}; "
-            f"known options: {', '.join(sorted(known)) or 'none'}"
+            f"known options: {', '.join(sorted(known)) or 'none'}{hint}"
         )
+
+
+def credentials_problem(name: str, options: HarnessOptions) -> str | None:
+    """Why harness ``name`` cannot reach its model for want of a credential (one line naming the
+    variable to set), or None. A harness declares the check as a static
+    ``credentials_problem(options)``: the pipeline asks it before its first stage (the runner
+    builds the harness, which checks the same, before any server starts)."""
+    check = getattr(resolve_factory(name), "credentials_problem", None)
+    return None if check is None else check(options)
 
 
 def create_harness(name: str, options: HarnessOptions) -> Harness:

@@ -42,6 +42,7 @@ from harnesses._erp_serving import (
 from harnesses._executor import Executor, LocalExecutor, Pair
 from harnesses._golden import golden_pairs
 from harnesses._instructions import system_instructions
+from harnesses._pairing import pairing_problem
 from harnesses._preflight import ModelContextError, PreflightError, check_endpoint
 from harnesses._progress import PreparationWatch, RunProgress
 from harnesses._protocol import (
@@ -222,6 +223,8 @@ async def _prepare_and_run(
         questions = list({question.id: question for question, _ in plan.pairs}.values())
         if (problem := executor_world_problem(config, plan.dataset, questions)) is not None:
             raise RunConfigError(problem)
+        if problem := pairing_problem(config, plan.dataset, plan.dataset_path, questions):
+            raise RunConfigError(problem)
         if (problem := conversation_problem(config, harness, plan.pairs)) is not None:
             raise RunConfigError(problem)
         if (problem := await user_model_problem(config, plan.pairs)) is not None:
@@ -394,6 +397,10 @@ async def _run_with_harness(
                 if manifest.model is None:  # e.g. claude without --model: what it reported
                     manifest.model = next((r.model for r in outcome.ran if r.model), None)
                 write_manifest(prepared.run_dir, manifest, secrets)
+    except BaseException:  # e.g. a full disk at the manifest: a folder this start made goes
+        if prepared is not None:  # (the servers' logs were moved in as they stopped)
+            discard_if_empty(prepared)
+        raise
     finally:
         if runner is not None:
             await runner.aclose()

@@ -270,14 +270,24 @@ async def fetch_world_info(endpoint: McpEndpoint, timeout: float = 30.0) -> dict
 
 
 def check_world_snapshot(dataset: Dataset, world: WorldInUse) -> None:
+    where = str(world.path or world.endpoint.url)
+    problem = world_snapshot_problem(dataset, where, world.world_id, world.snapshot_hash)
+    if problem is not None:
+        raise RunConfigError(problem)
+
+
+def world_snapshot_problem(
+    dataset: Dataset, where: str, world_id: str | None, snapshot: str | None
+) -> str | None:
+    """Why the world ``world_id`` of ``snapshot`` (at ``where``) cannot key the dataset's research
+    questions (one line with the fix), or None when they were keyed on it."""
     expected = dataset.header.world_snapshot_hash
-    if not expected or expected == world.snapshot_hash:
-        return
-    where = world.path or world.endpoint.url
-    raise RunConfigError(
+    if not expected or expected == snapshot:
+        return None
+    return (
         f"the dataset's research questions were keyed on world {dataset.header.world_id} "
         f"(snapshot {expected[:16]}), but the world in use ({where}) is "
-        f"{world.world_id} (snapshot {(world.snapshot_hash or 'unknown')[:16]}); serve that "
+        f"{world_id} (snapshot {(snapshot or 'unknown')[:16]}); serve that "
         "world (--world-db/--world-url) or regenerate the questions on this one "
         "(python -m synthetic_world questions ...)"
     )

@@ -36,7 +36,8 @@ examples:
 Run the same command again to resume an interrupted run (only the missing questions run); add
 --retry-errors to re-run infrastructure failures too, --retry-simulator-errors to re-run the
 conversations the reviewer of the simulated user excluded. Exit codes: 0 done, 2 bad input, 3
-stopped after repeated infrastructure failures or a server that could not start, 130 interrupted.
+stopped after repeated infrastructure failures or a server that could not start, 130 interrupted,
+141 the summary's reader went away (e.g. | head; the run is recorded).
 """
 
 
@@ -450,12 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {line}", file=sys.stderr)
         return 1
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)  # a redirected summary keeps whole column names
-    console.print(summary_table(summary))
+    printed = _print_summary(summary_table(summary))
     if summary.errors:
         detail = ", ".join(f"{name} x{count}" for name, count in sorted(summary.errors.items()))
         print(f"errors: {detail}", file=sys.stderr)
@@ -474,7 +470,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     if summary.interrupted:
         print("interrupted; run the same command again to resume", file=sys.stderr)
         return 130
-    return 0
+    return 0 if printed else EXIT_BROKEN_PIPE
+
+
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE, as a shell reports a writer whose reader went away (``... | head``)."""
+
+
+def _print_summary(table: object) -> bool:
+    """Print the summary table on stdout; False when stdout is a closed pipe (``... | head``):
+    the run is recorded all the same, and the lines on stderr still say where."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)  # a redirected summary keeps whole column names
+    with console.capture() as captured:  # rich would end the process on a closed pipe
+        console.print(table)
+    try:
+        sys.stdout.write(captured.get())
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -3,9 +3,11 @@
 The pipeline chains the documented stage commands, each as its own process, exactly as a user
 would type them: generate the ERP -> generate the research world around it -> draw the questions of
 all three task types (obligations from the ERP; entity performance and briefs on the world, with
-computed keys) -> run each agent against the ERP's and the world's MCP servers -> judge -> compare
-and report. Every stage is skipped when its output is already
-there and still valid, so a second run costs almost nothing; ``--fresh`` redoes everything.
+computed keys) -> run each agent against the ERP's and the world's MCP servers -> judge -> the
+trajectory viewer of every run (``ledgerbench view``) -> compare and report, linking each task
+type, scenario and contrast to its questions in the viewer. Every stage is skipped when its output
+is already there and still valid, so a second run costs almost nothing; ``--fresh`` redoes
+everything.
 
 Agents come from ``--agent SPEC`` (repeatable). With none, the offline demo runs two: the scripted
 agent against the clean ERP, and the same agent against the ERP with injected transient tool
@@ -29,12 +31,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
 
 from ledgerbench_core._cli import QUIET_STOP_ENV, OneLineParser, Terminated, run_cli
 from ledgerbench_core._startup import parent_death_signal
+
+if TYPE_CHECKING:
+    from ledgerbench.dataset import DatasetHeader
 
 EXAMPLES = """\
 examples:
@@ -280,6 +286,12 @@ class PipelineConfig:
     @property
     def report_dir(self) -> Path:
         return self.workspace / "report"
+
+    @property
+    def viewer_dir(self) -> Path:
+        """The trajectory viewer of the agents' runs (``ledgerbench view``), which the report
+        links to: inside the report's folder, so a report kept aside keeps its own viewer."""
+        return self.report_dir / "viewer"
 
     @property
     def judge_name(self) -> str:
@@ -609,9 +621,9 @@ def stage_judge(config: PipelineConfig, console: Console) -> StageResult:
     return StageResult("judge", False, time.monotonic() - started, config.judge)
 
 
-def _report_is_current(config: PipelineConfig) -> bool:
-    stats = config.report_dir / "stats.json"
-    inputs = [
+def _judged_runs(config: PipelineConfig) -> list[Path]:
+    """Every agent's trajectories and scores: what the viewer and the report are built from."""
+    return [
         path
         for agent in config.agents
         for path in (
@@ -619,6 +631,36 @@ def _report_is_current(config: PipelineConfig) -> bool:
             config.run_dir(agent) / "scores" / f"{config.judge_name}.jsonl",
         )
     ]
+
+
+def _viewer_is_current(config: PipelineConfig) -> bool:
+    page, inputs = config.viewer_dir / "index.html", _judged_runs(config)
+    if not page.exists() or not all(path.exists() for path in inputs):
+        return False
+    return page.stat().st_mtime > max(path.stat().st_mtime for path in inputs)
+
+
+def stage_viewer(config: PipelineConfig, console: Console) -> StageResult:
+    """The trajectory viewer of every agent's run: each question's answers, verdicts and
+    conversations, with the cited and read records and documents carried in the page."""
+    started = time.monotonic()
+    page = config.viewer_dir / "index.html"
+    if not config.fresh and _viewer_is_current(config):
+        return StageResult("viewer", True, time.monotonic() - started, str(page))
+    keep_other_agents_report(config, console)  # with its viewer, before this one replaces it
+    runs = [str(config.run_dir(agent)) for agent in config.agents]
+    dataset = config.dataset or config.generated_dataset
+    command = _python_module("ledgerbench.viewer", *runs, "--out", str(config.viewer_dir))
+    command += ["--dataset", str(dataset), "--erp-db", config.erp_url]
+    if config.world_db.exists():
+        command += ["--world-db", str(config.world_db)]
+    _run_stage_command("viewer", command, console, show_stdout=False)
+    return StageResult("viewer", False, time.monotonic() - started, str(page))
+
+
+def _report_is_current(config: PipelineConfig) -> bool:
+    stats = config.report_dir / "stats.json"
+    inputs = [*_judged_runs(config), config.viewer_dir / "index.html"]
     if not stats.exists() or not all(path.exists() for path in inputs):
         return False
     try:
@@ -668,6 +710,8 @@ def stage_report(config: PipelineConfig, console: Console) -> StageResult:
         config.judge_name,
         "--out",
         str(config.report_dir),
+        "--viewer",
+        os.path.relpath(config.viewer_dir, config.report_dir),
     )
     for agent in config.agents:
         command += ["--label", f"{config.run_dir(agent)}={agent.label}"]
@@ -682,6 +726,7 @@ STAGES: tuple[Callable[[PipelineConfig, Console], StageResult], ...] = (
     stage_questions,
     stage_run,
     stage_judge,
+    stage_viewer,
     stage_report,
 )
 
@@ -701,6 +746,9 @@ def run_pipeline(config: PipelineConfig, console: Console | None = None) -> list
 def headline(report_dir: Path) -> list[str]:
     """Lines with where the report is and its headline numbers (from ``stats.json``)."""
     lines = [f"Report: {report_dir / 'report.html'} (also report.md)"]
+    viewer = report_dir / "viewer" / "index.html"
+    if viewer.exists():
+        lines.append(f"Viewer: {viewer} (every question, answer and conversation)")
     stats_path = report_dir / "stats.json"
     if not stats_path.exists():
         return lines
@@ -967,23 +1015,130 @@ SPEC_KEYS = (
 """The ``--agent`` keys the pipeline reads itself; any other key is a harness option."""
 
 
+def research_problem(config: PipelineConfig) -> str | None:
+    """Why an agent cannot do ``--research`` as asked (one line), or None: a harness that lists
+    its ``research_modes`` supports those alone (the scripted agent reads no prompt documents)."""
+    from harnesses._registry import resolve_factory
+
+    for agent in config.agents:
+        factory = resolve_factory(agent.harness)  # loaded already by check_agent
+        modes = getattr(factory, "research_modes", None)
+        if modes is not None and config.research not in modes:
+            note = getattr(factory, "research_note", "")
+            return (
+                f"--research {config.research}: agent {agent.label} ({agent.harness}) supports "
+                f"{', '.join(modes)}; {note}".rstrip("; ")
+            )
+    return None
+
+
+def dataset_pairing_problem(config: PipelineConfig) -> str | None:
+    """Why ``--dataset`` cannot run in this workspace (one line naming the mismatch and the fix),
+    or None: it must load, and its answer keys must have been computed on the ERP (and research
+    keys on the world) the workspace keeps or will generate. Read from the files, before the
+    first stage: a mismatch found by the run stage would come after the ERP was generated."""
+    if config.dataset is None:
+        return None
+    from harnesses._pairing import read_meta
+    from ledgerbench.dataset import DatasetError, load_dataset
+
+    try:
+        dataset = load_dataset(config.dataset)
+    except DatasetError as error:
+        return f"--dataset {error}"
+    if not dataset.items:
+        return (
+            f"--dataset {config.dataset}: the dataset has no items (items: []); add questions "
+            "to it (see docs/dataset-format.md) or pass another dataset"
+        )
+    if config.research == "golden" and not any(item.gold_documents for item in dataset.items):
+        return (
+            f"--research golden: none of the {len(dataset.items)} questions of --dataset "
+            f"{config.dataset} has gold documents to put in its prompt (only entity and brief "
+            "questions keyed on a world do); use --research world or none"
+        )
+    header = dataset.header
+    erp = read_meta(config.erp_db, "erp_meta")
+    kept = not config.fresh and _meta_fits(erp, config)
+    made_with = header.generator_seed
+    if header.erp_snapshot_hash and kept and erp.get("snapshot_hash") != header.erp_snapshot_hash:
+        return (
+            f"--dataset {config.dataset} was made from the ERP of snapshot "
+            f"{header.erp_snapshot_hash[:12]} (generator seed {made_with}), but this "
+            f"workspace's ERP {config.erp_db} is snapshot {erp.get('snapshot_hash', '?')[:12]}; "
+            "run it in the workspace it was made in (--workspace), or in a new one with the "
+            f"seed and size it was made with (--workspace runs/seed-{made_with} --seed "
+            f"{made_with} --customers N --vendors N)"
+        )
+    if header.erp_snapshot_hash and not kept and made_with not in (None, config.seed):
+        return (
+            f"--dataset {config.dataset} was made from an ERP of seed {made_with}, but this "
+            f"workspace would generate one of seed {config.seed}; add --seed {made_with} (and "
+            "the --customers/--vendors it was made with), or leave out --dataset"
+        )
+    return _dataset_world_problem(config, header, kept)
+
+
+def _meta_fits(meta: dict[str, str], config: PipelineConfig) -> bool:
+    """The ERP described by ``meta`` is the one this configuration generates (it is kept)."""
+    wanted = {"seed": config.seed, "customers": config.customers, "vendors": config.vendors}
+    return bool(meta) and all(meta.get(key) == str(value) for key, value in wanted.items())
+
+
+def _dataset_world_problem(config: PipelineConfig, header: DatasetHeader, kept: bool) -> str | None:
+    """The workspace's world, which the run stage serves, is the one the dataset's research
+    questions were keyed on."""
+    from harnesses._pairing import read_meta
+
+    expected = header.world_snapshot_hash
+    if not expected or not kept or config.research not in ("world", "golden"):
+        return None
+    world = read_meta(config.world_db, "world_meta")
+    if not world or world.get("snapshot_hash") == expected:
+        return None
+    return (
+        f"--dataset {config.dataset}: its research questions were keyed on world "
+        f"{header.world_id} (snapshot {expected[:12]}), but this workspace's "
+        f"world {config.world_db} is {world.get('world_id')} (snapshot "
+        f"{world.get('snapshot_hash', '?')[:12]}); run it in the workspace it was made in "
+        "(--workspace), or leave out --dataset to draw questions on this world"
+    )
+
+
 def check_agent(spec: AgentSpec, where: str) -> None:
-    """:class:`SpecError` if the spec's harness does not load or does not declare one of its
-    option keys (with close matches and the known keys): checked before the first stage."""
-    from harnesses._registry import HarnessLoadError, declared_options, unknown_keys_text
+    """:class:`SpecError` if the spec's harness does not load, does not declare one of its
+    option keys (with close matches and the known keys) or lacks its API key: checked before
+    the first stage."""
+    from harnesses._protocol import HarnessOptions
+    from harnesses._registry import (
+        UNDECLARED_HINT,
+        HarnessLoadError,
+        credentials_problem,
+        declared_options,
+        unknown_keys_text,
+    )
 
     try:
         known = declared_options(spec.harness)
     except HarnessLoadError as error:
         raise SpecError(f"{where}: {error}") from None
-    unknown = [key for key, _ in spec.options if known is not None and key not in known]
+    unknown = [key for key, _ in spec.options if key not in known]
     if unknown:
-        suggestions = {key: key for key in (*SPEC_KEYS, *(known or ()))}
+        suggestions = {key: key for key in (*SPEC_KEYS, *known)}
+        hint = f" ({UNDECLARED_HINT})" if not known and ":" in spec.harness else ""
         raise SpecError(
             f"{where}: unknown key {unknown_keys_text(unknown, suggestions)}; the "
             f"pipeline's keys: {', '.join(SPEC_KEYS)}; {spec.harness}'s options: "
-            f"{', '.join(sorted(known or ())) or 'none'}"
+            f"{', '.join(sorted(known)) or 'none'}{hint}"
         )
+    options = HarnessOptions(
+        model=spec.model,
+        reasoning_effort=spec.reasoning_effort,
+        base_url=spec.base_url,
+        extra=dict(spec.options),
+    )
+    if (problem := credentials_problem(spec.harness, options)) is not None:
+        raise SpecError(f"{where}: {problem}")
 
 
 def agents_from(args: argparse.Namespace) -> list[AgentSpec]:
@@ -1047,6 +1202,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         fresh=args.fresh,
         executor_args=_executor_args(args),
     )
+    problem = research_problem(config) or dataset_pairing_problem(config)
+    if problem is not None:
+        print(f"ledgerbench: error: {problem}", file=sys.stderr)
+        return 2
     console = Console(stderr=True)
     started = time.monotonic()
     try:

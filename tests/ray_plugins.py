@@ -10,12 +10,17 @@ import asyncio
 import contextlib
 import os
 from pathlib import Path
+from typing import ClassVar
 
 from harnesses import AgentOutcome, HarnessOptions
 
 
 class _FileSignals:
     name = "ray-test"
+    known_options: ClassVar[dict[str, str]] = {
+        "dir": "the folder of signal files",
+        "hang": "ids that hang once",
+    }
 
     def __init__(self, options: HarnessOptions) -> None:
         self.model = "test-model"

@@ -1,6 +1,6 @@
 """What the machine refuses (a full disk, a folder the run may not write) ends ``harnesses.run`` in
 one line naming the path and the fix: no traceback, no temporary file, no half-written line, and
-the same command resumes once the cause is gone."""
+the same command resumes once the cause is gone. A closed stdout ends it quietly."""
 
 from __future__ import annotations
 
@@ -66,6 +66,8 @@ def test_a_full_disk_is_one_line_leaves_no_debris_and_resumes(
     )
     assert not [p.name for p in out.rglob("*") if p.name.endswith(".tmp")]
     recorded = out / "trajectories.jsonl"
+    if not recorded.exists() or not recorded.stat().st_size:  # no lock file, no server log
+        assert not out.exists(), sorted(p.name for p in out.iterdir())
     if recorded.exists():
         text = recorded.read_text()
         assert text == "" or text.endswith("\n")  # no half line
@@ -115,3 +117,29 @@ def test_a_folder_the_run_may_not_write_is_one_line(erp_db_url: str, tmp_path: P
         " make it writable, or write elsewhere (--out/--workspace), and run the command again"
     ]
     assert not out.exists()
+
+
+def test_a_closed_stdout_ends_the_run_quietly_with_the_run_recorded(
+    erp_db_url: str, tmp_path: Path
+) -> None:
+    """``python -m harnesses.run ... | head``: the summary's reader is gone (here before the run
+    starts: a pipe whose read end is closed), so the run ends with 141 as SIGPIPE would, no
+    traceback, and its records and stderr lines are all there."""
+    dataset = numbered_dataset(tmp_path / "ds.yaml", 3, snapshot_of(erp_db_url))
+    out = tmp_path / "run"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        piped = subprocess.run(
+            _runner(dataset, erp_db_url, out),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO_ROOT,
+        )
+    finally:
+        os.close(write_end)
+    assert piped.returncode == 141, piped.stderr
+    assert "Traceback" not in piped.stderr and "Exception ignored" not in piped.stderr
+    assert piped.stderr.strip().splitlines()[-1] == f"trajectories: {out / 'trajectories.jsonl'}"
+    assert len((out / "trajectories.jsonl").read_text().splitlines()) == 3

@@ -38,6 +38,13 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capfd) -> None:
         "scripted-faulty-erp-world",
     ]
     assert (report / "report.html").stat().st_size > 10_000
+    # The viewer of both runs is built, named in the headline, and the report links to it.
+    viewer = report / "viewer" / "index.html"
+    assert f"Viewer: {viewer}" in first.out and viewer.stat().st_size > 10_000
+    assert (
+        'href="viewer/index.html#/?judge=rules&amp;type=obligations"'
+        in (report / "report.html").read_text()
+    )
     overall = next(
         c
         for m in stats["models"]
@@ -69,9 +76,9 @@ def test_pipeline_runs_offline_then_resumes_from_cache(tmp_path, capfd) -> None:
     stats_mtime = (report / "stats.json").stat().st_mtime
     assert main(["--workspace", str(workspace), *SMALL]) == 0
     second = capfd.readouterr()
-    for stage in ("generate ERP", "research world", "questions", "report"):
+    for stage in ("generate ERP", "research world", "questions", "viewer", "report"):
         assert f"{stage}: " in second.err and "(cached)" in second.err
-    assert second.err.count("(cached)") == 4
+    assert second.err.count("(cached)") == 5
     assert (report / "stats.json").stat().st_mtime == stats_mtime
     assert len((run_dir / "trajectories.jsonl").read_text().splitlines()) == ITEMS
 
@@ -232,10 +239,13 @@ def test_a_report_of_other_agents_is_kept_beside_and_the_move_said(tmp_path) -> 
     stats = {"providers": [{"name": "scripted"}, {"name": "scripted-faulty-erp-world"}]}
     (report / "stats.json").write_text(json.dumps(stats))
     (report / "report.html").write_text("<p>the earlier comparison</p>")
+    config.viewer_dir.mkdir()
+    (config.viewer_dir / "index.html").write_text("the earlier runs")
     out = io.StringIO()
     aside = keep_other_agents_report(config, Console(file=out, width=60))
     assert aside == report.with_name("report-scripted+scripted-faulty-erp-world")
     assert (aside / "report.html").read_text() == "<p>the earlier comparison</p>"
+    assert (aside / "viewer" / "index.html").read_text() == "the earlier runs"  # its own viewer
     assert not report.exists()
     assert out.getvalue() == (
         "report: the earlier report (agents scripted, scripted-faulty-erp-world) is kept in "
@@ -252,6 +262,13 @@ def test_a_failing_stage_names_itself_and_the_command_to_rerun(tmp_path, capsys)
     bad = tmp_path / "bad.yaml"
     bad.write_text("header: {name: x}\nitems: [{id: 1}]\n")
     code = main(["--workspace", str(tmp_path / "ws"), *SMALL, "--dataset", str(bad)])
+    assert code == 2 and not (tmp_path / "ws").exists()  # a broken dataset: before any stage
+    assert "--dataset " in capsys.readouterr().err
+    # Of another ERP of the same seed: only the ERP the first stage generates can tell.
+    from tests.test_runner_plugins import numbered_dataset
+
+    other = numbered_dataset(tmp_path / "other.yaml", 1, "0" * 64)  # generator seed 42
+    code = main(["--workspace", str(tmp_path / "ws"), *SMALL, "--dataset", str(other)])
     assert code == 1
     err = capsys.readouterr().err
     assert "stage 'run agent' failed" in err

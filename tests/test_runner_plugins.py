@@ -7,7 +7,7 @@ import asyncio
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import yaml
@@ -62,6 +62,8 @@ class EnvToolsAgent:
 class PacedHarness(InstantHarness):
     """Takes ``delay`` seconds (``--harness-opt delay=0.3``) per question."""
 
+    known_options: ClassVar[dict[str, str]] = {"delay": "seconds per question"}
+
     name = "paced"
 
     async def run(self, task, env, draft) -> AgentOutcome:
@@ -107,6 +109,8 @@ class StubbornHarness(InstantHarness):
 class FlakyHarness(InstantHarness):
     """Fails ``fail_times`` times with a transient error (429-like), then answers."""
 
+    known_options: ClassVar[dict[str, str]] = {"fail_times": "transient failures before an answer"}
+
     name = "flaky"
 
     def __init__(self, options: HarnessOptions) -> None:
@@ -135,6 +139,11 @@ class LeakyHarness(InstantHarness):
     """Puts the ERP token and an API key everywhere it can: answer, tool output, error text, a
     scratch file in its work dir. The runner must keep them out of every file it writes."""
 
+    known_options: ClassVar[dict[str, str]] = {
+        "api_key": "a secret to leak",
+        "temperature": "recorded as it is",
+    }
+
     name = "leaky"
 
     async def run(self, task, env, draft) -> AgentOutcome:
@@ -154,6 +163,8 @@ class BlockingHarness(InstantHarness):
     """Blocks its event loop (``time.sleep``) for ``block_s`` seconds, like a synchronous SDK call;
     the runner's deadline must still fire on time."""
 
+    known_options: ClassVar[dict[str, str]] = {"block_s": "seconds the event loop is blocked"}
+
     name = "blocking"
 
     async def run(self, task, env, draft) -> AgentOutcome:
@@ -165,6 +176,11 @@ class BlockingHarness(InstantHarness):
 class SyncCallsHarness(InstantHarness):
     """Makes ``calls`` synchronous "SDK calls" of ``call_s`` each (``time.sleep``), recording a
     tool call for each, then answers: a plug-in written against a blocking client."""
+
+    known_options: ClassVar[dict[str, str]] = {
+        "calls": "blocking calls per question",
+        "call_s": "seconds per call",
+    }
 
     name = "sync-calls"
 
@@ -188,6 +204,11 @@ class EmptyHarness(InstantHarness):
 class DeadProviderHarness(InstantHarness):
     """Talks to a provider whose port refuses connections, unless the file named by
     ``--harness-opt healthy_if=PATH`` exists (the provider came back)."""
+
+    known_options: ClassVar[dict[str, str]] = {
+        "port": "the dead provider's port",
+        "healthy_if": "a file: the provider is back",
+    }
 
     name = "dead-provider"
 

@@ -147,7 +147,8 @@ def test_ctrl_c_stops_cleanly_and_marks_the_manifest(
 def _config(dataset: Path, out: Path, erp_url: str, **changes) -> RunConfig:
     settings = {
         "dataset": dataset,
-        "harness": f"{PLUGINS}:InstantHarness",
+        "harness": f"{PLUGINS}:PacedHarness",  # it declares one option: delay
+        "harness_opts": {"delay": "0"},
         "erp_url": erp_url,
         "out": out,
         "progress": False,
@@ -163,7 +164,7 @@ def _config(dataset: Path, out: Path, erp_url: str, **changes) -> RunConfig:
         ({"timeout": 45.0}, "time budgets (timeout 30.0 -> 45.0)"),
         ({"limit": 2}, "question selection"),
         ({"model": "other-model"}, "harness settings (model None -> 'other-model')"),
-        ({"harness_opts": {"temperature": "0.5"}}, "harness settings"),
+        ({"harness_opts": {"delay": "0.01"}}, "harness settings"),
         ({"trials": 2}, "question selection"),
     ],
 )

@@ -147,20 +147,24 @@ def test_a_bad_start_is_one_line_and_touches_no_run(
     assert not (tmp_path / "new-run").exists(), "a refused start left a run folder behind"
 
 
-def test_a_start_refused_once_the_erp_is_up_leaves_nothing(existing_run, tmp_path, capsys) -> None:
-    """A dataset built from another ERP: the runner's server came up, then the start was refused;
-    its log never reaches the run folder."""
+def test_a_start_refused_once_the_erp_is_up_leaves_nothing(
+    existing_run, erp_server, tmp_path, capsys
+) -> None:
+    """A dataset built from another ERP: with --erp-db it is refused from the file before the
+    server starts; with --erp-url once the running server said its snapshot. Either way the one
+    line names the mismatch and nothing reaches a run folder."""
     _, out = existing_run
     other = numbered_dataset(tmp_path / "other.yaml", 2, "0" * 16)
     manifest = RunManifest.model_validate_json((out / MANIFEST_FILE).read_text())
-    capsys.readouterr()
     new = tmp_path / "fresh"
     argv = ["--no-progress", "--dataset", str(other), "--harness", PLUGIN, "--out", str(new)]
-    code = cli.main([*argv, "--erp-db", manifest.erp_db_url])
-    err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1, err
-    assert "was built from the ERP with snapshot hash 0000000000000000" in err
-    assert not new.exists()
+    for erp in (["--erp-db", manifest.erp_db_url], ["--erp-url", erp_server.url]):
+        capsys.readouterr()
+        code = cli.main([*argv, *erp])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert "was built from the ERP with snapshot hash 0000000000000000" in err
+        assert not new.exists()
 
 
 async def test_a_run_interrupted_before_its_first_record_leaves_no_folder(
@@ -220,7 +224,7 @@ def test_every_config_field_reads_back_from_the_manifest(erp_server, tmp_path) -
         "max_tool_calls": 9,
         "max_tokens": 50_000,
         "max_cost_usd": 0.75,
-        "harness": PLUGIN,
+        "harness": "tests.test_runner_plugins:PacedHarness",  # it declares delay
         "user": "chat:u-1",
         "user_base_url": "http://127.0.0.1:9/v1",
         "model": "m-1",

@@ -209,3 +209,69 @@ def test_a_cited_document_opens_in_the_viewer_with_the_servers_stopped(
         text = page.evaluate("document.getElementById('app').innerText")
         assert title in text and "Copy: world snapshot" in text
         assert not [line for line in page.console if "Content Security Policy" in line]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(
+    chromium_path() is None,
+    reason="chromium not installed: apt-get update && apt-get install -y chromium",
+)
+def test_a_research_question_reads_as_text_in_the_viewer(two_runs, world, tmp_path) -> None:
+    """Search results by title and date (linked only where a copy is carried), a fetched document
+    rendered (its tables as tables, the raw JSON one click away), one list of what the answer
+    cited and the agent read, each marked, and the checks only an LLM judge decides folded away."""
+    import subprocess
+    import sys
+
+    first = two_runs[0][0]
+    judged = Path(shutil.copytree(first, tmp_path / "judged"))
+    judge = [sys.executable, "-m", "judge.run", str(judged), "--judge", "rules"]
+    subprocess.run([*judge, "--world-db", f"sqlite:///{world}"], check=True, capture_output=True)
+    page_path, _ = build_viewer([judged], tmp_path / "viewer")
+    record = next(
+        r
+        for r in _records(judged)
+        if DOC_LINK.search(r["answer"])
+        and any(c["name"].endswith("search") for c in r["tool_calls"])
+        and any(c["name"].endswith("fetch") for c in r["tool_calls"])
+    )
+    search = next(c for c in record["tool_calls"] if c["name"].endswith("search"))
+    first_result = json.loads(search["output"])["results"][0]
+    qid = record["question_id"]
+    with Browser(tmp_path / "profile") as page:
+        page.navigate(page_path.as_uri() + f"#/q/{qid}")
+        page.wait_for(f"document.body.dataset.rendered === 'q/{qid}'")
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        text = page.evaluate("document.getElementById('app').innerText")
+        assert not re.search(r"\[object|undefined|NaN", text)
+        listed = page.evaluate(
+            "[...document.querySelectorAll('.documents li')].map(li => li.innerText)"
+        )
+        assert any(
+            first_result["title"] in line and first_result["published_at"] in line
+            for line in listed
+        ), listed[:3]
+        # No link to an address that resolves nowhere: documents link to their carried copy.
+        hrefs = page.evaluate(
+            "[...document.querySelectorAll('.documents a')].map(a => a.getAttribute('href'))"
+        )
+        assert hrefs and all(h.startswith("#/item/") for h in hrefs), hrefs
+        # The fetched document is rendered: its markdown tables are tables; raw JSON beside it.
+        assert page.evaluate("document.querySelectorAll('.rendered-output .md table').length") > 0
+        assert page.evaluate("document.querySelectorAll('details.raw-output pre').length") > 0
+        assert "\\n" not in page.evaluate(
+            "[...document.querySelectorAll('.rendered-output')].map(e => e.innerText).join('')"
+        )
+        # One list of carried records and documents, each marked.
+        marks = page.evaluate(
+            "[...document.querySelectorAll('.carried-list li')].map(li => li.dataset.mark)"
+        )
+        assert "cited and read" in marks and set(marks) <= {"cited", "read", "cited and read"}
+        assert page.evaluate("document.querySelectorAll('.carried-list ul').length") == 1
+        # Checks left to an LLM judge are folded under one line, out of the verdict's table.
+        main_table = page.evaluate(
+            "[...document.querySelectorAll('.verdict > table.dims')].map(t => t.innerText).join('')"
+        )
+        assert "needs an LLM judge" not in main_table
+        folded = page.evaluate("document.querySelector('details.llm-only > summary').innerText")
+        assert "need an LLM judge, not scored by rules" in folded

@@ -343,8 +343,12 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-@harness(
+# The class itself is registered, so what it declares (options, research_modes) is read from
+# the registry before any run (ledgerbench checks --research against it).
+harness(
     "scripted", options={"transport": "http (default) or stdio: how the agent reaches the ERP"}
-)
+)(ScriptedAgent)
+
+
 def create_scripted(options: HarnessOptions) -> ScriptedAgent:
     return ScriptedAgent(options)

@@ -87,6 +87,8 @@ class TrialLinks:
     """Ids of the items the answer cites, in the order cited."""
     read: list[str] = field(default_factory=list)
     """Ids of the items tool outputs named that the answer does not cite."""
+    cited_read: list[str] = field(default_factory=list)
+    """Ids of the cited items that tool outputs named too: the agent read what it cited."""
     not_carried: int = 0
     """Items read beyond :data:`MAX_READ_PER_TRIAL`, or that no source could copy."""
     aliases: dict[str, str] = field(default_factory=dict)
@@ -147,7 +149,7 @@ class LinkedItemStore:
         self, adapter: LinkAdapter, run: RunSources, trials: list[TrialTexts], links: RunLinks
     ) -> list[str]:
         # What each trial cites and (capped) reads, decided before anything is copied.
-        plan = {}
+        plan, cited_read = {}, {}
         cap = getattr(adapter, "max_read", MAX_READ_PER_TRIAL)
         for trial in trials:
             texts = adapter.find(trial.answer)
@@ -157,6 +159,7 @@ class LinkedItemStore:
             read = [key for key in dict.fromkeys(shown.values()) if key not in cited_set]
             overflow = 0 if cap is None else max(0, len(read) - cap)
             plan[trial.key] = ({**shown, **texts}, cited, read[:cap], overflow)
+            cited_read[trial.key] = [key for key in cited if key in set(shown.values())]
         all_cited = {key for _, cited, _, _ in plan.values() for key in cited}
         all_read = {key for _, _, read, _ in plan.values() for key in read} - all_cited
         if not all_cited and not all_read:
@@ -169,6 +172,7 @@ class LinkedItemStore:
             entry = links.trials.setdefault(trial_key, TrialLinks())
             entry.cited += [ids[key] for key in cited if key in ids]
             entry.read += [ids[key] for key in read if key in ids]
+            entry.cited_read += [ids[key] for key in cited_read[trial_key] if key in ids]
             entry.not_carried += overflow + sum(key not in ids for key in (*cited, *read))
             kept = set(cited) | set(read)
             for text, key in texts.items():

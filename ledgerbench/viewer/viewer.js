@@ -371,37 +371,118 @@
   }
   const fact = (name, value) => [el("dt", {}, name), el("dd", {}, String(value))];
 
+  // A check no judge decided: the rules judge leaves it to an LLM judge.
+  const undecided = (assertion) => assertion.score === null && !assertion.decided_by;
+  function assertionRow(assertion) {
+    return el("tr", { class: "assertion" }, el("td", { class: "aid" }, assertion.assertion_id),
+      el("td", {}, assertion.score === null ? "n/a" : fmt(assertion.score)),
+      el("td", { class: "reason" }, assertion.reason || "", assertion.decided_by ? el("span", { class: "sub" }, ` (${assertion.decided_by})`) : null));
+  }
   function verdict(judge, score) {
     const box = el("details", { class: "verdict", open: true },
       el("summary", {}, `judge ${judge}, answer mean: `, el("span", { class: `score ${scoreClass(score.overall ?? null)}` },
         score.status === "scored" ? (score.overall === null ? "unscored" : fmt(score.overall)) : score.status)));
     const table = el("table", { class: "dims" });
+    const folded = el("table", { class: "dims" });
+    const foldedDimensions = [];
+    let foldedChecks = 0;
     for (const [dimension, result] of Object.entries(score.dimensions || {})) {
-      table.append(el("tr", { class: "dim" }, el("th", {}, dimension),
+      const checks = result.assertions || [];
+      const llmOnly = result.status === "needs_llm" && checks.every(undecided);
+      const target = llmOnly ? folded : table;
+      if (llmOnly) foldedDimensions.push(dimension);
+      target.append(el("tr", { class: "dim" }, el("th", {}, dimension),
         el("td", { class: scoreClass(result.score ?? null) }, result.score === null || result.score === undefined ? result.status : fmt(result.score)),
         el("td", {}, result.error || "")));
-      for (const assertion of result.assertions || []) {
-        table.append(el("tr", { class: "assertion" }, el("td", { class: "aid" }, assertion.assertion_id),
-          el("td", {}, assertion.score === null ? "n/a" : fmt(assertion.score)),
-          el("td", { class: "reason" }, assertion.reason || "", assertion.decided_by ? el("span", { class: "sub" }, ` (${assertion.decided_by})`) : null)));
+      for (const assertion of checks) {
+        if (!llmOnly && undecided(assertion)) {
+          folded.append(el("tr", { class: "dim" }, el("th", {}, dimension), el("td", {}, ""), el("td", {}, "")), assertionRow(assertion));
+          foldedChecks += 1;
+        } else {
+          target.append(assertionRow(assertion));
+        }
       }
     }
     box.append(table);
+    if (foldedDimensions.length || foldedChecks) {
+      const parts = [
+        foldedDimensions.length ? `${foldedDimensions.length} dimension${foldedDimensions.length === 1 ? "" : "s"} (${foldedDimensions.join(", ")})` : null,
+        foldedChecks ? `${foldedChecks} more check${foldedChecks === 1 ? "" : "s"}` : null,
+      ].filter(Boolean).join(" and ");
+      box.append(el("details", { class: "llm-only" }, el("summary", {}, `${parts}: need an LLM judge, not scored by ${judge}`), folded));
+    }
     return box;
   }
 
-  // The research-world documents a search returned or a fetch read (ToolCall.documents); a
-  // document with a carried copy (cited or fetched) opens offline.
-  function documentList(call) {
+  function parsedOutput(call) {
+    if (call.view_clipped || typeof call.output !== "string") return null;
+    try {
+      const value = JSON.parse(call.output);
+      return value && typeof value === "object" ? value : null;
+    } catch {
+      return null;
+    }
+  }
+  // A document's title, source and date, from the search result or fetch that listed it.
+  function documentFacts(parsed) {
+    const facts = new Map();
+    if (!parsed) return facts;
+    for (const entry of [parsed, ...(Array.isArray(parsed.results) ? parsed.results : [])]) {
+      if (entry && typeof entry.url === "string" && entry.title) facts.set(entry.url, entry);
+    }
+    return facts;
+  }
+  // The research-world documents a search returned or a fetch read (ToolCall.documents), with
+  // their titles and dates; a document with a carried copy (cited or fetched) opens offline, the
+  // others are named, not linked (their address resolves nowhere once the world is gone).
+  function documentList(call, parsed) {
     const docs = call.documents || [];
     if (!docs.length) return null;
     const fetched = String(call.name || "").split("__").pop() === "fetch";
     const label = fetched ? "Document read:" : `Documents returned (${docs.length}, best first):`;
+    const facts = documentFacts(parsed);
     return el("div", { class: "documents" }, el("p", { class: "sub" }, label),
-      el("ol", {}, docs.map((url) => el("li", {}, link(url, [url], url)))));
+      el("ol", {}, docs.map((url) => {
+        const fact = facts.get(url);
+        const title = fact ? fact.title : url;
+        const when = fact ? [fact.source, fact.published_at].filter(Boolean).join(", ") : "";
+        const name = linkAliases[url] ? link(url, [title], title) : el("span", { class: "doc-title", title: url }, title);
+        return el("li", {}, name, when ? el("span", { class: "sub" }, ` — ${when}`) : null,
+          linkAliases[url] ? null : el("span", { class: "sub" }, " (not carried: only cited or fetched documents are)"));
+      })));
+  }
+  const cellText = (value) =>
+    value === null || value === undefined ? "–" : typeof value === "object" ? JSON.stringify(value) : String(value);
+  function keyValues(object) {
+    return table(["field", "value"], Object.entries(object).map(([key, value]) => [key, cellText(value)]));
+  }
+  function rowsTable(rows) {
+    const columns = [...new Set(rows.flatMap((row) => Object.keys(row)))];
+    return table(columns, rows.map((row) => columns.map((column) => cellText(row[column]))));
+  }
+  const ROW_LISTS = ["items", "rows", "results", "candidates", "matches"];
+  // What a person reads of a tool's output: a document as markdown, a record as a key-value
+  // table, a list of records as a table (the rest of the page's fields as key-values).
+  function renderedOutput(call, parsed) {
+    if (!parsed || Array.isArray(parsed)) return null;
+    if (typeof parsed.content === "string") {
+      const byline = [parsed.source, parsed.published_at].filter(Boolean).join(", ");
+      return el("div", { class: "rendered-output" },
+        parsed.title ? el("p", {}, el("strong", {}, parsed.title), byline ? el("span", { class: "sub" }, ` — ${byline}`) : null) : null,
+        el("div", { class: "answer" }, markdown(parsed.content)));
+    }
+    const listKey = ROW_LISTS.find((key) => Array.isArray(parsed[key]) && parsed[key].every((row) => row && typeof row === "object"));
+    const rest = Object.fromEntries(Object.entries(parsed).filter(([key]) => key !== listKey));
+    const entries = Object.entries(rest);
+    const single = entries.length === 1 && entries[0][1] && typeof entries[0][1] === "object" && !Array.isArray(entries[0][1]);
+    return el("div", { class: "rendered-output" },
+      entries.length ? keyValues(single ? entries[0][1] : rest) : null,
+      listKey ? (parsed[listKey].length ? rowsTable(parsed[listKey]) : el("p", { class: "sub" }, `${listKey}: none`)) : null);
   }
 
   function toolCall(call, index) {
+    const parsed = parsedOutput(call);
+    const rendered = renderedOutput(call, parsed);
     const args = JSON.stringify(call.arguments || {});
     const meta = [
       call.is_error ? "error" : null, call.cancelled ? "cut off" : null,
@@ -412,8 +493,11 @@
       el("summary", {}, el("code", {}, `#${index} ${call.name}`), ` ${args.length > 120 ? `${args.slice(0, 117)}…` : args} `,
         el("span", { class: "sub" }, meta)),
       el("pre", { class: "args" }, JSON.stringify(call.arguments || {}, null, 2)),
-      documentList(call),
-      el("pre", { class: "output" }, call.output || ""),
+      documentList(call, parsed),
+      rendered,
+      rendered
+        ? el("details", { class: "raw-output" }, el("summary", {}, "raw output (JSON)"), el("pre", { class: "output" }, call.output || ""))
+        : el("pre", { class: "output" }, call.output || ""),
       call.view_clipped ? el("p", { class: "sub" }, `Shown: the first ${call.output.length} characters; the record holds ${call.record_chars}.`) : null,
       el("p", { class: "sub hash" }, `sha256 ${call.output_sha256}`));
   }
@@ -482,14 +566,19 @@
     const item = ITEMS[id];
     return el("a", { href: itemHref(id), class: "carried" }, item ? item.title : id);
   }
+  // One list: each record or document marked "cited" (by the answer), "read" (shown to the agent
+  // by its tools, or fetched) or "cited and read".
   function carriedList(linked) {
+    const cited = new Set(linked.cited), read = new Set([...linked.read, ...(linked.cited_read || [])]);
+    const ids = [...new Set([...linked.cited, ...linked.read])];
+    const mark = (id) => (cited.has(id) && read.has(id) ? "cited and read" : cited.has(id) ? "cited" : "read");
+    const count = (text) => ids.filter((id) => mark(id) === text).length;
+    const tally = ["cited and read", "cited", "read"].map((text) => [count(text), text]).filter(([n]) => n)
+      .map(([n, text]) => `${n} ${text}`).join(", ");
     const more = linked.not_carried ? ` (${linked.not_carried} more not carried)` : "";
     return el("details", { class: "carried-list" },
-      el("summary", {}, `Records and documents: ${linked.cited.length} cited, ${linked.read.length} read${more}; copies open offline`),
-      linked.cited.length ? el("p", { class: "sub" }, "Cited by the answer:") : null,
-      linked.cited.length ? el("ul", {}, linked.cited.map((id) => el("li", {}, itemLink(id)))) : null,
-      linked.read.length ? el("p", { class: "sub" }, "Shown to the agent by its tools (records) or fetched (documents):") : null,
-      linked.read.length ? el("ul", {}, linked.read.map((id) => el("li", {}, itemLink(id)))) : null);
+      el("summary", {}, `Records and documents: ${tally}${more}; copies open offline`),
+      el("ul", {}, ids.map((id) => el("li", { "data-mark": mark(id) }, el("span", { class: `mark mark-${mark(id).replace(/ /g, "-")}` }, mark(id)), " ", itemLink(id)))));
   }
   function table(columns, rows) {
     return el("div", { class: "table-wrap" }, el("table", { class: "md-table item-table" },
