@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from analysis._clustered import (
+from analysis._minimum import too_few_paired
+from ledgerbench_core._clustered import (
     cluster_codes,
     cluster_keys,
     combine_strata,
@@ -34,7 +35,6 @@ from analysis._clustered import (
     t_interval,
     t_p_value,
 )
-from analysis._minimum import too_few_paired
 
 ALL_KINDS = "all"
 

@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from analysis._clustered import cluster_codes, random_intercept_cluster_scores, t_p_value
 from analysis._data import finite_or_none
 from analysis._minimum import too_few_paired
 from analysis._schema import EQUAL_WEIGHT, Contrast, Guard, GuardKind, MetricModel, Severity
+from ledgerbench_core._clustered import cluster_codes, random_intercept_cluster_scores, t_p_value
 
 INTERCEPT = "Intercept"
 RESIDUAL_FLOOR = 1e-10

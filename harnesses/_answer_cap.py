@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from harnesses.records import Message
+from ledgerbench_core.trajectory import Message
 
 ANSWER_CAP_CHARS = 100_000
 """Characters of an answer (and of any one conversation turn) kept in a record: about 25,000

@@ -19,7 +19,7 @@ from harnesses._erp_serving import snapshot_problem
 from harnesses._redact import redact_url
 from harnesses._run_config import RunConfig
 from harnesses._world_serving import needs_world, world_path_of, world_snapshot_problem
-from ledgerbench.dataset import Dataset, Question
+from ledgerbench_core.dataset import Dataset, Question
 
 
 def read_meta(path: Path, table: str) -> dict[str, str]:

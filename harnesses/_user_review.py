@@ -21,8 +21,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harnesses._llm_user import UserModelError, complete
-from harnesses.records import ConversationTurn, UserTurnTag
-from ledgerbench.dataset import Conversation
+from ledgerbench_core.dataset import Conversation
+from ledgerbench_core.trajectory import ConversationTurn, UserTurnTag
 
 REVIEW_RULES = """You review the SIMULATED USER of a test conversation between a user and a
 finance team's agent. The user was told to play the scenario below: state only facts the scenario

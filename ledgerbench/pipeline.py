@@ -40,7 +40,7 @@ from ledgerbench_core._cli import QUIET_STOP_ENV, OneLineParser, Terminated, run
 from ledgerbench_core._startup import parent_death_signal
 
 if TYPE_CHECKING:
-    from ledgerbench.dataset import DatasetHeader
+    from ledgerbench_core.dataset import DatasetHeader
 
 EXAMPLES = """\
 examples:
@@ -1040,7 +1040,7 @@ def dataset_pairing_problem(config: PipelineConfig) -> str | None:
     if config.dataset is None:
         return None
     from harnesses._pairing import read_meta
-    from ledgerbench.dataset import DatasetError, load_dataset
+    from ledgerbench_core.dataset import DatasetError, load_dataset
 
     try:
         dataset = load_dataset(config.dataset)

@@ -10,8 +10,6 @@ import pytest
 
 from harnesses._conversation import ScriptedUser
 from harnesses._erp_process import project_root
-from harnesses.records import ConversationLog, ConversationTurn, Termination, ToolCall
-from harnesses.records import TerminationReason as Reason
 from judge import (
     CombinedJudge,
     DimensionStatus,
@@ -24,7 +22,9 @@ from judge import (
 )
 from judge._base import GRADING_FAILED, JudgeItem
 from judge._dspy_judge import DspyJudge
-from ledgerbench.dataset import Dimension, Question, load_dataset
+from ledgerbench_core.dataset import Dimension, Question, load_dataset
+from ledgerbench_core.trajectory import ConversationLog, ConversationTurn, Termination, ToolCall
+from ledgerbench_core.trajectory import TerminationReason as Reason
 from tests.fakes.judge_data import trajectory, write_run
 
 pytestmark = pytest.mark.timeout(60)

@@ -12,9 +12,9 @@ from analysis._synthetic import ProviderSpec, SyntheticConfig, write_runs
 from analysis.compare import main
 from harnesses._nothing import NothingAgent
 from harnesses._protocol import TrajectoryDraft, is_model_free
-from harnesses.records import Usage
 from harnesses.scripted._agent import ScriptedAgent
 from harnesses.scripted._conversation import ConversationAgent
+from ledgerbench_core.trajectory import Usage
 
 pytestmark = pytest.mark.timeout(180)
 
