@@ -561,6 +561,10 @@ def _check_one(
     if fact.kind == "amount" and not fact.scale:
         verdict = check_fact(_account_lines(answer, fact), fact, erp)
         return verdict.score == 1.0, verdict.reason, verdict.certain
+    if fact.kind == "date" and fact.field.startswith(("customer_", "vendor_")):
+        # a brief's ERP date (the last payment) is about one account: read its lines
+        ok = x.find_date(_account_lines(answer, fact), str(fact.value))
+        return ok, "", ok
     ok, detail = check_research_fact(answer, fact, question)
     return ok, detail, ok or bool(detail)
 

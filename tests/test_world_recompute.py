@@ -5,9 +5,9 @@ this takes a world beside the shared seed-42 ERP, keys the 126-item
 entity-performance set and the 30-item brief set, parses the documents with the tests' own
 parser (tests/world_documents.py: the ``document``, ``company`` and ``world_meta`` tables
 only, nothing imported from synthetic_world) and recomputes every item by the written
-conventions (tests/world_recompute.py). The ERP's AR/AP facts of the briefs come from the ERP
-oracle, which tests/test_oracle_crosscheck.py proves a second way; here only the world's facts
-are recomputed.
+conventions (tests/world_recompute.py). The ERP's AR/AP facts of the briefs (balance, aging,
+overdue, last payment on the brief's day) are recomputed from the raw ledger by another path
+than the ERP oracle's (tests/erp_position_recompute.py).
 
 A disagreement that the documents show to be the key's (or the rendering's) fault is a known
 defect: it is left out of ``test_keys_match_documents`` by a narrow rule and asserted in its own
@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from ledgerbench.dataset import Dataset
+from tests.erp_position_recompute import erp_mismatches
 from tests.world_documents import World, load_world
 from tests.world_fixtures import SMALL_SCALE, shared_folder, small_world
 from tests.world_recompute import (
@@ -263,6 +264,35 @@ def test_questions_name_their_company(keyed: KeyedWorld):
         field=brief.expected[index].field.replace("vendor_", "customer_"),
     )
     assert reference_problems(keyed.world, moved, keyed.erp)
+
+
+def test_brief_erp_positions_match_the_ledger(keyed: KeyedWorld):
+    """Every brief's AR/AP facts agree with the raw ledger on the brief's own day, some briefs
+    being as of an earlier day; a wrong last payment, balance or day is caught."""
+    earlier = [item for item in keyed.briefs.items if item.as_of < keyed.world.today]
+    assert earlier, "no brief as of an earlier day"
+    assert all("as it stood on" in item.query for item in earlier)
+    problems = [m for item in keyed.briefs.items for m in erp_mismatches(keyed.erp, item)]
+    assert problems == [], "\n".join(problems)
+    paid = next(
+        (item, i)
+        for item in keyed.briefs.items
+        for i, e in enumerate(item.expected)
+        if e.field.endswith("_last_payment_date")
+    )
+    item, index = paid
+    day = dt.date.fromisoformat(item.expected[index].value) - dt.timedelta(days=1)
+    assert erp_mismatches(keyed.erp, _with_fact(item, index, value=day.isoformat()))
+    balance = next(i for i, e in enumerate(item.expected) if e.field.endswith("_balance"))
+    assert erp_mismatches(
+        keyed.erp, _with_fact(item, balance, value=item.expected[balance].value + 0.05)
+    )
+    moved = [
+        item.model_copy(update={"as_of": keyed.world.today - dt.timedelta(days=days)})
+        for item in earlier
+        for days in (0, 60)
+    ]
+    assert any(erp_mismatches(keyed.erp, item) for item in moved)
 
 
 def test_negative_items_find_nothing(keyed: KeyedWorld):
