@@ -9,13 +9,16 @@ Version 6 (the rules' own numbering, ``rules-6``): research answers read as clai
 reported" with no figure for the asked fact and the latest reported period named, no/none answers
 that claim no event, competing research figures, citations published after the as-of date);
 obligation tables in HTML, ledger marks in every notation.
+
+Version 7: a brief's ERP date (the last payment) is read in the lines of its account; a price
+change over a window is grounded by the two closes the agent's ``prices`` calls returned.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-RULES_GRADING_VERSION = 6
+RULES_GRADING_VERSION = 7
 """The rules' version: bumped whenever a rule changes what it accepts."""
 
 RULES_GRADING = f"rules-g{RULES_GRADING_VERSION}"
