@@ -61,7 +61,7 @@ _AMOUNT_RE = re.compile(
     (?:\s{{0,2}}(?P<scale>{_SCALE}))?
     (?P<sign3>-(?![\w.,-]))?
     (?:(?![\w])|(?=(?:CR|DR)\b))
-    (?:\s{{0,2}}(?P<cur2>{_CURRENCY})(?![A-Za-z]))?
+    (?:\s{{0,2}}(?P<cur2>{_CURRENCY})(?![A-Za-z])(?!\s{{0,2}}[-−–]?\s{{0,2}}\d))?
     (?:\s{{0,2}}(?P<mopen>[(\[])?(?P<mark>CR|DR)\b\.?(?(mopen)[)\]]))?
     \s{{0,2}}(?P<close>\))?
     """,

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from harnesses.records import Termination, TerminationReason, ToolCall, TrajectoryRecord
-from judge._research import rule_research_facts, rule_world_groundedness
+from judge._extract import find_numbers
+from judge._research import competing_figure, rule_research_facts, rule_world_groundedness
 from judge._rules import RuleContext
 from ledgerbench.dataset import ExpectedFact, Question, TaskType
 
@@ -109,3 +110,18 @@ def test_a_briefs_last_payment_date_is_read_in_its_accounts_lines() -> None:
 
     assert score(own) == 1.0
     assert score(f"{mine}\n{other}") == 0.0  # the date is another account's
+
+
+def test_a_year_before_an_amount_is_no_figure_of_its_currency() -> None:
+    """A currency sign between two numbers is the second one's prefix: "fiscal 2024 $2,057.8
+    million" states no "2024 $" rivalling a net debt of 2,057.8 million."""
+    text = "Net debt at the end of fiscal 2024 $2,057.8 million, so EV $5,217.3 million."
+    year, debt, _ = find_numbers(text)
+    assert (year.value, year.has_currency) == (2024.0, False)
+    assert debt.has_currency and abs(debt.value - 2_057_800_000) < 1
+    fact = ExpectedFact(
+        kind="amount", field="net_debt", value=2057.8, scale="millions", currency="USD",
+        tolerance=0.05, period="FY2024",
+    )  # fmt: skip
+    assert competing_figure(text, fact, (fact,)) is None
+    assert competing_figure(text + " Another reading: $2,011.0 million.", fact, (fact,))

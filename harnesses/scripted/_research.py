@@ -899,6 +899,30 @@ async def leverage_liquidity(r: Research, c: Company, s: dict[str, str]) -> str:
     )
 
 
+async def cash_runway(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    cash, page = await r.annual(c, "cash", fy)
+    cfo, flows = await r.annual(c, "cash_from_operations", fy)
+    capex, _ = await r.annual(c, "capital_expenditures", fy)
+    cash0, _ = await r.annual(c, "cash", fy - 1)
+    r.cite(page)
+    r.cite(flows)
+    fcf = cfo - capex
+    runway = (cash / -fcf).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    direction = "cash rose" if cash > cash0 else "cash fell"
+    return (
+        f"## {c.name}: cash runway at the end of fiscal {fy}\n\n"
+        f"**1. Cash:** cash and cash equivalents {money(cash, c.currency)}.\n\n"
+        f"**2. Burn:** fiscal {fy} net cash from operating activities {money(cfo, c.currency)}; "
+        f"capital expenditures {money(capex, c.currency)}; free cash flow "
+        f"{money(fcf, c.currency)}.\n\n**3. Runway:** cash / annual burn = {runway}x "
+        "(the multiple is the runway in years).\n\n"
+        f"**4. Trend:** cash at the end of fiscal {fy - 1} was "
+        f"{money(cash0, c.currency)}, so {direction}.\n\n**5. View (opinion):** left to the "
+        "credit team."
+    )
+
+
 async def peer_benchmark(r: Research, c: Company, s: dict[str, str]) -> str:
     measure = s["measure"]
     compute = _margin if measure.startswith("GAAP operating margin") else _growth
@@ -1043,6 +1067,7 @@ SOLVERS: dict[str, Solver] = {
     "growth_trend": growth_trend,
     "margin_bridge": margin_bridge,
     "leverage_liquidity": leverage_liquidity,
+    "cash_runway": cash_runway,
     "peer_benchmark": peer_benchmark,
     "product_mix_shift": product_mix_shift,
     "regional_mix_shift": regional_mix_shift,
