@@ -450,8 +450,11 @@ def test_wrong_keys_are_caught(keyed: KeyedWorld):
     """The comparison fails on keys that are wrong in each way a generator could go wrong, and
     none of these failures passes for a known defect."""
     world = keyed.world
-    # a positive single-fact amount of one fiscal year (some worlds draw no positive fy_metric)
-    amount = _first(keyed, ("fy_metric", "free_cash_flow", "net_debt"))
+    # an item whose first fact is an amount of one fiscal year with its gold documents (some
+    # worlds draw few positive single-fact amounts: analyst items' first facts serve as well)
+    amount = _first(
+        keyed, ("fy_metric", "free_cash_flow", "net_debt", "leverage_liquidity", "growth_trend")
+    )
     fact = amount.expected[0]
     company = amount.metadata["company_id"]
     unrelated = next(
