@@ -57,7 +57,7 @@ _AMOUNT_RE = re.compile(
     (?P<sign1>[-−–])?\s{{0,2}}
     (?P<cur1>{_CURRENCY})?\s{{0,2}}
     (?P<sign2>[-−–])?\s{{0,2}}
-    (?P<num>{_NUMBER_BODY})
+    (?P<num>{_NUMBER_BODY})(?![.,]\d)
     (?:\s{{0,2}}(?P<scale>{_SCALE}))?
     (?P<sign3>-(?![\w.,-]))?
     (?:(?![\w])|(?=(?:CR|DR)\b))

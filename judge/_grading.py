@@ -13,7 +13,8 @@ obligation tables in HTML, ledger marks in every notation.
 Version 7: a brief's ERP date (the last payment) is read in the lines of its account; a price
 change over a window is grounded by the two closes the agent's ``prices`` calls returned; a
 currency sign between two numbers ("fiscal 2024 $2,057.8 million") is the second one's prefix,
-not the first one's suffix.
+not the first one's suffix; a number glued to a letter ("109.24x") is no figure, not its
+integer part.
 """
 
 from __future__ import annotations

@@ -125,3 +125,10 @@ def test_a_year_before_an_amount_is_no_figure_of_its_currency() -> None:
     )  # fmt: skip
     assert competing_figure(text, fact, (fact,)) is None
     assert competing_figure(text + " Another reading: $2,011.0 million.", fact, (fact,))
+
+
+def test_a_multiple_is_no_figure_whatever_its_size() -> None:
+    """ "109.24x" is a multiple (read by the ratio rule), not the figure 109 a groundedness check
+    would look for in the documents, as "37.58x" never was."""
+    assert find_numbers("Runway: cash / annual burn = 109.24x.") == []
+    assert [m.value for m in find_numbers("EV 5.17x; revenue 12.5% up")] == [12.5]
