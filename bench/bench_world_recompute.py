@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python bench/bench_world_recompute.py`` (optionally ``--seeds 42 7 --repeat 3
 --scale 1``). For each world seed it generates the seed-42 ERP once, then the world, keys the
 126-item entity set and the 30-item brief set (question seed 1), parses every document with
-tests/world_documents.py and recomputes every item with tests/world_recompute.py. Prints, per
+tests/world_documents.py and recomputes every item with tests/world_recompute.py (the briefs' ERP
+facts from the ledger with tests/erp_position_recompute.py). Prints, per
 seed, the wall and CPU seconds of each step (median of the repeats) and, per question kind, the
 items and facts recomputed, the items whose key matches the documents, and the mismatches by
 cause (a known defect, or none: unexplained). The work is single-threaded, so on a busy shared
@@ -26,6 +27,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' parser
 
 from ledgerbench_core.dataset import Dataset
+from tests.erp_position_recompute import ERP_PREFIXES, erp_mismatches
 from tests.world_documents import load_world
 from tests.world_recompute import Recompute, compare_item
 
@@ -64,6 +66,16 @@ def run_seed(erp_url: str, folder: Path, seed: int, scale: float, clock: dict):
     recompute = Recompute(world, sqlite3.connect(world_db))
     results = timed(
         clock, "recompute keys", lambda: [(item, *compare_item(recompute, item)) for item in items]
+    )
+    erp = sqlite3.connect(erp_url.removeprefix("sqlite:///"))
+    briefs = [item for item in items if item.task_type == "business_brief"]
+    erp_facts = sum(1 for b in briefs for f in b.expected if f.field.startswith(ERP_PREFIXES))
+    wrong = sum(len(erp_mismatches(erp, b)) for b in briefs)
+    earlier = sum(b.as_of < world.today for b in briefs)
+    print(
+        f"\nbriefs' ERP facts recomputed from the ledger (tests/erp_position_recompute.py): "
+        f"{erp_facts} facts on {len(briefs)} briefs ({earlier} as of an earlier day), "
+        f"{wrong} mismatches"
     )
     return world, results
 

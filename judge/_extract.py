@@ -57,11 +57,11 @@ _AMOUNT_RE = re.compile(
     (?P<sign1>[-−–])?\s{{0,2}}
     (?P<cur1>{_CURRENCY})?\s{{0,2}}
     (?P<sign2>[-−–])?\s{{0,2}}
-    (?P<num>{_NUMBER_BODY})
+    (?P<num>{_NUMBER_BODY})(?![.,]\d)
     (?:\s{{0,2}}(?P<scale>{_SCALE}))?
     (?P<sign3>-(?![\w.,-]))?
     (?:(?![\w])|(?=(?:CR|DR)\b))
-    (?:\s{{0,2}}(?P<cur2>{_CURRENCY})(?![A-Za-z]))?
+    (?:\s{{0,2}}(?P<cur2>{_CURRENCY})(?![A-Za-z])(?!\s{{0,2}}[-−–]?\s{{0,2}}\d))?
     (?:\s{{0,2}}(?P<mopen>[(\[])?(?P<mark>CR|DR)\b\.?(?(mopen)[)\]]))?
     \s{{0,2}}(?P<close>\))?
     """,

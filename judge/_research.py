@@ -19,6 +19,7 @@ belongs to the company named nearest; a source published after the as-of date ba
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sqlite3
 import threading
@@ -561,6 +562,10 @@ def _check_one(
     if fact.kind == "amount" and not fact.scale:
         verdict = check_fact(_account_lines(answer, fact), fact, erp)
         return verdict.score == 1.0, verdict.reason, verdict.certain
+    if fact.kind == "date" and fact.field.startswith(("customer_", "vendor_")):
+        # a brief's ERP date (the last payment) is about one account: read its lines
+        ok = x.find_date(_account_lines(answer, fact), str(fact.value))
+        return ok, "", ok
     ok, detail = check_research_fact(answer, fact, question)
     return ok, detail, ok or bool(detail)
 
@@ -873,7 +878,8 @@ def rule_world_citations(ctx: RuleContext) -> Verdict:
 def rule_world_groundedness(ctx: RuleContext) -> Verdict:
     """``groundedness.supported`` on keyed research items: every figure the answer states is in
     a document or tool result the agent read during the run, or is the key's computed figure from
-    documents it fetched."""
+    documents it fetched, or (a price change over a window) from the closes its ``prices`` calls
+    returned."""
     from judge._rules import NEEDS_LLM, Verdict, _quarter_floor
 
     if not keyed_research(ctx.question):
@@ -892,18 +898,49 @@ def rule_world_groundedness(ctx: RuleContext) -> Verdict:
     if ctx.trajectory.given_documents and ctx.trajectory.input:  # documents in the prompt
         read += _doc_values(ctx.trajectory.input)
     _, fetched = research_reads(ctx.trajectory)
+    closes = _closes_read(ctx.trajectory)
     grounded = 0
     for figure in figures:
         if _stated_in(figure, read):
             grounded += 1
             continue
-        if any(
+        grounded += any(
             {canonical(link) for link in fact.sources} & set(fetched)
+            or _change_of_closes(fact, closes)
             for fact in _derived(figure, ctx.question)
-        ):
-            grounded += 1
+        )
     reason = f"{grounded}/{len(figures)} stated figures are in what the agent read"
     return Verdict(_quarter_floor(grounded / len(figures)), reason)
+
+
+def _closes_read(trajectory: TrajectoryRecord) -> dict[str, float]:
+    """Day -> close of every daily close the agent's ``prices`` calls returned."""
+    closes: dict[str, float] = {}
+    for call in trajectory.tool_calls:
+        if call.is_error or call.name.split("__")[-1] != "prices":
+            continue
+        try:
+            data = json.loads(call.output)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("result"), dict):
+            data = data["result"]
+        rows = data.get("items") if isinstance(data, dict) else None
+        for row in rows or []:
+            if isinstance(row, dict) and "date" in row and row.get("close"):
+                closes[str(row["date"])[:10]] = float(row["close"])
+    return closes
+
+
+def _change_of_closes(fact: ExpectedFact, closes: dict[str, float]) -> bool:
+    """A price change over a window (period ``D1/D2``, no document states it) is grounded when
+    the agent read both closes and they give the key's change."""
+    ends = re.fullmatch(r"(\d{4}-\d{2}-\d{2})/(\d{4}-\d{2}-\d{2})", fact.period or "")
+    if fact.kind != "percent" or ends is None or not all(end in closes for end in ends.groups()):
+        return False
+    start, end = (closes[day] for day in ends.groups())
+    change = (end - start) / start * 100
+    return abs(change - float(fact.value)) <= fact.tolerance + 0.05 + 1e-9
 
 
 def _period_words(period: str) -> list[str]:

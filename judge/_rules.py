@@ -68,7 +68,7 @@ RULES_VERSION = f"rules-{RULES_GRADING_VERSION}"
 rules-4: currencies, ledger sides, figures per record, whole lists, the legal entity and as-of
 date, contradictions in either order, hedges, mislabelled links everywhere, more number forms;
 rules-5: research items keyed on a world: accuracy, world citations, groundedness, recency;
-rules-6: see :mod:`judge._grading`)."""
+rules-6 and later: see :mod:`judge._grading`)."""
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,17 @@ Version 6 (the rules' own numbering, ``rules-6``): research answers read as clai
 reported" with no figure for the asked fact and the latest reported period named, no/none answers
 that claim no event, competing research figures, citations published after the as-of date);
 obligation tables in HTML, ledger marks in every notation.
+
+Version 7: a brief's ERP date (the last payment) is read in the lines of its account; a price
+change over a window is grounded by the two closes the agent's ``prices`` calls returned; a
+currency sign between two numbers ("fiscal 2024 $2,057.8 million") is the second one's prefix,
+not the first one's suffix; a number glued to a letter ("109.24x") is no figure, not its
+integer part.
 """
 
 from __future__ import annotations
 
-RULES_GRADING_VERSION = 6
+RULES_GRADING_VERSION = 7
 """The rules' version: bumped whenever a rule changes what it accepts."""
 
 RULES_GRADING = f"rules-g{RULES_GRADING_VERSION}"

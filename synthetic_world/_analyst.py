@@ -213,6 +213,74 @@ def margin_bridge(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
     )
 
 
+def cash_burn(ctx: KeyContext, c: Company, fy: int, as_of: dt.date) -> bool:
+    """Whether the company's fiscal ``fy`` free cash flow, as published by ``as_of``, is
+    negative (a burn a cash runway can be computed on), with the year before's cash published."""
+    rows = [
+        ctx.fact(c.company_id, metric, f"FY{year}", as_of)
+        for metric, year in (
+            ("cash_from_operations", fy),
+            ("capital_expenditures", fy),
+            ("cash", fy),
+            ("cash", fy - 1),
+        )
+    ]
+    if any(row is None for row in rows):
+        return False
+    cfo, capex, cash, cash0 = rows
+    return cfo.value - capex.value < 0 and cash.value > 0 and cash.value != cash0.value
+
+
+def cash_runway(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
+    """Cash at the year end, the year's free cash flow (negative: the burn), the runway (cash
+    over the burn, in years) and the change in cash from the prior year end."""
+    if not cash_burn(ctx, c, fy, as_of):
+        raise KeyError_("no cash burn that year")
+    cash, cash0 = _year(ctx, c, "cash", fy, as_of), _year(ctx, c, "cash", fy - 1, as_of)
+    cfo = _year(ctx, c, "cash_from_operations", fy, as_of)
+    capex = _year(ctx, c, "capital_expenditures", fy, as_of)
+    period = f"FY{fy}"
+    flow_sources = ctx.sources([cfo, capex], as_of)
+    fcf = cfo.value - capex.value
+    runway = (cash.value / -fcf).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    direction = "cash rose" if cash.value > cash0.value else "cash fell"
+    prior_sources = ctx.sources([cash0], as_of)
+    runway_sources = ctx.sources([cash, cfo, capex], as_of)
+    facts = [
+        *_asked([amount("cash", cash.value, c, period, ctx.sources([cash], as_of))], "cash"),
+        *_asked(
+            [
+                amount("cash_from_operations", cfo.value, c, period, ctx.sources([cfo], as_of)),
+                amount("capital_expenditures", capex.value, c, period, ctx.sources([capex], as_of)),
+            ],
+            "burn",
+        ),
+        *_asked([amount("free_cash_flow", fcf, c, period, flow_sources)], "burn", dealbreaker=True),
+        *_asked([_ratio_fact("cash_runway_years", runway, period, runway_sources)], "runway"),
+        *_asked(
+            [
+                amount("cash", cash0.value, c, f"FY{fy - 1}", prior_sources),
+                _text("cash_direction", direction, prior_sources),
+            ],
+            "trend",
+        ),
+    ]
+    text = (
+        f"At the end of {year_end_text(c, fy)}, {c.name} held cash of {_money(cash.value, c)}. "
+        f"In fiscal {fy} operating cash flow was {_money(cfo.value, c)} and capital "
+        f"expenditures {_money(capex.value, c)}: free cash flow of {_money(fcf, c)}, a burn of "
+        f"{_money(-fcf, c)} a year, so cash covers {runway}x that burn ({runway} years of "
+        f"runway). A year earlier cash was {_money(cash0.value, c)}, so {direction}."
+    )
+    return Key(
+        text,
+        facts,
+        period=period,
+        metrics=["cash", "free cash flow", "cash runway"],
+        comparison=True,
+    )
+
+
 def leverage_liquidity(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
     """Cash, total debt and net debt at the year end, net debt over operating income, and the
     change in net debt from the prior year end."""
@@ -543,6 +611,7 @@ PROGRAMS = {
     "growth_trend": growth_trend,
     "margin_bridge": margin_bridge,
     "leverage_liquidity": leverage_liquidity,
+    "cash_runway": cash_runway,
     "peer_benchmark": peer_benchmark,
     "product_mix_shift": product_mix_shift,
     "regional_mix_shift": regional_mix_shift,

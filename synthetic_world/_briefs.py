@@ -1,11 +1,13 @@
 """Business-brief questions: a company's sections from the world and its AR/AP from the ERP.
 
 Each brief is about a notable company that is a customer or vendor in the ERP, as of the world's
-today (which is the ERP's today). Its key holds one fact or more per section: header (name,
-ticker, chief executive, headquarters), financials (latest fiscal year revenue and operating
-margin, or the latest funding round of a private company), strategic moves (the latest deal or
-launch), lines of business, peers, top news with its sentiment, and the ERP's open balance and
-aging for the company's accounts, computed by the ERP's own oracle.
+today (which is the ERP's today) or, for a share of them, as of an earlier day (no earlier than
+the company's profile page). Its key holds one fact or more per section: header (name, ticker,
+chief executive, headquarters), financials (latest fiscal year revenue and operating margin, or
+the latest funding round of a private company), strategic moves (the latest deal or launch),
+lines of business, peers, top news with its sentiment, and per ERP account of the company its
+open balance, aging, overdue amount and last payment on the brief's day, computed by the ERP's
+own oracle (``synthetic_erp.scenarios._position``).
 """
 
 from __future__ import annotations
@@ -54,6 +56,12 @@ BRIEF_REQUESTS = {
         "and our open balances with them in the ERP."
     ),
 }
+AS_OF_REQUEST = (
+    " Give it as it stood on {day}: what was published by then, and our ERP position that day."
+)
+"""Appended to the request of a brief asked as of an earlier day."""
+EARLIER_SHARE = 0.3
+"""Share of briefs asked as of an earlier day than the world's today."""
 
 
 def erp_party_names(engine: Engine) -> dict[tuple[str, str, str], str]:
@@ -71,7 +79,8 @@ def _header(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedF
     row = ctx.conn.execute(
         "SELECT ceo, city, ticker, exchange FROM company WHERE company_id = ?", (c.company_id,)
     ).fetchone()
-    ceo, city, ticker, exchange = row
+    _, city, ticker, exchange = row
+    ceo = _chief_executive_on(ctx, c, as_of, row[0])
     profile = ctx.doc_sources(c.company_id, "company_profile", as_of)
     ceo_sources = profile
     changes = ctx.events(c.company_id, ("executive_change",), as_of)
@@ -90,6 +99,16 @@ def _header(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedF
     return _tagged(
         facts, "header"
     ), f"{text}, headquartered in {city}, led by chief executive {ceo}."
+
+
+def _chief_executive_on(ctx: KeyContext, c: Company, day: dt.date, current: str) -> str:
+    """Who led the company on ``day``: the latest appointment by then, else the one the first
+    later appointment replaced, else today's chief executive."""
+    changes = ctx.events(c.company_id, ("executive_change",), ctx.today)
+    before = [e for e in changes if e["date"] <= day.isoformat()]
+    if before:
+        return before[-1]["person"]
+    return changes[0]["previous_person"] if changes else current
 
 
 def _overview(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFact], str]:
@@ -277,22 +296,22 @@ _NEWS_KINDS = (
 )
 
 
-def _ar_ap(engine: Engine, c: Company, names: dict) -> tuple[list[ExpectedFact], list[str], str]:
-    """The ERP's open balance and aging of every account of the company (its own oracle)."""
-    from synthetic_erp.scenarios._base import OracleContext, answer_question
+def _ar_ap(
+    engine: Engine, c: Company, names: dict, day: dt.date
+) -> tuple[list[ExpectedFact], list[str], str]:
+    """Per ERP account of the company, its position on ``day`` (the ERP's own oracle): open
+    balance, aging, overdue amount and last payment."""
+    from synthetic_erp.scenarios._base import OracleContext
+    from synthetic_erp.scenarios._position import position
 
-    _load_scenarios()
     ctx = OracleContext.open(engine)
     facts, refs, texts = [], [], []
     try:
         for le, party_type, account in c.erp:
             if names.get((le, party_type, account)) != c.name:
                 continue
-            template = "aging_customer" if party_type == "customer" else "vendor_balance"
-            answer = answer_question(ctx, template, {"legal_entity": le, "account": account})
+            answer = position(ctx, party_type, {"legal_entity": le, "account": account}, day)
             for fact in answer.facts:
-                if fact.kind == "no_records":  # a brief states the zero balance instead
-                    continue
                 facts.append(
                     fact.model_copy(
                         update={
@@ -303,18 +322,15 @@ def _ar_ap(engine: Engine, c: Company, names: dict) -> tuple[list[ExpectedFact],
                     )
                 )
             refs += answer.refs
-            texts.append(answer.text)
+            texts.append(("Customer " if party_type == "customer" else "Vendor ") + answer.text)
     finally:
         ctx.close()
     return facts, refs, " ".join(texts)
 
 
-def _load_scenarios() -> None:
-    import synthetic_erp.scenarios  # noqa: F401  (registers the templates)
-
-
-def brief_key(ctx: KeyContext, engine: Engine, c: Company, names: dict) -> tuple[Key, list[str]]:
-    as_of = ctx.today
+def brief_key(
+    ctx: KeyContext, engine: Engine, c: Company, names: dict, as_of: dt.date
+) -> tuple[Key, list[str]]:
     parts = [
         _header(ctx, c, as_of),
         _overview(ctx, c, as_of),
@@ -325,7 +341,7 @@ def brief_key(ctx: KeyContext, engine: Engine, c: Company, names: dict) -> tuple
     ]
     facts = [f for part, _ in parts for f in part]
     texts = [text for _, text in parts if text]
-    erp_facts, refs, erp_text = _ar_ap(engine, c, names)
+    erp_facts, refs, erp_text = _ar_ap(engine, c, names, as_of)
     if not erp_facts:
         raise KeyError_("no ERP account of that name")
     facts += erp_facts
@@ -361,8 +377,9 @@ def brief_questions(
             if not candidates:
                 raise KeyError_("no company left for a brief")
             company = candidates.pop()
+            as_of = _brief_day(ctx, company, rng)
             try:
-                key, refs = brief_key(ctx, engine, company, names)
+                key, refs = brief_key(ctx, engine, company, names, as_of)
             except KeyError_:
                 continue
             if not settled_ok and not _open_balance(key):
@@ -370,6 +387,8 @@ def brief_questions(
                 continue
             break
         query = BRIEF_REQUESTS[kind].format(company=company.name)
+        if as_of != ctx.today:
+            query += AS_OF_REQUEST.format(day=long_date(as_of))
         items.append(
             _question(
                 ctx,
@@ -380,7 +399,7 @@ def brief_questions(
                 "brief",
                 key,
                 company,
-                ctx.today,
+                as_of,
                 "name",
                 {},
                 record_refs=refs,
@@ -391,9 +410,21 @@ def brief_questions(
     return items
 
 
+def _brief_day(ctx: KeyContext, c: Company, rng: random.Random) -> dt.date:
+    """The world's today, or for a share of briefs an earlier day on which the company's profile
+    page (the source of its header, lines of business and peers) was already published."""
+    if rng.random() >= EARLIER_SHARE:
+        return ctx.today
+    first = profile_date(c.company_id, ctx.today)
+    last = ctx.today - dt.timedelta(days=3)
+    if first >= last:
+        return ctx.today
+    return first + dt.timedelta(days=rng.randint(0, (last - first).days))
+
+
 def _open_balance(key: Key) -> bool:
     return any(
-        fact.ask == "ar_ap" and fact.kind == "amount" and fact.value not in (0, 0.0)
+        fact.ask == "ar_ap" and fact.field.endswith("_balance") and fact.value not in (0, 0.0)
         for fact in key.facts
     )
 
@@ -407,7 +438,8 @@ BRIEF_SECTIONS = {
     "lines": "lines of business",
     "peers": "peers, with one comparative figure each (latest fiscal year revenue)",
     "news": "top news with its date and sentiment",
-    "ar_ap": "our AR/AP position: open balance and aging of every account in the ERP",
+    "ar_ap": "our AR/AP position on the brief's day: open balance, aging, overdue amount and last "
+    "payment of every account in the ERP",
 }
 """A brief's sections, each an ask of its key (a section with nothing to key is left out)."""
 

@@ -32,7 +32,7 @@ from ledgerbench_core.dataset import (
     rubric_version,
     write_dataset,
 )
-from synthetic_world._analyst import BENCHMARKS
+from synthetic_world._analyst import BENCHMARKS, cash_burn
 from synthetic_world._analyst import PROGRAMS as ANALYST_PROGRAMS
 from synthetic_world._documents import long_date
 from synthetic_world._keys import PROGRAMS as FACT_PROGRAMS
@@ -154,6 +154,7 @@ class Drafter:
         self.notable = [c for c in ctx.companies.values() if c.kind == "notable"]
         self.seen: set[tuple] = set()
         self.traps = TrapFinder(ctx.conn)
+        self.burning: dict[tuple[str, dt.date], list[int]] = {}
 
     # -- choices ----------------------------------------------------------------------------------
 
@@ -181,8 +182,19 @@ class Drafter:
                 company.company_id, ("funding_round",), as_of
             ):
                 continue
+            if "cash_burn" in kind.needs and not self._burning_years(company, as_of):
+                continue
             out.append(company)
         return out
+
+    def _burning_years(self, c: Company, as_of: dt.date) -> list[int]:
+        """The last three fiscal years with cash flows reported by ``as_of`` whose free cash
+        flow was negative (the cash runway's years)."""
+        key = (c.company_id, as_of)
+        if key not in self.burning:
+            years = self.ctx.reported_years(c.company_id, as_of, "cash_from_operations")[-3:]
+            self.burning[key] = [fy for fy in years if cash_burn(self.ctx, c, fy, as_of)]
+        return self.burning[key]
 
     def _peers(self, company: Company) -> list[str]:
         return [
@@ -239,6 +251,8 @@ class Drafter:
             return {}
         if name == "funding_history":
             return {}
+        if name == "cash_runway":
+            return {"fy": rng.choice(self._burning_years(c, as_of))}
         if name == "peer_benchmark":
             peers = self._peers(c)
             return {

@@ -56,6 +56,7 @@ WORDS = {
     "growth_trend": "revenue",
     "margin_bridge": "operating income operating expenses",
     "leverage_liquidity": "total debt cash",
+    "cash_runway": "operating activities capital expenditures cash",
     "peer_benchmark": "{measure}",
     "product_mix_shift": "revenue by product line",
     "regional_mix_shift": "revenue by region",

@@ -876,6 +876,55 @@ def leverage_liquidity(rc, company, params, as_of):
     ]
 
 
+def cash_runway(rc, company, params, as_of):
+    """Cash, the year's free cash flow (a burn), the runway = cash / burn in years, and the
+    change in cash from the prior year end."""
+    year = params["fy"]
+    period, prior = f"FY{year}", f"FY{year - 1}"
+    cash, cash0 = rc.need(company, "cash", period, as_of), rc.need(company, "cash", prior, as_of)
+    cfo = rc.need(company, "cash_from_operations", period, as_of)
+    capex = rc.need(company, "capital_expenditures", period, as_of)
+    burn = capex.value - cfo.value
+    if burn <= 0:
+        raise KeyUnavailable("free cash flow is not negative: no burn to run down")
+    inputs = [(f.metric, rc.stating(f, as_of)) for f in (cash, cfo, capex)]
+    return [
+        *_asked("cash", [rc.money_fact("cash", cash, as_of)]),
+        *_asked(
+            "burn",
+            [
+                rc.money_fact("cash_from_operations", cfo, as_of),
+                rc.money_fact("capital_expenditures", capex, as_of),
+                *free_cash_flow(rc, company, {"fy": year}, as_of),
+            ],
+        ),
+        *_asked(
+            "runway",
+            [
+                Fact(
+                    "ratio",
+                    "cash_runway_years",
+                    (cash.value / burn).quantize(Decimal("0.01"), ROUND_HALF_UP),
+                    0.01,
+                    unit="x",
+                    period=period,
+                    basis="GAAP",
+                    inputs=inputs,
+                )
+            ],
+        ),
+        *_asked(
+            "trend",
+            [
+                rc.money_fact("cash", cash0, as_of),
+                _text_fact(
+                    "cash_direction", "cash rose" if cash.value > cash0.value else "cash fell"
+                ),
+            ],
+        ),
+    ]
+
+
 def peer_benchmark(rc, company, params, as_of):
     measure = params["measure"]
     facts = []
@@ -1069,6 +1118,7 @@ PROGRAMS: dict[str, Callable] = {
     "growth_trend": growth_trend,
     "margin_bridge": margin_bridge,
     "leverage_liquidity": leverage_liquidity,
+    "cash_runway": cash_runway,
     "peer_benchmark": peer_benchmark,
     "product_mix_shift": product_mix_shift,
     "regional_mix_shift": regional_mix_shift,

@@ -70,7 +70,7 @@ _FIELDS = {
 
 @cache
 def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    from synthetic_world._briefs import BRIEF_REQUESTS
+    from synthetic_world._briefs import AS_OF_REQUEST, BRIEF_REQUESTS
     from synthetic_world._questions import question_kinds
 
     _, _, kinds = question_kinds()
@@ -78,9 +78,11 @@ def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     for kind in kinds:
         for phrasing in kind.phrasings:
             out.append((kind.kind, re.compile(f"^{_phrasing_regex(phrasing)}$")))
+    before, _, after = AS_OF_REQUEST.partition("{day}")
+    as_of = f"(?:{re.escape(before)}(?P<as_of>{LONG_DATE}){re.escape(after)})?"
     for brief, request in BRIEF_REQUESTS.items():
         head, _, tail = request.partition("{company}")
-        regex = re.escape(head) + r"(?P<company>.+?)" + re.escape(tail)
+        regex = re.escape(head) + r"(?P<company>.+?)" + re.escape(tail) + as_of
         out.append((f"brief:{brief}", re.compile(f"^{regex}$")))
     return tuple(out)
 
@@ -875,6 +877,30 @@ async def leverage_liquidity(r: Research, c: Company, s: dict[str, str]) -> str:
     )
 
 
+async def cash_runway(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    cash, page = await r.annual(c, "cash", fy)
+    cfo, flows = await r.annual(c, "cash_from_operations", fy)
+    capex, _ = await r.annual(c, "capital_expenditures", fy)
+    cash0, _ = await r.annual(c, "cash", fy - 1)
+    r.cite(page)
+    r.cite(flows)
+    fcf = cfo - capex
+    runway = (cash / -fcf).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    direction = "cash rose" if cash > cash0 else "cash fell"
+    return (
+        f"## {c.name}: cash runway at the end of fiscal {fy}\n\n"
+        f"**1. Cash:** cash and cash equivalents {money(cash, c.currency)}.\n\n"
+        f"**2. Burn:** fiscal {fy} net cash from operating activities {money(cfo, c.currency)}; "
+        f"capital expenditures {money(capex, c.currency)}; free cash flow "
+        f"{money(fcf, c.currency)}.\n\n**3. Runway:** cash / annual burn = {runway}x "
+        "(the multiple is the runway in years).\n\n"
+        f"**4. Trend:** cash at the end of fiscal {fy - 1} was "
+        f"{money(cash0, c.currency)}, so {direction}.\n\n**5. View (opinion):** left to the "
+        "credit team."
+    )
+
+
 async def peer_benchmark(r: Research, c: Company, s: dict[str, str]) -> str:
     measure = s["measure"]
     compute = _margin if measure.startswith("GAAP operating margin") else _growth
@@ -1019,6 +1045,7 @@ SOLVERS: dict[str, Solver] = {
     "growth_trend": growth_trend,
     "margin_bridge": margin_bridge,
     "leverage_liquidity": leverage_liquidity,
+    "cash_runway": cash_runway,
     "peer_benchmark": peer_benchmark,
     "product_mix_shift": product_mix_shift,
     "regional_mix_shift": regional_mix_shift,
@@ -1068,6 +1095,7 @@ def _sentiment(page: Page) -> str | None:
 
 
 async def _ar_ap(r: Research, c: Company) -> list[str]:
+    """Per ERP account, its position on the brief's day: balance, aging, overdue, last payment."""
     lines = []
     for account in c.erp_accounts:
         kind, le, number_ = account["party_type"], account["legal_entity"], account["account"]
@@ -1079,6 +1107,7 @@ async def _ar_ap(r: Research, c: Company) -> list[str]:
             party_type=kind,
             account=number_,
             legal_entity=le,
+            as_of=r.as_of,
             bucket_edges=[30, 60, 90],
         )
         rows = data.get("rows") or []
@@ -1088,21 +1117,58 @@ async def _ar_ap(r: Research, c: Company) -> list[str]:
         url = row.get("url") or record_url
         who = f"[{c.name} ({number_})]({url})" if url else f"{c.name} ({number_})"
         side = "receivable from" if kind == "customer" else "payable to"
-        text = f"- Open {side} {who} in {le}: **{currency} {balance:,.2f}**"
-        acct = row.get("balance_acct")
-        if acct is not None and row.get("accounting_currency") not in (None, currency):
-            text += (
-                f" ({row['accounting_currency']} {Decimal(str(acct)):,.2f} in accounting currency)"
+        text = f"- Open {side} {who} in {le} on {_day(r.as_of)}: **{currency} {balance:,.2f}**"
+        buckets = {
+            b.get("label"): Decimal(str(b.get("amount_cur") or 0)) for b in row.get("buckets") or []
+        }
+        if buckets:
+            text += "; aging " + "; ".join(
+                f"{label}: {currency} {value:,.2f}" for label, value in buckets.items()
             )
-        if kind == "customer":
-            buckets = [
-                f"{b.get('label')}: {currency} {Decimal(str(b.get('amount_cur') or 0)):,.2f}"
-                for b in row.get("buckets") or []
-            ]
-            if buckets:
-                text += "; aging " + "; ".join(buckets)
+        overdue = sum((v for label, v in buckets.items() if label != "current"), Decimal(0))
+        if overdue:
+            text += f"; overdue {currency} {overdue:,.2f}"
+        text += await _last_payment(r, kind, number_, le, currency)
         lines.append(text + ".")
     return lines
+
+
+async def _last_payment(r: Research, kind: str, account: str, le: str, currency: str) -> str:
+    data = await r.call(
+        r.erp,
+        f"list_{kind}_transactions",
+        account=account,
+        legal_entity=le,
+        txn_type=["payment"],
+        date_to=r.as_of,
+        sort_by="txn_date",
+        descending=True,
+        page_size=1,
+    )
+    items = data.get("items") or []
+    if not items:
+        return "; no payment recorded"
+    paid = items[0]
+    day = dt.date.fromisoformat(str(paid["txn_date"])[:10])
+    amount = -Decimal(str(paid["amount_cur"]))
+    return f"; last payment {currency} {amount:,.2f} on {_day(day)}"
+
+
+async def _chief_executive(r: Research, c: Company, profile: Page | None) -> str:
+    """Today's chief executive from the company tool; on an earlier day, the latest statement
+    published by then: an appointment in the news after the profile, else the profile's."""
+    if r.as_of >= r.today or profile is None:
+        return c.chief_executive
+    stated = profile.find(r"\| Chief executive \| ([^|]+?) \|")
+    appointments = await _news(r, c, "names chief executive", " chief executive")
+    later = [p for p in appointments if p.published_at >= profile.published_at]
+    if later:
+        page = max(later, key=lambda p: p.published_at)
+        named = re.search(r" names (.+?) chief executive", page.title)
+        if named:
+            r.cite(page)
+            return named.group(1)
+    return stated.group(1).strip() if stated else c.chief_executive
 
 
 async def brief(r: Research, c: Company, s: dict[str, str]) -> str:
@@ -1110,7 +1176,7 @@ async def brief(r: Research, c: Company, s: dict[str, str]) -> str:
     parts = [f"# {c.name}"]
     header = f"**{c.name}**" + (f" (ticker {c.ticker})" if c.ticker else " (privately held)")
     header += f", headquartered in {c.headquarters.split(',')[0]}, led by chief executive "
-    header += f"{c.chief_executive}."
+    header += f"{await _chief_executive(r, c, profile)}."
     if profile is not None:
         r.cite(profile)
         header += f" Source: {link('company profile', profile)}."
