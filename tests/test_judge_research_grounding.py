@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from ledgerbench_core.trajectory import Termination, TerminationReason, ToolCall, TrajectoryRecord
 from judge._extract import find_numbers
 from judge._research import competing_figure, rule_research_facts, rule_world_groundedness
 from judge._rules import RuleContext
 from ledgerbench_core.dataset import ExpectedFact, Question, TaskType
+from ledgerbench_core.trajectory import Termination, TerminationReason, ToolCall, TrajectoryRecord
 
 pytestmark = pytest.mark.timeout(60)
 
