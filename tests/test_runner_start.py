@@ -227,6 +227,9 @@ def test_every_config_field_reads_back_from_the_manifest(erp_server, tmp_path) -
         "harness": "tests.test_runner_plugins:PacedHarness",  # it declares delay
         "user": "chat:u-1",
         "user_base_url": "http://127.0.0.1:9/v1",
+        "reviewer": "chat:r-1",
+        "reviewer_base_url": "http://127.0.0.1:9/v1",
+        "retry_simulator_errors": True,
         "model": "m-1",
         "reasoning_effort": "low",
         "base_url": "http://127.0.0.1:9/v1",
