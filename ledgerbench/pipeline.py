@@ -1076,7 +1076,20 @@ def dataset_pairing_problem(config: PipelineConfig) -> str | None:
             f"workspace would generate one of seed {config.seed}; add --seed {made_with} (and "
             "the --customers/--vendors it was made with), or leave out --dataset"
         )
+    if header.erp_snapshot_hash and not kept and _size_differs(header, config):
+        return (
+            f"--dataset {config.dataset} was made from an ERP of {header.erp_customers} "
+            f"customers and {header.erp_vendors} vendors, but this workspace would generate one "
+            f"of {config.customers} and {config.vendors}; add --customers "
+            f"{header.erp_customers} --vendors {header.erp_vendors}, or leave out --dataset"
+        )
     return _dataset_world_problem(config, header, kept)
+
+
+def _size_differs(header: DatasetHeader, config: PipelineConfig) -> bool:
+    """The dataset records the size of its ERP, and it is not the size this workspace makes."""
+    recorded = (header.erp_customers, header.erp_vendors)
+    return None not in recorded and recorded != (config.customers, config.vendors)
 
 
 def _meta_fits(meta: dict[str, str], config: PipelineConfig) -> bool:

@@ -50,7 +50,7 @@ from ledgerbench_core.dataset import (
     write_dataset,
 )
 from synthetic_erp import _schema as s
-from synthetic_erp._questions import draw_from_erp, generated_or_said
+from synthetic_erp._questions import draw_from_erp, erp_size, generated_or_said
 from synthetic_erp.scenarios._base import (
     AR_INVOICE_TYPES,
     Answer,
@@ -833,6 +833,7 @@ def generate_operations(db_url: str, n: int = 20, seed: int = 42) -> Dataset:
         f"synthetic ERP (as of {meta.get('as_of')}) by synthetic_erp._operations.",
         erp_snapshot_hash=meta.get("snapshot_hash"),
         generator_seed=seed,
+        **erp_size(meta),
         created_by=f"python -m synthetic_erp questions --task-type operations --n {n} "
         f"--seed {seed}",
     )

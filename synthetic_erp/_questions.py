@@ -141,6 +141,13 @@ def draw_from_erp(
         engine.dispose()
 
 
+def erp_size(meta: dict[str, str]) -> dict[str, int]:
+    """The ERP's size as a dataset header records it (``erp_customers``, ``erp_vendors``), from
+    its ``erp_meta``; empty when the ERP does not say."""
+    sizes = {"erp_customers": meta.get("customers"), "erp_vendors": meta.get("vendors")}
+    return {key: int(value) for key, value in sizes.items() if value}
+
+
 def generate_questions(db_url: str, n: int = 100, seed: int = 42) -> Dataset:
     """``n`` obligation questions with answer keys computed from the ERP at ``db_url``."""
     if n < 1:
@@ -152,6 +159,7 @@ def generate_questions(db_url: str, n: int = 100, seed: int = 42) -> Dataset:
         f"(as of {meta.get('as_of')}); answer keys computed by synthetic_erp.scenarios.",
         erp_snapshot_hash=meta.get("snapshot_hash"),
         generator_seed=seed,
+        **erp_size(meta),
         rubric_version=RUBRIC_VERSION,
         created_by=f"python -m synthetic_erp questions --n {n} --seed {seed}",
     )

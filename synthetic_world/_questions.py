@@ -587,6 +587,7 @@ def add_questions_parser(sub: argparse._SubParsersAction) -> None:
 
 def run_questions(args: argparse.Namespace) -> int:
     from erp_mcp._serve_cli import UsageError
+    from synthetic_erp._questions import erp_size
     from synthetic_world._briefs import brief_questions, erp_party_names
     from synthetic_world._cli import world_path
     from synthetic_world._generate import WorldError, _open_erp
@@ -630,6 +631,7 @@ def run_questions(args: argparse.Namespace) -> int:
             world_id=ctx.world_id,
             world_seed=int(ctx.meta["seed"]),
             generator_seed=int(ctx.meta["erp_seed"]) if ctx.meta.get("erp_seed") else None,
+            **erp_size(erp_meta),
             rubric_version=rubric_version(),
             created_by="python -m synthetic_world questions "
             + " ".join(shlex.quote(a) for a in _command_args(args)),

@@ -136,6 +136,16 @@ CASES = [
         "add --seed 7",
     ),
     Case(
+        "dataset of another ERP size",
+        lambda f: _pipeline(
+            f,
+            "--dataset",
+            str(f.dataset_with("small.yaml", erp_customers=200, erp_vendors=300)),
+            *_small(f),
+        ),
+        "add --customers 200 --vendors 300",
+    ),
+    Case(
         "dataset keyed on another world",
         lambda f: _pipeline(
             f,

@@ -273,6 +273,11 @@ class DatasetHeader(_Strict):
     world_seed: int | None = None
     """Seed of that world (the runner regenerates its default world from it)."""
     generator_seed: int | None = None
+    erp_customers: int | None = None
+    """Customers of the ERP the keys were computed from (with ``erp_vendors`` and the seed, what
+    a fresh workspace must generate for the keys to hold; None: not recorded)."""
+    erp_vendors: int | None = None
+    """Vendors of that ERP."""
     rubric_version: str | None = None
     created_by: str = ""
     """Command or source that produced the file."""
