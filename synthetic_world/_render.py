@@ -208,7 +208,7 @@ class Renderer:
                 "Consolidated Statements of Cash Flows (summary)",
                 ANNUAL_CASH_ROWS,
                 "Capital expenditures are purchases of property and equipment. Depreciation and "
-                "amortization is included in net cash from operating activities. Capital "
+                "amortization is a non-cash charge already added back in the first line. Capital "
                 "expenditures, dividends paid and repurchases of common stock are cash outflows, "
                 "shown as positive amounts.",
             ),
