@@ -310,8 +310,12 @@ def shareholder_returns(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) ->
     dividends = _year(ctx, c, "dividends_paid", fy, as_of)
     buybacks = _year(ctx, c, "share_repurchases", fy, as_of)
     net = _year(ctx, c, "net_income", fy, as_of)
+    depreciation = _year(ctx, c, "depreciation_amortization", fy, as_of)
     period = f"FY{fy}"
     fcf = cfo.value - capex.value
+    reinvestment = (capex.value / depreciation.value).quantize(
+        Decimal("0.01"), rounding=ROUND_HALF_EVEN
+    )
     returned = dividends.value + buybacks.value
     cash_payout = _pct(returned / fcf * 100)
     dividend_payout = _pct(dividends.value / net.value * 100)
@@ -332,6 +336,24 @@ def shareholder_returns(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) ->
             "fcf",
         ),
         *_asked([amount("free_cash_flow", fcf, c, period, flow_sources)], "fcf", dealbreaker=True),
+        *_asked(
+            [
+                amount(
+                    "depreciation_amortization",
+                    depreciation.value,
+                    c,
+                    period,
+                    ctx.sources([depreciation], as_of),
+                ),
+                _ratio_fact(
+                    "capex_to_depreciation",
+                    reinvestment,
+                    period,
+                    ctx.sources([capex, depreciation], as_of),
+                ),
+            ],
+            "fcf",
+        ),
         *_asked(
             [
                 amount(
@@ -360,7 +382,9 @@ def shareholder_returns(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) ->
     ]
     text = (
         f"In fiscal {fy} {c.name}'s operating cash flow was {_money(cfo.value, c)} and capital "
-        f"expenditures {_money(capex.value, c)}: free cash flow of {_money(fcf, c)}. It paid "
+        f"expenditures {_money(capex.value, c)}: free cash flow of {_money(fcf, c)}. Capital "
+        f"expenditures were {reinvestment}x depreciation and amortization of "
+        f"{_money(depreciation.value, c)}. It paid "
         f"dividends of {_money(dividends.value, c)} and repurchased shares for "
         f"{_money(buybacks.value, c)}, returning {_money(returned, c)} in all: {cash_payout}% of "
         f"free cash flow. Dividends were {dividend_payout}% of net income of "

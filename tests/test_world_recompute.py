@@ -645,6 +645,7 @@ def test_shareholder_returns_are_keyed_from_the_annual_cash_flow_statement(keyed
     item = items[0][0]
     fields = {fact.field: index for index, fact in enumerate(item.expected)}
     assert {"dividends_paid", "share_repurchases", "shareholder_returns"} <= set(fields)
+    assert {"depreciation_amortization", "capex_to_depreciation"} <= set(fields)
     assert {"cash_returned_to_free_cash_flow", "dividend_payout_ratio"} <= set(fields)
     assert {f.ask for f in item.expected} == {"fcf", "returns", "payout", "coverage"}
     payout = item.expected[fields["dividend_payout_ratio"]]

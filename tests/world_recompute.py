@@ -935,6 +935,7 @@ def shareholder_returns(rc, company, params, as_of):
     dividends = rc.need(company, "dividends_paid", period, as_of)
     buybacks = rc.need(company, "share_repurchases", period, as_of)
     net = rc.need(company, "net_income", period, as_of)
+    depreciation = rc.need(company, "depreciation_amortization", period, as_of)
     fcf = cfo.value - capex.value
     returned = dividends.value + buybacks.value
     if fcf <= 0 or net.value <= 0 or returned <= 0:
@@ -958,6 +959,20 @@ def shareholder_returns(rc, company, params, as_of):
                 rc.money_fact("cash_from_operations", cfo, as_of),
                 rc.money_fact("capital_expenditures", capex, as_of),
                 *free_cash_flow(rc, company, {"fy": year}, as_of),
+                rc.money_fact("depreciation_amortization", depreciation, as_of),
+                Fact(
+                    "ratio",
+                    "capex_to_depreciation",
+                    (capex.value / depreciation.value).quantize(Decimal("0.01"), ROUND_HALF_UP),
+                    0.01,
+                    unit="x",
+                    period=period,
+                    basis="GAAP",
+                    inputs=[
+                        ("capital expenditures", stated["capital_expenditures"]),
+                        ("depreciation and amortization", rc.stating(depreciation, as_of)),
+                    ],
+                ),
             ],
         ),
         *_asked(

@@ -912,6 +912,8 @@ async def shareholder_returns(r: Research, c: Company, s: dict[str, str]) -> str
     dividends, _ = await r.annual(c, "dividends_paid", fy)
     buybacks, _ = await r.annual(c, "share_repurchases", fy)
     net, page = await r.annual(c, "net_income", fy)
+    depreciation, _ = await r.annual(c, "depreciation_amortization", fy)
+    reinvestment = (capex / depreciation).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
     r.cite(flows)
     r.cite(page)
     fcf, returned = cfo - capex, dividends + buybacks
@@ -926,7 +928,9 @@ async def shareholder_returns(r: Research, c: Company, s: dict[str, str]) -> str
         f"## {c.name}: shareholder returns in fiscal {fy}\n\n"
         f"**1. Free cash flow:** net cash from operating activities {money(cfo, c.currency)}; "
         f"capital expenditures {money(capex, c.currency)}; free cash flow "
-        f"{money(fcf, c.currency)}.\n\n**2. Returns:** dividends paid "
+        f"{money(fcf, c.currency)}; depreciation and amortization "
+        f"{money(depreciation, c.currency)}, so capital expenditures / depreciation = "
+        f"{reinvestment}x.\n\n**2. Returns:** dividends paid "
         f"{money(dividends, c.currency)}; share repurchases {money(buybacks, c.currency)}; "
         f"total returned {money(returned, c.currency)}.\n\n**3. Payout:** cash returned / free "
         f"cash flow {cash_payout}%; dividend payout ratio (dividends / net income of "
