@@ -281,6 +281,124 @@ def cash_runway(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
     )
 
 
+def returns_year(ctx: KeyContext, c: Company, fy: int, as_of: dt.date) -> bool:
+    """Whether fiscal ``fy``, as published by ``as_of``, has a positive free cash flow and net
+    income and some cash returned to shareholders (a payout can be computed on it)."""
+    metrics = (
+        "cash_from_operations",
+        "capital_expenditures",
+        "dividends_paid",
+        "share_repurchases",
+        "net_income",
+    )
+    rows = [ctx.fact(c.company_id, metric, f"FY{fy}", as_of) for metric in metrics]
+    if any(row is None for row in rows):
+        return False
+    cfo, capex, dividends, buybacks, net = (row.value for row in rows)
+    returned = dividends + buybacks
+    return cfo - capex > 0 and net > 0 and returned > 0 and returned != cfo - capex
+
+
+def shareholder_returns(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
+    """Free cash flow, dividends paid and share repurchases in a fiscal year, the cash returned
+    as a share of free cash flow, the dividend payout ratio (dividends over net income), and
+    whether free cash flow covered the returns."""
+    if not returns_year(ctx, c, fy, as_of):
+        raise KeyError_("no payout to compute that year")
+    cfo = _year(ctx, c, "cash_from_operations", fy, as_of)
+    capex = _year(ctx, c, "capital_expenditures", fy, as_of)
+    dividends = _year(ctx, c, "dividends_paid", fy, as_of)
+    buybacks = _year(ctx, c, "share_repurchases", fy, as_of)
+    net = _year(ctx, c, "net_income", fy, as_of)
+    depreciation = _year(ctx, c, "depreciation_amortization", fy, as_of)
+    period = f"FY{fy}"
+    fcf = cfo.value - capex.value
+    reinvestment = (capex.value / depreciation.value).quantize(
+        Decimal("0.01"), rounding=ROUND_HALF_EVEN
+    )
+    returned = dividends.value + buybacks.value
+    cash_payout = _pct(returned / fcf * 100)
+    dividend_payout = _pct(dividends.value / net.value * 100)
+    covered = (
+        "free cash flow covered the returns"
+        if returned < fcf
+        else "the returns exceeded free cash flow"
+    )
+    flow_sources = ctx.sources([cfo, capex], as_of)
+    return_sources = ctx.sources([dividends, buybacks], as_of)
+    all_sources = ctx.sources([cfo, capex, dividends, buybacks], as_of)
+    facts = [
+        *_asked(
+            [
+                amount("cash_from_operations", cfo.value, c, period, ctx.sources([cfo], as_of)),
+                amount("capital_expenditures", capex.value, c, period, ctx.sources([capex], as_of)),
+            ],
+            "fcf",
+        ),
+        *_asked([amount("free_cash_flow", fcf, c, period, flow_sources)], "fcf", dealbreaker=True),
+        *_asked(
+            [
+                amount(
+                    "depreciation_amortization",
+                    depreciation.value,
+                    c,
+                    period,
+                    ctx.sources([depreciation], as_of),
+                ),
+                _ratio_fact(
+                    "capex_to_depreciation",
+                    reinvestment,
+                    period,
+                    ctx.sources([capex, depreciation], as_of),
+                ),
+            ],
+            "fcf",
+        ),
+        *_asked(
+            [
+                amount(
+                    "dividends_paid", dividends.value, c, period, ctx.sources([dividends], as_of)
+                ),
+                amount(
+                    "share_repurchases", buybacks.value, c, period, ctx.sources([buybacks], as_of)
+                ),
+                amount("shareholder_returns", returned, c, period, return_sources),
+            ],
+            "returns",
+        ),
+        *_asked(
+            [
+                _percent_fact("cash_returned_to_free_cash_flow", cash_payout, period, all_sources),
+                _percent_fact(
+                    "dividend_payout_ratio",
+                    dividend_payout,
+                    period,
+                    ctx.sources([dividends, net], as_of),
+                ),
+            ],
+            "payout",
+        ),
+        *_asked([_text("returns_coverage", covered, all_sources)], "coverage"),
+    ]
+    text = (
+        f"In fiscal {fy} {c.name}'s operating cash flow was {_money(cfo.value, c)} and capital "
+        f"expenditures {_money(capex.value, c)}: free cash flow of {_money(fcf, c)}. Capital "
+        f"expenditures were {reinvestment}x depreciation and amortization of "
+        f"{_money(depreciation.value, c)}. It paid "
+        f"dividends of {_money(dividends.value, c)} and repurchased shares for "
+        f"{_money(buybacks.value, c)}, returning {_money(returned, c)} in all: {cash_payout}% of "
+        f"free cash flow. Dividends were {dividend_payout}% of net income of "
+        f"{_money(net.value, c)}, so {covered}."
+    )
+    return Key(
+        text,
+        facts,
+        period=period,
+        metrics=["free cash flow", "dividends paid", "share repurchases", "payout ratio"],
+        comparison=True,
+    )
+
+
 def leverage_liquidity(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
     """Cash, total debt and net debt at the year end, net debt over operating income, and the
     change in net debt from the prior year end."""
@@ -558,7 +676,7 @@ def valuation_snapshot(ctx: KeyContext, c: Company, as_of: dt.date, day: dt.date
     end = ctx.close_on(c.ticker or "", traded_day)
     if start is None or end is None:
         raise KeyError_("no price at the window's start")
-    ev = (cap + debt.value - cash.value).quantize(TENTH, rounding=ROUND_HALF_EVEN)
+    ev = cap + debt.value - cash.value  # to the cent, like the market capitalisation
     multiple = (ev / income.value).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
     change = _pct((end[1] - start[1]) / start[1] * 100)
     share_sources = ctx.sources([shares], as_of)
@@ -612,6 +730,7 @@ PROGRAMS = {
     "margin_bridge": margin_bridge,
     "leverage_liquidity": leverage_liquidity,
     "cash_runway": cash_runway,
+    "shareholder_returns": shareholder_returns,
     "peer_benchmark": peer_benchmark,
     "product_mix_shift": product_mix_shift,
     "regional_mix_shift": regional_mix_shift,

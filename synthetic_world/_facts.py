@@ -23,6 +23,9 @@ METRICS = {
     "net_income": "Net income",
     "cash_from_operations": "Net cash from operating activities",
     "capital_expenditures": "Capital expenditures",
+    "depreciation_amortization": "Depreciation and amortization",
+    "dividends_paid": "Dividends paid",
+    "share_repurchases": "Repurchases of common stock",
     "cash": "Cash and cash equivalents",
     "total_debt": "Total debt",
     "total_assets": "Total assets",
@@ -47,7 +50,12 @@ INCOME_ROWS = (
 )
 """The rows of an annual report's statement of operations, in order (labels: ``METRICS``)."""
 CASH_ROWS = ("cash_from_operations", "capital_expenditures")
-"""The rows of its statement of cash flows."""
+"""The cash-flow rows every period states (quarterly reports, fourth-quarter tables)."""
+SHAREHOLDER_ROWS = ("depreciation_amortization", "dividends_paid", "share_repurchases")
+"""Annual-only cash-flow rows of listed companies: the depreciation and amortization added back
+in operating cash flow, and the cash returned to shareholders (outflows, stated positive)."""
+ANNUAL_CASH_ROWS = (*CASH_ROWS, *SHAREHOLDER_ROWS)
+"""The rows of an annual report's statement of cash flows."""
 BALANCE_METRICS = ("cash", "total_debt", "total_assets")
 BALANCE_ROWS = BALANCE_METRICS
 """The rows of its balance sheet."""

@@ -85,6 +85,9 @@ class FinancialsBuilder:
         self.ledger = ledger
         self.today = today
         self.rng = random.Random(f"financials:{company.company_id}")
+        # Its own stream, so adding shareholder returns left every other figure's draw as it was.
+        self.returns_rng = random.Random(f"shareholder-returns:{company.company_id}")
+        self.returns_policy: tuple[bool, float, bool, float] | None = None
 
     # -- periods and publication dates ------------------------------------------------------------
 
@@ -225,6 +228,10 @@ class FinancialsBuilder:
         for metric, value in flows.items() if annual else ():
             basis = "non-GAAP" if metric == "adjusted_operating_income" else "GAAP"
             self._fact(metric, year, value, basis=basis, published=self._published(metric, year))
+        if annual and company.listed:
+            returns = self._shareholder_flows(net, cfo - capex_value, depreciation)
+            for metric, value in returns.items():
+                self._fact(metric, year, value, published=self._published(metric, year))
         split = self._split(year, flows)
         balances = {
             "cash": revenue * cash_share,
@@ -262,6 +269,32 @@ class FinancialsBuilder:
             for metric, value in values.items():
                 basis = "non-GAAP" if metric == "adjusted_operating_income" else "GAAP"
                 self._fact(metric, q, value, basis=basis, published=self._published(metric, q))
+
+    def _shareholder_flows(
+        self, net: Decimal, free_cash_flow: Decimal, depreciation: Decimal
+    ) -> dict[str, Decimal]:
+        """A listed company's fiscal-year depreciation and amortization (the add-back already in
+        its operating cash flow), dividends paid (a payout share of a positive net income) and
+        share repurchases (a share of a positive free cash flow, at times more than it)."""
+        rng = self.returns_rng
+        if self.returns_policy is None:
+            self.returns_policy = (
+                rng.random() < 0.7,
+                rng.uniform(0.25, 0.6),
+                rng.random() < 0.6,
+                rng.uniform(0.2, 0.7),
+            )
+        pays, payout, buys, buyback_share = self.returns_policy
+        dividend_step, buyback_step = rng.uniform(0.9, 1.1), rng.uniform(0.6, 1.4)
+        dividends = tenth(float(net) * payout * dividend_step) if pays and net > 0 else Decimal(0)
+        buybacks = Decimal(0)
+        if buys and free_cash_flow > 0:
+            buybacks = tenth(float(free_cash_flow) * buyback_share * buyback_step)
+        return {
+            "depreciation_amortization": depreciation,
+            "dividends_paid": dividends,
+            "share_repurchases": buybacks,
+        }
 
     def _shares_base(self) -> float:
         if not hasattr(self, "_shares"):

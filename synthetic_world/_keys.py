@@ -730,7 +730,9 @@ def _market_cap(ctx: KeyContext, company: Company, day: dt.date) -> tuple[Decima
     shares = ctx.shares_on(company.company_id, day)
     if close is None or shares is None:
         raise KeyError_("no price or share count by that day")
-    value = (close[1] * shares.value).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
+    # Keyed to the cent, not the filings' tenth: a product ending in .x5 is right rounded
+    # either way, and the amount tolerance then accepts both.
+    value = (close[1] * shares.value).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
     return value, close[0], shares
 
 

@@ -32,7 +32,7 @@ from ledgerbench_core.dataset import (
     rubric_version,
     write_dataset,
 )
-from synthetic_world._analyst import BENCHMARKS, cash_burn
+from synthetic_world._analyst import BENCHMARKS, cash_burn, returns_year
 from synthetic_world._analyst import PROGRAMS as ANALYST_PROGRAMS
 from synthetic_world._documents import long_date
 from synthetic_world._keys import PROGRAMS as FACT_PROGRAMS
@@ -155,6 +155,7 @@ class Drafter:
         self.seen: set[tuple] = set()
         self.traps = TrapFinder(ctx.conn)
         self.burning: dict[tuple[str, dt.date], list[int]] = {}
+        self.returning: dict[tuple[str, dt.date], list[int]] = {}
 
     # -- choices ----------------------------------------------------------------------------------
 
@@ -184,6 +185,8 @@ class Drafter:
                 continue
             if "cash_burn" in kind.needs and not self._burning_years(company, as_of):
                 continue
+            if "shareholder_returns" in kind.needs and not self._returning_years(company, as_of):
+                continue
             out.append(company)
         return out
 
@@ -195,6 +198,15 @@ class Drafter:
             years = self.ctx.reported_years(c.company_id, as_of, "cash_from_operations")[-3:]
             self.burning[key] = [fy for fy in years if cash_burn(self.ctx, c, fy, as_of)]
         return self.burning[key]
+
+    def _returning_years(self, c: Company, as_of: dt.date) -> list[int]:
+        """The last three fiscal years with cash flows reported by ``as_of`` whose free cash
+        flow and net income were positive and that returned cash to shareholders."""
+        key = (c.company_id, as_of)
+        if key not in self.returning:
+            years = self.ctx.reported_years(c.company_id, as_of, "dividends_paid")[-3:]
+            self.returning[key] = [fy for fy in years if returns_year(self.ctx, c, fy, as_of)]
+        return self.returning[key]
 
     def _peers(self, company: Company) -> list[str]:
         return [
@@ -253,6 +265,8 @@ class Drafter:
             return {}
         if name == "cash_runway":
             return {"fy": rng.choice(self._burning_years(c, as_of))}
+        if name == "shareholder_returns":
+            return {"fy": rng.choice(self._returning_years(c, as_of))}
         if name == "peer_benchmark":
             peers = self._peers(c)
             return {

@@ -34,6 +34,7 @@ from synthetic_world._documents import (
     units,
 )
 from synthetic_world._facts import (
+    ANNUAL_CASH_ROWS,
     BALANCE_ROWS,
     CASH_ROWS,
     INCOME_ROWS,
@@ -205,8 +206,11 @@ class Renderer:
             (
                 "cash-flows",
                 "Consolidated Statements of Cash Flows (summary)",
-                CASH_ROWS,
-                "Capital expenditures are purchases of property and equipment.",
+                ANNUAL_CASH_ROWS,
+                "Capital expenditures are purchases of property and equipment. Depreciation and "
+                "amortization is a non-cash charge already added back in the first line. Capital "
+                "expenditures, dividends paid and repurchases of common stock are cash outflows, "
+                "shown as positive amounts.",
             ),
         )
         for key, title, rows, note in sections:
@@ -219,7 +223,9 @@ class Renderer:
                 self._statement(year, rows, published, stated),
                 note,
                 restated_note,
-                self._fourth_quarter(year, key, rows, published, stated),
+                self._fourth_quarter(
+                    year, key, CASH_ROWS if key == "cash-flows" else rows, published, stated
+                ),
             ]
             yield from self._optional(
                 self._doc(

@@ -2,7 +2,8 @@
 
 A query is cut into words, stop words dropped, and run first as an AND of all its words (precise
 and fast); when that finds fewer than ``k`` documents, an OR of its rarer words fills the rest
-(words found in most documents make an OR slow and rank nothing). Ties break on the document id,
+(words found in most documents make an OR slow and rank nothing), each scored at most as the last
+document holding every word, so scores never rise down the list. Ties break on the document id,
 so the same query always returns the same list. Filters (company, source type, publication
 dates) are SQL conditions on the matches. ``bench/bench_world.py`` compares this engine with
 ``bm25s`` on the same queries.
@@ -24,7 +25,7 @@ import re
 import sqlite3
 import unicodedata
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 _STOP_WORDS = (
     "a about above after again against all am an and any are as at be been before being "
@@ -171,7 +172,11 @@ class SearchEngine:
                 )
             else:
                 more = self._newest_by_words(words, scope, k + len(hits), window, every=False)
-            hits += [h for h in more if h.rowid not in seen][: k - len(hits)]
+            extra = [h for h in more if h.rowid not in seen][: k - len(hits)]
+            if hits:  # ranked below every hit holding all the words: never scored above them
+                floor = hits[-1].score
+                extra = [replace(h, score=min(h.score, floor)) for h in extra]
+            hits += extra
         return hits
 
     def _newest_by_words(

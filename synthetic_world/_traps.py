@@ -57,6 +57,7 @@ WORDS = {
     "margin_bridge": "operating income operating expenses",
     "leverage_liquidity": "total debt cash",
     "cash_runway": "operating activities capital expenditures cash",
+    "shareholder_returns": "dividends paid repurchases free cash flow",
     "peer_benchmark": "{measure}",
     "product_mix_shift": "revenue by product line",
     "regional_mix_shift": "revenue by region",

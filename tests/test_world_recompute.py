@@ -629,3 +629,62 @@ def test_more_draws_match_documents(more_draws: list[Mismatch]):
 @pytest.mark.slow
 def test_more_draws_show_no_known_defect(more_draws: list[Mismatch]):
     assert more_draws == [], f"{len(more_draws)} mismatches, e.g.\n{_listing(more_draws[:20])}"
+
+
+def test_shareholder_returns_are_keyed_from_the_annual_cash_flow_statement(keyed: KeyedWorld):
+    """Dividends paid and repurchases of common stock are read from the annual reports alone;
+    every shareholder-returns item of the draws recomputes from them, keys every ask, and a key
+    off by a tenth of a point of payout, or with the coverage reversed, is caught."""
+    items = [
+        (item, mismatches)
+        for item, mismatches in _pool(keyed)
+        if item.metadata["kind"] == "shareholder_returns"
+    ]
+    assert len(items) >= 3, f"only {len(items)} shareholder-returns items in five draws"
+    assert [m for _, m in items if m] == []
+    item = items[0][0]
+    fields = {fact.field: index for index, fact in enumerate(item.expected)}
+    assert {"dividends_paid", "share_repurchases", "shareholder_returns"} <= set(fields)
+    assert {"depreciation_amortization", "capex_to_depreciation"} <= set(fields)
+    assert {"cash_returned_to_free_cash_flow", "dividend_payout_ratio"} <= set(fields)
+    assert {f.ask for f in item.expected} == {"fcf", "returns", "payout", "coverage"}
+    payout = item.expected[fields["dividend_payout_ratio"]]
+    off = _with_fact(item, fields["dividend_payout_ratio"], value=payout.value + 0.2)
+    assert compare_item(keyed.recompute, off)[0]
+    coverage = item.expected[fields["returns_coverage"]].value
+    reversed_ = (
+        "the returns exceeded free cash flow"
+        if coverage == "free cash flow covered the returns"
+        else "free cash flow covered the returns"
+    )
+    assert compare_item(
+        keyed.recompute, _with_fact(item, fields["returns_coverage"], value=reversed_)
+    )[0]
+
+
+def test_cash_returned_follows_the_companys_cash_flows(keyed: KeyedWorld):
+    """As the documents state them: no dividend in a year whose net income was first reported as
+    a loss, no repurchase in a year of negative free cash flow, and depreciation and
+    amortization a small positive share of revenue; only annual reports state these rows."""
+    world, checked = keyed.world, 0
+    for company in world.companies:
+        for dividend in world.figures_of(company, "dividends_paid"):
+            assert dividend.doc.source_type == "annual_report" and "-Q" not in dividend.period
+            period, day = dividend.period, dividend.published
+            # the dividend was set on the year's first reported net income (a later revision or
+            # restatement does not reach back to cash already paid)
+            net = world.statements(company, "net_income", period)[0]
+            cfo = keyed.recompute.version(company, "cash_from_operations", period, day)
+            capex = keyed.recompute.version(company, "capital_expenditures", period, day)
+            buyback = keyed.recompute.version(company, "share_repurchases", period, day)
+            depreciation = keyed.recompute.version(
+                company, "depreciation_amortization", period, day
+            )
+            revenue = keyed.recompute.version(company, "revenue", period, day)
+            if net.value <= 0:
+                assert dividend.value == 0, (company, period)
+            if cfo.value - capex.value <= 0:
+                assert buyback.value == 0, (company, period)
+            assert 0 < depreciation.value <= revenue.value * Decimal("0.07"), (company, period)
+            checked += 1
+    assert checked > 100

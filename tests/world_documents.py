@@ -53,6 +53,9 @@ STATEMENT_ROWS = {
     "Total assets": "total_assets",
     "Net cash from operating activities": "cash_from_operations",
     "Capital expenditures": "capital_expenditures",
+    "Depreciation and amortization": "depreciation_amortization",
+    "Dividends paid": "dividends_paid",
+    "Repurchases of common stock": "share_repurchases",
 }
 NOTE_TABLES = {
     "Segment revenue": "segment_revenue",

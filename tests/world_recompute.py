@@ -925,6 +925,95 @@ def cash_runway(rc, company, params, as_of):
     ]
 
 
+def shareholder_returns(rc, company, params, as_of):
+    """Free cash flow, dividends paid and repurchases of common stock, their total as a share of
+    free cash flow, dividends over net income, and whether free cash flow covered the total."""
+    year = params["fy"]
+    period = f"FY{year}"
+    cfo = rc.need(company, "cash_from_operations", period, as_of)
+    capex = rc.need(company, "capital_expenditures", period, as_of)
+    dividends = rc.need(company, "dividends_paid", period, as_of)
+    buybacks = rc.need(company, "share_repurchases", period, as_of)
+    net = rc.need(company, "net_income", period, as_of)
+    depreciation = rc.need(company, "depreciation_amortization", period, as_of)
+    fcf = cfo.value - capex.value
+    returned = dividends.value + buybacks.value
+    if fcf <= 0 or net.value <= 0 or returned <= 0:
+        raise KeyUnavailable("no payout of a positive free cash flow and net income")
+    stated = {f.metric: rc.stating(f, as_of) for f in (cfo, capex, dividends, buybacks, net)}
+    total = Fact(
+        "amount",
+        "shareholder_returns",
+        returned,
+        0.05,
+        currency=rc.currency(company),
+        scale="millions",
+        period=period,
+        basis="GAAP",
+        inputs=[(m, stated[m]) for m in ("dividends_paid", "share_repurchases")],
+    )
+    return [
+        *_asked(
+            "fcf",
+            [
+                rc.money_fact("cash_from_operations", cfo, as_of),
+                rc.money_fact("capital_expenditures", capex, as_of),
+                *free_cash_flow(rc, company, {"fy": year}, as_of),
+                rc.money_fact("depreciation_amortization", depreciation, as_of),
+                Fact(
+                    "ratio",
+                    "capex_to_depreciation",
+                    (capex.value / depreciation.value).quantize(Decimal("0.01"), ROUND_HALF_UP),
+                    0.01,
+                    unit="x",
+                    period=period,
+                    basis="GAAP",
+                    inputs=[
+                        ("capital expenditures", stated["capital_expenditures"]),
+                        ("depreciation and amortization", rc.stating(depreciation, as_of)),
+                    ],
+                ),
+            ],
+        ),
+        *_asked(
+            "returns",
+            [
+                rc.money_fact("dividends_paid", dividends, as_of),
+                rc.money_fact("share_repurchases", buybacks, as_of),
+                total,
+            ],
+        ),
+        *_asked(
+            "payout",
+            [
+                _pct_fact(
+                    "cash_returned_to_free_cash_flow",
+                    _pct(returned / fcf * 100),
+                    period,
+                    list(stated.items())[:4],
+                ),
+                _pct_fact(
+                    "dividend_payout_ratio",
+                    _pct(dividends.value / net.value * 100),
+                    period,
+                    [(m, stated[m]) for m in ("dividends_paid", "net_income")],
+                ),
+            ],
+        ),
+        *_asked(
+            "coverage",
+            [
+                _text_fact(
+                    "returns_coverage",
+                    "free cash flow covered the returns"
+                    if returned < fcf
+                    else "the returns exceeded free cash flow",
+                )
+            ],
+        ),
+    ]
+
+
 def peer_benchmark(rc, company, params, as_of):
     measure = params["measure"]
     facts = []
@@ -1119,6 +1208,7 @@ PROGRAMS: dict[str, Callable] = {
     "margin_bridge": margin_bridge,
     "leverage_liquidity": leverage_liquidity,
     "cash_runway": cash_runway,
+    "shareholder_returns": shareholder_returns,
     "peer_benchmark": peer_benchmark,
     "product_mix_shift": product_mix_shift,
     "regional_mix_shift": regional_mix_shift,

@@ -26,9 +26,13 @@ from harnesses._protocol import TrajectoryDraft
 from harnesses.scripted._base import TOOL_RETRIES, ToolFailure
 from harnesses.scripted._research_docs import LONG_DATE, Page, number, parse_long_date
 from synthetic_world._documents import CURRENCY_SIGNS
-from synthetic_world._facts import BALANCE_ROWS, CASH_ROWS, INCOME_ROWS, METRICS
+from synthetic_world._facts import ANNUAL_CASH_ROWS, BALANCE_ROWS, INCOME_ROWS, METRICS
 
-SECTIONS = {"operations": INCOME_ROWS, "balance sheets": BALANCE_ROWS, "cash flows": CASH_ROWS}
+SECTIONS = {
+    "operations": INCOME_ROWS,
+    "balance sheets": BALANCE_ROWS,
+    "cash flows": ANNUAL_CASH_ROWS,
+}
 """The annual-report section (its title's words) whose statement holds each metric's row."""
 RELEASED = {
     "revenue": "Revenue",
@@ -901,6 +905,40 @@ async def cash_runway(r: Research, c: Company, s: dict[str, str]) -> str:
     )
 
 
+async def shareholder_returns(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    cfo, flows = await r.annual(c, "cash_from_operations", fy)
+    capex, _ = await r.annual(c, "capital_expenditures", fy)
+    dividends, _ = await r.annual(c, "dividends_paid", fy)
+    buybacks, _ = await r.annual(c, "share_repurchases", fy)
+    net, page = await r.annual(c, "net_income", fy)
+    depreciation, _ = await r.annual(c, "depreciation_amortization", fy)
+    reinvestment = (capex / depreciation).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    r.cite(flows)
+    r.cite(page)
+    fcf, returned = cfo - capex, dividends + buybacks
+    cash_payout = (returned / fcf * 100).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
+    dividend_payout = (dividends / net * 100).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
+    coverage = (
+        "free cash flow covered the returns"
+        if returned < fcf
+        else "the returns exceeded free cash flow"
+    )
+    return (
+        f"## {c.name}: shareholder returns in fiscal {fy}\n\n"
+        f"**1. Free cash flow:** net cash from operating activities {money(cfo, c.currency)}; "
+        f"capital expenditures {money(capex, c.currency)}; free cash flow "
+        f"{money(fcf, c.currency)}; depreciation and amortization "
+        f"{money(depreciation, c.currency)}, so capital expenditures / depreciation = "
+        f"{reinvestment}x.\n\n**2. Returns:** dividends paid "
+        f"{money(dividends, c.currency)}; share repurchases {money(buybacks, c.currency)}; "
+        f"total returned {money(returned, c.currency)}.\n\n**3. Payout:** cash returned / free "
+        f"cash flow {cash_payout}%; dividend payout ratio (dividends / net income of "
+        f"{money(net, c.currency)}) {dividend_payout}%.\n\n**4. Coverage:** {coverage}.\n\n"
+        "**5. View (opinion):** left to the investment committee."
+    )
+
+
 async def peer_benchmark(r: Research, c: Company, s: dict[str, str]) -> str:
     measure = s["measure"]
     compute = _margin if measure.startswith("GAAP operating margin") else _growth
@@ -1046,6 +1084,7 @@ SOLVERS: dict[str, Solver] = {
     "margin_bridge": margin_bridge,
     "leverage_liquidity": leverage_liquidity,
     "cash_runway": cash_runway,
+    "shareholder_returns": shareholder_returns,
     "peer_benchmark": peer_benchmark,
     "product_mix_shift": product_mix_shift,
     "regional_mix_shift": regional_mix_shift,
