@@ -1,0 +1,154 @@
+"""The tools' JSON schemas, kept on disk between starts and keyed by a hash of the code.
+
+FastMCP derives each tool's input and output schema from its function with pydantic (a
+``TypeAdapter`` of the signature, a JSON schema of the return model): about a fifth of a server's
+start-up CPU, spent again on every start for the same answer. This module keeps those two schemas
+per tool in one JSON file per server and builds the FastMCP tool from them, skipping that work.
+
+The file is valid only for the code that made it: its key hashes every ``.py`` file of the packages
+the tools come from (plus ``erp_mcp``, ``synthetic_erp`` and ``ledgerbench_core``) and the versions
+of Python, pydantic, pydantic-core and FastMCP. Any other key, or a file that cannot be read, and
+the schemas are derived as before and the file rewritten (atomically: parallel starts each write a
+whole file). A tool built from the file equals the one FastMCP derives (tests/test_tool_cache.py).
+
+Where: ``$LEDGERBENCH_CACHE_DIR``, else ``.ledgerbench/cache`` in a checkout, else
+``~/.cache/ledgerbench``. A cache that cannot be written costs only the time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from fastmcp.tools import Tool
+from fastmcp.tools.function_tool import FunctionTool
+from mcp.types import ToolAnnotations
+
+from erp_mcp._tooling import ToolDef
+
+CACHE_DIR_ENV = "LEDGERBENCH_CACHE_DIR"
+FORMAT_VERSION = 1
+"""Raise when the file's layout changes."""
+ALWAYS_HASHED = ("erp_mcp", "synthetic_erp", "ledgerbench_core")
+"""Packages every tool schema may depend on (the serving machinery, record types, shared
+helpers)."""
+
+
+def cache_dir() -> Path:
+    """Where the schema files live (see the module doc)."""
+    if configured := os.environ.get(CACHE_DIR_ENV):
+        return Path(configured)
+    root = Path(__file__).resolve().parents[1]
+    if (root / "pyproject.toml").exists():
+        return root / ".ledgerbench" / "cache"
+    return Path.home() / ".cache" / "ledgerbench"
+
+
+def code_key(tools: Iterable[ToolDef]) -> str:
+    """A hash of everything the tools' schemas are derived from."""
+    import fastmcp
+    import pydantic
+    import pydantic_core
+
+    packages = set(ALWAYS_HASHED)
+    for tool in tools:
+        for obj in (tool.fn, tool.input_model, tool.output_model):
+            packages.add(obj.__module__.split(".")[0])
+    digest = hashlib.sha256()
+    versions = (FORMAT_VERSION, sys.version, pydantic.VERSION, pydantic_core.__version__,
+                fastmcp.__version__)  # fmt: skip
+    digest.update(repr(versions).encode())
+    for package in sorted(packages):
+        module = sys.modules.get(package)
+        for path in _sources(Path(module.__file__).parent if module and module.__file__ else None):
+            digest.update(f"\0{path.relative_to(path.parents[1])}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _sources(folder: Path | None) -> list[Path]:
+    if folder is None:
+        return []
+    found = []
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        found += [Path(top, name) for name in sorted(files) if name.endswith(".py")]
+    return found
+
+
+class ToolSchemaCache:
+    """One server's schema file: :meth:`tool` builds each FastMCP tool, from the file when it
+    holds the tool's schemas, else as FastMCP derives them; :meth:`save` writes what was
+    derived."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path = path
+        self.key = key
+        self.schemas: dict[str, dict[str, Any]] = self._read()
+        self.derived = 0
+
+    @classmethod
+    def for_server(cls, server_name: str, tools: list[ToolDef]) -> ToolSchemaCache:
+        return cls(cache_dir() / f"tool-schemas-{server_name}.json", code_key(tools))
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        try:
+            stored = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(stored, dict) or stored.get("key") != self.key:
+            return {}
+        tools = stored.get("tools")
+        return tools if isinstance(tools, dict) else {}
+
+    def tool(
+        self, fn: Callable[..., Any], tool: ToolDef, annotations: ToolAnnotations
+    ) -> FunctionTool:
+        """The FastMCP tool serving ``fn`` as ``tool``, as ``FastMCP.tool`` would register it."""
+        cached = self.schemas.get(tool.name)
+        if isinstance(cached, dict) and {"parameters", "output_schema"} <= cached.keys():
+            return FunctionTool(
+                fn=fn,
+                return_type=tool.output_model,
+                name=tool.name,
+                description=tool.description,
+                parameters=cached["parameters"],
+                output_schema=cached["output_schema"],
+                annotations=annotations,
+                tags=set(),
+                run_in_thread=True,
+            )
+        derived = Tool.from_function(
+            fn, name=tool.name, description=tool.description, annotations=annotations, task=False
+        )
+        assert isinstance(derived, FunctionTool)
+        self.schemas[tool.name] = {
+            "parameters": derived.parameters,
+            "output_schema": derived.output_schema,
+        }
+        self.derived += 1
+        return derived
+
+    def save(self) -> None:
+        """Write the file if this start derived any schema (never fails: it is only a cache)."""
+        if not self.derived:
+            return
+        # not sort_keys: a schema's key order is part of the catalogue
+        text = json.dumps({"key": self.key, "tools": self.schemas})
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".part")
+            try:
+                with os.fdopen(handle, "w", encoding="utf-8") as out:
+                    out.write(text)
+                os.replace(temporary, self.path)
+            except OSError:
+                Path(temporary).unlink(missing_ok=True)
+                raise
