@@ -7,9 +7,10 @@ per tool in one JSON file per server and builds the FastMCP tool from them, skip
 
 The file is valid only for the code that made it: its key hashes every ``.py`` file of the packages
 the tools come from (plus ``erp_mcp``, ``synthetic_erp`` and ``ledgerbench_core``) and the versions
-of Python, pydantic, pydantic-core and FastMCP. Any other key, or a file that cannot be read, and
-the schemas are derived as before and the file rewritten (atomically: parallel starts each write a
-whole file). A tool built from the file equals the one FastMCP derives (tests/test_tool_cache.py).
+of Python, pydantic, pydantic-core, FastMCP, mcp and annotated-types. Under any other key, or when
+the file cannot be read, the schemas are derived as before and the file is rewritten (atomically:
+parallel starts each write a whole file). A tool built from the file equals the one FastMCP
+derives (tests/test_tool_cache.py).
 
 Where: ``$LEDGERBENCH_CACHE_DIR``, else ``.ledgerbench/cache`` in a checkout, else
 ``~/.cache/ledgerbench``. A cache that cannot be written costs only the time.
@@ -24,6 +25,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,8 @@ FORMAT_VERSION = 1
 ALWAYS_HASHED = ("erp_mcp", "synthetic_erp", "ledgerbench_core")
 """Packages every tool schema may depend on (the serving machinery, record types, shared
 helpers)."""
+SCHEMA_LIBRARIES = ("mcp", "annotated-types")
+"""Installed libraries (besides pydantic and FastMCP) whose version is part of the key."""
 
 
 def cache_dir() -> Path:
@@ -63,7 +67,7 @@ def code_key(tools: Iterable[ToolDef]) -> str:
             packages.add(obj.__module__.split(".")[0])
     digest = hashlib.sha256()
     versions = (FORMAT_VERSION, sys.version, pydantic.VERSION, pydantic_core.__version__,
-                fastmcp.__version__)  # fmt: skip
+                fastmcp.__version__, *map(_installed, SCHEMA_LIBRARIES))  # fmt: skip
     digest.update(repr(versions).encode())
     for package in sorted(packages):
         module = sys.modules.get(package)
@@ -71,6 +75,13 @@ def code_key(tools: Iterable[ToolDef]) -> str:
             digest.update(f"\0{path.relative_to(path.parents[1])}\0".encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def _installed(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "absent"
 
 
 def _sources(folder: Path | None) -> list[Path]:
