@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -70,8 +71,7 @@ def code_key(tools: Iterable[ToolDef]) -> str:
                 fastmcp.__version__, *map(_installed, SCHEMA_LIBRARIES))  # fmt: skip
     digest.update(repr(versions).encode())
     for package in sorted(packages):
-        module = sys.modules.get(package)
-        for path in _sources(Path(module.__file__).parent if module and module.__file__ else None):
+        for path in _sources(_folder(package)):
             digest.update(f"\0{path.relative_to(path.parents[1])}\0".encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -82,6 +82,13 @@ def _installed(distribution: str) -> str:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
         return "absent"
+
+
+def _folder(package: str) -> Path | None:
+    """Where ``package``'s sources are (found, not imported)."""
+    spec = importlib.util.find_spec(package)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locations[0]) if locations else None
 
 
 def _sources(folder: Path | None) -> list[Path]:
