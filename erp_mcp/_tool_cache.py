@@ -56,8 +56,9 @@ def cache_dir() -> Path:
     return Path.home() / ".cache" / "ledgerbench"
 
 
-def code_key(tools: Iterable[ToolDef]) -> str:
-    """A hash of everything the tools' schemas are derived from."""
+def code_key(tools: Iterable[ToolDef]) -> str | None:
+    """A hash of everything the tools' schemas are derived from; None when some tool's code
+    cannot be found (a tool defined in ``__main__``, say): then nothing is cached."""
     import fastmcp
     import pydantic
     import pydantic_core
@@ -71,8 +72,11 @@ def code_key(tools: Iterable[ToolDef]) -> str:
                 fastmcp.__version__, *map(_installed, SCHEMA_LIBRARIES))  # fmt: skip
     digest.update(repr(versions).encode())
     for package in sorted(packages):
-        for path in _sources(_folder(package)):
-            digest.update(f"\0{path.relative_to(path.parents[1])}\0".encode())
+        root = _folder(package)
+        if root is None:
+            return None
+        for path in _sources(root):
+            digest.update(f"\0{path.relative_to(root.parent)}\0".encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -85,15 +89,23 @@ def _installed(distribution: str) -> str:
 
 
 def _folder(package: str) -> Path | None:
-    """Where ``package``'s sources are (found, not imported)."""
-    spec = importlib.util.find_spec(package)
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    return Path(locations[0]) if locations else None
+    """Where ``package``'s sources are (found, not imported): its folder, or the file of a
+    top-level module."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):  # ValueError: a module without a spec (__main__)
+        return None
+    if spec is None:
+        return None
+    locations = list(spec.submodule_search_locations or [])
+    if locations:
+        return Path(locations[0])
+    return Path(spec.origin) if spec.origin and spec.origin.endswith(".py") else None
 
 
-def _sources(folder: Path | None) -> list[Path]:
-    if folder is None:
-        return []
+def _sources(folder: Path) -> list[Path]:
+    if folder.is_file():
+        return [folder]
     found = []
     for top, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -106,7 +118,7 @@ class ToolSchemaCache:
     holds the tool's schemas, else as FastMCP derives them; :meth:`save` writes what was
     derived."""
 
-    def __init__(self, path: Path, key: str) -> None:
+    def __init__(self, path: Path, key: str | None) -> None:
         self.path = path
         self.key = key
         self.schemas: dict[str, dict[str, Any]] = self._read()
@@ -117,6 +129,8 @@ class ToolSchemaCache:
         return cls(cache_dir() / f"tool-schemas-{server_name}.json", code_key(tools))
 
     def _read(self) -> dict[str, dict[str, Any]]:
+        if self.key is None:
+            return {}
         try:
             stored = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -156,7 +170,7 @@ class ToolSchemaCache:
 
     def save(self) -> None:
         """Write the file if this start derived any schema (never fails: it is only a cache)."""
-        if not self.derived:
+        if not self.derived or self.key is None:
             return
         # not sort_keys: a schema's key order is part of the catalogue
         text = json.dumps({"key": self.key, "tools": self.schemas})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import subprocess
@@ -119,6 +120,47 @@ def test_the_key_changes_with_the_tools_code(tmp_path: Path, monkeypatch) -> Non
     assert code_key(tools) == before
     (package / "helpers.py").write_text("LIMIT = 3\n")
     assert code_key(tools) != before
+
+
+def test_a_tool_of_a_single_file_module_or_of_no_module_found(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "onefiletools.py").write_text(
+        textwrap.dedent('''
+        from pydantic import BaseModel
+        from erp_mcp._tooling import ToolRegistry
+        REGISTRY = ToolRegistry(("onefiletools",))
+        class Args(BaseModel):
+            n: int = 1
+        @REGISTRY.tool("finance", Args)
+        def echo(runtime, args: Args) -> Args:
+            """n back."""
+            return args
+        ''')
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    (tool,) = importlib.import_module("onefiletools").REGISTRY.select("all")
+    before = code_key([tool])
+    assert before is not None
+    with (tmp_path / "onefiletools.py").open("a") as source:
+        source.write("# changed\n")
+    assert code_key([tool]) != before
+    unfound = dataclasses.replace(tool, fn=_in_a_module_not_found(tool.fn))
+    assert code_key([unfound]) is None  # its code cannot be hashed: nothing is cached
+    cache = ToolSchemaCache(tmp_path / "schemas.json", None)
+    cache.tool(as_callable(tool, None), tool, READ_ONLY)
+    cache.save()
+    assert not (tmp_path / "schemas.json").exists()
+
+
+def _in_a_module_not_found(fn):
+    """``fn`` as if defined where no source can be found (as a script's ``__main__``)."""
+
+    def copy(runtime, args):
+        return fn(runtime, args)
+
+    copy.__module__ = "no_module_of_this_name"
+    return copy
 
 
 def test_collection_pauses_for_the_start_and_resumes_frozen() -> None:
