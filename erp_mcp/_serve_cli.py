@@ -249,11 +249,12 @@ def serve(
     server's command line) and serves it stateless. They share one cursor key, so a cursor from
     one worker works on another."""
     from erp_mcp._tooling import hand_the_interpreter_over_often
-    from ledgerbench_core._startup import done_reporting, report_step
+    from ledgerbench_core._startup import done_reporting, report_step, resume_collection
 
     check_scaling(args)
     hand_the_interpreter_over_often()
     if args.transport == "stdio":
+        resume_collection()
         server.run(transport="stdio", show_banner=False)
         return 0
     import uvicorn
@@ -264,6 +265,7 @@ def serve(
     report_step("binding the port" if workers == 1 else f"starting {workers} workers")
     if workers > 1:
         done_reporting()  # the workers bind the port; they need not inherit the pipe
+        resume_collection()
         if worker_factory is None:
             raise UsageError("this server cannot run --workers; serve it with --workers 1")
         from erp_mcp._workers import WorkersFailed, serve_workers
@@ -279,6 +281,7 @@ def serve(
     app = http_app(server, hosts, stateless=getattr(args, "stateless", False))
     listening = bind(args.host, args.port)  # ours before the start line says so
     done_reporting()
+    resume_collection()
     if start_line:
         print(start_line, file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False)

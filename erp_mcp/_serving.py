@@ -30,6 +30,7 @@ from erp_mcp._middleware import (
     InlinedSchemas,
 )
 from erp_mcp._security import HostOriginGuard
+from erp_mcp._tool_cache import ToolSchemaCache
 from erp_mcp._tooling import ScanThreads, ToolDef, as_callable
 
 
@@ -128,13 +129,10 @@ def assemble_server(
         middleware=middleware,
         auth=auth,
     )
+    schemas = ToolSchemaCache.for_server(name, tools)
     for tool in tools:
-        mcp.tool(
-            as_callable(tool, holder, scans),
-            name=tool.name,
-            description=tool.description,
-            annotations=READ_ONLY,
-        )
+        mcp.add_tool(schemas.tool(as_callable(tool, holder, scans), tool, READ_ONLY))
+    schemas.save()
     return mcp
 
 

@@ -112,9 +112,10 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _worker_main(host: str, port: int) -> None:  # runs in each worker process
-    from ledgerbench_core._startup import die_with_parent
+    from ledgerbench_core._startup import die_with_parent, pause_collection, resume_collection
 
     die_with_parent()  # a supervisor killed with -9 leaves no worker serving its port
+    pause_collection()  # until it listens, as a single server's start
     import uvicorn
 
     from erp_mcp._tooling import hand_the_interpreter_over_often
@@ -126,6 +127,7 @@ def _worker_main(host: str, port: int) -> None:  # runs in each worker process
     # client's first calls timed out that way right after a start).
     app = worker_app()
     sock = tcp_listener(host, port, reuse_port=True)
+    resume_collection()
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
 
