@@ -26,6 +26,7 @@ import re
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  identical tool-call sequences: {same_calls}/{len(keys)}")
     print(f"  identical answers:             {same_answers}/{len(keys)}")
     print(f"  identical terminations:        {same_reasons}/{len(keys)}")
+    endings = Counter(r["reason"] for r in local.values())
+    print("  endings (local): " + ", ".join(f"{n} {reason}" for reason, n in endings.items()))
     print(f"  injected faults met: local {local_faults} of {local_calls} calls, ray {ray_faults} "
           f"of {ray_calls} calls")  # fmt: skip
     print(
