@@ -32,7 +32,13 @@ from harnesses._erp_process import ErpServerError
 from harnesses._erp_serving import ErpInUse, fault_arguments
 from harnesses._executor import Pair, PairRunner
 from harnesses._protocol import HarnessOptions
-from harnesses._ray_worker import RunSpec, WorkerErp, WorkerWorld, run_on_worker
+from harnesses._ray_worker import (
+    RunSpec,
+    WorkerErp,
+    WorkerWorld,
+    WorkerWorldError,
+    run_on_worker,
+)
 from harnesses._registry import HarnessLoadError
 from harnesses._run_config import RunConfig
 from harnesses._world_serving import WorldInUse
@@ -277,6 +283,8 @@ class RayExecutor:
                 f"({type(cause).__name__}: {' '.join(str(cause).split())[:300]}); install "
                 "ledgerbench and the harness plug-in on the workers (docs/distributed.md)"
             )
+        if isinstance(cause, WorkerWorldError):
+            return failure_record(flight, TerminationReason.world_unavailable, cause, *labels)
         if cause is not None:  # the worker could not get the ERP or build the harness
             erp_problem = isinstance(cause, ErpServerError | RayExecutorError | OSError)
             reason = (

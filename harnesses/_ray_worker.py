@@ -148,19 +148,27 @@ def worker_endpoint(erp: WorkerErp, start_id: str = "") -> ErpEndpoint:
     return _served_erp(erp.db_url, erp.record_base_url, erp.server_args, start_id)
 
 
+class WorkerWorldError(RuntimeError):
+    """This worker could not get or serve the research world (recorded as ``world_unavailable``,
+    not as an ERP failure)."""
+
+
 def worker_world(world: WorkerWorld, start_id: str = "") -> McpEndpoint:
     """The world endpoint of this worker: the shared server, or this process's own server of
     the shipped world file (started as the local runner starts its world server)."""
     if world.endpoint is not None:
         return world.endpoint
     assert world.sqlite_file is not None
-    path = materialize(world.sqlite_file)
     from harnesses._world_serving import start_world_server
 
     def start(log: Path) -> Any:
         return start_world_server(path, world.server_args, log, world.public_url, wait=True)
 
-    return _served(("world_mcp", str(path), *world.server_args), start_id, start)
+    try:
+        path = materialize(world.sqlite_file)
+        return _served(("world_mcp", str(path), *world.server_args), start_id, start)
+    except (RuntimeError, OSError) as error:  # RayExecutorError, ServerStartError, a full disk
+        raise WorkerWorldError(f"the research world on this worker: {error}") from error
 
 
 def _work_dir(spec: RunSpec) -> str:

@@ -88,3 +88,29 @@ def test_a_research_run_on_ray_whose_world_cannot_be_served_is_refused_before_ra
     (line,) = done.stderr.strip().splitlines()
     assert f"--world-db {not_a_world} is not a research world" in line
     assert not (tmp_path / "r").exists()
+
+
+def test_a_ray_worker_that_cannot_serve_the_world_says_so_as_the_world(tmp_path: Path) -> None:
+    """A worker whose world server cannot start raises WorkerWorldError (recorded by the driver
+    as ``world_unavailable``, not as an ERP failure), naming the step the server stopped at."""
+    import shutil
+    import sqlite3
+
+    from harnesses._ray_worker import WorkerWorld, WorkerWorldError, worker_world
+    from ledgerbench_core._ray import NODE_CACHE_DIR, ShippedFile, file_sha256
+
+    not_a_world = tmp_path / "world.db"
+    with sqlite3.connect(not_a_world) as conn:  # unique bytes per test: its own cache entry
+        conn.execute("CREATE TABLE erp_meta (key TEXT, value TEXT)")
+        conn.execute("INSERT INTO erp_meta VALUES ('test', ?)", (str(tmp_path),))
+    digest = file_sha256(not_a_world)
+    cached = NODE_CACHE_DIR / f"world-{digest[:16]}.db"  # already on this node: no Ray needed
+    NODE_CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(not_a_world, cached)
+    shipped = ShippedFile(ref=None, sha256=digest, name="world.db", size=cached.stat().st_size)
+    try:
+        stopped_at = r"on this worker: .* at step 'loading the world'"
+        with pytest.raises(WorkerWorldError, match=stopped_at):
+            worker_world(WorkerWorld(sqlite_file=shipped), start_id=tmp_path.name)
+    finally:
+        cached.unlink(missing_ok=True)
