@@ -169,6 +169,7 @@ class ErpClient:
         """Call an ERP tool and record it. Tool errors come back as ``is_error`` results; a call the
         deadline cuts off is recorded as ``cancelled`` (no duration) before the cancellation goes
         on."""
+        await draft.hold_past_limit()
         started = draft.elapsed()
         clock = time.monotonic()
         try:

@@ -8,6 +8,7 @@ timeout or crash is kept. It returns an :class:`AgentOutcome` when it finishes o
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
@@ -317,6 +318,8 @@ class TrajectoryDraft:
     answer_cut: str | None = None
     """Why the last model reply is not a finished one (:func:`harnesses._wire.answer_cut`), or
     None: a cut final answer ends the question as ``answer_cut``."""
+    limits: SampleLimits | None = None
+    """The sample limits the runner enforces on this question (None: none is watched)."""
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started_monotonic
@@ -389,6 +392,16 @@ class TrajectoryDraft:
             calls = any(isinstance(event, ModelEvent) for event in self.events)
             return None if calls else 0.0
         return self.cost_usd
+
+    async def hold_past_limit(self) -> None:
+        """Called before a tool call starts: once the question went over a sample limit the
+        runner enforces, wait here (the runner stops the question within its check interval)
+        instead of starting another call. The record then ends at the call that went over,
+        whatever the timing, so a seeded run replays the same calls on any machine or executor;
+        without the hold, whether one more call started (or was cut off in flight) depended on
+        when the runner's check came."""
+        if self.limits is not None and self.limits.exceeded(self) is not None:
+            await asyncio.Event().wait()
 
     def note_tool_call_cap(self, cap: int, dropped: int) -> None:
         """Calls the model asked for past the run's tool-call cap, not run (cumulative)."""

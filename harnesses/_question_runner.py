@@ -120,7 +120,12 @@ class QuestionRunner:
         budget = self.config.budget_for(question)
         started_at = dt.datetime.now(dt.UTC)
         start = time.monotonic()
-        draft = TrajectoryDraft(started_monotonic=start, output_limit=self.config.output_limit)
+        limits = self.config.sample_limits()
+        draft = TrajectoryDraft(
+            started_monotonic=start,
+            output_limit=self.config.output_limit,
+            limits=limits if limits.active else None,  # active limits are watched (_watch)
+        )
         task = AgentTask(
             question_id=question.id,
             trial=trial,
@@ -129,7 +134,7 @@ class QuestionRunner:
             timeout_s=budget,
             deadline=start + budget,
             stall_timeout_s=self.stall_timeout,
-            limits=self.config.sample_limits(),
+            limits=limits,
         )
         env = self.env.for_trial(trial_key(question.id, trial))
         loop = HarnessLoop(f"{self.harness_name}-{question.id}") if self.own_loops else None

@@ -32,9 +32,16 @@ from harnesses._erp_process import ErpServerError
 from harnesses._erp_serving import ErpInUse, fault_arguments
 from harnesses._executor import Pair, PairRunner
 from harnesses._protocol import HarnessOptions
-from harnesses._ray_worker import RunSpec, WorkerErp, run_on_worker
+from harnesses._ray_worker import (
+    RunSpec,
+    WorkerErp,
+    WorkerWorld,
+    WorkerWorldError,
+    run_on_worker,
+)
 from harnesses._registry import HarnessLoadError
 from harnesses._run_config import RunConfig
+from harnesses._world_serving import WorldInUse
 from ledgerbench_core._ray import (
     RayExecutorError,
     RayOptions,
@@ -85,6 +92,21 @@ def worker_erp(ray: Any, config: RunConfig, erp: ErpInUse) -> WorkerErp:
         shipped = ship_file(ray, path)
         return WorkerErp(sqlite_file=shipped, record_base_url=base, server_args=args)
     return WorkerErp(db_url=erp.db_url, record_base_url=base, server_args=args)
+
+
+def worker_world(ray: Any, config: RunConfig, world: WorldInUse) -> WorkerWorld:
+    """How workers reach the research world the driver checked: the shared ``--world-url``, or
+    the world file shipped through the object store (verified by hash on each node) and served
+    per worker process with the run's fault injection, as the driver's own server is."""
+    if world.path is None:
+        return WorkerWorld(endpoint=world.endpoint)
+    if not world.path.is_file():
+        raise RayExecutorError(f"the research world {world.path}: file not found")
+    return WorkerWorld(
+        sqlite_file=ship_file(ray, world.path),
+        server_args=tuple(fault_arguments(config.erp_fault_rate, config.erp_fault_seed)),
+        public_url=config.world_public_url,
+    )
 
 
 def failure_record(
@@ -164,11 +186,13 @@ class RayExecutor:
         run_dir: Path,
         harness: Any,
         tools: Any = None,
+        world: WorldInUse | None = None,
     ) -> None:
         """Connect (unless :meth:`connect` did) and put the run's spec in the store.
 
         ``harness`` is the driver's instance: its name and model label the records of lost
-        workers as the workers' own records are labelled."""
+        workers as the workers' own records are labelled. ``world``: the research world the
+        agent reaches (``--research world``), None when the agent reaches none."""
         self.connect()
         try:
             config = self._config
@@ -187,6 +211,8 @@ class RayExecutor:
                 start_id=uuid.uuid4().hex,
                 tools=tools.chosen if tools is not None else None,
                 withheld_tools=tools.withheld if tools is not None else (),
+                world=worker_world(self._ray, config, world) if world is not None else None,
+                research=config.research,
             )
             self._spec_ref = self._ray.put(spec)
         except BaseException:
@@ -257,6 +283,8 @@ class RayExecutor:
                 f"({type(cause).__name__}: {' '.join(str(cause).split())[:300]}); install "
                 "ledgerbench and the harness plug-in on the workers (docs/distributed.md)"
             )
+        if isinstance(cause, WorkerWorldError):
+            return failure_record(flight, TerminationReason.world_unavailable, cause, *labels)
         if cause is not None:  # the worker could not get the ERP or build the harness
             erp_problem = isinstance(cause, ErpServerError | RayExecutorError | OSError)
             reason = (

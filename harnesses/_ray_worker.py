@@ -10,6 +10,11 @@ writes it. The ERP the agent talks to is one of:
   worker, so a killed worker leaves no ERP server behind);
 - a PostgreSQL URL, served the same way.
 
+A research run (``--research world``) reaches the world the same two ways: the shared
+``--world-url`` server, or the world's SQLite file shipped like the ERP's and served by a
+``synthetic_world serve`` process per worker process, with the run's fault injection. Either
+server is waited for on its progress (as the local runner waits), not on a fixed clock.
+
 Imported only on Ray workers and by the Ray executor.
 """
 
@@ -22,11 +27,12 @@ import os
 import signal
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnesses._protocol import AgentEnvironment, ErpEndpoint, HarnessOptions
+from harnesses._protocol import AgentEnvironment, ErpEndpoint, HarnessOptions, McpEndpoint
 from ledgerbench_core._ray import ShippedFile, materialize
 from ledgerbench_core.dataset import Question
 
@@ -50,6 +56,21 @@ class WorkerErp:
 
 
 @dataclass(frozen=True)
+class WorkerWorld:
+    """Where a worker finds the research world: exactly one of the two is set."""
+
+    endpoint: McpEndpoint | None = None
+    """A shared world server (``--world-url``) every worker reaches."""
+    sqlite_file: ShippedFile | None = None
+    """The world file, shipped to each node and served per worker process."""
+    server_args: tuple[str, ...] = ()
+    """Extra ``synthetic_world serve`` arguments of the run (fault injection), as the driver's
+    own world server gets them: the same trial key draws the same faults."""
+    public_url: str | None = None
+    """``--world-public-url``: what a remote provider is told, as for the driver's server."""
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """Everything a task needs besides its (question, trial); put in the object store once."""
 
@@ -68,6 +89,10 @@ class RunSpec:
     tools: tuple[str, ...] | None = None
     """The run's ``--tools`` (``AgentEnvironment.tools``)."""
     withheld_tools: tuple[str, ...] = ()
+    world: WorkerWorld | None = None
+    """The research world the agent reaches (``--research world`` with research questions)."""
+    research: str = "world"
+    """The run's ``--research`` (``AgentEnvironment.research``)."""
 
 
 _SERVERS: dict[str, Any] = {}
@@ -80,28 +105,37 @@ def _stop_servers() -> None:
     _SERVERS.clear()
 
 
-def _served(
-    db_url: str, record_base_url: str | None, args: tuple[str, ...] = (), start_id: str = ""
-) -> ErpEndpoint:
-    """An ``erp_mcp`` server for ``db_url`` (with ``args``) owned by this worker process for the
-    run's start ``start_id``, started on first use; servers of earlier starts are stopped."""
-    key = "\0".join((start_id, db_url, *args))
+def _served(key: tuple[str, ...], start_id: str, start: Callable[[Path], Any]) -> ErpEndpoint:
+    """The server named ``key`` owned by this worker process for the run's start ``start_id``,
+    started with ``start(log_path)`` on first use (it waits on the server's progress); servers
+    of earlier starts are stopped."""
+    joined = "\0".join((start_id, *key))
     with _SERVERS_LOCK:
-        server = _SERVERS.get(key)
+        server = _SERVERS.get(joined)
         if server is not None and server.process.poll() is None:
             return server.endpoint
         for old_key in [k for k in _SERVERS if not k.startswith(start_id + "\0")]:
             _SERVERS.pop(old_key).stop()
-        from harnesses._erp_process import start_erp_server
-
         if not _SERVERS:
             atexit.register(_stop_servers)
-        log = Path(tempfile.gettempdir()) / "ledgerbench-ray" / f"erp_mcp-{os.getpid()}.log"
-        server = start_erp_server(
+        log = Path(tempfile.gettempdir()) / "ledgerbench-ray" / f"{key[0]}-{os.getpid()}.log"
+        server = start(log)
+        _SERVERS[joined] = server
+        return server.endpoint
+
+
+def _served_erp(
+    db_url: str, record_base_url: str | None, args: tuple[str, ...] = (), start_id: str = ""
+) -> ErpEndpoint:
+    """An ``erp_mcp`` server for ``db_url`` (with ``args``), one per worker process and start."""
+    from harnesses._erp_process import start_erp_server
+
+    def start(log: Path) -> Any:
+        return start_erp_server(
             db_url, log_path=log, record_base_url=record_base_url, extra_args=args
         )
-        _SERVERS[key] = server
-        return server.endpoint
+
+    return _served(("erp_mcp", db_url, *args), start_id, start)
 
 
 def worker_endpoint(erp: WorkerErp, start_id: str = "") -> ErpEndpoint:
@@ -109,9 +143,32 @@ def worker_endpoint(erp: WorkerErp, start_id: str = "") -> ErpEndpoint:
         return erp.endpoint
     if erp.sqlite_file is not None:
         db_url = f"sqlite:///{materialize(erp.sqlite_file)}"
-        return _served(db_url, erp.record_base_url, erp.server_args, start_id)
+        return _served_erp(db_url, erp.record_base_url, erp.server_args, start_id)
     assert erp.db_url is not None
-    return _served(erp.db_url, erp.record_base_url, erp.server_args, start_id)
+    return _served_erp(erp.db_url, erp.record_base_url, erp.server_args, start_id)
+
+
+class WorkerWorldError(RuntimeError):
+    """This worker could not get or serve the research world (recorded as ``world_unavailable``,
+    not as an ERP failure)."""
+
+
+def worker_world(world: WorkerWorld, start_id: str = "") -> McpEndpoint:
+    """The world endpoint of this worker: the shared server, or this process's own server of
+    the shipped world file (started as the local runner starts its world server)."""
+    if world.endpoint is not None:
+        return world.endpoint
+    assert world.sqlite_file is not None
+    from harnesses._world_serving import start_world_server
+
+    def start(log: Path) -> Any:
+        return start_world_server(path, world.server_args, log, world.public_url, wait=True)
+
+    try:
+        path = materialize(world.sqlite_file)
+        return _served(("world_mcp", str(path), *world.server_args), start_id, start)
+    except (RuntimeError, OSError) as error:  # RayExecutorError, ServerStartError, a full disk
+        raise WorkerWorldError(f"the research world on this worker: {error}") from error
 
 
 def _work_dir(spec: RunSpec) -> str:
@@ -136,6 +193,8 @@ def run_on_worker(spec: RunSpec, question: Question, trial: int) -> str:
         erp=worker_endpoint(spec.erp, spec.start_id),
         instructions=spec.instructions,
         work_dir=_work_dir(spec),
+        world=worker_world(spec.world, spec.start_id) if spec.world is not None else None,
+        research=spec.research,
         tools=spec.tools,
         withheld_tools=spec.withheld_tools,
     )

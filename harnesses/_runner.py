@@ -111,7 +111,6 @@ from harnesses._tool_choice import (
 )
 from harnesses._world_serving import (
     check_world_snapshot,
-    executor_world_problem,
     research_mode_problem,
     world_db_problem,
     world_for_run,
@@ -221,8 +220,6 @@ async def _prepare_and_run(
         preparing.step("reading and checking the dataset and the run folder")
         plan = plan_run(config, instructions, log)
         questions = list({question.id: question for question, _ in plan.pairs}.values())
-        if (problem := executor_world_problem(config, plan.dataset, questions)) is not None:
-            raise RunConfigError(problem)
         if problem := pairing_problem(config, plan.dataset, plan.dataset_path, questions):
             raise RunConfigError(problem)
         if (problem := conversation_problem(config, harness, plan.pairs)) is not None:
@@ -366,6 +363,7 @@ async def _run_with_harness(
                     run_dir=plan.run_dir,
                     harness=harness,
                     tools=tools,
+                    world=world if agent_world is not None else None,
                 )
             prepared = open_run(plan, config, log)  # every input checked: the first write
             erp.keep_log_in(prepared.run_dir)

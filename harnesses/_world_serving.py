@@ -16,13 +16,18 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnesses._erp_process import ServerStartError, project_root, start_mcp_server
-from harnesses._erp_serving import keep_log
+from harnesses._erp_process import (
+    ErpServerProcess,
+    ServerStartError,
+    project_root,
+    start_mcp_server,
+)
+from harnesses._erp_serving import fault_arguments, keep_log
 from harnesses._protocol import McpEndpoint
 from harnesses._redact import error_detail, one_line
 from harnesses._run_config import RunConfig, RunConfigError
@@ -216,23 +221,12 @@ async def serve_world(
             expected_snapshot=header.world_snapshot_hash,
             log=log,
         )
-    faults = (
-        ["--error-rate", str(config.erp_fault_rate), "--fault-seed", str(config.erp_fault_seed)]
-        if config.erp_fault_rate
-        else []
-    )
+    faults = fault_arguments(config.erp_fault_rate, config.erp_fault_seed)
     scratch = Path(tempfile.mkdtemp(prefix="ledgerbench-world-"))
     try:
         # Started from the main thread: its parent-death signal is tied to the thread that forks.
-        server = start_mcp_server(
-            ["synthetic_world", "serve", "--db", str(path), *faults],
-            token_env="WORLD_MCP_TOKEN",
-            what="the research world's MCP server",
-            log_path=scratch / WORLD_LOG_FILE,
-            public_url=config.world_public_url,
-            stdio_args=("synthetic_world", "serve", "--db", str(path), "--transport", "stdio"),
-            db_url=f"sqlite:///{path}",
-            wait=False,
+        server = start_world_server(
+            path, faults, scratch / WORLD_LOG_FILE, config.world_public_url, wait=False
         )
         in_use = WorldInUse(endpoint=server.endpoint, path=path, server=server)
         try:
@@ -242,6 +236,29 @@ async def serve_world(
             keep_log(scratch / WORLD_LOG_FILE, in_use.log_destination)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def start_world_server(
+    path: Path,
+    faults: Sequence[str],
+    log_path: Path,
+    public_url: str | None,
+    *,
+    wait: bool,
+) -> ErpServerProcess:
+    """``synthetic_world serve --db PATH`` with the run's fault arguments on a free loopback port
+    with a fresh token: the runner's own world server and each Ray worker's alike, so the same
+    trial key meets the same faults on either. ``wait=True`` waits on the server's progress."""
+    return start_mcp_server(
+        ["synthetic_world", "serve", "--db", str(path), *faults],
+        token_env="WORLD_MCP_TOKEN",
+        what="the research world's MCP server",
+        log_path=log_path,
+        public_url=public_url,
+        stdio_args=("synthetic_world", "serve", "--db", str(path), "--transport", "stdio"),
+        db_url=f"sqlite:///{path}",
+        wait=wait,
+    )
 
 
 async def fetch_world_info(endpoint: McpEndpoint, timeout: float = 30.0) -> dict[str, Any]:
@@ -293,20 +310,6 @@ def world_snapshot_problem(
     )
 
 
-def executor_world_problem(
-    config: RunConfig, dataset: Dataset, questions: list[Question]
-) -> str | None:
-    """Why the run's executor cannot serve the world its questions need (one line), or None;
-    asked before the executor starts (a Ray cluster takes a minute to come up)."""
-    if config.executor != "ray" or not needs_world(dataset, questions, config):
-        return None
-    return (
-        f"--research {config.research} with --executor ray: Ray workers do not serve the "
-        "research world yet; run the research questions with --executor local, or on Ray "
-        "with --task-type obligations or --research none"
-    )
-
-
 @contextlib.asynccontextmanager
 async def world_for_run(
     config: RunConfig, log: Any, dataset: Dataset, questions: list[Question],
@@ -316,7 +319,5 @@ async def world_for_run(
     if not needs_world(dataset, questions, config):
         yield None
         return
-    if (problem := executor_world_problem(config, dataset, questions)) is not None:
-        raise RunConfigError(problem)
     async with serve_world(config, log, dataset, erp_db_url) as world:
         yield world  # the caller awaits world.ready() (the ERP boots meanwhile), then checks it

@@ -277,7 +277,7 @@ class PipelineConfig:
             ),
         }
         if any(arg == "ray" for arg in self.executor_args):
-            return {}  # Ray workers do not serve the research world yet (harnesses.run says so)
+            return {}  # runs serve the world on Ray; the judge's Ray workers are not shipped it
         return {task: spec for task, spec in sets.items() if spec[1] > 0}
 
     def run_dir(self, agent: AgentSpec) -> Path:

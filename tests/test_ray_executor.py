@@ -45,6 +45,7 @@ from tests.ray_cluster import (
 )
 from tests.test_runner_plugins import numbered_dataset, snapshot_of, write_dataset
 from tests.test_runner_plugins import question as runner_question
+from tests.world_fixtures import question_set, shared_folder, small_world
 
 pytestmark = pytest.mark.timeout(300)
 RAY_CLUSTER = pytest.mark.slow
@@ -547,6 +548,61 @@ def test_ray_workers_inject_the_faults_the_manifest_records_and_replay_them(
     again = on_ray.model_copy(update={"out": tmp_path / "ray-again"})
     run(again, log=lambda _: None)
     assert _replay_fields(tmp_path / "ray-again" / TRAJECTORIES_FILE) == local
+
+
+@pytest.fixture(scope="module")
+def research_sets(
+    erp_db_url: str, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> tuple[Path, list[Path]]:
+    """A small world beside the test ERP and an entity and a brief set keyed on it."""
+    folder = shared_folder(tmp_path_factory, worker_id, "world")
+    world = small_world(erp_db_url, folder)
+    kinds = ("entity_performance", "business_brief")
+    return world, [question_set(world, erp_db_url, folder, kind, 6) for kind in kinds]
+
+
+@RAY_CLUSTER
+def test_research_on_ray_serves_the_world_and_replays_its_faults_as_locally(
+    ray_driver, erp_db_url, research_sets, tmp_path: Path
+) -> None:
+    """Issue 40: Ray workers serve the research world (the world file shipped to them, a world
+    server per worker process with the run's faults), and a seeded faulty research run gives
+    the same records as the local executor: every tool call, answer and ending."""
+    world, datasets = research_sets
+    local: dict = {}
+    remote: dict = {}
+    for index, (dataset, limit) in enumerate(zip(datasets, (3, 2), strict=True)):
+        common = {
+            "dataset": dataset,
+            "harness": "scripted",
+            "limit": limit,
+            "erp_db": erp_db_url,
+            "world_db": str(world),
+            "research": "world",
+            "erp_fault_rate": 0.3,
+            "erp_fault_seed": 7,
+            "progress": False,
+        }
+        local_dir, ray_dir = tmp_path / f"local-{index}", tmp_path / f"ray-{index}"
+        run(RunConfig(**common, out=local_dir, concurrency=5), log=lambda _: None)
+        on_ray = RunConfig(**common, out=ray_dir, concurrency=2, executor="ray")
+        summary = run(on_ray, log=lambda _: None)
+        assert summary.ran == limit, summary
+        local.update(_replay_fields(local_dir / TRAJECTORIES_FILE))
+        remote.update(_replay_fields(ray_dir / TRAJECTORIES_FILE))
+    assert len(local) == 5 and remote == local
+    world_calls = [
+        call
+        for index in range(len(datasets))
+        for record in read_trajectories(tmp_path / f"ray-{index}" / TRAJECTORIES_FILE)
+        for call in record.tool_calls
+        if call.server == "world"
+    ]
+    assert world_calls, "the agents on the workers reached the world"
+    assert any(c.output.startswith("TRANSIENT") for c in world_calls), "world faults injected"
+    assert {fields[0] for fields in remote.values()} <= {TerminationReason.completed}
+    shipped = list(NODE_CACHE_DIR.glob(f"world-{file_sha256(world)[:16]}.db"))
+    assert shipped and file_sha256(shipped[0]) == file_sha256(world)
 
 
 @RAY_CLUSTER

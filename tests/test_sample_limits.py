@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from harnesses import AgentEnvironment, ErpEndpoint, HarnessOptions, Status, create_harness
+from harnesses._erp_client import ErpClient
+from harnesses._protocol import AgentOutcome
 from harnesses._runner import (
     MANIFEST_FILE,
     TRAJECTORIES_FILE,
@@ -56,6 +58,45 @@ async def one_question(harness: str, options: HarnessOptions, erp_server, **limi
         return await runner.run(question, 0)
     finally:
         await runner.aclose()
+
+
+class LookupLoop:
+    """An agent without a cap of its own: it calls ``erp_info`` through :class:`ErpClient` (the
+    scripted agent's client) until it is stopped, so only the runner's limit ends it."""
+
+    name = "lookup-loop"
+    model = None
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        async with ErpClient(env.erp) as erp:
+            while True:
+                await erp.call("erp_info", {}, draft)
+
+
+async def test_a_run_over_its_tool_call_limit_ends_at_the_call_that_went_over(
+    erp_server,
+) -> None:
+    """Issue 40: the runner checks the limits every few milliseconds, and an agent whose calls
+    are faster made more calls past the limit, the last one cut off in flight, as many as the
+    timing allowed: a seeded run then differed between machines and executors. Now no call
+    starts past the limit, so the record ends at the call that went over, whole, every time."""
+    env = AgentEnvironment(
+        erp=ErpEndpoint(url=erp_server.url), instructions="Be exact.", work_dir="/tmp"
+    )
+    config = RunConfig(harness="lookup-loop", timeout=60.0, progress=False, max_tool_calls=3)
+    question = Question(
+        id="q-loop", query="Balance?", task_type=TaskType.obligations, segment="AR", scenario="t"
+    )
+    runner = QuestionRunner(LookupLoop(), env, config)
+    try:
+        records = [await runner.run(question, trial) for trial in range(3)]
+    finally:
+        await runner.aclose()
+    for record in records:
+        assert record.termination.reason == TerminationReason.max_turns
+        assert record.termination.detail == "4 tool calls, over --max-tool-calls 3"
+        assert [c.name for c in record.tool_calls] == ["erp_info"] * 4
+        assert not any(c.is_error for c in record.tool_calls), record.tool_calls[-1].output
 
 
 @pytest.mark.parametrize("harness", ["openai", "custom"])
