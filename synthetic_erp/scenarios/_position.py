@@ -55,20 +55,23 @@ def _tables(kind: str) -> tuple[Any, Any]:
     return s.VendorTransaction, s.VendorSettlement
 
 
+def _posted_by(p: Party, day: dt.date, *conditions: Any) -> Any:
+    """A select of the party's posted transactions dated by ``day`` (and ``conditions``)."""
+    txn, _ = _tables(p.kind)
+    account = getattr(txn, f"{p.kind}_account")
+    return select(txn).where(
+        txn.legal_entity == p.legal_entity,
+        account == p.account,
+        txn.posted.is_(True),
+        txn.txn_date <= day,
+        *conditions,
+    )
+
+
 def open_lines_on(ctx: OracleContext, p: Party, day: dt.date) -> list[OpenLine]:
     """The party's posted lines dated by ``day`` with a non-zero open amount on ``day``."""
     txn, settlement = _tables(p.kind)
-    account = getattr(txn, f"{p.kind}_account")
-    rows = ctx.rows(
-        select(txn)
-        .where(
-            txn.legal_entity == p.legal_entity,
-            account == p.account,
-            txn.posted.is_(True),
-            txn.txn_date <= day,
-        )
-        .order_by(txn.txn_date, txn.voucher)
-    )
+    rows = ctx.rows(_posted_by(p, day).order_by(txn.txn_date, txn.voucher))
     settled_account = getattr(settlement, f"{p.kind}_account")
     settled = ctx.rows(
         select(settlement).where(
@@ -93,16 +96,8 @@ def open_lines_on(ctx: OracleContext, p: Party, day: dt.date) -> list[OpenLine]:
 def last_payment_on(ctx: OracleContext, p: Party, day: dt.date) -> Any | None:
     """The party's latest posted payment dated by ``day`` (None when it has made none)."""
     txn, _ = _tables(p.kind)
-    account = getattr(txn, f"{p.kind}_account")
     rows = ctx.rows(
-        select(txn)
-        .where(
-            txn.legal_entity == p.legal_entity,
-            account == p.account,
-            txn.posted.is_(True),
-            txn.txn_type == "payment",
-            txn.txn_date <= day,
-        )
+        _posted_by(p, day, txn.txn_type == "payment")
         .order_by(txn.txn_date.desc(), txn.voucher.desc())
         .limit(1)
     )
