@@ -43,7 +43,7 @@ def scripted_run_by_url(erp_db_url: str, out: Path, limit: int) -> Path:
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for_port(port, server, timeout=240)
+        wait_for_port(port, server)  # on the server's progress, not a clock
         args = [sys.executable, "-m", "harnesses.run", "--harness", "scripted", "--no-progress"]
         args += ["--dataset", str(ROOT / "datasets" / "obligations.yaml"), "--limit", str(limit)]
         args += ["--erp-url", f"http://127.0.0.1:{port}/mcp", "--out", str(out)]
