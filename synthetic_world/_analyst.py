@@ -16,7 +16,6 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from ledgerbench_core.dataset import ExpectedFact
 from synthetic_world._documents import long_date
 from synthetic_world._keys import (
-    PERCENT_TOLERANCE,
     Company,
     FactRow,
     Key,
@@ -31,6 +30,7 @@ from synthetic_world._keys import (
     amount,
     as_of_text,
     money_text,
+    percent,
     share,
     year_end_text,
 )
@@ -51,22 +51,6 @@ def _asked(facts: list[ExpectedFact], ask: str, dealbreaker: bool = False) -> li
 
 def _pct(value: Decimal) -> Decimal:
     return value.quantize(TENTH, rounding=ROUND_HALF_EVEN)
-
-
-def _percent_fact(
-    field_name: str, value: Decimal, period: str, sources: list[str], subject: str | None = None
-) -> ExpectedFact:
-    return ExpectedFact(
-        kind="percent",
-        field=field_name,
-        value=float(value),
-        tolerance=PERCENT_TOLERANCE,
-        unit="percent",
-        period=period,
-        basis="GAAP",
-        subject=subject,
-        sources=sources,
-    )
 
 
 def _ratio_fact(field_name: str, value: Decimal, period: str, sources: list[str]) -> ExpectedFact:
@@ -116,7 +100,7 @@ def growth_trend(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
     if growth[0] == growth[1]:
         raise KeyError_("equal growth both years")
     yoy = [
-        _percent_fact(
+        percent(
             "revenue_growth",
             growth[i - 1],
             f"FY{years[i]}",
@@ -129,7 +113,7 @@ def growth_trend(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
     cagr = _pct(((rows[2].value / rows[0].value).sqrt() - 1) * 100)
     # the filings stating each end year (one document rarely states both: a data vendor's table)
     ends = sorted({*revenue[0].sources, *revenue[2].sources})
-    cagr_fact = _percent_fact("revenue_cagr", cagr, f"FY{fy - 2}-FY{fy}", ends)
+    cagr_fact = percent("revenue_cagr", cagr, f"FY{fy - 2}-FY{fy}", ends)
     direction = "growth accelerated" if growth[1] > growth[0] else "growth slowed"
     facts = [
         *_asked(revenue, "revenue"),
@@ -181,8 +165,8 @@ def margin_bridge(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
         [rows["operating_expenses", fy], rows["operating_expenses", fy - 1]], as_of
     )
     growth = [
-        _percent_fact("revenue_growth", revenue_growth, f"FY{fy}", revenue_sources),
-        _percent_fact("operating_expense_growth", opex_growth, f"FY{fy}", opex_sources),
+        percent("revenue_growth", revenue_growth, f"FY{fy}", revenue_sources),
+        percent("operating_expense_growth", opex_growth, f"FY{fy}", opex_sources),
     ]
     driver = (
         "operating expenses grew faster than revenue"
@@ -368,8 +352,8 @@ def shareholder_returns(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) ->
         ),
         *_asked(
             [
-                _percent_fact("cash_returned_to_free_cash_flow", cash_payout, period, all_sources),
-                _percent_fact(
+                percent("cash_returned_to_free_cash_flow", cash_payout, period, all_sources),
+                percent(
                     "dividend_payout_ratio",
                     dividend_payout,
                     period,
@@ -532,7 +516,7 @@ def mix_shift(
     if moves[ranked[0]] == moves[ranked[1]]:
         raise KeyError_("tied share moves")
     winner = ranked[0]
-    move_fact = _percent_fact(
+    move_fact = percent(
         "share_change",
         moves[winner],
         f"FY{fy}",
@@ -621,7 +605,7 @@ def funding_history(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
             "post_money_valuation", post, c, latest["date"], sources[latest["event_id"]], basis=None
         ),
     ]
-    step_fact = _percent_fact(
+    step_fact = percent(
         "valuation_step_up",
         step,
         latest["date"],
@@ -694,7 +678,7 @@ def valuation_snapshot(ctx: KeyContext, c: Company, as_of: dt.date, day: dt.date
         sorted({*ev_fact.sources, *ctx.sources([income], as_of)}),
     )
     multiple_fact.tolerance = max(RATIO_TOLERANCE, round(float(multiple) * 0.002, 2))
-    price_fact = _percent_fact("share_price_change", change, f"{start[0]}/{end[0]}", [])
+    price_fact = percent("share_price_change", change, f"{start[0]}/{end[0]}", [])
     price_fact.basis = None
     facts = [
         *_asked([cap_fact], "market_cap", dealbreaker=True),

@@ -302,6 +302,28 @@ def amount(
     )
 
 
+def percent(
+    field_name: str,
+    value: Decimal,
+    period: str,
+    sources: list[str],
+    *,
+    basis: str | None = "GAAP",
+    subject: str | None = None,
+) -> ExpectedFact:
+    return ExpectedFact(
+        kind="percent",
+        field=field_name,
+        value=float(value),
+        tolerance=PERCENT_TOLERANCE,
+        unit="percent",
+        period=period,
+        basis=basis,
+        subject=subject,
+        sources=sources,
+    )
+
+
 def share(
     field_name: str,
     numerator: Decimal,
@@ -313,18 +335,7 @@ def share(
     subject: str | None = None,
 ) -> tuple[ExpectedFact, Decimal]:
     value = (numerator / denominator * 100).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
-    fact = ExpectedFact(
-        kind="percent",
-        field=field_name,
-        value=float(value),
-        tolerance=PERCENT_TOLERANCE,
-        unit="percent",
-        period=period,
-        basis=basis,
-        subject=subject,
-        sources=sources,
-    )
-    return fact, value
+    return percent(field_name, value, period, sources, basis=basis, subject=subject), value
 
 
 def money_text(value: Decimal, currency: str) -> str:
