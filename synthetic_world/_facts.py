@@ -37,6 +37,8 @@ METRICS = {
     "revenue_guidance_low": "Revenue guidance (low end)",
     "revenue_guidance_high": "Revenue guidance (high end)",
     "shares_outstanding": "Shares outstanding",
+    "shares_repurchased": "Shares repurchased",
+    "shares_issued": "Shares issued under employee share plans",
 }
 """Every metric of the ledger and the line label filings use for it."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 
 from synthetic_world._calendar import (
     DAY,
@@ -26,6 +26,8 @@ from synthetic_world._universe import SECTOR_PROFILE, Company
 
 RELEASED = frozenset({"revenue", "operating_income", "net_income", "adjusted_operating_income"})
 """The figures an earnings release states; every other figure first appears in a report."""
+
+CENT = Decimal("0.01")
 
 YEARS = 6
 """Fiscal years modelled: five reported ones, plus the year before, shown as prior-year columns."""
@@ -88,6 +90,7 @@ class FinancialsBuilder:
         # Its own stream, so adding shareholder returns left every other figure's draw as it was.
         self.returns_rng = random.Random(f"shareholder-returns:{company.company_id}")
         self.returns_policy: tuple[bool, float, bool, float] | None = None
+        self._issued = Decimal(0)
 
     # -- periods and publication dates ------------------------------------------------------------
 
@@ -256,15 +259,7 @@ class FinancialsBuilder:
                 published=self.ledger.reports[year.id],
             )
         if company.listed:
-            shares = self._shares_base() * (1 + 0.004 * (year.fiscal_year % 7))
-            for q in year_quarters:
-                self._fact(
-                    "shares_outstanding",
-                    q,
-                    tenth(shares * rng.uniform(0.995, 1.005)),
-                    unit="shares",
-                    published=self._published("shares_outstanding", q),
-                )
+            self._issue_shares(year, year_quarters, annual=annual)
         for q, values in split.items():
             for metric, value in values.items():
                 basis = "non-GAAP" if metric == "adjusted_operating_income" else "GAAP"
@@ -300,6 +295,55 @@ class FinancialsBuilder:
         if not hasattr(self, "_shares"):
             self._shares = round(self.rng.uniform(20, 400), 1)
         return self._shares
+
+    def _issue_shares(self, year: Period, year_quarters: list[Period], *, annual: bool) -> None:
+        """Quarter-end share counts before repurchases: the base count plus what employee share
+        plans have issued, 0-0.3% of the base a quarter; a fiscal year's issuance is stated
+        with its annual report. Repurchases retire shares once the year's prices exist
+        (``retire_repurchased_shares``)."""
+        base = self._shares_base()
+        issued_in_year = Decimal(0)
+        for q in year_quarters:
+            issued = tenth(base * (self.rng.uniform(0.995, 1.005) - 0.995) * 0.3)
+            self._issued += issued
+            issued_in_year += issued
+            self._fact(
+                "shares_outstanding",
+                q,
+                tenth(base) + self._issued,
+                unit="shares",
+                published=self._published("shares_outstanding", q),
+            )
+        if annual:
+            published = self._published("shares_issued", year)
+            self._fact("shares_issued", year, issued_in_year, unit="shares", published=published)
+
+    def retire_repurchased_shares(self) -> None:
+        """After the prices: each fiscal year the price history covers retires, at its end,
+        the shares its repurchases bought (``shares_retired``: the amount over the year's average
+        close); every later share count is lower by them. Called once the facts published by
+        today are the ledger's, so a year whose annual report is not out retires nothing yet."""
+        ledger = self.ledger
+        averages = average_closes(ledger.annual, ledger.prices)
+        repurchases = {f.period.id: f for f in ledger.facts if f.metric == "share_repurchases"}
+        counts = {f.period.id: f for f in ledger.facts if f.metric == "shares_outstanding"}
+        retired = Decimal(0)
+        for q in ledger.quarters:
+            year_id = f"FY{q.fiscal_year}"
+            if q.quarter == 4 and year_id in repurchases and year_id in averages:
+                amount = repurchases[year_id]
+                bought = shares_retired(amount.value, averages[year_id])
+                year = next(y for y in ledger.annual if y.id == year_id)
+                self._fact(
+                    "shares_repurchased",
+                    year,
+                    bought,
+                    unit="shares",
+                    published=amount.published_at,
+                )
+                retired += bought
+            if q.id in counts:
+                counts[q.id].value -= retired
 
     def _published(self, metric: str, period: Period) -> dt.date:
         """When ``metric`` for ``period`` is first published: at the earnings release for the
@@ -557,6 +601,26 @@ class FinancialsBuilder:
 
     def _value(self, metric: str, period: Period) -> Decimal:
         return self._latest(metric, period).value
+
+
+def average_closes(
+    years: list[Period], closes: list[tuple[dt.date, Decimal]]
+) -> dict[str, Decimal]:
+    """Each fiscal year's average close (the mean of its trading days' closes, to the cent, half
+    up), for the years the price history covers."""
+    averages = {}
+    for year in years:
+        inside = [close for day, close in closes if year.start <= day <= year.end]
+        if inside:
+            mean = sum(inside, Decimal(0)) / len(inside)
+            averages[year.id] = mean.quantize(CENT, rounding=ROUND_HALF_UP)
+    return averages
+
+
+def shares_retired(amount: Decimal, average_close: Decimal) -> Decimal:
+    """Millions of shares a repurchase of ``amount`` millions bought at ``average_close``, to a
+    tenth of a million, half up."""
+    return (amount / average_close).quantize(TENTH, rounding=ROUND_HALF_UP)
 
 
 def _shares(rng: random.Random, n: int) -> list[float]:

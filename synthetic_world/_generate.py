@@ -189,11 +189,14 @@ def _ledgers(companies, today: dt.date, namer: PersonNamer) -> dict[str, Company
     private = [c for c in companies if not c.listed]
     for company in companies:
         ledger = CompanyLedger()
-        FinancialsBuilder(company, ledger, today).build()
+        financials = FinancialsBuilder(company, ledger, today)
+        financials.build()
         start = ledger.annual[1].start if len(ledger.annual) > 1 else today - DAY * 1800
         targets = [c for c in private if c.kind != "notable"] or private
         EventsBuilder(company, ledger, today, start, namer, targets).build(namer(company.region))
         build_prices(company, ledger, start - DAY * 7, today)
+        if company.listed:
+            financials.retire_repurchased_shares()
         ledgers[company.company_id] = ledger
     return ledgers
 

@@ -365,6 +365,7 @@ class Renderer:
                 f"Shares outstanding at {long_date(year.end)}: "
                 f"{self._cell(shares, stated)} million."
             )
+        lines.extend(self._share_changes(year, published, stated))
         lines.append(f"{ceo}, Chief Executive Officer, signs this report.")
         return self._doc(
             f"annual|{year.id}|overview",
@@ -375,6 +376,21 @@ class Renderer:
             lines,
             stated,
         )
+
+    def _share_changes(
+        self, year: Period, published: dt.date, stated: list[StatedFact]
+    ) -> list[str]:
+        """The year's repurchased and issued shares, which take the count from the prior year
+        end's to this one's."""
+        bought = self.facts.as_of("shares_repurchased", year.id, published)
+        issued = self.facts.as_of("shares_issued", year.id, published)
+        if bought is None or issued is None:
+            return []
+        return [
+            f"During fiscal {year.fiscal_year} we repurchased {self._cell(bought, stated)} "
+            f"million shares and issued {self._cell(issued, stated)} million shares under "
+            "employee share plans."
+        ]
 
     # -- quarterly reports and earnings releases --------------------------------------------------
 

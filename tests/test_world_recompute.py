@@ -20,7 +20,7 @@ import datetime as dt
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, replace
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
@@ -688,3 +688,56 @@ def test_cash_returned_follows_the_companys_cash_flows(keyed: KeyedWorld):
             assert 0 < depreciation.value <= revenue.value * Decimal("0.07"), (company, period)
             checked += 1
     assert checked > 100
+
+
+def _fiscal_start(year_end: dt.date) -> dt.date:
+    """The first day of the fiscal year ending on the month-end ``year_end``."""
+    if year_end.month == 12:
+        return dt.date(year_end.year, 1, 1)
+    return dt.date(year_end.year - 1, year_end.month + 1, 1)
+
+
+def test_share_counts_follow_repurchases(keyed: KeyedWorld):
+    """From the annual reports and the prices alone (docs/conventions.md, "Shares"): the shares a
+    year's repurchases retired are the amount of its cash-flow statement over the year's average
+    close (to the cent, half up), to a tenth of a million, half up; and the count at the year end
+    is the prior year end's, less them, plus the shares issued under employee plans."""
+    world, prices, checked, reduced = keyed.world, keyed.recompute.prices, 0, 0
+    for company, info in world.companies.items():
+        ends = {
+            f.period: f.value
+            for f in world.figures_of(company, "shares_outstanding")
+            if f.doc.source_type == "annual_report"
+        }
+        for bought in world.figures_of(company, "shares_repurchased"):
+            year, day = fy_key(bought.period)[0], bought.published
+            amount = keyed.recompute.need(company, "share_repurchases", bought.period, day)
+            issued = keyed.recompute.need(company, "shares_issued", bought.period, day)
+            end = next(
+                dt.date.fromisoformat(f.period)
+                for f in world.figures_of(company, "shares_outstanding")
+                if f.doc.doc_id == bought.doc.doc_id
+            )
+            closes = [
+                Decimal(row[0])
+                for row in prices.execute(
+                    "SELECT close FROM price WHERE ticker = ? AND date BETWEEN ? AND ?",
+                    (info.ticker, _fiscal_start(end).isoformat(), end.isoformat()),
+                )
+            ]
+            assert closes, (company, year)
+            average = (sum(closes, Decimal(0)) / len(closes)).quantize(
+                Decimal("0.01"), ROUND_HALF_UP
+            )
+            expected = (amount.value / average).quantize(Decimal("0.1"), ROUND_HALF_UP)
+            assert bought.value == expected, (company, year, amount.value, average)
+            prior_end = [p for p in ends if dt.date.fromisoformat(p) < end]
+            if prior_end:
+                before = ends[max(prior_end)]
+                assert ends[end.isoformat()] == before - bought.value + issued.value, (
+                    company,
+                    year,
+                )
+                checked += 1
+            reduced += bought.value > issued.value
+    assert checked > 20 and reduced > 5, (checked, reduced)

@@ -510,9 +510,26 @@ def _read_overview(world: World, doc: Doc, fiscal_year: int) -> None:
         )
     )
     _shares(world, doc, shares)
+    _share_changes(world, doc, fiscal_year)
     world.overviews.append(
         Overview(doc.company, doc, fiscal_year, ceo[1].strip(), place[1], listing[2], listing[1])
     )
+
+
+def _share_changes(world: World, doc: Doc, fiscal_year: int) -> None:
+    """The year's repurchased and issued shares (millions), when the overview states them."""
+    changes = re.search(
+        rf"During fiscal {fiscal_year} we repurchased ([\d,.]+) million shares and issued "
+        r"([\d,.]+) million shares under employee share plans\.",
+        doc.body,
+    )
+    if not changes:
+        return
+    for metric, text in (("shares_repurchased", changes[1]), ("shares_issued", changes[2])):
+        value, half = number(text)
+        world.figures.append(
+            Figure(doc.company, metric, f"FY{fiscal_year}", value, half, doc, "current", unit="shares")
+        )
 
 
 def _shares(world: World, doc: Doc, match: re.Match) -> None:
