@@ -275,6 +275,9 @@ METRIC_WORDS = {
     "cash_from_operations": "operating cash flow",
     "total_assets": "total assets",
     "employees": "employee count",
+    "depreciation_amortization": "depreciation and amortization",
+    "dividends_paid": "dividends paid",
+    "share_repurchases": "share repurchases",
 }
 
 
@@ -529,6 +532,23 @@ def free_cash_flow(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
         f"expenditures of {money_text(capex.value, c.currency)}."
     )
     return Key(text, [fact], period=f"FY{fy}", metrics=["free cash flow"])
+
+
+def ebitda(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
+    """Operating income (its latest version) plus the depreciation and amortization of the
+    annual cash-flow statement: not reported until the annual report is out."""
+    income = ctx.fact(c.company_id, "operating_income", f"FY{fy}", as_of)
+    charge = ctx.fact(c.company_id, "depreciation_amortization", f"FY{fy}", as_of)
+    if income is None or charge is None:
+        return not_reported(ctx, c, "EBITDA", fy, as_of, lambda year: ebitda(ctx, c, as_of, year))
+    value = income.value + charge.value
+    fact = amount("ebitda", value, c, f"FY{fy}", ctx.sources([income, charge], as_of))
+    text = (
+        f"{c.name}'s fiscal {fy} EBITDA was {money_text(value, c.currency)}: operating income "
+        f"of {money_text(income.value, c.currency)} plus depreciation and amortization of "
+        f"{money_text(charge.value, c.currency)}."
+    )
+    return Key(text, [fact], period=f"FY{fy}", metrics=["EBITDA"])
 
 
 def revenue_growth(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:
@@ -998,6 +1018,7 @@ PROGRAMS = {
     "operating_margin": operating_margin,
     "adjusted_margin": adjusted_margin,
     "free_cash_flow": free_cash_flow,
+    "ebitda": ebitda,
     "revenue_growth": revenue_growth,
     "latest_quarter_revenue": latest_quarter_revenue,
     "net_debt": net_debt,

@@ -53,7 +53,13 @@ METRIC_CHOICES = (
     "gross_profit",
     "cash_from_operations",
     "total_assets",
+    # shareholder returns (issue 38): the annual cash-flow statement's rows of listed companies
+    "depreciation_amortization",
+    "dividends_paid",
+    "share_repurchases",
 )
+RETURN_METRICS = ("dividends_paid", "share_repurchases")
+"""Cash returned to shareholders: asked only of a year the company returned some."""
 VERSIONED_SHARE = 0.35
 """Share of fiscal-year figure questions drawn about a company with a restated or revised year."""
 VERSIONED_METRICS = ("revenue", "gross_profit", "operating_income", "net_income")
@@ -65,6 +71,7 @@ NEGATIVE_CAPABLE = {
     "operating_margin",
     "adjusted_margin",
     "free_cash_flow",
+    "ebitda",
     "revenue_growth",
     "net_debt",
     "private_revenue",
@@ -236,6 +243,8 @@ class Drafter:
         key = PROGRAMS[kind.kind](self.ctx, company, as_of, **params)
         if key.negative != negative:
             raise KeyError_("not the polarity drawn")
+        if _returned_nothing(key, params):
+            raise KeyError_("no cash returned that year: nothing to ask")
         if trapped and not self.traps.hard_negatives(
             kind.kind, company.company_id, company.name, params, key.gold_documents, as_of
         ):
@@ -379,10 +388,21 @@ class Drafter:
         return phrasing.format(**fields), style
 
 
-def _metric_words(metric: str) -> str:
-    return {"cash_from_operations": "operating cash flow", "employees": "employee count"}.get(
-        metric, metric.replace("_", " ")
+def _returned_nothing(key: Key, params: dict[str, Any]) -> bool:
+    """A dividends or repurchases item whose keyed figure is zero (the company returned no cash
+    that way that year) asks nothing worth a lookup."""
+    metric = params.get("metric")
+    return metric in RETURN_METRICS and any(
+        fact.field == metric and fact.value == 0 for fact in key.facts
     )
+
+
+def _metric_words(metric: str) -> str:
+    return {
+        "cash_from_operations": "operating cash flow",
+        "employees": "employee count",
+        "depreciation_amortization": "depreciation and amortization",
+    }.get(metric, metric.replace("_", " "))
 
 
 def _join(items: list[str]) -> str:

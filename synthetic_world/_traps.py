@@ -63,6 +63,7 @@ WORDS = {
     "regional_mix_shift": "revenue by region",
     "funding_history": "funding round valuation",
     "valuation_snapshot": "shares outstanding total debt",
+    "ebitda": "operating income depreciation and amortization",
 }
 """Question kind -> the words of what it asks, with the item's parameters filled in."""
 

@@ -92,6 +92,7 @@ ASKED_FIELDS = {
     "operating_margin": {"operating_margin"},
     "adjusted_margin": {"adjusted_operating_margin"},
     "free_cash_flow": {"free_cash_flow"},
+    "ebitda": {"ebitda"},
     "revenue_growth": {"revenue_growth"},
     "net_debt": {"net_debt"},
     "product_share": {"product_share"},

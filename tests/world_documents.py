@@ -528,7 +528,9 @@ def _share_changes(world: World, doc: Doc, fiscal_year: int) -> None:
     for metric, text in (("shares_repurchased", changes[1]), ("shares_issued", changes[2])):
         value, half = number(text)
         world.figures.append(
-            Figure(doc.company, metric, f"FY{fiscal_year}", value, half, doc, "current", unit="shares")
+            Figure(
+                doc.company, metric, f"FY{fiscal_year}", value, half, doc, "current", unit="shares"
+            )
         )
 
 

@@ -34,6 +34,7 @@ NOT_REPORTED_FIELDS = {
     "operating_margin": "operating margin",
     "adjusted_margin": "operating margin",
     "free_cash_flow": "free cash flow",
+    "ebitda": "EBITDA",
     "revenue_growth": "revenue growth",
     "net_debt": "net debt",
     "product_share": "revenue share",
@@ -404,6 +405,28 @@ def free_cash_flow(rc, company, params, as_of):
             inputs=[
                 ("operating cash flow", rc.stating(cfo, as_of)),
                 ("capital expenditures", rc.stating(capex, as_of)),
+            ],
+        )
+    ]
+
+
+def ebitda(rc, company, params, as_of):
+    period = f"FY{params['fy']}"
+    income = rc.need(company, "operating_income", period, as_of)
+    charge = rc.need(company, "depreciation_amortization", period, as_of)
+    return [
+        Fact(
+            "amount",
+            "ebitda",
+            income.value + charge.value,
+            0.05,
+            currency=rc.currency(company),
+            scale="millions",
+            period=period,
+            basis="GAAP",
+            inputs=[
+                ("operating income", rc.stating(income, as_of)),
+                ("depreciation and amortization", rc.stating(charge, as_of)),
             ],
         )
     ]
@@ -1219,6 +1242,7 @@ PROGRAMS: dict[str, Callable] = {
     "operating_margin": _fy_item("operating_margin", operating_margin),
     "adjusted_margin": _fy_item("adjusted_margin", adjusted_margin),
     "free_cash_flow": _fy_item("free_cash_flow", free_cash_flow),
+    "ebitda": _fy_item("ebitda", ebitda),
     "revenue_growth": _fy_item("revenue_growth", revenue_growth),
     "latest_quarter_revenue": latest_quarter_revenue,
     "net_debt": _fy_item("net_debt", net_debt),

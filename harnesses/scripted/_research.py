@@ -46,6 +46,9 @@ METRIC_WORDS = {
     "gross profit": "gross_profit",
     "operating cash flow": "cash_from_operations",
     "total assets": "total_assets",
+    "depreciation and amortization": "depreciation_amortization",
+    "dividends paid": "dividends_paid",
+    "share repurchases": "share_repurchases",
 }
 
 
@@ -451,6 +454,22 @@ async def free_cash_flow(r: Research, c: Company, s: dict[str, str]) -> str:
         f"{c.name}'s fiscal {fy} free cash flow was **{money(cfo - capex, c.currency)}**: "
         f"operating cash flow {money(cfo, c.currency)} minus capital expenditures "
         f"{money(capex, c.currency)} ({link(page.title, page)})."
+    )
+
+
+async def ebitda(r: Research, c: Company, s: dict[str, str]) -> str:
+    fy = int(s["fiscal_year"])
+    try:
+        income, page = await r.annual(c, "operating_income", fy)
+        charge, flows = await r.annual(c, "depreciation_amortization", fy)
+    except NotFound:
+        return await _not_reported(r, c, s, "EBITDA", ebitda)
+    r.cite(page)
+    r.cite(flows)
+    return (
+        f"{c.name}'s fiscal {fy} EBITDA was **{money(income + charge, c.currency)}**: operating "
+        f"income {money(income, c.currency)} ({link(page.title, page)}) plus depreciation and "
+        f"amortization {money(charge, c.currency)} ({link(flows.title, flows)})."
     )
 
 
@@ -1095,6 +1114,7 @@ SOLVERS: dict[str, Solver] = {
     "operating_margin": operating_margin,
     "adjusted_margin": adjusted_margin,
     "free_cash_flow": free_cash_flow,
+    "ebitda": ebitda,
     "revenue_growth": revenue_growth,
     "latest_quarter_revenue": latest_quarter_revenue,
     "net_debt": net_debt,
