@@ -7,12 +7,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
+import sqlite3
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from ledgerbench_core.dataset import load_dataset
+from ledgerbench_core.dataset import Dataset, TaskType, load_dataset
 from tests.world_fixtures import (
     question_set,
     scripted_run,
@@ -402,3 +403,95 @@ def test_the_runner_says_it_uses_the_default_world_that_exists(
         assert path == default
     assert lines == [f"using the default research world {default} (snapshot {snapshot[:12]})"] * 2
     assert default.stat().st_mtime_ns == before
+
+
+RETURN_METRICS = ("depreciation_amortization", "dividends_paid", "share_repurchases")
+
+
+def _return_metric_items(world: Path, erp_db_url: str, entity_set: Path):
+    """fy_metric items on each annual cash-flow row of listed companies and ebitda items: each
+    asked for a reported year, and for the year whose release is out but whose annual report is
+    not (so "not yet reported", with the asked figure of the year before)."""
+    import random
+
+    from synthetic_world._briefs import erp_party_names
+    from synthetic_world._generate import _open_erp
+    from synthetic_world._keys import KeyContext
+    from synthetic_world._questions import PROGRAMS, Drafter, _question, question_kinds
+    from synthetic_world._runtime import connect_read_only
+
+    kinds = {k.kind: k for k in question_kinds()[2]}
+    conn = connect_read_only(world)
+    ctx = KeyContext(conn)
+    engine = _open_erp(erp_db_url)
+    drafter = Drafter(ctx, random.Random(5), erp_party_names(engine))
+    engine.dispose()
+    asks = [("fy_metric", {"metric": m}) for m in RETURN_METRICS] + [("ebitda", {})]
+    items = []
+    listed = [c for c in drafter.notable if c.listed]
+    for company in listed[:12]:
+        cid = company.company_id
+        years = ctx.reported_years(cid, ctx.today, "depreciation_amortization")
+        released = ctx.reported_years(cid, ctx.today, "revenue")
+        if len(years) < 2 or released[-1] == years[-1]:
+            continue  # wanted: a year whose release is out before its annual report
+        fy = released[-1]
+        pending = ctx.release_date(cid, f"FY{fy}") + dt.timedelta(days=1)
+        for kind, extra in asks:
+            for as_of, year in ((ctx.today, years[-1]), (pending, fy)):
+                params = {"fy": year, **extra}
+                key = PROGRAMS[kind](ctx, company, as_of, **params)
+                if any(f.value == 0 for f in key.facts if f.field in RETURN_METRICS):
+                    continue
+                query, style = drafter.words(key, kinds[kind], company, as_of, params)
+                number = len(items) + 1
+                items.append(
+                    _question(
+                        ctx,
+                        f"ret-{number:03d}",
+                        query,
+                        TaskType.entity_performance,
+                        kinds[kind].segment,
+                        kind,
+                        key,
+                        company,
+                        as_of,
+                        style,
+                        params,
+                    )
+                )
+    conn.close()
+    header = load_dataset(entity_set).header
+    return Dataset(header=header, items=items)
+
+
+def test_shareholder_return_figures_are_single_facts_keyed_and_answered(
+    world: Path, erp_db_url: str, entity_set: Path, tmp_path: Path
+) -> None:
+    """Depreciation and amortization, dividends paid, share repurchases (fy_metric) and EBITDA
+    (operating income + D&A) of a reported year are keyed from the annual report; asked between
+    the year's earnings release and its annual report they are "not yet reported", with the asked
+    figure (never revenue) of the year before as a dealbreaker; every item recomputes from the
+    documents, and the scripted agent answers each through MCP, judged right."""
+    from ledgerbench_core.dataset import write_dataset
+    from tests.world_documents import load_world
+    from tests.world_recompute import Recompute, compare_item
+
+    dataset = _return_metric_items(world, erp_db_url, entity_set)
+    pending = [i for i in dataset.items if i.metadata["negative"]]
+    assert len(dataset.items) >= 20 and len(pending) >= 6, len(dataset.items)
+    for item in pending:
+        asked = item.metadata["params"].get("metric", "ebitda")
+        earlier = [f for f in item.expected if f.kind != "not_disclosed"]
+        assert earlier and all(f.field == asked and f.dealbreaker for f in earlier), item.id
+    prices = sqlite3.connect(f"file:{world}?mode=ro", uri=True)
+    recompute = Recompute(load_world(world), prices)
+    mismatches = [m for item in dataset.items for m in compare_item(recompute, item)[0]]
+    prices.close()
+    assert mismatches == [], [str(m) for m in mismatches[:5]]
+    path = tmp_path / "returns.yaml"
+    write_dataset(dataset, path)
+    scores = _accuracy(
+        _run(path, world, erp_db_url, tmp_path / "run", "scripted"), path, erp_db_url
+    )
+    assert scores and all(score == 1.0 for score in scores.values()), scores
