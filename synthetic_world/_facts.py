@@ -54,10 +54,12 @@ INCOME_ROWS = (
 CASH_ROWS = ("cash_from_operations", "capital_expenditures")
 """The cash-flow rows every period states (quarterly reports, fourth-quarter tables)."""
 SHAREHOLDER_ROWS = ("depreciation_amortization", "dividends_paid", "share_repurchases")
-"""Annual-only cash-flow rows of listed companies: the depreciation and amortization added back
-in operating cash flow, and the cash returned to shareholders (outflows, stated positive)."""
+"""Cash-flow rows of listed companies: the depreciation and amortization added back in operating
+cash flow, and the cash returned to shareholders (outflows, stated positive); fiscal years and
+quarters."""
 ANNUAL_CASH_ROWS = (*CASH_ROWS, *SHAREHOLDER_ROWS)
-"""The rows of an annual report's statement of cash flows."""
+"""The rows of a listed company's statements of cash flows (annual, fourth-quarter and quarterly
+tables)."""
 BALANCE_METRICS = ("cash", "total_debt", "total_assets")
 BALANCE_ROWS = BALANCE_METRICS
 """The rows of its balance sheet."""

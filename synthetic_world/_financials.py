@@ -231,10 +231,13 @@ class FinancialsBuilder:
         for metric, value in flows.items() if annual else ():
             basis = "non-GAAP" if metric == "adjusted_operating_income" else "GAAP"
             self._fact(metric, year, value, basis=basis, published=self._published(metric, year))
-        if annual and company.listed:
+        if company.listed:
             returns = self._shareholder_flows(net, cfo - capex_value, depreciation)
-            for metric, value in returns.items():
+            for metric, value in returns.items() if annual else ():
                 self._fact(metric, year, value, published=self._published(metric, year))
+            for q, values in self._split_returns(year, returns).items():
+                for metric, value in values.items():
+                    self._fact(metric, q, value, published=self._published(metric, q))
         split = self._split(year, flows)
         balances = {
             "cash": revenue * cash_share,
@@ -290,6 +293,31 @@ class FinancialsBuilder:
             "dividends_paid": dividends,
             "share_repurchases": buybacks,
         }
+
+    def _split_returns(
+        self, year: Period, returns: dict[str, Decimal]
+    ) -> dict[Period, dict[str, Decimal]]:
+        """The year's depreciation and amortization, dividends and repurchases by quarter, on the
+        returns' own stream: the charge about evenly, the dividend in four equal payments, the
+        repurchases unevenly; the fourth quarter takes the remainder (quarters sum to the year)."""
+        rng = self.returns_rng
+        weights = {
+            "depreciation_amortization": [rng.uniform(0.23, 0.27) for _ in range(3)],
+            "dividends_paid": [0.25] * 3,
+            "share_repurchases": [rng.uniform(0.15, 0.3) for _ in range(3)],
+        }
+        out: dict[Period, dict[str, Decimal]] = {}
+        for i, q in enumerate(quarters(year)):
+            values = {}
+            for metric, total in returns.items():
+                if i < 3:
+                    values[metric] = tenth(float(total) * weights[metric][i])
+                else:
+                    earlier = sum((tenth(float(total) * w) for w in weights[metric]), Decimal(0))
+                    values[metric] = total - earlier
+            if q in self.ledger.quarters:
+                out[q] = values
+        return out
 
     def _shares_base(self) -> float:
         if not hasattr(self, "_shares"):

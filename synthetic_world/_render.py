@@ -36,7 +36,6 @@ from synthetic_world._documents import (
 from synthetic_world._facts import (
     ANNUAL_CASH_ROWS,
     BALANCE_ROWS,
-    CASH_ROWS,
     INCOME_ROWS,
     METRICS,
     CompanyLedger,
@@ -224,7 +223,7 @@ class Renderer:
                 note,
                 restated_note,
                 self._fourth_quarter(
-                    year, key, CASH_ROWS if key == "cash-flows" else rows, published, stated
+                    year, key, ANNUAL_CASH_ROWS if key == "cash-flows" else rows, published, stated
                 ),
             ]
             yield from self._optional(
@@ -429,7 +428,7 @@ class Renderer:
                 if before
                 else "n/a",
             ]
-            for metric in CASH_ROWS
+            for metric in ANNUAL_CASH_ROWS
         ]
         shares = self.facts.as_of("shares_outstanding", q.id, published)
         ordinal = q.label.split(" quarter")[0].removeprefix("the ")

@@ -665,11 +665,15 @@ def test_shareholder_returns_are_keyed_from_the_annual_cash_flow_statement(keyed
 def test_cash_returned_follows_the_companys_cash_flows(keyed: KeyedWorld):
     """As the documents state them: no dividend in a year whose net income was first reported as
     a loss, no repurchase in a year of negative free cash flow, and depreciation and
-    amortization a small positive share of revenue; only annual reports state these rows."""
-    world, checked = keyed.world, 0
+    amortization a small positive share of revenue; filings state these rows for fiscal years
+    and their quarters (quarterly reports, the annual report's fourth quarter), and a year's four
+    quarters add up to it."""
+    world, checked, quarterly = keyed.world, 0, 0
     for company in world.companies:
         for dividend in world.figures_of(company, "dividends_paid"):
-            assert dividend.doc.source_type == "annual_report" and "-Q" not in dividend.period
+            assert dividend.doc.source_type in ("annual_report", "quarterly_report")
+            if "-Q" in dividend.period:
+                continue
             period, day = dividend.period, dividend.published
             # the dividend was set on the year's first reported net income (a later revision or
             # restatement does not reach back to cash already paid)
@@ -687,7 +691,17 @@ def test_cash_returned_follows_the_companys_cash_flows(keyed: KeyedWorld):
                 assert buyback.value == 0, (company, period)
             assert 0 < depreciation.value <= revenue.value * Decimal("0.07"), (company, period)
             checked += 1
-    assert checked > 100
+            for metric in ("depreciation_amortization", "dividends_paid", "share_repurchases"):
+                year = keyed.recompute.version(company, metric, period, day)
+                parts = [
+                    keyed.recompute.version(company, metric, f"{period}-Q{n}", day)
+                    for n in range(1, 5)
+                ]
+                if all(parts):
+                    assert sum(p.value for p in parts) == year.value, (company, metric, period)
+                    assert all(p.value >= 0 for p in parts), (company, metric, period)
+                    quarterly += 1
+    assert checked > 100 and quarterly > 100, (checked, quarterly)
 
 
 def _fiscal_start(year_end: dt.date) -> dt.date:
