@@ -347,31 +347,34 @@ class FinancialsBuilder:
             self._fact("shares_issued", year, issued_in_year, unit="shares", published=published)
 
     def retire_repurchased_shares(self) -> None:
-        """After the prices: each fiscal year the price history covers retires, at its end,
-        the shares its repurchases bought (``shares_retired``: the amount over the year's average
-        close); every later share count is lower by them. Called once the facts published by
-        today are the ledger's, so a year whose annual report is not out retires nothing yet."""
+        """After the prices: each quarter the price history covers retires, at its end, the
+        shares its repurchases bought (``shares_retired``: the quarter's amount over its average
+        close), so every later share count is lower by them; a fiscal year's annual report
+        states the shares its quarters retired. Called once the ledger holds only what is
+        published by today: a quarter whose figures are not out retires nothing yet."""
         ledger = self.ledger
-        averages = average_closes(ledger.annual, ledger.prices)
+        averages = average_closes(ledger.quarters, ledger.prices)
         repurchases = {f.period.id: f for f in ledger.facts if f.metric == "share_repurchases"}
         counts = {f.period.id: f for f in ledger.facts if f.metric == "shares_outstanding"}
-        retired = Decimal(0)
+        retired, by_year = Decimal(0), {}  # by_year: fiscal year id -> the shares it retired
         for q in ledger.quarters:
-            year_id = f"FY{q.fiscal_year}"
-            if q.quarter == 4 and year_id in repurchases and year_id in averages:
-                amount = repurchases[year_id]
-                bought = shares_retired(amount.value, averages[year_id])
-                year = next(y for y in ledger.annual if y.id == year_id)
+            if q.id in repurchases and q.id in averages:
+                bought = shares_retired(repurchases[q.id].value, averages[q.id])
+                retired += bought
+                year_id = f"FY{q.fiscal_year}"
+                by_year[year_id] = by_year.get(year_id, Decimal(0)) + bought
+            if q.id in counts:
+                counts[q.id].value -= retired
+        for year in ledger.annual:
+            if year.id in repurchases and year.id in by_year:
+                amount = repurchases[year.id]
                 self._fact(
                     "shares_repurchased",
                     year,
-                    bought,
+                    by_year[year.id],
                     unit="shares",
                     published=amount.published_at,
                 )
-                retired += bought
-            if q.id in counts:
-                counts[q.id].value -= retired
 
     def _published(self, metric: str, period: Period) -> dt.date:
         """When ``metric`` for ``period`` is first published: at the earnings release for the
@@ -632,16 +635,17 @@ class FinancialsBuilder:
 
 
 def average_closes(
-    years: list[Period], closes: list[tuple[dt.date, Decimal]]
+    periods: list[Period], closes: list[tuple[dt.date, Decimal]]
 ) -> dict[str, Decimal]:
-    """Each fiscal year's average close (the mean of its trading days' closes, to the cent, half
-    up), for the years the price history covers."""
+    """Each period's average close (the mean of its trading days' closes, to the cent, half up),
+    for the periods the price history covers from their first day."""
     averages = {}
-    for year in years:
-        inside = [close for day, close in closes if year.start <= day <= year.end]
-        if inside:
+    first = closes[0][0] if closes else None
+    for period in periods:
+        inside = [close for day, close in closes if period.start <= day <= period.end]
+        if inside and first is not None and first <= period.start:
             mean = sum(inside, Decimal(0)) / len(inside)
-            averages[year.id] = mean.quantize(CENT, rounding=ROUND_HALF_UP)
+            averages[period.id] = mean.quantize(CENT, rounding=ROUND_HALF_UP)
     return averages
 
 

@@ -704,18 +704,23 @@ def test_cash_returned_follows_the_companys_cash_flows(keyed: KeyedWorld):
     assert checked > 100 and quarterly > 100, (checked, quarterly)
 
 
-def _fiscal_start(year_end: dt.date) -> dt.date:
-    """The first day of the fiscal year ending on the month-end ``year_end``."""
-    if year_end.month == 12:
-        return dt.date(year_end.year, 1, 1)
-    return dt.date(year_end.year - 1, year_end.month + 1, 1)
+def _quarters(year_end: dt.date) -> list[tuple[dt.date, dt.date]]:
+    """The first and last days of the four quarters of the fiscal year ending on ``year_end``."""
+    starts = []
+    for n in range(4):
+        month = year_end.month + 1 + 3 * n
+        starts.append(dt.date(year_end.year - 1 + (month - 1) // 12, (month - 1) % 12 + 1, 1))
+    ends = [later - dt.timedelta(days=1) for later in starts[1:]] + [year_end]
+    return list(zip(starts, ends, strict=True))
 
 
 def test_share_counts_follow_repurchases(keyed: KeyedWorld):
-    """From the annual reports and the prices alone (docs/conventions.md, "Shares"): the shares a
-    year's repurchases retired are the amount of its cash-flow statement over the year's average
-    close (to the cent, half up), to a tenth of a million, half up; and the count at the year end
-    is the prior year end's, less them, plus the shares issued under employee plans."""
+    """From the filings and the prices alone (docs/conventions.md, "Shares outstanding"): the
+    shares a quarter's repurchases retired are its amount (a quarterly report's cash-flow row,
+    the fourth quarter's in the annual report) over the quarter's average close (to the cent,
+    half up), to a tenth of a million, half up; the annual report states the year's sum; and the
+    count at the year end is the prior year end's, less them, plus the shares issued under
+    employee plans."""
     world, prices, checked, reduced = keyed.world, keyed.recompute.prices, 0, 0
     for company, info in world.companies.items():
         ends = {
@@ -725,26 +730,28 @@ def test_share_counts_follow_repurchases(keyed: KeyedWorld):
         }
         for bought in world.figures_of(company, "shares_repurchased"):
             year, day = fy_key(bought.period)[0], bought.published
-            amount = keyed.recompute.need(company, "share_repurchases", bought.period, day)
             issued = keyed.recompute.need(company, "shares_issued", bought.period, day)
             end = next(
                 dt.date.fromisoformat(f.period)
                 for f in world.figures_of(company, "shares_outstanding")
                 if f.doc.doc_id == bought.doc.doc_id
             )
-            closes = [
-                Decimal(row[0])
-                for row in prices.execute(
-                    "SELECT close FROM price WHERE ticker = ? AND date BETWEEN ? AND ?",
-                    (info.ticker, _fiscal_start(end).isoformat(), end.isoformat()),
+            expected = Decimal(0)
+            for n, (first, last) in enumerate(_quarters(end), 1):
+                amount = keyed.recompute.need(company, "share_repurchases", f"FY{year}-Q{n}", day)
+                closes = [
+                    Decimal(row[0])
+                    for row in prices.execute(
+                        "SELECT close FROM price WHERE ticker = ? AND date BETWEEN ? AND ?",
+                        (info.ticker, first.isoformat(), last.isoformat()),
+                    )
+                ]
+                assert closes, (company, year, n)
+                average = (sum(closes, Decimal(0)) / len(closes)).quantize(
+                    Decimal("0.01"), ROUND_HALF_UP
                 )
-            ]
-            assert closes, (company, year)
-            average = (sum(closes, Decimal(0)) / len(closes)).quantize(
-                Decimal("0.01"), ROUND_HALF_UP
-            )
-            expected = (amount.value / average).quantize(Decimal("0.1"), ROUND_HALF_UP)
-            assert bought.value == expected, (company, year, amount.value, average)
+                expected += (amount.value / average).quantize(Decimal("0.1"), ROUND_HALF_UP)
+            assert bought.value == expected, (company, year, bought.value, expected)
             prior_end = [p for p in ends if dt.date.fromisoformat(p) < end]
             if prior_end:
                 before = ends[max(prior_end)]
