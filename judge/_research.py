@@ -210,6 +210,9 @@ _FIELD_WORDS = {
     "net_income": "profit earnings",
     "operating_income": "profit",
     "fine": "penalty",
+    # a share of revenue is named with it ("31.3% of fiscal 2024 revenue came from ...")
+    "product_share": "revenue",
+    "regional_share": "revenue",
 }
 """Words an answer may name a key's field with besides the field's own."""
 
