@@ -32,7 +32,13 @@ from ledgerbench_core.dataset import (
     rubric_version,
     write_dataset,
 )
-from synthetic_world._analyst import BENCHMARKS, cash_burn, returns_year
+from synthetic_world._analyst import (
+    BENCHMARKS,
+    cash_burn,
+    penalties,
+    regulatory_window,
+    returns_year,
+)
 from synthetic_world._analyst import PROGRAMS as ANALYST_PROGRAMS
 from synthetic_world._documents import long_date
 from synthetic_world._keys import PROGRAMS as FACT_PROGRAMS
@@ -75,6 +81,9 @@ NEGATIVE_CAPABLE = {
     "regulatory_action",
 }
 """Kinds with a negative form: a fiscal year not yet reported, an undisclosed figure, no fine."""
+EITHER_POLARITY = {"regulatory_exposure"}
+"""Analyst kinds whose items are "none" (no penalty in the window) at NO_PENALTY_SHARE."""
+NO_PENALTY_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -234,7 +243,7 @@ class Drafter:
         if signature in self.seen:
             raise KeyError_("drawn before")
         key = PROGRAMS[kind.kind](self.ctx, company, as_of, **params)
-        if key.negative != negative:
+        if key.negative != negative and kind.kind not in EITHER_POLARITY:
             raise KeyError_("not the polarity drawn")
         if trapped and not self.traps.hard_negatives(
             kind.kind, company.company_id, company.name, params, key.gold_documents, as_of
@@ -263,6 +272,11 @@ class Drafter:
             return {}
         if name == "funding_history":
             return {}
+        if name == "regulatory_exposure":
+            first, last = regulatory_window(as_of)
+            if bool(penalties(self.ctx, c, first, last)) == (rng.random() < NO_PENALTY_SHARE):
+                raise KeyError_("polarity")
+            return {"first_year": first, "last_year": last}
         if name == "cash_runway":
             return {"fy": rng.choice(self._burning_years(c, as_of))}
         if name == "shareholder_returns":
@@ -374,6 +388,8 @@ class Drafter:
             "segment": params.get("segment", ""),
             "region": params.get("region", ""),
             "date": long_date(params["day"]) if "day" in params else "",
+            "first_year": params.get("first_year", ""),
+            "last_year": params.get("last_year", ""),
         }
         phrasing = self.rng.choice(kind.phrasings)
         return phrasing.format(**fields), style

@@ -609,6 +609,8 @@ class Renderer:
             "restructuring": self._restructuring_text,
             "funding_rumour": self._rumour_text,
             "rumour_denial": self._denial_text,
+            "regulatory_investigation": self._investigation_text,
+            "regulatory_closure": self._closure_text,
         }[event.kind](event)
         source = self._source(event.event_id)
         companies = [company.company_id]
@@ -671,10 +673,40 @@ class Renderer:
         )
 
     def _regulatory_text(self, e: Event) -> str:
+        if e.matter is not None:
+            return self._penalty_text(e)
         return (
             f"{e.regulator[0].upper()}{e.regulator[1:]} fined {self.company.name} "
             f"{self._money(e.amount, e.currency)} over its sales practices. The company said "
             "it would comply."
+        )
+
+    def _penalty_text(self, e: Event) -> str:
+        """A regulatory-history penalty, to the tenth of a million as the order states it."""
+        regulator = f"{e.regulator[0].upper()}{e.regulator[1:]}"
+        if e.action == "settlement":
+            return (
+                f"{self.company.name} agreed to pay {self._exact(e.amount, e.currency)} to settle "
+                f"an investigation by {e.regulator} into its {e.matter}. The settlement ends "
+                "the matter."
+            )
+        return (
+            f"{regulator} fined {self.company.name} {self._exact(e.amount, e.currency)} over its "
+            f"{e.matter}. The company said it would comply."
+        )
+
+    def _investigation_text(self, e: Event) -> str:
+        regulator = f"{e.regulator[0].upper()}{e.regulator[1:]}"
+        return (
+            f"{regulator} opened an investigation into {self.company.name}'s {e.matter}. No "
+            "penalty has been set, and the company said it was cooperating."
+        )
+
+    def _closure_text(self, e: Event) -> str:
+        regulator = f"{e.regulator[0].upper()}{e.regulator[1:]}"
+        return (
+            f"{regulator} closed its investigation into {self.company.name}'s {e.matter} "
+            "without a penalty."
         )
 
     def _rating_text(self, e: Event) -> str:

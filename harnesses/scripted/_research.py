@@ -69,6 +69,8 @@ _FIELDS = {
     "prior_year": r"(?P<prior_year>\d{4})",
     "base_year": r"(?P<base_year>\d{4})",
     "measure": r"(?P<measure>[A-Za-z ]+?)",
+    "first_year": r"(?P<first_year>\d{4})",
+    "last_year": r"(?P<last_year>\d{4})",
 }
 
 
