@@ -134,7 +134,7 @@ class Event:
     company: str
     kind: str
     """launch, acquisition, ceo_change, fine, rating_change, job_cuts, funding_round, rumour,
-    denial, revenue_announcement."""
+    denial, revenue_announcement, settlement, investigation, closure."""
     date: dt.date
     doc: Doc
     details: dict
@@ -714,6 +714,21 @@ def read_news(world: World, doc: Doc, names: set[str]) -> None:
     elif m := re.fullmatch(rf"The (.+) fined (.+?) {MONEY} over its .+\. .+", text):
         value, half, cur = money(_Match(m.groups()[2:6]))
         event("fine", regulator=m[1], amount=value, half_unit=half, currency=cur)
+    elif m := re.fullmatch(
+        rf"(.+) agreed to pay {MONEY} to settle an investigation by the (.+) into its (.+)\. "
+        r"The settlement ends the matter\.",
+        text,
+    ):
+        value, half, cur = money(_Match(m.groups()[1:5]))
+        event("settlement", regulator=m[6], amount=value, half_unit=half, currency=cur, matter=m[7])
+    elif m := re.fullmatch(
+        r"The (.+) opened an investigation into (.+)'s (.+)\. No penalty has been set, .+", text
+    ):
+        event("investigation", regulator=m[1], matter=m[3])
+    elif m := re.fullmatch(
+        r"The (.+) closed its investigation into (.+)'s (.+) without a penalty\.", text
+    ):
+        event("closure", regulator=m[1], matter=m[3])
     elif m := re.fullmatch(
         r"(.+) (upgraded|downgraded) (.+)'s issuer credit rating from (\S+) to (\S+), citing .+",
         text,

@@ -679,15 +679,19 @@ def total_raised(rc, company, params, as_of):
     ]
 
 
+PENALTIES = ("fine", "settlement")
+"""Regulatory penalties: a regulator's fine, or a settlement the company agreed to pay."""
+
+
 def regulatory_action(rc, company, params, as_of):
-    fines = [e for e in rc.world.events_of(company, "fine") if e.date <= as_of]
+    fines = [e for e in rc.world.events_of(company, *PENALTIES) if e.date <= as_of]
     if not fines:
         return [Fact("no_records", "regulatory_actions")]
     last = fines[-1]
     docs = frozenset({last.doc.doc_id})
     return [
         Fact("name", "regulator", last.details["regulator"], inputs=[("fine", docs)]),
-        Fact("date", "action_date", last.date.isoformat(), inputs=[("fine", docs)]),
+        Fact("date", "action_date", last.date.isoformat(), inputs=[("penalty", docs)]),
         Fact(
             "amount",
             "fine",
@@ -1203,6 +1207,94 @@ def valuation_snapshot(rc, company, params, as_of):
     ]
 
 
+def _penalty_amount(field_: str, value: Decimal, half: Decimal, currency: str, period: str, inputs):
+    return Fact(
+        "amount",
+        field_,
+        value,
+        0.05,
+        currency=currency,
+        scale="millions",
+        period=period,
+        half_unit=half,
+        inputs=inputs,
+    )
+
+
+def regulatory_exposure(rc, company, params, as_of):
+    """Fines and settlements dated in the calendar years, their total, the largest over the
+    operating income of the fiscal year it fell in, and the yearly totals with the direction
+    from the first year to the last ("none" facts when there was none)."""
+    first, last = params["first_year"], params["last_year"]
+    found = [
+        e
+        for e in rc.world.events_of(company, *PENALTIES)
+        if first <= e.date.year <= last and e.date <= as_of
+    ]
+    if not found:
+        return [
+            *_asked("actions", [Fact("no_records", "regulatory_penalties")]),
+            *_asked("total", [Fact("no_records", "penalties_paid")]),
+            *_asked("largest", [Fact("no_records", "largest_penalty")]),
+            *_asked("trend", [Fact("no_records", "penalty_trend")]),
+        ]
+    window = f"{first}-{last}"
+    currency = rc.currency(company)
+    stated = [(f"penalty of {e.date}", frozenset({e.doc.doc_id})) for e in found]
+    listing = [
+        Fact(
+            "count",
+            "regulatory_penalties",
+            len(found),
+            unit="penalties",
+            period=window,
+            inputs=stated,
+        ),
+        Fact("name", "regulator", found[0].details["regulator"], inputs=stated),
+    ]
+    for e, inputs in zip(found, stated, strict=True):
+        day = e.date.isoformat()
+        listing.append(
+            _penalty_amount(
+                "penalty", e.details["amount"], e.details["half_unit"], currency, day, [inputs]
+            )
+        )
+        listing.append(Fact("date", "penalty_date", day, period=day, inputs=[inputs]))
+    total = sum((e.details["amount"] for e in found), Decimal(0))
+    largest = max(found, key=lambda e: e.details["amount"])
+    month = rc.world.companies[company].fiscal_year_end_month
+    year = largest.date.year + (largest.date.month > month)
+    income = rc.need(company, "operating_income", f"FY{year}", as_of)
+    income_fact = rc.money_fact("operating_income", income, as_of)
+    ratio = _pct_fact(
+        "largest_penalty_to_operating_income",
+        percent(largest.details["amount"], income.value),
+        f"FY{year}",
+        [stated[found.index(largest)], *income_fact.inputs],
+    )
+    trend = []
+    for y in range(first, last + 1):
+        inputs = [i for e, i in zip(found, stated, strict=True) if e.date.year == y]
+        value = sum((e.details["amount"] for e in found if e.date.year == y), Decimal(0))
+        trend.append(_penalty_amount("penalties", value, Decimal(0), currency, str(y), inputs))
+    rose = trend[-1].value > trend[0].value
+    return [
+        *_asked("actions", listing),
+        *_asked(
+            "total",
+            [_penalty_amount("total_penalties", total, Decimal(0), currency, window, stated)],
+        ),
+        *_asked("largest", [income_fact, ratio]),
+        *_asked(
+            "trend",
+            [
+                *trend,
+                _text_fact("penalty_direction", "penalties rose" if rose else "penalties fell"),
+            ],
+        ),
+    ]
+
+
 PROGRAMS: dict[str, Callable] = {
     "growth_trend": growth_trend,
     "margin_bridge": margin_bridge,
@@ -1214,6 +1306,7 @@ PROGRAMS: dict[str, Callable] = {
     "regional_mix_shift": regional_mix_shift,
     "funding_history": funding_history,
     "valuation_snapshot": valuation_snapshot,
+    "regulatory_exposure": regulatory_exposure,
     "fy_metric": _fy_item("fy_metric", fy_metric),
     "latest_fy_metric": latest_fy_metric,
     "operating_margin": _fy_item("operating_margin", operating_margin),
