@@ -711,9 +711,9 @@ def read_news(world: World, doc: Doc, names: set[str]) -> None:
         text,
     ):
         event("ceo_change", new=m[2], previous=m[3], effective=parse_date(f"{m[4]} {m[5]}, {m[6]}"))
-    elif m := re.fullmatch(rf"The (.+) fined (.+?) {MONEY} over its .+\. .+", text):
+    elif m := re.fullmatch(rf"The (.+) fined (.+?) {MONEY} over its (.+?)\. .+", text):
         value, half, cur = money(_Match(m.groups()[2:6]))
-        event("fine", regulator=m[1], amount=value, half_unit=half, currency=cur)
+        event("fine", regulator=m[1], amount=value, half_unit=half, currency=cur, matter=m[7])
     elif m := re.fullmatch(
         rf"(.+) agreed to pay {MONEY} to settle an investigation by the (.+) into its (.+)\. "
         r"The settlement ends the matter\.",
