@@ -683,12 +683,25 @@ PENALTIES = ("fine", "settlement")
 """Regulatory penalties: a regulator's fine, or a settlement the company agreed to pay."""
 
 
+def penalty_docs(rc, company: str, penalty: Event, as_of: dt.date) -> frozenset[str]:
+    """The penalty's news article and the annual reports' legal notes listing it (same day and
+    amount) published by ``as_of``."""
+    notes = {
+        note.doc.doc_id
+        for note in rc.world.events_of(company, "penalty_note")
+        if note.date == penalty.date
+        and note.details["amount"] == penalty.details["amount"]
+        and note.doc.published <= as_of
+    }
+    return frozenset({penalty.doc.doc_id, *notes})
+
+
 def regulatory_action(rc, company, params, as_of):
     fines = [e for e in rc.world.events_of(company, *PENALTIES) if e.date <= as_of]
     if not fines:
         return [Fact("no_records", "regulatory_actions")]
     last = fines[-1]
-    docs = frozenset({last.doc.doc_id})
+    docs = penalty_docs(rc, company, last, as_of)
     return [
         Fact("name", "regulator", last.details["regulator"], inputs=[("fine", docs)]),
         Fact("date", "action_date", last.date.isoformat(), inputs=[("penalty", docs)]),
@@ -1240,7 +1253,7 @@ def regulatory_exposure(rc, company, params, as_of):
         ]
     window = f"{first}-{last}"
     currency = rc.currency(company)
-    stated = [(f"penalty of {e.date}", frozenset({e.doc.doc_id})) for e in found]
+    stated = [(f"penalty of {e.date}", penalty_docs(rc, company, e, as_of)) for e in found]
     listing = [
         Fact(
             "count",
