@@ -826,18 +826,18 @@ def regulatory_exposure(
     if yearly[first_year] == yearly[last_year]:
         raise KeyError_("no direction: the first and last years' totals are equal")
     direction = "penalties rose" if yearly[last_year] > yearly[first_year] else "penalties fell"
+    # a year without a penalty has no document stating a figure: only its direction is keyed
     trend = [
         amount(
             "penalties",
             value,
             c,
             str(y),
-            ctx.event_sources([e["event_id"] for e in found if int(e["date"][:4]) == y], as_of)
-            if value
-            else [],
+            ctx.event_sources([e["event_id"] for e in found if int(e["date"][:4]) == y], as_of),
             basis=None,
         )
         for y, value in yearly.items()
+        if value
     ]
     facts = [
         *_asked(listing, "actions"),

@@ -84,6 +84,8 @@ NEGATIVE_CAPABLE = {
 EITHER_POLARITY = {"regulatory_exposure"}
 """Analyst kinds whose items are "none" (no penalty in the window) at NO_PENALTY_SHARE."""
 NO_PENALTY_SHARE = 0.25
+REGULATORY_HISTORY = ("regulatory_action", "regulatory_investigation", "regulatory_closure")
+"""Events of a company with a regulatory history (the regulatory_history need)."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,10 @@ class Drafter:
             if "cash_burn" in kind.needs and not self._burning_years(company, as_of):
                 continue
             if "shareholder_returns" in kind.needs and not self._returning_years(company, as_of):
+                continue
+            if "regulatory_history" in kind.needs and not self.ctx.events(
+                company.company_id, REGULATORY_HISTORY, as_of
+            ):
                 continue
             out.append(company)
         return out
@@ -448,18 +454,19 @@ def entity_questions(
     by_segment = {s: [k for k in kinds if k.segment == s] for s in counts}
     share = analyst_share() if share is None else share
     analyst = _analyst_positions(rng, segments, by_segment, share)
-    capable = sum(
-        1
+    capable = [
+        i
         for i, s in enumerate(segments)
         if i not in analyst and any(k.kind in NEGATIVE_CAPABLE for k in by_segment[s])
-    )
-    negative_rate = min(0.9, NEGATIVE_SHARE * n / max(capable, 1))
+    ]
+    # exactly a fifth (not a coin per item: a small set would stray from it)
+    negative_positions = set(rng.sample(capable, min(len(capable), round(NEGATIVE_SHARE * n))))
     items: list[Question] = []
     for number, segment in enumerate(segments, 1):
         singles = [k for k in by_segment[segment] if not k.analyst]
         negatives = [k for k in singles if k.kind in NEGATIVE_CAPABLE]
         wanted = number - 1 in analyst
-        negative = not wanted and bool(negatives) and rng.random() < negative_rate
+        negative = number - 1 in negative_positions
         for attempt in range(400):
             if negative:
                 pool = negatives

@@ -1285,12 +1285,14 @@ def regulatory_exposure(rc, company, params, as_of):
         f"FY{year}",
         [stated[found.index(largest)], *income_fact.inputs],
     )
-    trend = []
+    trend, totals = [], []
     for y in range(first, last + 1):
         inputs = [i for e, i in zip(found, stated, strict=True) if e.date.year == y]
         value = sum((e.details["amount"] for e in found if e.date.year == y), Decimal(0))
-        trend.append(_penalty_amount("penalties", value, Decimal(0), currency, str(y), inputs))
-    rose = trend[-1].value > trend[0].value
+        if value:  # a year without a penalty has no figure stated: only the direction counts
+            trend.append(_penalty_amount("penalties", value, Decimal(0), currency, str(y), inputs))
+        totals.append(value)
+    rose = totals[-1] > totals[0]
     return [
         *_asked("actions", listing),
         *_asked(

@@ -1214,12 +1214,20 @@ SOLVERS: dict[str, Solver] = {
 
 
 async def _latest_news(r: Research, c: Company) -> Page | None:
-    hits = await r.search(c, "news", "news", k=10)
-    pages = [
-        await r.page(h["url"]) for h in sorted(hits, key=lambda h: h["published_at"], reverse=True)
-    ]
-    dated = [p for p in pages if _sentiment(p)]
-    return max(dated, key=lambda p: p.published_at) if dated else None
+    """The latest article with a sentiment: a search, then searches for anything published after
+    the newest article seen (a company may have more news than one page of results)."""
+    latest: Page | None = None
+    after: dt.date | None = None
+    while True:
+        hits = await r.search(c, "news", "news", k=10, after=after)
+        newer = [h for h in hits if after is None or h["published_at"] > after.isoformat()]
+        if not newer:
+            return latest
+        for hit in newer:
+            page = await r.page(hit["url"])
+            if _sentiment(page) and (latest is None or page.published_at > latest.published_at):
+                latest = page
+        after = max(dt.date.fromisoformat(h["published_at"][:10]) for h in newer)
 
 
 def _sentiment(page: Page) -> str | None:
