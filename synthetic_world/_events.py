@@ -202,39 +202,36 @@ class EventsBuilder:
                 country=company.country,
                 matter=matter,
             )
-            closed = opened + DAY * rng.randint(60, 420)
-            roll = rng.random()
-            if closed > self.today - DAY * 3:
-                continue  # still open
-            if roll < 0.35:
-                self._event(
-                    "regulatory_closure",
-                    closed,
-                    "positive",
-                    f"{short} closes investigation into {company.short}",
-                    regulator=regulator,
-                    country=company.country,
-                    matter=matter,
-                )
-                continue
-            action = rng.choice(PENALTY_ACTIONS)
-            headline = (
-                f"{short} fines {company.short}"
-                if action == "fine"
-                else f"{company.short} settles {short} investigation"
-            )
-            self._event(
-                "regulatory_action",
-                closed,
-                "negative",
-                headline,
-                amount=self._penalty(closed),
-                currency=company.currency,
-                regulator=regulator,
-                country=company.country,
-                matter=matter,
-                action=action,
-            )
+            self._outcome(matter, opened + DAY * rng.randint(60, 420), rng.random())
+
+    def _outcome(self, matter: str, day: dt.date, roll: float) -> None:
+        """How an investigation ends on ``day``: closed without a penalty (about a third), a
+        fine or a settlement; nothing when ``day`` is not yet past (it is still open)."""
+        company, regulator = self.company, REGULATORS[self.company.country]
+        short = regulator.removeprefix("the ")
+        if day > self.today - DAY * 3:
+            return
+        where = {"regulator": regulator, "country": company.country, "matter": matter}
+        if roll < 0.35:
+            headline = f"{short} closes investigation into {company.short}"
+            self._event("regulatory_closure", day, "positive", headline, **where)
+            return
+        action = self.regulatory_rng.choice(PENALTY_ACTIONS)
+        headline = (
+            f"{short} fines {company.short}"
+            if action == "fine"
+            else f"{company.short} settles {short} investigation"
+        )
+        self._event(
+            "regulatory_action",
+            day,
+            "negative",
+            headline,
+            amount=self._penalty(day),
+            currency=company.currency,
+            action=action,
+            **where,
+        )
 
     def _penalty(self, day: dt.date) -> Decimal:
         """Most penalties are 1-6% of the fiscal year's operating income, some 8-25%."""

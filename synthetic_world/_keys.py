@@ -964,8 +964,9 @@ def regulatory_action(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
     actions = ctx.events(c.company_id, ("regulatory_action",), as_of)
     if not actions:
         return Key(
-            f"No regulator has fined {c.name} {as_of_text(as_of)}: no filing or article "
-            "reports a regulatory action.",
+            f"No regulator has fined {c.name} {as_of_text(as_of)}, nor has it settled a "
+            "regulatory investigation: no filing or article reports a penalty (an investigation "
+            "opened or closed without one is not a penalty).",
             [ExpectedFact(kind="no_records", field="regulatory_actions")],
             metrics=["regulatory actions"],
             global_context=True,
