@@ -14,6 +14,7 @@ import datetime as dt
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from ledgerbench_core.dataset import ExpectedFact
+from synthetic_world._calendar import fiscal_year_of
 from synthetic_world._documents import long_date
 from synthetic_world._keys import (
     Company,
@@ -709,6 +710,171 @@ def valuation_snapshot(ctx: KeyContext, c: Company, as_of: dt.date, day: dt.date
     )
 
 
+# -- Geographic & Governmental Insights: regulatory exposure (issue 38) ---------------------------
+
+REGULATORY_YEARS = 3
+"""A regulatory-exposure item covers the three calendar years before its as-of date's year."""
+
+
+def regulatory_window(as_of: dt.date) -> tuple[int, int]:
+    """The first and last calendar year of an item's window (complete years before ``as_of``)."""
+    return as_of.year - REGULATORY_YEARS, as_of.year - 1
+
+
+def penalties(ctx: KeyContext, c: Company, first_year: int, last_year: int) -> list[dict]:
+    """Fines and settlements dated within the calendar years (investigations are not)."""
+    end = dt.date(last_year, 12, 31)
+    return [
+        e
+        for e in ctx.events(c.company_id, ("regulatory_action",), end)
+        if first_year <= int(e["date"][:4]) <= last_year
+    ]
+
+
+def _no_penalty_key(c: Company, first_year: int, last_year: int) -> Key:
+    facts = [
+        *_asked([ExpectedFact(kind="no_records", field="regulatory_penalties")], "actions"),
+        *_asked([ExpectedFact(kind="no_records", field="penalties_paid")], "total", True),
+        *_asked([ExpectedFact(kind="no_records", field="largest_penalty")], "largest"),
+        *_asked([ExpectedFact(kind="no_records", field="penalty_trend")], "trend"),
+    ]
+    text = (
+        f"No regulator fined {c.name} and it settled no regulatory investigation in calendar "
+        f"{first_year}-{last_year}: no penalty to total, compare with operating income or "
+        "trend. Investigations opened or closed without a penalty, and penalties outside the "
+        "window, do not count."
+    )
+    return Key(
+        text,
+        facts,
+        period=f"{first_year}-{last_year}",
+        metrics=["regulatory penalties"],
+        global_context=True,
+    )
+
+
+def regulatory_exposure(
+    ctx: KeyContext, c: Company, as_of: dt.date, first_year: int, last_year: int
+) -> Key:
+    """Every fine and settlement dated in the calendar years (regulator, date, amount), their
+    total, the largest as a share of the operating income of the fiscal year it fell in, and the
+    yearly totals with whether the last year's exceeded the first's ("none" when there was no
+    penalty)."""
+    if last_year >= as_of.year:
+        raise KeyError_("the window has not ended by the as-of date")
+    found = penalties(ctx, c, first_year, last_year)
+    if not found:
+        return _no_penalty_key(c, first_year, last_year)
+    window = f"{first_year}-{last_year}"
+    sources = {e["event_id"]: ctx.event_sources([e["event_id"]], as_of) for e in found}
+    all_sources = ctx.event_sources(list(sources), as_of)
+    if len({e["date"] for e in found}) != len(found):
+        raise KeyError_("two penalties on one day")
+    values = {e["event_id"]: Decimal(e["amount"]) for e in found}
+    listing = [
+        ExpectedFact(
+            kind="count",
+            field="regulatory_penalties",
+            value=len(found),
+            unit="penalties",
+            period=window,
+            sources=all_sources,
+        ),
+        ExpectedFact(
+            kind="name",
+            field="regulator",
+            value=found[0]["regulator"].removeprefix("the "),
+            sources=all_sources,
+        ),
+    ]
+    for e in found:
+        listing.append(
+            amount(
+                "penalty", values[e["event_id"]], c, e["date"], sources[e["event_id"]], basis=None
+            )
+        )
+        listing.append(
+            ExpectedFact(
+                kind="date",
+                field="penalty_date",
+                value=e["date"],
+                period=e["date"],
+                sources=sources[e["event_id"]],
+            )
+        )
+    total = sum(values.values(), Decimal(0))
+    ranked = sorted(found, key=lambda e: -values[e["event_id"]])
+    if len(ranked) > 1 and values[ranked[0]["event_id"]] == values[ranked[1]["event_id"]]:
+        raise KeyError_("two largest penalties")
+    largest = ranked[0]
+    fy = fiscal_year_of(c.fiscal_year_end_month, dt.date.fromisoformat(largest["date"]))
+    income = _year(ctx, c, "operating_income", fy, as_of)
+    if income.value <= 0:
+        raise KeyError_("no share of an operating loss")
+    income_sources = ctx.sources([income], as_of)
+    ratio_fact, ratio = share(
+        "largest_penalty_to_operating_income",
+        values[largest["event_id"]],
+        income.value,
+        f"FY{fy}",
+        sorted({*sources[largest["event_id"]], *income_sources}),
+    )
+    yearly = {
+        y: sum((values[e["event_id"]] for e in found if int(e["date"][:4]) == y), Decimal(0))
+        for y in range(first_year, last_year + 1)
+    }
+    if yearly[first_year] == yearly[last_year]:
+        raise KeyError_("no direction: the first and last years' totals are equal")
+    direction = "penalties rose" if yearly[last_year] > yearly[first_year] else "penalties fell"
+    # a year without a penalty has no document stating a figure: only its direction is keyed
+    trend = [
+        amount(
+            "penalties",
+            value,
+            c,
+            str(y),
+            ctx.event_sources([e["event_id"] for e in found if int(e["date"][:4]) == y], as_of),
+            basis=None,
+        )
+        for y, value in yearly.items()
+        if value
+    ]
+    facts = [
+        *_asked(listing, "actions"),
+        *_asked(
+            [amount("total_penalties", total, c, window, all_sources, basis=None)], "total", True
+        ),
+        *_asked(
+            [amount("operating_income", income.value, c, f"FY{fy}", income_sources), ratio_fact],
+            "largest",
+        ),
+        *_asked([*trend, _text("penalty_direction", direction, all_sources)], "trend"),
+    ]
+    described = "; ".join(
+        f"{long_date(dt.date.fromisoformat(e['date']))}: "
+        f"{'settlement' if e.get('action') == 'settlement' else 'fine'} of "
+        f"{_money(values[e['event_id']], c)} ({e.get('matter') or 'sales practices'})"
+        for e in found
+    )
+    by_year = ", ".join(f"{y} {_money(v, c)}" for y, v in yearly.items())
+    text = (
+        f"In calendar {first_year}-{last_year} {found[0]['regulator']} imposed {len(found)} "
+        f"{'penalty' if len(found) == 1 else 'penalties'} on {c.name}: {described}. Total: "
+        f"{_money(total, c)}. The largest, "
+        f"{_money(values[largest['event_id']], c)}, was {ratio}% of fiscal {fy} GAAP operating "
+        f"income of {_money(income.value, c)}. By year: {by_year}, so {direction} from "
+        f"{first_year} to {last_year}. Investigations without a penalty do not count."
+    )
+    return Key(
+        text,
+        facts,
+        period=window,
+        metrics=["regulatory penalties", "total penalties", "penalty / operating income"],
+        comparison=True,
+        global_context=True,
+    )
+
+
 PROGRAMS = {
     "growth_trend": growth_trend,
     "margin_bridge": margin_bridge,
@@ -720,5 +886,6 @@ PROGRAMS = {
     "regional_mix_shift": regional_mix_shift,
     "funding_history": funding_history,
     "valuation_snapshot": valuation_snapshot,
+    "regulatory_exposure": regulatory_exposure,
 }
 """Analyst kind -> its key program."""

@@ -293,6 +293,9 @@ _NEWS_KINDS = (
     "regulatory_action",
     "rating_change",
     "restructuring",
+    # regulatory history (regulatory_exposure): investigations opened and closed are news too
+    "regulatory_investigation",
+    "regulatory_closure",
 )
 
 

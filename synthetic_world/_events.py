@@ -8,7 +8,7 @@ import random
 from collections.abc import Callable
 from decimal import Decimal
 
-from synthetic_world._calendar import DAY
+from synthetic_world._calendar import DAY, fiscal_year_of
 from synthetic_world._facts import CompanyLedger, Event
 from synthetic_world._financials import tenth
 from synthetic_world._universe import Company
@@ -33,6 +33,19 @@ REGULATORS = {
     "DEU": "the German Market Oversight Office",
     "GBR": "the UK Fair Trading Authority",
 }
+# -- regulatory history (issue 38's regulatory_exposure kind) -----------------------------------
+MATTERS = (
+    "data protection practices",
+    "advertising claims",
+    "pricing of service contracts",
+    "consumer billing",
+    "reporting of product defects",
+    "distributor agreements",
+    "handling of customer complaints",
+)
+"""What a regulator investigates (one matter per investigation)."""
+PENALTY_ACTIONS = ("fine", "settlement")
+"""How a penalised matter ends: the regulator's fine, or a settlement the company agrees to."""
 AGENCIES = ("Sterling Ratings", "Northbridge Credit")
 RATINGS = ("BB-", "BB", "BB+", "BBB-", "BBB", "BBB+", "A-", "A", "A+")
 ROLES = ("Chief Executive Officer",)
@@ -53,6 +66,8 @@ class EventsBuilder:
         self.today = today
         self.start = start
         self.rng = random.Random(f"events:{company.company_id}")
+        # Its own stream, so the regulatory history left every earlier event's draw as it was.
+        self.regulatory_rng = random.Random(f"regulatory-history:{company.company_id}")
         self.namer = namer
         self.targets = targets
         self._count = 0
@@ -97,6 +112,8 @@ class EventsBuilder:
                 self._ceo_change()
         if company.distressed:
             self._restructuring()
+        if company.listed:
+            self._regulatory_history()
         self.ledger.events.sort(key=lambda e: (e.date, e.event_id))
 
     def _launch(self) -> None:
@@ -162,6 +179,75 @@ class EventsBuilder:
             regulator=regulator,
             country=company.country,
         )
+
+    def _regulatory_history(self) -> None:
+        """For a share of listed companies, two to five investigations over the years: each
+        opened on a day, then closed without a penalty, ended by a fine or a settlement sized
+        against that fiscal year's operating income, or still open at today."""
+        rng, company = self.regulatory_rng, self.company
+        if rng.random() >= (0.55 if company.kind == "notable" else 0.15):
+            return
+        regulator = REGULATORS[company.country]
+        short = regulator.removeprefix("the ")
+        matters = rng.sample(MATTERS, rng.randint(2, 5))
+        for matter in matters:
+            span = (self.today - DAY * 30 - self.start).days
+            opened = self.start + DAY * rng.randint(0, max(span, 0))
+            self._event(
+                "regulatory_investigation",
+                opened,
+                "negative",
+                f"{short} opens investigation into {company.short}",
+                regulator=regulator,
+                country=company.country,
+                matter=matter,
+            )
+            self._outcome(matter, opened + DAY * rng.randint(60, 420), rng.random())
+
+    def _outcome(self, matter: str, day: dt.date, roll: float) -> None:
+        """How an investigation ends on ``day``: closed without a penalty (about a third), a
+        fine or a settlement; nothing when ``day`` is not yet past (it is still open)."""
+        company, regulator = self.company, REGULATORS[self.company.country]
+        short = regulator.removeprefix("the ")
+        if day > self.today - DAY * 3:
+            return
+        where = {"regulator": regulator, "country": company.country, "matter": matter}
+        if roll < 0.35:
+            headline = f"{short} closes investigation into {company.short}"
+            self._event("regulatory_closure", day, "positive", headline, **where)
+            return
+        action = self.regulatory_rng.choice(PENALTY_ACTIONS)
+        headline = (
+            f"{short} fines {company.short}"
+            if action == "fine"
+            else f"{company.short} settles {short} investigation"
+        )
+        self._event(
+            "regulatory_action",
+            day,
+            "negative",
+            headline,
+            amount=self._penalty(day),
+            currency=company.currency,
+            action=action,
+            **where,
+        )
+
+    def _penalty(self, day: dt.date) -> Decimal:
+        """Most penalties are 1-6% of the fiscal year's operating income, some 8-25%."""
+        rng = self.regulatory_rng
+        fy = fiscal_year_of(self.company.fiscal_year_end_month, day)
+        incomes = {
+            f.period.fiscal_year: f.value
+            for f in self.ledger.facts
+            if f.metric == "operating_income" and f.period.annual and f.basis == "GAAP"
+        }
+        years = sorted(incomes)
+        base = incomes.get(fy, incomes[years[-1]] if years else Decimal(0))
+        if base <= 0:
+            base = Decimal(str(self.company.size)) * Decimal("0.05")
+        share = rng.uniform(0.01, 0.06) if rng.random() < 0.7 else rng.uniform(0.08, 0.25)
+        return tenth(max(float(base) * share, 0.5))
 
     def _ratings(self) -> None:
         rng, company = self.rng, self.company

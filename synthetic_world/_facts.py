@@ -106,7 +106,8 @@ class Event:
     company_id: str
     kind: str
     """funding_round, acquisition, executive_change, product_launch, regulatory_action,
-    rating_change, restructuring, funding_rumour, rumour_denial."""
+    rating_change, restructuring, funding_rumour, rumour_denial, regulatory_investigation,
+    regulatory_closure."""
     date: dt.date
     sentiment: str
     """positive, neutral or negative."""
@@ -124,6 +125,10 @@ class Event:
     previous_person: str | None = None
     role: str | None = None
     regulator: str | None = None
+    matter: str | None = None
+    """What a regulator investigated (regulatory history events)."""
+    action: str | None = None
+    """How a penalised matter ended: fine or settlement (regulatory history events)."""
     country: str | None = None
     agency: str | None = None
     rating_from: str | None = None

@@ -984,8 +984,9 @@ def regulatory_action(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
     actions = ctx.events(c.company_id, ("regulatory_action",), as_of)
     if not actions:
         return Key(
-            f"No regulator has fined {c.name} {as_of_text(as_of)}: no filing or article "
-            "reports a regulatory action.",
+            f"No regulator has fined {c.name} {as_of_text(as_of)}, nor has it settled a "
+            "regulatory investigation: no filing or article reports a penalty (an investigation "
+            "opened or closed without one is not a penalty).",
             [ExpectedFact(kind="no_records", field="regulatory_actions")],
             metrics=["regulatory actions"],
             global_context=True,
@@ -998,11 +999,17 @@ def regulatory_action(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
         ExpectedFact(kind="date", field="action_date", value=event["date"], sources=sources),
         amount("fine", Decimal(event["amount"]), c, event["date"], sources, basis=None),
     ]
+    paid = money_text(Decimal(event["amount"]), c.currency)
+    day = long_date(dt.date.fromisoformat(event["date"]))
     text = (
-        f"Yes: {event['regulator']} fined {c.name} "
-        f"{money_text(Decimal(event['amount']), c.currency)} on "
-        f"{long_date(dt.date.fromisoformat(event['date']))}."
+        f"Yes: the most recent penalty {as_of_text(as_of)}: {c.name} agreed on {day} to pay "
+        f"{paid} to settle an investigation by {event['regulator']}."
+        if event.get("action") == "settlement"
+        else f"Yes: the most recent penalty {as_of_text(as_of)}: {event['regulator']} fined "
+        f"{c.name} {paid} on {day}."
     )
+    if len(actions) > 1:
+        text += f" It is the latest of {len(actions)} regulatory penalties by then."
     return Key(
         text,
         facts,

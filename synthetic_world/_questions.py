@@ -32,7 +32,13 @@ from ledgerbench_core.dataset import (
     rubric_version,
     write_dataset,
 )
-from synthetic_world._analyst import BENCHMARKS, cash_burn, returns_year
+from synthetic_world._analyst import (
+    BENCHMARKS,
+    cash_burn,
+    penalties,
+    regulatory_window,
+    returns_year,
+)
 from synthetic_world._analyst import PROGRAMS as ANALYST_PROGRAMS
 from synthetic_world._documents import long_date
 from synthetic_world._keys import PROGRAMS as FACT_PROGRAMS
@@ -82,6 +88,11 @@ NEGATIVE_CAPABLE = {
     "regulatory_action",
 }
 """Kinds with a negative form: a fiscal year not yet reported, an undisclosed figure, no fine."""
+EITHER_POLARITY = {"regulatory_exposure"}
+"""Analyst kinds whose items are "none" (no penalty in the window) at NO_PENALTY_SHARE."""
+NO_PENALTY_SHARE = 0.25
+REGULATORY_HISTORY = ("regulatory_action", "regulatory_investigation", "regulatory_closure")
+"""Events of a company with a regulatory history (the regulatory_history need)."""
 
 
 @dataclass(frozen=True)
@@ -194,6 +205,10 @@ class Drafter:
                 continue
             if "shareholder_returns" in kind.needs and not self._returning_years(company, as_of):
                 continue
+            if "regulatory_history" in kind.needs and not self.ctx.events(
+                company.company_id, REGULATORY_HISTORY, as_of
+            ):
+                continue
             out.append(company)
         return out
 
@@ -241,7 +256,7 @@ class Drafter:
         if signature in self.seen:
             raise KeyError_("drawn before")
         key = PROGRAMS[kind.kind](self.ctx, company, as_of, **params)
-        if key.negative != negative:
+        if key.negative != negative and kind.kind not in EITHER_POLARITY:
             raise KeyError_("not the polarity drawn")
         if _returned_nothing(key, params):
             raise KeyError_("no cash returned that year: nothing to ask")
@@ -272,6 +287,11 @@ class Drafter:
             return {}
         if name == "funding_history":
             return {}
+        if name == "regulatory_exposure":
+            first, last = regulatory_window(as_of)
+            if bool(penalties(self.ctx, c, first, last)) == (rng.random() < NO_PENALTY_SHARE):
+                raise KeyError_("polarity")
+            return {"first_year": first, "last_year": last}
         if name == "cash_runway":
             return {"fy": rng.choice(self._burning_years(c, as_of))}
         if name == "shareholder_returns":
@@ -383,6 +403,8 @@ class Drafter:
             "segment": params.get("segment", ""),
             "region": params.get("region", ""),
             "date": long_date(params["day"]) if "day" in params else "",
+            "first_year": params.get("first_year", ""),
+            "last_year": params.get("last_year", ""),
         }
         phrasing = self.rng.choice(kind.phrasings)
         return phrasing.format(**fields), style
@@ -452,18 +474,19 @@ def entity_questions(
     by_segment = {s: [k for k in kinds if k.segment == s] for s in counts}
     share = analyst_share() if share is None else share
     analyst = _analyst_positions(rng, segments, by_segment, share)
-    capable = sum(
-        1
+    capable = [
+        i
         for i, s in enumerate(segments)
         if i not in analyst and any(k.kind in NEGATIVE_CAPABLE for k in by_segment[s])
-    )
-    negative_rate = min(0.9, NEGATIVE_SHARE * n / max(capable, 1))
+    ]
+    # exactly a fifth (not a coin per item: a small set would stray from it)
+    negative_positions = set(rng.sample(capable, min(len(capable), round(NEGATIVE_SHARE * n))))
     items: list[Question] = []
     for number, segment in enumerate(segments, 1):
         singles = [k for k in by_segment[segment] if not k.analyst]
         negatives = [k for k in singles if k.kind in NEGATIVE_CAPABLE]
         wanted = number - 1 in analyst
-        negative = not wanted and bool(negatives) and rng.random() < negative_rate
+        negative = number - 1 in negative_positions
         for attempt in range(400):
             if negative:
                 pool = negatives

@@ -38,6 +38,7 @@ from synthetic_world._facts import (
     BALANCE_ROWS,
     INCOME_ROWS,
     METRICS,
+    TENTH,
     CompanyLedger,
     Event,
     Fact,
@@ -240,6 +241,89 @@ class Renderer:
             )
         yield from self._optional(self._disaggregation(year, heading, period_line, published))
         yield from self._optional(self._overview(year, heading, published))
+        yield from self._optional(self._legal_matters(year, heading, period_line, published))
+
+    def _legal_matters(
+        self, year: Period, heading: str, period_line: str, published: dt.date
+    ) -> Document | None:
+        """The annual report's legal and regulatory note: the penalties paid in the fiscal year
+        (a fiscal, not a calendar, window), the investigations open at its end and the provision
+        recorded for them (an estimate, not a payment)."""
+        events = self.ledger.events
+        paid = [
+            e for e in events if e.kind == "regulatory_action" and year.start <= e.date <= year.end
+        ]
+        open_ = [e for e in events if self._open_at(e, year.end)]
+        if not paid and not open_:
+            return None
+        company = self.company
+        sign = CURRENCY_SIGNS[company.currency]
+        end = long_date(year.end)
+        body = [heading, "## Legal and Regulatory Matters", period_line, self._units_line()]
+        if paid:
+            body.append(f"Penalties paid to regulators in fiscal {year.fiscal_year}:")
+            rows = [
+                [
+                    long_date(e.date),
+                    f"{e.regulator[0].upper()}{e.regulator[1:]}",
+                    e.matter or "sales practices",
+                    f"{sign}{millions(e.amount or Decimal(0))}",
+                ]
+                for e in paid
+            ]
+            body.append(table(["Date", "Regulator", "Matter", "Amount"], rows))
+        else:
+            body.append(f"No penalty was paid to a regulator in fiscal {year.fiscal_year}.")
+        if open_:
+            matters = "; ".join(e.matter or "" for e in open_)
+            provision = sum((self._provision(e) for e in open_), Decimal(0))
+            body.append(
+                f"At {end}, {len(open_)} regulatory investigation"
+                f"{'s were' if len(open_) > 1 else ' was'} open ({matters})."
+            )
+            body.append(
+                f"We recorded a provision of {sign}{millions(provision)} million for these "
+                "matters: an estimate of what they may cost, not a penalty paid."
+                if provision
+                else "No provision has been recorded: the outcome cannot yet be estimated."
+            )
+        return self._doc(
+            f"annual|{year.id}|legal",
+            f"{company.name} annual report fiscal {year.fiscal_year}: legal and regulatory matters",
+            f"{company.short} investor relations",
+            "annual_report",
+            published,
+            body,
+            [],
+            events=[e.event_id for e in (*paid, *open_)],
+        )
+
+    def _open_at(self, event: Event, day: dt.date) -> bool:
+        """Whether a regulatory-history investigation was open at the end of ``day``."""
+        if event.kind != "regulatory_investigation" or event.date > day:
+            return False
+        ended = [
+            e.date
+            for e in self.ledger.events
+            if e.kind in ("regulatory_action", "regulatory_closure") and e.matter == event.matter
+        ]
+        return not ended or ended[0] > day
+
+    def _provision(self, investigation: Event) -> Decimal:
+        """60-110% of the penalty the investigation ends in; none when it ends without one or
+        has not ended by today."""
+        penalty = next(
+            (
+                e
+                for e in self.ledger.events
+                if e.kind == "regulatory_action" and e.matter == investigation.matter
+            ),
+            None,
+        )
+        if penalty is None or penalty.amount is None:
+            return Decimal(0)
+        factor = random.Random(f"{investigation.event_id}|provision").uniform(0.6, 1.1)
+        return (penalty.amount * Decimal(str(factor))).quantize(TENTH)
 
     def _fourth_quarter(
         self,
@@ -624,6 +708,8 @@ class Renderer:
             "restructuring": self._restructuring_text,
             "funding_rumour": self._rumour_text,
             "rumour_denial": self._denial_text,
+            "regulatory_investigation": self._investigation_text,
+            "regulatory_closure": self._closure_text,
         }[event.kind](event)
         source = self._source(event.event_id)
         companies = [company.company_id]
@@ -686,10 +772,40 @@ class Renderer:
         )
 
     def _regulatory_text(self, e: Event) -> str:
+        if e.matter is not None:
+            return self._penalty_text(e)
         return (
             f"{e.regulator[0].upper()}{e.regulator[1:]} fined {self.company.name} "
             f"{self._money(e.amount, e.currency)} over its sales practices. The company said "
             "it would comply."
+        )
+
+    def _penalty_text(self, e: Event) -> str:
+        """A regulatory-history penalty, to the tenth of a million as the order states it."""
+        regulator = f"{e.regulator[0].upper()}{e.regulator[1:]}"
+        if e.action == "settlement":
+            return (
+                f"{self.company.name} agreed to pay {self._exact(e.amount, e.currency)} to settle "
+                f"an investigation by {e.regulator} into its {e.matter}. The settlement ends "
+                "the matter."
+            )
+        return (
+            f"{regulator} fined {self.company.name} {self._exact(e.amount, e.currency)} over its "
+            f"{e.matter}. The company said it would comply."
+        )
+
+    def _investigation_text(self, e: Event) -> str:
+        regulator = f"{e.regulator[0].upper()}{e.regulator[1:]}"
+        return (
+            f"{regulator} opened an investigation into {self.company.name}'s {e.matter}. No "
+            "penalty has been set, and the company said it was cooperating."
+        )
+
+    def _closure_text(self, e: Event) -> str:
+        regulator = f"{e.regulator[0].upper()}{e.regulator[1:]}"
+        return (
+            f"{regulator} closed its investigation into {self.company.name}'s {e.matter} "
+            "without a penalty."
         )
 
     def _rating_text(self, e: Event) -> str:

@@ -213,6 +213,8 @@ _EVENT_FIELDS = (
     "rating_to",
     "product",
     "refers_to",
+    "matter",
+    "action",
 )
 
 

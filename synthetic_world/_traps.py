@@ -11,7 +11,9 @@ documents and it states a figure a careless reader would take for the key:
 - the company's figures in another scale (a data vendor's table in thousands) or for a calendar
   year (an analyst note, when the fiscal year is not the calendar year);
 - a look-alike company's document (its planted decoy);
-- a funding rumour or its denial, for funding questions.
+- a funding rumour or its denial, for funding questions;
+- another regulatory event of the company, for regulatory questions: an investigation opened or
+  closed without a penalty, or a penalty outside the item's window (or not the one keyed).
 
 The question generator keeps a drawn item only when it meets one (``bench/bench_research_traps.py``
 prints the exposure per kind).
@@ -64,10 +66,13 @@ WORDS = {
     "funding_history": "funding round valuation",
     "valuation_snapshot": "shares outstanding total debt",
     "ebitda": "operating income depreciation and amortization",
+    "regulatory_exposure": "regulator fine settlement penalty",
 }
 """Question kind -> the words of what it asks, with the item's parameters filled in."""
 
 FUNDING_KINDS = {"latest_funding_round", "total_raised", "funding_history"}
+REGULATORY_KINDS = {"regulatory_action", "regulatory_exposure"}
+REGULATORY_EVENTS = ("regulatory_action", "regulatory_investigation", "regulatory_closure")
 
 
 def natural_query(kind: str, company_name: str, params: dict[str, Any]) -> str:
@@ -122,6 +127,8 @@ class TrapFinder:
         return out
 
     def _misleads(self, hit, company_id: str, kind: str, metrics: set, stated: set) -> bool:
+        if kind in REGULATORY_KINDS:
+            return self._reports(hit.doc_id, company_id, REGULATORY_EVENTS)
         if hit.source_type in ("data_vendor", "analyst_note") and kind not in FUNDING_KINDS:
             return True  # thousands in place of millions; calendar-year revenue
         if kind in FUNDING_KINDS:
@@ -137,6 +144,17 @@ class TrapFinder:
             if row[0] in metrics and row not in stated:
                 return True
         return False
+
+    def _reports(self, doc_id: str, company_id: str, kinds: tuple[str, ...]) -> bool:
+        """Whether the document reports an event of these kinds about the company."""
+        marks = ",".join("?" * len(kinds))
+        return bool(
+            self.conn.execute(
+                "SELECT 1 FROM document_event de JOIN event e USING (event_id) WHERE "
+                f"de.doc_id = ? AND e.company_id = ? AND e.kind IN ({marks}) LIMIT 1",
+                (doc_id, company_id, *kinds),
+            ).fetchone()
+        )
 
     @cache  # noqa: B019  (one finder per world, kept for its life)
     def _stated(self, gold: tuple[str, ...], company_id: str) -> frozenset[tuple]:

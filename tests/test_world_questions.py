@@ -495,3 +495,76 @@ def test_shareholder_return_figures_are_single_facts_keyed_and_answered(
         _run(path, world, erp_db_url, tmp_path / "run", "scripted"), path, erp_db_url
     )
     assert scores and all(score == 1.0 for score in scores.values()), scores
+
+
+def _regulatory_set(world: Path, entity_set: Path, out: Path) -> Path:
+    """Regulatory items drawn by the generator's own drafter: exposure items with and without a
+    penalty in their window, and the latest-penalty single-fact kind both ways."""
+    import random
+
+    from ledgerbench_core.dataset import TaskType, write_dataset
+    from synthetic_world._keys import KeyContext, KeyError_
+    from synthetic_world._questions import Drafter, _question, question_kinds
+    from synthetic_world._runtime import connect_read_only
+
+    conn = connect_read_only(world)
+    try:
+        ctx = KeyContext(conn)
+        drafter = Drafter(ctx, random.Random(7), {})
+        kinds = {k.kind: k for k in question_kinds()[2]}
+        wanted = [("regulatory_exposure", False, 10), ("regulatory_action", False, 3)]
+        wanted.append(("regulatory_action", True, 3))
+        items = []
+        for name, negative, count in wanted:
+            kind, drawn = kinds[name], 0
+            for _ in range(3000):
+                if drawn == count:
+                    break
+                try:
+                    key, params, company, as_of = drafter.draw(kind, negative)
+                except KeyError_:
+                    continue
+                drawn += 1
+                query, style = drafter.words(key, kind, company, as_of, params)
+                item_id = f"reg-{len(items) + 1:03d}"
+                items.append(
+                    _question(
+                        ctx,
+                        item_id,
+                        query,
+                        TaskType.entity_performance,
+                        kind.segment,
+                        name,
+                        key,
+                        company,
+                        as_of,
+                        style,
+                        params,
+                        asks=kind.asks,
+                    )
+                )
+    finally:
+        conn.close()
+    base = load_dataset(entity_set)
+    return write_dataset(base.model_copy(update={"items": items}), out / "regulatory.yaml")
+
+
+def test_regulatory_items_are_answered_through_the_world_tools(
+    entity_set: Path, world: Path, erp_db_url: str, tmp_path: Path
+) -> None:
+    """The scripted agent answers every regulatory item (exposure with and without a penalty,
+    the latest penalty) from the news it searches; ``nothing`` scores 0 on the positive ones."""
+    dataset = _regulatory_set(world, entity_set, tmp_path)
+    items = {item.id: item for item in load_dataset(dataset).items}
+    exposure = [i for i in items.values() if i.metadata["kind"] == "regulatory_exposure"]
+    assert len(exposure) >= 6
+    assert {i.metadata["negative"] for i in exposure} == {True, False}
+    scripted = _accuracy(
+        _run(dataset, world, erp_db_url, tmp_path / "scripted", "scripted"), dataset, erp_db_url
+    )
+    assert {qid: s for qid, s in scripted.items() if s != 1.0} == {}
+    nothing = _accuracy(
+        _run(dataset, world, erp_db_url, tmp_path / "nothing", "nothing"), dataset, erp_db_url
+    )
+    positive = [qid for qid, item in items.items() if not item.metadata["negative"]]
+    assert positive and all(nothing[qid] == 0.0 for qid in positive)

@@ -762,3 +762,104 @@ def test_share_counts_follow_repurchases(keyed: KeyedWorld):
                 checked += 1
             reduced += bought.value > issued.value
     assert checked > 20 and reduced > 5, (checked, reduced)
+
+
+def _drawn(keyed: KeyedWorld, name: str, count: int) -> list:
+    """Up to ``count`` items of one kind drawn by the generator's own drafter on the world (a
+    kind with a few slots in a set, on the small world, comes up too rarely in five sets)."""
+    import random
+
+    from ledgerbench_core.dataset import TaskType
+    from synthetic_world._keys import KeyContext, KeyError_
+    from synthetic_world._questions import Drafter, _question, question_kinds
+    from synthetic_world._runtime import connect_read_only
+
+    conn = connect_read_only(keyed.world.path)
+    try:
+        ctx = KeyContext(conn)
+        drafter = Drafter(ctx, random.Random(f"{name}:{keyed.seed}"), {})
+        kind = next(k for k in question_kinds()[2] if k.kind == name)
+        items = []
+        for _ in range(3000):
+            if len(items) == count:
+                break
+            try:
+                key, params, company, as_of = drafter.draw(kind, False)
+            except KeyError_:
+                continue
+            query, style = drafter.words(key, kind, company, as_of, params)
+            items.append(
+                _question(
+                    ctx,
+                    f"{name}-{len(items) + 1:03d}",
+                    query,
+                    TaskType.entity_performance,
+                    kind.segment,
+                    name,
+                    key,
+                    company,
+                    as_of,
+                    style,
+                    params,
+                    asks=kind.asks,
+                )
+            )
+        return items
+    finally:
+        conn.close()
+
+
+def test_regulatory_exposure_is_keyed_from_the_news(keyed: KeyedWorld):
+    """Fines and settlements are read from the news and the annual reports' legal notes: every
+    regulatory-exposure item the generator draws recomputes from them and keys every ask; a
+    total off by a tenth of a million, a penalty left out, or the direction reversed is
+    caught."""
+    drawn = _drawn(keyed, "regulatory_exposure", 12)
+    items = [(item, compare_item(keyed.recompute, item)[0]) for item in drawn]
+    assert len(items) >= 8, f"only {len(items)} regulatory-exposure items drawn"
+    assert [m for _, m in items if m] == []
+    assert {item.metadata["negative"] for item, _ in items} == {True, False}
+    positive = [item for item, _ in items if not item.metadata["negative"]]
+    assert positive, "no regulatory-exposure item with a penalty in its window"
+    for item in positive:
+        assert {f.ask for f in item.expected} == {"actions", "total", "largest", "trend"}
+    item = max(positive, key=lambda i: sum(f.field == "penalty" for f in i.expected))
+    fields = {fact.field: index for index, fact in enumerate(item.expected)}
+    total = item.expected[fields["total_penalties"]]
+    assert total.dealbreaker
+    penalties = [f for f in item.expected if f.field == "penalty"]
+    assert float(total.value) == pytest.approx(sum(f.value for f in penalties))
+    assert compare_item(
+        keyed.recompute, _with_fact(item, fields["total_penalties"], value=total.value + 0.1)
+    )[0]
+    direction = item.expected[fields["penalty_direction"]].value
+    reversed_ = "penalties fell" if direction == "penalties rose" else "penalties rose"
+    assert compare_item(
+        keyed.recompute, _with_fact(item, fields["penalty_direction"], value=reversed_)
+    )[0]
+    fewer = item.model_copy(
+        update={"expected": [f for f in item.expected if f is not penalties[0]]}
+    )
+    assert compare_item(keyed.recompute, fewer)[0]
+
+
+def test_the_regulatory_history_matters_against_income(keyed: KeyedWorld):
+    """Several regulatory events per company for a share of listed companies: investigations
+    opened, closed without a penalty, fines and settlements; penalties are a few percent of the
+    year's operating income and some are large (as the news and annual reports state them)."""
+    world, recompute = keyed.world, keyed.recompute
+    histories, shares = 0, []
+    for company, info in world.companies.items():
+        opened = world.events_of(company, "investigation")
+        if len(opened) >= 2:
+            histories += 1
+        for penalty in world.events_of(company, "fine", "settlement"):
+            year = penalty.date.year + (penalty.date.month > info.fiscal_year_end_month)
+            income = recompute.version(company, "operating_income", f"FY{year}", world.today)
+            if income is not None and income.value > 0:
+                shares.append(penalty.details["amount"] / income.value * 100)
+    assert histories >= 5
+    assert {"investigation", "closure", "fine", "settlement"} <= {e.kind for e in world.events}
+    assert len(shares) >= 10
+    assert sorted(shares)[len(shares) // 2] >= 1  # the median penalty is 1% of income or more
+    assert max(shares) >= 8

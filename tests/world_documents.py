@@ -134,7 +134,7 @@ class Event:
     company: str
     kind: str
     """launch, acquisition, ceo_change, fine, rating_change, job_cuts, funding_round, rumour,
-    denial, revenue_announcement."""
+    denial, revenue_announcement, settlement, investigation, closure."""
     date: dt.date
     doc: Doc
     details: dict
@@ -459,6 +459,9 @@ def read_annual_report(world: World, doc: Doc, names: set[str]) -> None:
     year_end = dt.date(int(period_line[3]), MONTHS[period_line[1]], int(period_line[2]))
     _check_fiscal_year_end(world, doc, fiscal_year, year_end)
     currency = _unit_currency(world, doc)
+    if "## Legal and Regulatory Matters" in doc.body:
+        _read_legal_matters(world, doc, currency)
+        return
     found = tables(doc.body)
     if not found:
         raise ParseError("an annual report section without a table")
@@ -475,6 +478,41 @@ def read_annual_report(world: World, doc: Doc, names: set[str]) -> None:
             _read_statement_table(world, doc, header, rows, own, currency, metric_of, member_of)
         else:
             _read_statement_table(world, doc, header, rows, own, currency, STATEMENT_ROWS.get)
+
+
+def _read_legal_matters(world: World, doc: Doc, currency: str) -> None:
+    """The note's penalties paid in the fiscal year (one 'penalty_note' event each, dated by
+    its row), and the provision for open investigations (an estimate, not a penalty)."""
+    found = tables(doc.body)
+    paid = "Penalties paid to regulators in fiscal" in doc.body
+    if paid != bool(found) or (found and found[0][1] != ["Date", "Regulator", "Matter", "Amount"]):
+        raise ParseError("a legal note whose penalty table does not match its text")
+    for row in found[0][2] if found else []:
+        value, half, cur = money(re.fullmatch(MONEY, f"{row[3]} million"))
+        if cur != currency:
+            raise ParseError(f"a penalty in {cur} in a {currency} report")
+        world.events.append(
+            Event(
+                doc.company,
+                "penalty_note",
+                parse_date(row[0]),
+                doc,
+                {
+                    "regulator": row[1].removeprefix("The "),
+                    "matter": row[2],
+                    "amount": value,
+                    "half_unit": half,
+                    "currency": cur,
+                },
+            )
+        )
+    provision = re.search(r"We recorded a provision of ([$€£][\d,.]+) million", doc.body)
+    if (
+        provision is None
+        and "No provision has been recorded" not in doc.body
+        and ("investigation" in doc.body)
+    ):
+        raise ParseError("open investigations without a provision line")
 
 
 def _check_fiscal_year_end(world: World, doc: Doc, fiscal_year: int, year_end: dt.date) -> None:
@@ -730,9 +768,24 @@ def read_news(world: World, doc: Doc, names: set[str]) -> None:
         text,
     ):
         event("ceo_change", new=m[2], previous=m[3], effective=parse_date(f"{m[4]} {m[5]}, {m[6]}"))
-    elif m := re.fullmatch(rf"The (.+) fined (.+?) {MONEY} over its .+\. .+", text):
+    elif m := re.fullmatch(rf"The (.+) fined (.+?) {MONEY} over its (.+?)\. .+", text):
         value, half, cur = money(_Match(m.groups()[2:6]))
-        event("fine", regulator=m[1], amount=value, half_unit=half, currency=cur)
+        event("fine", regulator=m[1], amount=value, half_unit=half, currency=cur, matter=m[7])
+    elif m := re.fullmatch(
+        rf"(.+) agreed to pay {MONEY} to settle an investigation by the (.+) into its (.+)\. "
+        r"The settlement ends the matter\.",
+        text,
+    ):
+        value, half, cur = money(_Match(m.groups()[1:5]))
+        event("settlement", regulator=m[6], amount=value, half_unit=half, currency=cur, matter=m[7])
+    elif m := re.fullmatch(
+        r"The (.+) opened an investigation into (.+)'s (.+)\. No penalty has been set, .+", text
+    ):
+        event("investigation", regulator=m[1], matter=m[3])
+    elif m := re.fullmatch(
+        r"The (.+) closed its investigation into (.+)'s (.+) without a penalty\.", text
+    ):
+        event("closure", regulator=m[1], matter=m[3])
     elif m := re.fullmatch(
         r"(.+) (upgraded|downgraded) (.+)'s issuer credit rating from (\S+) to (\S+), citing .+",
         text,

@@ -702,15 +702,32 @@ def total_raised(rc, company, params, as_of):
     ]
 
 
+PENALTIES = ("fine", "settlement")
+"""Regulatory penalties: a regulator's fine, or a settlement the company agreed to pay."""
+
+
+def penalty_docs(rc, company: str, penalty: Event, as_of: dt.date) -> frozenset[str]:
+    """The penalty's news article and the annual reports' legal notes listing it (same day and
+    amount) published by ``as_of``."""
+    notes = {
+        note.doc.doc_id
+        for note in rc.world.events_of(company, "penalty_note")
+        if note.date == penalty.date
+        and note.details["amount"] == penalty.details["amount"]
+        and note.doc.published <= as_of
+    }
+    return frozenset({penalty.doc.doc_id, *notes})
+
+
 def regulatory_action(rc, company, params, as_of):
-    fines = [e for e in rc.world.events_of(company, "fine") if e.date <= as_of]
+    fines = [e for e in rc.world.events_of(company, *PENALTIES) if e.date <= as_of]
     if not fines:
         return [Fact("no_records", "regulatory_actions")]
     last = fines[-1]
-    docs = frozenset({last.doc.doc_id})
+    docs = penalty_docs(rc, company, last, as_of)
     return [
         Fact("name", "regulator", last.details["regulator"], inputs=[("fine", docs)]),
-        Fact("date", "action_date", last.date.isoformat(), inputs=[("fine", docs)]),
+        Fact("date", "action_date", last.date.isoformat(), inputs=[("penalty", docs)]),
         Fact(
             "amount",
             "fine",
@@ -1226,6 +1243,96 @@ def valuation_snapshot(rc, company, params, as_of):
     ]
 
 
+def _penalty_amount(field_: str, value: Decimal, half: Decimal, currency: str, period: str, inputs):
+    return Fact(
+        "amount",
+        field_,
+        value,
+        0.05,
+        currency=currency,
+        scale="millions",
+        period=period,
+        half_unit=half,
+        inputs=inputs,
+    )
+
+
+def regulatory_exposure(rc, company, params, as_of):
+    """Fines and settlements dated in the calendar years, their total, the largest over the
+    operating income of the fiscal year it fell in, and the yearly totals with the direction
+    from the first year to the last ("none" facts when there was none)."""
+    first, last = params["first_year"], params["last_year"]
+    found = [
+        e
+        for e in rc.world.events_of(company, *PENALTIES)
+        if first <= e.date.year <= last and e.date <= as_of
+    ]
+    if not found:
+        return [
+            *_asked("actions", [Fact("no_records", "regulatory_penalties")]),
+            *_asked("total", [Fact("no_records", "penalties_paid")]),
+            *_asked("largest", [Fact("no_records", "largest_penalty")]),
+            *_asked("trend", [Fact("no_records", "penalty_trend")]),
+        ]
+    window = f"{first}-{last}"
+    currency = rc.currency(company)
+    stated = [(f"penalty of {e.date}", penalty_docs(rc, company, e, as_of)) for e in found]
+    listing = [
+        Fact(
+            "count",
+            "regulatory_penalties",
+            len(found),
+            unit="penalties",
+            period=window,
+            inputs=stated,
+        ),
+        Fact("name", "regulator", found[0].details["regulator"], inputs=stated),
+    ]
+    for e, inputs in zip(found, stated, strict=True):
+        day = e.date.isoformat()
+        listing.append(
+            _penalty_amount(
+                "penalty", e.details["amount"], e.details["half_unit"], currency, day, [inputs]
+            )
+        )
+        listing.append(Fact("date", "penalty_date", day, period=day, inputs=[inputs]))
+    total = sum((e.details["amount"] for e in found), Decimal(0))
+    largest = max(found, key=lambda e: e.details["amount"])
+    month = rc.world.companies[company].fiscal_year_end_month
+    year = largest.date.year + (largest.date.month > month)
+    income = rc.need(company, "operating_income", f"FY{year}", as_of)
+    income_fact = rc.money_fact("operating_income", income, as_of)
+    ratio = _pct_fact(
+        "largest_penalty_to_operating_income",
+        percent(largest.details["amount"], income.value),
+        f"FY{year}",
+        [stated[found.index(largest)], *income_fact.inputs],
+    )
+    trend, totals = [], []
+    for y in range(first, last + 1):
+        inputs = [i for e, i in zip(found, stated, strict=True) if e.date.year == y]
+        value = sum((e.details["amount"] for e in found if e.date.year == y), Decimal(0))
+        if value:  # a year without a penalty has no figure stated: only the direction counts
+            trend.append(_penalty_amount("penalties", value, Decimal(0), currency, str(y), inputs))
+        totals.append(value)
+    rose = totals[-1] > totals[0]
+    return [
+        *_asked("actions", listing),
+        *_asked(
+            "total",
+            [_penalty_amount("total_penalties", total, Decimal(0), currency, window, stated)],
+        ),
+        *_asked("largest", [income_fact, ratio]),
+        *_asked(
+            "trend",
+            [
+                *trend,
+                _text_fact("penalty_direction", "penalties rose" if rose else "penalties fell"),
+            ],
+        ),
+    ]
+
+
 PROGRAMS: dict[str, Callable] = {
     "growth_trend": growth_trend,
     "margin_bridge": margin_bridge,
@@ -1237,6 +1344,7 @@ PROGRAMS: dict[str, Callable] = {
     "regional_mix_shift": regional_mix_shift,
     "funding_history": funding_history,
     "valuation_snapshot": valuation_snapshot,
+    "regulatory_exposure": regulatory_exposure,
     "fy_metric": _fy_item("fy_metric", fy_metric),
     "latest_fy_metric": latest_fy_metric,
     "operating_margin": _fy_item("operating_margin", operating_margin),

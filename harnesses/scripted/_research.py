@@ -25,6 +25,7 @@ from harnesses._erp_client import ErpClient
 from harnesses._protocol import TrajectoryDraft
 from harnesses.scripted._base import TOOL_RETRIES, ToolFailure
 from harnesses.scripted._research_docs import LONG_DATE, Page, number, parse_long_date
+from synthetic_world._calendar import fiscal_year_of
 from synthetic_world._documents import CURRENCY_SIGNS
 from synthetic_world._facts import ANNUAL_CASH_ROWS, BALANCE_ROWS, INCOME_ROWS, METRICS
 
@@ -72,6 +73,8 @@ _FIELDS = {
     "prior_year": r"(?P<prior_year>\d{4})",
     "base_year": r"(?P<base_year>\d{4})",
     "measure": r"(?P<measure>[A-Za-z ]+?)",
+    "first_year": r"(?P<first_year>\d{4})",
+    "last_year": r"(?P<last_year>\d{4})",
 }
 
 
@@ -133,6 +136,7 @@ class Company:
     chief_executive: str
     headquarters: str
     industry: str = ""
+    fiscal_year_end_month: int = 12
 
 
 @dataclass
@@ -190,6 +194,7 @@ class Research:
             best["chief_executive"],
             best["headquarters"],
             best.get("industry") or "",
+            int(best.get("fiscal_year_end_month") or 12),
         )
 
     async def search(
@@ -786,23 +791,67 @@ async def total_raised(r: Research, c: Company, s: dict[str, str]) -> str:
     )
 
 
+@dataclass
+class Penalty:
+    """A fine or a settlement as its news article states it."""
+
+    page: Page
+    regulator: str
+    amount: str
+    action: str
+
+    @property
+    def day(self) -> dt.date:
+        return self.page.published_at
+
+
+def _penalty(page: Page, c: Company) -> Penalty | None:
+    name = re.escape(c.name)
+    amount = r"([$€£][\d,.]+ (?:million|billion))"
+    fine = re.search(rf"^(.+?) fined {name} {amount}", page.content, re.MULTILINE)
+    if fine:
+        regulator = fine.group(1).strip().removeprefix("The ").removeprefix("the ")
+        return Penalty(page, regulator, fine.group(2), "fine")
+    settled = re.search(
+        rf"^{name} agreed to pay {amount} to settle an investigation by (?:the )?(.+?) into ",
+        page.content,
+        re.MULTILINE,
+    )
+    if settled:
+        return Penalty(page, settled.group(2).strip(), settled.group(1), "settlement")
+    return None
+
+
+async def _penalties(
+    r: Research, c: Company, after: dt.date | None = None, before: dt.date | None = None
+) -> list[Penalty]:
+    """Fines and settlements reported in the news between the days, oldest first (articles on
+    investigations opened or closed without a penalty are not penalties)."""
+    hits = await r.search(c, "fines settles regulator penalty", "news", after=after, before=before)
+    found = []
+    for hit in hits:
+        if " fines " not in hit["title"] and " settles " not in hit["title"]:
+            continue
+        penalty = _penalty(await r.page(hit["url"]), c)
+        if penalty is None:
+            raise NotFound(f"unreadable penalty article {hit['url']}")
+        found.append(penalty)
+    return sorted(found, key=lambda p: (p.day, p.page.url))
+
+
 async def regulatory_action(r: Research, c: Company, s: dict[str, str]) -> str:
-    pages = await _news(r, c, "fines", " fines ")
-    if not pages:
+    found = await _penalties(r, c)
+    if not found:
         return (
-            f"No: I found no regulatory fine against {c.name} as of {_day(r.as_of)} in the "
-            "world's filings and news."
+            f"No: I found no regulatory fine or settlement against {c.name} as of "
+            f"{_day(r.as_of)} in the world's filings and news."
         )
-    page = pages[0]
-    pattern = rf"^(.+?) fined {re.escape(c.name)} ([$€£][\d,.]+ (?:million|billion))"
-    match = re.search(pattern, page.content, re.MULTILINE)
-    if match is None:
-        raise NotFound("unreadable fine")
-    regulator = match.group(1).strip().removeprefix("The ").removeprefix("the ")
-    r.cite(page)
+    last = found[-1]
+    r.cite(last.page)
+    verb = "settled with" if last.action == "settlement" else "was fined by"
     return (
-        f"Yes: **{regulator}** fined {c.name} **{match.group(2)}** on "
-        f"{_day(page.published_at)} ({link(page.title, page)})."
+        f"Yes: most recently, on {_day(last.day)}, {c.name} {verb} **{last.regulator}**, paying "
+        f"**{last.amount}** ({link(last.page.title, last.page)})."
     )
 
 
@@ -958,6 +1007,50 @@ async def shareholder_returns(r: Research, c: Company, s: dict[str, str]) -> str
     )
 
 
+async def regulatory_exposure(r: Research, c: Company, s: dict[str, str]) -> str:
+    first, last = int(s["first_year"]), int(s["last_year"])
+    found: list[Penalty] = []
+    for year in range(first, last + 1):  # a search per year: at most MAX_K hits each
+        start, end = dt.date(year, 1, 1), min(dt.date(year, 12, 31), r.as_of)
+        found += [
+            p
+            for p in await _penalties(r, c, start - dt.timedelta(days=1), end)
+            if p.day.year == year
+        ]
+    window = f"calendar {first}-{last}"
+    if not found:
+        return (
+            f"## {c.name}: regulatory exposure, {window}\n\nNone: I found no regulatory fine "
+            f"or settlement against {c.name} dated in {window}, so there is no penalty to "
+            "total, no largest penalty to compare with operating income, and no trend. "
+            "Investigations without a penalty and penalties outside the window do not count."
+        )
+    amounts = [number(p.amount) for p in found]
+    for p in found:
+        r.cite(p.page)
+    listing = "; ".join(f"{_day(p.day)}: {p.action} of {p.amount} ({p.regulator})" for p in found)
+    largest = max(range(len(found)), key=lambda i: amounts[i])
+    fy = fiscal_year_of(c.fiscal_year_end_month, found[largest].day)
+    income, page = await r.annual(c, "operating_income", fy)
+    r.cite(page)
+    yearly = {
+        y: sum((a for p, a in zip(found, amounts, strict=True) if p.day.year == y), Decimal(0))
+        for y in range(first, last + 1)
+    }
+    direction = "penalties rose" if yearly[last] > yearly[first] else "penalties fell"
+    by_year = "; ".join(f"{y}: {money(v, c.currency)}" for y, v in yearly.items())
+    return (
+        f"## {c.name}: regulatory exposure, {window}\n\n"
+        f"**1. Penalties:** {len(found)} fines or settlements, all imposed by "
+        f"{found[0].regulator}: {listing}.\n\n"
+        f"**2. Total:** {money(sum(amounts, Decimal(0)), c.currency)}.\n\n"
+        f"**3. Largest:** {found[largest].amount} on {_day(found[largest].day)}, "
+        f"{percent(amounts[largest], income)}% of fiscal {fy} GAAP operating income of "
+        f"{money(income, c.currency)}.\n\n**4. Trend by year:** {by_year}; {direction} from "
+        f"{first} to {last}.\n\n**5. View (opinion):** left to the legal team."
+    )
+
+
 async def peer_benchmark(r: Research, c: Company, s: dict[str, str]) -> str:
     measure = s["measure"]
     compute = _margin if measure.startswith("GAAP operating margin") else _growth
@@ -1109,6 +1202,7 @@ SOLVERS: dict[str, Solver] = {
     "regional_mix_shift": regional_mix_shift,
     "funding_history": funding_history,
     "valuation_snapshot": valuation_snapshot,
+    "regulatory_exposure": regulatory_exposure,
     "fy_metric": fy_metric,
     "latest_fy_metric": latest_fy_metric,
     "operating_margin": operating_margin,
@@ -1140,12 +1234,20 @@ SOLVERS: dict[str, Solver] = {
 
 
 async def _latest_news(r: Research, c: Company) -> Page | None:
-    hits = await r.search(c, "news", "news", k=10)
-    pages = [
-        await r.page(h["url"]) for h in sorted(hits, key=lambda h: h["published_at"], reverse=True)
-    ]
-    dated = [p for p in pages if _sentiment(p)]
-    return max(dated, key=lambda p: p.published_at) if dated else None
+    """The latest article with a sentiment: a search, then searches for anything published after
+    the newest article seen (a company may have more news than one page of results)."""
+    latest: Page | None = None
+    after: dt.date | None = None
+    while True:
+        hits = await r.search(c, "news", "news", k=10, after=after)
+        newer = [h for h in hits if after is None or h["published_at"] > after.isoformat()]
+        if not newer:
+            return latest
+        for hit in newer:
+            page = await r.page(hit["url"])
+            if _sentiment(page) and (latest is None or page.published_at > latest.published_at):
+                latest = page
+        after = max(dt.date.fromisoformat(h["published_at"][:10]) for h in newer)
 
 
 def _sentiment(page: Page) -> str | None:
