@@ -70,6 +70,9 @@ PRIVATE_REACTION = {
     "neutral": "Industry observers saw little change (sentiment: neutral).",
 }
 
+UNRATED_NEWS = ("funding_rumour", "rumour_denial", "cash_update")
+"""Event kinds whose article states no sentiment (talks, denials, a chief executive's interview)."""
+
 
 class Renderer:
     """Renders every document of one company; ``links`` names the other companies."""
@@ -609,15 +612,16 @@ class Renderer:
             "restructuring": self._restructuring_text,
             "funding_rumour": self._rumour_text,
             "rumour_denial": self._denial_text,
+            "cash_update": self._cash_text,
         }[event.kind](event)
         source = self._source(event.event_id)
         companies = [company.company_id]
         if event.counterparty in self.names:
             companies.append(event.counterparty)
         body = [f"# {event.headline}", f"*{source}, {long_date(day)}*", lead]
-        if event.kind not in ("funding_rumour", "rumour_denial") and self.company.listed:
+        if event.kind not in UNRATED_NEWS and self.company.listed:
             body.append(MARKET_REACTION[event.sentiment])
-        elif event.kind not in ("funding_rumour", "rumour_denial"):
+        elif event.kind not in UNRATED_NEWS:
             body.append(PRIVATE_REACTION[event.sentiment])
         return self._doc(
             f"news|{event.event_id}",
@@ -707,6 +711,16 @@ class Renderer:
         return (
             f"{self.company.name} said it is not raising new capital and denied reports of "
             "funding talks."
+        )
+
+    def _cash_text(self, e: Event) -> str:
+        return (
+            f"In an interview, {self._ceo_on(e.date)}, chief executive of privately held "
+            f"{self.company.name}, said the company had {self._exact(e.amount, e.currency)} of "
+            f"cash and equivalents on hand at {long_date(e.cash_date or e.date)}. Its net burn, "
+            f"spending less what customers pay, was {self._exact(e.net_burn, e.currency)} a "
+            f"month; its gross burn, before customer receipts, was "
+            f"{self._exact(e.gross_burn, e.currency)} a month."
         )
 
     def _funding_announcement(self, e: Event) -> Document | None:
