@@ -454,6 +454,8 @@ def check_research_fact(
     if fact.kind == "not_disclosed":
         return check_not_published(answer, fact, siblings)
     if fact.kind == "ratio":
+        if fact.unit == "months":  # a runway: "8.6 months"
+            return _find_months(scoped, float(fact.value), fact.tolerance), ""
         return _find_ratio(scoped, float(fact.value), fact.tolerance), ""
     if fact.kind in ("name", "text"):
         return name_in(scoped, str(fact.value)), ""
@@ -481,6 +483,17 @@ def _find_ratio(answer: str, expected: float, tolerance: float) -> bool:
     return any(
         abs(float(match.group(1)) - expected) <= tolerance + 1e-9
         for match in _RATIO.finditer(answer.replace("**", ""))
+    )
+
+
+_MONTHS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*months?\b", re.IGNORECASE)
+
+
+def _find_months(answer: str, expected: float, tolerance: float) -> bool:
+    """A span in months written ``8.6 months``, within tolerance."""
+    return any(
+        abs(float(match.group(1)) - expected) <= tolerance + 1e-9
+        for match in _MONTHS.finditer(answer.replace("**", ""))
     )
 
 

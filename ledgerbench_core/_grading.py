@@ -17,11 +17,14 @@ change over a window is grounded by the two closes the agent's ``prices`` calls 
 currency sign between two numbers ("fiscal 2024 $2,057.8 million") is the second one's prefix,
 not the first one's suffix; a number glued to a letter ("109.24x") is no figure, not its
 integer part.
+
+Version 8: a ratio fact in months (a private company's cash runway) is found written
+``8.6 months``.
 """
 
 from __future__ import annotations
 
-RULES_GRADING_VERSION = 7
+RULES_GRADING_VERSION = 8
 """The rules' version: bumped whenever a rule changes what it accepts."""
 
 RULES_GRADING = f"rules-g{RULES_GRADING_VERSION}"
