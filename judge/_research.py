@@ -250,10 +250,11 @@ def _states_key_figure(
 ) -> bool:
     """Whether a figure states one of the key's figures (at the precision it is written in)."""
     for fact in facts:
-        numeric = fact.kind == "percent" if percent else fact.kind == "amount"  # ERP amounts too
+        # ERP amounts too; a multiple or a runway in months is a figure of the key as well
+        numeric = fact.kind == "percent" if percent else fact.kind in ("amount", "ratio")
         if not numeric:
             continue
-        scale = 1.0 if percent else SCALES[fact.scale or "units"]
+        scale = 1.0 if percent or fact.kind == "ratio" else SCALES[fact.scale or "units"]
         expected = float(fact.value) * scale
         for value, precision in readings:
             allowed = max(precision, fact.tolerance * scale) + 1e-6
@@ -773,15 +774,20 @@ def _stated_in(figure: tuple, values) -> bool:
 
 
 def _derived(figure: tuple, question: Question) -> list[ExpectedFact]:
-    """The key's computed facts (margin, share, growth, FCF, net debt, total) a reading of this
+    """The key's computed facts (margin, share, growth, FCF, net debt, total, a multiple or a
+    runway in months) a reading of this
     figure states; a figure written without a sign ("fell 2.8%") may state a negative one."""
     found = []
     for value, precision, percent in figure:
         for fact in question.expected:
-            numeric = fact.kind == "percent" if percent else fact.kind == "amount" and fact.scale
+            numeric = (
+                fact.kind == "percent"
+                if percent
+                else (fact.kind == "amount" and fact.scale) or fact.kind == "ratio"
+            )
             if not numeric:
                 continue
-            scale = 1.0 if percent else SCALES[fact.scale]
+            scale = 1.0 if percent or fact.kind == "ratio" else SCALES[fact.scale]
             expected = float(fact.value) * scale
             allowed = max(precision, fact.tolerance * scale) + 1e-6
             if min(abs(value - expected), abs(abs(value) - abs(expected))) <= allowed:

@@ -19,7 +19,8 @@ not the first one's suffix; a number glued to a letter ("109.24x") is no figure,
 integer part.
 
 Version 8: a ratio fact in months (a private company's cash runway) is found written
-``8.6 months``.
+``8.6 months``; a multiple or a runway of the key is one of its figures (no rival to an amount
+near it, and grounded when computed from documents the agent fetched).
 """
 
 from __future__ import annotations

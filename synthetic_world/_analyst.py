@@ -680,9 +680,10 @@ def _not_disclosed(field_name: str, day: dt.date) -> ExpectedFact:
 
 def private_runway(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
     """A private company's cash at its last stated date and the rounds raised since, its latest
-    stated monthly net burn, the runway in months on the as-of date, and the total raised across
-    its rounds with their lead investors. A company that has stated no cash by then: the cash,
-    burn and runway are not disclosed (the total raised is still keyed, a dealbreaker)."""
+    stated monthly net burn, the runway in months on the as-of date (a dealbreaker), and the total
+    raised across its rounds with their lead investors. A company that has stated no cash by
+    then: the cash, burn and runway are not disclosed (the total raised across two rounds or
+    more is still keyed, a dealbreaker)."""
     rounds = _rounds(ctx, c, as_of)
     total = sum((Decimal(r["amount"]) for r in rounds), Decimal(0))
     all_sources = ctx.event_sources([r["event_id"] for r in rounds], as_of, "funding_announcement")
@@ -708,6 +709,8 @@ def private_runway(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
     )
     statement = _cash_statement(ctx, c, as_of)
     if statement is None:
+        if len(rounds) < 2:  # the total raised, its dealbreaker, must be a sum
+            raise KeyError_("a single round and no cash stated")
         facts = [
             *_asked([_not_disclosed("cash", as_of)], "position"),
             *_asked([_not_disclosed("monthly_net_burn", as_of)], "burn"),
@@ -745,7 +748,7 @@ def private_runway(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
         ]
         since_text = f"{_money(raised, c)} raised since, {_money(cash + raised, c)} in all"
     facts = [
-        *_asked(position, "position", dealbreaker=True),
+        *_asked(position, "position"),
         *_asked(
             [amount("monthly_net_burn", burn, c, counted.isoformat(), stated, basis=None)], "burn"
         ),
@@ -759,6 +762,7 @@ def private_runway(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
                 )
             ],
             "runway",
+            dealbreaker=True,  # the analysis itself: stating the stated figures is not enough
         ),
         *_asked(funding, "funding"),
     ]
