@@ -269,7 +269,7 @@ class EventsBuilder:
             base = raised[-1] if raised else rounds[0].amount or Decimal(10)
             cash = tenth(float(base) * rng.uniform(0.35, 0.85))
             net = max(tenth(float(cash) / rng.uniform(12, 30)), Decimal("0.1"))
-            gross = tenth(float(net) * rng.uniform(1.4, 2.2))
+            gross = max(tenth(float(net) * rng.uniform(1.4, 2.2)), net + Decimal("0.1"))
             self._event(
                 "cash_update",
                 day,

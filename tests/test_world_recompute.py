@@ -688,3 +688,67 @@ def test_cash_returned_follows_the_companys_cash_flows(keyed: KeyedWorld):
             assert 0 < depreciation.value <= revenue.value * Decimal("0.07"), (company, period)
             checked += 1
     assert checked > 100
+
+
+def test_private_runway_is_keyed_from_stated_cash_burn_and_rounds(keyed: KeyedWorld):
+    """Private companies' cash and monthly burn are read from their chief executives'
+    interviews alone: every private-runway item of the draws recomputes from them and the funding
+    announcements, positive and "not disclosed" alike; a runway off by 0.3 months, the gross burn
+    keyed for the net one, or an older interview's cash is caught."""
+    items = [
+        (item, mismatches)
+        for item, mismatches in _pool(keyed)
+        if item.metadata["kind"] == "private_runway"
+    ]
+    assert len(items) >= 3, f"only {len(items)} private-runway items in five draws"
+    assert [m for _, m in items if m] == []
+    positive = [item for item, _ in items if not item.metadata["negative"]]
+    assert positive and len(positive) < len(items), "positive and 'not disclosed' items both"
+    for item, _ in items:
+        asks = {f.ask for f in item.expected}
+        assert asks == {"position", "burn", "runway", "funding"}
+        breakers = {f.field for f in item.expected if f.dealbreaker}
+        negative = {"total_raised", "lead_investors"}
+        assert breakers == (negative if item.metadata["negative"] else {"cash_runway_months"})
+    item = positive[0]
+    fields = {fact.field: index for index, fact in enumerate(item.expected)}
+    runway = item.expected[fields["cash_runway_months"]]
+    assert runway.unit == "months" and runway.value > 0
+    off = _with_fact(item, fields["cash_runway_months"], value=runway.value + 0.3)
+    assert compare_item(keyed.recompute, off)[0]
+    company, as_of = item.metadata["company_id"], item.as_of
+    said = [e for e in keyed.world.events_of(company, "cash_update") if e.date <= as_of]
+    latest = said[-1]
+    gross = _with_fact(item, fields["monthly_net_burn"], value=float(latest.details["gross_burn"]))
+    assert compare_item(keyed.recompute, gross)[0]
+    older = [e for e in keyed.world.events_of(company, "cash_update") if e.date < latest.date]
+    stale = next((e for e in older if e.details["cash"] != latest.details["cash"]), None)
+    if stale is not None:
+        wrong = _with_fact(item, fields["cash"], value=float(stale.details["cash"]))
+        assert compare_item(keyed.recompute, wrong)[0]
+
+
+def test_private_cash_statements_carry_their_hard_negatives(keyed: KeyedWorld):
+    """Each interview states the cash at a month end before it was published, and a gross burn
+    above the net burn; some companies gave several (an older burn figure), and talks of a round
+    the company denied follow some of them."""
+    world, companies = keyed.world, set()
+    for company in world.companies:
+        said = world.events_of(company, "cash_update")
+        for event in said:
+            assert event.details["cash_date"] < event.date
+            assert (event.details["cash_date"] + dt.timedelta(days=1)).day == 1
+            assert event.details["gross_burn"] > event.details["net_burn"] > 0
+            assert not world.companies[company].listed
+        if said:
+            companies.add(company)
+    assert len(companies) >= 5
+    several = [c for c in companies if len(world.events_of(c, "cash_update")) > 1]
+    denied = [
+        c
+        for c in companies
+        if any(
+            e.date > world.events_of(c, "cash_update")[0].date for e in world.events_of(c, "rumour")
+        )
+    ]
+    assert several and denied
