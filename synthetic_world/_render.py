@@ -17,7 +17,7 @@ import random
 from collections.abc import Iterator
 from decimal import Decimal
 
-from synthetic_world._calendar import DAY, Period, profile_date, quarters
+from synthetic_world._calendar import DAY, Period, profile_dates, quarters
 from synthetic_world._documents import (
     CURRENCY_NAMES,
     CURRENCY_SIGNS,
@@ -154,7 +154,7 @@ class Renderer:
         else:
             yield from self._private_revenue_news()
         yield from self._event_documents()
-        yield from self._optional(self._profile())
+        yield from self._profiles()
         yield from self._optional(self._vendor_table())
 
     @staticmethod
@@ -856,9 +856,15 @@ class Renderer:
                 return year
         return None
 
-    def _profile(self) -> Document | None:
+    def _profiles(self) -> Iterator[Document]:
+        """The profile page as updated on each of its days (the latest keeps its old link)."""
+        *archived, latest = profile_dates(self.company.company_id, self.today)
+        for day in archived:
+            yield from self._optional(self._profile(day, f"profile|{day.isoformat()}"))
+        yield from self._optional(self._profile(latest, "profile"))
+
+    def _profile(self, day: dt.date, key: str) -> Document | None:
         company = self.company
-        day = profile_date(company.company_id, self.today)
         stated: list[StatedFact] = []
         peers = [self.names[p].name for p in company.peers if p in self.names]
         rows = [
@@ -902,7 +908,7 @@ class Renderer:
         if self.ledger.segments:
             body.append(f"Lines of business: {'; '.join(self.ledger.segments)}.")
         return self._doc(
-            "profile",
+            key,
             f"{company.name} company profile",
             PROFILE_SOURCE,
             "company_profile",

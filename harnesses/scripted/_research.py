@@ -616,8 +616,10 @@ async def competitors(r: Research, c: Company, s: dict[str, str]) -> str:
 
 
 async def _profile(r: Research, c: Company) -> Page | None:
-    hits = await r.search(c, "company profile", "company_profile", k=3)
-    return await r.page(hits[0]["url"]) if hits else None
+    """The company's profile page as it stood on the as-of date: its latest update by then."""
+    hits = await r.search(c, "company profile", "company_profile", k=5)
+    latest = max(hits, key=lambda h: h["published_at"], default=None)
+    return await r.page(latest["url"]) if latest else None
 
 
 async def _market_cap(r: Research, c: Company, day: dt.date) -> tuple[Decimal, str]:
