@@ -752,3 +752,36 @@ def test_private_cash_statements_carry_their_hard_negatives(keyed: KeyedWorld):
         )
     ]
     assert several and denied
+
+
+def test_briefs_reach_back_a_quarter_or_a_year_with_the_profile_of_their_day(keyed: KeyedWorld):
+    """Briefs of five draws go back beyond the latest profile update (a quarter or more), each
+    section keyed as it stood on its day: the header cites the profile update standing then (not
+    a later one), every world section recomputes from the documents published by then, and the
+    ERP facts match the ledger on that day."""
+    world = keyed.world
+    folder = keyed.folder / "briefs-back"
+    folder.mkdir(exist_ok=True)
+    items = [*keyed.briefs.items]
+    for seed in (2, 3, 4, 5):
+        items += keyed.draw("business_brief", 30, seed, folder).items
+    back = []
+    for item in items:
+        updates = sorted(p.doc.published for p in world.profiles_of(item.metadata["company_id"]))
+        assert len(updates) == 3, "a profile page and two earlier updates"
+        if item.as_of < updates[-1]:
+            back.append((item, updates))
+    assert len(back) >= 5, f"only {len(back)} briefs before the latest profile update"
+    assert any(item.as_of < updates[1] for item, updates in back), "none a year back"
+    for item, updates in back:
+        assert compare_item(keyed.recompute, item)[0] == []
+        assert erp_mismatches(keyed.erp, item) == []
+        standing = max(day for day in updates if day <= item.as_of)
+        header = [f for f in item.expected if f.field == "headquarters"]
+        cited = {world.docs[url.rsplit("/", 1)[1]].published for f in header for url in f.sources}
+        assert cited == {standing}, (item.id, cited, standing)
+    # citing the latest update (published after the brief's day) for the header is caught
+    item, _ = back[0]
+    latest = max(world.profiles_of(item.metadata["company_id"]), key=lambda p: p.doc.published)
+    index = next(i for i, f in enumerate(item.expected) if f.field == "headquarters")
+    assert compare_item(keyed.recompute, _with_fact(item, index, sources=[latest.doc.url]))[0]
