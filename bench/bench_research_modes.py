@@ -9,6 +9,7 @@ recall. The reader's accuracy is low by design; the spread between modes is the 
 minus world is what retrieval costs it, none is the floor.
 
     .venv/bin/python bench/bench_research_modes.py [--items 30] [--harness openai|custom]
+        [--dataset FILE]
 """
 
 from __future__ import annotations
@@ -65,8 +66,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=30, help="entity items (the first N)")
     parser.add_argument("--harness", default="openai", choices=("openai", "custom"))
+    parser.add_argument(
+        "--dataset",
+        type=Path,
+        default=ROOT / "datasets" / "entity_performance.yaml",
+        help="an entity set keyed on the default world (default: the shipped one)",
+    )
     args = parser.parse_args()
-    dataset = ROOT / "datasets" / "entity_performance.yaml"
+    dataset = args.dataset
     ids = [item.id for item in load_dataset(dataset).items[: args.items]]
     os.environ["OPENAI_API_KEY"] = KEY
     opts = {"api": "openai"} if args.harness == "custom" else {}

@@ -253,10 +253,11 @@ def _states_key_figure(
 ) -> bool:
     """Whether a figure states one of the key's figures (at the precision it is written in)."""
     for fact in facts:
-        numeric = fact.kind == "percent" if percent else fact.kind == "amount"  # ERP amounts too
+        # ERP amounts too; a multiple or a runway in months is a figure of the key as well
+        numeric = fact.kind == "percent" if percent else fact.kind in ("amount", "ratio")
         if not numeric:
             continue
-        scale = 1.0 if percent else SCALES[fact.scale or "units"]
+        scale = 1.0 if percent or fact.kind == "ratio" else SCALES[fact.scale or "units"]
         expected = float(fact.value) * scale
         for value, precision in readings:
             allowed = max(precision, fact.tolerance * scale) + 1e-6
@@ -457,6 +458,8 @@ def check_research_fact(
     if fact.kind == "not_disclosed":
         return check_not_published(answer, fact, siblings)
     if fact.kind == "ratio":
+        if fact.unit == "months":  # a runway: "8.6 months"
+            return _find_months(scoped, float(fact.value), fact.tolerance), ""
         return _find_ratio(scoped, float(fact.value), fact.tolerance), ""
     if fact.kind in ("name", "text"):
         return name_in(scoped, str(fact.value)), ""
@@ -484,6 +487,17 @@ def _find_ratio(answer: str, expected: float, tolerance: float) -> bool:
     return any(
         abs(float(match.group(1)) - expected) <= tolerance + 1e-9
         for match in _RATIO.finditer(answer.replace("**", ""))
+    )
+
+
+_MONTHS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*months?\b", re.IGNORECASE)
+
+
+def _find_months(answer: str, expected: float, tolerance: float) -> bool:
+    """A span in months written ``8.6 months``, within tolerance."""
+    return any(
+        abs(float(match.group(1)) - expected) <= tolerance + 1e-9
+        for match in _MONTHS.finditer(answer.replace("**", ""))
     )
 
 
@@ -763,15 +777,20 @@ def _stated_in(figure: tuple, values) -> bool:
 
 
 def _derived(figure: tuple, question: Question) -> list[ExpectedFact]:
-    """The key's computed facts (margin, share, growth, FCF, net debt, total) a reading of this
+    """The key's computed facts (margin, share, growth, FCF, net debt, total, a multiple or a
+    runway in months) a reading of this
     figure states; a figure written without a sign ("fell 2.8%") may state a negative one."""
     found = []
     for value, precision, percent in figure:
         for fact in question.expected:
-            numeric = fact.kind == "percent" if percent else fact.kind == "amount" and fact.scale
+            numeric = (
+                fact.kind == "percent"
+                if percent
+                else (fact.kind == "amount" and fact.scale) or fact.kind == "ratio"
+            )
             if not numeric:
                 continue
-            scale = 1.0 if percent else SCALES[fact.scale]
+            scale = 1.0 if percent or fact.kind == "ratio" else SCALES[fact.scale]
             expected = float(fact.value) * scale
             allowed = max(precision, fact.tolerance * scale) + 1e-6
             if min(abs(value - expected), abs(abs(value) - abs(expected))) <= allowed:

@@ -19,7 +19,10 @@ not the first one's suffix; a number glued to a letter ("109.24x") is no figure,
 integer part.
 
 Version 8: a product line's or region's share of revenue is named with "revenue", so a competing
-share beside the right one ("31.3% or 30.7% of fiscal 2024 revenue came from ...") is caught.
+share beside the right one ("31.3% or 30.7% of fiscal 2024 revenue came from ...") is caught; a
+ratio fact in months (a private company's cash runway) is found written
+``8.6 months``; a multiple or a runway of the key is one of its figures (no rival to an amount
+near it, and grounded when computed from documents the agent fetched).
 """
 
 from __future__ import annotations

@@ -643,6 +643,146 @@ def funding_history(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
     )
 
 
+# private_runway: a private company's cash runway from its stated cash, burn and rounds --------
+
+DAYS_PER_MONTH = Decimal("30.4375")
+"""An average month (365.25 / 12 days): the months elapsed since a stated cash figure."""
+MONTHS_TOLERANCE = 0.1
+"""A runway in months has one decimal."""
+
+
+def _cash_statement(ctx: KeyContext, c: Company, as_of: dt.date) -> dict | None:
+    """The company's latest statement of cash and monthly burn published by ``as_of``."""
+    statements = ctx.events(c.company_id, ("cash_update",), as_of)
+    return statements[-1] if statements else None
+
+
+def runway_months(
+    cash: Decimal, raised: Decimal, burn: Decimal, counted: dt.date, as_of: dt.date
+) -> Decimal:
+    """Months of runway left on ``as_of`` (docs/conventions.md): the cash counted on
+    ``counted`` plus the rounds raised since, over the monthly net burn, less the months
+    elapsed since ``counted``; one decimal."""
+    elapsed = Decimal((as_of - counted).days) / DAYS_PER_MONTH
+    return ((cash + raised) / burn - elapsed).quantize(TENTH, rounding=ROUND_HALF_EVEN)
+
+
+def _months_fact(field_name: str, value: Decimal, period: str, sources: list[str]) -> ExpectedFact:
+    fact = _ratio_fact(field_name, value, period, sources)
+    fact.unit, fact.tolerance, fact.basis = "months", MONTHS_TOLERANCE, None
+    return fact
+
+
+def _not_disclosed(field_name: str, day: dt.date) -> ExpectedFact:
+    return ExpectedFact(
+        kind="not_disclosed", field=field_name, value="not disclosed", period=day.isoformat()
+    )
+
+
+def private_runway(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
+    """A private company's cash at its last stated date and the rounds raised since, its latest
+    stated monthly net burn, the runway in months on the as-of date (a dealbreaker), and the total
+    raised across its rounds with their lead investors. A company that has stated no cash by
+    then: the cash, burn and runway are not disclosed (the total raised across two rounds or
+    more is still keyed, a dealbreaker)."""
+    rounds = _rounds(ctx, c, as_of)
+    total = sum((Decimal(r["amount"]) for r in rounds), Decimal(0))
+    all_sources = ctx.event_sources([r["event_id"] for r in rounds], as_of, "funding_announcement")
+    investors = list(dict.fromkeys(r["lead_investor"] for r in rounds))
+    funding = [
+        amount("total_raised", total, c, as_of.isoformat(), all_sources, basis=None),
+        ExpectedFact(
+            kind="top_n",
+            field="lead_investors",
+            value=investors,
+            ordered=False,
+            sources=all_sources,
+        ),
+    ]
+    listing = "; ".join(
+        f"{r['round_name']} {_money(Decimal(r['amount']), c)} led by {r['lead_investor']}"
+        for r in rounds
+    )
+    raised_text = (
+        f"Across its {len(rounds)} announced round{'s' if len(rounds) > 1 else ''} ({listing}) "
+        f"it has raised "
+        f"{_money(total, c)}; talks it denied are not rounds."
+    )
+    statement = _cash_statement(ctx, c, as_of)
+    if statement is None:
+        if len(rounds) < 2:  # the total raised, its dealbreaker, must be a sum
+            raise KeyError_("a single round and no cash stated")
+        facts = [
+            *_asked([_not_disclosed("cash", as_of)], "position"),
+            *_asked([_not_disclosed("monthly_net_burn", as_of)], "burn"),
+            *_asked([_not_disclosed("cash_runway_months", as_of)], "runway"),
+            *_asked(funding, "funding", dealbreaker=True),
+        ]
+        text = (
+            f"{c.name} is privately held and had not disclosed its cash or burn {as_of_text(as_of)}"
+            f", so its cash, monthly net burn and runway are not disclosed. {raised_text}"
+        )
+        return Key(text, facts, period=as_of.isoformat(), metrics=["cash runway", "total raised"])
+    counted = dt.date.fromisoformat(statement["cash_date"])
+    cash, burn = Decimal(statement["amount"]), Decimal(statement["net_burn"])
+    since = [r for r in rounds if dt.date.fromisoformat(r["date"]) > counted]
+    raised = sum((Decimal(r["amount"]) for r in since), Decimal(0))
+    months = runway_months(cash, raised, burn, counted, as_of)
+    if months <= 0:
+        raise KeyError_("the stated cash is spent by the as-of date")
+    stated = ctx.event_sources([statement["event_id"]], as_of)
+    since_sources = ctx.event_sources([r["event_id"] for r in since], as_of, "funding_announcement")
+    position = [amount("cash", cash, c, counted.isoformat(), stated, basis=None)]
+    since_text = "no round since"
+    if since:
+        window = f"{counted.isoformat()}/{as_of.isoformat()}"
+        position += [
+            amount("raised_since", raised, c, window, since_sources, basis=None),
+            amount(
+                "cash_with_rounds",
+                cash + raised,
+                c,
+                window,
+                sorted({*stated, *since_sources}),
+                basis=None,
+            ),
+        ]
+        since_text = f"{_money(raised, c)} raised since, {_money(cash + raised, c)} in all"
+    facts = [
+        *_asked(position, "position"),
+        *_asked(
+            [amount("monthly_net_burn", burn, c, counted.isoformat(), stated, basis=None)], "burn"
+        ),
+        *_asked(
+            [
+                _months_fact(
+                    "cash_runway_months",
+                    months,
+                    as_of.isoformat(),
+                    sorted({*stated, *since_sources}),
+                )
+            ],
+            "runway",
+            dealbreaker=True,  # the analysis itself: stating the stated figures is not enough
+        ),
+        *_asked(funding, "funding"),
+    ]
+    text = (
+        f"{c.name} is privately held. Its latest statement {as_of_text(as_of)} put cash at "
+        f"{_money(cash, c)} on {long_date(counted)} ({since_text}) and its monthly net burn at "
+        f"{_money(burn, c)} (the gross burn, before customer receipts, is not the burn). "
+        f"{(as_of - counted).days} days ({(Decimal((as_of - counted).days) / DAYS_PER_MONTH):.1f}"
+        f" months) have passed since, so the runway {as_of_text(as_of)} is about {months} "
+        f"months. {raised_text}"
+    )
+    return Key(
+        text,
+        facts,
+        period=as_of.isoformat(),
+        metrics=["cash", "monthly net burn", "cash runway", "total raised"],
+    )
+
+
 def valuation_snapshot(ctx: KeyContext, c: Company, as_of: dt.date, day: dt.date) -> Key:
     """Market capitalisation at a close, enterprise value with the balance sheet last reported
     by then, EV over the latest fiscal year's operating income, and the share price change over
@@ -887,5 +1027,6 @@ PROGRAMS = {
     "funding_history": funding_history,
     "valuation_snapshot": valuation_snapshot,
     "regulatory_exposure": regulatory_exposure,
+    "private_runway": private_runway,
 }
 """Analyst kind -> its key program."""

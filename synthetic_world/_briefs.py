@@ -2,12 +2,13 @@
 
 Each brief is about a notable company that is a customer or vendor in the ERP, as of the world's
 today (which is the ERP's today) or, for a share of them, as of an earlier day (no earlier than
-the company's profile page). Its key holds one fact or more per section: header (name, ticker,
-chief executive, headquarters), financials (latest fiscal year revenue and operating margin, or
-the latest funding round of a private company), strategic moves (the latest deal or launch),
-lines of business, peers, top news with its sentiment, and per ERP account of the company its
-open balance, aging, overdue amount and last payment on the brief's day, computed by the ERP's
-own oracle (``synthetic_erp.scenarios._position``).
+the first kept update of the company's profile page, about a year before its latest). Its key
+holds one fact or more per section: header (name, ticker, chief executive, headquarters),
+financials (latest fiscal year revenue and operating margin, or the latest funding round of a
+private company), strategic moves (the latest deal or launch), lines of business, peers, top
+news with its sentiment, and per ERP account of the company its open balance, aging, overdue
+amount and last payment on the brief's day, computed by the ERP's own oracle
+(``synthetic_erp.scenarios._position``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sqlalchemy import Engine, select
 
 from ledgerbench_core.dataset import Ask, ExpectedFact, Question, TaskType
 from synthetic_erp import _schema as erp
-from synthetic_world._calendar import profile_date
+from synthetic_world._calendar import profile_dates, profile_on
 from synthetic_world._documents import long_date
 from synthetic_world._keys import (
     Company,
@@ -81,10 +82,10 @@ def _header(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedF
     ).fetchone()
     _, city, ticker, exchange = row
     ceo = _chief_executive_on(ctx, c, as_of, row[0])
-    profile = ctx.doc_sources(c.company_id, "company_profile", as_of)
+    profile = ctx.profile_sources(c.company_id, as_of)
     ceo_sources = profile
     changes = ctx.events(c.company_id, ("executive_change",), as_of)
-    profile_day = profile_date(c.company_id, ctx.today)
+    profile_day = profile_on(c.company_id, ctx.today, as_of) or as_of
     if changes and changes[-1]["date"] > profile_day.isoformat():
         # The profile predates the latest change of chief executive: the news states the new one.
         ceo_sources = ctx.event_sources([changes[-1]["event_id"]], as_of)
@@ -115,7 +116,7 @@ def _overview(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[Expecte
     (industry,) = ctx.conn.execute(
         "SELECT industry FROM company WHERE company_id = ?", (c.company_id,)
     ).fetchone()
-    profile = ctx.doc_sources(c.company_id, "company_profile", as_of)
+    profile = ctx.profile_sources(c.company_id, as_of)
     fact = ExpectedFact(kind="name", field="industry", value=industry, sources=profile)
     return _tagged([fact], "overview"), f"Industry: {industry}."
 
@@ -224,7 +225,7 @@ def _strategy(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[Expecte
 
 def _lines_and_peers(ctx: KeyContext, c: Company, as_of: dt.date) -> tuple[list[ExpectedFact], str]:
     facts, text = [], ""
-    profile = ctx.doc_sources(c.company_id, "company_profile", as_of)
+    profile = ctx.profile_sources(c.company_id, as_of)
     if c.segments:
         lines = ExpectedFact(
             kind="top_n",
@@ -415,10 +416,11 @@ def brief_questions(
 
 def _brief_day(ctx: KeyContext, c: Company, rng: random.Random) -> dt.date:
     """The world's today, or for a share of briefs an earlier day on which the company's profile
-    page (the source of its header, lines of business and peers) was already published."""
+    page (the source of its header, lines of business and peers) was already published: its
+    first update kept, about a year before its latest."""
     if rng.random() >= EARLIER_SHARE:
         return ctx.today
-    first = profile_date(c.company_id, ctx.today)
+    first = profile_dates(c.company_id, ctx.today)[0]
     last = ctx.today - dt.timedelta(days=3)
     if first >= last:
         return ctx.today

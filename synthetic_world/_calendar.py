@@ -91,6 +91,24 @@ def profile_date(company_id: str, today: dt.date) -> dt.date:
     return today - DAY * (5 + spread)
 
 
+PROFILE_HISTORY_DAYS = (365, 91)
+"""Earlier updates of a company's profile page: about a year and a quarter before the latest (a
+brief may be asked as of a day that far back)."""
+
+
+def profile_dates(company_id: str, today: dt.date) -> list[dt.date]:
+    """Every update of a company's profile page, oldest first: the earlier ones the archive
+    keeps, and the latest (:func:`profile_date`)."""
+    latest = profile_date(company_id, today)
+    return [*(latest - DAY * days for days in PROFILE_HISTORY_DAYS), latest]
+
+
+def profile_on(company_id: str, today: dt.date, day: dt.date) -> dt.date | None:
+    """The profile update a reader sees on ``day``: the latest one published by then."""
+    seen = [update for update in profile_dates(company_id, today) if update <= day]
+    return seen[-1] if seen else None
+
+
 def trading_days(start: dt.date, end: dt.date) -> list[dt.date]:
     """Weekdays from ``start`` to ``end`` (the world's exchanges close on weekends only)."""
     days, day = [], start

@@ -114,6 +114,8 @@ class EventsBuilder:
             self._restructuring()
         if company.listed:
             self._regulatory_history()
+        if not company.listed:
+            self._cash_updates()
         self.ledger.events.sort(key=lambda e: (e.date, e.event_id))
 
     def _launch(self) -> None:
@@ -301,25 +303,79 @@ class EventsBuilder:
         if rng.random() < 0.2:
             rumour = self._date(dates[-1] + DAY * 30, self.today - DAY * 60)
             if rumour < self.today - DAY * 60:
-                size, worth = tenth(amount), tenth(valuation * 1.2)
-                event = self._event(
-                    "funding_rumour",
-                    rumour,
-                    "positive",
-                    f"{company.short} said to be in talks to raise funding",
-                    amount=size,
-                    currency=company.currency,
-                    post_money=worth,
-                    status="denied",
-                    round_name=ROUNDS[min(first + rounds, len(ROUNDS) - 1)],
-                )
-                self._event(
-                    "rumour_denial",
-                    rumour + DAY * rng.randint(5, 40),
-                    "neutral",
-                    f"{company.short} denies funding talks",
-                    refers_to=event.event_id,
-                )
+                round_name = ROUNDS[min(first + rounds, len(ROUNDS) - 1)]
+                self._rumour(rng, rumour, tenth(amount), tenth(valuation * 1.2), round_name)
+
+    def _rumour(
+        self, rng: random.Random, day: dt.date, size: Decimal, worth: Decimal, round_name: str
+    ) -> None:
+        """Reported talks of a round, denied by the company 5 to 40 days later."""
+        company = self.company
+        event = self._event(
+            "funding_rumour",
+            day,
+            "positive",
+            f"{company.short} said to be in talks to raise funding",
+            amount=size,
+            currency=company.currency,
+            post_money=worth,
+            status="denied",
+            round_name=round_name,
+        )
+        self._event(
+            "rumour_denial",
+            day + DAY * rng.randint(5, 40),
+            "neutral",
+            f"{company.short} denies funding talks",
+            refers_to=event.event_id,
+        )
+
+    def _cash_updates(self) -> None:
+        """Statements of cash on hand and monthly burn by some private companies (a chief
+        executive's interview), one to three over the years after their first round, sometimes
+        followed by talks of a round the company denies. Their own random stream: every other
+        draw of the world is as it was before they existed."""
+        company = self.company
+        rng = random.Random(f"private-runway:{company.company_id}")
+        rounds = [e for e in self.ledger.events if e.kind == "funding_round"]
+        if not rounds or rng.random() >= (0.7 if company.kind == "notable" else 0.3):
+            return
+        low, high = rounds[0].date + DAY * 60, self.today - DAY * 10
+        if low >= high:
+            return
+        days = sorted({low + DAY * rng.randint(0, (high - low).days) for _ in range(3)})
+        days = days[-rng.randint(1, 3) :]
+        counted = None
+        for day in days:
+            cash_date = day.replace(day=1) - DAY  # the last month end before the interview
+            if counted is not None and cash_date <= counted:
+                continue  # two interviews in one month: the first one stands
+            counted = cash_date
+            raised = [e.amount for e in rounds if e.date <= cash_date and e.amount]
+            base = raised[-1] if raised else rounds[0].amount or Decimal(10)
+            cash = tenth(float(base) * rng.uniform(0.35, 0.85))
+            net = max(tenth(float(cash) / rng.uniform(12, 30)), Decimal("0.1"))
+            gross = max(tenth(float(net) * rng.uniform(1.4, 2.2)), net + Decimal("0.1"))
+            self._event(
+                "cash_update",
+                day,
+                "neutral",
+                f"{company.short} chief executive on cash and burn",
+                amount=cash,
+                currency=company.currency,
+                cash_date=cash_date,
+                net_burn=net,
+                gross_burn=gross,
+            )
+        if counted is not None and rng.random() < 0.4:
+            last = max(rounds, key=lambda e: e.date)
+            start = max(counted + DAY * 10, last.date + DAY * 30)
+            if start < self.today - DAY * 60:
+                day = start + DAY * rng.randint(0, (self.today - DAY * 60 - start).days)
+                size = tenth(float(last.amount or 1) * rng.uniform(1.5, 2.5))
+                worth = tenth(float(last.post_money or 1) * rng.uniform(1.6, 2.4))
+                position = ROUNDS.index(last.round_name) if last.round_name in ROUNDS else 0
+                self._rumour(rng, day, size, worth, ROUNDS[min(position + 1, len(ROUNDS) - 1)])
 
     def _restructuring(self) -> None:
         rng, company = self.rng, self.company

@@ -107,7 +107,8 @@ class Event:
     kind: str
     """funding_round, acquisition, executive_change, product_launch, regulatory_action,
     rating_change, restructuring, funding_rumour, rumour_denial, regulatory_investigation,
-    regulatory_closure."""
+    regulatory_closure, cash_update (a private company's statement of its cash and monthly
+    burn)."""
     date: dt.date
     sentiment: str
     """positive, neutral or negative."""
@@ -138,6 +139,12 @@ class Event:
     """confirmed, rumour or denied (a rumour that a later event denies)."""
     refers_to: str | None = None
     """The rumour a denial denies."""
+    cash_date: dt.date | None = None
+    """cash_update: the day its cash (``amount``) was counted (a month end before ``date``)."""
+    net_burn: Decimal | None = None
+    """cash_update: monthly net burn (spending less customer receipts), millions."""
+    gross_burn: Decimal | None = None
+    """cash_update: monthly gross burn (spending before customer receipts), millions."""
 
 
 @dataclass

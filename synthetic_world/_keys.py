@@ -204,6 +204,17 @@ class KeyContext:
         ).fetchall()
         return [self.url(doc) for (doc,) in rows]
 
+    def profile_sources(self, cid: str, as_of: dt.date) -> list[str]:
+        """The company's profile page as it stood on ``as_of``: its latest update by then."""
+        row = self.conn.execute(
+            "SELECT d.doc_id FROM document d JOIN document_company dc USING (doc_id) "
+            "WHERE dc.company_id = ? AND d.source_type = 'company_profile' AND "
+            "d.published_at <= ? AND substr(d.companies, 1, length(?)) = ? "
+            "ORDER BY d.published_at DESC LIMIT 1",
+            (cid, as_of.isoformat(), cid, cid),
+        ).fetchone()
+        return [self.url(row[0])] if row else []
+
     def events(self, cid: str, kinds: tuple[str, ...], as_of: dt.date) -> list[dict]:
         marks = ",".join("?" * len(kinds))
         rows = self.conn.execute(
@@ -742,7 +753,7 @@ def competitors(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
     names = [ctx.companies[p].name for p in c.peers]
     if not names:
         raise KeyError_("no peers")
-    sources = ctx.doc_sources(c.company_id, "company_profile", as_of)
+    sources = ctx.profile_sources(c.company_id, as_of)
     if not sources:
         raise KeyError_("no profile published by the as-of date")
     fact = ExpectedFact(

@@ -72,6 +72,8 @@ VERSIONED_METRICS = ("revenue", "gross_profit", "operating_income", "net_income"
 """The figures a restatement or a revision changes."""
 TRAP_TRIES = 250
 """Draws of an item that must meet a hard negative before one without is taken."""
+NEGATIVE_ANALYST = {"private_runway": 0.25}
+"""Analyst kinds drawn as "not disclosed" items at this rate (the company states no cash)."""
 NEGATIVE_CAPABLE = {
     "fy_metric",
     "operating_margin",
@@ -184,7 +186,7 @@ class Drafter:
         span = (self.ctx.today - earliest).days
         return earliest + dt.timedelta(days=self.rng.randint(0, max(span - 30, 1)))
 
-    def candidates(self, kind: Kind, as_of: dt.date) -> list[Company]:
+    def candidates(self, kind: Kind, as_of: dt.date, negative: bool | None = None) -> list[Company]:
         out = []
         for company in self.notable:
             if "listed" in kind.needs and not company.listed:
@@ -209,6 +211,10 @@ class Drafter:
                 company.company_id, REGULATORY_HISTORY, as_of
             ):
                 continue
+            if "cash_statement" in kind.needs and bool(
+                self.ctx.events(company.company_id, ("cash_update",), as_of)
+            ) is (negative is True):
+                continue  # a "not disclosed" item needs a company that has stated no cash
             out.append(company)
         return out
 
@@ -243,7 +249,7 @@ class Drafter:
         """A keyed item of ``kind``; with ``trapped``, only one whose natural search meets a
         hard negative in its top five (synthetic_world/_traps.py)."""
         as_of = self.as_of()
-        companies = self.candidates(kind, as_of)
+        companies = self.candidates(kind, as_of, negative)
         if not companies:
             raise KeyError_("no company fits")
         if kind.kind == "fy_metric" and not negative and self.rng.random() < VERSIONED_SHARE:
@@ -285,7 +291,7 @@ class Drafter:
                 if has == negative:
                     raise KeyError_("polarity")
             return {}
-        if name == "funding_history":
+        if name in ("funding_history", "private_runway"):
             return {}
         if name == "regulatory_exposure":
             first, last = regulatory_window(as_of)
@@ -495,9 +501,12 @@ def entity_questions(
             else:
                 pool = singles
             kind = rng.choices(pool, [k.weight for k in pool])[0]
+            polarity = negative
+            if wanted and kind.kind in NEGATIVE_ANALYST:  # some analyst items: "not disclosed"
+                polarity = rng.random() < NEGATIVE_ANALYST[kind.kind]
             try:
                 # the last tries take an item without a hard negative rather than none
-                key, params, company, as_of = drafter.draw(kind, negative, attempt < TRAP_TRIES)
+                key, params, company, as_of = drafter.draw(kind, polarity, attempt < TRAP_TRIES)
             except KeyError_:
                 continue
             query, style = drafter.words(key, kind, company, as_of, params)

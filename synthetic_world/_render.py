@@ -17,7 +17,7 @@ import random
 from collections.abc import Iterator
 from decimal import Decimal
 
-from synthetic_world._calendar import DAY, Period, profile_date, quarters
+from synthetic_world._calendar import DAY, Period, profile_dates, quarters
 from synthetic_world._documents import (
     CURRENCY_NAMES,
     CURRENCY_SIGNS,
@@ -69,6 +69,9 @@ PRIVATE_REACTION = {
     "negative": "Industry observers read the news as a setback (sentiment: negative).",
     "neutral": "Industry observers saw little change (sentiment: neutral).",
 }
+
+UNRATED_NEWS = ("funding_rumour", "rumour_denial", "cash_update")
+"""Event kinds whose article states no sentiment (talks, denials, a chief executive's interview)."""
 
 
 class Renderer:
@@ -151,7 +154,7 @@ class Renderer:
         else:
             yield from self._private_revenue_news()
         yield from self._event_documents()
-        yield from self._optional(self._profile())
+        yield from self._profiles()
         yield from self._optional(self._vendor_table())
 
     @staticmethod
@@ -710,15 +713,16 @@ class Renderer:
             "rumour_denial": self._denial_text,
             "regulatory_investigation": self._investigation_text,
             "regulatory_closure": self._closure_text,
+            "cash_update": self._cash_text,
         }[event.kind](event)
         source = self._source(event.event_id)
         companies = [company.company_id]
         if event.counterparty in self.names:
             companies.append(event.counterparty)
         body = [f"# {event.headline}", f"*{source}, {long_date(day)}*", lead]
-        if event.kind not in ("funding_rumour", "rumour_denial") and self.company.listed:
+        if event.kind not in UNRATED_NEWS and self.company.listed:
             body.append(MARKET_REACTION[event.sentiment])
-        elif event.kind not in ("funding_rumour", "rumour_denial"):
+        elif event.kind not in UNRATED_NEWS:
             body.append(PRIVATE_REACTION[event.sentiment])
         return self._doc(
             f"news|{event.event_id}",
@@ -838,6 +842,16 @@ class Renderer:
         return (
             f"{self.company.name} said it is not raising new capital and denied reports of "
             "funding talks."
+        )
+
+    def _cash_text(self, e: Event) -> str:
+        return (
+            f"In an interview, {self._ceo_on(e.date)}, chief executive of privately held "
+            f"{self.company.name}, said the company had {self._exact(e.amount, e.currency)} of "
+            f"cash and equivalents on hand at {long_date(e.cash_date or e.date)}. Its net burn, "
+            f"spending less what customers pay, was {self._exact(e.net_burn, e.currency)} a "
+            f"month; its gross burn, before customer receipts, was "
+            f"{self._exact(e.gross_burn, e.currency)} a month."
         )
 
     def _funding_announcement(self, e: Event) -> Document | None:
@@ -973,9 +987,15 @@ class Renderer:
                 return year
         return None
 
-    def _profile(self) -> Document | None:
+    def _profiles(self) -> Iterator[Document]:
+        """The profile page as updated on each of its days (the latest keeps its old link)."""
+        *archived, latest = profile_dates(self.company.company_id, self.today)
+        for day in archived:
+            yield from self._optional(self._profile(day, f"profile|{day.isoformat()}"))
+        yield from self._optional(self._profile(latest, "profile"))
+
+    def _profile(self, day: dt.date, key: str) -> Document | None:
         company = self.company
-        day = profile_date(company.company_id, self.today)
         stated: list[StatedFact] = []
         peers = [self.names[p].name for p in company.peers if p in self.names]
         rows = [
@@ -1019,7 +1039,7 @@ class Renderer:
         if self.ledger.segments:
             body.append(f"Lines of business: {'; '.join(self.ledger.segments)}.")
         return self._doc(
-            "profile",
+            key,
             f"{company.name} company profile",
             PROFILE_SOURCE,
             "company_profile",

@@ -8,6 +8,7 @@ leaves nothing behind; the same seed writes a byte-identical file.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import sqlite3
@@ -215,6 +216,9 @@ _EVENT_FIELDS = (
     "refers_to",
     "matter",
     "action",
+    "cash_date",
+    "net_burn",
+    "gross_burn",
 )
 
 
@@ -223,7 +227,11 @@ def event_details(event: Event) -> dict:
     for name in _EVENT_FIELDS:
         value = getattr(event, name)
         if value is not None:
-            details[name] = str(value) if name in ("amount", "post_money") else value
+            details[name] = (
+                str(value) if name in ("amount", "post_money", "net_burn", "gross_burn") else value
+            )
+            if isinstance(value, dt.date):
+                details[name] = value.isoformat()
     return details
 
 

@@ -11,7 +11,8 @@ documents and it states a figure a careless reader would take for the key:
 - the company's figures in another scale (a data vendor's table in thousands) or for a calendar
   year (an analyst note, when the fiscal year is not the calendar year);
 - a look-alike company's document (its planted decoy);
-- a funding rumour or its denial, for funding questions;
+- a funding rumour or its denial, for funding questions (and an older statement of a private
+  company's cash and burn, for its runway);
 - another regulatory event of the company, for regulatory questions: an investigation opened or
   closed without a penalty, or a penalty outside the item's window (or not the one keyed).
 
@@ -67,12 +68,14 @@ WORDS = {
     "valuation_snapshot": "shares outstanding total debt",
     "ebitda": "operating income depreciation and amortization",
     "regulatory_exposure": "regulator fine settlement penalty",
+    # private_runway: a private company's stated cash and burn, and its rounds
+    "private_runway": "cash burn funding round",
 }
 """Question kind -> the words of what it asks, with the item's parameters filled in."""
 
-FUNDING_KINDS = {"latest_funding_round", "total_raised", "funding_history"}
 REGULATORY_KINDS = {"regulatory_action", "regulatory_exposure"}
 REGULATORY_EVENTS = ("regulatory_action", "regulatory_investigation", "regulatory_closure")
+FUNDING_KINDS = {"latest_funding_round", "total_raised", "funding_history", "private_runway"}
 
 
 def natural_query(kind: str, company_name: str, params: dict[str, Any]) -> str:
@@ -136,7 +139,7 @@ class TrapFinder:
                 self.conn.execute(
                     "SELECT 1 FROM document_event de JOIN event e USING (event_id) WHERE "
                     "de.doc_id = ? AND e.company_id = ? AND e.kind IN ('funding_rumour', "
-                    "'rumour_denial', 'funding_round') LIMIT 1",
+                    "'rumour_denial', 'funding_round', 'cash_update') LIMIT 1",
                     (hit.doc_id, company_id),
                 ).fetchone()
             )

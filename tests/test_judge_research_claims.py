@@ -138,3 +138,24 @@ def test_a_figure_belongs_to_the_company_named_nearest() -> None:
     swapped = "Cohen & Lara Co.'s revenue grew 11.7% in fiscal 2025, against 1.4% for Welch Corp."
     assert stated(right, a, q) and stated(right, b, q)
     assert not stated(swapped, a, q) and not stated(swapped, b, q)
+
+
+RUNWAY = ExpectedFact(
+    kind="ratio", field="cash_runway_months", value=8.6, tolerance=0.1, unit="months",
+    period="2026-03-02",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("answer", "stated"),
+    [
+        ("The runway as of March 2, 2026 is about **8.6 months**.", True),
+        ("Cash lasts 8.7 months at the current net burn.", True),
+        ("Cash lasts 1 month.", False),
+        ("The runway is 8.9 months.", False),
+        ("Cash covers 8.6x the monthly burn.", False),
+        ("Runway: 18.6 months.", False),
+    ],
+)
+def test_a_runway_in_months_is_read_in_months(answer: str, stated: bool) -> None:
+    assert check_research_fact(answer, RUNWAY, keyed(RUNWAY))[0] is stated

@@ -863,3 +863,100 @@ def test_the_regulatory_history_matters_against_income(keyed: KeyedWorld):
     assert len(shares) >= 10
     assert sorted(shares)[len(shares) // 2] >= 1  # the median penalty is 1% of income or more
     assert max(shares) >= 8
+
+
+def test_private_runway_is_keyed_from_stated_cash_burn_and_rounds(keyed: KeyedWorld):
+    """Private companies' cash and monthly burn are read from their chief executives'
+    interviews alone: every private-runway item of the draws recomputes from them and the funding
+    announcements, positive and "not disclosed" alike; a runway off by 0.3 months, the gross burn
+    keyed for the net one, or an older interview's cash is caught."""
+    items = [
+        (item, mismatches)
+        for item, mismatches in _pool(keyed)
+        if item.metadata["kind"] == "private_runway"
+    ]
+    assert len(items) >= 3, f"only {len(items)} private-runway items in five draws"
+    assert [m for _, m in items if m] == []
+    positive = [item for item, _ in items if not item.metadata["negative"]]
+    assert positive and len(positive) < len(items), "positive and 'not disclosed' items both"
+    for item, _ in items:
+        asks = {f.ask for f in item.expected}
+        assert asks == {"position", "burn", "runway", "funding"}
+        breakers = {f.field for f in item.expected if f.dealbreaker}
+        negative = {"total_raised", "lead_investors"}
+        assert breakers == (negative if item.metadata["negative"] else {"cash_runway_months"})
+    item = positive[0]
+    fields = {fact.field: index for index, fact in enumerate(item.expected)}
+    runway = item.expected[fields["cash_runway_months"]]
+    assert runway.unit == "months" and runway.value > 0
+    off = _with_fact(item, fields["cash_runway_months"], value=runway.value + 0.3)
+    assert compare_item(keyed.recompute, off)[0]
+    company, as_of = item.metadata["company_id"], item.as_of
+    said = [e for e in keyed.world.events_of(company, "cash_update") if e.date <= as_of]
+    latest = said[-1]
+    gross = _with_fact(item, fields["monthly_net_burn"], value=float(latest.details["gross_burn"]))
+    assert compare_item(keyed.recompute, gross)[0]
+    older = [e for e in keyed.world.events_of(company, "cash_update") if e.date < latest.date]
+    stale = next((e for e in older if e.details["cash"] != latest.details["cash"]), None)
+    if stale is not None:
+        wrong = _with_fact(item, fields["cash"], value=float(stale.details["cash"]))
+        assert compare_item(keyed.recompute, wrong)[0]
+
+
+def test_private_cash_statements_carry_their_hard_negatives(keyed: KeyedWorld):
+    """Each interview states the cash at a month end before it was published, and a gross burn
+    above the net burn; some companies gave several (an older burn figure), and talks of a round
+    the company denied follow some of them."""
+    world, companies = keyed.world, set()
+    for company in world.companies:
+        said = world.events_of(company, "cash_update")
+        for event in said:
+            assert event.details["cash_date"] < event.date
+            assert (event.details["cash_date"] + dt.timedelta(days=1)).day == 1
+            assert event.details["gross_burn"] > event.details["net_burn"] > 0
+            assert not world.companies[company].listed
+        if said:
+            companies.add(company)
+    assert len(companies) >= 5
+    several = [c for c in companies if len(world.events_of(c, "cash_update")) > 1]
+    denied = [
+        c
+        for c in companies
+        if any(
+            e.date > world.events_of(c, "cash_update")[0].date for e in world.events_of(c, "rumour")
+        )
+    ]
+    assert several and denied
+
+
+def test_briefs_reach_back_a_quarter_or_a_year_with_the_profile_of_their_day(keyed: KeyedWorld):
+    """Briefs of five draws go back beyond the latest profile update (a quarter or more), each
+    section keyed as it stood on its day: the header cites the profile update standing then (not
+    a later one), every world section recomputes from the documents published by then, and the
+    ERP facts match the ledger on that day."""
+    world = keyed.world
+    folder = keyed.folder / "briefs-back"
+    folder.mkdir(exist_ok=True)
+    items = [*keyed.briefs.items]
+    for seed in (2, 3, 4, 5):
+        items += keyed.draw("business_brief", 30, seed, folder).items
+    back = []
+    for item in items:
+        updates = sorted(p.doc.published for p in world.profiles_of(item.metadata["company_id"]))
+        assert len(updates) == 3, "a profile page and two earlier updates"
+        if item.as_of < updates[-1]:
+            back.append((item, updates))
+    assert len(back) >= 5, f"only {len(back)} briefs before the latest profile update"
+    assert any(item.as_of < updates[1] for item, updates in back), "none a year back"
+    for item, updates in back:
+        assert compare_item(keyed.recompute, item)[0] == []
+        assert erp_mismatches(keyed.erp, item) == []
+        standing = max(day for day in updates if day <= item.as_of)
+        header = [f for f in item.expected if f.field == "headquarters"]
+        cited = {world.docs[url.rsplit("/", 1)[1]].published for f in header for url in f.sources}
+        assert cited == {standing}, (item.id, cited, standing)
+    # citing the latest update (published after the brief's day) for the header is caught
+    item, _ = back[0]
+    latest = max(world.profiles_of(item.metadata["company_id"]), key=lambda p: p.doc.published)
+    index = next(i for i, f in enumerate(item.expected) if f.field == "headquarters")
+    assert compare_item(keyed.recompute, _with_fact(item, index, sources=[latest.doc.url]))[0]

@@ -134,7 +134,8 @@ class Event:
     company: str
     kind: str
     """launch, acquisition, ceo_change, fine, rating_change, job_cuts, funding_round, rumour,
-    denial, revenue_announcement, settlement, investigation, closure."""
+    denial, revenue_announcement, settlement, investigation, closure, cash_update (a private
+    company's cash and monthly burn)."""
     date: dt.date
     doc: Doc
     details: dict
@@ -823,6 +824,28 @@ def read_news(world: World, doc: Doc, names: set[str]) -> None:
         r"(.+) said it is not raising new capital and denied reports of funding talks\.", text
     ):
         event("denial")
+    elif m := re.fullmatch(
+        rf"In an interview, (.+), chief executive of privately held (.+), said the company had "
+        rf"{MONEY} of cash and equivalents on hand at {DATE}\. Its net burn, spending less what "
+        rf"customers pay, was {MONEY} a month; its gross burn, before customer receipts, was "
+        rf"{MONEY} a month\.",
+        text,
+    ):
+        cash, cash_half, cur = money(_Match(m.groups()[2:6]))
+        net, net_half, cur2 = money(_Match(m.groups()[9:13]))
+        gross, _, cur3 = money(_Match(m.groups()[13:17]))
+        for currency in (cur, cur2, cur3):
+            _own_currency(world, doc, currency)
+        event(
+            "cash_update",
+            cash=cash,
+            cash_half=cash_half,
+            cash_date=parse_date(f"{m[7]} {m[8]}, {m[9]}"),
+            net_burn=net,
+            net_burn_half=net_half,
+            gross_burn=gross,
+            currency=cur,
+        )
     elif m := re.fullmatch(
         rf"Privately held (.+) said revenue for fiscal (\d{{4}}), the year ended {DATE}, was "
         rf"{MONEY}\. .+",

@@ -1166,6 +1166,116 @@ def funding_history(rc, company, params, as_of):
     ]
 
 
+# private_runway: the runway of a private company from its stated cash, burn and rounds ------
+
+DAYS_PER_MONTH = Decimal("30.4375")  # 365.25 / 12 (docs/conventions.md)
+
+
+def private_runway(rc, company, params, as_of):
+    """The last stated cash (and the rounds announced after the day it was counted), the monthly
+    net burn stated with it, the runway in months on the as-of date (cash plus rounds since over
+    the burn, less the months since the count), the total raised and the lead investors; "not
+    disclosed" for the first three when no statement is published by then."""
+    rounds = rc.rounds(company, as_of)
+    if not rounds:
+        raise KeyUnavailable("no funding round")
+    currency = rounds[0][0].details["currency"]
+    announced = [
+        (r, frozenset(e.doc.doc_id for e in r if e.doc.source_type == "funding_announcement"))
+        for r in rounds
+    ]
+    leads = list(dict.fromkeys(r[0].details["lead"] for r in rounds))
+    funding = _asked(
+        "funding",
+        [
+            *total_raised(rc, company, params, as_of),
+            Fact(
+                "top_n",
+                "lead_investors",
+                leads,
+                ordered=False,
+                inputs=[(f"round {i}", docs) for i, (_, docs) in enumerate(announced)],
+            ),
+        ],
+    )
+    said = [e for e in rc.world.events_of(company, "cash_update") if e.date <= as_of]
+    if not said:
+        day = as_of.isoformat()
+        return [
+            *_asked("position", [Fact("not_disclosed", "cash", "not disclosed", period=day)]),
+            *_asked(
+                "burn", [Fact("not_disclosed", "monthly_net_burn", "not disclosed", period=day)]
+            ),
+            *_asked(
+                "runway",
+                [Fact("not_disclosed", "cash_runway_months", "not disclosed", period=day)],
+            ),
+            *funding,
+        ]
+    last = max(said, key=lambda e: e.date)
+    counted = last.details["cash_date"]
+    statement = [("cash statement", frozenset({last.doc.doc_id}))]
+
+    def money_fact(field_: str, value: Decimal, period: str, inputs, half=Decimal("0.05")):
+        return Fact(
+            "amount",
+            field_,
+            value,
+            0.05,
+            currency=currency,
+            scale="millions",
+            period=period,
+            half_unit=half,
+            inputs=inputs,
+        )
+
+    cash, burn = last.details["cash"], last.details["net_burn"]
+    since = [(r, docs) for r, docs in announced if r[0].date > counted]
+    raised = sum((_most_precise(r, "amount")[0] for r, _ in since), Decimal(0))
+    since_inputs = [(f"{r[0].details['series']} round", docs) for r, docs in since]
+    position = [money_fact("cash", cash, counted.isoformat(), statement, last.details["cash_half"])]
+    if since:
+        window = f"{counted.isoformat()}/{as_of.isoformat()}"
+        position += [
+            money_fact("raised_since", raised, window, since_inputs),
+            money_fact("cash_with_rounds", cash + raised, window, statement + since_inputs),
+        ]
+    elapsed = Decimal((as_of - counted).days) / DAYS_PER_MONTH
+    months = ((cash + raised) / burn - elapsed).quantize(Decimal("0.1"), ROUND_HALF_UP)
+    if months <= 0:
+        raise KeyUnavailable("the stated cash is spent by the as-of date")
+    return [
+        *_asked("position", position),
+        *_asked(
+            "burn",
+            [
+                money_fact(
+                    "monthly_net_burn",
+                    burn,
+                    counted.isoformat(),
+                    statement,
+                    last.details["net_burn_half"],
+                )
+            ],
+        ),
+        *_asked(
+            "runway",
+            [
+                Fact(
+                    "ratio",
+                    "cash_runway_months",
+                    months,
+                    0.1,
+                    unit="months",
+                    period=as_of.isoformat(),
+                    inputs=statement + since_inputs,
+                )
+            ],
+        ),
+        *funding,
+    ]
+
+
 def valuation_snapshot(rc, company, params, as_of):
     day = dt.date.fromisoformat(params["day"])
     cap = rc.market_cap(company, day, as_of)
@@ -1345,6 +1455,7 @@ PROGRAMS: dict[str, Callable] = {
     "funding_history": funding_history,
     "valuation_snapshot": valuation_snapshot,
     "regulatory_exposure": regulatory_exposure,
+    "private_runway": private_runway,
     "fy_metric": _fy_item("fy_metric", fy_metric),
     "latest_fy_metric": latest_fy_metric,
     "operating_margin": _fy_item("operating_margin", operating_margin),

@@ -640,8 +640,10 @@ async def competitors(r: Research, c: Company, s: dict[str, str]) -> str:
 
 
 async def _profile(r: Research, c: Company) -> Page | None:
-    hits = await r.search(c, "company profile", "company_profile", k=3)
-    return await r.page(hits[0]["url"]) if hits else None
+    """The company's profile page as it stood on the as-of date: its latest update by then."""
+    hits = await r.search(c, "company profile", "company_profile", k=5)
+    latest = max(hits, key=lambda h: h["published_at"], default=None)
+    return await r.page(latest["url"]) if latest else None
 
 
 async def _market_cap(r: Research, c: Company, day: dt.date) -> tuple[Decimal, str]:
@@ -1144,6 +1146,79 @@ async def funding_history(r: Research, c: Company, s: dict[str, str]) -> str:
     )
 
 
+# private_runway: a private company's stated cash and burn, and its rounds ----------------------
+
+DAYS_PER_MONTH = Decimal("30.4375")  # an average month (docs/conventions.md)
+CASH_INTERVIEW = (
+    rf"had (-?[$€£][\d,]+\.\d million) of cash and equivalents on hand at ({LONG_DATE})\. "
+    rf"Its net burn, spending less what customers pay, was ([$€£][\d,]+\.\d million) a month"
+)
+
+
+async def _cash_statement(r: Research, c: Company) -> tuple[Page, Decimal, dt.date, Decimal] | None:
+    """The latest interview published by the as-of date stating the company's cash (and the
+    day it was counted) and its monthly net burn."""
+    hits = [
+        h
+        for h in await r.search(c, "chief executive on cash and burn", "news")
+        if h["title"].endswith("chief executive on cash and burn")
+    ]
+    for hit in sorted(hits, key=lambda h: h["published_at"], reverse=True):
+        page = await r.page(hit["url"])
+        match = page.find(CASH_INTERVIEW)
+        if match:
+            cash, burn = number(match.group(1)), number(match.group(3))
+            return page, cash, parse_long_date(match.group(2)), burn
+    return None
+
+
+async def private_runway(r: Research, c: Company, s: dict[str, str]) -> str:
+    rounds = await _rounds(r, c)
+    for page, _ in rounds:
+        r.cite(page)
+    total = sum((number(terms["Amount raised"]) for _, terms in rounds), Decimal(0))
+    leads = list(dict.fromkeys(terms["Lead investor"] for _, terms in rounds))
+    funding = (
+        f"**4. Funding:** {money(total, c.currency)} raised across {len(rounds)} announced "
+        f"round{'s' if len(rounds) > 1 else ''} as of {_day(r.as_of)}, led by "
+        f"{', '.join(leads)} (talks the company denied are not rounds)."
+    )
+    said = await _cash_statement(r, c)
+    if said is None:
+        return (
+            f"## {c.name}: cash runway as of {_day(r.as_of)}\n\n**1. Cash:** not disclosed: "
+            f"{c.name} is privately held and had stated no cash figure by {_day(r.as_of)}.\n\n"
+            "**2. Monthly net burn:** not disclosed.\n\n**3. Runway:** not disclosed (no cash "
+            f"or burn to compute it from).\n\n{funding}\n\n**5. View (opinion):** not keyed."
+        )
+    page, cash, counted, burn = said
+    r.cite(page)
+    since = [(p, terms) for p, terms in rounds if p.published_at > counted]
+    raised = sum((number(terms["Amount raised"]) for _, terms in since), Decimal(0))
+    elapsed = Decimal((r.as_of - counted).days) / DAYS_PER_MONTH
+    runway = ((cash + raised) / burn - elapsed).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
+    if since:
+        listing = "; ".join(
+            f"{terms['Round']} {money(number(terms['Amount raised']), c.currency)} on "
+            f"{_day(p.published_at)}"
+            for p, terms in since
+        )
+        position = (
+            f"{money(cash, c.currency)} of cash on {_day(counted)}; rounds announced since: "
+            f"{listing}, {money(raised, c.currency)} in all, from {_day(counted)} to "
+            f"{_day(r.as_of)}; cash plus rounds {money(cash + raised, c.currency)}."
+        )
+    else:
+        position = f"{money(cash, c.currency)} of cash on {_day(counted)}; no round since."
+    return (
+        f"## {c.name}: cash runway as of {_day(r.as_of)}\n\n**1. Cash:** {position}\n\n"
+        f"**2. Monthly net burn:** {money(burn, c.currency)} a month, stated with the cash on "
+        f"{_day(counted)}.\n\n**3. Runway:** {runway} months as of {_day(r.as_of)} (cash plus "
+        f"rounds since, over the monthly net burn, less the months elapsed since the cash was "
+        f"counted).\n\n{funding}\n\n**5. View (opinion):** not keyed."
+    )
+
+
 async def valuation_snapshot(r: Research, c: Company, s: dict[str, str]) -> str:
     day = parse_long_date(s["date"])
     cap, traded = await _market_cap(r, c, day)
@@ -1203,6 +1278,7 @@ SOLVERS: dict[str, Solver] = {
     "funding_history": funding_history,
     "valuation_snapshot": valuation_snapshot,
     "regulatory_exposure": regulatory_exposure,
+    "private_runway": private_runway,
     "fy_metric": fy_metric,
     "latest_fy_metric": latest_fy_metric,
     "operating_margin": operating_margin,
