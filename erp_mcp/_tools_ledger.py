@@ -31,7 +31,14 @@ from erp_mcp._ledger import (
 )
 from erp_mcp._records import StrictModel, money, record_model
 from erp_mcp._runtime import ErpRuntime
-from erp_mcp._summaries import RAW, SUMMED, Sums, open_item_summary, open_party_page
+from erp_mcp._summaries import (
+    RAW,
+    SUMMED,
+    Sums,
+    open_item_history,
+    open_item_summary,
+    open_party_page,
+)
 from erp_mcp._tooling import erp_tool
 from synthetic_erp import _schema as s
 
@@ -187,6 +194,13 @@ def get_aging(rt: ErpRuntime, args: AgingArgs) -> AgingReport:
         # row key but the party (which the summary does not keep) and for the totals.
         totals_items = open_item_summary(args.party_type, args.aging_basis, legal_entity=le,
                                          currency=currency, group_id=args.group_id,
+                                         with_party=with_party)  # fmt: skip
+        totals_sums = SUMMED
+    elif rt.summaries and rt.summaries.history_holds(as_of) and not args.account:
+        # A past day's open items, summed the same way from the running totals of each day.
+        totals_items = open_item_history(args.party_type, args.aging_basis, as_of,
+                                         legal_entity=le, currency=currency,
+                                         group_id=args.group_id,
                                          with_party=with_party)  # fmt: skip
         totals_sums = SUMMED
     row_items, row_sums = (items, RAW) if args.group_by == "party" else (totals_items, totals_sums)

@@ -57,6 +57,28 @@ PARTY_PAGES: list[dict] = [
 per-party sums (summary_open_party), the last two from the ledger."""
 PAGE_FROM_SUMMARY = [True] * 6 + [False] * 2
 
+PAST_DAYS: list[dict] = [
+    {"group_by": "legal_entity", "as_of": day, "party_type": party_type, "aging_basis": basis}
+    for day in ("2024-12-31", "2025-03-02", "2025-03-03", "2025-06-30", "2025-10-15",
+                "2026-02-28")
+    for party_type, basis in (("customer", "due_date"), ("vendor", "txn_date"))
+] + [
+    {"group_by": "currency", "as_of": "2025-09-30", "legal_entity": "DEMF"},
+    {"group_by": "currency", "as_of": "2025-09-30", "party_type": "vendor", "sort_by": "key",
+     "bucket_edges": [7, 14, 200, 400]},
+    {"group_by": "legal_entity", "as_of": "2025-12-15", "currency": "EUR", "sort_by": "overdue"},
+    {"group_by": "legal_entity", "as_of": "2025-12-15", "currency": "USD",
+     "party_type": "vendor", "legal_entity": "USMF"},
+    {"group_by": "group", "as_of": "2025-08-01", "legal_entity": "GBSI"},
+    {"group_by": "group", "as_of": "2026-01-10", "group_id": "20", "aging_basis": "txn_date"},
+    {"group_by": "currency", "as_of": "2026-01-10", "group_id": "30", "party_type": "vendor"},
+    {"group_by": "party", "as_of": "2025-11-30", "legal_entity": "USMF", "limit": 5},
+    {"group_by": "party", "as_of": "2025-11-30", "party_type": "vendor", "currency": "EUR"},
+    {"group_by": "party", "as_of": "2026-02-01", "group_id": "10", "sort_by": "overdue"},
+]  # fmt: skip
+"""get_aging on past days across party types, legal entities, currencies, groups, aging bases
+and bucket edges: before the first transaction, on it, the day after, and up to today's eve."""
+
 CALLS: list[tuple[str, dict, bool]] = [
     # get_aging: today or later reads the open-item sums for its rows and totals; per party its
     # rows come from the ledger (the sums keep no party) and only the totals from the sums; one
@@ -69,11 +91,16 @@ CALLS: list[tuple[str, dict, bool]] = [
     ("get_aging", {"group_by": "legal_entity", "currency": "EUR", "sort_by": "overdue"}, True),
     ("get_aging", {"group_by": "group", "group_id": "20", "limit": 2}, True),
     ("get_aging", {"group_by": "currency", "group_id": "30", "as_of": "2027-01-01"}, True),
-    ("get_aging", {"group_by": "group", "party_type": "vendor", "as_of": "2025-12-31"}, False),
-    ("get_aging", {"group_by": "legal_entity", "as_of": "2026-03-01"}, False),
+    # a past day: the running totals of the open items of each day (summary_open_history)
+    ("get_aging", {"group_by": "group", "party_type": "vendor", "as_of": "2025-12-31"}, True),
+    ("get_aging", {"group_by": "legal_entity", "as_of": "2026-03-01"}, True),
+    *(("get_aging", args, True) for args in PAST_DAYS),
     ("get_aging", {}, True),
     ("get_aging", {"sort_by": "overdue", "group_by": "party", "as_of": "2026-09-30"}, True),
-    ("get_aging", {"group_by": "party", "as_of": "2026-01-31"}, False),
+    # per party on a past day: the rows from the ledger, the totals from the running totals
+    ("get_aging", {"group_by": "party", "as_of": "2026-01-31"}, True),
+    ("get_aging", {"account": "SYNCUS-0002", "legal_entity": "USMF", "as_of": "2025-11-30"},
+     False),
     ("get_aging", {"account": "SYNCUS-0002", "legal_entity": "USMF"}, False),
     *(("get_aging", args, True) for args in PARTY_PAGES),
     # get_collections_worklist: on or after today from the per-customer sums
