@@ -72,9 +72,7 @@ def load_summaries(engine: Engine, today: dt.date) -> Summaries | None:
         )
     latest = meta.get("open_items_max_txn_date") or today.isoformat()
     history = meta.get("open_history") == st.OPEN_HISTORY_VERSION
-    return Summaries(
-        max(today, dt.date.fromisoformat(latest)), periods, today if history else None
-    )
+    return Summaries(max(today, dt.date.fromisoformat(latest)), periods, today if history else None)
 
 
 def _without_summaries(why: str) -> None:
@@ -195,8 +193,13 @@ def open_item_history(
         .scalar_subquery()
     )
     dates = (
-        select(se.c.legal_entity, se.c.group_id, se.c.currency, d.c.aging_date,
-               latest.label("history_id"))  # fmt: skip
+        select(
+            se.c.legal_entity,
+            se.c.group_id,
+            se.c.currency,
+            d.c.aging_date,
+            latest.label("history_id"),
+        )
         .select_from(se.join(d, d.c.series_id == se.c.series_id))
         .where(*where)
         .offset(0)

@@ -621,7 +621,9 @@ def _value_change_points(conn: Connection, t: Table, st: Table) -> None:
         return (
             select(t.c.id, st.c.settled_date)
             .select_from(
-                t.join(st, and_(st.c.legal_entity == t.c.legal_entity, st.c[voucher] == t.c.voucher))
+                t.join(
+                    st, and_(st.c.legal_entity == t.c.legal_entity, st.c[voucher] == t.c.voucher)
+                )
             )
             .where(
                 ever_open,
