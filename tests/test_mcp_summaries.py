@@ -279,13 +279,22 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
             "summary_open_party WHERE party_type = 'customer' ORDER BY open_acct DESC, "
             "legal_entity, account LIMIT 1 OFFSET 10)"
         )
+        # a customer's open item of a past day: every running total of one series and date
+        conn.execute(
+            "UPDATE summary_open_history SET open_acct = open_acct + 1 WHERE series_id = (SELECT "
+            "series_id FROM summary_open_series WHERE party_type = 'customer' AND basis = "
+            "'due_date' AND family = 'all' AND legal_entity = 'USMF' AND currency = 'USD') AND "
+            "aging_date = '2025-12-31'"
+        )
     calls = [c for c in CALLS if c[0] in ("get_vendor_spend", "get_aging")][:2]
     calls += [("get_vendor_spend", {"legal_entity": "USMF", "top_n": 10}, True)]
     calls += [("get_aging", {"limit": 10}, True)]
+    calls += [("get_aging", {"group_by": "legal_entity", "as_of": "2026-01-15"}, True)]
     good = await _answers(f"sqlite:///{erp_path}", calls)
     bad = await _answers(f"sqlite:///{path}", calls)
     assert [g for g, _ in good] != [b for b, _ in bad]
     assert good[0][0] != bad[0][0] and good[2][0] != bad[2][0]
+    assert good[4][0] != bad[4][0]
     good_page = [row["account"] for row in good[3][0]["rows"]]
     bad_page = [row["account"] for row in bad[3][0]["rows"]]
     assert good_page != bad_page
