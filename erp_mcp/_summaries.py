@@ -32,7 +32,7 @@ class Summaries:
     """(legal entity, first day, last day) of each summarised period."""
     history_before: dt.date | None = None
     """Open-item sums of a past day (``open_item_history``) are exact before this day (the
-    ERP's today); None: the ERP has no past-day tables."""
+    ERP's today); None: the ERP has no per-day tables (nor ``summary_settlement_day``)."""
 
     def open_items_hold(self, as_of: dt.date) -> bool:
         return as_of >= self.open_items_from
@@ -71,7 +71,7 @@ def load_summaries(engine: Engine, today: dt.date) -> Summaries | None:
             )
         )
     latest = meta.get("open_items_max_txn_date") or today.isoformat()
-    history = meta.get("open_history") == st.OPEN_HISTORY_VERSION
+    history = meta.get("day_tables") == st.DAY_TABLES_VERSION
     return Summaries(max(today, dt.date.fromisoformat(latest)), periods, today if history else None)
 
 
@@ -219,6 +219,29 @@ def open_item_history(
         .where(h.c.n > 0)
         .subquery("open_items")
     )
+
+
+def settlement_day_totals(
+    party_type: str, legal_entity: str | None, date_from: dt.date | None, date_to: dt.date | None
+) -> tuple[Any, Any]:
+    """``(count, totals)`` statements for the settlements of a party type in a legal entity (or
+    all) and date range: how many, and per currency of the settled transaction the settled
+    amount and discount taken (money), from the per-day sums."""
+    d = st.SETTLEMENT_DAY
+    where = [d.c.party_type == party_type]
+    if legal_entity:
+        where.append(d.c.legal_entity == legal_entity)
+    if date_from:
+        where.append(d.c.settled_date >= date_from)
+    if date_to:
+        where.append(d.c.settled_date <= date_to)
+    count = select(func.coalesce(func.sum(d.c.n), 0)).where(*where)
+    totals = (
+        select(d.c.currency, amount_sum(d.c.amount_cur), amount_sum(d.c.cash_discount_taken))
+        .where(*where, d.c.currency.is_not(None))
+        .group_by(d.c.currency)
+    )
+    return count, totals
 
 
 def open_customer_summary(les: list[str], agent_id: str | None, pool_id: str | None) -> Any:

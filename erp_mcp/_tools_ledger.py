@@ -38,6 +38,7 @@ from erp_mcp._summaries import (
     open_item_history,
     open_item_summary,
     open_party_page,
+    settlement_day_totals,
 )
 from erp_mcp._tooling import erp_tool
 from synthetic_erp import _schema as s
@@ -753,21 +754,39 @@ def list_settlements(rt: ErpRuntime, args: SettlementArgs) -> SettlementPage:
         )
         .where(*clauses)
     )
+    # newest first, as an index holds them (legal entity last: settlement ids repeat across them)
+    order = [st.c.settled_date.desc(), st.c.settlement_id, st.c.legal_entity]
+    by_day = (
+        rt.summaries is not None
+        and rt.summaries.history_before is not None
+        and not args.account
+        and not args.voucher
+    )
     with rt.engine.connect() as conn:
-        rows, info = page_of(conn, stmt, [st.c.settled_date.desc(), st.c.settlement_id], args)
-        totals = conn.execute(
-            select(debit.c.currency, func.sum(st.c.amount_cur), func.sum(st.c.cash_discount_taken))
-            .join_from(
-                st,
-                debit,
-                and_(
-                    debit.c.legal_entity == st.c.legal_entity,
-                    debit.c.voucher == st.c.debit_voucher,
-                ),
+        total = None
+        if by_day:
+            count, totals_stmt = settlement_day_totals(
+                args.party_type, le, args.date_from, args.date_to
             )
-            .where(*clauses)
-            .group_by(debit.c.currency)
-        ).all()
+            total = int(conn.execute(count).scalar() or 0)
+        rows, info = page_of(conn, stmt, order, args, total=total, row_key=st.c.id)
+        if not by_day:
+            totals_stmt = (
+                select(
+                    debit.c.currency, func.sum(st.c.amount_cur), func.sum(st.c.cash_discount_taken)
+                )
+                .join_from(
+                    st,
+                    debit,
+                    and_(
+                        debit.c.legal_entity == st.c.legal_entity,
+                        debit.c.voucher == st.c.debit_voucher,
+                    ),
+                )
+                .where(*clauses)
+                .group_by(debit.c.currency)
+            )
+        totals = conn.execute(totals_stmt).all()
     items = [
         SettlementItem(
             legal_entity=r.legal_entity,

@@ -23,6 +23,7 @@ sums give. ``n`` counts the ledger lines summed.
   from it.
 - ``summary_open_customer``: the same per customer with its collections agent and pool, split by
   the sign of the open amount (the worklist's overdue counts positive items only).
+- ``summary_settlement_day``: settlements per party type, legal entity, day and currency.
 - ``summary_open_series`` / ``summary_open_dates`` / ``summary_open_history``: the open items of
   every past day. A transaction's open amount on a past day changes only on the days a
   settlement of it was made, so each series (party type, aging basis, legal entity, currency and,
@@ -32,8 +33,8 @@ sums give. ``n`` counts the ledger lines summed.
 
 ``summary_meta`` holds the version, the ERP's today they were built for and the latest
 transaction date among the open items: open-item sums answer exactly only on or after both.
-Its ``open_history`` key names the version of the past-day tables (an ERP summarised by older
-code lacks them, and its aggregates of past days read the ledger).
+Its ``day_tables`` key names the version of the per-day tables (settlements per day, open items
+of past days): an ERP summarised by older code lacks them, and those aggregates read the ledger.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ from synthetic_erp import _schema as s
 from synthetic_erp._db import ErpDatabaseError, normalize_url, open_engine, redact_url, sqlite_path
 
 SUMMARY_VERSION = "2"
-OPEN_HISTORY_VERSION = "1"
-"""Version of the past-day open-item tables (``summary_meta`` key ``open_history``)."""
+DAY_TABLES_VERSION = "1"
+"""Version of the per-day tables (``summary_meta`` key ``day_tables``)."""
 METADATA = MetaData()
 
 INVOICE_TYPES = {"customer": ("sales_invoice", "free_text_invoice"), "vendor": ("invoice",)}
@@ -258,6 +259,21 @@ OPEN_HISTORY = Table(
 """Per series and aging date, after each day (``event_date``) an open item of it began, changed
 or closed: how many items are open and their open amounts (cents), in total, from that day until
 the next row's."""
+SETTLEMENT_DAY = Table(
+    "summary_settlement_day",
+    METADATA,
+    Column("party_type", String, nullable=False),
+    Column("legal_entity", String, nullable=False),
+    Column("settled_date", Date, nullable=False),
+    Column("currency", String),  # the settled transaction's; NULL: it is missing from the ledger
+    Column("n", Integer, nullable=False),
+    Column("amount_cur", BigInteger, nullable=False),
+    Column("cash_discount_taken", BigInteger, nullable=False),
+    Index("ix_sumsettleday", "party_type", "legal_entity", "settled_date", "currency", "n",
+          "amount_cur", "cash_discount_taken"),
+)  # fmt: skip
+"""Settlements per party type, legal entity, day and currency of the settled transaction: how
+many and their amounts (cents); list_settlements' count and totals over a date range."""
 # Each in the order get_aging lists parties (largest first, then legal entity and account), so the
 # first page of every legal entity, or of all of them, is read off an index without a sort.
 for _name, _amount in (
@@ -304,6 +320,7 @@ def build_summaries(conn: Connection) -> dict[str, int]:
         _open_parties(conn, party_type, t, party, account_column, _as_date(as_of))
     _open_customers(conn)
     _open_history(conn)
+    _settlement_days(conn)
     conn.execute(
         insert(PERIOD_TOTAL).from_select(
             [*_PERIOD_KEY, "amount", "n", "parties"],
@@ -326,7 +343,7 @@ def build_summaries(conn: Connection) -> dict[str, int]:
         "version": SUMMARY_VERSION,
         "as_of": as_of or "",
         "open_items_max_txn_date": max(latest).isoformat() if latest else "",
-        "open_history": OPEN_HISTORY_VERSION,
+        "day_tables": DAY_TABLES_VERSION,
     }
     conn.execute(insert(SUMMARY_META), [{"key": k, "value": v} for k, v in meta.items()])
     for table in SUMMARY_TABLES:
@@ -773,3 +790,20 @@ def _series_history(
     )
     last_row = conn.execute(select(func.max(OPEN_HISTORY.c.id))).scalar()
     return next_series + len(series), (last_row or 0) + 1
+
+
+def _settlement_days(conn: Connection) -> None:
+    for party_type, (t, _, _) in _LEDGERS.items():
+        st = _SETTLEMENTS[party_type]
+        keys = [st.c.legal_entity, st.c.settled_date, t.c.currency]
+        conn.execute(
+            insert(SETTLEMENT_DAY).from_select(
+                ["party_type", "legal_entity", "settled_date", "currency", "n", "amount_cur",
+                 "cash_discount_taken"],
+                select(literal(party_type), *keys, cast(func.count(), Integer),
+                       _sum_cents(st.c.amount_cur), _sum_cents(st.c.cash_discount_taken))
+                .select_from(st.outerjoin(t, and_(t.c.legal_entity == st.c.legal_entity,
+                                                  t.c.voucher == st.c.debit_voucher)))
+                .group_by(*keys),
+            )
+        )  # fmt: skip

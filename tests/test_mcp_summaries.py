@@ -112,6 +112,15 @@ CALLS: list[tuple[str, dict, bool]] = [
     ("get_collections_worklist", {"pool_id": "KEYACCT", "agent_id": "CA003", "limit": 5}, True),
     ("get_collections_worklist", {"agent_id": "CA001", "legal_entity": "USMF",
                                   "as_of": "2026-02-20"}, False),
+    # list_settlements: the count and totals of a legal entity and date range from the per-day
+    # sums; of one party or voucher from the ledger
+    ("list_settlements", {"party_type": "vendor", "page_size": 500}, True),
+    ("list_settlements", {"legal_entity": "USMF", "date_from": "2025-10-01", "page_size": 7},
+     True),
+    ("list_settlements", {"date_to": "2025-06-30", "page": 3, "page_size": 50}, True),
+    ("list_settlements", {"party_type": "vendor", "legal_entity": "DEMF",
+                          "date_from": "2026-01-01", "date_to": "2026-01-31"}, True),
+    ("list_settlements", {"account": "SYNCUS-0002", "legal_entity": "USMF"}, False),
     # rank_parties: a summarised period (a calendar or fiscal year) for every legal entity asked
     ("rank_parties", {"measure": "invoiced", "legal_entity": "USMF", "date_from": "2025-01-01",
                       "date_to": "2025-12-31"}, True),
