@@ -139,6 +139,11 @@ CALLS: list[tuple[str, dict, bool]] = [
     ("rank_parties", {"measure": "open", "date_from": "2025-01-01", "date_to": "2025-12-31"},
      False),
     ("rank_parties", {"measure": "paid"}, False),
+    # open today on any transaction: today's per-party sums
+    ("rank_parties", {"measure": "open"}, True),
+    ("rank_parties", {"measure": "open", "party_type": "vendor", "ascending": True,
+                      "legal_entity": "USMF", "top_n": 3}, True),
+    ("rank_parties", {"measure": "open", "top_n": 100}, True),
     # get_vendor_spend: the top list of a summarised fiscal year
     ("get_vendor_spend", {"legal_entity": "USMF", "top_n": 10}, True),
     ("get_vendor_spend", {"top_n": 3}, True),
