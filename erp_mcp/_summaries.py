@@ -30,9 +30,15 @@ class Summaries:
     """Open-item sums are exact for aging dates on or after this day."""
     periods: frozenset[tuple[str, dt.date, dt.date]]
     """(legal entity, first day, last day) of each summarised period."""
+    history_before: dt.date | None = None
+    """Open-item sums of a past day (``open_item_history``) are exact before this day (the
+    ERP's today); None: the ERP has no per-day tables (nor ``summary_settlement_day``)."""
 
     def open_items_hold(self, as_of: dt.date) -> bool:
         return as_of >= self.open_items_from
+
+    def history_holds(self, as_of: dt.date) -> bool:
+        return self.history_before is not None and as_of < self.history_before
 
     def has_period(self, les: list[str], start: dt.date | None, end: dt.date | None) -> bool:
         if start is None or end is None:
@@ -65,7 +71,8 @@ def load_summaries(engine: Engine, today: dt.date) -> Summaries | None:
             )
         )
     latest = meta.get("open_items_max_txn_date") or today.isoformat()
-    return Summaries(max(today, dt.date.fromisoformat(latest)), periods)
+    history = meta.get("day_tables") == st.DAY_TABLES_VERSION
+    return Summaries(max(today, dt.date.fromisoformat(latest)), periods, today if history else None)
 
 
 def _without_summaries(why: str) -> None:
@@ -143,6 +150,98 @@ def open_item_summary(
         .where(*where)
         .subquery("open_items")
     )
+
+
+def open_item_history(
+    party_type: str,
+    basis: str,
+    as_of: dt.date,
+    *,
+    legal_entity: str | None,
+    currency: str | None,
+    group_id: str | None,
+    with_party: bool,
+) -> Any:
+    """The open items of a past day ``as_of`` summed per legal entity, group, currency and aging
+    date, in the shape of :func:`open_item_summary`; amounts in cents.
+
+    Each series' aging dates come from ``summary_open_dates``, and each date's row is the latest
+    of ``summary_open_history`` on or before ``as_of``, found by one index seek: the cost grows
+    with the days and series, not with the ledger. The seek is fenced (``OFFSET 0``) so that it
+    runs once per aging date, and the history row is then read by its id."""
+    se, d, h = st.OPEN_SERIES, st.OPEN_DATES, st.OPEN_HISTORY
+    family = "group" if with_party or group_id is not None else "all"
+    where = [se.c.party_type == party_type, se.c.basis == basis, se.c.family == family,
+             d.c.first_event <= as_of]  # fmt: skip
+    if legal_entity:
+        where.append(se.c.legal_entity == legal_entity)
+    if currency:
+        where.append(se.c.currency == currency)
+    if group_id is not None:
+        where.append(se.c.group_id == group_id)
+    elif with_party:
+        where.append(se.c.group_id.is_not(None))
+    latest = (
+        select(h.c.id)
+        .where(
+            h.c.series_id == d.c.series_id,
+            h.c.aging_date == d.c.aging_date,
+            h.c.event_date <= as_of,
+        )
+        .order_by(h.c.event_date.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    dates = (
+        select(
+            se.c.legal_entity,
+            se.c.group_id,
+            se.c.currency,
+            d.c.aging_date,
+            latest.label("history_id"),
+        )
+        .select_from(se.join(d, d.c.series_id == se.c.series_id))
+        .where(*where)
+        .offset(0)
+        .subquery("dates")
+    )
+    return (
+        select(
+            dates.c.legal_entity,
+            dates.c.group_id,
+            dates.c.currency,
+            dates.c.aging_date,
+            h.c.open_cur,
+            h.c.open_acct,
+            h.c.n,
+        )
+        .select_from(dates.join(h, h.c.id == dates.c.history_id))
+        .where(h.c.n > 0)
+        .subquery("open_items")
+    )
+
+
+def settlement_day_totals(
+    party_type: str, legal_entity: str | None, date_from: dt.date | None, date_to: dt.date | None
+) -> tuple[Any, Any]:
+    """``(count, totals)`` statements for the settlements of a party type in a legal entity (or
+    all) and date range: how many, and per currency of the settled transaction the settled
+    amount and discount taken (money), from the per-day sums."""
+    d = st.SETTLEMENT_DAY
+    where = [d.c.party_type == party_type]
+    if legal_entity:
+        where.append(d.c.legal_entity == legal_entity)
+    if date_from:
+        where.append(d.c.settled_date >= date_from)
+    if date_to:
+        where.append(d.c.settled_date <= date_to)
+    count = select(func.coalesce(func.sum(d.c.n), 0)).where(*where)
+    totals = (
+        select(d.c.currency, amount_sum(d.c.amount_cur), amount_sum(d.c.cash_discount_taken))
+        .where(*where, d.c.currency.is_not(None))
+        .group_by(d.c.currency)
+    )
+    return count, totals
 
 
 def open_customer_summary(les: list[str], agent_id: str | None, pool_id: str | None) -> Any:

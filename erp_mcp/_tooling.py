@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import contextvars
 import copy
 import datetime as dt
 import functools
 import inspect
 import logging
-import os
 import re
 import sys
 import threading
@@ -132,7 +130,7 @@ class ToolDef:
     lookup: bool = False
     """Answers from a handful of rows found by key (one record, a name search, server facts):
     served on the request threads. Every other tool scans, sums or ranks, and runs on the
-    server's scan threads (``ScanThreads``), which yield the CPU to lookups."""
+    server's bounded pool of scan threads (``ScanThreads``)."""
 
 
 class ToolRegistry:
@@ -372,18 +370,17 @@ def as_callable(tool: ToolDef, holder: Any, scans: ScanThreads | None = None) ->
 
 
 class ScanThreads:
-    """The threads that run a server's scanning tools (aggregates, rankings, filtered lists), at a
-    lower CPU priority than the threads serving lookups.
+    """The threads that run a server's scanning tools (aggregates, rankings, filtered lists), at
+    the server's own CPU priority.
 
-    SQLite runs a query without the GIL, so a long aggregate mostly competes with other sessions
-    for a core, not for the interpreter; on a loaded two-core machine a lookup then waited for the
-    scheduler behind it. Lowered priority (Linux per-thread ``nice``) makes the scheduler run the
-    lookup first. The pool is bounded, so however many sessions ask for heavy aggregates at once,
-    the request threads stay free for lookups. Threads start on first use."""
-
-    NICE = 10
-    """Added to the niceness of each scan thread (Linux only; elsewhere they run at normal
-    priority)."""
+    A bounded pool: however many sessions ask for heavy aggregates at once, at most ``threads``
+    run and the request threads stay free for lookups. What keeps a lookup fast beside them is
+    that a scan spends its time in the database, which runs without the interpreter lock (SQLite
+    and psycopg release it while a statement runs; the aggregates group, sum and rank there and
+    return few rows), not a lower priority: threads at a lower ``nice`` lost the CPU to every
+    other process on a busy machine, and one preempted while holding the interpreter lock stalled
+    the whole server (``bench/bench_aggregates.py --busy 4`` measures both). Threads start on
+    first use."""
 
     def __init__(self, threads: int = 4) -> None:
         self.threads = threads
@@ -404,7 +401,7 @@ class ScanThreads:
         with self._lock:
             if self._pool is None:
                 self._pool = concurrent.futures.ThreadPoolExecutor(
-                    self.threads, thread_name_prefix="erp-scan", initializer=_lower_priority
+                    self.threads, thread_name_prefix="erp-scan"
                 )
             return self._pool
 
@@ -421,17 +418,6 @@ def hand_the_interpreter_over_often() -> None:
     thread: beside ``get_aging {}`` at 100x another session's ``erp_info`` p99 was 28-32 ms with
     5 ms, 18-20 ms with 0.5 ms (quiet: 7-10 ms)."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-
-
-def _lower_priority() -> None:
-    """Lower this thread's CPU priority (on Linux ``setpriority`` with a thread id applies to
-    that thread alone; elsewhere it would renice the whole process, so it is skipped)."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError):
-            tid = threading.get_native_id()
-            os.setpriority(
-                os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + ScanThreads.NICE
-            )
 
 
 # -- the result budget -----------------------------------------------------------------------------

@@ -31,7 +31,15 @@ from erp_mcp._ledger import (
 )
 from erp_mcp._records import StrictModel, money, record_model
 from erp_mcp._runtime import ErpRuntime
-from erp_mcp._summaries import RAW, SUMMED, Sums, open_item_summary, open_party_page
+from erp_mcp._summaries import (
+    RAW,
+    SUMMED,
+    Sums,
+    open_item_history,
+    open_item_summary,
+    open_party_page,
+    settlement_day_totals,
+)
 from erp_mcp._tooling import erp_tool
 from synthetic_erp import _schema as s
 
@@ -187,6 +195,13 @@ def get_aging(rt: ErpRuntime, args: AgingArgs) -> AgingReport:
         # row key but the party (which the summary does not keep) and for the totals.
         totals_items = open_item_summary(args.party_type, args.aging_basis, legal_entity=le,
                                          currency=currency, group_id=args.group_id,
+                                         with_party=with_party)  # fmt: skip
+        totals_sums = SUMMED
+    elif rt.summaries and rt.summaries.history_holds(as_of) and not args.account:
+        # A past day's open items, summed the same way from the running totals of each day.
+        totals_items = open_item_history(args.party_type, args.aging_basis, as_of,
+                                         legal_entity=le, currency=currency,
+                                         group_id=args.group_id,
                                          with_party=with_party)  # fmt: skip
         totals_sums = SUMMED
     row_items, row_sums = (items, RAW) if args.group_by == "party" else (totals_items, totals_sums)
@@ -739,21 +754,39 @@ def list_settlements(rt: ErpRuntime, args: SettlementArgs) -> SettlementPage:
         )
         .where(*clauses)
     )
+    # newest first, as an index holds them (legal entity last: settlement ids repeat across them)
+    order = [st.c.settled_date.desc(), st.c.settlement_id, st.c.legal_entity]
+    by_day = (
+        rt.summaries is not None
+        and rt.summaries.history_before is not None
+        and not args.account
+        and not args.voucher
+    )
     with rt.engine.connect() as conn:
-        rows, info = page_of(conn, stmt, [st.c.settled_date.desc(), st.c.settlement_id], args)
-        totals = conn.execute(
-            select(debit.c.currency, func.sum(st.c.amount_cur), func.sum(st.c.cash_discount_taken))
-            .join_from(
-                st,
-                debit,
-                and_(
-                    debit.c.legal_entity == st.c.legal_entity,
-                    debit.c.voucher == st.c.debit_voucher,
-                ),
+        total = None
+        if by_day:
+            count, totals_stmt = settlement_day_totals(
+                args.party_type, le, args.date_from, args.date_to
             )
-            .where(*clauses)
-            .group_by(debit.c.currency)
-        ).all()
+            total = int(conn.execute(count).scalar() or 0)
+        rows, info = page_of(conn, stmt, order, args, total=total, row_key=st.c.id)
+        if not by_day:
+            totals_stmt = (
+                select(
+                    debit.c.currency, func.sum(st.c.amount_cur), func.sum(st.c.cash_discount_taken)
+                )
+                .join_from(
+                    st,
+                    debit,
+                    and_(
+                        debit.c.legal_entity == st.c.legal_entity,
+                        debit.c.voucher == st.c.debit_voucher,
+                    ),
+                )
+                .where(*clauses)
+                .group_by(debit.c.currency)
+            )
+        totals = conn.execute(totals_stmt).all()
     items = [
         SettlementItem(
             legal_entity=r.legal_entity,

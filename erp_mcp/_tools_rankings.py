@@ -12,9 +12,9 @@ from erp_mcp._common import check_range, text_key
 from erp_mcp._ledger import LEDGERS
 from erp_mcp._records import StrictModel, money
 from erp_mcp._runtime import ErpRuntime
-from erp_mcp._summaries import as_money
+from erp_mcp._summaries import amount_sum, as_money
 from erp_mcp._tooling import erp_tool
-from synthetic_erp._summaries import PARTY_PERIOD, PERIOD_TOTAL
+from synthetic_erp._summaries import OPEN_PARTY, PARTY_PERIOD, PERIOD_TOTAL
 
 INVOICE_TYPES = {
     "customer": ("sales_invoice", "free_text_invoice"),
@@ -81,6 +81,11 @@ def rank_parties(rt: ErpRuntime, args: RankArgs) -> PartyRanking:
         and rt.summaries.has_period(les, args.date_from, args.date_to)
     ):  # a summarised period: the per-party sums are stored, sorted by amount
         rows, totals, counted = _summary_top_and_totals(rt, args, les)
+        return _ranking(rt, args, ledger, rows, totals, counted)
+    if args.measure == "open" and not args.date_from and not args.date_to and rt.summaries:
+        # open today on any transaction: today's per-party sums, read in the order of their
+        # balance index
+        rows, totals, counted = _open_top_and_totals(rt, args, les)
         return _ranking(rt, args, ledger, rows, totals, counted)
     t = ledger.txn
     clauses = [t.c.posted.is_(True)]
@@ -208,6 +213,45 @@ def _summary_top_and_totals(rt: ErpRuntime, args: RankArgs, les: list[str]):
         as_money(pt.c.amount).label("amount"),
         pt.c.parties.label("n"),
     ).where(*period(pt, les))
+    with rt.engine.connect() as conn:
+        found = conn.execute(union_all(*(select(top) for top in tops), summary)).all()
+    return _ranked(rt, args, les, found)
+
+
+def _open_top_and_totals(rt: ErpRuntime, args: RankArgs, les: list[str]):
+    """``_top_and_totals`` of the open balances today, from ``summary_open_party`` (the same
+    open items: posted, not closed, open amount not zero; amounts in cents)."""
+    op = OPEN_PARTY
+    mine = [op.c.party_type == args.party_type]
+    order = [
+        op.c.open_acct.asc() if args.ascending else op.c.open_acct.desc(),
+        text_key(rt, op.c.account),
+    ]
+    tops = [
+        select(
+            literal(0).label("part"),
+            op.c.legal_entity,
+            op.c.account,
+            as_money(op.c.open_acct).label("amount"),
+            op.c.n,
+        )
+        .where(*mine, op.c.legal_entity == code)
+        .order_by(*order)
+        .limit(args.top_n)
+        .subquery()
+        for code in les
+    ]
+    summary = (
+        select(
+            literal(1).label("part"),
+            op.c.legal_entity,
+            literal(None, String).label("account"),
+            amount_sum(op.c.open_acct).label("amount"),
+            func.sum(case((op.c.open_acct != 0, 1), else_=0)).label("n"),
+        )
+        .where(*mine, op.c.legal_entity.in_(les))
+        .group_by(op.c.legal_entity)
+    )
     with rt.engine.connect() as conn:
         found = conn.execute(union_all(*(select(top) for top in tops), summary)).all()
     return _ranked(rt, args, les, found)

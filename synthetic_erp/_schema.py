@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from sqlalchemy import Index, Numeric, UniqueConstraint
+from sqlalchemy import Index, Numeric, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 
@@ -71,8 +71,10 @@ def ledger_indexes(prefix: str, account: str) -> tuple[Index, ...]:
 
 def settlement_indexes(prefix: str) -> tuple[Index, ...]:
     """Settlements of one voucher on either side within a legal entity, with the amounts that
-    reconstruct a past open amount (settled after a date), read from the index alone."""
-    return tuple(
+    reconstruct a past open amount (settled after a date), read from the index alone; and the
+    settlements newest first (``list_settlements``' order), in all and per legal entity, so a
+    page of them is read off an index instead of sorting every settlement."""
+    by_voucher = tuple(
         Index(
             f"ix_{prefix}_{side}",
             "legal_entity",
@@ -82,6 +84,12 @@ def settlement_indexes(prefix: str) -> tuple[Index, ...]:
             "cash_discount_taken",
         )
         for side in ("debit", "credit")
+    )
+    newest = text("settled_date DESC")
+    return (
+        *by_voucher,
+        Index(f"ix_{prefix}_newest", newest, "settlement_id", "legal_entity"),
+        Index(f"ix_{prefix}_le_newest", "legal_entity", newest, "settlement_id"),
     )
 
 

@@ -23,9 +23,18 @@ sums give. ``n`` counts the ledger lines summed.
   from it.
 - ``summary_open_customer``: the same per customer with its collections agent and pool, split by
   the sign of the open amount (the worklist's overdue counts positive items only).
+- ``summary_settlement_day``: settlements per party type, legal entity, day and currency.
+- ``summary_open_series`` / ``summary_open_dates`` / ``summary_open_history``: the open items of
+  every past day. A transaction's open amount on a past day changes only on the days a
+  settlement of it was made, so each series (party type, aging basis, legal entity, currency and,
+  in the ``group`` family, party group) keeps, per aging date, the running count and sums of the
+  items open after each such day. The open items of any past day are then one row per series and
+  aging date (the latest on or before that day), however many transactions the ledger holds.
 
 ``summary_meta`` holds the version, the ERP's today they were built for and the latest
 transaction date among the open items: open-item sums answer exactly only on or after both.
+Its ``day_tables`` key names the version of the per-day tables (settlements per day, open items
+of past days): an ERP summarised by older code lacks them, and those aggregates read the ledger.
 """
 
 from __future__ import annotations
@@ -51,13 +60,17 @@ from sqlalchemy import (
     insert,
     inspect,
     literal,
+    or_,
     select,
+    union,
 )
 
 from synthetic_erp import _schema as s
 from synthetic_erp._db import ErpDatabaseError, normalize_url, open_engine, redact_url, sqlite_path
 
 SUMMARY_VERSION = "2"
+DAY_TABLES_VERSION = "1"
+"""Version of the per-day tables (``summary_meta`` key ``day_tables``)."""
 METADATA = MetaData()
 
 INVOICE_TYPES = {"customer": ("sales_invoice", "free_text_invoice"), "vendor": ("invoice",)}
@@ -211,6 +224,56 @@ OPEN_PARTY = Table(
     Column("overdue_txn_date", BigInteger, nullable=False),
     Index("ux_sumopenparty", "party_type", "legal_entity", "account", unique=True),
 )
+OPEN_SERIES = Table(
+    "summary_open_series",
+    METADATA,
+    Column("series_id", Integer, primary_key=True, autoincrement=False),
+    Column("party_type", String, nullable=False),
+    Column("basis", String, nullable=False),  # due_date | txn_date
+    Column("family", String, nullable=False),  # all | group
+    Column("legal_entity", String, nullable=False),
+    Column("group_id", String),  # family all: NULL; group: NULL when the party is missing
+    Column("currency", String, nullable=False),
+    Index("ix_sumseries", "party_type", "basis", "family", "legal_entity", "currency"),
+)
+OPEN_DATES = Table(
+    "summary_open_dates",
+    METADATA,
+    Column("series_id", Integer, nullable=False),
+    Column("aging_date", Date, nullable=False),
+    Column("first_event", Date, nullable=False),
+    Index("ux_sumdates", "series_id", "aging_date", "first_event", unique=True),
+)
+OPEN_HISTORY = Table(
+    "summary_open_history",
+    METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("series_id", Integer, nullable=False),
+    Column("aging_date", Date, nullable=False),
+    Column("event_date", Date, nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("open_cur", BigInteger, nullable=False),
+    Column("open_acct", BigInteger, nullable=False),
+    Index("ux_sumhistory", "series_id", "aging_date", "event_date", "id", unique=True),
+)
+"""Per series and aging date, after each day (``event_date``) an open item of it began, changed
+or closed: how many items are open and their open amounts (cents), in total, from that day until
+the next row's."""
+SETTLEMENT_DAY = Table(
+    "summary_settlement_day",
+    METADATA,
+    Column("party_type", String, nullable=False),
+    Column("legal_entity", String, nullable=False),
+    Column("settled_date", Date, nullable=False),
+    Column("currency", String),  # the settled transaction's; NULL: it is missing from the ledger
+    Column("n", Integer, nullable=False),
+    Column("amount_cur", BigInteger, nullable=False),
+    Column("cash_discount_taken", BigInteger, nullable=False),
+    Index("ix_sumsettleday", "party_type", "legal_entity", "settled_date", "currency", "n",
+          "amount_cur", "cash_discount_taken"),
+)  # fmt: skip
+"""Settlements per party type, legal entity, day and currency of the settled transaction: how
+many and their amounts (cents); list_settlements' count and totals over a date range."""
 # Each in the order get_aging lists parties (largest first, then legal entity and account), so the
 # first page of every legal entity, or of all of them, is read off an index without a sort.
 for _name, _amount in (
@@ -256,6 +319,8 @@ def build_summaries(conn: Connection) -> dict[str, int]:
         _open_items(conn, party_type, t, party, account_column)
         _open_parties(conn, party_type, t, party, account_column, _as_date(as_of))
     _open_customers(conn)
+    _open_history(conn)
+    _settlement_days(conn)
     conn.execute(
         insert(PERIOD_TOTAL).from_select(
             [*_PERIOD_KEY, "amount", "n", "parties"],
@@ -278,6 +343,7 @@ def build_summaries(conn: Connection) -> dict[str, int]:
         "version": SUMMARY_VERSION,
         "as_of": as_of or "",
         "open_items_max_txn_date": max(latest).isoformat() if latest else "",
+        "day_tables": DAY_TABLES_VERSION,
     }
     conn.execute(insert(SUMMARY_META), [{"key": k, "value": v} for k, v in meta.items()])
     for table in SUMMARY_TABLES:
@@ -499,3 +565,245 @@ def _open_parties(
             .group_by(*keys),
         )
     )  # fmt: skip
+
+
+# -- open items of past days -----------------------------------------------------------------------
+
+_SETTLEMENTS = {
+    "customer": s.CustomerSettlement.__table__,
+    "vendor": s.VendorSettlement.__table__,
+}
+_AGING_DATES = {
+    "due_date": lambda t: func.coalesce(t.c.due_date, t.c.txn_date),
+    "txn_date": lambda t: t.c.txn_date,
+}
+_SCRATCH = MetaData()
+_POINTS = Table(
+    "scratch_open_points",
+    _SCRATCH,
+    Column("txn_id", Integer, nullable=False),
+    Column("p", Date, nullable=False),
+    Column("cur", BigInteger, nullable=False),
+    Column("acct", BigInteger, nullable=False),
+    prefixes=["TEMPORARY"],
+)
+_DELTAS = Table(
+    "scratch_open_deltas",
+    _SCRATCH,
+    Column("txn_id", Integer, nullable=False),
+    Column("event_date", Date, nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("open_cur", BigInteger, nullable=False),
+    Column("open_acct", BigInteger, nullable=False),
+    prefixes=["TEMPORARY"],
+)
+
+
+def _open_history(conn: Connection) -> None:
+    """Write the past-day tables: per party type, each transaction's open amount on every day it
+    changed (valued as ``erp_mcp``'s raw query values it on that day, so the sums are the same),
+    the changes summed per series, aging date and day, and their running totals."""
+    next_series, next_row = 1, 1
+    for party_type, (t, party, _) in _LEDGERS.items():
+        for scratch in (_POINTS, _DELTAS):
+            scratch.create(conn)
+        _value_change_points(conn, t, _SETTLEMENTS[party_type])
+        _changes(conn, t)
+        for basis, aging in _AGING_DATES.items():
+            for family in ("all", "group"):
+                next_series, next_row = _series_history(
+                    conn, party_type, basis, family, t, party, aging(t), next_series, next_row
+                )
+        for scratch in (_DELTAS, _POINTS):
+            scratch.drop(conn)
+    h = OPEN_HISTORY
+    conn.execute(
+        insert(OPEN_DATES).from_select(
+            ["series_id", "aging_date", "first_event"],
+            select(h.c.series_id, h.c.aging_date, func.min(h.c.event_date)).group_by(
+                h.c.series_id, h.c.aging_date
+            ),
+        )
+    )
+
+
+def _value_change_points(conn: Connection, t: Table, st: Table) -> None:
+    """Each posted transaction's open amount (cents) on its date and on each later day a
+    settlement of it was made before it closed: the days its open amount can change."""
+    ever_open = and_(
+        t.c.posted.is_(True), or_(t.c.closed_date.is_(None), t.c.closed_date > t.c.txn_date)
+    )
+
+    def settled(voucher: str):
+        return (
+            select(t.c.id, st.c.settled_date)
+            .select_from(
+                t.join(
+                    st, and_(st.c.legal_entity == t.c.legal_entity, st.c[voucher] == t.c.voucher)
+                )
+            )
+            .where(
+                ever_open,
+                st.c.settled_date > t.c.txn_date,
+                or_(t.c.closed_date.is_(None), st.c.settled_date < t.c.closed_date),
+            )
+        )
+
+    points = union(
+        select(t.c.id, t.c.txn_date).where(ever_open), settled("debit_voucher"),
+        settled("credit_voucher"),
+    ).subquery("points")  # fmt: skip
+    txn_id, day = points.c[0], points.c[1]
+    # the same arithmetic as erp_mcp._ledger.open_amounts for an as-of day ``day``
+    later = and_(st.c.legal_entity == t.c.legal_entity, st.c.settled_date > day)
+    debit_back = (
+        select(func.coalesce(func.sum(st.c.amount_cur), 0))
+        .where(later, st.c.debit_voucher == t.c.voucher)
+        .scalar_subquery()
+    )
+    credit_back = (
+        select(func.coalesce(func.sum(st.c.amount_cur - st.c.cash_discount_taken), 0))
+        .where(later, st.c.credit_voucher == t.c.voucher)
+        .scalar_subquery()
+    )
+    open_cur = t.c.open_amount_cur + debit_back - credit_back
+    open_acct = func.round(open_cur * t.c.exchange_rate, 2)
+    conn.execute(
+        insert(_POINTS).from_select(
+            ["txn_id", "p", "cur", "acct"],
+            select(txn_id, day, cents(open_cur), cents(open_acct)).select_from(
+                points.join(t, t.c.id == txn_id)
+            ),
+        )
+    )
+
+
+def _changes(conn: Connection, t: Table) -> None:
+    """Per transaction and day, the change of its open count and amounts: it opens on its first
+    point, changes by the difference at each later one and closes on its closed date."""
+    p = _POINTS
+    window = {"partition_by": p.c.txn_id, "order_by": p.c.p}
+    steps = select(
+        p.c.txn_id,
+        p.c.p,
+        p.c.cur,
+        p.c.acct,
+        func.row_number().over(**window).label("k"),
+        func.lag(p.c.cur, 1, 0).over(**window).label("prev_cur"),
+        func.lag(p.c.acct, 1, 0).over(**window).label("prev_acct"),
+        func.lead(p.c.p).over(**window).label("next_p"),
+    ).subquery("steps")
+    columns = ["txn_id", "event_date", "n", "open_cur", "open_acct"]
+    conn.execute(
+        insert(_DELTAS).from_select(
+            columns,
+            select(
+                steps.c.txn_id,
+                steps.c.p,
+                case((steps.c.k == 1, 1), else_=0),
+                cast(steps.c.cur - steps.c.prev_cur, BigInteger),
+                cast(steps.c.acct - steps.c.prev_acct, BigInteger),
+            ),
+        )
+    )
+    closes = (
+        select(steps.c.txn_id, t.c.closed_date, literal(-1), -steps.c.cur, -steps.c.acct)
+        .select_from(steps.join(t, t.c.id == steps.c.txn_id))
+        .where(steps.c.next_p.is_(None), t.c.closed_date.is_not(None))
+    )
+    conn.execute(insert(_DELTAS).from_select(columns, closes))
+
+
+def _series_history(
+    conn: Connection,
+    party_type: str,
+    basis: str,
+    family: str,
+    t: Table,
+    party: Table,
+    aging: object,
+    next_series: int,
+    next_row: int,
+) -> tuple[int, int]:
+    """Write the series of one party type, basis and family and their running totals; returns
+    the next free series id and row id."""
+    d = _DELTAS
+    group = party.c.group_id if family == "group" else literal(None, String)
+    source = d.join(t, t.c.id == d.c.txn_id)
+    if family == "group":
+        source = source.outerjoin(
+            party,
+            and_(party.c.legal_entity == t.c.legal_entity,
+                 party.c.account == t.c[_LEDGERS[party_type][2]]),
+        )  # fmt: skip
+    keys = [t.c.legal_entity.label("legal_entity"), group.label("group_id"),
+            t.c.currency.label("currency")]  # fmt: skip
+    found = conn.execute(select(*keys).select_from(source).distinct()).all()
+    series = [
+        {"series_id": next_series + i, "party_type": party_type, "basis": basis,
+         "family": family, "legal_entity": le, "group_id": g, "currency": cur}
+        for i, (le, g, cur) in enumerate(sorted(found, key=lambda k: tuple(map(str, k))))
+    ]  # fmt: skip
+    if not series:
+        return next_series, next_row
+    conn.execute(insert(OPEN_SERIES), series)
+    day_keys = [*keys, aging.label("aging_date"), d.c.event_date]
+    changes = (
+        select(
+            *day_keys,
+            func.sum(d.c.n).label("n"),
+            func.sum(d.c.open_cur).label("open_cur"),
+            func.sum(d.c.open_acct).label("open_acct"),
+        )
+        .select_from(source)
+        .group_by(*day_keys)
+        .subquery("changes")
+    )
+    se = OPEN_SERIES
+    same_series = and_(
+        se.c.party_type == party_type,
+        se.c.basis == basis,
+        se.c.family == family,
+        se.c.legal_entity == changes.c.legal_entity,
+        func.coalesce(se.c.group_id, "") == func.coalesce(changes.c.group_id, ""),
+        se.c.currency == changes.c.currency,
+    )
+    running = {
+        "partition_by": [se.c.series_id, changes.c.aging_date],
+        "order_by": changes.c.event_date,
+    }
+    order = [se.c.series_id, changes.c.aging_date, changes.c.event_date]
+    rows = select(
+        (func.row_number().over(order_by=order) + (next_row - 1)).label("id"),
+        se.c.series_id,
+        changes.c.aging_date,
+        changes.c.event_date,
+        *(
+            cast(func.sum(changes.c[name]).over(**running), Integer if name == "n" else BigInteger)
+            for name in ("n", "open_cur", "open_acct")
+        ),
+    ).select_from(changes.join(se, same_series))
+    conn.execute(
+        insert(OPEN_HISTORY).from_select(
+            ["id", "series_id", "aging_date", "event_date", "n", "open_cur", "open_acct"], rows
+        )
+    )
+    last_row = conn.execute(select(func.max(OPEN_HISTORY.c.id))).scalar()
+    return next_series + len(series), (last_row or 0) + 1
+
+
+def _settlement_days(conn: Connection) -> None:
+    for party_type, (t, _, _) in _LEDGERS.items():
+        st = _SETTLEMENTS[party_type]
+        keys = [st.c.legal_entity, st.c.settled_date, t.c.currency]
+        conn.execute(
+            insert(SETTLEMENT_DAY).from_select(
+                ["party_type", "legal_entity", "settled_date", "currency", "n", "amount_cur",
+                 "cash_discount_taken"],
+                select(literal(party_type), *keys, cast(func.count(), Integer),
+                       _sum_cents(st.c.amount_cur), _sum_cents(st.c.cash_discount_taken))
+                .select_from(st.outerjoin(t, and_(t.c.legal_entity == st.c.legal_entity,
+                                                  t.c.voucher == st.c.debit_voucher)))
+                .group_by(*keys),
+            )
+        )  # fmt: skip

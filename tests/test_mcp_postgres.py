@@ -36,6 +36,13 @@ CALLS = [
     ("get_aging", {"group_by": "group", "party_type": "vendor", "as_of": "2025-12-31"}),
     ("get_aging", {"group_by": "currency", "sort_by": "key", "bucket_edges": [15, 45, 365]}),
     ("get_aging", {"sort_by": "overdue", "as_of": "2025-09-30", "aging_basis": "txn_date"}),
+    # past days from the running totals of summary_open_history (issue 40)
+    ("get_aging", {"group_by": "legal_entity", "as_of": "2025-11-30"}),
+    ("get_aging", {"group_by": "currency", "as_of": "2025-06-30", "party_type": "vendor"}),
+    ("get_aging", {"group_by": "group", "as_of": "2026-02-01", "legal_entity": "USMF",
+                   "aging_basis": "txn_date", "bucket_edges": [15, 120]}),
+    ("get_aging", {"group_by": "legal_entity", "as_of": "2025-12-15", "currency": "EUR",
+                   "group_id": "20", "party_type": "vendor"}),
     ("list_customer_transactions", {"status": "open", "page_size": 5, "sort_by": "amount"}),
     ("list_customer_transactions", {"page_size": 7, "page": 4, "sort_by": "account"}),
     ("list_vendor_transactions", {"overdue_as_of": "2026-02-01", "page_size": 5}),

@@ -57,6 +57,28 @@ PARTY_PAGES: list[dict] = [
 per-party sums (summary_open_party), the last two from the ledger."""
 PAGE_FROM_SUMMARY = [True] * 6 + [False] * 2
 
+PAST_DAYS: list[dict] = [
+    {"group_by": "legal_entity", "as_of": day, "party_type": party_type, "aging_basis": basis}
+    for day in ("2024-12-31", "2025-03-02", "2025-03-03", "2025-06-30", "2025-10-15",
+                "2026-02-28")
+    for party_type, basis in (("customer", "due_date"), ("vendor", "txn_date"))
+] + [
+    {"group_by": "currency", "as_of": "2025-09-30", "legal_entity": "DEMF"},
+    {"group_by": "currency", "as_of": "2025-09-30", "party_type": "vendor", "sort_by": "key",
+     "bucket_edges": [7, 14, 200, 400]},
+    {"group_by": "legal_entity", "as_of": "2025-12-15", "currency": "EUR", "sort_by": "overdue"},
+    {"group_by": "legal_entity", "as_of": "2025-12-15", "currency": "USD",
+     "party_type": "vendor", "legal_entity": "USMF"},
+    {"group_by": "group", "as_of": "2025-08-01", "legal_entity": "GBSI"},
+    {"group_by": "group", "as_of": "2026-01-10", "group_id": "20", "aging_basis": "txn_date"},
+    {"group_by": "currency", "as_of": "2026-01-10", "group_id": "30", "party_type": "vendor"},
+    {"group_by": "party", "as_of": "2025-11-30", "legal_entity": "USMF", "limit": 5},
+    {"group_by": "party", "as_of": "2025-11-30", "party_type": "vendor", "currency": "EUR"},
+    {"group_by": "party", "as_of": "2026-02-01", "group_id": "10", "sort_by": "overdue"},
+]  # fmt: skip
+"""get_aging on past days across party types, legal entities, currencies, groups, aging bases
+and bucket edges: before the first transaction, on it, the day after, and up to today's eve."""
+
 CALLS: list[tuple[str, dict, bool]] = [
     # get_aging: today or later reads the open-item sums for its rows and totals; per party its
     # rows come from the ledger (the sums keep no party) and only the totals from the sums; one
@@ -69,11 +91,16 @@ CALLS: list[tuple[str, dict, bool]] = [
     ("get_aging", {"group_by": "legal_entity", "currency": "EUR", "sort_by": "overdue"}, True),
     ("get_aging", {"group_by": "group", "group_id": "20", "limit": 2}, True),
     ("get_aging", {"group_by": "currency", "group_id": "30", "as_of": "2027-01-01"}, True),
-    ("get_aging", {"group_by": "group", "party_type": "vendor", "as_of": "2025-12-31"}, False),
-    ("get_aging", {"group_by": "legal_entity", "as_of": "2026-03-01"}, False),
+    # a past day: the running totals of the open items of each day (summary_open_history)
+    ("get_aging", {"group_by": "group", "party_type": "vendor", "as_of": "2025-12-31"}, True),
+    ("get_aging", {"group_by": "legal_entity", "as_of": "2026-03-01"}, True),
+    *(("get_aging", args, True) for args in PAST_DAYS),
     ("get_aging", {}, True),
     ("get_aging", {"sort_by": "overdue", "group_by": "party", "as_of": "2026-09-30"}, True),
-    ("get_aging", {"group_by": "party", "as_of": "2026-01-31"}, False),
+    # per party on a past day: the rows from the ledger, the totals from the running totals
+    ("get_aging", {"group_by": "party", "as_of": "2026-01-31"}, True),
+    ("get_aging", {"account": "SYNCUS-0002", "legal_entity": "USMF", "as_of": "2025-11-30"},
+     False),
     ("get_aging", {"account": "SYNCUS-0002", "legal_entity": "USMF"}, False),
     *(("get_aging", args, True) for args in PARTY_PAGES),
     # get_collections_worklist: on or after today from the per-customer sums
@@ -85,6 +112,15 @@ CALLS: list[tuple[str, dict, bool]] = [
     ("get_collections_worklist", {"pool_id": "KEYACCT", "agent_id": "CA003", "limit": 5}, True),
     ("get_collections_worklist", {"agent_id": "CA001", "legal_entity": "USMF",
                                   "as_of": "2026-02-20"}, False),
+    # list_settlements: the count and totals of a legal entity and date range from the per-day
+    # sums; of one party or voucher from the ledger
+    ("list_settlements", {"party_type": "vendor", "page_size": 500}, True),
+    ("list_settlements", {"legal_entity": "USMF", "date_from": "2025-10-01", "page_size": 7},
+     True),
+    ("list_settlements", {"date_to": "2025-06-30", "page": 3, "page_size": 50}, True),
+    ("list_settlements", {"party_type": "vendor", "legal_entity": "DEMF",
+                          "date_from": "2026-01-01", "date_to": "2026-01-31"}, True),
+    ("list_settlements", {"account": "SYNCUS-0002", "legal_entity": "USMF"}, False),
     # rank_parties: a summarised period (a calendar or fiscal year) for every legal entity asked
     ("rank_parties", {"measure": "invoiced", "legal_entity": "USMF", "date_from": "2025-01-01",
                       "date_to": "2025-12-31"}, True),
@@ -103,6 +139,11 @@ CALLS: list[tuple[str, dict, bool]] = [
     ("rank_parties", {"measure": "open", "date_from": "2025-01-01", "date_to": "2025-12-31"},
      False),
     ("rank_parties", {"measure": "paid"}, False),
+    # open today on any transaction: today's per-party sums
+    ("rank_parties", {"measure": "open"}, True),
+    ("rank_parties", {"measure": "open", "party_type": "vendor", "ascending": True,
+                      "legal_entity": "USMF", "top_n": 3}, True),
+    ("rank_parties", {"measure": "open", "top_n": 100}, True),
     # get_vendor_spend: the top list of a summarised fiscal year
     ("get_vendor_spend", {"legal_entity": "USMF", "top_n": 10}, True),
     ("get_vendor_spend", {"top_n": 3}, True),
@@ -252,13 +293,22 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
             "summary_open_party WHERE party_type = 'customer' ORDER BY open_acct DESC, "
             "legal_entity, account LIMIT 1 OFFSET 10)"
         )
+        # a customer's open item of a past day: every running total of one series and date
+        conn.execute(
+            "UPDATE summary_open_history SET open_acct = open_acct + 1 WHERE series_id = (SELECT "
+            "series_id FROM summary_open_series WHERE party_type = 'customer' AND basis = "
+            "'due_date' AND family = 'all' AND legal_entity = 'USMF' AND currency = 'USD') AND "
+            "aging_date = '2025-12-31'"
+        )
     calls = [c for c in CALLS if c[0] in ("get_vendor_spend", "get_aging")][:2]
     calls += [("get_vendor_spend", {"legal_entity": "USMF", "top_n": 10}, True)]
     calls += [("get_aging", {"limit": 10}, True)]
+    calls += [("get_aging", {"group_by": "legal_entity", "as_of": "2026-01-15"}, True)]
     good = await _answers(f"sqlite:///{erp_path}", calls)
     bad = await _answers(f"sqlite:///{path}", calls)
     assert [g for g, _ in good] != [b for b, _ in bad]
     assert good[0][0] != bad[0][0] and good[2][0] != bad[2][0]
+    assert good[4][0] != bad[4][0]
     good_page = [row["account"] for row in good[3][0]["rows"]]
     bad_page = [row["account"] for row in bad[3][0]["rows"]]
     assert good_page != bad_page

@@ -1,0 +1,164 @@
+"""get_aging on past days against an independent computation from the raw ledger rows (issue 40).
+
+On a past day the server sums the running totals of ``summary_open_history``; here each
+transaction's open amount on that day is worked out in Python with exact decimals (its open
+amount today plus what settlements after that day took off it), and the balances, overdue
+amounts, counts and buckets per legal entity and per currency must be the same to the cent, for
+customers and vendors, both aging bases, several days and bucket edges. The statements the
+server ran must have read the history and not the ledger.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sqlite3
+from collections import defaultdict
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+from sqlalchemy import Engine, event
+
+from erp_mcp import build_server
+
+pytestmark = pytest.mark.timeout(300)
+
+CENT = Decimal("0.01")
+DAYS = ["2025-03-02", "2025-05-20", "2025-09-30", "2025-12-31", "2026-02-27", "2026-03-01"]
+TABLES = {"customer": ("customer_transaction", "customer_settlement"),
+          "vendor": ("vendor_transaction", "vendor_settlement")}  # fmt: skip
+
+
+def _open_items(db: Path, party_type: str, day: dt.date) -> list[dict]:
+    """Every transaction open on ``day``: legal entity, currency, dates and open amounts."""
+    txn_table, settlement_table = TABLES[party_type]
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        back: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+        for s in conn.execute(
+            f"SELECT legal_entity, debit_voucher, credit_voucher, amount_cur, "
+            f"cash_discount_taken FROM {settlement_table} WHERE settled_date > ?",
+            (day.isoformat(),),
+        ):
+            amount = Decimal(str(s["amount_cur"]))
+            back[(s["legal_entity"], s["debit_voucher"])] += amount
+            back[(s["legal_entity"], s["credit_voucher"])] -= amount - Decimal(
+                str(s["cash_discount_taken"])
+            )
+        items = []
+        for t in conn.execute(
+            f"SELECT legal_entity, voucher, currency, txn_date, due_date, closed_date, "
+            f"open_amount_cur, exchange_rate FROM {txn_table} WHERE posted AND txn_date <= ? "
+            f"AND (closed_date IS NULL OR closed_date > ?)",
+            (day.isoformat(), day.isoformat()),
+        ):
+            open_cur = Decimal(str(t["open_amount_cur"])) + back[(t["legal_entity"], t["voucher"])]
+            product = open_cur * Decimal(str(t["exchange_rate"]))
+            items.append(
+                {
+                    "legal_entity": t["legal_entity"],
+                    "currency": t["currency"],
+                    "due_date": dt.date.fromisoformat(t["due_date"] or t["txn_date"]),
+                    "txn_date": dt.date.fromisoformat(t["txn_date"]),
+                    "open_cur": open_cur,
+                    "open_acct": product.quantize(CENT, ROUND_HALF_UP),
+                    "tie": product.quantize(CENT, ROUND_HALF_EVEN)
+                    != product.quantize(CENT, ROUND_HALF_UP),
+                }
+            )
+        return items
+    finally:
+        conn.close()
+
+
+def _bucket(aging: dt.date, day: dt.date, edges: list[int]) -> int:
+    overdue = (day - aging).days
+    if overdue <= 0:
+        return 0
+    for i, edge in enumerate(edges, start=1):
+        if overdue <= edge:
+            return i
+    return len(edges) + 1
+
+
+def _key(row: dict, group_by: str) -> tuple:
+    return (
+        (row["legal_entity"], row["currency"]) if group_by == "currency" else (row["legal_entity"],)
+    )
+
+
+def _expected(items: list[dict], group_by: str, basis: str, day: dt.date, edges: list[int]) -> dict:
+    """Per row key: open count, balance, overdue and buckets (accounting currency), and the
+    balance in the transaction currency."""
+    rows: dict[tuple, dict] = {}
+    for item in items:
+        empty = {"n": 0, "balance": Decimal(0), "overdue": Decimal(0), "cur": Decimal(0),
+                 "buckets": [Decimal(0)] * (len(edges) + 2)}  # fmt: skip
+        row = rows.setdefault(_key(item, group_by), empty)
+        aging = item[basis]
+        row["n"] += 1
+        row["balance"] += item["open_acct"]
+        row["cur"] += item["open_cur"]
+        if aging < day:
+            row["overdue"] += item["open_acct"]
+        row["buckets"][_bucket(aging, day, edges)] += item["open_acct"]
+    return rows
+
+
+async def _aging(db: Path, calls: list[dict]) -> tuple[list[dict], list[str]]:
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany) -> None:
+        seen.append(statement)
+
+    async with Client(build_server(f"sqlite:///{db}")) as client:
+        await client.call_tool("erp_info", {})
+        event.listen(Engine, "before_cursor_execute", record)
+        try:
+            answers = [(await client.call_tool("get_aging", c)).structured_content for c in calls]
+        finally:
+            event.remove(Engine, "before_cursor_execute", record)
+    return answers, seen
+
+
+@pytest.mark.parametrize("party_type, basis", [("customer", "due_date"), ("vendor", "txn_date"),
+                                               ("vendor", "due_date")])  # fmt: skip
+async def test_past_day_aging_equals_the_ledger_to_the_cent(
+    erp_db_url: str, party_type: str, basis: str
+) -> None:
+    db = Path(erp_db_url.removeprefix("sqlite:///"))
+    edges = [30, 60, 90] if party_type == "customer" else [10, 45, 180]
+    calls = [
+        {"party_type": party_type, "aging_basis": basis, "as_of": day, "group_by": group_by,
+         "bucket_edges": edges, "limit": 1000}
+        for day in DAYS
+        for group_by in ("legal_entity", "currency")
+    ]  # fmt: skip
+    answers, statements = await _aging(db, calls)
+    transactions = TABLES[party_type][0]
+    assert not [s for s in statements if re.search(rf"\b{transactions}\b", s)]
+    assert any("summary_open_history" in s for s in statements)
+    compared, ties = 0, 0
+    for call, answer in zip(calls, answers, strict=True):
+        day = dt.date.fromisoformat(call["as_of"])
+        items = _open_items(db, party_type, day)
+        ties += sum(item["tie"] for item in items)
+        key = call["group_by"]
+        want = _expected(items, key, basis, day, edges)
+        got = {_key(row, key): row for row in answer["rows"]}
+        assert set(got) == {k for k, row in want.items() if row["n"]}, (call, sorted(got))
+        for name, row in got.items():
+            expected = want[name]
+            assert row["open_transaction_count"] == expected["n"], (call, name)
+            assert Decimal(str(row["balance_acct"])) == expected["balance"], (call, name)
+            assert Decimal(str(row["overdue_acct"])) == expected["overdue"], (call, name)
+            buckets = [Decimal(str(b["amount_acct"])) for b in row["buckets"]]
+            assert buckets == expected["buckets"], (call, name)
+            if key == "currency":
+                assert Decimal(str(row["balance_cur"])) == expected["cur"], (call, name)
+            compared += 1
+    assert compared >= 30  # the days hold open items in several legal entities and currencies
+    assert ties == 0  # no half-cent product: the rounding rule cannot decide a cent here
