@@ -276,8 +276,6 @@ class PipelineConfig:
                 self.brief_questions,
             ),
         }
-        if any(arg == "ray" for arg in self.executor_args):
-            return {}  # runs serve the world on Ray; the judge's Ray workers are not shipped it
         return {task: spec for task, spec in sets.items() if spec[1] > 0}
 
     def run_dir(self, agent: AgentSpec) -> Path:

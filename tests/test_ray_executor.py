@@ -228,6 +228,57 @@ def test_ray_options_without_ray_executor_are_refused(tmp_path, capsys) -> None:
 # harnesses.run --executor ray
 # --------------------------------------------------------------------------------------------------
 
+REFUSE_BEFORE_RAY = """
+import sys
+from harnesses.run import main
+code = main(sys.argv[1:])
+print("EXIT", code, "RAY_MODULES", sorted(m for m in sys.modules if m.split(".")[0] == "ray"))
+"""
+
+
+@pytest.mark.parametrize(
+    ("servers", "named"),
+    [
+        (["--erp-url", "http://192.0.2.10:8765/mcp", "--world-url", "http://localhost:9/mcp"],
+         "--world-url http://localhost:9/mcp"),
+        (["--erp-url", "http://127.0.0.1:9/mcp"], "--erp-url http://127.0.0.1:9/mcp"),
+    ],
+)  # fmt: skip
+def test_a_loopback_server_a_remote_cluster_cannot_reach_is_refused_before_ray(
+    tmp_path: Path, servers: list[str], named: str
+) -> None:
+    """Issue 40: workers on another machine cannot reach this machine's loopback: a research
+    run naming its world server there is refused in one line (exit 2), and Ray is never
+    imported, let alone started or connected to (192.0.2.0/24 and 198.51.100.0/24 are
+    documentation networks: no machine of this one's)."""
+    dataset = numbered_dataset(tmp_path / "ds.yaml", 1)
+    command = [sys.executable, "-c", REFUSE_BEFORE_RAY, "--dataset", str(dataset)]
+    command += ["--harness", f"{PLUGINS}:InstantHarness", "--out", str(tmp_path / "r")]
+    command += [*servers, "--research", "world", "--no-progress"]
+    command += ["--executor", "ray", "--ray-address", "198.51.100.7:6379"]
+    done = subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, env=os.environ
+    )
+    assert "EXIT 2 RAY_MODULES []" in done.stdout, (done.stdout, done.stderr[-2000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert named in lines[0] and "cannot reach" in lines[0] and "198.51.100.7" in lines[0]
+    assert not (tmp_path / "r").exists()
+
+
+def test_loopback_servers_are_fine_for_a_cluster_on_this_machine() -> None:
+    from harnesses._ray_executor import loopback_problem
+
+    config = RunConfig(
+        erp_url="http://127.0.0.1:9/mcp", world_url="http://[::1]:9/mcp", executor="ray"
+    )
+    for address in (None, "auto", "127.0.0.1:6379", "localhost:6379", "ray://127.0.0.1:10001"):
+        assert loopback_problem(config.model_copy(update={"ray_address": address})) is None
+    assert "2 node(s)" in (loopback_problem(config, other_nodes=2) or "")
+    golden = config.model_copy(update={"research": "golden", "erp_url": "http://192.0.2.1/mcp"})
+    assert loopback_problem(golden, other_nodes=2) is None  # the driver fetches golden documents
+
+
 SCRIPTED_QUESTIONS = [
     runner_question(
         "r-credit", "What is the credit limit for SYNCUS-0001 in USMF as of March 2, 2026?"
