@@ -688,3 +688,93 @@ def test_a_cluster_that_wants_a_token_is_named_in_one_line(
     assert done.returncode == 2, done.stderr[-2000:]
     assert len(lines) == 1 and "token" in lines[0] and "ray get-auth-token" in lines[0], lines
     assert not (tmp_path / "r").exists()
+
+
+@RAY_CLUSTER
+def test_rules_judge_on_ray_reads_the_shipped_world(
+    ray_driver, erp_db_url, research_sets, tmp_path: Path, capsys
+) -> None:
+    """Issue 40: the judge's Ray workers are shipped the research world (hash-checked, as the
+    ERP), and their research scores, world citations included, are the local judge's."""
+    world, datasets = research_sets
+    own_world = tmp_path / f"world-{os.getpid()}-{time.monotonic_ns()}.db"  # a name of its own
+    own_world.write_bytes(world.read_bytes())
+    shipped = NODE_CACHE_DIR / f"{own_world.stem}-{file_sha256(own_world)[:16]}.db"
+    run_dir = tmp_path / "run"
+    config = RunConfig(
+        dataset=datasets[0],
+        harness="scripted",
+        limit=3,
+        erp_db=erp_db_url,
+        world_db=str(own_world),
+        research="world",
+        out=run_dir,
+        progress=False,
+    )
+    assert run(config, log=lambda _: None).ran == 3
+    args = [str(run_dir), "--judge", "rules", "--no-progress", "--world-db", str(own_world)]
+    try:
+        assert judge_main([*args, "--name", "local"]) == 0
+        assert not shipped.exists()
+        assert judge_main([*args, "--name", "onray", "--executor", "ray"]) == 0
+        assert shipped.is_file() and file_sha256(shipped) == file_sha256(own_world)
+    finally:
+        shipped.unlink(missing_ok=True)
+    local = {r.question_id: r for r in read_scores(run_dir / "scores" / "local.jsonl")[0]}
+    on_ray = {r.question_id: r for r in read_scores(run_dir / "scores" / "onray.jsonl")[0]}
+    assert len(on_ray) == 3
+    assert {q: r.dimensions for q, r in on_ray.items()} == {
+        q: r.dimensions for q, r in local.items()
+    }
+    world_rules = [
+        assertion
+        for record in on_ray.values()
+        for assertion in record.dimensions[Dimension.citations].assertions
+        if assertion.decided_by == "rule:world_citations"
+    ]
+    assert world_rules and all(a.score is not None for a in world_rules), world_rules
+    capsys.readouterr()
+
+
+PIPELINE_SMALL = [
+    *("--customers", "60", "--vendors", "60", "--questions", "4", "--conversations", "0"),
+    *("--entity-questions", "3", "--brief-questions", "2"),
+    *("--agent", "scripted,faults=0.3,fault_seed=7"),
+]
+
+
+@RAY_CLUSTER
+@pytest.mark.timeout(900)
+def test_pipeline_on_ray_runs_and_judges_research_sets_as_locally(
+    ray_cluster: LocalRayCluster, tmp_path: Path, capfd
+) -> None:
+    """Issue 40: ``ledgerbench --executor ray`` keeps the research sets (it left them out while
+    the judge's workers lacked the world): runs and judging on Ray, with faults on, give the
+    local executor's scores for every record."""
+    from judge import read_scores as scores_of
+    from ledgerbench.pipeline import main as pipeline_main
+
+    local_ws, ray_ws = tmp_path / "local", tmp_path / "ray"
+    assert pipeline_main(["--workspace", str(local_ws), *PIPELINE_SMALL]) == 0
+    ray_ws.mkdir()
+    for name in ("erp.db", "world.db"):  # the same ERP, world and questions: only runs differ
+        (ray_ws / name).write_bytes((local_ws / name).read_bytes())
+    for path in (local_ws / "questions").iterdir():
+        (ray_ws / "questions").mkdir(exist_ok=True)
+        (ray_ws / "questions" / path.name).write_bytes(path.read_bytes())
+    on_ray = ["--executor", "ray", "--ray-address", ray_cluster.address]
+    assert pipeline_main(["--workspace", str(ray_ws), *PIPELINE_SMALL, *on_ray]) == 0
+    output = capfd.readouterr().err
+    assert "judge.run" in output and "--executor ray" in output
+
+    def records(workspace: Path) -> dict:
+        path = workspace / "runs" / "scripted-faulty-erp-world" / "scores" / "rules.jsonl"
+        return {
+            (r.question_id, r.trial): r.model_dump(mode="json", exclude={"judged_at"})
+            for r in scores_of(path)[0]
+        }
+
+    local, remote = records(local_ws), records(ray_ws)
+    task_types = {record["task_type"] for record in remote.values()}
+    assert task_types == {"obligations", "entity_performance", "business_brief"}
+    assert len(remote) == 9 and remote == local
