@@ -778,3 +778,50 @@ def test_pipeline_on_ray_runs_and_judges_research_sets_as_locally(
     task_types = {record["task_type"] for record in remote.values()}
     assert task_types == {"obligations", "entity_performance", "business_brief"}
     assert len(remote) == 9 and remote == local
+
+
+@RAY_CLUSTER
+def test_research_on_ray_through_a_world_url_gives_the_local_records(
+    ray_driver, erp_db_url, research_sets, tmp_path: Path
+) -> None:
+    """Issue 40: ``--world-url`` on Ray: the workers reach the shared world server (its token
+    handed to them in memory) and a research run against a seeded faulty server gives the
+    records of the same run on the local executor (a fresh server for each run, as the faults a
+    server draws count the calls it saw)."""
+    from tests.conftest import start_world_server, stop_process
+
+    world, datasets = research_sets
+    records = {}
+    for executor in ("local", "ray"):
+        server, _ = start_world_server(
+            f"sqlite:///{world}", "--error-rate", "0.3", "--fault-seed", "7", token="w0rld-t0ken"
+        )
+        config = RunConfig(
+            dataset=datasets[0],
+            harness="scripted",
+            limit=3,
+            erp_db=erp_db_url,
+            world_url=server.url,
+            world_token="w0rld-t0ken",
+            research="world",
+            out=tmp_path / executor,
+            concurrency=2,
+            executor=executor,
+            progress=False,
+        )
+        try:
+            assert run(config, log=lambda _: None).ran == 3
+        finally:
+            stop_process(server.process)
+        records[executor] = _replay_fields(tmp_path / executor / TRAJECTORIES_FILE)
+    assert len(records["local"]) == 3 and records["ray"] == records["local"]
+    world_calls = [
+        call
+        for record in read_trajectories(tmp_path / "ray" / TRAJECTORIES_FILE)
+        for call in record.tool_calls
+        if call.server == "world"
+    ]
+    assert world_calls and any(c.output.startswith("TRANSIENT") for c in world_calls)
+    manifest = (tmp_path / "ray" / MANIFEST_FILE).read_text()
+    assert "w0rld-t0ken" not in manifest
+    assert "w0rld-t0ken" not in (tmp_path / "ray" / TRAJECTORIES_FILE).read_text()
