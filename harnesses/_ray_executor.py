@@ -21,12 +21,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import ipaddress
+import os
+import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from harnesses._erp_process import ErpServerError
 from harnesses._erp_serving import ErpInUse, fault_arguments
@@ -109,6 +113,75 @@ def worker_world(ray: Any, config: RunConfig, world: WorldInUse) -> WorkerWorld:
     )
 
 
+def loopback_flags(config: RunConfig) -> list[tuple[str, str]]:
+    """The shared servers the workers would reach at this machine's loopback address: ``--erp-url``
+    always, ``--world-url`` when the agent reaches the world (``--research world``; golden
+    documents are fetched by the driver)."""
+    urls = [("--erp-url", config.erp_url)]
+    if config.research == "world":
+        urls.append(("--world-url", config.world_url))
+    return [(flag, url) for flag, url in urls if url and _is_loopback(urlsplit(url).hostname)]
+
+
+def _is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(host).is_loopback
+    return False
+
+
+def is_this_machine(host: str) -> bool:
+    """Whether ``host`` names this machine: it resolves to an address a socket can bind here."""
+    if _is_loopback(host):
+        return True
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
+    except OSError:
+        return False
+    for address in addresses:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        with contextlib.suppress(OSError), socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((address, 0))
+            return True
+    return False
+
+
+def cluster_host(address: str | None) -> str | None:
+    """The host of a Ray address (``HOST:PORT``, ``ray://HOST:PORT``); None for a new local
+    instance or ``auto`` (a cluster started on this machine)."""
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address is None or address in ("auto", "local"):
+        return None
+    return urlsplit(address if "://" in address else f"ray://{address}").hostname
+
+
+def loopback_problem(config: RunConfig, *, other_nodes: int = 0) -> str | None:
+    """Why the workers cannot reach a shared server the run names at loopback (one line), or
+    None. Known before connecting when the cluster's address is another machine's, and after
+    connecting when the cluster has nodes besides this one: a loopback URL on those nodes is
+    that node itself, where no server listens."""
+    flags = loopback_flags(config)
+    if not flags:
+        return None
+    host = cluster_host(config.ray_address)
+    if other_nodes:
+        where = f"{other_nodes} node(s) of the Ray cluster besides this machine"
+    elif host is not None and not is_this_machine(host):
+        where = f"the Ray cluster at {host}, another machine"
+    else:
+        return None
+    flag, url = flags[0]
+    instead = "--erp-db URL" if flag == "--erp-url" else "--world-db PATH"
+    return (
+        f"{flag} {url} is this machine's loopback address, which Ray workers on {where} cannot "
+        f"reach; pass a URL they reach (a server bound to a routable address), or {instead}, "
+        "which the run ships to every worker"
+    )
+
+
 def failure_record(
     flight: _InFlight,
     reason: TerminationReason,
@@ -162,6 +235,8 @@ class RayExecutor:
         self._spec_ref: Any = None
         self._instructions_hash = ""
         self._labels: tuple[str, str | None] = (config.harness, config.model)
+        if (problem := loopback_problem(config)) is not None:
+            raise RayExecutorError(problem)
 
     def connect(self) -> None:
         """Connect to the cluster and check that a task fits on some node. The driver calls it
@@ -174,6 +249,9 @@ class RayExecutor:
         self._ray = self._session.__enter__()
         try:
             check_fits(self._ray, self._options)
+            other_nodes = _other_nodes(self._ray)
+            if (problem := loopback_problem(self._config, other_nodes=other_nodes)) is not None:
+                raise RayExecutorError(problem)
         except BaseException:
             self._disconnect()
             raise
@@ -311,6 +389,12 @@ class RayExecutor:
         for future in in_flight:  # retrieved, so asyncio does not log "never retrieved"
             if future.done() and not future.cancelled():
                 future.exception()
+
+
+def _other_nodes(ray: Any) -> int:
+    """Alive nodes of the cluster other than the driver's."""
+    here = ray.get_runtime_context().get_node_id()
+    return sum(1 for node in ray.nodes() if node.get("Alive") and node.get("NodeID") != here)
 
 
 async def _wait_shielded(

@@ -5,7 +5,9 @@ process) or receive a pickled judge object when :func:`judge.run_judge` was give
 cache stays one cache: a small actor on the driver's node serves ``get``/``put`` over the driver's
 :class:`judge._cache.DiskCache`, so workers on other machines read and write the same entries and
 concurrent writers of a key each leave a whole file (atomic replace). A SQLite ERP for the rules
-judge's link checks is shipped to the workers through the object store and verified by hash.
+judge's link checks, and the research world file its world-citation checks read, are shipped to the
+workers through the object store and verified by hash: a worker on another machine reads the same
+bytes as the driver's judge would.
 
 Imported only when ``--executor ray`` is chosen.
 """
@@ -18,6 +20,7 @@ import pickle
 from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judge._base import Judge, JudgeAbort
@@ -56,6 +59,8 @@ class JudgeSpec:
     judge_pickle: bytes | None
     erp_db_url: str | None
     erp_file: ShippedFile | None
+    world_file: ShippedFile | None
+    """The research world the driver's judge reads (None: the run needs none)."""
     cache: Any
     """Handle of the cache actor, or None when caching is off."""
 
@@ -102,12 +107,15 @@ def _worker_judge(spec: JudgeSpec) -> Judge:
     erp_db_url = spec.erp_db_url
     if spec.erp_file is not None:
         erp_db_url = f"sqlite:///{materialize(spec.erp_file)}"
+    world_db = str(materialize(spec.world_file)) if spec.world_file is not None else None
     if spec.judge_pickle is not None:
         judge = pickle.loads(spec.judge_pickle)
     else:
         assert spec.config_json is not None
         config = JudgeRunConfig.model_validate_json(spec.config_json)
-        judge = build_judge(config.model_copy(update={"cache": False}), erp_db_url)
+        # The driver's world path means nothing on another node: the shipped copy or none.
+        config = config.model_copy(update={"cache": False, "world_db": world_db})
+        judge = build_judge(config, erp_db_url, world_db)
     target = getattr(judge, "llm", judge)
     if hasattr(target, "cache"):
         target.cache = ActorCache(spec.cache) if spec.cache is not None else None
@@ -142,6 +150,7 @@ class RayScoreExecutor:
         config_json: str | None,
         judge: Judge | None,
         erp_db_url: str | None,
+        world_db: str | None = None,
         cache_dir: str | None,
     ) -> None:
         self._ray = ray
@@ -153,6 +162,7 @@ class RayScoreExecutor:
         if path is not None and path.is_file():
             erp_file = ship_file(ray, path)
             erp_db_url = None
+        world_file = ship_world(ray, world_db) if world_db and config_json is not None else None
         self._cache_actor = _start_cache_actor(ray, cache_dir) if cache_dir else None
         key_source = (config_json or "").encode() + (judge_pickle or b"")
         spec = JudgeSpec(
@@ -161,6 +171,7 @@ class RayScoreExecutor:
             judge_pickle=judge_pickle,
             erp_db_url=erp_db_url,
             erp_file=erp_file,
+            world_file=world_file,
             cache=self._cache_actor,
         )
         self._spec_ref = ray.put(spec)
@@ -199,6 +210,14 @@ class RayScoreExecutor:
         if self._cache_actor is not None:
             self._ray.kill(self._cache_actor)
             self._cache_actor = None
+
+
+def ship_world(ray: Any, world_db: str) -> ShippedFile:
+    """The research world file the driver's judge reads, put in the object store."""
+    path = sqlite_path(world_db) or Path(world_db)
+    if not path.is_file():
+        raise RayExecutorError(f"the research world {path}: file not found; pass --world-db PATH")
+    return ship_file(ray, path)
 
 
 def _pickle_judge(judge: Judge) -> bytes:
@@ -240,6 +259,7 @@ def open_ray_executor(
     rules = getattr(judge, "rules", judge)
     if hasattr(rules, "resolver") and rules.resolver is None:
         erp_db_url = None  # the driver found the ERP unusable and turned link checks off
+    world_db = config.world_db if getattr(rules, "world", None) is not None else None
     target = getattr(judge, "llm", judge)
     cache = getattr(target, "cache", None)
     cache_dir = str(cache.directory) if isinstance(cache, DiskCache) else None
@@ -251,6 +271,7 @@ def open_ray_executor(
             config_json=config.model_dump_json() if built else None,
             judge=None if built else judge,
             erp_db_url=erp_db_url,
+            world_db=world_db,
             cache_dir=cache_dir,
         )
         try:

@@ -276,8 +276,6 @@ class PipelineConfig:
                 self.brief_questions,
             ),
         }
-        if any(arg == "ray" for arg in self.executor_args):
-            return {}  # runs serve the world on Ray; the judge's Ray workers are not shipped it
         return {task: spec for task, spec in sets.items() if spec[1] > 0}
 
     def run_dir(self, agent: AgentSpec) -> Path:
@@ -961,6 +959,10 @@ def _validate(args: argparse.Namespace) -> str | None:
 
     if (problem := check_executor_arguments(args)) is not None:
         return problem
+    if args.executor == "ray" and not _installed("ray"):  # else found after the ERP and world
+        from ledgerbench_core._ray import INSTALL_HINT
+
+        return f"--executor ray needs Ray, which is not installed: {INSTALL_HINT}"
     for name in ("customers", "vendors", "questions", "concurrency"):
         if getattr(args, name) <= 0:
             return f"--{name} must be a positive integer, got {getattr(args, name)}"
@@ -983,6 +985,16 @@ def _validate(args: argparse.Namespace) -> str | None:
     except JudgeLoadError as error:
         return str(error)
     return _judge_key_problem(args.judge, args.base_url)
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, found without importing it."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: blocked in sys.modules (None)
+        return False
 
 
 JUDGE_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}

@@ -11,8 +11,6 @@ import random
 import re
 from dataclasses import dataclass
 
-from faker import Faker
-
 INDUSTRY_WORDS = (
     "Supply", "Wholesale", "Manufacturing", "Electronics", "Logistics", "Foods", "Retail",
     "Distribution", "Systems", "Industries", "Components", "Trading", "Outfitters", "Hardware",
@@ -78,6 +76,8 @@ class Pools:
 
 def build_pools(seed: int) -> Pools:
     """Draw the name and address pools for ``seed`` from Faker (about 0.3 s)."""
+    from faker import Faker  # here: the world server imports this module's word lists, not Faker
+
     regions = {}
     for region, locale in LOCALES.items():
         fake = Faker(locale)

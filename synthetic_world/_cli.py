@@ -21,7 +21,6 @@ from erp_mcp._serve_cli import (
     url_host,
 )
 from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
-from synthetic_world._generate import MAX_SCALE, WorldError
 from synthetic_world._runtime import WorldUnavailable
 
 DEFAULT_WORLD_URL = "sqlite:///world.db"
@@ -52,7 +51,9 @@ def world_path(url: str) -> Path:
     return Path(url)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line; ``command``: only that command's options are built (a server's start
+    then imports neither the world generator nor question generation), None: every command's."""
     parser = argparse.ArgumentParser(
         prog="python -m synthetic_world",
         description="The research world beside the synthetic ERP: companies (most of them the "
@@ -63,6 +64,15 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, add in COMMANDS.items():
+        if command in (None, name):
+            add(sub)
+    return parser
+
+
+def _add_generate(sub: argparse._SubParsersAction) -> None:
+    from synthetic_world._generate import MAX_SCALE
+
     gen = sub.add_parser(
         "generate",
         help="generate a world from an ERP (same seeds, same pair)",
@@ -89,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     gen.add_argument("--overwrite", action="store_true", help="replace an existing world file")
     gen.add_argument("--quiet", action="store_true", help="no progress and no summary")
+
+
+def _add_info(sub: argparse._SubParsersAction) -> None:
     info = sub.add_parser(
         "info",
         help="print a world's size, today, id and snapshot hash",
@@ -97,6 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     info.add_argument("--db", default=DEFAULT_WORLD_URL, help="world file (default world.db)")
     info.add_argument("--json", action="store_true", help="as JSON")
+
+
+def _add_serve(sub: argparse._SubParsersAction) -> None:
     srv = sub.add_parser(
         "serve",
         help="serve the world read-only over MCP (stdio or HTTP)",
@@ -118,10 +134,22 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--bench-tools", action="store_true", help="also expose the no-op `ping` tool")
     add_scaling_arguments(srv)
     add_fault_arguments(srv)
+
+
+def _add_questions(sub: argparse._SubParsersAction) -> None:
     from synthetic_world._questions import add_questions_parser
 
     add_questions_parser(sub)
-    return parser
+
+
+COMMANDS = {
+    "generate": _add_generate,
+    "info": _add_info,
+    "serve": _add_serve,
+    "questions": _add_questions,
+}
+"""Each command and what adds its options (``python -m synthetic_world --help`` lists them in
+this order)."""
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -183,7 +211,7 @@ def _build_server(args: argparse.Namespace):
 
 def worker_server(argv: list[str]):
     """The server of one ``--workers`` process, built from the same ``serve`` command line."""
-    return _build_server(_parser().parse_args(argv))
+    return _build_server(_parser("serve").parse_args(argv))
 
 
 def _serve(args: argparse.Namespace, argv: list[str]) -> int:
@@ -207,10 +235,19 @@ def _start_line(args: argparse.Namespace) -> str:
     )
 
 
+def _bad_input() -> tuple[type[Exception], ...]:
+    """The errors that are bad input (exit 2). Looked up only when an error reaches ``main``:
+    the generator's module, which defines ``WorldError``, is not part of a server's start."""
+    from synthetic_world._generate import WorldError
+
+    return (UsageError, WorldError, WorldUnavailable, ErpDatabaseError)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m synthetic_world``; returns the exit code (2 on bad input)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    args = _parser(command).parse_args(argv)
     try:
         if args.command == "generate":
             return _generate(args)
@@ -221,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         from synthetic_world._questions import run_questions
 
         return run_questions(args)
-    except (UsageError, WorldError, WorldUnavailable, ErpDatabaseError) as error:
+    except _bad_input() as error:
         print(f"synthetic_world: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

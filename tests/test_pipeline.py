@@ -195,6 +195,21 @@ def test_agents_and_judge_are_checked_before_any_stage(tmp_path, capsys, argv, m
     assert not workspace.exists()
 
 
+def test_ray_executor_without_ray_is_refused_before_any_stage(
+    tmp_path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40: the run stage would find Ray missing only after the ERP and the world were
+    generated; the pipeline says so at once, in one line with the install command."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as where the extra is not installed
+    workspace = tmp_path / "ws"
+    assert main(["--workspace", str(workspace), "--executor", "ray"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'ledgerbench[ray]'" in err, err
+    assert not workspace.exists()
+
+
 def test_an_llm_judge_without_its_key_is_refused_before_any_stage(
     tmp_path, capsys, monkeypatch
 ) -> None:

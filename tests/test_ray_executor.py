@@ -228,6 +228,57 @@ def test_ray_options_without_ray_executor_are_refused(tmp_path, capsys) -> None:
 # harnesses.run --executor ray
 # --------------------------------------------------------------------------------------------------
 
+REFUSE_BEFORE_RAY = """
+import sys
+from harnesses.run import main
+code = main(sys.argv[1:])
+print("EXIT", code, "RAY_MODULES", sorted(m for m in sys.modules if m.split(".")[0] == "ray"))
+"""
+
+
+@pytest.mark.parametrize(
+    ("servers", "named"),
+    [
+        (["--erp-url", "http://192.0.2.10:8765/mcp", "--world-url", "http://localhost:9/mcp"],
+         "--world-url http://localhost:9/mcp"),
+        (["--erp-url", "http://127.0.0.1:9/mcp"], "--erp-url http://127.0.0.1:9/mcp"),
+    ],
+)  # fmt: skip
+def test_a_loopback_server_a_remote_cluster_cannot_reach_is_refused_before_ray(
+    tmp_path: Path, servers: list[str], named: str
+) -> None:
+    """Issue 40: workers on another machine cannot reach this machine's loopback: a research
+    run naming its world server there is refused in one line (exit 2), and Ray is never
+    imported, let alone started or connected to (192.0.2.0/24 and 198.51.100.0/24 are
+    documentation networks: no machine of this one's)."""
+    dataset = numbered_dataset(tmp_path / "ds.yaml", 1)
+    command = [sys.executable, "-c", REFUSE_BEFORE_RAY, "--dataset", str(dataset)]
+    command += ["--harness", f"{PLUGINS}:InstantHarness", "--out", str(tmp_path / "r")]
+    command += [*servers, "--research", "world", "--no-progress"]
+    command += ["--executor", "ray", "--ray-address", "198.51.100.7:6379"]
+    done = subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, env=os.environ
+    )
+    assert "EXIT 2 RAY_MODULES []" in done.stdout, (done.stdout, done.stderr[-2000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert named in lines[0] and "cannot reach" in lines[0] and "198.51.100.7" in lines[0]
+    assert not (tmp_path / "r").exists()
+
+
+def test_loopback_servers_are_fine_for_a_cluster_on_this_machine() -> None:
+    from harnesses._ray_executor import loopback_problem
+
+    config = RunConfig(
+        erp_url="http://127.0.0.1:9/mcp", world_url="http://[::1]:9/mcp", executor="ray"
+    )
+    for address in (None, "auto", "127.0.0.1:6379", "localhost:6379", "ray://127.0.0.1:10001"):
+        assert loopback_problem(config.model_copy(update={"ray_address": address})) is None
+    assert "2 node(s)" in (loopback_problem(config, other_nodes=2) or "")
+    golden = config.model_copy(update={"research": "golden", "erp_url": "http://192.0.2.1/mcp"})
+    assert loopback_problem(golden, other_nodes=2) is None  # the driver fetches golden documents
+
+
 SCRIPTED_QUESTIONS = [
     runner_question(
         "r-credit", "What is the credit limit for SYNCUS-0001 in USMF as of March 2, 2026?"
@@ -637,3 +688,140 @@ def test_a_cluster_that_wants_a_token_is_named_in_one_line(
     assert done.returncode == 2, done.stderr[-2000:]
     assert len(lines) == 1 and "token" in lines[0] and "ray get-auth-token" in lines[0], lines
     assert not (tmp_path / "r").exists()
+
+
+@RAY_CLUSTER
+def test_rules_judge_on_ray_reads_the_shipped_world(
+    ray_driver, erp_db_url, research_sets, tmp_path: Path, capsys
+) -> None:
+    """Issue 40: the judge's Ray workers are shipped the research world (hash-checked, as the
+    ERP), and their research scores, world citations included, are the local judge's."""
+    world, datasets = research_sets
+    own_world = tmp_path / f"world-{os.getpid()}-{time.monotonic_ns()}.db"  # a name of its own
+    own_world.write_bytes(world.read_bytes())
+    shipped = NODE_CACHE_DIR / f"{own_world.stem}-{file_sha256(own_world)[:16]}.db"
+    run_dir = tmp_path / "run"
+    config = RunConfig(
+        dataset=datasets[0],
+        harness="scripted",
+        limit=3,
+        erp_db=erp_db_url,
+        world_db=str(own_world),
+        research="world",
+        out=run_dir,
+        progress=False,
+    )
+    assert run(config, log=lambda _: None).ran == 3
+    args = [str(run_dir), "--judge", "rules", "--no-progress", "--world-db", str(own_world)]
+    try:
+        assert judge_main([*args, "--name", "local"]) == 0
+        assert not shipped.exists()
+        assert judge_main([*args, "--name", "onray", "--executor", "ray"]) == 0
+        assert shipped.is_file() and file_sha256(shipped) == file_sha256(own_world)
+    finally:
+        shipped.unlink(missing_ok=True)
+    local = {r.question_id: r for r in read_scores(run_dir / "scores" / "local.jsonl")[0]}
+    on_ray = {r.question_id: r for r in read_scores(run_dir / "scores" / "onray.jsonl")[0]}
+    assert len(on_ray) == 3
+    assert {q: r.dimensions for q, r in on_ray.items()} == {
+        q: r.dimensions for q, r in local.items()
+    }
+    world_rules = [
+        assertion
+        for record in on_ray.values()
+        for assertion in record.dimensions[Dimension.citations].assertions
+        if assertion.decided_by == "rule:world_citations"
+    ]
+    assert world_rules and all(a.score is not None for a in world_rules), world_rules
+    capsys.readouterr()
+
+
+PIPELINE_SMALL = [
+    *("--customers", "60", "--vendors", "60", "--questions", "4", "--conversations", "0"),
+    *("--entity-questions", "3", "--brief-questions", "2"),
+    *("--agent", "scripted,faults=0.3,fault_seed=7"),
+]
+
+
+@RAY_CLUSTER
+@pytest.mark.timeout(900)
+def test_pipeline_on_ray_runs_and_judges_research_sets_as_locally(
+    ray_cluster: LocalRayCluster, tmp_path: Path, capfd
+) -> None:
+    """Issue 40: ``ledgerbench --executor ray`` keeps the research sets (it left them out while
+    the judge's workers lacked the world): runs and judging on Ray, with faults on, give the
+    local executor's scores for every record."""
+    from judge import read_scores as scores_of
+    from ledgerbench.pipeline import main as pipeline_main
+
+    local_ws, ray_ws = tmp_path / "local", tmp_path / "ray"
+    assert pipeline_main(["--workspace", str(local_ws), *PIPELINE_SMALL]) == 0
+    ray_ws.mkdir()
+    for name in ("erp.db", "world.db"):  # the same ERP, world and questions: only runs differ
+        (ray_ws / name).write_bytes((local_ws / name).read_bytes())
+    for path in (local_ws / "questions").iterdir():
+        (ray_ws / "questions").mkdir(exist_ok=True)
+        (ray_ws / "questions" / path.name).write_bytes(path.read_bytes())
+    on_ray = ["--executor", "ray", "--ray-address", ray_cluster.address]
+    assert pipeline_main(["--workspace", str(ray_ws), *PIPELINE_SMALL, *on_ray]) == 0
+    output = capfd.readouterr().err
+    assert "judge.run" in output and "--executor ray" in output
+
+    def records(workspace: Path) -> dict:
+        path = workspace / "runs" / "scripted-faulty-erp-world" / "scores" / "rules.jsonl"
+        return {
+            (r.question_id, r.trial): r.model_dump(mode="json", exclude={"judged_at"})
+            for r in scores_of(path)[0]
+        }
+
+    local, remote = records(local_ws), records(ray_ws)
+    task_types = {record["task_type"] for record in remote.values()}
+    assert task_types == {"obligations", "entity_performance", "business_brief"}
+    assert len(remote) == 9 and remote == local
+
+
+@RAY_CLUSTER
+def test_research_on_ray_through_a_world_url_gives_the_local_records(
+    ray_driver, erp_db_url, research_sets, tmp_path: Path
+) -> None:
+    """Issue 40: ``--world-url`` on Ray: the workers reach the shared world server (its token
+    handed to them in memory) and a research run against a seeded faulty server gives the
+    records of the same run on the local executor (a fresh server for each run, as the faults a
+    server draws count the calls it saw)."""
+    from tests.conftest import start_world_server, stop_process
+
+    world, datasets = research_sets
+    records = {}
+    for executor in ("local", "ray"):
+        server, _ = start_world_server(
+            f"sqlite:///{world}", "--error-rate", "0.3", "--fault-seed", "7", token="w0rld-t0ken"
+        )
+        config = RunConfig(
+            dataset=datasets[0],
+            harness="scripted",
+            limit=3,
+            erp_db=erp_db_url,
+            world_url=server.url,
+            world_token="w0rld-t0ken",
+            research="world",
+            out=tmp_path / executor,
+            concurrency=2,
+            executor=executor,
+            progress=False,
+        )
+        try:
+            assert run(config, log=lambda _: None).ran == 3
+        finally:
+            stop_process(server.process)
+        records[executor] = _replay_fields(tmp_path / executor / TRAJECTORIES_FILE)
+    assert len(records["local"]) == 3 and records["ray"] == records["local"]
+    world_calls = [
+        call
+        for record in read_trajectories(tmp_path / "ray" / TRAJECTORIES_FILE)
+        for call in record.tool_calls
+        if call.server == "world"
+    ]
+    assert world_calls and any(c.output.startswith("TRANSIENT") for c in world_calls)
+    manifest = (tmp_path / "ray" / MANIFEST_FILE).read_text()
+    assert "w0rld-t0ken" not in manifest
+    assert "w0rld-t0ken" not in (tmp_path / "ray" / TRAJECTORIES_FILE).read_text()

@@ -99,6 +99,60 @@ async def test_a_run_over_its_tool_call_limit_ends_at_the_call_that_went_over(
         assert not any(c.is_error for c in record.tool_calls), record.tool_calls[-1].output
 
 
+class WorldLookupLoop:
+    """:class:`LookupLoop` on the research world: ``world__world_info`` through the toolbox the
+    openai and custom harnesses bridge MCP tools with (the world's own client behind it)."""
+
+    name = "world-lookup-loop"
+    model = None
+
+    async def run(self, task, env, draft) -> AgentOutcome:
+        from harnesses._toolbox import McpToolbox
+
+        async with McpToolbox(env) as tools:
+            while True:
+                await tools.call("world__world_info", {}, draft)
+
+
+async def test_the_world_client_holds_past_the_limit_too(
+    erp_server, erp_db_url: str, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> None:
+    """Issue 40: research tools go through the same client as the ERP's, so a run over its
+    limit on world calls also ends at the call that went over, every time."""
+    from tests.conftest import start_world_server, stop_process
+    from tests.world_fixtures import shared_folder, small_world
+
+    world = small_world(erp_db_url, shared_folder(tmp_path_factory, worker_id, "world"))
+    world_server, _ = start_world_server(f"sqlite:///{world}")
+    env = AgentEnvironment(
+        erp=ErpEndpoint(url=erp_server.url),
+        world=ErpEndpoint(url=world_server.url),
+        instructions="Be exact.",
+        work_dir="/tmp",
+    )
+    config = RunConfig(harness="world-lookup-loop", timeout=60.0, progress=False, max_tool_calls=2)
+    question = Question(
+        id="q-world-loop",
+        query="Margins?",
+        task_type=TaskType.entity_performance,
+        segment="research",
+        scenario="t",
+    )
+    runner = QuestionRunner(WorldLookupLoop(), env, config)
+    try:
+        records = [await runner.run(question, trial) for trial in range(3)]
+    finally:
+        await runner.aclose()
+        stop_process(world_server.process)
+    for record in records:
+        assert record.termination.reason == TerminationReason.max_turns
+        assert record.termination.detail == "3 tool calls, over --max-tool-calls 2"
+        assert [(c.name, c.server) for c in record.tool_calls] == [
+            ("world__world_info", "world")
+        ] * 3
+        assert not any(c.is_error for c in record.tool_calls), record.tool_calls[-1].output
+
+
 @pytest.mark.parametrize("harness", ["openai", "custom"])
 async def test_max_tool_calls_tightens_the_harness_cap(harness, erp_server) -> None:
     with serve_openai(forever_tools) as fake:

@@ -279,3 +279,36 @@ def test_the_http_server_prints_where_it_is_how_and_its_faults(world: Path) -> N
         f"token; world: {world}; faults: 0.25 of tool calls)"
     ]
     assert "s3cr3t" not in log.read_text()
+
+
+SERVING_NEEDS_NONE_OF = {
+    "synthetic_world._generate",  # the world generator
+    "synthetic_world._questions",  # question generation and its keys
+    "synthetic_world._analyst",
+    "synthetic_world._keys",
+    "ledgerbench_core.dataset",  # the question-set format (and YAML)
+    "yaml",
+    "faker",  # the ERP generator's name pools
+}
+"""What a world server's start imported before issue 40 and serving never uses."""
+
+
+def test_the_server_start_imports_only_what_serving_needs(
+    world: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40: ``synthetic_world serve`` is listening without having imported the generator,
+    question generation or Faker (Python's own import log of the real start, up to the port)."""
+    from tests.conftest import start_world_server, stop_process
+
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")  # = python -X importtime
+    server, log = start_world_server(f"sqlite:///{world}")  # returns once it listens
+    try:
+        imported = {
+            line.rsplit("|", 1)[1].strip()
+            for line in log.read_text().splitlines()
+            if line.startswith("import time:") and "|" in line
+        }
+    finally:
+        stop_process(server.process)
+    assert "synthetic_world._server" in imported and "fastmcp" in imported  # the log is whole
+    assert not imported & SERVING_NEEDS_NONE_OF, sorted(imported & SERVING_NEEDS_NONE_OF)
