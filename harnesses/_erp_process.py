@@ -17,17 +17,23 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from harnesses._protocol import ErpEndpoint
 from ledgerbench_core._startup import (
+    DEFAULT_LIMIT_S,
     STARTUP_FD_ENV,
     StartupWatch,
+    cpu_seconds,
     describe_load,
     parent_death_signal,
+    stall_seconds,
 )
+
+T = TypeVar("T")
 
 DEFAULT_ERP_RELATIVE_PATH = Path(".ledgerbench") / "erp.db"
 """Where the default ERP lives, under the project root."""
@@ -189,6 +195,30 @@ class ErpServerProcess:
             self.start_cpu_s = self.watch.cpu_used()
             self.watch = None
 
+    async def answer(self, call: Awaitable[T], step: str) -> T:
+        """``call`` (a request to this server), waited for as long as the server lives and the
+        machine makes progress, not on a fixed clock: on a loaded machine the first answer after
+        the start can take minutes of wall time. :class:`ServerStartError` names ``step`` if the
+        server exits meanwhile, or if neither it nor this process used CPU for the stall time."""
+        import asyncio
+
+        task = asyncio.ensure_future(call)
+        progress = _Progress(self.process.pid)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=0.25)
+                if done:
+                    return task.result()
+                if self.process.poll() is not None:
+                    raise ServerStartError(
+                        f"{self.what} exited with code {self.process.returncode} while {step}: "
+                        f"{_log_tail(self.log_path, self.endpoint.token, start=self.log_start)}"
+                    )
+                if (reason := progress.stalled()) is not None:
+                    raise ServerStartError(f"{self.what} is stuck {step}: {reason}")
+        finally:
+            task.cancel()
+
     def stop(self, timeout: float = 10.0) -> None:
         if self.watch is not None:
             self.watch.close()
@@ -202,6 +232,30 @@ class ErpServerProcess:
                 self.process.wait()
         if self.log_path is not None and self.endpoint.token:
             _scrub_file(self.log_path, self.endpoint.token)
+
+
+@dataclass
+class _Progress:
+    """Whether a server or this process still gets CPU (a waiting server uses none while this
+    process, slowed by the load, has not sent its request yet)."""
+
+    pid: int
+    stall_s: float = field(default_factory=stall_seconds)
+    limit_s: float = DEFAULT_LIMIT_S
+    _started: float = field(default_factory=time.monotonic)
+    _last: float = field(default_factory=time.monotonic)
+    _cpu: float = -1.0
+
+    def stalled(self) -> str | None:
+        now = time.monotonic()
+        cpu = (cpu_seconds(self.pid) or 0.0) + time.process_time()
+        if cpu > self._cpu:
+            self._cpu, self._last = cpu, now
+        if now - self._last > self.stall_s:
+            return f"no CPU used for {self.stall_s:.0f} s{describe_load()}"
+        if now - self._started > self.limit_s:
+            return f"no answer after {self.limit_s:.0f} s{describe_load()}"
+        return None
 
 
 def _scrub_file(path: Path, secret: str) -> None:

@@ -224,29 +224,51 @@ ERP_INFO_RESOURCE = "erp://info"
 """The ERP server's facts as a resource: served whatever its toolset (``erp_mcp._resources``)."""
 
 
-async def fetch_erp_info(endpoint: ErpEndpoint, timeout: float = 30.0) -> dict[str, Any]:
+async def fetch_erp_info(
+    endpoint: ErpEndpoint, server: ErpServerProcess | None = None, timeout: float = 30.0
+) -> dict[str, Any]:
     """The ERP's facts (today, legal entities, snapshot hash, ...): the ``erp://info`` resource,
     or the ``erp_info`` tool's result from a server without that resource. The runner needs no
-    particular tool: a server started with any ``--toolset`` is accepted."""
+    particular tool: a server started with any ``--toolset`` is accepted.
+
+    A server the runner started (``server``) is waited for while it lives and the machine makes
+    progress (:meth:`ErpServerProcess.answer`); another one (``--erp-url``) for ``timeout``."""
     from fastmcp import Client
 
     from harnesses._erp_client import http_transport
 
-    transport = http_transport(endpoint)
-    try:
-        async with asyncio.timeout(timeout), Client(transport) as client:
-            templates = {str(r.uri) for r in await client.list_resources()}
-            if ERP_INFO_RESOURCE in templates:
-                contents = await client.read_resource(ERP_INFO_RESOURCE)
-                return json.loads(getattr(contents[0], "text", "") or "{}")
+    async def read(client: Any) -> Any:
+        templates = {str(r.uri) for r in await client.list_resources()}
+        if ERP_INFO_RESOURCE in templates:
+            contents = await client.read_resource(ERP_INFO_RESOURCE)
+            return json.loads(getattr(contents[0], "text", "") or "{}")
+        result = await client.call_tool_mcp("erp_info", {})
+        for attempt in range(3):  # a fault-injecting server may fail this call transiently
+            if not (result.is_error and _tool_text(result).lstrip().startswith("TRANSIENT")):
+                break
+            await asyncio.sleep(0.2 * (attempt + 1))
             result = await client.call_tool_mcp("erp_info", {})
-            for attempt in range(3):  # a fault-injecting server may fail this call transiently
-                if not (result.is_error and _tool_text(result).lstrip().startswith("TRANSIENT")):
-                    break
-                await asyncio.sleep(0.2 * (attempt + 1))
-                result = await client.call_tool_mcp("erp_info", {})
+        return result
+
+    async def contact() -> Any:
+        async with Client(http_transport(endpoint)) as client:
+            return await read(client)
+
+    try:
+        if server is not None:
+            result = await server.answer(contact(), "answering its first call (erp_info)")
+        else:
+            async with asyncio.timeout(timeout):
+                result = await contact()
+        if isinstance(result, dict):
+            return result
+    except ServerStartError:
+        raise
     except Exception as error:
         detail = error_detail(error, endpoint.token)
+        if server is not None:  # the runner's own server: not the user's input
+            message = f"{server.what} failed its first call (erp_info): {detail}"
+            raise ServerStartError(message) from None
         raise RunConfigError(
             f"cannot reach the ERP MCP server at {endpoint.url} ({detail}); check --erp-url and "
             "--erp-token (or ERP_MCP_TOKEN), or use --erp-db to let the runner serve a database"

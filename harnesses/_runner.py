@@ -340,7 +340,7 @@ async def _run_with_harness(
                     raise result
             if world is not None:
                 check_world_snapshot(plan.dataset, world)
-            erp.info = await fetch_erp_info(erp.endpoint)
+            erp.info = await fetch_erp_info(erp.endpoint, erp.server)
             check_snapshot(plan.dataset, plan.dataset_path, erp)
             check_erp_unchanged(plan.previous, erp, config.force_new)
             agent_world = world.endpoint if world and config.research == "world" else None

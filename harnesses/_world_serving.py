@@ -59,7 +59,7 @@ class WorldInUse:
                 await self.server.until_listening()
             except ServerStartError as error:
                 raise ServerStartError(f"the research world {self.path}: {error}") from None
-        self.info = await fetch_world_info(self.endpoint)
+        self.info = await fetch_world_info(self.endpoint, self.server)
 
     def keep_log_in(self, run_dir: Path) -> None:
         """Append the server's log to ``run_dir/world_mcp.log`` when it stops (as the ERP's:
@@ -261,21 +261,38 @@ def start_world_server(
     )
 
 
-async def fetch_world_info(endpoint: McpEndpoint, timeout: float = 30.0) -> dict[str, Any]:
-    """The ``world_info`` tool's result (today, world id, snapshot hash, ...)."""
+async def fetch_world_info(
+    endpoint: McpEndpoint, server: ErpServerProcess | None = None, timeout: float = 30.0
+) -> dict[str, Any]:
+    """The ``world_info`` tool's result (today, world id, snapshot hash, ...). A server the
+    runner started (``server``) is waited for while it lives and the machine makes progress
+    (:meth:`ErpServerProcess.answer`); another one (``--world-url``) for ``timeout``."""
     from fastmcp import Client
 
     from harnesses._erp_client import http_transport
 
-    try:
-        async with asyncio.timeout(timeout), Client(http_transport(endpoint)) as client:
+    async def contact() -> Any:
+        async with Client(http_transport(endpoint)) as client:
             for attempt in range(4):  # a fault-injecting server may fail it transiently
                 result = await client.call_tool_mcp("world_info", {})
                 if not result.is_error:
                     break
                 await asyncio.sleep(0.2 * (attempt + 1))
+            return result
+
+    try:
+        if server is not None:
+            result = await server.answer(contact(), "answering its first call (world_info)")
+        else:
+            async with asyncio.timeout(timeout):
+                result = await contact()
+    except ServerStartError:
+        raise
     except Exception as error:
         detail = error_detail(error, endpoint.token)
+        if server is not None:  # the runner's own server: not the user's input
+            message = f"{server.what} failed its first call (world_info): {detail}"
+            raise ServerStartError(message) from None
         raise RunConfigError(
             f"cannot reach the research world's MCP server at {endpoint.url} ({detail}); check "
             "--world-url and --world-token (or WORLD_MCP_TOKEN), or use --world-db"

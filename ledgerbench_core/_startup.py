@@ -109,8 +109,7 @@ class StartupWatch:
         """A watch and the write end to hand to the child (``pass_fds`` and the environment)."""
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
-        stall_s = _env_seconds(STALL_ENV, DEFAULT_STALL_S)
-        return cls(read_fd=read_fd, stall_s=stall_s), write_fd
+        return cls(read_fd=read_fd, stall_s=stall_seconds()), write_fd
 
     def poll(self) -> str | None:
         """Read what the server said and what CPU it used; why to give up on it, or None."""
@@ -164,6 +163,11 @@ class StartupWatch:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             os.close(self.read_fd)
+
+
+def stall_seconds() -> float:
+    """How long a server may use no CPU (and say nothing) before it counts as stuck."""
+    return _env_seconds(STALL_ENV, DEFAULT_STALL_S)
 
 
 def _env_seconds(name: str, default: float) -> float:
