@@ -302,7 +302,10 @@ def test_every_key_is_well_formed_and_its_gold_documents_state_it_by_the_as_of_d
             assert "accuracy" in {d.value for d in item.tags}
             for fact in item.expected:
                 if fact.kind == "amount" and fact.scale:
-                    assert fact.currency in {"USD", "EUR", "GBP"} and fact.scale == "millions"
+                    # per-share figures are in currency units; every other amount in millions
+                    per_share = fact.unit == "per share"
+                    assert fact.currency in {"USD", "EUR", "GBP"}
+                    assert fact.scale == ("units" if per_share else "millions"), fact.field
                     assert fact.period, (item.id, fact.field)
                 price_window = "/" in (fact.period or "")  # closes come from the prices tool
                 if ((fact.kind == "amount" and fact.scale) or fact.kind == "percent") and not (
