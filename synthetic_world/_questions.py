@@ -505,7 +505,8 @@ def entity_questions(
     ctx: KeyContext, n: int, seed: int, erp_names: dict, share: float | None = None
 ) -> list[Question]:
     """``n`` entity items in the published segment mix; ``share`` of each segment's items are
-    analyst items (None: question_kinds.yaml's analyst_share; 0: single-fact items only)."""
+    analyst items, at least two per analyst kind where the segment has the items (None:
+    question_kinds.yaml's analyst_share; 0: single-fact items only)."""
     counts, _, kinds = question_kinds()
     rng = random.Random(f"entity-questions:{seed}:{ctx.world_id}")
     drafter = Drafter(ctx, rng, erp_names)
@@ -690,8 +691,9 @@ def add_questions_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         help="entity sets: share of each segment's items drawn from analyst kinds (several keyed "
-        "asks in a business context); 0 draws single-fact items only (default: "
-        "question_kinds.yaml's analyst_share, 0.66)",
+        "asks in a business context; above 0, at least two per analyst kind where the segment "
+        "has the items); 0 draws single-fact items only (default: question_kinds.yaml's "
+        "analyst_share, 0.66)",
     )
     parser.add_argument("--out", type=Path, required=True, help="dataset YAML to write")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
