@@ -1080,7 +1080,8 @@ def shareholder_returns(rc, company, params, as_of):
 
 def _year_end_shares(rc, company: str, year: int, as_of: dt.date) -> tuple[Decimal, frozenset]:
     """The shares outstanding (millions) a filing states at the fiscal year's last day, and the
-    documents by ``as_of`` stating that count (the annual report's overview among them)."""
+    documents by ``as_of`` stating that count: the annual report's overview, and (as for market
+    capitalisation) any page giving the same count, such as a later market data page."""
     month = rc.world.companies[company].fiscal_year_end_month
     following = dt.date(year + month // 12, month % 12 + 1, 1)
     end = (following - dt.timedelta(days=1)).isoformat()
@@ -1095,7 +1096,7 @@ def _year_end_shares(rc, company: str, year: int, as_of: dt.date) -> tuple[Decim
     stating = frozenset(
         f.doc.doc_id
         for f in rc.world.figures_of(company, "shares_outstanding")
-        if f.period == end and f.published <= as_of and f.value == value
+        if f.published <= as_of and f.value == value
     )
     return value, stating
 
