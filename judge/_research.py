@@ -352,7 +352,7 @@ def competing_figure(
     others = tuple(f for f in facts if f is not fact)
     mentions = _figure_mentions(text)
     for mention in mentions:
-        if mention.is_percent is not percent or not expected:
+        if mention.is_percent is not percent or not expected or _counts_shares(text, mention):
             continue
         readings = [(mention.value, mention.precision)] if percent else _readings(text, mention)
         if _states_key_figure(readings, percent, (fact, *others)):
@@ -374,6 +374,16 @@ def competing_figure(
             continue
         return _shown_figure(text, mention)
     return None
+
+
+_SHARE_COUNT = re.compile(
+    r"\s*(?:(?:million|billion|thousand|mn|bn|m)\s+)?(?:common\s+)?shares\b", re.IGNORECASE
+)
+
+
+def _counts_shares(text: str, mention: x.NumberMention) -> bool:
+    """Whether a figure counts shares ("158.3 million shares outstanding"): no money amount."""
+    return _SHARE_COUNT.match(text, mention.end) is not None
 
 
 def _clause_names_asked(answer: str, mention: x.NumberMention, fact: ExpectedFact) -> bool:

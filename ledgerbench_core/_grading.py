@@ -23,11 +23,14 @@ share beside the right one ("31.3% or 30.7% of fiscal 2024 revenue came from ...
 ratio fact in months (a private company's cash runway) is found written
 ``8.6 months``; a multiple or a runway of the key is one of its figures (no rival to an amount
 near it, and grounded when computed from documents the agent fetched).
+
+Version 9: a share count ("on the 238.4 million shares outstanding") is no rival to a money
+amount near it (per-share figures put the count beside the cash-flow figures).
 """
 
 from __future__ import annotations
 
-RULES_GRADING_VERSION = 8
+RULES_GRADING_VERSION = 9
 """The rules' version: bumped whenever a rule changes what it accepts."""
 
 RULES_GRADING = f"rules-g{RULES_GRADING_VERSION}"

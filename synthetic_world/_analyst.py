@@ -15,7 +15,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 
 from ledgerbench_core.dataset import ExpectedFact
 from synthetic_world._calendar import fiscal_year_of
-from synthetic_world._documents import long_date
+from synthetic_world._documents import CURRENCY_SIGNS, long_date, millions
 from synthetic_world._keys import (
     Company,
     FactRow,
@@ -296,8 +296,11 @@ def shareholder_returns(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) ->
     buybacks = _year(ctx, c, "share_repurchases", fy, as_of)
     net = _year(ctx, c, "net_income", fy, as_of)
     depreciation = _year(ctx, c, "depreciation_amortization", fy, as_of)
+    shares = _need(ctx.fact(c.company_id, "shares_outstanding", f"FY{fy}-Q4", as_of))
     period = f"FY{fy}"
     fcf = cfo.value - capex.value
+    earnings_per_share = _per_share(net.value, shares.value)
+    dividends_per_share = _per_share(dividends.value, shares.value)
     reinvestment = (capex.value / depreciation.value).quantize(
         Decimal("0.01"), rounding=ROUND_HALF_EVEN
     )
@@ -363,6 +366,25 @@ def shareholder_returns(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) ->
             ],
             "payout",
         ),
+        *_asked(
+            [
+                _per_share_fact(
+                    "earnings_per_share",
+                    earnings_per_share,
+                    c,
+                    period,
+                    ctx.sources([net, shares], as_of),
+                ),
+                _per_share_fact(
+                    "dividends_per_share",
+                    dividends_per_share,
+                    c,
+                    period,
+                    ctx.sources([dividends, shares], as_of),
+                ),
+            ],
+            "per_share",
+        ),
         *_asked([_text("returns_coverage", covered, all_sources)], "coverage"),
     ]
     text = (
@@ -373,7 +395,10 @@ def shareholder_returns(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) ->
         f"dividends of {_money(dividends.value, c)} and repurchased shares for "
         f"{_money(buybacks.value, c)}, returning {_money(returned, c)} in all: {cash_payout}% of "
         f"free cash flow. Dividends were {dividend_payout}% of net income of "
-        f"{_money(net.value, c)}, so {covered}."
+        f"{_money(net.value, c)}, so {covered}. On the {millions(shares.value)} million shares "
+        f"outstanding at the year end, earnings per share were "
+        f"{_per_share_text(earnings_per_share, c)} and dividends per share "
+        f"{_per_share_text(dividends_per_share, c)}."
     )
     return Key(
         text,
@@ -382,6 +407,40 @@ def shareholder_returns(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) ->
         metrics=["free cash flow", "dividends paid", "share repurchases", "payout ratio"],
         comparison=True,
     )
+
+
+PER_SHARE_TOLERANCE = 0.01
+"""Per-share figures are keyed to the cent."""
+
+
+def _per_share(total_millions: Decimal, shares_millions: Decimal) -> Decimal:
+    """A fiscal year's total (in millions) over the shares outstanding at its end (in millions):
+    currency units per share, to the cent (docs/conventions.md, "Per-share figures")."""
+    if shares_millions <= 0:
+        raise KeyError_("no shares outstanding")
+    return (total_millions / shares_millions).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+
+
+def _per_share_fact(
+    field_name: str, value: Decimal, c: Company, period: str, sources: list[str]
+) -> ExpectedFact:
+    return ExpectedFact(
+        kind="amount",
+        field=field_name,
+        value=float(value),
+        tolerance=PER_SHARE_TOLERANCE,
+        currency=c.currency,
+        scale="units",
+        unit="per share",
+        period=period,
+        basis="GAAP",
+        sources=sources,
+    )
+
+
+def _per_share_text(value: Decimal, c: Company) -> str:
+    sign = "-" if value < 0 else ""
+    return f"{sign}{CURRENCY_SIGNS[c.currency]}{abs(value):.2f}"
 
 
 def leverage_liquidity(ctx: KeyContext, c: Company, as_of: dt.date, fy: int) -> Key:

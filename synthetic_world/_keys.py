@@ -1030,6 +1030,70 @@ def regulatory_action(ctx: KeyContext, c: Company, as_of: dt.date) -> Key:
     )
 
 
+# -- quarter_metric (issue 38): a fiscal quarter's depreciation and amortization, dividends paid
+# or share repurchases, from the quarterly report (Q1-Q3) or the annual report's fourth-quarter
+# table (Q4, weeks after the fourth-quarter release) ------------------------------------------
+
+QUARTER_METRICS = ("depreciation_amortization", "dividends_paid", "share_repurchases")
+"""The cash-flow rows a quarter_metric item asks (quarterly revenue: latest_quarter_revenue)."""
+
+
+def reported_quarters(ctx: KeyContext, cid: str, metric: str, as_of: dt.date) -> list[str]:
+    """Quarter ids ("FY2025-Q3") with ``metric`` published by ``as_of``, oldest first."""
+    rows = ctx.conn.execute(
+        "SELECT DISTINCT period_id FROM fact WHERE company_id = ? AND metric = ? AND "
+        "period_id LIKE 'FY%-Q%' AND published_at <= ?",
+        (cid, metric, as_of.isoformat()),
+    ).fetchall()
+    return sorted((row[0] for row in rows), key=_quarter_order)
+
+
+def _quarter_order(period_id: str) -> tuple[int, int]:
+    return int(period_id[2:6]), int(period_id[-1])
+
+
+def quarter_text(period_id: str) -> str:
+    """ "FY2025-Q3" -> "the third quarter (Q3) of fiscal 2025"."""
+    ordinal = ("first", "second", "third", "fourth")[int(period_id[-1]) - 1]
+    return f"the {ordinal} quarter (Q{period_id[-1]}) of fiscal {period_id[2:6]}"
+
+
+def quarter_metric(
+    ctx: KeyContext, c: Company, as_of: dt.date, metric: str, fy: int, quarter: int
+) -> Key:
+    """The quarter's figure; when the quarter is not reported by the as-of date, "not yet
+    reported" and the same metric for the latest quarter reported (a dealbreaker, as
+    :func:`not_reported` keys the latest fiscal year)."""
+    period, what = f"FY{fy}-Q{quarter}", METRIC_WORDS[metric]
+    fact = ctx.fact(c.company_id, metric, period, as_of)
+    if fact is not None:
+        expected = amount(metric, fact.value, c, period, ctx.sources([fact], as_of))
+        text = (
+            f"{c.name}'s {what} in {quarter_text(period)} ({period}) was "
+            f"{money_text(fact.value, c.currency)}."
+        )
+        return Key(text, [expected], period=period, metrics=[f"quarterly {what}"])
+    facts = [
+        ExpectedFact(kind="not_disclosed", field=metric, value="not yet reported", period=period)
+    ]
+    text = f"{c.name} had not reported its {what} for {quarter_text(period)} {as_of_text(as_of)}."
+    earlier = [
+        q
+        for q in reported_quarters(ctx, c.company_id, metric, as_of)
+        if _quarter_order(q) < _quarter_order(period)
+    ]
+    if earlier:
+        latest = _need(ctx.fact(c.company_id, metric, earlier[-1], as_of))
+        found = amount(metric, latest.value, c, earlier[-1], ctx.sources([latest], as_of))
+        found.dealbreaker = True  # "not yet reported" alone, with no lookup, is no answer
+        facts.append(found)
+        text += (
+            f" The latest quarter with its {what} reported is {quarter_text(earlier[-1])}: "
+            f"{money_text(latest.value, c.currency)}."
+        )
+    return Key(text, facts, period=period, metrics=[f"quarterly {what}"])
+
+
 PROGRAMS = {
     "fy_metric": fy_metric,
     "latest_fy_metric": latest_fy_metric,
@@ -1055,5 +1119,6 @@ PROGRAMS = {
     "market_cap": market_cap,
     "regional_share": regional_share,
     "regulatory_action": regulatory_action,
+    "quarter_metric": quarter_metric,
 }
 """Question kind -> its key program (question_kinds.yaml names the kinds)."""

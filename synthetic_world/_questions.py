@@ -42,7 +42,15 @@ from synthetic_world._analyst import (
 from synthetic_world._analyst import PROGRAMS as ANALYST_PROGRAMS
 from synthetic_world._documents import long_date
 from synthetic_world._keys import PROGRAMS as FACT_PROGRAMS
-from synthetic_world._keys import Company, Key, KeyContext, KeyError_
+from synthetic_world._keys import (
+    QUARTER_METRICS,
+    Company,
+    Key,
+    KeyContext,
+    KeyError_,
+    quarter_text,
+    reported_quarters,
+)
 from synthetic_world._runtime import CompanyIndex, CompanyRow, connect_read_only
 from synthetic_world._traps import TrapFinder
 
@@ -72,6 +80,10 @@ VERSIONED_METRICS = ("revenue", "gross_profit", "operating_income", "net_income"
 """The figures a restatement or a revision changes."""
 TRAP_TRIES = 250
 """Draws of an item that must meet a hard negative before one without is taken."""
+ASSIGNED_TRIES = 200
+"""Draws of an analyst slot's own kind before any analyst kind of its segment may fill it."""
+MIN_PER_KIND = 2
+"""Analyst slots each analyst kind of a segment gets before the weights share out the rest."""
 NEGATIVE_ANALYST = {"private_runway": 0.25}
 """Analyst kinds drawn as "not disclosed" items at this rate (the company states no cash)."""
 NEGATIVE_CAPABLE = {
@@ -88,6 +100,7 @@ NEGATIVE_CAPABLE = {
     "largest_product_line",
     "regional_share",
     "regulatory_action",
+    "quarter_metric",
 }
 """Kinds with a negative form: a fiscal year not yet reported, an undisclosed figure, no fine."""
 EITHER_POLARITY = {"regulatory_exposure"}
@@ -293,6 +306,8 @@ class Drafter:
             return {}
         if name in ("funding_history", "private_runway"):
             return {}
+        if name == "quarter_metric":
+            return self._quarter(c, as_of, negative)
         if name == "regulatory_exposure":
             first, last = regulatory_window(as_of)
             if bool(penalties(self.ctx, c, first, last)) == (rng.random() < NO_PENALTY_SHARE):
@@ -334,6 +349,21 @@ class Drafter:
         elif name == "regional_share":
             params["region"] = rng.choice(c.regions)
         return params
+
+    def _quarter(self, c: Company, as_of: dt.date, negative: bool) -> dict[str, Any]:
+        """A quarter_metric item's metric and quarter: one of the last six quarters reported by
+        ``as_of``, or (negative) the quarter after the latest one reported."""
+        metric = self.rng.choice(QUARTER_METRICS)
+        reported = reported_quarters(self.ctx, c.company_id, metric, as_of)
+        if not reported:
+            raise KeyError_("no quarter reported")
+        if negative:
+            fy, quarter = int(reported[-1][2:6]), int(reported[-1][-1])
+            fy, quarter = (fy + 1, 1) if quarter == 4 else (fy, quarter + 1)
+        else:
+            chosen = self.rng.choice(reported[-6:])
+            fy, quarter = int(chosen[2:6]), int(chosen[-1])
+        return {"metric": metric, "fy": fy, "quarter": quarter}
 
     def _fiscal_year(self, c: Company, as_of: dt.date, years: list[int], negative: bool) -> int:
         if not years:
@@ -411,6 +441,9 @@ class Drafter:
             "date": long_date(params["day"]) if "day" in params else "",
             "first_year": params.get("first_year", ""),
             "last_year": params.get("last_year", ""),
+            "quarter": quarter_text(f"FY{params['fy']}-Q{params['quarter']}")
+            if "quarter" in params
+            else "",
         }
         phrasing = self.rng.choice(kind.phrasings)
         return phrasing.format(**fields), style
@@ -472,14 +505,15 @@ def entity_questions(
     ctx: KeyContext, n: int, seed: int, erp_names: dict, share: float | None = None
 ) -> list[Question]:
     """``n`` entity items in the published segment mix; ``share`` of each segment's items are
-    analyst items (None: question_kinds.yaml's analyst_share; 0: single-fact items only)."""
+    analyst items, at least two per analyst kind where the segment has the items (None:
+    question_kinds.yaml's analyst_share; 0: single-fact items only)."""
     counts, _, kinds = question_kinds()
     rng = random.Random(f"entity-questions:{seed}:{ctx.world_id}")
     drafter = Drafter(ctx, rng, erp_names)
     segments = segment_quota(n, counts)
     by_segment = {s: [k for k in kinds if k.segment == s] for s in counts}
     share = analyst_share() if share is None else share
-    analyst = _analyst_positions(rng, segments, by_segment, share)
+    analyst = _analyst_slots(rng, segments, by_segment, share)
     capable = [
         i
         for i, s in enumerate(segments)
@@ -496,6 +530,8 @@ def entity_questions(
         for attempt in range(400):
             if negative:
                 pool = negatives
+            elif wanted and attempt < ASSIGNED_TRIES:
+                pool = [analyst[number - 1]]  # the slot's own kind first
             elif wanted and attempt < 300:
                 pool = [k for k in by_segment[segment] if k.analyst]
             else:
@@ -532,18 +568,29 @@ def entity_questions(
     return items
 
 
-def _analyst_positions(
+def _analyst_slots(
     rng: random.Random, segments: list[str], by_segment: dict[str, list[Kind]], share: float
-) -> set[int]:
-    """Which item positions are analyst items: ``share`` of each segment that has analyst
-    kinds, at random positions within it."""
-    chosen: set[int] = set()
+) -> dict[int, Kind]:
+    """Which item positions are analyst items, and the analyst kind each draws first: ``share``
+    of each segment that has analyst kinds (at least MIN_PER_KIND per analyst kind where the
+    segment has that many items), at random positions within it. Every analyst kind of a segment
+    gets MIN_PER_KIND slots before the weights share out the rest, so a small set holds every
+    kind (by weight alone a kind of a 15-item segment could be missing)."""
+    slots: dict[int, Kind] = {}
     for segment, kinds in by_segment.items():
-        if not any(k.analyst for k in kinds):
+        own = [k for k in kinds if k.analyst]
+        if not own:
             continue
         positions = [i for i, s in enumerate(segments) if s == segment]
-        chosen.update(rng.sample(positions, round(share * len(positions))))
-    return chosen
+        count = max(round(share * len(positions)), min(len(positions), MIN_PER_KIND * len(own)))
+        count = min(count, len(positions)) if share > 0 else 0
+        chosen = rng.sample(positions, count)
+        each = min(MIN_PER_KIND, count // len(own))
+        assigned = [k for k in own for _ in range(each)]
+        assigned += rng.choices(own, [k.weight for k in own], k=count - len(assigned))
+        rng.shuffle(assigned)
+        slots.update(zip(chosen, assigned, strict=True))
+    return slots
 
 
 def _question(
@@ -644,8 +691,9 @@ def add_questions_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         help="entity sets: share of each segment's items drawn from analyst kinds (several keyed "
-        "asks in a business context); 0 draws single-fact items only (default: "
-        "question_kinds.yaml's analyst_share, 0.66)",
+        "asks in a business context; above 0, at least two per analyst kind where the segment "
+        "has the items); 0 draws single-fact items only (default: question_kinds.yaml's "
+        "analyst_share, 0.66)",
     )
     parser.add_argument("--out", type=Path, required=True, help="dataset YAML to write")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")

@@ -70,6 +70,8 @@ WORDS = {
     "regulatory_exposure": "regulator fine settlement penalty",
     # private_runway: a private company's stated cash and burn, and its rounds
     "private_runway": "cash burn funding round",
+    # quarter_metric: a quarter's cash-flow row (quarterly reports, the annual Q4 table)
+    "quarter_metric": "quarterly {metric}",
 }
 """Question kind -> the words of what it asks, with the item's parameters filled in."""
 

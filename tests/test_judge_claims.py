@@ -37,7 +37,7 @@ def accuracy(q, answer: str, judge: RulesJudge | None = None) -> tuple[float | N
 
 
 def test_rules_version_moved_so_older_scores_are_judged_again() -> None:
-    assert RULES_VERSION == "rules-8"
+    assert RULES_VERSION == "rules-9"
 
 
 # -- currency ---------------------------------------------------------------------------------

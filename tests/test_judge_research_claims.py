@@ -119,6 +119,9 @@ def test_a_competing_research_figure_fails_the_fact(answer: str) -> None:
         "Net debt was $1,204.3 million: total debt of $1,260.0 million less cash of $55.7 million.",
         "Fiscal 2025 revenue was $1,204.3 million (originally reported $1,198.0 million).",
         "Fiscal 2025 revenue was $1,204.3 million against guidance of $1,250.0 million.",
+        # a share count beside an amount (per-share figures): no money, so no competitor
+        "Fiscal 2025 revenue was $1,204.3 million; on the 1,198.4 million shares outstanding at "
+        "the fiscal 2025 year end, revenue per share was $1.00.",
     ],
 )
 def test_other_figures_beside_the_right_one_are_no_competitors(answer: str) -> None:

@@ -113,12 +113,152 @@ def test_not_yet_reported_keys_give_the_asked_measure_for_its_latest_year(entity
         if not asked or not figures:
             continue
         kind, params = item.metadata["kind"], item.metadata["params"]
-        wanted = {params["metric"]} if kind == "fy_metric" else ASKED_FIELDS[kind]
+        wanted = {params["metric"]} if "metric" in params else ASKED_FIELDS[kind]
         assert {f.field for f in figures} <= wanted, item.id
         assert all(f.dealbreaker for f in figures), item.id
-        assert all(int(f.period[2:6]) < params["fy"] for f in figures), item.id
+        asked_period = (params["fy"], params.get("quarter", 5))
+        assert all(_period_order(f.period) < asked_period for f in figures), item.id
         checked += 1
     assert checked >= 5
+
+
+def _period_order(period: str) -> tuple[int, int]:
+    """'FY2025' -> (2025, 5); 'FY2025-Q3' -> (2025, 3): a year after its quarters."""
+    year, _, quarter = period.removeprefix("FY").partition("-Q")
+    return int(year), int(quarter or 5)
+
+
+def test_every_analyst_kind_gets_its_slots_in_a_small_set(world: Path, erp_db_url: str):
+    """Each analyst kind of a segment is drawn at least twice where the segment's items allow
+    (a 126-item set: Investor & Funding has 15 items for three analyst kinds, Geographic 5 for
+    two), while the set stays at least 60% analyst items."""
+    from synthetic_world._keys import KeyContext
+    from synthetic_world._questions import entity_questions, question_kinds, segment_quota
+    from synthetic_world._runtime import connect_read_only
+
+    conn = connect_read_only(world)
+    try:
+        items = entity_questions(KeyContext(conn), 126, 1, {})
+    finally:
+        conn.close()
+    counts, _, kinds = question_kinds()
+    drawn = Counter(item.metadata["kind"] for item in items)
+    slots = Counter(segment_quota(126, counts))
+    for kind in (k for k in kinds if k.analyst):
+        siblings = sum(k.analyst and k.segment == kind.segment for k in kinds)
+        wanted = min(2, slots[kind.segment] // siblings)
+        assert drawn[kind.kind] >= wanted, (kind.kind, drawn[kind.kind])
+    assert sum(bool(item.asks) for item in items) / len(items) >= 0.6
+
+
+def _drawn_items(world: Path, entity_set: Path, wanted, out: Path, seed: int = 11) -> Path:
+    """Items of the given (kind, negative, count) drawn by the generator's own drafter."""
+    import random
+
+    from ledgerbench_core.dataset import write_dataset
+    from synthetic_world._keys import KeyContext, KeyError_
+    from synthetic_world._questions import Drafter, _question, question_kinds
+    from synthetic_world._runtime import connect_read_only
+
+    conn = connect_read_only(world)
+    try:
+        ctx = KeyContext(conn)
+        drafter = Drafter(ctx, random.Random(seed), {})
+        kinds = {k.kind: k for k in question_kinds()[2]}
+        items = []
+        for name, negative, count in wanted:
+            kind, drawn = kinds[name], 0
+            for _ in range(3000):
+                if drawn == count:
+                    break
+                try:
+                    key, params, company, as_of = drafter.draw(kind, negative)
+                except KeyError_:
+                    continue
+                drawn += 1
+                query, style = drafter.words(key, kind, company, as_of, params)
+                items.append(
+                    _question(
+                        ctx,
+                        f"drawn-{len(items) + 1:03d}",
+                        query,
+                        TaskType.entity_performance,
+                        kind.segment,
+                        name,
+                        key,
+                        company,
+                        as_of,
+                        style,
+                        params,
+                        asks=kind.asks,
+                    )
+                )
+    finally:
+        conn.close()
+    base = load_dataset(entity_set)
+    return write_dataset(base.model_copy(update={"items": items}), out / "drawn.yaml")
+
+
+def _recomputed_mismatches(world: Path, dataset: Path) -> list[str]:
+    from tests.world_documents import load_world
+    from tests.world_recompute import Recompute, compare_item
+
+    prices = sqlite3.connect(f"file:{world}?mode=ro", uri=True)
+    try:
+        recompute = Recompute(load_world(world), prices)
+        items = load_dataset(dataset).items
+        return [str(m) for item in items for m in compare_item(recompute, item)[0]]
+    finally:
+        prices.close()
+
+
+def test_quarter_figures_and_per_share_figures_are_keyed_recomputed_and_answered(
+    world: Path, erp_db_url: str, entity_set: Path, tmp_path: Path
+) -> None:
+    """A quarter's D&A, dividends or repurchases (quarter_metric) is keyed from its quarterly
+    report or the annual report's fourth-quarter table; a quarter not out yet is "not yet
+    reported" with the asked metric (never revenue) of the latest quarter out as a dealbreaker.
+    shareholder_returns keys earnings and dividends per share on the year-end share count. Every
+    item recomputes from the documents, the scripted agent answers each through MCP (judged
+    right) and ``nothing`` scores 0 on the positive ones."""
+    wanted = [("quarter_metric", False, 14), ("quarter_metric", True, 6)]
+    wanted.append(("shareholder_returns", False, 4))
+    dataset = _drawn_items(world, entity_set, wanted, tmp_path)
+    items = load_dataset(dataset).items
+    quarters = [i for i in items if i.metadata["kind"] == "quarter_metric"]
+    assert len(quarters) == 20 and len(items) == 24
+    metrics = {i.metadata["params"]["metric"] for i in quarters}
+    assert metrics == {"depreciation_amortization", "dividends_paid", "share_repurchases"}
+    assert any(i.metadata["params"]["quarter"] == 4 for i in quarters if not i.metadata["negative"])
+    for item in quarters:
+        params = item.metadata["params"]
+        asked = f"FY{params['fy']}-Q{params['quarter']}"
+        figures = [f for f in item.expected if f.kind != "not_disclosed"]
+        assert all(f.field == params["metric"] for f in item.expected), item.id
+        if item.metadata["negative"]:
+            assert all(f.dealbreaker for f in figures), item.id
+            assert all(_period_order(f.period) < _period_order(asked) for f in figures)
+        else:
+            assert [f.period for f in figures] == [asked], item.id
+    for item in (i for i in items if i.metadata["kind"] == "shareholder_returns"):
+        per_share = {f.field: f for f in item.expected if f.ask == "per_share"}
+        assert set(per_share) == {"earnings_per_share", "dividends_per_share"}, item.id
+        assert all(f.scale == "units" and f.tolerance == 0.01 for f in per_share.values())
+        # dividends per share over earnings per share is the payout ratio (up to roundings)
+        payout = next(f.value for f in item.expected if f.field == "dividend_payout_ratio") / 100
+        eps, dps = (per_share[f].value for f in ("earnings_per_share", "dividends_per_share"))
+        assert abs(dps - eps * payout) <= 0.006 + 0.0005 * eps, item.id
+        assert "(4) " in item.query and "per share" in item.query, item.id
+    assert _recomputed_mismatches(world, dataset) == []
+    scores = _accuracy(
+        _run(dataset, world, erp_db_url, tmp_path / "run", "scripted"), dataset, erp_db_url
+    )
+    assert len(scores) == len(items) and all(score == 1.0 for score in scores.values()), scores
+    nothing = _accuracy(
+        _run(dataset, world, erp_db_url, tmp_path / "nothing", "nothing"), dataset, erp_db_url
+    )
+    positive = [i.id for i in items if not i.metadata["negative"]]
+    assert all(nothing[i] == 0.0 for i in positive), nothing
 
 
 def test_most_items_meet_a_hard_negative_in_their_natural_search(entity_set: Path, world: Path):
@@ -162,7 +302,10 @@ def test_every_key_is_well_formed_and_its_gold_documents_state_it_by_the_as_of_d
             assert "accuracy" in {d.value for d in item.tags}
             for fact in item.expected:
                 if fact.kind == "amount" and fact.scale:
-                    assert fact.currency in {"USD", "EUR", "GBP"} and fact.scale == "millions"
+                    # per-share figures are in currency units; every other amount in millions
+                    per_share = fact.unit == "per share"
+                    assert fact.currency in {"USD", "EUR", "GBP"}
+                    assert fact.scale == ("units" if per_share else "millions"), fact.field
                     assert fact.period, (item.id, fact.field)
                 price_window = "/" in (fact.period or "")  # closes come from the prices tool
                 if ((fact.kind == "amount" and fact.scale) or fact.kind == "percent") and not (

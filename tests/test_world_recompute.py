@@ -633,8 +633,9 @@ def test_more_draws_show_no_known_defect(more_draws: list[Mismatch]):
 
 def test_shareholder_returns_are_keyed_from_the_annual_cash_flow_statement(keyed: KeyedWorld):
     """Dividends paid and repurchases of common stock are read from the annual reports alone;
-    every shareholder-returns item of the draws recomputes from them, keys every ask, and a key
-    off by a tenth of a point of payout, or with the coverage reversed, is caught."""
+    every shareholder-returns item of the draws recomputes from them, keys every ask (earnings
+    and dividends per share on the year-end share count among them), and a key off by a tenth of
+    a point of payout, by more than a cent per share, or with the coverage reversed, is caught."""
     items = [
         (item, mismatches)
         for item, mismatches in _pool(keyed)
@@ -647,10 +648,15 @@ def test_shareholder_returns_are_keyed_from_the_annual_cash_flow_statement(keyed
     assert {"dividends_paid", "share_repurchases", "shareholder_returns"} <= set(fields)
     assert {"depreciation_amortization", "capex_to_depreciation"} <= set(fields)
     assert {"cash_returned_to_free_cash_flow", "dividend_payout_ratio"} <= set(fields)
-    assert {f.ask for f in item.expected} == {"fcf", "returns", "payout", "coverage"}
+    assert {f.ask for f in item.expected} == {"fcf", "returns", "payout", "per_share", "coverage"}
     payout = item.expected[fields["dividend_payout_ratio"]]
     off = _with_fact(item, fields["dividend_payout_ratio"], value=payout.value + 0.2)
     assert compare_item(keyed.recompute, off)[0]
+    # per-share figures are on the year-end share count: a cent and a half off is caught
+    for per_share in ("earnings_per_share", "dividends_per_share"):
+        fact = item.expected[fields[per_share]]
+        off = _with_fact(item, fields[per_share], value=round(fact.value + 0.015, 3))
+        assert compare_item(keyed.recompute, off)[0], per_share
     coverage = item.expected[fields["returns_coverage"]].value
     reversed_ = (
         "the returns exceeded free cash flow"

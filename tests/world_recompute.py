@@ -470,6 +470,28 @@ def latest_quarter_revenue(rc, company, params, as_of):
     return [rc.money_fact("revenue", rc.need(company, "revenue", latest, as_of), as_of)]
 
 
+def quarter_metric(rc, company, params, as_of):
+    """The quarter's figure, or "not yet reported" and the latest earlier quarter stating the
+    metric (quarterly reports, the annual report's fourth-quarter table)."""
+    metric, period = params["metric"], f"FY{params['fy']}-Q{params['quarter']}"
+    figure = rc.version(company, metric, period, as_of)
+    if figure is not None:
+        return [rc.money_fact(metric, figure, as_of)]
+    facts = [Fact("not_disclosed", metric, "not yet reported", period=period)]
+    earlier = {
+        f.period
+        for f in rc.world.figures_of(company, metric)
+        if "-Q" in f.period
+        and f.published <= as_of
+        and f.doc.source_type in PRIMARY
+        and fy_key(f.period) < fy_key(period)
+    }
+    if earlier:
+        latest = max(earlier, key=fy_key)
+        facts.append(rc.money_fact(metric, rc.need(company, metric, latest, as_of), as_of))
+    return facts
+
+
 def product_share(rc, company, params, as_of):
     return [
         _share(
@@ -992,6 +1014,7 @@ def shareholder_returns(rc, company, params, as_of):
         basis="GAAP",
         inputs=[(m, stated[m]) for m in ("dividends_paid", "share_repurchases")],
     )
+    per_share = _per_share_facts(rc, company, year, as_of, net, dividends, stated)
     return [
         *_asked(
             "fcf",
@@ -1040,6 +1063,7 @@ def shareholder_returns(rc, company, params, as_of):
                 ),
             ],
         ),
+        *_asked("per_share", per_share),
         *_asked(
             "coverage",
             [
@@ -1052,6 +1076,54 @@ def shareholder_returns(rc, company, params, as_of):
             ],
         ),
     ]
+
+
+def _year_end_shares(rc, company: str, year: int, as_of: dt.date) -> tuple[Decimal, frozenset]:
+    """The shares outstanding (millions) a filing states at the fiscal year's last day, and the
+    documents by ``as_of`` stating that count: the annual report's overview, and (as for market
+    capitalisation) any page giving the same count, such as a later market data page."""
+    month = rc.world.companies[company].fiscal_year_end_month
+    following = dt.date(year + month // 12, month % 12 + 1, 1)
+    end = (following - dt.timedelta(days=1)).isoformat()
+    counts = [
+        f
+        for f in rc.world.figures_of(company, "shares_outstanding")
+        if f.period == end and f.published <= as_of and f.doc.source_type in PRIMARY
+    ]
+    if not counts:
+        raise KeyUnavailable(f"no shares outstanding of {company} stated at {end}")
+    value = max(counts, key=lambda f: f.published).value
+    stating = frozenset(
+        f.doc.doc_id
+        for f in rc.world.figures_of(company, "shares_outstanding")
+        if f.published <= as_of and f.value == value
+    )
+    return value, stating
+
+
+def _per_share_facts(rc, company, year, as_of, net, dividends, stated) -> list[Fact]:
+    """Earnings and dividends per share: the year's net income and dividends paid over the
+    shares outstanding at its end (docs/conventions.md, "Per-share figures"), to the cent."""
+    shares, shares_docs = _year_end_shares(rc, company, year, as_of)
+    if shares <= 0:
+        raise KeyUnavailable("no shares outstanding")
+    facts = []
+    for field_, figure in (("earnings_per_share", net), ("dividends_per_share", dividends)):
+        facts.append(
+            Fact(
+                "amount",
+                field_,
+                (figure.value / shares).quantize(Decimal("0.01"), ROUND_HALF_UP),
+                0.01,
+                unit="per share",
+                currency=rc.currency(company),
+                scale="units",
+                period=f"FY{year}",
+                basis="GAAP",
+                inputs=[(figure.metric, stated[figure.metric]), ("year-end shares", shares_docs)],
+            )
+        )
+    return facts
 
 
 def peer_benchmark(rc, company, params, as_of):
@@ -1464,6 +1536,7 @@ PROGRAMS: dict[str, Callable] = {
     "ebitda": _fy_item("ebitda", ebitda),
     "revenue_growth": _fy_item("revenue_growth", revenue_growth),
     "latest_quarter_revenue": latest_quarter_revenue,
+    "quarter_metric": quarter_metric,
     "net_debt": _fy_item("net_debt", net_debt),
     "private_revenue": private_revenue,
     "peer_revenue_ranking": peer_revenue_ranking,

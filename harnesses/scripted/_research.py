@@ -75,6 +75,7 @@ _FIELDS = {
     "measure": r"(?P<measure>[A-Za-z ]+?)",
     "first_year": r"(?P<first_year>\d{4})",
     "last_year": r"(?P<last_year>\d{4})",
+    "quarter": r"(?P<quarter>the (?:first|second|third|fourth) quarter \(Q[1-4]\) of fiscal \d{4})",
 }
 
 
@@ -253,6 +254,12 @@ class Research:
                 if match and f"Fiscal Year {fy}" in page.content.splitlines()[0]:
                     return Decimal(match.group(1).replace(",", "")), page
             raise NotFound(f"no fiscal {fy} headcount")
+        if metric == "shares_outstanding":  # at the year end, in millions
+            for page in await self.annual_pages(company, fy, "business overview"):
+                match = page.find(r"Shares outstanding at .*?: ([\d,.]+) million\.")
+                if match and f"Fiscal Year {fy}" in page.content.splitlines()[0]:
+                    return Decimal(match.group(1).replace(",", "")), page
+            raise NotFound(f"no fiscal {fy} year-end shares outstanding")
         for page in await self.annual_pages(company, fy, section or "operations"):
             statement = page.tables[0] if page.tables else None  # the year's statement
             if statement is None:
@@ -515,6 +522,59 @@ async def latest_quarter_revenue(r: Research, c: Company, s: dict[str, str]) -> 
         f"fiscal {match.group(2)} (FY{match.group(2)}-Q{quarter}): revenue of "
         f"**{money(value, c.currency)}** ({link(page.title, page)})."
     )
+
+
+async def _quarter_value(r: Research, c: Company, metric: str, fy: int, q: int):
+    """A quarter's cash-flow row: its quarterly report (Q1-Q3) or the fourth-quarter table of
+    the annual report's cash flows (Q4)."""
+    label = METRICS[metric]
+    if q == 4:
+        for page in await r.annual_pages(c, fy, "cash flows"):
+            table = page.table("Fourth quarter")
+            cell = table.cell(label, f"Q4 fiscal {fy}") if table else None
+            if cell is not None and (value := number(cell)) is not None:
+                return value, page
+        raise NotFound(f"no Q4 fiscal {fy} {metric}")
+    title = f"{c.name} quarterly report Q{q} fiscal {fy}"
+    for hit in await r.search(c, f"quarterly report Q{q} fiscal {fy}", "quarterly_report", k=5):
+        if hit["title"] == title:
+            page = await r.page(hit["url"])
+            table = page.table("Condensed Consolidated Cash Flows")
+            cell = table.cell(label, f"Q{q} fiscal {fy}") if table else None
+            if cell is not None and (value := number(cell)) is not None:
+                return value, page
+    raise NotFound(f"no Q{q} fiscal {fy} {metric}")
+
+
+async def quarter_metric(r: Research, c: Company, s: dict[str, str]) -> str:
+    """The quarter's figure, or "not yet reported" with the latest quarter that states it."""
+    words, quarter = s["metric"], s["quarter"]
+    metric = METRIC_WORDS[words]
+    fy, q = int(quarter[-4:]), int(re.search(r"\(Q([1-4])\)", quarter).group(1))
+    try:
+        value, page = await _quarter_value(r, c, metric, fy, q)
+    except NotFound:
+        pass
+    else:
+        r.cite(page)
+        return (
+            f"{c.name}'s {words} in {quarter} (FY{fy}-Q{q}) were "
+            f"**{money(value, c.currency)}**, per {link(page.title, page)}."
+        )
+    tail = ""
+    for _ in range(8):  # back quarter by quarter to the latest one reported
+        fy, q = (fy - 1, 4) if q == 1 else (fy, q - 1)
+        try:
+            value, page = await _quarter_value(r, c, metric, fy, q)
+        except NotFound:
+            continue
+        r.cite(page)
+        tail = (
+            f" The latest quarter with its {words} reported is Q{q} of fiscal {fy} "
+            f"(FY{fy}-Q{q}): **{money(value, c.currency)}** ({link(page.title, page)})."
+        )
+        break
+    return f"{c.name} has not yet reported its {words} for {quarter} as of {_day(r.as_of)}.{tail}"
 
 
 async def net_debt(r: Research, c: Company, s: dict[str, str]) -> str:
@@ -983,9 +1043,15 @@ async def shareholder_returns(r: Research, c: Company, s: dict[str, str]) -> str
     buybacks, _ = await r.annual(c, "share_repurchases", fy)
     net, page = await r.annual(c, "net_income", fy)
     depreciation, _ = await r.annual(c, "depreciation_amortization", fy)
+    shares, overview = await r.annual(c, "shares_outstanding", fy)
     reinvestment = (capex / depreciation).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    cent = Decimal("0.01")
+    eps = (net / shares).quantize(cent, rounding=ROUND_HALF_EVEN)
+    dps = (dividends / shares).quantize(cent, rounding=ROUND_HALF_EVEN)
+    sign = CURRENCY_SIGNS[c.currency]
     r.cite(flows)
     r.cite(page)
+    r.cite(overview)
     fcf, returned = cfo - capex, dividends + buybacks
     cash_payout = (returned / fcf * 100).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
     dividend_payout = (dividends / net * 100).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
@@ -1004,8 +1070,11 @@ async def shareholder_returns(r: Research, c: Company, s: dict[str, str]) -> str
         f"{money(dividends, c.currency)}; share repurchases {money(buybacks, c.currency)}; "
         f"total returned {money(returned, c.currency)}.\n\n**3. Payout:** cash returned / free "
         f"cash flow {cash_payout}%; dividend payout ratio (dividends / net income of "
-        f"{money(net, c.currency)}) {dividend_payout}%.\n\n**4. Coverage:** {coverage}.\n\n"
-        "**5. View (opinion):** left to the investment committee."
+        f"{money(net, c.currency)}) {dividend_payout}%.\n\n**4. Per share** (on the {shares} "
+        f"million shares outstanding at the fiscal {fy} year end): earnings per share "
+        f"{'-' if eps < 0 else ''}{sign}{abs(eps)}; dividends per share {sign}{dps}.\n\n"
+        f"**5. Coverage:** {coverage}.\n\n"
+        "**6. View (opinion):** left to the investment committee."
     )
 
 
@@ -1287,6 +1356,7 @@ SOLVERS: dict[str, Solver] = {
     "ebitda": ebitda,
     "revenue_growth": revenue_growth,
     "latest_quarter_revenue": latest_quarter_revenue,
+    "quarter_metric": quarter_metric,
     "net_debt": net_debt,
     "private_revenue": private_revenue,
     "peer_revenue_ranking": peer_revenue_ranking,
