@@ -770,9 +770,10 @@ def test_share_counts_follow_repurchases(keyed: KeyedWorld):
     assert checked > 20 and reduced > 5, (checked, reduced)
 
 
-def _drawn(keyed: KeyedWorld, name: str, count: int) -> list:
+def _drawn(keyed: KeyedWorld, name: str, count: int, negatives: int = 0) -> list:
     """Up to ``count`` items of one kind drawn by the generator's own drafter on the world (a
-    kind with a few slots in a set, on the small world, comes up too rarely in five sets)."""
+    kind with a few slots in a set, on the small world, comes up too rarely in five sets), and
+    more until ``negatives`` of them are negative (for a kind whose polarity the data decides)."""
     import random
 
     from ledgerbench_core.dataset import TaskType
@@ -787,12 +788,14 @@ def _drawn(keyed: KeyedWorld, name: str, count: int) -> list:
         kind = next(k for k in question_kinds()[2] if k.kind == name)
         items = []
         for _ in range(3000):
-            if len(items) == count:
+            if len(items) >= count and sum(i.metadata["negative"] for i in items) >= negatives:
                 break
             try:
                 key, params, company, as_of = drafter.draw(kind, False)
             except KeyError_:
                 continue
+            if len(items) >= count and not key.negative:
+                continue  # enough positives: drawing on for the negatives
             query, style = drafter.words(key, kind, company, as_of, params)
             items.append(
                 _question(
@@ -820,7 +823,7 @@ def test_regulatory_exposure_is_keyed_from_the_news(keyed: KeyedWorld):
     regulatory-exposure item the generator draws recomputes from them and keys every ask; a
     total off by a tenth of a million, a penalty left out, or the direction reversed is
     caught."""
-    drawn = _drawn(keyed, "regulatory_exposure", 12)
+    drawn = _drawn(keyed, "regulatory_exposure", 12, negatives=2)
     items = [(item, compare_item(keyed.recompute, item)[0]) for item in drawn]
     assert len(items) >= 8, f"only {len(items)} regulatory-exposure items drawn"
     assert [m for _, m in items if m] == []
