@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, func, inspect, literal_column, select
+from sqlalchemy import Engine, func, inspect, literal_column, or_, select
 
 from synthetic_erp import _summaries as st
 
@@ -293,3 +293,59 @@ def open_party_page(
         keys.insert(0, o.c["open_acct" if order == "balance" else order].desc())
     page = select(o.c.legal_entity, o.c.account).where(*where).order_by(*keys)
     return page, select(func.count()).select_from(o).where(*where)
+
+
+def past_party_page(
+    party_type: str,
+    as_of: dt.date,
+    *,
+    legal_entity: str | None,
+    group_id: str | None,
+    order: str,
+    key_order: Any,
+) -> tuple[Any, Any]:
+    """``(page, count)`` over the parties with open items on a past day ``as_of``: the parties
+    in ``get_aging``'s order (``order``: ``balance`` largest first, or ``key``), each its
+    ``legal_entity`` and ``account``, to be cut with ``limit``; and the number of such parties.
+
+    Each party has one row of ``summary_party_history`` in force on a day it had open items,
+    with its balance then, so the page is the first rows in force on ``as_of`` of an index in
+    that order: the scan stops after the page and skips only rows of other days. The count
+    sums, per legal entity and group, the latest running count on or before ``as_of``."""
+    h, c = st.PARTY_HISTORY, st.PARTY_COUNT
+    where = [
+        h.c.party_type == party_type,
+        h.c.event_date <= as_of,
+        or_(h.c.next_event.is_(None), h.c.next_event > as_of),
+    ]
+    series_where = [c.c.party_type == party_type]
+    if legal_entity:
+        where.append(h.c.legal_entity == legal_entity)
+        series_where.append(c.c.legal_entity == legal_entity)
+    if group_id is not None:
+        where.append(h.c.group_id == group_id)
+        series_where.append(c.c.group_key == group_id)
+    keys = [key_order(h.c.legal_entity), key_order(h.c.account)]
+    if order == "balance":
+        keys.insert(0, h.c.open_acct.desc())
+    page = select(h.c.legal_entity, h.c.account).where(*where).order_by(*keys)
+    series = (
+        select(c.c.party_type, c.c.legal_entity, c.c.group_key)
+        .where(*series_where)
+        .distinct()
+        .subquery("series")
+    )
+    latest = (
+        select(c.c.parties)
+        .where(
+            c.c.party_type == series.c.party_type,
+            c.c.legal_entity == series.c.legal_entity,
+            c.c.group_key == series.c.group_key,
+            c.c.event_date <= as_of,
+        )
+        .order_by(c.c.event_date.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    count = select(func.coalesce(func.sum(latest), 0)).select_from(series)
+    return page, count

@@ -69,7 +69,7 @@ from synthetic_erp import _schema as s
 from synthetic_erp._db import ErpDatabaseError, normalize_url, open_engine, redact_url, sqlite_path
 
 SUMMARY_VERSION = "2"
-DAY_TABLES_VERSION = "1"
+DAY_TABLES_VERSION = "2"
 """Version of the per-day tables (``summary_meta`` key ``day_tables``)."""
 METADATA = MetaData()
 
@@ -259,6 +259,47 @@ OPEN_HISTORY = Table(
 """Per series and aging date, after each day (``event_date``) an open item of it began, changed
 or closed: how many items are open and their open amounts (cents), in total, from that day until
 the next row's."""
+PARTY_HISTORY = Table(
+    "summary_party_history",
+    METADATA,
+    Column("party_type", String, nullable=False),
+    Column("legal_entity", String, nullable=False),
+    Column("account", String, nullable=False),
+    Column("group_id", String),  # NULL: the party is missing from its table
+    Column("event_date", Date, nullable=False),
+    Column("next_event", Date),  # NULL: in force until today
+    Column("n", Integer, nullable=False),
+    Column("open_acct", BigInteger, nullable=False),
+)
+"""Per party, each stretch of days (``event_date`` until the day before ``next_event``) on which
+it had open items: how many and its balance (cents). Exactly one row of a party is in force on
+a day it had open items, so a past day's parties by balance are read off an index in balance
+order, skipping the rows not in force that day, and stop after the page."""
+PARTY_COUNT = Table(
+    "summary_party_count",
+    METADATA,
+    Column("party_type", String, nullable=False),
+    Column("legal_entity", String, nullable=False),
+    Column("group_key", String, nullable=False),  # the party's group; "": missing party
+    Column("event_date", Date, nullable=False),
+    Column("parties", Integer, nullable=False),
+    Index("ux_sumpartycount", "party_type", "legal_entity", "group_key", "event_date", "parties",
+          unique=True),
+)  # fmt: skip
+"""Per party type, legal entity and party group, how many parties had open items from each
+day on (running count): the number of a past day's ``get_aging`` rows per party."""
+# A past day's page of parties in get_aging's orders: by balance (largest first, then legal entity
+# and account) over all legal entities or one, and by key; each covers the in-force test.
+_IN_FORCE = ("event_date", "next_event", "n", "group_id")
+Index("ix_sumpartyhist_balance", PARTY_HISTORY.c.party_type, PARTY_HISTORY.c.open_acct.desc(),
+      PARTY_HISTORY.c.legal_entity, PARTY_HISTORY.c.account,
+      *(PARTY_HISTORY.c[c] for c in _IN_FORCE))  # fmt: skip
+Index("ix_sumpartyhist_le_balance", PARTY_HISTORY.c.party_type, PARTY_HISTORY.c.legal_entity,
+      PARTY_HISTORY.c.open_acct.desc(), PARTY_HISTORY.c.account,
+      *(PARTY_HISTORY.c[c] for c in _IN_FORCE))  # fmt: skip
+Index("ix_sumpartyhist_key", PARTY_HISTORY.c.party_type, PARTY_HISTORY.c.legal_entity,
+      PARTY_HISTORY.c.account, *(PARTY_HISTORY.c[c] for c in _IN_FORCE),
+      PARTY_HISTORY.c.open_acct)  # fmt: skip
 SETTLEMENT_DAY = Table(
     "summary_settlement_day",
     METADATA,
@@ -609,6 +650,7 @@ def _open_history(conn: Connection) -> None:
             scratch.create(conn)
         _value_change_points(conn, t, _SETTLEMENTS[party_type])
         _changes(conn, t)
+        _party_history(conn, party_type, t, party)
         for basis, aging in _AGING_DATES.items():
             for family in ("all", "group"):
                 next_series, next_row = _series_history(
@@ -790,6 +832,72 @@ def _series_history(
     )
     last_row = conn.execute(select(func.max(OPEN_HISTORY.c.id))).scalar()
     return next_series + len(series), (last_row or 0) + 1
+
+
+def _party_history(conn: Connection, party_type: str, t: Table, party: Table) -> None:
+    """Write the stretches of each party's open items (from the per-transaction changes) and the
+    running number of parties with open items per legal entity and group."""
+    d = _DELTAS
+    account = t.c[_LEDGERS[party_type][2]]
+    day_keys = [t.c.legal_entity.label("legal_entity"), account.label("account"), d.c.event_date]
+    daily = (
+        select(*day_keys, func.sum(d.c.n).label("dn"), func.sum(d.c.open_acct).label("dacct"))
+        .select_from(d.join(t, t.c.id == d.c.txn_id))
+        .group_by(*day_keys)
+        .subquery("daily")
+    )
+    window = {"partition_by": [daily.c.legal_entity, daily.c.account],
+              "order_by": daily.c.event_date}  # fmt: skip
+    running = select(
+        daily.c.legal_entity,
+        daily.c.account,
+        daily.c.event_date,
+        func.lead(daily.c.event_date).over(**window).label("next_event"),
+        func.sum(daily.c.dn).over(**window).label("n"),
+        func.sum(daily.c.dacct).over(**window).label("open_acct"),
+    ).subquery("running")
+    before = func.lag(running.c.n, 1, 0).over(
+        partition_by=[running.c.legal_entity, running.c.account], order_by=running.c.event_date
+    )
+    r = select(
+        running,
+        (case((running.c.n > 0, 1), else_=0) - case((before > 0, 1), else_=0)).label("opened"),
+    ).subquery("stretches")
+    with_group = r.outerjoin(
+        party, and_(party.c.legal_entity == r.c.legal_entity, party.c.account == r.c.account)
+    )
+    conn.execute(
+        insert(PARTY_HISTORY).from_select(
+            ["party_type", "legal_entity", "account", "group_id", "event_date", "next_event", "n",
+             "open_acct"],
+            select(literal(party_type), r.c.legal_entity, r.c.account, party.c.group_id,
+                   r.c.event_date, r.c.next_event, cast(r.c.n, Integer),
+                   cast(r.c.open_acct, BigInteger))
+            .select_from(with_group)
+            .where(r.c.n > 0),
+        )
+    )  # fmt: skip
+    group_key = func.coalesce(party.c.group_id, "")
+    count_keys = [r.c.legal_entity.label("legal_entity"), group_key.label("group_key"),
+                  r.c.event_date.label("event_date")]  # fmt: skip
+    changes = (
+        select(*count_keys, func.sum(r.c.opened).label("opened"))
+        .select_from(with_group)
+        .group_by(*count_keys)
+        .having(func.sum(r.c.opened) != 0)
+        .subquery("changes")
+    )
+    c = changes
+    parties = func.sum(c.c.opened).over(
+        partition_by=[c.c.legal_entity, c.c.group_key], order_by=c.c.event_date
+    )
+    conn.execute(
+        insert(PARTY_COUNT).from_select(
+            ["party_type", "legal_entity", "group_key", "event_date", "parties"],
+            select(literal(party_type), c.c.legal_entity, c.c.group_key, c.c.event_date,
+                   cast(parties, Integer)),
+        )
+    )  # fmt: skip
 
 
 def _settlement_days(conn: Connection) -> None:
