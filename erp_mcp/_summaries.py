@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, func, inspect, literal_column, or_, select
+from sqlalchemy import Engine, String, func, inspect, literal, literal_column, or_, select
 
 from synthetic_erp import _summaries as st
 
@@ -126,8 +126,10 @@ def open_item_summary(
 ) -> Any:
     """The summed open items in the shape of ``open_item_rows`` (``legal_entity``, ``group_id``,
     ``currency``, ``aging_date``, ``open_cur``, ``open_acct``) plus ``n``; amounts in cents.
-    ``with_party`` keeps only the items of parties that exist (as the raw query's join does)."""
-    o = st.OPEN_ITEMS
+    ``with_party`` keeps only the items of parties that exist (as the raw query's join does);
+    without it and a group the sums over the groups are read (``group_id`` NULL)."""
+    by_group = with_party or group_id is not None
+    o = st.OPEN_ITEMS if by_group else st.OPEN_ITEMS_ALL
     where = [o.c.party_type == party_type, o.c.basis == basis]
     if legal_entity:
         where.append(o.c.legal_entity == legal_entity)
@@ -140,7 +142,7 @@ def open_item_summary(
     return (
         select(
             o.c.legal_entity,
-            o.c.group_id,
+            o.c.group_id if by_group else literal(None, String).label("group_id"),
             o.c.currency,
             o.c.aging_date,
             o.c.open_cur,
@@ -165,14 +167,16 @@ def open_item_history(
     """The open items of a past day ``as_of`` summed per legal entity, group, currency and aging
     date, in the shape of :func:`open_item_summary`; amounts in cents.
 
-    Each series' aging dates come from ``summary_open_dates``, and each date's row is the latest
+    Each series' aging dates come from ``summary_open_dates`` (those with items open on
+    ``as_of``: begun by then and not all closed), and each date's row is the latest
     of ``summary_open_history`` on or before ``as_of``, found by one index seek: the cost grows
     with the days and series, not with the ledger. The seek is fenced (``OFFSET 0``) so that it
     runs once per aging date, and the history row is then read by its id."""
     se, d, h = st.OPEN_SERIES, st.OPEN_DATES, st.OPEN_HISTORY
     family = "group" if with_party or group_id is not None else "all"
     where = [se.c.party_type == party_type, se.c.basis == basis, se.c.family == family,
-             d.c.first_event <= as_of]  # fmt: skip
+             d.c.first_event <= as_of,
+             or_(d.c.closed_from.is_(None), d.c.closed_from > as_of)]  # fmt: skip
     if legal_entity:
         where.append(se.c.legal_entity == legal_entity)
     if currency:
