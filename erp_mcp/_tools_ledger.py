@@ -1007,7 +1007,9 @@ def list_cash_discounts(rt: ErpRuntime, args: CashDiscountArgs) -> CashDiscountP
     selects = []
     with rt.engine.connect() as conn:
         for side in sides:
-            stmt, side_totals, count = _cash_discounts(rt, conn, side, args, le, as_of)
+            stmt, side_totals, count = _cash_discounts(
+                rt, conn, side, args, le, as_of, offset + args.page_size
+            )
             selects.append(stmt)
             total_count += count
             for currency, amount in side_totals.items():
@@ -1028,8 +1030,9 @@ def list_cash_discounts(rt: ErpRuntime, args: CashDiscountArgs) -> CashDiscountP
     )
 
 
-def _cash_discounts(rt, conn, side, args, le, as_of):
-    """The labelled row select of one side's discounted invoices, its totals and its count."""
+def _cash_discounts(rt, conn, side, args, le, as_of, first: int):
+    """The labelled row select of one side's ``first`` discounted invoices in the page order,
+    its totals and its count (the discount taken is summed for those rows only)."""
     ledger = LEDGERS[side]
     t, st = ledger.txn, ledger.settlement
     clauses = [t.c.cash_discount_date.is_not(None), t.c.posted.is_(True)]
@@ -1064,6 +1067,13 @@ def _cash_discounts(rt, conn, side, args, le, as_of):
     }[args.state]
     if state_clause is not None:
         clauses.append(state_clause)
+    ahead = (
+        select(t.c.id)
+        .where(*clauses)
+        .order_by(t.c.cash_discount_date, t.c.legal_entity, t.c.voucher)
+        .limit(first)
+        .subquery("ahead")
+    )
     stmt = select(
         literal(side).label("party_type"),
         t.c.legal_entity,
@@ -1078,7 +1088,7 @@ def _cash_discounts(rt, conn, side, args, le, as_of):
         t.c.cash_discount_date,
         t.c.cash_discount_amount,
         taken.label("taken"),
-    ).where(*clauses)
+    ).select_from(ahead.join(t, t.c.id == ahead.c.id))
     count = conn.execute(select(func.count()).select_from(t).where(*clauses)).scalar()
     totals = {
         currency: float(amount or 0)

@@ -733,6 +733,41 @@ async def test_cash_discounts_expiring_within_days(client, sql):
     assert taken["total_count"] == taken_count
 
 
+async def test_cash_discount_pages_follow_the_ledger(client, sql):
+    """Page after page, every posted discounted invoice of both ledgers in the tool's order
+    (discount date, legal entity, voucher) with the discount taken on it (issue 40: each side
+    chooses its rows of the page before it sums what was taken)."""
+    expected = []
+    for table, settlements in (("customer_transaction", "customer_settlement"),
+                               ("vendor_transaction", "vendor_settlement")):  # fmt: skip
+        taken = {
+            (le, voucher): amount
+            for le, voucher, amount in sql.execute(
+                f"select legal_entity, debit_voucher, sum(cash_discount_taken) from {settlements} "
+                "group by 1, 2"
+            )
+        }
+        expected += [
+            (date, le, voucher, cents(taken.get((le, voucher))))
+            for le, voucher, date in sql.execute(
+                f"select legal_entity, voucher, cash_discount_date from {table} "
+                "where cash_discount_date is not null and posted"
+            )
+        ]
+    expected.sort()
+    got, page = [], 1
+    while True:
+        found = await call(client, "list_cash_discounts", page_size=150, page=page)
+        assert found["total_count"] == len(expected)
+        got += [(i["cash_discount_date"], i["legal_entity"], i["voucher"],
+                 cents(i["discount_taken"])) for i in found["items"]]  # fmt: skip
+        if len(found["items"]) < 150:
+            break
+        page += 1
+    assert page > 3 and got == expected
+    assert any(taken for *_, taken in expected)
+
+
 # --------------------------------------------------------------------------------------------------
 # orders, invoices, journals, spend
 # --------------------------------------------------------------------------------------------------
