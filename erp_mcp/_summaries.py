@@ -248,6 +248,26 @@ def settlement_day_totals(
     return count, totals
 
 
+def discount_day_totals(
+    party_type: str, legal_entity: str | None, date_from: dt.date, date_to: dt.date
+) -> tuple[Any, Any]:
+    """``(count, totals)`` statements for the open invoices of a party type in a legal entity (or
+    all) whose cash discount date is in a range: how many, and per currency their discount
+    amounts (money), from the per-day sums."""
+    d = st.DISCOUNT_DAY
+    where = [d.c.party_type == party_type, d.c.cash_discount_date >= date_from,
+             d.c.cash_discount_date <= date_to]  # fmt: skip
+    if legal_entity:
+        where.append(d.c.legal_entity == legal_entity)
+    count = select(func.coalesce(func.sum(d.c.n), 0)).where(*where)
+    totals = (
+        select(d.c.currency, amount_sum(d.c.cash_discount_amount))
+        .where(*where)
+        .group_by(d.c.currency)
+    )
+    return count, totals
+
+
 def open_customer_summary(les: list[str], agent_id: str | None, pool_id: str | None) -> Any:
     """Today's open items of customers summed per customer, aging date and sign, with the
     customer's collections agent and pool; amounts in cents."""

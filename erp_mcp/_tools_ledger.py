@@ -35,6 +35,7 @@ from erp_mcp._summaries import (
     RAW,
     SUMMED,
     Sums,
+    discount_day_totals,
     open_item_history,
     open_item_summary,
     open_party_page,
@@ -1089,15 +1090,21 @@ def _cash_discounts(rt, conn, side, args, le, as_of, first: int):
         t.c.cash_discount_amount,
         taken.label("taken"),
     ).select_from(ahead.join(t, t.c.id == ahead.c.id))
-    count = conn.execute(select(func.count()).select_from(t).where(*clauses)).scalar()
-    totals = {
-        currency: float(amount or 0)
-        for currency, amount in conn.execute(
-            select(t.c.currency, func.sum(t.c.cash_discount_amount))
-            .where(*clauses)
-            .group_by(t.c.currency)
+    count_stmt = select(func.count()).select_from(t).where(*clauses)
+    totals_stmt = (
+        select(t.c.currency, func.sum(t.c.cash_discount_amount))
+        .where(*clauses)
+        .group_by(t.c.currency)
+    )
+    summarised = rt.summaries is not None and rt.summaries.history_before is not None
+    expiring = args.expiring_within_days is not None and args.state == "any"
+    if summarised and expiring and not args.account:
+        # the same open invoices summed per discount date: the cost grows with the days
+        count_stmt, totals_stmt = discount_day_totals(
+            side, le, as_of, as_of + dt.timedelta(days=args.expiring_within_days)
         )
-    }
+    count = conn.execute(count_stmt).scalar()
+    totals = {currency: float(amount or 0) for currency, amount in conn.execute(totals_stmt)}
     return stmt, totals, int(count or 0)
 
 

@@ -25,6 +25,8 @@ sums give. ``n`` counts the ledger lines summed.
 - ``summary_open_customer``: the same per customer with its collections agent and pool, split by
   the sign of the open amount (the worklist's overdue counts positive items only).
 - ``summary_settlement_day``: settlements per party type, legal entity, day and currency.
+- ``summary_discount_day``: today's open invoices with a cash discount per party type, legal
+  entity, discount date and currency.
 - ``summary_open_series`` / ``summary_open_dates`` / ``summary_open_history``: the open items of
   every past day. A transaction's open amount on a past day changes only on the days a
   settlement of it was made, so each series (party type, aging basis, legal entity, currency and,
@@ -318,6 +320,21 @@ Index("ix_sumpartyhist_le_balance", PARTY_HISTORY.c.party_type, PARTY_HISTORY.c.
 Index("ix_sumpartyhist_key", PARTY_HISTORY.c.party_type, PARTY_HISTORY.c.legal_entity,
       PARTY_HISTORY.c.account, *(PARTY_HISTORY.c[c] for c in _IN_FORCE),
       PARTY_HISTORY.c.open_acct)  # fmt: skip
+DISCOUNT_DAY = Table(
+    "summary_discount_day",
+    METADATA,
+    Column("party_type", String, nullable=False),
+    Column("legal_entity", String, nullable=False),
+    Column("cash_discount_date", Date, nullable=False),
+    Column("currency", String, nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("cash_discount_amount", BigInteger, nullable=False),
+    Index("ix_sumdiscountday", "party_type", "legal_entity", "cash_discount_date", "currency",
+          "n", "cash_discount_amount"),
+)  # fmt: skip
+"""Today's open posted invoices with a cash discount, per party type, legal entity, discount
+date and currency: how many and their discount amounts (cents); list_cash_discounts' count and
+totals of the discounts expiring within some days."""
 SETTLEMENT_DAY = Table(
     "summary_settlement_day",
     METADATA,
@@ -381,6 +398,7 @@ def build_summaries(conn: Connection) -> dict[str, int]:
     _open_customers(conn)
     _open_history(conn)
     _settlement_days(conn)
+    _discount_days(conn)
     conn.execute(
         insert(PERIOD_TOTAL).from_select(
             [*_PERIOD_KEY, "amount", "n", "parties"],
@@ -947,6 +965,22 @@ def _party_history(conn: Connection, party_type: str, t: Table, party: Table) ->
                    cast(parties, Integer)),
         )
     )  # fmt: skip
+
+
+def _discount_days(conn: Connection) -> None:
+    for party_type, (t, _, _) in _LEDGERS.items():
+        keys = [t.c.legal_entity, t.c.cash_discount_date, t.c.currency]
+        conn.execute(
+            insert(DISCOUNT_DAY).from_select(
+                ["party_type", "legal_entity", "cash_discount_date", "currency", "n",
+                 "cash_discount_amount"],
+                select(literal(party_type), *keys, cast(func.count(), Integer),
+                       _sum_cents(t.c.cash_discount_amount))
+                .where(t.c.cash_discount_date.is_not(None), t.c.posted.is_(True),
+                       t.c.open_amount_cur != 0)
+                .group_by(*keys),
+            )
+        )  # fmt: skip
 
 
 def _settlement_days(conn: Connection) -> None:
