@@ -357,8 +357,9 @@ def _party_page(
     rt: ErpRuntime, conn, args: AgingArgs, le: str | None, as_of: dt.date, keys, order
 ) -> tuple[list[tuple[str, str]], int]:
     """The ``(legal_entity, account)`` of the page's parties, in order, and the number of
-    parties: from today's per-party sums where they hold (the same order: their amounts are the
-    rounded sums in cents), else grouped from the open items."""
+    parties: from today's per-party sums or a past day's per-party stretches where they hold
+    (the same order: their amounts are the rounded sums in cents), else grouped from the open
+    items."""
     if as_of < rt.today and _past_page_holds(rt, args, as_of):
         page, count = past_party_page(
             args.party_type,
