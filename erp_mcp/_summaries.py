@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, func, inspect, literal_column, select
+from sqlalchemy import Engine, String, func, inspect, literal, literal_column, or_, select
 
 from synthetic_erp import _summaries as st
 
@@ -126,8 +126,10 @@ def open_item_summary(
 ) -> Any:
     """The summed open items in the shape of ``open_item_rows`` (``legal_entity``, ``group_id``,
     ``currency``, ``aging_date``, ``open_cur``, ``open_acct``) plus ``n``; amounts in cents.
-    ``with_party`` keeps only the items of parties that exist (as the raw query's join does)."""
-    o = st.OPEN_ITEMS
+    ``with_party`` keeps only the items of parties that exist (as the raw query's join does);
+    without it and a group the sums over the groups are read (``group_id`` NULL)."""
+    by_group = with_party or group_id is not None
+    o = st.OPEN_ITEMS if by_group else st.OPEN_ITEMS_ALL
     where = [o.c.party_type == party_type, o.c.basis == basis]
     if legal_entity:
         where.append(o.c.legal_entity == legal_entity)
@@ -140,7 +142,7 @@ def open_item_summary(
     return (
         select(
             o.c.legal_entity,
-            o.c.group_id,
+            o.c.group_id if by_group else literal(None, String).label("group_id"),
             o.c.currency,
             o.c.aging_date,
             o.c.open_cur,
@@ -165,14 +167,16 @@ def open_item_history(
     """The open items of a past day ``as_of`` summed per legal entity, group, currency and aging
     date, in the shape of :func:`open_item_summary`; amounts in cents.
 
-    Each series' aging dates come from ``summary_open_dates``, and each date's row is the latest
+    Each series' aging dates come from ``summary_open_dates`` (those with items open on
+    ``as_of``: begun by then and not all closed), and each date's row is the latest
     of ``summary_open_history`` on or before ``as_of``, found by one index seek: the cost grows
     with the days and series, not with the ledger. The seek is fenced (``OFFSET 0``) so that it
     runs once per aging date, and the history row is then read by its id."""
     se, d, h = st.OPEN_SERIES, st.OPEN_DATES, st.OPEN_HISTORY
     family = "group" if with_party or group_id is not None else "all"
     where = [se.c.party_type == party_type, se.c.basis == basis, se.c.family == family,
-             d.c.first_event <= as_of]  # fmt: skip
+             d.c.first_event <= as_of,
+             or_(d.c.closed_from.is_(None), d.c.closed_from > as_of)]  # fmt: skip
     if legal_entity:
         where.append(se.c.legal_entity == legal_entity)
     if currency:
@@ -244,6 +248,26 @@ def settlement_day_totals(
     return count, totals
 
 
+def discount_day_totals(
+    party_type: str, legal_entity: str | None, date_from: dt.date, date_to: dt.date
+) -> tuple[Any, Any]:
+    """``(count, totals)`` statements for the open invoices of a party type in a legal entity (or
+    all) whose cash discount date is in a range: how many, and per currency their discount
+    amounts (money), from the per-day sums."""
+    d = st.DISCOUNT_DAY
+    where = [d.c.party_type == party_type, d.c.cash_discount_date >= date_from,
+             d.c.cash_discount_date <= date_to]  # fmt: skip
+    if legal_entity:
+        where.append(d.c.legal_entity == legal_entity)
+    count = select(func.coalesce(func.sum(d.c.n), 0)).where(*where)
+    totals = (
+        select(d.c.currency, amount_sum(d.c.cash_discount_amount))
+        .where(*where)
+        .group_by(d.c.currency)
+    )
+    return count, totals
+
+
 def open_customer_summary(les: list[str], agent_id: str | None, pool_id: str | None) -> Any:
     """Today's open items of customers summed per customer, aging date and sign, with the
     customer's collections agent and pool; amounts in cents."""
@@ -293,3 +317,59 @@ def open_party_page(
         keys.insert(0, o.c["open_acct" if order == "balance" else order].desc())
     page = select(o.c.legal_entity, o.c.account).where(*where).order_by(*keys)
     return page, select(func.count()).select_from(o).where(*where)
+
+
+def past_party_page(
+    party_type: str,
+    as_of: dt.date,
+    *,
+    legal_entity: str | None,
+    group_id: str | None,
+    order: str,
+    key_order: Any,
+) -> tuple[Any, Any]:
+    """``(page, count)`` over the parties with open items on a past day ``as_of``: the parties
+    in ``get_aging``'s order (``order``: ``balance`` largest first, or ``key``), each its
+    ``legal_entity`` and ``account``, to be cut with ``limit``; and the number of such parties.
+
+    Each party has one row of ``summary_party_history`` in force on a day it had open items,
+    with its balance then, so the page is the first rows in force on ``as_of`` of an index in
+    that order: the scan stops after the page and skips only rows of other days. The count
+    sums, per legal entity and group, the latest running count on or before ``as_of``."""
+    h, c = st.PARTY_HISTORY, st.PARTY_COUNT
+    where = [
+        h.c.party_type == party_type,
+        h.c.event_date <= as_of,
+        or_(h.c.next_event.is_(None), h.c.next_event > as_of),
+    ]
+    series_where = [c.c.party_type == party_type]
+    if legal_entity:
+        where.append(h.c.legal_entity == legal_entity)
+        series_where.append(c.c.legal_entity == legal_entity)
+    if group_id is not None:
+        where.append(h.c.group_id == group_id)
+        series_where.append(c.c.group_key == group_id)
+    keys = [key_order(h.c.legal_entity), key_order(h.c.account)]
+    if order == "balance":
+        keys.insert(0, h.c.open_acct.desc())
+    page = select(h.c.legal_entity, h.c.account).where(*where).order_by(*keys)
+    series = (
+        select(c.c.party_type, c.c.legal_entity, c.c.group_key)
+        .where(*series_where)
+        .distinct()
+        .subquery("series")
+    )
+    latest = (
+        select(c.c.parties)
+        .where(
+            c.c.party_type == series.c.party_type,
+            c.c.legal_entity == series.c.legal_entity,
+            c.c.group_key == series.c.group_key,
+            c.c.event_date <= as_of,
+        )
+        .order_by(c.c.event_date.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    count = select(func.coalesce(func.sum(latest), 0)).select_from(series)
+    return page, count

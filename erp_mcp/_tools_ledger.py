@@ -35,9 +35,11 @@ from erp_mcp._summaries import (
     RAW,
     SUMMED,
     Sums,
+    discount_day_totals,
     open_item_history,
     open_item_summary,
     open_party_page,
+    past_party_page,
     settlement_day_totals,
 )
 from erp_mcp._tooling import erp_tool
@@ -207,8 +209,18 @@ def get_aging(rt: ErpRuntime, args: AgingArgs) -> AgingReport:
     row_items, row_sums = (items, RAW) if args.group_by == "party" else (totals_items, totals_sums)
     buckets = make_buckets(args.bucket_edges)
     bounds = bucket_bounds(as_of, args.bucket_edges)
+
+    def parties_items(entity: str, accounts: list[str]):
+        """The open items of a few parties of one legal entity (a page's)."""
+        chosen = [t.c.legal_entity == entity, ledger.account.in_(accounts)]
+        return open_item_rows(ledger, as_of, rt.today, basis=args.aging_basis,
+                              where=[*where, *chosen], columns=columns,
+                              with_party=with_party)  # fmt: skip
+
     with rt.engine.connect() as conn:
-        rows, total_rows = _aging_page(rt, conn, row_items, args, le, as_of, bounds, row_sums)
+        rows, total_rows = _aging_page(
+            rt, conn, row_items, args, le, as_of, bounds, row_sums, parties_items
+        )
         totals = conn.execute(
             select(
                 totals_items.c.legal_entity,
@@ -265,13 +277,51 @@ def _aging_page(
     as_of: dt.date,
     bounds,
     sums: Sums = RAW,
+    parties_items=None,
 ):
     """The returned rows only, grouped, summed, sorted and cut to ``limit`` in the database, and
     the number of rows before the cut (``le``: the call's checked legal entity, if any).
 
-    Per party today (tens of thousands of parties at 100x) the page is chosen on one sum and
-    only its parties get their bucket sums; groups, currencies and legal entities are few, and
-    open amounts on a past date are costly to compute, so those take one pass."""
+    Per party (tens of thousands of parties at 100x) the page is chosen from the per-party
+    summaries where they hold (today's sums, or a past day's stretches) and only its parties get
+    their bucket sums, from their own open items (``parties_items(legal_entity, accounts)``);
+    groups, currencies and legal entities are few, so those take one pass, as does a party
+    page the summaries cannot choose."""
+    keys, summed, order = _row_columns(rt, items, args, as_of, bounds, sums)
+    past = as_of < rt.today
+    if args.group_by != "party" or sums.summed or (past and not _past_page_holds(rt, args, as_of)):
+        one_pass = select(*keys, *summed, func.count().over().label("total_rows"))
+        rows = conn.execute(one_pass.group_by(*keys).order_by(*order).limit(args.limit)).all()
+        return rows, int(rows[0].total_rows) if rows else 0
+    page, total = _party_page(rt, conn, args, le, as_of, keys, order)
+    if not page:
+        return [], total
+    wanted: dict[str, list[str]] = {}
+    for entity, account in page:
+        wanted.setdefault(entity, []).append(account)
+    # One arm per legal entity, so the open-items index looks each party up (an OR of the legal
+    # entities' parties reads every open item). A past day's open amounts are computed in a
+    # fenced subquery, so each arm computes them for its own parties only.
+    arms = []
+    for entity, accounts in wanted.items():
+        if past:
+            arm_items = parties_items(entity, accounts)
+            arm_keys, arm_summed, _ = _row_columns(rt, arm_items, args, as_of, bounds, sums)
+            arms.append(select(*arm_keys, *arm_summed).group_by(*arm_keys))
+        else:
+            arms.append(
+                select(*keys, *summed)
+                .where(keys[0] == entity, keys[1].in_(accounts))
+                .group_by(*keys)
+            )
+    detail = conn.execute(union_all(*arms) if len(arms) > 1 else arms[0]).all()
+    by_key = {(r.legal_entity, r.account): r for r in detail}
+    return [by_key[key] for key in page], total
+
+
+def _row_columns(rt: ErpRuntime, items, args: AgingArgs, as_of: dt.date, bounds, sums: Sums):
+    """``(keys, summed, order)`` of the aging rows over ``items``: the row key, the summed
+    columns of a row and the rows' order."""
     key_name = _AGING_KEYS[args.group_by]
     keys = [items.c.legal_entity] + ([items.c[key_name]] if key_name else [])
     balance = sums.total(items.c.open_acct)
@@ -289,33 +339,38 @@ def _aging_page(
     if args.sort_by != "key":
         measure = balance if args.sort_by == "balance" else overdue
         order.insert(0, func.round(measure, 2).desc())
-    if args.group_by != "party" or as_of < rt.today or sums.summed:
-        one_pass = select(*keys, *summed, func.count().over().label("total_rows"))
-        rows = conn.execute(one_pass.group_by(*keys).order_by(*order).limit(args.limit)).all()
-        return rows, int(rows[0].total_rows) if rows else 0
-    page, total = _party_page(rt, conn, args, le, as_of, keys, order)
-    if not page:
-        return [], total
-    wanted: dict[str, list[str]] = {}
-    for entity, account in page:
-        wanted.setdefault(entity, []).append(account)
-    # One arm per legal entity, so the open-items index looks each party up (an OR of the legal
-    # entities' parties reads every open item).
-    arms = [
-        select(*keys, *summed).where(keys[0] == entity, keys[1].in_(accounts)).group_by(*keys)
-        for entity, accounts in wanted.items()
-    ]
-    detail = conn.execute(union_all(*arms) if len(arms) > 1 else arms[0]).all()
-    by_key = {(r.legal_entity, r.account): r for r in detail}
-    return [by_key[key] for key in page], total
+    return keys, summed, order
+
+
+def _past_page_holds(rt: ErpRuntime, args: AgingArgs, as_of: dt.date) -> bool:
+    """A past day's page of parties comes from the per-party stretches (by balance or key)."""
+    return bool(
+        rt.summaries
+        and rt.summaries.history_holds(as_of)
+        and args.sort_by in ("balance", "key")
+        and not args.account
+        and not args.currency
+    )
 
 
 def _party_page(
     rt: ErpRuntime, conn, args: AgingArgs, le: str | None, as_of: dt.date, keys, order
 ) -> tuple[list[tuple[str, str]], int]:
     """The ``(legal_entity, account)`` of the page's parties, in order, and the number of
-    parties: from today's per-party sums where they hold (the same order: their amounts are the
-    rounded sums in cents), else grouped from the open items."""
+    parties: from today's per-party sums or a past day's per-party stretches where they hold
+    (the same order: their amounts are the rounded sums in cents), else grouped from the open
+    items."""
+    if as_of < rt.today and _past_page_holds(rt, args, as_of):
+        page, count = past_party_page(
+            args.party_type,
+            as_of,
+            legal_entity=le,
+            group_id=args.group_id,
+            order=args.sort_by,
+            key_order=lambda column: text_key(rt, column),
+        )
+        chosen = [(entity, account) for entity, account in conn.execute(page.limit(args.limit))]
+        return chosen, int(conn.execute(count).scalar() or 0)
     summed_order = {"balance": "balance", "key": "key"}
     if as_of == rt.today:
         summed_order["overdue"] = f"overdue_{args.aging_basis}"
@@ -954,7 +1009,9 @@ def list_cash_discounts(rt: ErpRuntime, args: CashDiscountArgs) -> CashDiscountP
     selects = []
     with rt.engine.connect() as conn:
         for side in sides:
-            stmt, side_totals, count = _cash_discounts(rt, conn, side, args, le, as_of)
+            stmt, side_totals, count = _cash_discounts(
+                rt, conn, side, args, le, as_of, offset + args.page_size
+            )
             selects.append(stmt)
             total_count += count
             for currency, amount in side_totals.items():
@@ -975,8 +1032,9 @@ def list_cash_discounts(rt: ErpRuntime, args: CashDiscountArgs) -> CashDiscountP
     )
 
 
-def _cash_discounts(rt, conn, side, args, le, as_of):
-    """The labelled row select of one side's discounted invoices, its totals and its count."""
+def _cash_discounts(rt, conn, side, args, le, as_of, first: int):
+    """The labelled row select of one side's ``first`` discounted invoices in the page order,
+    its totals and its count (the discount taken is summed for those rows only)."""
     ledger = LEDGERS[side]
     t, st = ledger.txn, ledger.settlement
     clauses = [t.c.cash_discount_date.is_not(None), t.c.posted.is_(True)]
@@ -1011,6 +1069,13 @@ def _cash_discounts(rt, conn, side, args, le, as_of):
     }[args.state]
     if state_clause is not None:
         clauses.append(state_clause)
+    ahead = (
+        select(t.c.id)
+        .where(*clauses)
+        .order_by(t.c.cash_discount_date, t.c.legal_entity, t.c.voucher)
+        .limit(first)
+        .subquery("ahead")
+    )
     stmt = select(
         literal(side).label("party_type"),
         t.c.legal_entity,
@@ -1025,16 +1090,22 @@ def _cash_discounts(rt, conn, side, args, le, as_of):
         t.c.cash_discount_date,
         t.c.cash_discount_amount,
         taken.label("taken"),
-    ).where(*clauses)
-    count = conn.execute(select(func.count()).select_from(t).where(*clauses)).scalar()
-    totals = {
-        currency: float(amount or 0)
-        for currency, amount in conn.execute(
-            select(t.c.currency, func.sum(t.c.cash_discount_amount))
-            .where(*clauses)
-            .group_by(t.c.currency)
+    ).select_from(ahead.join(t, t.c.id == ahead.c.id))
+    count_stmt = select(func.count()).select_from(t).where(*clauses)
+    totals_stmt = (
+        select(t.c.currency, func.sum(t.c.cash_discount_amount))
+        .where(*clauses)
+        .group_by(t.c.currency)
+    )
+    summarised = rt.summaries is not None and rt.summaries.history_before is not None
+    expiring = args.expiring_within_days is not None and args.state == "any"
+    if summarised and expiring and not args.account:
+        # the same open invoices summed per discount date: the cost grows with the days
+        count_stmt, totals_stmt = discount_day_totals(
+            side, le, as_of, as_of + dt.timedelta(days=args.expiring_within_days)
         )
-    }
+    count = conn.execute(count_stmt).scalar()
+    totals = {currency: float(amount or 0) for currency, amount in conn.execute(totals_stmt)}
     return stmt, totals, int(count or 0)
 
 

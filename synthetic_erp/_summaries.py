@@ -21,9 +21,12 @@ sums give. ``n`` counts the ledger lines summed.
 - ``summary_open_party``: today's open items per party (customers and vendors): how many, the
   balance and the part past due today on either aging basis; get_aging picks its page of parties
   from it.
+- ``summary_open_items_all``: the same summed over the party groups.
 - ``summary_open_customer``: the same per customer with its collections agent and pool, split by
   the sign of the open amount (the worklist's overdue counts positive items only).
 - ``summary_settlement_day``: settlements per party type, legal entity, day and currency.
+- ``summary_discount_day``: today's open invoices with a cash discount per party type, legal
+  entity, discount date and currency.
 - ``summary_open_series`` / ``summary_open_dates`` / ``summary_open_history``: the open items of
   every past day. A transaction's open amount on a past day changes only on the days a
   settlement of it was made, so each series (party type, aging basis, legal entity, currency and,
@@ -69,7 +72,7 @@ from synthetic_erp import _schema as s
 from synthetic_erp._db import ErpDatabaseError, normalize_url, open_engine, redact_url, sqlite_path
 
 SUMMARY_VERSION = "2"
-DAY_TABLES_VERSION = "1"
+DAY_TABLES_VERSION = "2"
 """Version of the per-day tables (``summary_meta`` key ``day_tables``)."""
 METADATA = MetaData()
 
@@ -185,6 +188,22 @@ OPEN_ITEMS = Table(
         "open_acct",
     ),
 )
+OPEN_ITEMS_ALL = Table(
+    "summary_open_items_all",
+    METADATA,
+    Column("party_type", String, nullable=False),
+    Column("basis", String, nullable=False),
+    Column("legal_entity", String, nullable=False),
+    Column("currency", String, nullable=False),
+    Column("aging_date", Date, nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("open_cur", BigInteger, nullable=False),
+    Column("open_acct", BigInteger, nullable=False),
+    Index("ix_sumopenall", "party_type", "basis", "legal_entity", "currency", "aging_date", "n",
+          "open_cur", "open_acct"),
+)  # fmt: skip
+"""``summary_open_items`` summed over the party groups: aging without a group reads a third of
+the rows."""
 OPEN_CUSTOMER = Table(
     "summary_open_customer",
     METADATA,
@@ -242,7 +261,8 @@ OPEN_DATES = Table(
     Column("series_id", Integer, nullable=False),
     Column("aging_date", Date, nullable=False),
     Column("first_event", Date, nullable=False),
-    Index("ux_sumdates", "series_id", "aging_date", "first_event", unique=True),
+    Column("closed_from", Date),  # from this day on no item of the date is open; NULL: some is
+    Index("ux_sumdates", "series_id", "aging_date", "first_event", "closed_from", unique=True),
 )
 OPEN_HISTORY = Table(
     "summary_open_history",
@@ -259,6 +279,62 @@ OPEN_HISTORY = Table(
 """Per series and aging date, after each day (``event_date``) an open item of it began, changed
 or closed: how many items are open and their open amounts (cents), in total, from that day until
 the next row's."""
+PARTY_HISTORY = Table(
+    "summary_party_history",
+    METADATA,
+    Column("party_type", String, nullable=False),
+    Column("legal_entity", String, nullable=False),
+    Column("account", String, nullable=False),
+    Column("group_id", String),  # NULL: the party is missing from its table
+    Column("event_date", Date, nullable=False),
+    Column("next_event", Date),  # NULL: in force until today
+    Column("n", Integer, nullable=False),
+    Column("open_acct", BigInteger, nullable=False),
+)
+"""Per party, each stretch of days (``event_date`` until the day before ``next_event``) on which
+it had open items: how many and its balance (cents). Exactly one row of a party is in force on
+a day it had open items, so a past day's parties by balance are read off an index in balance
+order, skipping the rows not in force that day, and stop after the page."""
+PARTY_COUNT = Table(
+    "summary_party_count",
+    METADATA,
+    Column("party_type", String, nullable=False),
+    Column("legal_entity", String, nullable=False),
+    Column("group_key", String, nullable=False),  # the party's group; "": missing party
+    Column("event_date", Date, nullable=False),
+    Column("parties", Integer, nullable=False),
+    Index("ux_sumpartycount", "party_type", "legal_entity", "group_key", "event_date", "parties",
+          unique=True),
+)  # fmt: skip
+"""Per party type, legal entity and party group, how many parties had open items from each
+day on (running count): the number of a past day's ``get_aging`` rows per party."""
+# A past day's page of parties in get_aging's orders: by balance (largest first, then legal entity
+# and account) over all legal entities or one, and by key; each covers the in-force test.
+_IN_FORCE = ("event_date", "next_event", "n", "group_id")
+Index("ix_sumpartyhist_balance", PARTY_HISTORY.c.party_type, PARTY_HISTORY.c.open_acct.desc(),
+      PARTY_HISTORY.c.legal_entity, PARTY_HISTORY.c.account,
+      *(PARTY_HISTORY.c[c] for c in _IN_FORCE))  # fmt: skip
+Index("ix_sumpartyhist_le_balance", PARTY_HISTORY.c.party_type, PARTY_HISTORY.c.legal_entity,
+      PARTY_HISTORY.c.open_acct.desc(), PARTY_HISTORY.c.account,
+      *(PARTY_HISTORY.c[c] for c in _IN_FORCE))  # fmt: skip
+Index("ix_sumpartyhist_key", PARTY_HISTORY.c.party_type, PARTY_HISTORY.c.legal_entity,
+      PARTY_HISTORY.c.account, *(PARTY_HISTORY.c[c] for c in _IN_FORCE),
+      PARTY_HISTORY.c.open_acct)  # fmt: skip
+DISCOUNT_DAY = Table(
+    "summary_discount_day",
+    METADATA,
+    Column("party_type", String, nullable=False),
+    Column("legal_entity", String, nullable=False),
+    Column("cash_discount_date", Date, nullable=False),
+    Column("currency", String, nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("cash_discount_amount", BigInteger, nullable=False),
+    Index("ix_sumdiscountday", "party_type", "legal_entity", "cash_discount_date", "currency",
+          "n", "cash_discount_amount"),
+)  # fmt: skip
+"""Today's open posted invoices with a cash discount, per party type, legal entity, discount
+date and currency: how many and their discount amounts (cents); list_cash_discounts' count and
+totals of the discounts expiring within some days."""
 SETTLEMENT_DAY = Table(
     "summary_settlement_day",
     METADATA,
@@ -318,9 +394,11 @@ def build_summaries(conn: Connection) -> dict[str, int]:
         _period_sums(conn, party_type, t, account_column)
         _open_items(conn, party_type, t, party, account_column)
         _open_parties(conn, party_type, t, party, account_column, _as_date(as_of))
+    _open_items_all(conn)
     _open_customers(conn)
     _open_history(conn)
     _settlement_days(conn)
+    _discount_days(conn)
     conn.execute(
         insert(PERIOD_TOTAL).from_select(
             [*_PERIOD_KEY, "amount", "n", "parties"],
@@ -518,6 +596,18 @@ def _open_items(conn: Connection, party_type: str, t: Table, party: Table, accou
         )  # fmt: skip
 
 
+def _open_items_all(conn: Connection) -> None:
+    o = OPEN_ITEMS
+    keys = [o.c.party_type, o.c.basis, o.c.legal_entity, o.c.currency, o.c.aging_date]
+    conn.execute(
+        insert(OPEN_ITEMS_ALL).from_select(
+            [k.name for k in keys] + ["n", "open_cur", "open_acct"],
+            select(*keys, cast(func.sum(o.c.n), Integer), cast(func.sum(o.c.open_cur), BigInteger),
+                   cast(func.sum(o.c.open_acct), BigInteger)).group_by(*keys),
+        )
+    )  # fmt: skip
+
+
 def _open_customers(conn: Connection) -> None:
     t, cu, _ = _LEDGERS["customer"]
     joined = t.join(
@@ -609,6 +699,7 @@ def _open_history(conn: Connection) -> None:
             scratch.create(conn)
         _value_change_points(conn, t, _SETTLEMENTS[party_type])
         _changes(conn, t)
+        _party_history(conn, party_type, t, party)
         for basis, aging in _AGING_DATES.items():
             for family in ("all", "group"):
                 next_series, next_row = _series_history(
@@ -617,14 +708,32 @@ def _open_history(conn: Connection) -> None:
         for scratch in (_DELTAS, _POINTS):
             scratch.drop(conn)
     h = OPEN_HISTORY
+    dates = (
+        select(
+            h.c.series_id,
+            h.c.aging_date,
+            func.min(h.c.event_date).label("first_event"),
+            func.max(h.c.event_date).label("last_event"),
+        )
+        .group_by(h.c.series_id, h.c.aging_date)
+        .subquery("dates")
+    )
+    open_after_last = (
+        select(h.c.n)
+        .where(
+            h.c.series_id == dates.c.series_id,
+            h.c.aging_date == dates.c.aging_date,
+            h.c.event_date == dates.c.last_event,
+        )
+        .scalar_subquery()
+    )
     conn.execute(
         insert(OPEN_DATES).from_select(
-            ["series_id", "aging_date", "first_event"],
-            select(h.c.series_id, h.c.aging_date, func.min(h.c.event_date)).group_by(
-                h.c.series_id, h.c.aging_date
-            ),
+            ["series_id", "aging_date", "first_event", "closed_from"],
+            select(dates.c.series_id, dates.c.aging_date, dates.c.first_event,
+                   case((open_after_last == 0, dates.c.last_event), else_=None)),
         )
-    )
+    )  # fmt: skip
 
 
 def _value_change_points(conn: Connection, t: Table, st: Table) -> None:
@@ -790,6 +899,88 @@ def _series_history(
     )
     last_row = conn.execute(select(func.max(OPEN_HISTORY.c.id))).scalar()
     return next_series + len(series), (last_row or 0) + 1
+
+
+def _party_history(conn: Connection, party_type: str, t: Table, party: Table) -> None:
+    """Write the stretches of each party's open items (from the per-transaction changes) and the
+    running number of parties with open items per legal entity and group."""
+    d = _DELTAS
+    account = t.c[_LEDGERS[party_type][2]]
+    day_keys = [t.c.legal_entity.label("legal_entity"), account.label("account"), d.c.event_date]
+    daily = (
+        select(*day_keys, func.sum(d.c.n).label("dn"), func.sum(d.c.open_acct).label("dacct"))
+        .select_from(d.join(t, t.c.id == d.c.txn_id))
+        .group_by(*day_keys)
+        .subquery("daily")
+    )
+    window = {"partition_by": [daily.c.legal_entity, daily.c.account],
+              "order_by": daily.c.event_date}  # fmt: skip
+    running = select(
+        daily.c.legal_entity,
+        daily.c.account,
+        daily.c.event_date,
+        func.lead(daily.c.event_date).over(**window).label("next_event"),
+        func.sum(daily.c.dn).over(**window).label("n"),
+        func.sum(daily.c.dacct).over(**window).label("open_acct"),
+    ).subquery("running")
+    before = func.lag(running.c.n, 1, 0).over(
+        partition_by=[running.c.legal_entity, running.c.account], order_by=running.c.event_date
+    )
+    r = select(
+        running,
+        (case((running.c.n > 0, 1), else_=0) - case((before > 0, 1), else_=0)).label("opened"),
+    ).subquery("stretches")
+    with_group = r.outerjoin(
+        party, and_(party.c.legal_entity == r.c.legal_entity, party.c.account == r.c.account)
+    )
+    conn.execute(
+        insert(PARTY_HISTORY).from_select(
+            ["party_type", "legal_entity", "account", "group_id", "event_date", "next_event", "n",
+             "open_acct"],
+            select(literal(party_type), r.c.legal_entity, r.c.account, party.c.group_id,
+                   r.c.event_date, r.c.next_event, cast(r.c.n, Integer),
+                   cast(r.c.open_acct, BigInteger))
+            .select_from(with_group)
+            .where(r.c.n > 0),
+        )
+    )  # fmt: skip
+    group_key = func.coalesce(party.c.group_id, "")
+    count_keys = [r.c.legal_entity.label("legal_entity"), group_key.label("group_key"),
+                  r.c.event_date.label("event_date")]  # fmt: skip
+    changes = (
+        select(*count_keys, func.sum(r.c.opened).label("opened"))
+        .select_from(with_group)
+        .group_by(*count_keys)
+        .having(func.sum(r.c.opened) != 0)
+        .subquery("changes")
+    )
+    c = changes
+    parties = func.sum(c.c.opened).over(
+        partition_by=[c.c.legal_entity, c.c.group_key], order_by=c.c.event_date
+    )
+    conn.execute(
+        insert(PARTY_COUNT).from_select(
+            ["party_type", "legal_entity", "group_key", "event_date", "parties"],
+            select(literal(party_type), c.c.legal_entity, c.c.group_key, c.c.event_date,
+                   cast(parties, Integer)),
+        )
+    )  # fmt: skip
+
+
+def _discount_days(conn: Connection) -> None:
+    for party_type, (t, _, _) in _LEDGERS.items():
+        keys = [t.c.legal_entity, t.c.cash_discount_date, t.c.currency]
+        conn.execute(
+            insert(DISCOUNT_DAY).from_select(
+                ["party_type", "legal_entity", "cash_discount_date", "currency", "n",
+                 "cash_discount_amount"],
+                select(literal(party_type), *keys, cast(func.count(), Integer),
+                       _sum_cents(t.c.cash_discount_amount))
+                .where(t.c.cash_discount_date.is_not(None), t.c.posted.is_(True),
+                       t.c.open_amount_cur != 0)
+                .group_by(*keys),
+            )
+        )  # fmt: skip
 
 
 def _settlement_days(conn: Connection) -> None:

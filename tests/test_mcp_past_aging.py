@@ -50,7 +50,8 @@ def _open_items(db: Path, party_type: str, day: dt.date) -> list[dict]:
             )
         items = []
         for t in conn.execute(
-            f"SELECT legal_entity, voucher, currency, txn_date, due_date, closed_date, "
+            f"SELECT legal_entity, {party_type}_account AS account, voucher, currency, "
+            f"txn_date, due_date, closed_date, "
             f"open_amount_cur, exchange_rate FROM {txn_table} WHERE posted AND txn_date <= ? "
             f"AND (closed_date IS NULL OR closed_date > ?)",
             (day.isoformat(), day.isoformat()),
@@ -60,6 +61,7 @@ def _open_items(db: Path, party_type: str, day: dt.date) -> list[dict]:
             items.append(
                 {
                     "legal_entity": t["legal_entity"],
+                    "account": t["account"],
                     "currency": t["currency"],
                     "due_date": dt.date.fromisoformat(t["due_date"] or t["txn_date"]),
                     "txn_date": dt.date.fromisoformat(t["txn_date"]),
@@ -162,3 +164,77 @@ async def test_past_day_aging_equals_the_ledger_to_the_cent(
             compared += 1
     assert compared >= 30  # the days hold open items in several legal entities and currencies
     assert ties == 0  # no half-cent product: the rounding rule cannot decide a cent here
+
+
+def _groups(db: Path, party_type: str) -> dict[tuple[str, str], str]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute(f"SELECT legal_entity, account, group_id FROM {party_type}")
+        return {(le, account): group for le, account, group in rows}
+    finally:
+        conn.close()
+
+
+PARTY_CALLS = [
+    {"sort_by": "balance", "limit": 25},
+    {"sort_by": "balance", "limit": 7, "legal_entity": "USMF"},
+    {"sort_by": "key", "limit": 30},
+    {"sort_by": "key", "limit": 10, "legal_entity": "DEMF"},
+    {"sort_by": "balance", "limit": 15, "group_id": "GROUP"},
+]
+
+
+@pytest.mark.parametrize("party_type", ["customer", "vendor"])
+async def test_past_day_party_page_equals_the_ledger_to_the_cent(
+    erp_db_url: str, party_type: str
+) -> None:
+    """Per party on a past day: the page (largest balance first or by key, in one legal entity
+    or group or all), every row's sums and the number of parties are those of the ledger, and
+    the page is chosen from the per-party stretches, not from every open item."""
+    db = Path(erp_db_url.removeprefix("sqlite:///"))
+    groups = _groups(db, party_type)
+    some_group = sorted(g for g in groups.values() if g)[0]
+    edges = [30, 60, 90]
+    calls = [
+        {"party_type": party_type, "as_of": day, "bucket_edges": edges,
+         **{k: (some_group if v == "GROUP" else v) for k, v in shape.items()}}
+        for day in DAYS[:4]
+        for shape in PARTY_CALLS
+    ]  # fmt: skip
+    answers, statements = await _aging(db, calls)
+    assert any("summary_party_history" in s for s in statements)
+    transactions = TABLES[party_type][0]
+    # the ledger is read for the page's parties only: each such statement names its accounts
+    ledger_reads = [s for s in statements if re.search(rf"\b{transactions}\b", s)]
+    assert ledger_reads and all(" IN (" in s for s in ledger_reads)
+    for call, answer in zip(calls, answers, strict=True):
+        day = dt.date.fromisoformat(call["as_of"])
+        parties: dict[tuple[str, str], dict] = {}
+        for item in _open_items(db, party_type, day):
+            key = (item["legal_entity"], item["account"])
+            if call.get("legal_entity") not in (None, key[0]):
+                continue
+            if "group_id" in call and groups.get(key) != call["group_id"]:
+                continue
+            row = parties.setdefault(key, {"n": 0, "balance": Decimal(0), "overdue": Decimal(0),
+                                           "buckets": [Decimal(0)] * (len(edges) + 2)})  # fmt: skip
+            row["n"] += 1
+            row["balance"] += item["open_acct"]
+            if item["due_date"] < day:
+                row["overdue"] += item["open_acct"]
+            row["buckets"][_bucket(item["due_date"], day, edges)] += item["open_acct"]
+        if call["sort_by"] == "balance":
+            order = sorted(parties, key=lambda k: (-parties[k]["balance"], k))
+        else:
+            order = sorted(parties)
+        assert answer["total_rows"] == len(parties), call
+        got = [(row["legal_entity"], row["account"]) for row in answer["rows"]]
+        assert got == order[: call["limit"]], call
+        for row in answer["rows"]:
+            want = parties[(row["legal_entity"], row["account"])]
+            assert row["open_transaction_count"] == want["n"], (call, row["account"])
+            assert Decimal(str(row["balance_acct"])) == want["balance"], (call, row["account"])
+            assert Decimal(str(row["overdue_acct"])) == want["overdue"], (call, row["account"])
+            buckets = [Decimal(str(b["amount_acct"])) for b in row["buckets"]]
+            assert buckets == want["buckets"], (call, row["account"])
+    assert sum(len(a["rows"]) for a in answers) > 200

@@ -43,6 +43,11 @@ CALLS = [
                    "aging_basis": "txn_date", "bucket_edges": [15, 120]}),
     ("get_aging", {"group_by": "legal_entity", "as_of": "2025-12-15", "currency": "EUR",
                    "group_id": "20", "party_type": "vendor"}),
+    # a past day's parties from the per-party stretches of summary_party_history (issue 40)
+    ("get_aging", {"as_of": "2025-10-31", "limit": 12}),
+    ("get_aging", {"as_of": "2025-07-15", "legal_entity": "USMF", "party_type": "vendor",
+                   "limit": 6}),
+    ("get_aging", {"as_of": "2026-01-20", "sort_by": "key", "limit": 9, "group_id": "20"}),
     ("list_customer_transactions", {"status": "open", "page_size": 5, "sort_by": "amount"}),
     ("list_customer_transactions", {"page_size": 7, "page": 4, "sort_by": "account"}),
     ("list_vendor_transactions", {"overdue_as_of": "2026-02-01", "page_size": 5}),

@@ -281,11 +281,12 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
             "WHERE rowid = (SELECT rowid FROM summary_party_period WHERE legal_entity = 'USMF' "
             "AND measure = 'spend' AND period_start = '2026-01-01' ORDER BY amount DESC LIMIT 1)"
         )
-        conn.execute(
-            "UPDATE summary_open_items SET open_acct = open_acct + 1 WHERE rowid = (SELECT rowid "
-            "FROM summary_open_items WHERE party_type = 'customer' AND basis = 'due_date' AND "
-            "legal_entity = 'USMF' LIMIT 1)"
-        )
+        for table in ("summary_open_items", "summary_open_items_all"):  # by group, over groups
+            conn.execute(
+                f"UPDATE {table} SET open_acct = open_acct + 1 WHERE rowid = (SELECT rowid FROM "
+                f"{table} WHERE party_type = 'customer' AND basis = 'due_date' AND "
+                "legal_entity = 'USMF' LIMIT 1)"
+            )
         # the 11th largest balance moves to the top: it enters a page of 10
         conn.execute(
             "UPDATE summary_open_party SET open_acct = 1 + (SELECT MAX(open_acct) FROM "
@@ -300,10 +301,25 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
             "'due_date' AND family = 'all' AND legal_entity = 'USMF' AND currency = 'USD') AND "
             "aging_date = '2025-12-31'"
         )
+        # a past day's parties: the 11th largest stretch in force moves to the top, and more
+        # customers are counted
+        day = "'2026-01-15'"
+        in_force = f"event_date <= {day} AND (next_event IS NULL OR next_event > {day})"
+        conn.execute(
+            "UPDATE summary_party_history SET open_acct = 1 + (SELECT MAX(open_acct) FROM "
+            "summary_party_history) WHERE rowid = (SELECT rowid FROM summary_party_history WHERE "
+            f"party_type = 'customer' AND {in_force} ORDER BY open_acct DESC, legal_entity, "
+            "account LIMIT 1 OFFSET 10)"
+        )
+        conn.execute(
+            "UPDATE summary_party_count SET parties = parties + 1 WHERE party_type = 'customer'"
+        )
     calls = [c for c in CALLS if c[0] in ("get_vendor_spend", "get_aging")][:2]
     calls += [("get_vendor_spend", {"legal_entity": "USMF", "top_n": 10}, True)]
     calls += [("get_aging", {"limit": 10}, True)]
     calls += [("get_aging", {"group_by": "legal_entity", "as_of": "2026-01-15"}, True)]
+    calls += [("get_aging", {"group_by": "group", "legal_entity": "USMF"}, True)]
+    calls += [("get_aging", {"limit": 10, "as_of": "2026-01-15"}, True)]
     good = await _answers(f"sqlite:///{erp_path}", calls)
     bad = await _answers(f"sqlite:///{path}", calls)
     assert [g for g, _ in good] != [b for b, _ in bad]
@@ -312,6 +328,10 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
     good_page = [row["account"] for row in good[3][0]["rows"]]
     bad_page = [row["account"] for row in bad[3][0]["rows"]]
     assert good_page != bad_page
+    assert good[5][0] != bad[5][0]
+    good_past, bad_past = good[6][0], bad[6][0]
+    assert bad_past["total_rows"] > good_past["total_rows"]
+    assert [r["account"] for r in good_past["rows"]] != [r["account"] for r in bad_past["rows"]]
 
 
 def test_summaries_are_derived_data_outside_the_snapshot_hash(erp_path: Path, tmp_path: Path):

@@ -733,6 +733,69 @@ async def test_cash_discounts_expiring_within_days(client, sql):
     assert taken["total_count"] == taken_count
 
 
+async def test_cash_discount_pages_follow_the_ledger(client, sql):
+    """Page after page, every posted discounted invoice of both ledgers in the tool's order
+    (discount date, legal entity, voucher) with the discount taken on it (issue 40: each side
+    chooses its rows of the page before it sums what was taken)."""
+    expected = []
+    for table, settlements in (("customer_transaction", "customer_settlement"),
+                               ("vendor_transaction", "vendor_settlement")):  # fmt: skip
+        taken = {
+            (le, voucher): amount
+            for le, voucher, amount in sql.execute(
+                f"select legal_entity, debit_voucher, sum(cash_discount_taken) from {settlements} "
+                "group by 1, 2"
+            )
+        }
+        expected += [
+            (date, le, voucher, cents(taken.get((le, voucher))))
+            for le, voucher, date in sql.execute(
+                f"select legal_entity, voucher, cash_discount_date from {table} "
+                "where cash_discount_date is not null and posted"
+            )
+        ]
+    expected.sort()
+    got, page = [], 1
+    while True:
+        found = await call(client, "list_cash_discounts", page_size=150, page=page)
+        assert found["total_count"] == len(expected)
+        got += [(i["cash_discount_date"], i["legal_entity"], i["voucher"],
+                 cents(i["discount_taken"])) for i in found["items"]]  # fmt: skip
+        if len(found["items"]) < 150:
+            break
+        page += 1
+    assert page > 3 and got == expected
+    assert any(taken for *_, taken in expected)
+
+
+async def test_cash_discounts_expiring_count_and_totals(client, sql):
+    """The number and per-currency discount amounts of the open invoices whose discount date
+    falls within some days are those of the ledger (the server sums them per discount date)."""
+    as_of = today(sql)
+    shapes = [(10, None, None), (45, "USMF", None), (0, None, None), (366, "DEMF", None),
+              (30, None, as_of - dt.timedelta(days=40))]  # fmt: skip
+    for days, le, day in shapes:
+        start = day or as_of
+        counts, totals = 0, defaultdict(int)
+        for table in ("customer_transaction", "vendor_transaction"):
+            for currency, n, amount in sql.execute(
+                f"select currency, count(*), sum(cash_discount_amount) from {table} where "
+                "posted and open_amount_cur != 0 and cash_discount_date between ? and ? "
+                "and (? is null or legal_entity = ?) group by currency",
+                (start.isoformat(), (start + dt.timedelta(days=days)).isoformat(), le, le),
+            ):
+                counts += n
+                totals[currency] += cents(amount)
+        args = {"expiring_within_days": days, "page_size": 1}
+        args |= {"legal_entity": le} if le else {}
+        args |= {"as_of": day.isoformat()} if day else {}
+        found = await call(client, "list_cash_discounts", **args)
+        assert found["total_count"] == counts, args
+        got = {c: cents(v) for c, v in found["total_discount_amount"].items()}
+        assert got == {c: v for c, v in totals.items()}, args
+    assert counts > 0
+
+
 # --------------------------------------------------------------------------------------------------
 # orders, invoices, journals, spend
 # --------------------------------------------------------------------------------------------------
