@@ -249,7 +249,13 @@ def serve(
     server's command line) and serves it stateless. They share one cursor key, so a cursor from
     one worker works on another."""
     from erp_mcp._tooling import hand_the_interpreter_over_often
-    from ledgerbench_core._startup import done_reporting, report_step, resume_collection
+    from ledgerbench_core._startup import (
+        LISTENING,
+        done_reporting,
+        inherited_listener,
+        report_step,
+        resume_collection,
+    )
 
     check_scaling(args)
     hand_the_interpreter_over_often()
@@ -262,8 +268,11 @@ def serve(
     from erp_mcp._serving import http_app
 
     workers = getattr(args, "workers", 1)
+    handed_over = inherited_listener()
     report_step("binding the port" if workers == 1 else f"starting {workers} workers")
     if workers > 1:
+        if handed_over is not None:  # each worker binds the port itself (SO_REUSEPORT)
+            handed_over.close()
         done_reporting()  # the workers bind the port; they need not inherit the pipe
         resume_collection()
         if worker_factory is None:
@@ -279,7 +288,11 @@ def serve(
         except WorkersFailed as error:
             raise UsageError(str(error)) from None
     app = http_app(server, hosts, stateless=getattr(args, "stateless", False))
-    listening = bind(args.host, args.port)  # ours before the start line says so
+    if handed_over is not None:
+        listening = _checked_handover(handed_over, args.port)
+    else:
+        listening = bind(args.host, args.port)  # ours before the start line says so
+    report_step(LISTENING)
     done_reporting()
     resume_collection()
     if start_line:
@@ -287,6 +300,19 @@ def serve(
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[listening])
     return 0
+
+
+def _checked_handover(listening: socket.socket, port: int) -> socket.socket:
+    """The socket the starter bound for this server, if it is on ``port`` as the command line
+    says (else a UsageError: the starter and the command line disagree)."""
+    bound = listening.getsockname()[1]
+    if bound != port:
+        listening.close()
+        raise UsageError(
+            f"the socket handed over in LEDGERBENCH_LISTEN_FD listens on port {bound}, not on "
+            f"--port {port}; pass --port {bound} or start the server without that variable"
+        )
+    return listening
 
 
 def bind(host: str, port: int) -> socket.socket:
