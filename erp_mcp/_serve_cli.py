@@ -222,14 +222,35 @@ def serve_command(
     check_port(args)
     check_scaling(args)
     hosts = allowed_hosts(args)
+    handed_over = handed_over_listener(args)
     report_step(building)
     server = build()
     if check is not None:
         report_step(checking)
         check()
     return serve(
-        server, args, hosts, worker_factory=worker_factory, argv=argv, start_line=start_line
+        server,
+        args,
+        hosts,
+        worker_factory=worker_factory,
+        argv=argv,
+        start_line=start_line,
+        handed_over=handed_over,
     )
+
+
+def handed_over_listener(args: argparse.Namespace) -> socket.socket | None:
+    """The listening socket the starter bound for this server (``LEDGERBENCH_LISTEN_FD``), checked
+    against ``--port``, or None; a UsageError when it is not one or is on another port."""
+    from ledgerbench_core._startup import inherited_listener
+
+    try:
+        listening = inherited_listener()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if listening is None or args.transport != "http":
+        return listening
+    return _checked_handover(listening, args.port)
 
 
 def serve(
@@ -240,9 +261,11 @@ def serve(
     worker_factory: str | None = None,
     argv: list[str] | None = None,
     start_line: str | None = None,
+    handed_over: socket.socket | None = None,
 ) -> int:
     """Run ``server`` over the transport ``args`` names until stopped; over HTTP the port is
-    bound first (a taken one is a UsageError), then ``start_line`` goes to stderr.
+    bound first (a taken one is a UsageError), or ``handed_over`` (the starter bound it), then
+    ``start_line`` goes to stderr.
 
     With ``--workers N`` (N > 1) N processes serve the port (:mod:`erp_mcp._workers`); each builds
     its own server with ``worker_factory`` (``"module:function"``, called with ``argv``, the
@@ -252,7 +275,6 @@ def serve(
     from ledgerbench_core._startup import (
         LISTENING,
         done_reporting,
-        inherited_listener,
         report_step,
         resume_collection,
     )
@@ -268,7 +290,6 @@ def serve(
     from erp_mcp._serving import http_app
 
     workers = getattr(args, "workers", 1)
-    handed_over = inherited_listener()
     report_step("binding the port" if workers == 1 else f"starting {workers} workers")
     if workers > 1:
         if handed_over is not None:  # each worker binds the port itself (SO_REUSEPORT)
@@ -288,10 +309,8 @@ def serve(
         except WorkersFailed as error:
             raise UsageError(str(error)) from None
     app = http_app(server, hosts, stateless=getattr(args, "stateless", False))
-    if handed_over is not None:
-        listening = _checked_handover(handed_over, args.port)
-    else:
-        listening = bind(args.host, args.port)  # ours before the start line says so
+    # ours before the start line says so
+    listening = handed_over if handed_over is not None else bind(args.host, args.port)
     report_step(LISTENING)
     done_reporting()
     resume_collection()

@@ -55,11 +55,31 @@ def done_reporting() -> None:
 
 def inherited_listener() -> socket.socket | None:
     """The listening socket the starter handed over in ``LEDGERBENCH_LISTEN_FD``, or None; taken
-    out of the environment, so children the server starts do not look for it."""
+    out of the environment, so children the server starts do not look for it. ValueError (one
+    line) when the variable names no listening TCP socket of this process."""
     descriptor = os.environ.pop(LISTEN_FD_ENV, None)
     if not descriptor:
         return None
-    return socket.socket(fileno=int(descriptor))
+    try:
+        sock = socket.socket(fileno=int(descriptor))
+    except (ValueError, OSError):
+        sock = None
+    if sock is None or not _listening_tcp(sock):
+        if sock is not None:
+            sock.detach()  # not ours to close
+        raise ValueError(
+            f"{LISTEN_FD_ENV}={descriptor[:20]!r} is not a listening TCP socket of this process; "
+            "unset it and the server binds --port itself"
+        )
+    return sock
+
+
+def _listening_tcp(sock: socket.socket) -> bool:
+    try:
+        accepting = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+    except OSError:
+        return False
+    return bool(accepting) and sock.type == socket.SOCK_STREAM
 
 
 _collection_paused = False

@@ -108,3 +108,29 @@ def test_a_handed_over_socket_on_another_port_is_refused_in_one_line(erp_db_url)
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1 and "Traceback" not in done.stderr
     assert f"not on --port {other_port}" in lines[0] and LISTEN_FD_ENV in lines[0]
+
+
+@pytest.mark.parametrize("what", ["closed descriptor", "pipe", "not a number"])
+def test_a_handed_over_descriptor_that_is_no_listening_socket_is_one_line(
+    erp_db_url, what: str
+) -> None:
+    read_end, write_end = os.pipe()
+    descriptor = {"closed descriptor": "987", "pipe": str(read_end), "not a number": "x1"}[what]
+    command = ["erp_mcp", "--db", erp_db_url, "--transport", "http", "--port", "8765"]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", *command],
+            cwd=REPO_ROOT,
+            env=dict(os.environ, **{LISTEN_FD_ENV: descriptor}),
+            pass_fds=(read_end,),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and "Traceback" not in done.stderr
+    assert f"{LISTEN_FD_ENV}='{descriptor}' is not a listening TCP socket" in lines[0]
