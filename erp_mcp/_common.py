@@ -7,60 +7,22 @@ from functools import cache
 from typing import Any
 
 from fastmcp.exceptions import ToolError
-from pydantic import Field
 from sqlalchemy import Connection, Select, and_, bindparam, func, literal, select
 from sqlmodel import SQLModel
 
-from erp_mcp import _cursors
+from erp_mcp._paging import (
+    MAX_CURSOR_CHARS as MAX_CURSOR_CHARS,
+)
+from erp_mcp._paging import MAX_PAGE as MAX_PAGE
+from erp_mcp._paging import MAX_PAGE_SIZE as MAX_PAGE_SIZE
+from erp_mcp._paging import PageArgs as PageArgs
+from erp_mcp._paging import PageInfo as PageInfo
+from erp_mcp._paging import cursor_offset as cursor_offset
+from erp_mcp._paging import encode_cursor as encode_cursor
+from erp_mcp._paging import page_info as page_info
 from erp_mcp._records import StrictModel, money, record_model, row_values
 from erp_mcp._runtime import ErpRuntime
 from synthetic_erp._catalog import entity_set_for
-
-MAX_PAGE_SIZE = 500
-MAX_PAGE = 100_000
-"""Far beyond the last page at 100x scale; keeps offsets inside 64-bit SQL integers."""
-MAX_CURSOR_CHARS = 200
-
-
-class PageArgs(StrictModel):
-    page: int = Field(1, ge=1, le=MAX_PAGE)
-    """1-based."""
-    page_size: int = Field(50, ge=1, le=MAX_PAGE_SIZE)
-    """At most 500."""
-    cursor: str | None = Field(None, max_length=MAX_CURSOR_CHARS)
-    """next_cursor of the last result."""
-
-
-class PageInfo(StrictModel):
-    total_count: int
-    """Rows matching the filters, over all pages."""
-    page: int
-    """Page number of the first row returned (page_size rows per page)."""
-    page_size: int
-    """Rows per page asked for."""
-    offset: int = 0
-    """Rows before the first one returned."""
-    has_more: bool
-    """True when later rows exist (follow next_cursor)."""
-    truncated: bool = False
-    """True when fewer than page_size rows were returned to stay within the result budget
-    (about 100,000 characters); next_cursor continues after the last row returned."""
-    next_cursor: str | None = None
-    """Opaque cursor for the next rows (pass it as cursor with the same filters); null on the
-    last page."""
-
-
-def encode_cursor(args: StrictModel, offset: int) -> str:
-    """The signed cursor continuing the call ``args`` at row ``offset`` (see _cursors)."""
-    return _cursors.encode_cursor(args, offset)
-
-
-def cursor_offset(args: PageArgs, *, fingerprint_of: StrictModel | None = None) -> int:
-    """Rows to skip: from ``cursor`` when given (checked against the tool and the filters of
-    ``fingerprint_of``, default ``args``), else from page."""
-    if args.cursor is None:
-        return (args.page - 1) * args.page_size
-    return _cursors.decode_cursor(args.cursor, fingerprint_of or args)
 
 
 class CurrencyTotal(StrictModel):
@@ -136,19 +98,6 @@ def page_of(
         page = stmt.where(row_key.in_(keys.scalar_subquery())).order_by(*order_by)
     rows = conn.execute(page).all()
     return rows, page_info(args, offset, len(rows), total)
-
-
-def page_info(args: PageArgs, offset: int, returned: int, total: int) -> PageInfo:
-    """Paging facts of ``returned`` rows starting at ``offset`` out of ``total``."""
-    has_more = offset + returned < total
-    return PageInfo(
-        total_count=total,
-        page=offset // args.page_size + 1,
-        page_size=args.page_size,
-        offset=offset,
-        has_more=has_more,
-        next_cursor=encode_cursor(args, offset + returned) if has_more else None,
-    )
 
 
 def count_by(conn: Connection, column: Any, clauses: list[Any]) -> dict[str, int]:

@@ -12,18 +12,20 @@ import html
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
-from sqlalchemy import or_, select
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from erp_mcp._common import to_record
-from erp_mcp._runtime import ErpRuntime, RuntimeHolder
-from synthetic_erp import _schema as s
-from synthetic_erp._catalog import entity_set, parse_record_url
+from ledgerbench_core.record_links import parse_record_url
+
+if TYPE_CHECKING:
+    from erp_mcp._runtime import ErpRuntime, RuntimeHolder
+
+# The ERP's schema, SQLAlchemy and runtime load when a record page is read, not at import: the
+# research world's server uses this module's page guards and never reads an ERP record.
 
 _COMMON_LINKS = {
     "customer_account": "customers",
@@ -57,6 +59,8 @@ _SET_LINKS = {
 
 
 def _children(set_name: str) -> list[tuple[str, type, dict[str, str], Any]]:
+    from synthetic_erp import _schema as s
+
     """(label, table, {child column: parent column}, extra condition builder) per entity set."""
     return {
         "customers": [
@@ -100,6 +104,11 @@ CHILD_LIMIT = 200
 
 def record_page(rt: ErpRuntime, le: str, set_name: str, key: str) -> dict | None:
     """The JSON page of a record, or None when there is no such record."""
+    from sqlalchemy import or_, select
+
+    from erp_mcp._common import to_record
+    from synthetic_erp._catalog import entity_set
+
     es = entity_set(set_name)
     table = es.table.__table__
     with rt.engine.connect() as conn:
@@ -151,6 +160,8 @@ def read_record_pages(
     server. Returns the database's snapshot hash and {path: page}; unknown records are left
     out. Raises ``ErpDatabaseError`` (or SQLAlchemy's errors) when the database cannot be read.
     """
+    from erp_mcp._runtime import ErpRuntime
+
     runtime = ErpRuntime.open(db_url, public_url)
     pages: dict[str, dict] = {}
     try:
@@ -167,6 +178,8 @@ def read_record_pages(
 
 
 def _related(rt: ErpRuntime, set_name: str, le: str, record: dict) -> list[dict]:
+    from synthetic_erp._catalog import entity_set
+
     links = {**_COMMON_LINKS, **_SET_LINKS.get(set_name, {})}
     key_column = entity_set(set_name).key_column
     out = []

@@ -10,14 +10,17 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
-from sqlalchemy import Boolean, Date, Integer, Numeric
-from sqlmodel import SQLModel
 
 from erp_mcp._field_docs import describe_fields
-from synthetic_erp import _schema as s
+
+if TYPE_CHECKING:
+    from sqlmodel import SQLModel
+
+# SQLAlchemy, SQLModel and the ERP's schema load with the first record model, not at import:
+# the research world's server uses StrictModel and never builds a record.
 
 
 class StrictModel(BaseModel):
@@ -43,42 +46,49 @@ class GeneratedRecord(RecordBase):
     :class:`StrictModel` does."""
 
 
-_MODEL_NAMES: dict[type[SQLModel], str] = {
-    s.LegalEntity: "LegalEntityRecord",
-    s.Currency: "CurrencyRecord",
-    s.ExchangeRate: "ExchangeRateRecord",
-    s.CashDiscount: "CashDiscountRecord",
-    s.PaymentTerms: "PaymentTermsRecord",
-    s.MethodOfPayment: "MethodOfPaymentRecord",
-    s.CustomerGroup: "CustomerGroupRecord",
-    s.VendorGroup: "VendorGroupRecord",
-    s.CollectionsPool: "CollectionsPoolRecord",
-    s.CollectionsAgent: "CollectionsAgentRecord",
-    s.Customer: "CustomerRecord",
-    s.Vendor: "VendorRecord",
-    s.CustomerTransaction: "CustomerTransactionRecord",
-    s.CustomerSettlement: "CustomerSettlementRecord",
-    s.CustomerDispute: "CustomerDisputeRecord",
-    s.SalesOrder: "SalesOrderRecord",
-    s.SalesOrderLine: "SalesOrderLineRecord",
-    s.CollectionLetter: "CollectionLetterRecord",
-    s.CollectionCase: "CollectionCaseRecord",
-    s.CollectionActivity: "CollectionActivityRecord",
-    s.VendorTransaction: "VendorTransactionRecord",
-    s.VendorSettlement: "VendorSettlementRecord",
-    s.VendorInvoice: "VendorInvoiceRecord",
-    s.PurchaseOrder: "PurchaseOrderRecord",
-    s.PurchaseOrderLine: "PurchaseOrderLineRecord",
-    s.ProductReceipt: "ProductReceiptRecord",
-    s.PaymentJournal: "PaymentJournalRecord",
-    s.PaymentJournalLine: "PaymentJournalLineRecord",
-}
+@cache
+def _model_names() -> dict[type[SQLModel], str]:
+    from synthetic_erp import _schema as s
+
+    return {
+        s.LegalEntity: "LegalEntityRecord",
+        s.Currency: "CurrencyRecord",
+        s.ExchangeRate: "ExchangeRateRecord",
+        s.CashDiscount: "CashDiscountRecord",
+        s.PaymentTerms: "PaymentTermsRecord",
+        s.MethodOfPayment: "MethodOfPaymentRecord",
+        s.CustomerGroup: "CustomerGroupRecord",
+        s.VendorGroup: "VendorGroupRecord",
+        s.CollectionsPool: "CollectionsPoolRecord",
+        s.CollectionsAgent: "CollectionsAgentRecord",
+        s.Customer: "CustomerRecord",
+        s.Vendor: "VendorRecord",
+        s.CustomerTransaction: "CustomerTransactionRecord",
+        s.CustomerSettlement: "CustomerSettlementRecord",
+        s.CustomerDispute: "CustomerDisputeRecord",
+        s.SalesOrder: "SalesOrderRecord",
+        s.SalesOrderLine: "SalesOrderLineRecord",
+        s.CollectionLetter: "CollectionLetterRecord",
+        s.CollectionCase: "CollectionCaseRecord",
+        s.CollectionActivity: "CollectionActivityRecord",
+        s.VendorTransaction: "VendorTransactionRecord",
+        s.VendorSettlement: "VendorSettlementRecord",
+        s.VendorInvoice: "VendorInvoiceRecord",
+        s.PurchaseOrder: "PurchaseOrderRecord",
+        s.PurchaseOrderLine: "PurchaseOrderLineRecord",
+        s.ProductReceipt: "ProductReceiptRecord",
+        s.PaymentJournal: "PaymentJournalRecord",
+        s.PaymentJournalLine: "PaymentJournalLineRecord",
+    }
+
 
 HIDDEN_COLUMNS = frozenset({"id"})
 
 
 def python_type(column: Any) -> type:
     """The JSON-friendly Python type of a column: money and rates become float."""
+    from sqlalchemy import Boolean, Date, Integer, Numeric
+
     sql_type = column.type
     if isinstance(sql_type, Numeric):
         return float
@@ -121,7 +131,7 @@ def record_model(table: type[SQLModel]) -> type[RecordBase]:
             Field(default, description=column_description(table, column.name)),
         )
     return create_model(
-        _MODEL_NAMES.get(table, f"{table.__name__}Record"),
+        _model_names().get(table, f"{table.__name__}Record"),
         __base__=GeneratedRecord,
         __doc__=(table.__doc__ or f"A {table.__name__} record.").strip(),
         **fields,

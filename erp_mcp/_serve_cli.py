@@ -222,14 +222,35 @@ def serve_command(
     check_port(args)
     check_scaling(args)
     hosts = allowed_hosts(args)
+    handed_over = handed_over_listener(args)
     report_step(building)
     server = build()
     if check is not None:
         report_step(checking)
         check()
     return serve(
-        server, args, hosts, worker_factory=worker_factory, argv=argv, start_line=start_line
+        server,
+        args,
+        hosts,
+        worker_factory=worker_factory,
+        argv=argv,
+        start_line=start_line,
+        handed_over=handed_over,
     )
+
+
+def handed_over_listener(args: argparse.Namespace) -> socket.socket | None:
+    """The listening socket the starter bound for this server (``LEDGERBENCH_LISTEN_FD``), checked
+    against ``--port``, or None; a UsageError when it is not one or is on another port."""
+    from ledgerbench_core._startup import inherited_listener
+
+    try:
+        listening = inherited_listener()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if listening is None or args.transport != "http":
+        return listening
+    return _checked_handover(listening, args.port)
 
 
 def serve(
@@ -240,16 +261,23 @@ def serve(
     worker_factory: str | None = None,
     argv: list[str] | None = None,
     start_line: str | None = None,
+    handed_over: socket.socket | None = None,
 ) -> int:
     """Run ``server`` over the transport ``args`` names until stopped; over HTTP the port is
-    bound first (a taken one is a UsageError), then ``start_line`` goes to stderr.
+    bound first (a taken one is a UsageError), or ``handed_over`` (the starter bound it), then
+    ``start_line`` goes to stderr.
 
     With ``--workers N`` (N > 1) N processes serve the port (:mod:`erp_mcp._workers`); each builds
     its own server with ``worker_factory`` (``"module:function"``, called with ``argv``, the
     server's command line) and serves it stateless. They share one cursor key, so a cursor from
     one worker works on another."""
     from erp_mcp._tooling import hand_the_interpreter_over_often
-    from ledgerbench_core._startup import done_reporting, report_step, resume_collection
+    from ledgerbench_core._startup import (
+        LISTENING,
+        done_reporting,
+        report_step,
+        resume_collection,
+    )
 
     check_scaling(args)
     hand_the_interpreter_over_often()
@@ -264,6 +292,8 @@ def serve(
     workers = getattr(args, "workers", 1)
     report_step("binding the port" if workers == 1 else f"starting {workers} workers")
     if workers > 1:
+        if handed_over is not None:  # each worker binds the port itself (SO_REUSEPORT)
+            handed_over.close()
         done_reporting()  # the workers bind the port; they need not inherit the pipe
         resume_collection()
         if worker_factory is None:
@@ -279,7 +309,9 @@ def serve(
         except WorkersFailed as error:
             raise UsageError(str(error)) from None
     app = http_app(server, hosts, stateless=getattr(args, "stateless", False))
-    listening = bind(args.host, args.port)  # ours before the start line says so
+    # ours before the start line says so
+    listening = handed_over if handed_over is not None else bind(args.host, args.port)
+    report_step(LISTENING)
     done_reporting()
     resume_collection()
     if start_line:
@@ -287,6 +319,19 @@ def serve(
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[listening])
     return 0
+
+
+def _checked_handover(listening: socket.socket, port: int) -> socket.socket:
+    """The socket the starter bound for this server, if it is on ``port`` as the command line
+    says (else a UsageError: the starter and the command line disagree)."""
+    bound = listening.getsockname()[1]
+    if bound != port:
+        listening.close()
+        raise UsageError(
+            f"the socket handed over in LEDGERBENCH_LISTEN_FD listens on port {bound}, not on "
+            f"--port {port}; pass --port {bound} or start the server without that variable"
+        )
+    return listening
 
 
 def bind(host: str, port: int) -> socket.socket:

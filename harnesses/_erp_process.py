@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from erp_mcp._workers import tcp_listener
 from harnesses._protocol import ErpEndpoint
 from ledgerbench_core._startup import (
     DEFAULT_LIMIT_S,
+    LISTEN_FD_ENV,
     STARTUP_FD_ENV,
     StartupWatch,
     cpu_seconds,
@@ -123,12 +125,6 @@ def _is_stale(url: str, expected_snapshot: str | None, seed: int) -> bool:
         and stats.get("faker_version") == faker.VERSION
     )
     return not rebuilt_alike
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -291,13 +287,20 @@ def _check_listening(
     what: str = "the ERP MCP server",
     watch: StartupWatch | None = None,
 ) -> bool:
-    """True once the server accepts connections; :class:`ServerStartError` if it exited."""
+    """True once the server says it listens on the socket it was handed; :class:`ServerStartError`
+    if it exited. (Whether *something* accepts connections on the port says nothing: it may be
+    another program.) A server that hands the port to ``--workers`` processes stops reporting
+    before they bind it: it listens once the port accepts connections."""
     if process.poll() is not None:
         step = f" at step '{watch.step}'" if watch is not None else ""
         raise ServerStartError(
             f"{what} exited with code {process.returncode}{step} before listening: "
             f"{_log_tail(log_path, token, start=start) or 'no output'}"
         )
+    if watch is None or watch.listening():
+        return True
+    if not watch.ended:
+        return False
     with socket.socket() as sock:
         return sock.connect_ex((host, port)) == 0
 
@@ -318,11 +321,19 @@ def start_mcp_server(
     over in ``token_env``), wait until it listens and return it; ``stdio_args`` serve the same
     over stdio for harnesses that spawn their own server. ``wait=False`` returns as soon as the
     process exists: ``await server.until_listening()``."""
-    port = free_port(host)
+    # The port stays bound from here on and the server takes the socket over: a port picked
+    # free and bound by the server only seconds later can go to another program meanwhile.
+    listener = tcp_listener(host, 0)
+    port = listener.getsockname()[1]
     token = secrets.token_urlsafe(24)
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
     env[token_env] = token
-    watch, progress_fd = StartupWatch.open()
+    env[LISTEN_FD_ENV] = str(listener.fileno())
+    try:
+        watch, progress_fd = StartupWatch.open()
+    except BaseException:
+        listener.close()
+        raise
     env[STARTUP_FD_ENV] = str(progress_fd)
     args = [sys.executable, "-m", *module_args, "--transport", "http"]
     args += ["--host", host, "--port", str(port)]
@@ -340,7 +351,7 @@ def start_mcp_server(
             stdout=output,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            pass_fds=(progress_fd,),
+            pass_fds=(progress_fd, listener.fileno()),
             preexec_fn=parent_death_signal(),
         )
     except BaseException:
@@ -348,6 +359,7 @@ def start_mcp_server(
         raise
     finally:
         os.close(progress_fd)
+        listener.close()  # the server holds its own copy
         if log_path is not None:
             output.close()
     watch.pid = process.pid

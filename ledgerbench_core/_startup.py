@@ -16,6 +16,7 @@ import contextlib
 import gc
 import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -24,6 +25,15 @@ from dataclasses import dataclass, field
 STARTUP_FD_ENV = "LEDGERBENCH_STARTUP_FD"
 SPAWNED = "starting the interpreter"
 """The step of a server that has not said anything yet."""
+LISTENING = "listening"
+"""The last step a server reports: its socket listens on the port it was given."""
+LISTEN_FD_ENV = "LEDGERBENCH_LISTEN_FD"
+"""A listening socket the starter bound and hands over (its descriptor number).
+
+The starter binds the port itself and keeps it bound until the server owns it: a port picked free
+and released, then bound by the server seconds later, can be taken meanwhile by any other program
+on the machine, and the starter's first call then reaches that program (on a busy machine the
+research world's first ``world_info`` got another server's 401 that way)."""
 
 
 def report_step(step: str) -> None:
@@ -41,6 +51,35 @@ def done_reporting() -> None:
     if descriptor:
         with contextlib.suppress(OSError, ValueError):
             os.close(int(descriptor))
+
+
+def inherited_listener() -> socket.socket | None:
+    """The listening socket the starter handed over in ``LEDGERBENCH_LISTEN_FD``, or None; taken
+    out of the environment, so children the server starts do not look for it. ValueError (one
+    line) when the variable names no listening TCP socket of this process."""
+    descriptor = os.environ.pop(LISTEN_FD_ENV, None)
+    if not descriptor:
+        return None
+    try:
+        sock = socket.socket(fileno=int(descriptor))
+    except (ValueError, OSError):
+        sock = None
+    if sock is None or not _listening_tcp(sock):
+        if sock is not None:
+            sock.detach()  # not ours to close
+        raise ValueError(
+            f"{LISTEN_FD_ENV}={descriptor[:20]!r} is not a listening TCP socket of this process; "
+            "unset it and the server binds --port itself"
+        )
+    return sock
+
+
+def _listening_tcp(sock: socket.socket) -> bool:
+    try:
+        accepting = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+    except OSError:
+        return False
+    return bool(accepting) and sock.type == socket.SOCK_STREAM
 
 
 _collection_paused = False
@@ -103,6 +142,8 @@ class StartupWatch:
     _last_progress: float = field(default_factory=time.monotonic)
     _last_cpu: float | None = None
     _pending: bytes = b""
+    ended: bool = False
+    """The server closed its end of the pipe (it is done reporting, or it died)."""
 
     @classmethod
     def open(cls) -> tuple[StartupWatch, int]:
@@ -132,6 +173,11 @@ class StartupWatch:
             )
         return None
 
+    def listening(self) -> bool:
+        """Whether the server said it listens (reads what it wrote since the last look)."""
+        self._read_steps()
+        return self.step == LISTENING
+
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
@@ -151,6 +197,7 @@ class StartupWatch:
             except OSError:
                 break
             if not chunk:
+                self.ended = True
                 break
             self._pending += chunk
             got = True

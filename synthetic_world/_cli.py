@@ -20,7 +20,6 @@ from erp_mcp._serve_cli import (
     server_token,
     url_host,
 )
-from synthetic_erp._db import DEFAULT_DB_URL, ErpDatabaseError
 from synthetic_world._runtime import WorldUnavailable
 
 DEFAULT_WORLD_URL = "sqlite:///world.db"
@@ -71,6 +70,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _add_generate(sub: argparse._SubParsersAction) -> None:
+    from synthetic_erp._db import DEFAULT_DB_URL
     from synthetic_world._generate import MAX_SCALE
 
     gen = sub.add_parser(
@@ -238,6 +238,7 @@ def _start_line(args: argparse.Namespace) -> str:
 def _bad_input() -> tuple[type[Exception], ...]:
     """The errors that are bad input (exit 2). Looked up only when an error reaches ``main``:
     the generator's module, which defines ``WorldError``, is not part of a server's start."""
+    from synthetic_erp._db import ErpDatabaseError
     from synthetic_world._generate import WorldError
 
     return (UsageError, WorldError, WorldUnavailable, ErpDatabaseError)

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
-from erp_mcp._common import PageArgs, PageInfo, cursor_offset, page_info
+from erp_mcp._paging import PageArgs, PageInfo, cursor_offset, page_info
 from erp_mcp._records import StrictModel
 from erp_mcp._tooling import ClientError, ToolRegistry
 from synthetic_world._documents import SOURCE_TYPES

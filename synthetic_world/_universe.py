@@ -16,12 +16,14 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz, process
-from sqlalchemy import Engine, case, func, select
 
-from synthetic_erp import _schema as erp
 from synthetic_erp._pools import ADJECTIVES, INDUSTRY_WORDS, Pools
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 SECTORS = {
     "Supply": "Wholesale & Distribution",
@@ -185,6 +187,11 @@ class ErpParty:
 def read_erp_parties(engine: Engine, today: dt.date) -> list[ErpParty]:
     """Every customer and vendor with its payment stress (customers only: the ERP sees how a
     customer pays, not how a vendor does)."""
+    # Here, not at import: the world's server imports this module and never reads an ERP.
+    from sqlalchemy import case, func, select
+
+    from synthetic_erp import _schema as erp
+
     c, t = erp.Customer.__table__, erp.CustomerTransaction.__table__
     overdue = case((t.c.due_date < today, t.c.open_amount_acct), else_=0)
     parties: list[ErpParty] = []

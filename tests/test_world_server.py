@@ -289,6 +289,9 @@ SERVING_NEEDS_NONE_OF = {
     "ledgerbench_core.dataset",  # the question-set format (and YAML)
     "yaml",
     "faker",  # the ERP generator's name pools
+    "sqlalchemy",  # the ERP's database layer: a world server never reads an ERP
+    "sqlmodel",
+    "synthetic_erp._schema",
 }
 """What a world server's start imported before issue 40 and serving never uses."""
 
