@@ -99,9 +99,12 @@ def wait_for_port(port: int, process: subprocess.Popen, watch: StartupWatch | No
             raise RuntimeError(
                 f"server exited early with code {process.returncode} at step '{watch.step}'"
             )
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
+        if watch.read_fd >= 0 and watch.listening():
+            return  # this server said so: not whatever else is on the port
+        if watch.read_fd < 0 or watch.ended:  # no pipe, or a --workers parent that closed it
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    return
         if (reason := watch.poll()) is not None:
             raise TimeoutError(f"server on {port} did not listen: {reason}")
         time.sleep(0.05)
@@ -187,23 +190,35 @@ def start_world_server(
 def _start_http_server(
     command: list[str], token_env: str, db_url: str, *extra_args: str, token: str | None
 ) -> tuple[RunningServer, Path]:
-    port = free_port()
+    from erp_mcp._workers import tcp_listener
+    from ledgerbench_core._startup import LISTEN_FD_ENV, STARTUP_FD_ENV, StartupWatch
+
+    # Bound here and handed over, as the runner does: a port picked free and bound by the server
+    # later may be taken meanwhile by another test's server (whose token then answers 401).
+    listener = tcp_listener("127.0.0.1", 0)
+    port = listener.getsockname()[1]
     env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
     env.pop(token_env, None)
+    env[LISTEN_FD_ENV] = str(listener.fileno())
     args = [sys.executable, "-m", *command, "--db", db_url, "--transport", "http"]
     args += ["--host", "127.0.0.1", "--port", str(port), *extra_args]
     if token:
         args += ["--token", token]
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"{command[0]}_{port}.log"
-    from ledgerbench_core._startup import STARTUP_FD_ENV, StartupWatch
-
     watch, progress_fd = StartupWatch.open()
     env[STARTUP_FD_ENV] = str(progress_fd)
-    with log.open("w") as output:
-        process = subprocess.Popen(
-            args, env=env, stdout=output, stderr=subprocess.STDOUT, pass_fds=(progress_fd,)
-        )
-    os.close(progress_fd)
+    try:
+        with log.open("w") as output:
+            process = subprocess.Popen(
+                args,
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                pass_fds=(progress_fd, listener.fileno()),
+            )
+    finally:
+        os.close(progress_fd)
+        listener.close()  # the server holds its own copy
     try:
         wait_for_port(port, process, watch)
     finally:

@@ -5,7 +5,6 @@ scripted`` over the default dataset's questions against the test ERP."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 from judge._rules import RulesJudge
 from ledgerbench_core.dataset import Dimension, Question, load_dataset
-from tests.conftest import REPO_ROOT, free_port, stop_process, wait_for_port
+from tests.conftest import REPO_ROOT, start_mcp_server, stop_process
 from tests.judge_corruptions import (
     CORRUPTIONS,
     RIGHT_FORMS,
@@ -74,17 +73,11 @@ def run_scripted(out: Path, erp_url: str, ids: list[str] | None) -> Path:
 def erp_mcp_url(erp_db_url: str):
     """The real ERP MCP server over HTTP for the scripted agent (a patient start: a loaded
     machine can take a minute to import the server)."""
-    port = free_port()
-    args = [sys.executable, "-m", "erp_mcp", "--db", erp_db_url, "--transport", "http"]
-    args += ["--host", "127.0.0.1", "--port", str(port)]
-    env = dict(os.environ, FASTMCP_LOG_LEVEL="WARNING", FASTMCP_SHOW_SERVER_BANNER="false")
-    env.pop("ERP_MCP_TOKEN", None)
-    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, _ = start_mcp_server(erp_db_url)
     try:
-        wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield server.url
     finally:
-        stop_process(process)
+        stop_process(server.process)
 
 
 @pytest.fixture(scope="module")
