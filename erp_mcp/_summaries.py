@@ -34,6 +34,12 @@ class Summaries:
     """Open-item sums of a past day (``open_item_history``) are exact before this day (the
     ERP's today); None: the ERP has no per-day tables (nor ``summary_settlement_day``)."""
 
+    @property
+    def groups_summed(self) -> bool:
+        """Whether the ERP has today's open items summed over the groups
+        (``summary_open_items_all``, one of the current per-day tables)."""
+        return self.history_before is not None
+
     def open_items_hold(self, as_of: dt.date) -> bool:
         return as_of >= self.open_items_from
 
@@ -123,12 +129,15 @@ def open_item_summary(
     currency: str | None,
     group_id: str | None,
     with_party: bool,
+    groups_summed: bool = True,
 ) -> Any:
     """The summed open items in the shape of ``open_item_rows`` (``legal_entity``, ``group_id``,
     ``currency``, ``aging_date``, ``open_cur``, ``open_acct``) plus ``n``; amounts in cents.
     ``with_party`` keeps only the items of parties that exist (as the raw query's join does);
-    without it and a group the sums over the groups are read (``group_id`` NULL)."""
-    by_group = with_party or group_id is not None
+    without it and a group the sums over the groups are read (``group_id`` NULL) when the ERP
+    has them (``groups_summed``: summarized with the current per-day tables), else the sums per
+    group (the same totals, three times the rows)."""
+    by_group = with_party or group_id is not None or not groups_summed
     o = st.OPEN_ITEMS if by_group else st.OPEN_ITEMS_ALL
     where = [o.c.party_type == party_type, o.c.basis == basis]
     if legal_entity:

@@ -197,7 +197,8 @@ def get_aging(rt: ErpRuntime, args: AgingArgs) -> AgingReport:
         # row key but the party (which the summary does not keep) and for the totals.
         totals_items = open_item_summary(args.party_type, args.aging_basis, legal_entity=le,
                                          currency=currency, group_id=args.group_id,
-                                         with_party=with_party)  # fmt: skip
+                                         with_party=with_party,
+                                         groups_summed=rt.summaries.groups_summed)  # fmt: skip
         totals_sums = SUMMED
     elif rt.summaries and rt.summaries.history_holds(as_of) and not args.account:
         # A past day's open items, summed the same way from the running totals of each day.

@@ -451,3 +451,34 @@ def test_summaries_of_another_version_or_snapshot_are_ignored(erp_path: Path, tm
         assert warnings == []  # an ERP with today's summaries opens quietly
     finally:
         logging.getLogger("erp_mcp").removeHandler(handler)
+
+
+def _summarized_by_older_code(source: Path, target: Path) -> Path:
+    """A copy as summarised before the per-day tables: the core summary tables only (the
+    version-2 ones), no ``day_tables`` key, none of the tables added with it."""
+    shutil.copyfile(source, target)
+    core = {"summary_meta", "summary_ledger_type", "summary_ledger_party", "summary_period",
+            "summary_party_period", "summary_period_total", "summary_open_items",
+            "summary_open_customer", "summary_open_party"}  # fmt: skip
+    with sqlite3.connect(target) as conn:
+        for table in SUMMARY_TABLES:
+            if table.name not in core:
+                conn.execute(f'DROP TABLE "{table.name}"')
+        conn.execute("DELETE FROM summary_meta WHERE key = 'day_tables'")
+    return target
+
+
+async def test_an_erp_summarised_by_older_code_answers_as_the_raw_ledger(
+    erp_path: Path, bare_url: str, tmp_path: Path
+):
+    """An ERP file summarised before the per-day tables (an upgrade keeps the user's file)
+    reads none of the newer tables: every aggregate answers as over the raw ledger, never an
+    internal error (get_aging without a group once read summary_open_items_all there)."""
+    older = _summarized_by_older_code(erp_path, tmp_path / "older.db")
+    calls = [call for call in CALLS if call[0] != QES]
+    answered = await _answers(f"sqlite:///{older}", calls)
+    raw = await _answers(bare_url, calls)
+    newer = {"summary_open_items_all", "summary_open_history", "summary_party_history",
+             "summary_settlement_day", "summary_discount_day"}  # fmt: skip
+    assert not any(used & newer for _, used in answered)
+    assert [result for result, _ in answered] == [result for result, _ in raw]
