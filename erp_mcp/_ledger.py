@@ -18,6 +18,7 @@ from sqlalchemy import ColumnElement, Subquery, Table, and_, case, func, literal
 from sqlmodel import SQLModel
 
 from synthetic_erp import _schema as s
+from synthetic_erp._summaries import open_on_day
 
 
 @dataclass(frozen=True)
@@ -87,23 +88,7 @@ def open_amounts(
             t.c.open_amount_cur != 0,
         )
         return t.c.open_amount_cur, t.c.open_amount_acct, where
-    st = ledger.settlement
-    later = and_(
-        st.c.legal_entity == t.c.legal_entity,
-        st.c.settled_date > as_of,
-    )
-    debit_back = (
-        select(func.coalesce(func.sum(st.c.amount_cur), 0))
-        .where(later, st.c.debit_voucher == t.c.voucher)
-        .scalar_subquery()
-    )
-    credit_back = (
-        select(func.coalesce(func.sum(st.c.amount_cur - st.c.cash_discount_taken), 0))
-        .where(later, st.c.credit_voucher == t.c.voucher)
-        .scalar_subquery()
-    )
-    open_cur = t.c.open_amount_cur + debit_back - credit_back
-    open_acct = func.round(open_cur * t.c.exchange_rate, 2)
+    open_cur, open_acct = open_on_day(t, ledger.settlement, as_of)
     where = and_(
         t.c.posted.is_(True),
         t.c.txn_date <= as_of,

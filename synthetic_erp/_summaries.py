@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -80,6 +81,27 @@ INVOICE_TYPES = {"customer": ("sales_invoice", "free_text_invoice"), "vendor": (
 """The txn types a party is invoiced with (rank_parties' ``invoiced``)."""
 SPEND_TYPES = ("invoice", "credit_note", "debit_note")
 """Vendor spend: posted invoices minus credit and debit notes (get_vendor_spend)."""
+
+
+def open_on_day(t: Any, st: Any, day: Any) -> tuple[Any, Any]:
+    """SQL: ``(open_cur, open_acct)`` of each transaction of ledger table ``t`` at the end of
+    ``day`` (a date or a column): today's open amount plus what settlements dated later took off
+    it (a debit's settled amount; a credit's less the cash discount taken), converted at the
+    transaction's rate to the cent. The raw past-day query and the per-day tables use this one
+    arithmetic, so the tables answer exactly as the ledger."""
+    later = and_(st.c.legal_entity == t.c.legal_entity, st.c.settled_date > day)
+    debit_back = (
+        select(func.coalesce(func.sum(st.c.amount_cur), 0))
+        .where(later, st.c.debit_voucher == t.c.voucher)
+        .scalar_subquery()
+    )
+    credit_back = (
+        select(func.coalesce(func.sum(st.c.amount_cur - st.c.cash_discount_taken), 0))
+        .where(later, st.c.credit_voucher == t.c.voucher)
+        .scalar_subquery()
+    )
+    open_cur = t.c.open_amount_cur + debit_back - credit_back
+    return open_cur, func.round(open_cur * t.c.exchange_rate, 2)
 
 
 def _cents() -> list[Column]:
@@ -763,20 +785,7 @@ def _value_change_points(conn: Connection, t: Table, st: Table) -> None:
         settled("credit_voucher"),
     ).subquery("points")  # fmt: skip
     txn_id, day = points.c[0], points.c[1]
-    # the same arithmetic as erp_mcp._ledger.open_amounts for an as-of day ``day``
-    later = and_(st.c.legal_entity == t.c.legal_entity, st.c.settled_date > day)
-    debit_back = (
-        select(func.coalesce(func.sum(st.c.amount_cur), 0))
-        .where(later, st.c.debit_voucher == t.c.voucher)
-        .scalar_subquery()
-    )
-    credit_back = (
-        select(func.coalesce(func.sum(st.c.amount_cur - st.c.cash_discount_taken), 0))
-        .where(later, st.c.credit_voucher == t.c.voucher)
-        .scalar_subquery()
-    )
-    open_cur = t.c.open_amount_cur + debit_back - credit_back
-    open_acct = func.round(open_cur * t.c.exchange_rate, 2)
+    open_cur, open_acct = open_on_day(t, st, day)  # as erp_mcp._ledger.open_amounts
     conn.execute(
         insert(_POINTS).from_select(
             ["txn_id", "p", "cur", "acct"],
