@@ -33,10 +33,10 @@ if str(ROOT) not in sys.path:
 
 from harnesses._runner import RunConfig, run  # noqa: E402
 from judge import JudgeRunConfig, run_judge  # noqa: E402
-from ledgerbench_core.dataset import TaskType, load_dataset, write_dataset  # noqa: E402
+from ledgerbench_core.dataset import load_dataset, write_dataset  # noqa: E402
 from synthetic_world._calendar import fiscal_year_of  # noqa: E402
-from synthetic_world._keys import KeyContext, KeyError_  # noqa: E402
-from synthetic_world._questions import Drafter, _question, question_kinds  # noqa: E402
+from synthetic_world._keys import KeyContext  # noqa: E402
+from synthetic_world._questions import Drafter, question_kinds  # noqa: E402
 from synthetic_world._runtime import connect_read_only  # noqa: E402
 from tests.fakes.openai_server import serve_openai  # noqa: E402
 from tests.fakes.research_model import openai_script  # noqa: E402
@@ -84,41 +84,18 @@ def history(world: Path) -> None:
 def draw(world: Path, template: Path, items: int, out: Path) -> Path:
     conn = connect_read_only(world)
     try:
-        ctx = KeyContext(conn)
-        drafter = Drafter(ctx, random.Random("bench-regulatory"), {})
+        drafter = Drafter(KeyContext(conn), random.Random("bench-regulatory"), {})
         kinds = {k.kind: k for k in question_kinds()[2]}
-        drawn = []
         plan = [("regulatory_exposure", False, items), ("regulatory_action", False, items // 2)]
         plan.append(("regulatory_action", True, items // 2))
-        for name, negative, count in plan:
-            kind, made = kinds[name], 0
-            for _ in range(50 * count):
-                if made == count:
-                    break
-                try:
-                    key, params, company, as_of = drafter.draw(kind, negative)
-                except KeyError_:
-                    continue
-                made += 1
-                query, style = drafter.words(key, kind, company, as_of, params)
-                item_id = f"reg-{len(drawn) + 1:03d}"
-                segment = TaskType.entity_performance
-                drawn.append(
-                    _question(
-                        ctx,
-                        item_id,
-                        query,
-                        segment,
-                        kind.segment,
-                        name,
-                        key,
-                        company,
-                        as_of,
-                        style,
-                        params,
-                        asks=kind.asks,
-                    )
-                )
+        drawn = [
+            item
+            for name, negative, count in plan
+            for item in drafter.draw_questions(
+                kinds[name], negative, count, f"reg-{name}-{'neg' if negative else 'pos'}",
+                tries=50 * count,
+            )
+        ]  # fmt: skip
     finally:
         conn.close()
     base = load_dataset(template)

@@ -419,6 +419,37 @@ class Drafter:
                 return typo, "misspelled"
         return c.name, "name"
 
+    def question(
+        self,
+        item_id: str,
+        kind: Kind,
+        key: Key,
+        company: Company,
+        as_of: dt.date,
+        params: dict[str, Any],
+    ) -> Question:
+        """The entity item of a key drawn for ``kind``: its wording and its record."""
+        query, style = self.words(key, kind, company, as_of, params)
+        return _question(self.ctx, item_id, query, TaskType.entity_performance, kind.segment,
+                         kind.kind, key, company, as_of, style, params, asks=kind.asks)  # fmt: skip
+
+    def draw_questions(
+        self, kind: Kind, negative: bool, count: int, id_prefix: str, tries: int = 3000
+    ) -> list[Question]:
+        """Up to ``count`` entity items of one kind and polarity (``tries`` draws at most),
+        numbered ``{id_prefix}-001`` on."""
+        items: list[Question] = []
+        for _ in range(tries):
+            if len(items) == count:
+                break
+            try:
+                key, params, company, as_of = self.draw(kind, negative)
+            except KeyError_:
+                continue
+            item_id = f"{id_prefix}-{len(items) + 1:03d}"
+            items.append(self.question(item_id, kind, key, company, as_of, params))
+        return items
+
     def words(
         self, key: Key, kind: Kind, c: Company, as_of: dt.date, params: dict[str, Any]
     ) -> tuple[str, str]:
@@ -545,22 +576,8 @@ def entity_questions(
                 key, params, company, as_of = drafter.draw(kind, polarity, attempt < TRAP_TRIES)
             except KeyError_:
                 continue
-            query, style = drafter.words(key, kind, company, as_of, params)
             items.append(
-                _question(
-                    ctx,
-                    f"wld-ent-{number:03d}",
-                    query,
-                    TaskType.entity_performance,
-                    segment,
-                    kind.kind,
-                    key,
-                    company,
-                    as_of,
-                    style,
-                    params,
-                    asks=kind.asks,
-                )
+                drafter.question(f"wld-ent-{number:03d}", kind, key, company, as_of, params)
             )
             break
         else:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ledgerbench_core.dataset import Dataset, TaskType, load_dataset
+from ledgerbench_core.dataset import Dataset, load_dataset
 from tests.world_fixtures import (
     question_set,
     scripted_run,
@@ -156,43 +156,21 @@ def _drawn_items(world: Path, entity_set: Path, wanted, out: Path, seed: int = 1
     import random
 
     from ledgerbench_core.dataset import write_dataset
-    from synthetic_world._keys import KeyContext, KeyError_
-    from synthetic_world._questions import Drafter, _question, question_kinds
+    from synthetic_world._keys import KeyContext
+    from synthetic_world._questions import Drafter, question_kinds
     from synthetic_world._runtime import connect_read_only
 
     conn = connect_read_only(world)
     try:
-        ctx = KeyContext(conn)
-        drafter = Drafter(ctx, random.Random(seed), {})
+        drafter = Drafter(KeyContext(conn), random.Random(seed), {})
         kinds = {k.kind: k for k in question_kinds()[2]}
-        items = []
-        for name, negative, count in wanted:
-            kind, drawn = kinds[name], 0
-            for _ in range(3000):
-                if drawn == count:
-                    break
-                try:
-                    key, params, company, as_of = drafter.draw(kind, negative)
-                except KeyError_:
-                    continue
-                drawn += 1
-                query, style = drafter.words(key, kind, company, as_of, params)
-                items.append(
-                    _question(
-                        ctx,
-                        f"drawn-{len(items) + 1:03d}",
-                        query,
-                        TaskType.entity_performance,
-                        kind.segment,
-                        name,
-                        key,
-                        company,
-                        as_of,
-                        style,
-                        params,
-                        asks=kind.asks,
-                    )
-                )
+        items = [
+            item
+            for name, negative, count in wanted
+            for item in drafter.draw_questions(
+                kinds[name], negative, count, f"drawn-{name}-{'neg' if negative else 'pos'}"
+            )
+        ]
     finally:
         conn.close()
     base = load_dataset(entity_set)
@@ -560,7 +538,7 @@ def _return_metric_items(world: Path, erp_db_url: str, entity_set: Path):
     from synthetic_world._briefs import erp_party_names
     from synthetic_world._generate import _open_erp
     from synthetic_world._keys import KeyContext
-    from synthetic_world._questions import PROGRAMS, Drafter, _question, question_kinds
+    from synthetic_world._questions import PROGRAMS, Drafter, question_kinds
     from synthetic_world._runtime import connect_read_only
 
     kinds = {k.kind: k for k in question_kinds()[2]}
@@ -586,23 +564,8 @@ def _return_metric_items(world: Path, erp_db_url: str, entity_set: Path):
                 key = PROGRAMS[kind](ctx, company, as_of, **params)
                 if any(f.value == 0 for f in key.facts if f.field in RETURN_METRICS):
                     continue
-                query, style = drafter.words(key, kinds[kind], company, as_of, params)
-                number = len(items) + 1
-                items.append(
-                    _question(
-                        ctx,
-                        f"ret-{number:03d}",
-                        query,
-                        TaskType.entity_performance,
-                        kinds[kind].segment,
-                        kind,
-                        key,
-                        company,
-                        as_of,
-                        style,
-                        params,
-                    )
-                )
+                item_id = f"ret-{len(items) + 1:03d}"
+                items.append(drafter.question(item_id, kinds[kind], key, company, as_of, params))
     conn.close()
     header = load_dataset(entity_set).header
     return Dataset(header=header, items=items)
@@ -645,47 +608,24 @@ def _regulatory_set(world: Path, entity_set: Path, out: Path) -> Path:
     penalty in their window, and the latest-penalty single-fact kind both ways."""
     import random
 
-    from ledgerbench_core.dataset import TaskType, write_dataset
-    from synthetic_world._keys import KeyContext, KeyError_
-    from synthetic_world._questions import Drafter, _question, question_kinds
+    from ledgerbench_core.dataset import write_dataset
+    from synthetic_world._keys import KeyContext
+    from synthetic_world._questions import Drafter, question_kinds
     from synthetic_world._runtime import connect_read_only
 
     conn = connect_read_only(world)
     try:
-        ctx = KeyContext(conn)
-        drafter = Drafter(ctx, random.Random(7), {})
+        drafter = Drafter(KeyContext(conn), random.Random(7), {})
         kinds = {k.kind: k for k in question_kinds()[2]}
         wanted = [("regulatory_exposure", False, 10), ("regulatory_action", False, 3)]
         wanted.append(("regulatory_action", True, 3))
-        items = []
-        for name, negative, count in wanted:
-            kind, drawn = kinds[name], 0
-            for _ in range(3000):
-                if drawn == count:
-                    break
-                try:
-                    key, params, company, as_of = drafter.draw(kind, negative)
-                except KeyError_:
-                    continue
-                drawn += 1
-                query, style = drafter.words(key, kind, company, as_of, params)
-                item_id = f"reg-{len(items) + 1:03d}"
-                items.append(
-                    _question(
-                        ctx,
-                        item_id,
-                        query,
-                        TaskType.entity_performance,
-                        kind.segment,
-                        name,
-                        key,
-                        company,
-                        as_of,
-                        style,
-                        params,
-                        asks=kind.asks,
-                    )
-                )
+        items = [
+            item
+            for name, negative, count in wanted
+            for item in drafter.draw_questions(
+                kinds[name], negative, count, f"reg-{name}-{'neg' if negative else 'pos'}"
+            )
+        ]
     finally:
         conn.close()
     base = load_dataset(entity_set)

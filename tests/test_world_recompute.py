@@ -776,15 +776,13 @@ def _drawn(keyed: KeyedWorld, name: str, count: int, negatives: int = 0) -> list
     more until ``negatives`` of them are negative (for a kind whose polarity the data decides)."""
     import random
 
-    from ledgerbench_core.dataset import TaskType
     from synthetic_world._keys import KeyContext, KeyError_
-    from synthetic_world._questions import Drafter, _question, question_kinds
+    from synthetic_world._questions import Drafter, question_kinds
     from synthetic_world._runtime import connect_read_only
 
     conn = connect_read_only(keyed.world.path)
     try:
-        ctx = KeyContext(conn)
-        drafter = Drafter(ctx, random.Random(f"{name}:{keyed.seed}"), {})
+        drafter = Drafter(KeyContext(conn), random.Random(f"{name}:{keyed.seed}"), {})
         kind = next(k for k in question_kinds()[2] if k.kind == name)
         items = []
         for _ in range(3000):
@@ -796,23 +794,8 @@ def _drawn(keyed: KeyedWorld, name: str, count: int, negatives: int = 0) -> list
                 continue
             if len(items) >= count and not key.negative:
                 continue  # enough positives: drawing on for the negatives
-            query, style = drafter.words(key, kind, company, as_of, params)
-            items.append(
-                _question(
-                    ctx,
-                    f"{name}-{len(items) + 1:03d}",
-                    query,
-                    TaskType.entity_performance,
-                    kind.segment,
-                    name,
-                    key,
-                    company,
-                    as_of,
-                    style,
-                    params,
-                    asks=kind.asks,
-                )
-            )
+            item_id = f"{name}-{len(items) + 1:03d}"
+            items.append(drafter.question(item_id, kind, key, company, as_of, params))
         return items
     finally:
         conn.close()
