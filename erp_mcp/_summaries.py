@@ -17,9 +17,37 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, String, func, inspect, literal, literal_column, or_, select
+from sqlalchemy import (
+    Date,
+    Engine,
+    Integer,
+    String,
+    func,
+    inspect,
+    literal,
+    literal_column,
+    or_,
+    select,
+    true,
+    union_all,
+)
 
 from synthetic_erp import _summaries as st
+
+
+@dataclass(frozen=True)
+class OpenTree:
+    """Where aging dates sit in ``summary_open_tree``."""
+
+    epoch: dt.date
+    """Aging date ``a`` has index ``(a - epoch).days``."""
+    size: int
+    """The largest index."""
+
+    def nodes_before(self, date: dt.date | None) -> list[int]:
+        """The nodes that sum the aging dates before ``date`` (None: all of them)."""
+        index = self.size if date is None else (date - self.epoch).days - 1
+        return st.tree_nodes(min(max(index, 0), self.size))
 
 
 @dataclass(frozen=True)
@@ -33,6 +61,11 @@ class Summaries:
     history_before: dt.date | None = None
     """Open-item sums of a past day (``open_item_history``) are exact before this day (the
     ERP's today); None: the ERP has no per-day tables (nor ``summary_settlement_day``)."""
+    party_totals: bool = False
+    """Whether the ERP has today's open balances per legal entity (``summary_open_party_total``)."""
+    tree: OpenTree | None = None
+    """The index of ``summary_open_tree`` (None: the ERP has none, and a past day's buckets are
+    read per aging date)."""
 
     @property
     def groups_summed(self) -> bool:
@@ -78,7 +111,16 @@ def load_summaries(engine: Engine, today: dt.date) -> Summaries | None:
         )
     latest = meta.get("open_items_max_txn_date") or today.isoformat()
     history = meta.get("day_tables") == st.DAY_TABLES_VERSION
-    return Summaries(max(today, dt.date.fromisoformat(latest)), periods, today if history else None)
+    tree = None
+    if history and meta.get("open_tree") == st.OPEN_TREE_VERSION:
+        tree = OpenTree(dt.date.fromisoformat(meta["open_tree_epoch"]), int(meta["open_tree_size"]))
+    return Summaries(
+        max(today, dt.date.fromisoformat(latest)),
+        periods,
+        today if history else None,
+        party_totals=meta.get("open_party_total") == st.OPEN_PARTY_TOTAL_VERSION,
+        tree=tree,
+    )
 
 
 def _without_summaries(why: str) -> None:
@@ -182,18 +224,11 @@ def open_item_history(
     with the days and series, not with the ledger. The seek is fenced (``OFFSET 0``) so that it
     runs once per aging date, and the history row is then read by its id."""
     se, d, h = st.OPEN_SERIES, st.OPEN_DATES, st.OPEN_HISTORY
-    family = "group" if with_party or group_id is not None else "all"
-    where = [se.c.party_type == party_type, se.c.basis == basis, se.c.family == family,
-             d.c.first_event <= as_of,
-             or_(d.c.closed_from.is_(None), d.c.closed_from > as_of)]  # fmt: skip
-    if legal_entity:
-        where.append(se.c.legal_entity == legal_entity)
-    if currency:
-        where.append(se.c.currency == currency)
-    if group_id is not None:
-        where.append(se.c.group_id == group_id)
-    elif with_party:
-        where.append(se.c.group_id.is_not(None))
+    where = [
+        *_series_filter(party_type, basis, legal_entity, currency, group_id, with_party),
+        d.c.first_event <= as_of,
+        or_(d.c.closed_from.is_(None), d.c.closed_from > as_of),
+    ]
     latest = (
         select(h.c.id)
         .where(
@@ -230,6 +265,109 @@ def open_item_history(
         )
         .select_from(dates.join(h, h.c.id == dates.c.history_id))
         .where(h.c.n > 0)
+        .subquery("open_items")
+    )
+
+
+def _series_filter(
+    party_type: str,
+    basis: str,
+    legal_entity: str | None,
+    currency: str | None,
+    group_id: str | None,
+    with_party: bool,
+) -> list[Any]:
+    """SQL: the ``summary_open_series`` rows a past day's open items are summed over."""
+    se = st.OPEN_SERIES
+    family = "group" if with_party or group_id is not None else "all"
+    where = [se.c.party_type == party_type, se.c.basis == basis, se.c.family == family]
+    if legal_entity:
+        where.append(se.c.legal_entity == legal_entity)
+    if currency:
+        where.append(se.c.currency == currency)
+    if group_id is not None:
+        where.append(se.c.group_id == group_id)
+    elif with_party:
+        where.append(se.c.group_id.is_not(None))
+    return where
+
+
+def _constant_rows(types: dict[str, Any], rows: list[tuple], name: str) -> Any:
+    """SQL: a table of constant ``rows`` (SQLite takes no column names on a ``VALUES`` list)."""
+    selects = [
+        select(*(literal(value, kind).label(column) for value, (column, kind)
+                 in zip(row, types.items(), strict=True)))
+        for row in rows
+    ]  # fmt: skip
+    return (union_all(*selects) if len(selects) > 1 else selects[0]).subquery(name)
+
+
+def open_bucket_history(
+    tree: OpenTree,
+    party_type: str,
+    basis: str,
+    as_of: dt.date,
+    buckets: list[tuple[dt.date | None, dt.date | None]],
+    *,
+    legal_entity: str | None,
+    currency: str | None,
+    group_id: str | None,
+    with_party: bool,
+) -> Any:
+    """The open items of a past day ``as_of`` summed per legal entity, group, currency and aging
+    bucket (``buckets``: each ``(first aging date, day after the last)``, None unbounded), in the
+    shape of :func:`open_item_history` with each bucket's sums on one aging date inside it; None
+    when no node holds an aging date the buckets cover.
+
+    A bucket's sums are those of the aging dates before its end less those before its start,
+    each a sum of Fenwick nodes (``summary_open_tree``) found by one index seek per series and
+    node: the cost grows with the series and the log of the days, not with the ledger."""
+    terms: dict[tuple[dt.date, int], int] = {}
+    for low, high in buckets:
+        inside = high - dt.timedelta(days=1) if low is None else low
+        for date, sign in ((high, 1), (low, -1)):
+            if date is None and sign < 0:
+                continue
+            for node in tree.nodes_before(date):
+                terms[(inside, node)] = terms.get((inside, node), 0) + sign
+    terms = {key: coefficient for key, coefficient in terms.items() if coefficient}
+    if not terms:
+        return None
+    se, tr = st.OPEN_SERIES, st.OPEN_TREE
+    nodes = _constant_rows({"node": Integer}, sorted({(node,) for _, node in terms}), "nodes")
+    latest = (
+        select(tr.c.id)
+        .where(tr.c.series_id == se.c.series_id, tr.c.node == nodes.c.node,
+               tr.c.event_date <= as_of)
+        .order_by(tr.c.event_date.desc())
+        .limit(1)
+        .scalar_subquery()
+    )  # fmt: skip
+    sought = (
+        select(se.c.series_id, se.c.legal_entity, se.c.group_id, se.c.currency, nodes.c.node,
+               latest.label("tree_id"))
+        .select_from(se.join(nodes, true()))
+        .where(*_series_filter(party_type, basis, legal_entity, currency, group_id, with_party))
+        .offset(0)
+        .subquery("sought")
+    )  # fmt: skip
+    term = _constant_rows(
+        {"aging_date": Date, "node": Integer, "coefficient": Integer},
+        [(date, node, coefficient) for (date, node), coefficient in sorted(terms.items())],
+        "terms",
+    )
+    sums = {
+        name: func.sum(term.c.coefficient * tr.c[name]) for name in ("open_cur", "open_acct", "n")
+    }
+    keys = [sought.c.series_id, sought.c.legal_entity, sought.c.group_id, sought.c.currency,
+            term.c.aging_date]  # fmt: skip
+    return (
+        select(*keys[1:], *(total.label(name) for name, total in sums.items()))
+        .select_from(
+            sought.join(tr, tr.c.id == sought.c.tree_id).join(term, term.c.node == sought.c.node)
+        )
+        .group_by(*keys)
+        .having(sums["n"] > 0)
         .subquery("open_items")
     )
 

@@ -36,6 +36,7 @@ from erp_mcp._summaries import (
     SUMMED,
     Sums,
     discount_day_totals,
+    open_bucket_history,
     open_item_history,
     open_item_summary,
     open_party_page,
@@ -191,6 +192,8 @@ def get_aging(rt: ErpRuntime, args: AgingArgs) -> AgingReport:
     columns = [p.c.group_id.label("group_id")] if with_party else []
     items = open_item_rows(ledger, as_of, rt.today, basis=args.aging_basis, where=where,
                            columns=columns, with_party=with_party)  # fmt: skip
+    buckets = make_buckets(args.bucket_edges)
+    bounds = bucket_bounds(as_of, args.bucket_edges)
     totals_items, totals_sums = items, RAW
     if rt.summaries and rt.summaries.open_items_hold(as_of) and not args.account:
         # Today's open items summed per group, currency and aging date: the same sums for every
@@ -202,14 +205,9 @@ def get_aging(rt: ErpRuntime, args: AgingArgs) -> AgingReport:
         totals_sums = SUMMED
     elif rt.summaries and rt.summaries.history_holds(as_of) and not args.account:
         # A past day's open items, summed the same way from the running totals of each day.
-        totals_items = open_item_history(args.party_type, args.aging_basis, as_of,
-                                         legal_entity=le, currency=currency,
-                                         group_id=args.group_id,
-                                         with_party=with_party)  # fmt: skip
+        totals_items = _past_open_items(rt, args, as_of, le, currency, with_party, bounds)
         totals_sums = SUMMED
     row_items, row_sums = (items, RAW) if args.group_by == "party" else (totals_items, totals_sums)
-    buckets = make_buckets(args.bucket_edges)
-    bounds = bucket_bounds(as_of, args.bucket_edges)
 
     def parties_items(entity: str, accounts: list[str]):
         """The open items of a few parties of one legal entity (a page's)."""
@@ -256,6 +254,20 @@ _AGING_KEYS = {
     "legal_entity": None,
 }
 """The key of an aging row besides its legal entity, per ``group_by``."""
+
+
+def _past_open_items(rt: ErpRuntime, args: AgingArgs, as_of, le, currency, with_party, bounds):
+    """A past day's open items from the summaries: one row per series and bucket from the
+    Fenwick tree where the ERP has one, else one per series and aging date."""
+    filters = {"legal_entity": le, "currency": currency, "group_id": args.group_id,
+               "with_party": with_party}  # fmt: skip
+    if rt.summaries.tree is not None:
+        items = open_bucket_history(
+            rt.summaries.tree, args.party_type, args.aging_basis, as_of, bounds, **filters
+        )
+        if items is not None:
+            return items
+    return open_item_history(args.party_type, args.aging_basis, as_of, **filters)
 
 
 def _bucket_sums(items, bounds, sums: Sums = RAW) -> list:

@@ -14,7 +14,7 @@ from erp_mcp._records import StrictModel, money
 from erp_mcp._runtime import ErpRuntime
 from erp_mcp._summaries import amount_sum, as_money
 from erp_mcp._tooling import erp_tool
-from synthetic_erp._summaries import OPEN_PARTY, PARTY_PERIOD, PERIOD_TOTAL
+from synthetic_erp._summaries import OPEN_PARTY, OPEN_PARTY_TOTAL, PARTY_PERIOD, PERIOD_TOTAL
 
 INVOICE_TYPES = {
     "customer": ("sales_invoice", "free_text_invoice"),
@@ -241,7 +241,24 @@ def _open_top_and_totals(rt: ErpRuntime, args: RankArgs, les: list[str]):
         .subquery()
         for code in les
     ]
-    summary = (
+    summary = _open_totals(rt, args, les)
+    with rt.engine.connect() as conn:
+        found = conn.execute(union_all(*(select(top) for top in tops), summary)).all()
+    return _ranked(rt, args, les, found)
+
+
+def _open_totals(rt: ErpRuntime, args: RankArgs, les: list[str]):
+    """Per legal entity, the open balance today and the parties with a non-zero one (part 1
+    of :func:`_open_top_and_totals`): one row each where the ERP has the totals, else summed
+    over its parties."""
+    if rt.summaries.party_totals:
+        pt = OPEN_PARTY_TOTAL
+        return select(
+            literal(1).label("part"), pt.c.legal_entity, literal(None, String).label("account"),
+            as_money(pt.c.open_acct).label("amount"), pt.c.parties.label("n"),
+        ).where(pt.c.party_type == args.party_type, pt.c.legal_entity.in_(les))  # fmt: skip
+    op = OPEN_PARTY
+    return (
         select(
             literal(1).label("part"),
             op.c.legal_entity,
@@ -249,12 +266,9 @@ def _open_top_and_totals(rt: ErpRuntime, args: RankArgs, les: list[str]):
             amount_sum(op.c.open_acct).label("amount"),
             func.sum(case((op.c.open_acct != 0, 1), else_=0)).label("n"),
         )
-        .where(*mine, op.c.legal_entity.in_(les))
+        .where(op.c.party_type == args.party_type, op.c.legal_entity.in_(les))
         .group_by(op.c.legal_entity)
     )
-    with rt.engine.connect() as conn:
-        found = conn.execute(union_all(*(select(top) for top in tops), summary)).all()
-    return _ranked(rt, args, les, found)
 
 
 def _ranked(rt: ErpRuntime, args: RankArgs, les: list[str], found):

@@ -21,7 +21,8 @@ sums give. ``n`` counts the ledger lines summed.
 - ``summary_open_party``: today's open items per party (customers and vendors): how many, the
   balance and the part past due today on either aging basis; get_aging picks its page of parties
   from it.
-- ``summary_open_items_all``: the same summed over the party groups.
+- ``summary_open_party_total``: the same summed per legal entity (rank_parties' open totals).
+- ``summary_open_items_all``: today's open items summed over the party groups.
 - ``summary_open_customer``: the same per customer with its collections agent and pool, split by
   the sign of the open amount (the worklist's overdue counts positive items only).
 - ``summary_settlement_day``: settlements per party type, legal entity, day and currency.
@@ -33,11 +34,16 @@ sums give. ``n`` counts the ledger lines summed.
   in the ``group`` family, party group) keeps, per aging date, the running count and sums of the
   items open after each such day. The open items of any past day are then one row per series and
   aging date (the latest on or before that day), however many transactions the ledger holds.
+- ``summary_open_tree``: the same running totals summed over ranges of aging dates (a Fenwick
+  tree), so that a past day's aging buckets take a few rows per series and bucket edge, however
+  many aging dates hold open items.
 
 ``summary_meta`` holds the version, the ERP's today they were built for and the latest
 transaction date among the open items: open-item sums answer exactly only on or after both.
 Its ``day_tables`` key names the version of the per-day tables (settlements per day, open items
 of past days): an ERP summarised by older code lacks them, and those aggregates read the ledger.
+The keys ``open_tree`` and ``open_party_total`` name the versions of the two newest tables; an
+ERP without them answers from the per-aging-date and per-party tables, with the same answers.
 """
 
 from __future__ import annotations
@@ -75,6 +81,11 @@ from synthetic_erp._db import ErpDatabaseError, normalize_url, open_engine, reda
 SUMMARY_VERSION = "2"
 DAY_TABLES_VERSION = "2"
 """Version of the per-day tables (``summary_meta`` key ``day_tables``)."""
+OPEN_PARTY_TOTAL_VERSION = "1"
+"""Version of ``summary_open_party_total`` (``summary_meta`` key ``open_party_total``)."""
+OPEN_TREE_VERSION = "1"
+"""Version of ``summary_open_tree`` (``summary_meta`` key ``open_tree``): an ERP summarised
+before it had one reads a past day's aging buckets from ``summary_open_history``."""
 METADATA = MetaData()
 
 INVOICE_TYPES = {"customer": ("sales_invoice", "free_text_invoice"), "vendor": ("invoice",)}
@@ -265,6 +276,17 @@ OPEN_PARTY = Table(
     Column("overdue_txn_date", BigInteger, nullable=False),
     Index("ux_sumopenparty", "party_type", "legal_entity", "account", unique=True),
 )
+OPEN_PARTY_TOTAL = Table(
+    "summary_open_party_total",
+    METADATA,
+    Column("party_type", String, nullable=False),
+    Column("legal_entity", String, nullable=False),
+    Column("parties", Integer, nullable=False),  # with a non-zero balance
+    Column("open_acct", BigInteger, nullable=False),
+    Index("ux_sumopenpartytotal", "party_type", "legal_entity", unique=True),
+)
+"""``summary_open_party`` summed per party type and legal entity: rank_parties' open totals
+read one row per legal entity, however many parties it has."""
 OPEN_SERIES = Table(
     "summary_open_series",
     METADATA,
@@ -301,6 +323,24 @@ OPEN_HISTORY = Table(
 """Per series and aging date, after each day (``event_date``) an open item of it began, changed
 or closed: how many items are open and their open amounts (cents), in total, from that day until
 the next row's."""
+OPEN_TREE = Table(
+    "summary_open_tree",
+    METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("series_id", Integer, nullable=False),
+    Column("node", Integer, nullable=False),
+    Column("event_date", Date, nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("open_cur", BigInteger, nullable=False),
+    Column("open_acct", BigInteger, nullable=False),
+    Index("ux_sumtree", "series_id", "node", "event_date", "id", unique=True),
+)
+"""``summary_open_history`` summed over ranges of aging dates, as a Fenwick tree: aging date ``a``
+has index ``(a - epoch).days`` (``summary_meta`` keys ``open_tree_epoch`` and ``open_tree_size``)
+and ``node`` ``i`` holds the aging dates of indexes ``i - lowbit(i) + 1`` to ``i``, with a row
+after each day the open items of one of them changed. The open items of any past day with aging
+dates before some date are then a sum over at most log2(size) nodes, one index seek each: the
+cost of a past day's aging buckets does not grow with the ledger (:func:`tree_nodes`)."""
 PARTY_HISTORY = Table(
     "summary_party_history",
     METADATA,
@@ -417,8 +457,10 @@ def build_summaries(conn: Connection) -> dict[str, int]:
         _open_items(conn, party_type, t, party, account_column)
         _open_parties(conn, party_type, t, party, account_column, _as_date(as_of))
     _open_items_all(conn)
+    _open_party_totals(conn)
     _open_customers(conn)
     _open_history(conn)
+    tree = _open_tree(conn)
     _settlement_days(conn)
     _discount_days(conn)
     conn.execute(
@@ -444,6 +486,8 @@ def build_summaries(conn: Connection) -> dict[str, int]:
         "as_of": as_of or "",
         "open_items_max_txn_date": max(latest).isoformat() if latest else "",
         "day_tables": DAY_TABLES_VERSION,
+        "open_party_total": OPEN_PARTY_TOTAL_VERSION,
+        **tree,
     }
     conn.execute(insert(SUMMARY_META), [{"key": k, "value": v} for k, v in meta.items()])
     for table in SUMMARY_TABLES:
@@ -679,6 +723,21 @@ def _open_parties(
     )  # fmt: skip
 
 
+def _open_party_totals(conn: Connection) -> None:
+    op = OPEN_PARTY
+    keys = [op.c.party_type, op.c.legal_entity]
+    conn.execute(
+        insert(OPEN_PARTY_TOTAL).from_select(
+            ["party_type", "legal_entity", "parties", "open_acct"],
+            select(
+                *keys,
+                cast(func.sum(case((op.c.open_acct != 0, 1), else_=0)), Integer),
+                cast(func.sum(op.c.open_acct), BigInteger),
+            ).group_by(*keys),
+        )
+    )
+
+
 # -- open items of past days -----------------------------------------------------------------------
 
 _SETTLEMENTS = {
@@ -756,6 +815,84 @@ def _open_history(conn: Connection) -> None:
                    case((open_after_last == 0, dates.c.last_event), else_=None)),
         )
     )  # fmt: skip
+
+
+def tree_nodes(index: int) -> list[int]:
+    """The Fenwick nodes whose sums add up to indexes 1 to ``index`` (none for 0)."""
+    nodes = []
+    while index > 0:
+        nodes.append(index)
+        index &= index - 1
+    return nodes
+
+
+def _tree_parents(index: int, size: int) -> list[int]:
+    """The Fenwick nodes (up to ``size``) that hold index ``index``."""
+    nodes = []
+    while index <= size:
+        nodes.append(index)
+        index += index & -index
+    return nodes
+
+
+_NODE_OF = Table(
+    "scratch_tree_nodes",
+    _SCRATCH,
+    Column("aging_date", Date, nullable=False),
+    Column("node", Integer, nullable=False),
+    prefixes=["TEMPORARY"],
+)
+
+
+def _open_tree(conn: Connection) -> dict[str, str]:
+    """Write ``summary_open_tree`` from ``summary_open_history`` (its changes summed per series,
+    node and day, then running); returns its ``summary_meta`` keys."""
+    h = OPEN_HISTORY
+    first, last = conn.execute(select(func.min(h.c.aging_date), func.max(h.c.aging_date))).one()
+    if first is None:
+        return {}
+    epoch = _as_date(first) - dt.timedelta(days=1)
+    size = (_as_date(last) - epoch).days
+    dates = [_as_date(d) for (d,) in conn.execute(select(h.c.aging_date).distinct())]
+    _NODE_OF.create(conn)
+    conn.execute(
+        insert(_NODE_OF),
+        [{"aging_date": d, "node": node} for d in dates
+         for node in _tree_parents((d - epoch).days, size)],
+    )  # fmt: skip
+    before = {"partition_by": [h.c.series_id, h.c.aging_date], "order_by": h.c.event_date}
+    names = ("n", "open_cur", "open_acct")
+    changes = select(
+        h.c.series_id, h.c.aging_date, h.c.event_date,
+        *((h.c[name] - func.lag(h.c[name], 1, 0).over(**before)).label(name) for name in names),
+    ).subquery("changes")  # fmt: skip
+    m = _NODE_OF
+    node_keys = [changes.c.series_id, m.c.node, changes.c.event_date]
+    sums = [func.sum(changes.c[name]) for name in names]
+    per_node = (
+        select(*node_keys, *(sum_.label(name) for sum_, name in zip(sums, names, strict=True)))
+        .select_from(changes.join(m, m.c.aging_date == changes.c.aging_date))
+        .group_by(*node_keys)
+        .having(or_(*(sum_ != 0 for sum_ in sums)))
+        .subquery("per_node")
+    )
+    running = {"partition_by": [per_node.c.series_id, per_node.c.node],
+               "order_by": per_node.c.event_date}  # fmt: skip
+    order = [per_node.c.series_id, per_node.c.node, per_node.c.event_date]
+    conn.execute(
+        insert(OPEN_TREE).from_select(
+            ["id", "series_id", "node", "event_date", *names],
+            select(
+                func.row_number().over(order_by=order).label("id"),
+                per_node.c.series_id, per_node.c.node, per_node.c.event_date,
+                *(cast(func.sum(per_node.c[name]).over(**running),
+                       Integer if name == "n" else BigInteger) for name in names),
+            ),
+        )
+    )  # fmt: skip
+    _NODE_OF.drop(conn)
+    return {"open_tree": OPEN_TREE_VERSION, "open_tree_epoch": epoch.isoformat(),
+            "open_tree_size": str(size)}  # fmt: skip
 
 
 def _value_change_points(conn: Connection, t: Table, st: Table) -> None:

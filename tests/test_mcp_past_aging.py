@@ -1,17 +1,20 @@
 """get_aging on past days against an independent computation from the raw ledger rows (issue 40).
 
-On a past day the server sums the running totals of ``summary_open_history``; here each
-transaction's open amount on that day is worked out in Python with exact decimals (its open
-amount today plus what settlements after that day took off it), and the balances, overdue
-amounts, counts and buckets per legal entity and per currency must be the same to the cent, for
-customers and vendors, both aging bases, several days and bucket edges. The statements the
-server ran must have read the history and not the ledger.
+On a past day the server sums each bucket from the Fenwick tree of running totals
+(``summary_open_tree``), or, on an ERP summarised before it had one, each aging date's running
+totals (``summary_open_history``); here each transaction's open amount on that day is worked out
+in Python with exact decimals (its open amount today plus what settlements after that day took
+off it), and the balances, overdue amounts, counts and buckets per legal entity, per currency and
+per group must be the same to the cent, for customers and vendors, both aging bases, several days
+and bucket edges, on both paths. The statements the server ran must have read the summaries and
+not the ledger.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+import shutil
 import sqlite3
 from collections import defaultdict
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
@@ -87,16 +90,18 @@ def _bucket(aging: dt.date, day: dt.date, edges: list[int]) -> int:
 
 
 def _key(row: dict, group_by: str) -> tuple:
-    return (
-        (row["legal_entity"], row["currency"]) if group_by == "currency" else (row["legal_entity"],)
-    )
+    if group_by == "legal_entity":
+        return (row["legal_entity"],)
+    return (row["legal_entity"], row["currency" if group_by == "currency" else "group_id"])
 
 
 def _expected(items: list[dict], group_by: str, basis: str, day: dt.date, edges: list[int]) -> dict:
     """Per row key: open count, balance, overdue and buckets (accounting currency), and the
-    balance in the transaction currency."""
+    balance in the transaction currency (rows per group leave out items of a missing party)."""
     rows: dict[tuple, dict] = {}
     for item in items:
+        if group_by == "group" and item["group_id"] is None:
+            continue
         empty = {"n": 0, "balance": Decimal(0), "overdue": Decimal(0), "cur": Decimal(0),
                  "buckets": [Decimal(0)] * (len(edges) + 2)}  # fmt: skip
         row = rows.setdefault(_key(item, group_by), empty)
@@ -126,27 +131,44 @@ async def _aging(db: Path, calls: list[dict]) -> tuple[list[dict], list[str]]:
     return answers, seen
 
 
+@pytest.fixture(scope="module")
+def erp_without_tree(erp_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ERP as summarised before the Fenwick tree: no ``summary_open_tree`` nor its keys."""
+    path = tmp_path_factory.mktemp("no_tree") / "erp.db"
+    shutil.copyfile(erp_db_url.removeprefix("sqlite:///"), path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE summary_open_tree")
+        conn.execute("DELETE FROM summary_meta WHERE key LIKE 'open_tree%'")
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("path", ["tree", "aging dates"])
 @pytest.mark.parametrize("party_type, basis", [("customer", "due_date"), ("vendor", "txn_date"),
                                                ("vendor", "due_date")])  # fmt: skip
 async def test_past_day_aging_equals_the_ledger_to_the_cent(
-    erp_db_url: str, party_type: str, basis: str
+    erp_db_url: str, erp_without_tree: Path, party_type: str, basis: str, path: str
 ) -> None:
-    db = Path(erp_db_url.removeprefix("sqlite:///"))
+    db = Path(erp_db_url.removeprefix("sqlite:///")) if path == "tree" else erp_without_tree
     edges = [30, 60, 90] if party_type == "customer" else [10, 45, 180]
     calls = [
         {"party_type": party_type, "aging_basis": basis, "as_of": day, "group_by": group_by,
          "bucket_edges": edges, "limit": 1000}
         for day in DAYS
-        for group_by in ("legal_entity", "currency")
+        for group_by in ("legal_entity", "currency", "group")
     ]  # fmt: skip
     answers, statements = await _aging(db, calls)
     transactions = TABLES[party_type][0]
     assert not [s for s in statements if re.search(rf"\b{transactions}\b", s)]
-    assert any("summary_open_history" in s for s in statements)
+    read = {name for s in statements for name in re.findall(r"summary_open_(?:tree|history)", s)}
+    assert read == {"summary_open_tree" if path == "tree" else "summary_open_history"}
+    groups = _groups(db, party_type)
     compared, ties = 0, 0
     for call, answer in zip(calls, answers, strict=True):
         day = dt.date.fromisoformat(call["as_of"])
         items = _open_items(db, party_type, day)
+        for item in items:
+            item["group_id"] = groups.get((item["legal_entity"], item["account"]))
         ties += sum(item["tie"] for item in items)
         key = call["group_by"]
         want = _expected(items, key, basis, day, edges)
@@ -162,7 +184,8 @@ async def test_past_day_aging_equals_the_ledger_to_the_cent(
             if key == "currency":
                 assert Decimal(str(row["balance_cur"])) == expected["cur"], (call, name)
             compared += 1
-    assert compared >= 30  # the days hold open items in several legal entities and currencies
+    assert compared >= 60  # the days hold open items in several legal entities, currencies
+    # and groups
     assert ties == 0  # no half-cent product: the rounding rule cannot decide a cent here
 
 
@@ -238,3 +261,17 @@ async def test_past_day_party_page_equals_the_ledger_to_the_cent(
             buckets = [Decimal(str(b["amount_acct"])) for b in row["buckets"]]
             assert buckets == want["buckets"], (call, row["account"])
     assert sum(len(a["rows"]) for a in answers) > 200
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 64, 426, 1000])
+def test_fenwick_nodes_hold_each_index_of_a_prefix_once(size: int) -> None:
+    """Index k is in exactly one of the nodes summed for a prefix 1..p when k <= p, in none when
+    k > p: the nodes an index is written to (its parents) meet the nodes a prefix reads once."""
+    from synthetic_erp._summaries import _tree_parents, tree_nodes
+
+    for prefix in range(size + 1):
+        read = set(tree_nodes(prefix))
+        assert len(read) <= size.bit_length()
+        for index in range(1, size + 1):
+            held = read & set(_tree_parents(index, size))
+            assert len(held) == (1 if index <= prefix else 0), (size, prefix, index)

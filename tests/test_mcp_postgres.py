@@ -36,7 +36,7 @@ CALLS = [
     ("get_aging", {"group_by": "group", "party_type": "vendor", "as_of": "2025-12-31"}),
     ("get_aging", {"group_by": "currency", "sort_by": "key", "bucket_edges": [15, 45, 365]}),
     ("get_aging", {"sort_by": "overdue", "as_of": "2025-09-30", "aging_basis": "txn_date"}),
-    # past days from the running totals of summary_open_history (issue 40)
+    # past days from the Fenwick tree of running totals, summary_open_tree (issue 40)
     ("get_aging", {"group_by": "legal_entity", "as_of": "2025-11-30"}),
     ("get_aging", {"group_by": "currency", "as_of": "2025-06-30", "party_type": "vendor"}),
     ("get_aging", {"group_by": "group", "as_of": "2026-02-01", "legal_entity": "USMF",

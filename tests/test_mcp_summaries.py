@@ -294,12 +294,17 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
             "summary_open_party WHERE party_type = 'customer' ORDER BY open_acct DESC, "
             "legal_entity, account LIMIT 1 OFFSET 10)"
         )
-        # a customer's open item of a past day: every running total of one series and date
+        # a customer's open items of a past day: every running total of one series (its aging
+        # dates' and their Fenwick nodes')
+        series = (
+            "(SELECT series_id FROM summary_open_series WHERE party_type = 'customer' AND basis = "
+            "'due_date' AND family = 'all' AND legal_entity = 'USMF' AND currency = 'USD')"
+        )
+        for table in ("summary_open_history", "summary_open_tree"):
+            conn.execute(f"UPDATE {table} SET open_acct = open_acct + 1 WHERE series_id = {series}")
         conn.execute(
-            "UPDATE summary_open_history SET open_acct = open_acct + 1 WHERE series_id = (SELECT "
-            "series_id FROM summary_open_series WHERE party_type = 'customer' AND basis = "
-            "'due_date' AND family = 'all' AND legal_entity = 'USMF' AND currency = 'USD') AND "
-            "aging_date = '2025-12-31'"
+            "UPDATE summary_open_party_total SET open_acct = open_acct + 1, parties = parties + 1 "
+            "WHERE party_type = 'customer' AND legal_entity = 'USMF'"
         )
         # a past day's parties: the 11th largest stretch in force moves to the top, and more
         # customers are counted
@@ -320,6 +325,7 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
     calls += [("get_aging", {"group_by": "legal_entity", "as_of": "2026-01-15"}, True)]
     calls += [("get_aging", {"group_by": "group", "legal_entity": "USMF"}, True)]
     calls += [("get_aging", {"limit": 10, "as_of": "2026-01-15"}, True)]
+    calls += [("rank_parties", {"measure": "open", "top_n": 3}, True)]
     good = await _answers(f"sqlite:///{erp_path}", calls)
     bad = await _answers(f"sqlite:///{path}", calls)
     assert [g for g, _ in good] != [b for b, _ in bad]
@@ -332,6 +338,11 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
     good_past, bad_past = good[6][0], bad[6][0]
     assert bad_past["total_rows"] > good_past["total_rows"]
     assert [r["account"] for r in good_past["rows"]] != [r["account"] for r in bad_past["rows"]]
+    good_open, bad_open = good[7][0], bad[7][0]
+    # the totals and counts per legal entity (one row each), apart from the ranked parties
+    assert {k: v for k, v in good_open.items() if k != "rows"} != {
+        k: v for k, v in bad_open.items() if k != "rows"
+    }
 
 
 def test_summaries_are_derived_data_outside_the_snapshot_hash(erp_path: Path, tmp_path: Path):
@@ -455,7 +466,8 @@ def test_summaries_of_another_version_or_snapshot_are_ignored(erp_path: Path, tm
 
 def _summarized_by_older_code(source: Path, target: Path) -> Path:
     """A copy as summarised before the per-day tables: the core summary tables only (the
-    version-2 ones), no ``day_tables`` key, none of the tables added with it."""
+    version-2 ones), no ``day_tables`` key nor any key added since, none of the tables added
+    with them."""
     shutil.copyfile(source, target)
     core = {"summary_meta", "summary_ledger_type", "summary_ledger_party", "summary_period",
             "summary_party_period", "summary_period_total", "summary_open_items",
@@ -464,7 +476,10 @@ def _summarized_by_older_code(source: Path, target: Path) -> Path:
         for table in SUMMARY_TABLES:
             if table.name not in core:
                 conn.execute(f'DROP TABLE "{table.name}"')
-        conn.execute("DELETE FROM summary_meta WHERE key = 'day_tables'")
+        conn.execute(
+            "DELETE FROM summary_meta WHERE key NOT IN ('version', 'as_of', "
+            "'open_items_max_txn_date')"
+        )
     return target
 
 
@@ -479,6 +494,7 @@ async def test_an_erp_summarised_by_older_code_answers_as_the_raw_ledger(
     answered = await _answers(f"sqlite:///{older}", calls)
     raw = await _answers(bare_url, calls)
     newer = {"summary_open_items_all", "summary_open_history", "summary_party_history",
-             "summary_settlement_day", "summary_discount_day"}  # fmt: skip
+             "summary_settlement_day", "summary_discount_day", "summary_open_tree",
+             "summary_open_party_total"}  # fmt: skip
     assert not any(used & newer for _, used in answered)
     assert [result for result, _ in answered] == [result for result, _ in raw]
