@@ -1,6 +1,7 @@
 """The regulatory world and its questions: what the history holds, and who answers its items.
 
-On one world (``--world-db``, default ``world.db`` beside the seed-42 ``erp.db``) it prints the
+On one world (``--world-db``, a SQLite URL as the other commands take or a file path; default
+``world.db`` beside the seed-42 ``erp.db``) it prints the
 regulatory history (companies with one, events by kind, penalties as a share of the operating
 income of the fiscal year they fell in), then draws ``--items`` regulatory-exposure items and as
 many latest-penalty items of each polarity with the generator's own drafter, runs the scripted
@@ -8,7 +9,8 @@ baseline, the ``nothing`` agent and the shortcut reader (``tests/fakes/research_
 fake OpenAI server: search the question, read the top result, state its first figure) on them,
 judges them with the rules judge and prints accuracy per agent, kind and polarity.
 
-    .venv/bin/python bench/bench_research_regulatory.py [--world-db world.db --erp-db erp.db]
+    .venv/bin/python bench/bench_research_regulatory.py [--world-db sqlite:///world.db
+        --erp-db sqlite:///erp.db]
         [--items 20]
 """
 
@@ -34,6 +36,7 @@ if str(ROOT) not in sys.path:
 from harnesses._runner import RunConfig, run  # noqa: E402
 from judge import JudgeRunConfig, run_judge  # noqa: E402
 from ledgerbench_core.dataset import load_dataset, write_dataset  # noqa: E402
+from synthetic_erp._db import sqlite_path  # noqa: E402
 from synthetic_world._calendar import fiscal_year_of  # noqa: E402
 from synthetic_world._keys import KeyContext  # noqa: E402
 from synthetic_world._questions import Drafter, question_kinds  # noqa: E402
@@ -132,9 +135,20 @@ def accuracy(dataset: Path, out: Path, erp_db: str, world: Path, **options) -> d
     }
 
 
+def _world_file(value: str) -> Path:
+    """``--world-db``: a SQLite URL (as every other command takes it) or a plain file path."""
+    if "://" not in value:
+        return Path(value)
+    path = sqlite_path(value)
+    if path is None:
+        raise argparse.ArgumentTypeError(f"{value} is not a SQLite file URL (sqlite:///world.db)")
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--world-db", type=Path, default=Path("world.db"))
+    parser.add_argument("--world-db", type=_world_file, default=Path("world.db"),
+                        help="the world: a sqlite:/// URL or a file path")  # fmt: skip
     parser.add_argument("--erp-db", default="sqlite:///erp.db")
     parser.add_argument("--items", type=int, default=20)
     parser.add_argument(
