@@ -89,6 +89,12 @@ def cases(db: Path) -> dict[str, list[dict]]:
         "rank_parties (paid, vendors, a year)": [
             {"measure": "paid", "date_from": f"{year}-01-01", "date_to": f"{year}-12-31", **vendor}
         ],
+        "rank_parties (invoiced, a quarter)": [
+            {"measure": "invoiced", "date_from": f"{year}-07-01", "date_to": f"{year}-09-30"}
+        ],
+        "rank_parties (paid, vendors, a month)": [
+            {"measure": "paid", "date_from": f"{year}-11-01", "date_to": f"{year}-11-30", **vendor}
+        ],
         "rank_parties (open)": [{"measure": "open", "top_n": 10}],
         "get_vendor_spend (top 10)": [{"legal_entity": "USMF", "top_n": 10}],
         "get_collections_worklist (agent)": [

@@ -13,8 +13,8 @@ sums give. ``n`` counts the ledger lines summed.
 - ``summary_party_period`` / ``summary_period_total``: per party (and per legal entity) and
   period, the posted amounts of a measure: ``invoiced`` (invoices), ``paid`` (minus payments) and,
   for vendors, ``spend`` (invoices plus credit and debit notes, with ``invoiced`` and ``credits``
-  apart and ``n`` the invoices). The periods (``summary_period``) are the calendar years and each
-  legal entity's fiscal years that the ledgers span.
+  apart and ``n`` the invoices). The periods (``summary_period``) are the calendar years,
+  quarters and months and each legal entity's fiscal years and quarters that the ledgers span.
 - ``summary_open_items``: today's open items (posted, not closed, open amount not zero) per party
   type, legal entity, party group, currency, aging basis and aging date. The number of distinct
   dates does not grow with the parties, so neither does the table much.
@@ -158,7 +158,7 @@ PERIOD = Table(
     "summary_period",
     METADATA,
     Column("legal_entity", String, nullable=False),
-    Column("kind", String, nullable=False),  # calendar | fiscal
+    Column("kind", String, nullable=False),  # a key of PERIOD_MONTHS
     Column("period_start", Date, nullable=False),
     Column("period_end", Date, nullable=False),
     Index("ux_sumperiod", "legal_entity", "period_start", "period_end", "kind", unique=True),
@@ -530,9 +530,15 @@ def _as_date(value) -> dt.date:
     return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value)[:10])
 
 
+PERIOD_MONTHS = {"calendar": 12, "fiscal": 12, "quarter": 3, "fiscal_quarter": 3, "month": 1}
+"""The summarised periods: kind -> months long. Years and quarters start in January (calendar,
+quarter) or in the legal entity's fiscal start month (fiscal, fiscal_quarter)."""
+
+
 def _periods(conn: Connection) -> list[dict]:
-    """Calendar years and fiscal years (per legal entity) from the first to the last
-    transaction date of either ledger."""
+    """Calendar and fiscal years, calendar and fiscal quarters and calendar months (per legal
+    entity) from the first to the last transaction date of either ledger; a period listed under
+    two kinds (a fiscal year that is the calendar year) is listed once."""
     bounds = [
         conn.execute(select(func.min(t.c.txn_date), func.max(t.c.txn_date))).first()
         for t, _, _ in _LEDGERS.values()
@@ -542,19 +548,32 @@ def _periods(conn: Connection) -> list[dict]:
         return []
     first, last = min(days), max(days)
     le = s.LegalEntity.__table__
-    rows = []
-    for code, start_month in conn.execute(select(le.c.code, le.c.fiscal_year_start_month)):
-        for kind, month in (("calendar", 1), ("fiscal", int(start_month))):
-            if kind == "fiscal" and month == 1:
-                continue
-            year = first.year if first.month >= month else first.year - 1
-            while dt.date(year, month, 1) <= last:
-                start = dt.date(year, month, 1)
-                end = dt.date(year + 1, month, 1) - dt.timedelta(days=1)
-                rows.append({"legal_entity": code, "kind": kind, "period_start": start,
-                             "period_end": end})  # fmt: skip
-                year += 1
+    rows, seen = [], set()
+    for code, fiscal_month in conn.execute(select(le.c.code, le.c.fiscal_year_start_month)):
+        for kind, months in PERIOD_MONTHS.items():
+            anchor = int(fiscal_month) if kind.startswith("fiscal") else 1
+            for start, end in _spans(first, last, anchor, months):
+                if (code, start, end) not in seen:
+                    seen.add((code, start, end))
+                    rows.append({"legal_entity": code, "kind": kind, "period_start": start,
+                                 "period_end": end})  # fmt: skip
     return rows
+
+
+def _spans(
+    first: dt.date, last: dt.date, anchor: int, months: int
+) -> list[tuple[dt.date, dt.date]]:
+    """``(first day, last day)`` of each span of ``months`` months, aligned on month ``anchor``,
+    that holds a day from ``first`` to ``last``."""
+    index = first.year * 12 + first.month - 1  # months since year 0
+    index -= (index - (anchor - 1)) % months
+    spans = []
+    while dt.date(index // 12, index % 12 + 1, 1) <= last:
+        following = index + months
+        end = dt.date(following // 12, following % 12 + 1, 1) - dt.timedelta(days=1)
+        spans.append((dt.date(index // 12, index % 12 + 1, 1), end))
+        index = following
+    return spans
 
 
 def _ledger_sums(conn: Connection, party_type: str, t: Table, account_column: str) -> None:

@@ -121,7 +121,8 @@ CALLS: list[tuple[str, dict, bool]] = [
     ("list_settlements", {"party_type": "vendor", "legal_entity": "DEMF",
                           "date_from": "2026-01-01", "date_to": "2026-01-31"}, True),
     ("list_settlements", {"account": "SYNCUS-0002", "legal_entity": "USMF"}, False),
-    # rank_parties: a summarised period (a calendar or fiscal year) for every legal entity asked
+    # rank_parties: a summarised period (a calendar or fiscal year, a quarter or a month) for every
+    # legal entity asked
     ("rank_parties", {"measure": "invoiced", "legal_entity": "USMF", "date_from": "2025-01-01",
                       "date_to": "2025-12-31"}, True),
     ("rank_parties", {"measure": "invoiced", "date_from": "2025-01-01", "date_to": "2025-12-31",
@@ -130,6 +131,18 @@ CALLS: list[tuple[str, dict, bool]] = [
                       "date_to": "2026-12-31", "top_n": 100}, True),
     ("rank_parties", {"measure": "paid", "legal_entity": "GBSI", "date_from": "2025-04-01",
                       "date_to": "2026-03-31"}, True),
+    # calendar quarters and months are summarised periods too
+    ("rank_parties", {"measure": "invoiced", "date_from": "2025-07-01", "date_to": "2025-09-30"},
+     True),
+    ("rank_parties", {"measure": "paid", "party_type": "vendor", "legal_entity": "USMF",
+                      "date_from": "2025-11-01", "date_to": "2025-11-30", "top_n": 100}, True),
+    ("rank_parties", {"measure": "invoiced", "date_from": "2026-01-01", "date_to": "2026-03-31",
+                      "ascending": True}, True),
+    # two months, or days that are no month, quarter or year: the ledger
+    ("rank_parties", {"measure": "invoiced", "date_from": "2025-07-01", "date_to": "2025-08-31"},
+     False),
+    ("rank_parties", {"measure": "paid", "date_from": "2025-04-15", "date_to": "2025-09-03"},
+     False),
     # GBSI's fiscal year is no period of the other legal entities
     ("rank_parties", {"measure": "paid", "date_from": "2025-04-01", "date_to": "2026-03-31"},
      False),
@@ -279,7 +292,8 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
         conn.execute(
             "UPDATE summary_party_period SET amount = amount + 1, invoiced = invoiced + 1 "
             "WHERE rowid = (SELECT rowid FROM summary_party_period WHERE legal_entity = 'USMF' "
-            "AND measure = 'spend' AND period_start = '2026-01-01' ORDER BY amount DESC LIMIT 1)"
+            "AND measure = 'spend' AND period_start = '2026-01-01' AND period_end = '2026-12-31' "
+            "ORDER BY amount DESC LIMIT 1)"
         )
         for table in ("summary_open_items", "summary_open_items_all"):  # by group, over groups
             conn.execute(
