@@ -5,9 +5,9 @@
 over the raw tables). A tool takes the summary path only when it is the same computation over
 fewer rows: open-item sums on an aging date on or after the snapshot's today (and after the
 latest open transaction), period sums for a period the tables hold, ledger sums for filters and
-groupings on the columns they are keyed by. Amounts there are whole cents; :func:`amount_sum`
-divides the sum by 100 in SQL, which gives the float of the exact sum on SQLite and the exact
-``numeric`` on PostgreSQL.
+groupings on the columns they are keyed by (the transaction date among them). Amounts there
+are whole cents; :func:`amount_sum` divides the sum by 100 in SQL, which gives the float of the
+exact sum on SQLite and the exact ``numeric`` on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ class Summaries:
     tree: OpenTree | None = None
     """The index of ``summary_open_tree`` (None: the ERP has none, and a past day's buckets are
     read per aging date)."""
+    ledger_days: bool = False
+    """Whether the ERP has the ledger sums per transaction date (``summary_ledger_day``)."""
 
     @property
     def groups_summed(self) -> bool:
@@ -120,6 +122,7 @@ def load_summaries(engine: Engine, today: dt.date) -> Summaries | None:
         today if history else None,
         party_totals=meta.get("open_party_total") == st.OPEN_PARTY_TOTAL_VERSION,
         tree=tree,
+        ledger_days=meta.get("ledger_days") == st.LEDGER_DAYS_VERSION,
     )
 
 

@@ -447,27 +447,29 @@ class _SummaryPlan:
 def _summary_plan(rt, es: EntitySet, table, args: QueryArgs, keys, measures):
     """How to answer an aggregate of a ledger from its summary tables, or None when they do not
     hold the answer exactly: every filter and group field must be a key column of a summary
-    (legal_entity, txn_type, posted, currency; or legal_entity, txn_type and the party), every
-    aggregate a row count or a sum of an amount, or a min / max of a key column."""
+    (legal_entity, txn_type, posted, currency; or legal_entity, txn_type and the party; or
+    legal_entity, txn_type, posted, currency and txn_date, the per-day sums), every aggregate a
+    row count or a sum of an amount, or a min / max of a key column. The smallest summary that
+    keys every field is read."""
     party_type = _SUMMARY_LEVELS.get(es.name)
     if rt.summaries is None or party_type is None:
         return None
     account = f"{party_type}_account"
-    levels = (
-        (
-            st.LEDGER_TYPE,
-            {
-                "legal_entity": "legal_entity",
-                "txn_type": "txn_type",
-                "posted": "posted",
-                "currency": "currency",
-            },
-        ),
+    by_type = {
+        "legal_entity": "legal_entity",
+        "txn_type": "txn_type",
+        "posted": "posted",
+        "currency": "currency",
+    }
+    levels = [
+        (st.LEDGER_TYPE, by_type),
         (
             st.LEDGER_PARTY,
             {"legal_entity": "legal_entity", "txn_type": "txn_type", account: "account"},
         ),
-    )
+    ]
+    if rt.summaries.ledger_days:
+        levels.append((st.LEDGER_DAY, {**by_type, "txn_date": "txn_date"}))
     named = {f.field for f in args.filters} | {k.name for k in keys}
     for agg in args.aggregates or []:
         if agg.op == "sum" and agg.field not in _SUMMED:

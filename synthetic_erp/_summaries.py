@@ -10,6 +10,8 @@ sums give. ``n`` counts the ledger lines summed.
 
 - ``summary_ledger_type``: per party type, legal entity, txn type, posted flag and currency.
 - ``summary_ledger_party``: per party type, legal entity, txn type and party.
+- ``summary_ledger_day``: ``summary_ledger_type`` per transaction date as well (query_entity_set's
+  sums and counts with transaction-date filters or groups).
 - ``summary_party_period`` / ``summary_period_total``: per party (and per legal entity) and
   period, the posted amounts of a measure: ``invoiced`` (invoices), ``paid`` (minus payments) and,
   for vendors, ``spend`` (invoices plus credit and debit notes, with ``invoiced`` and ``credits``
@@ -44,6 +46,8 @@ Its ``day_tables`` key names the version of the per-day tables (settlements per 
 of past days): an ERP summarised by older code lacks them, and those aggregates read the ledger.
 The keys ``open_tree`` and ``open_party_total`` name the versions of the two newest tables; an
 ERP without them answers from the per-aging-date and per-party tables, with the same answers.
+The key ``ledger_days`` names the version of ``summary_ledger_day``: an ERP without it answers
+transaction-date filters from the raw ledger.
 """
 
 from __future__ import annotations
@@ -86,6 +90,8 @@ OPEN_PARTY_TOTAL_VERSION = "1"
 OPEN_TREE_VERSION = "1"
 """Version of ``summary_open_tree`` (``summary_meta`` key ``open_tree``): an ERP summarised
 before it had one reads a past day's aging buckets from ``summary_open_history``."""
+LEDGER_DAYS_VERSION = "1"
+"""Version of ``summary_ledger_day`` (``summary_meta`` key ``ledger_days``)."""
 METADATA = MetaData()
 
 INVOICE_TYPES = {"customer": ("sales_invoice", "free_text_invoice"), "vendor": ("invoice",)}
@@ -154,6 +160,24 @@ LEDGER_PARTY = Table(
         "ix_sumparty_acct", "party_type", "legal_entity", "txn_type", "amount_acct", "account", "n"
     ),
 )
+LEDGER_DAY = Table(
+    "summary_ledger_day",
+    METADATA,
+    Column("party_type", String, nullable=False),
+    Column("legal_entity", String, nullable=False),
+    Column("txn_type", String, nullable=False),
+    Column("posted", Boolean, nullable=False),
+    Column("currency", String, nullable=False),
+    Column("txn_date", Date, nullable=False),
+    *_cents(),
+    Index("ux_sumday", "party_type", "legal_entity", "txn_type", "posted", "currency", "txn_date",
+          unique=True),
+    Index("ix_sumday_date", "party_type", "txn_date", "legal_entity", "txn_type", "posted",
+          "currency", "n", "amount_cur", "amount_acct", "open_amount_cur", "open_amount_acct"),
+)  # fmt: skip
+"""``summary_ledger_type`` per transaction date: a date range of a party type is one range of
+its covering index (``ix_sumday_date``), at most a row per day and key of the other columns,
+however many ledger lines a day holds."""
 PERIOD = Table(
     "summary_period",
     METADATA,
@@ -453,6 +477,7 @@ def build_summaries(conn: Connection) -> dict[str, int]:
     as_of = conn.execute(select(s.ErpMeta.value).where(s.ErpMeta.key == "as_of")).scalar()
     for party_type, (t, party, account_column) in _LEDGERS.items():
         _ledger_sums(conn, party_type, t, account_column)
+        _ledger_days(conn, party_type, t)
         _period_sums(conn, party_type, t, account_column)
         _open_items(conn, party_type, t, party, account_column)
         _open_parties(conn, party_type, t, party, account_column, _as_date(as_of))
@@ -487,6 +512,7 @@ def build_summaries(conn: Connection) -> dict[str, int]:
         "open_items_max_txn_date": max(latest).isoformat() if latest else "",
         "day_tables": DAY_TABLES_VERSION,
         "open_party_total": OPEN_PARTY_TOTAL_VERSION,
+        "ledger_days": LEDGER_DAYS_VERSION,
         **tree,
     }
     conn.execute(insert(SUMMARY_META), [{"key": k, "value": v} for k, v in meta.items()])
@@ -575,6 +601,20 @@ def _ledger_sums(conn: Connection, party_type: str, t: Table, account_column: st
     conn.execute(
         insert(LEDGER_PARTY).from_select(
             ["party_type", "legal_entity", "txn_type", "account", *measures],
+            select(literal(party_type), *keys, *sums).group_by(*keys),
+        )
+    )
+
+
+_LEDGER_AMOUNTS = ("amount_cur", "amount_acct", "open_amount_cur", "open_amount_acct")
+
+
+def _ledger_days(conn: Connection, party_type: str, t: Table) -> None:
+    sums = [cast(func.count(), Integer), *(_sum_cents(t.c[c]) for c in _LEDGER_AMOUNTS)]
+    keys = [t.c.legal_entity, t.c.txn_type, t.c.posted, t.c.currency, t.c.txn_date]
+    conn.execute(
+        insert(LEDGER_DAY).from_select(
+            ["party_type", *(k.name for k in keys), "n", *_LEDGER_AMOUNTS],
             select(literal(party_type), *keys, *sums).group_by(*keys),
         )
     )

@@ -79,6 +79,51 @@ PAST_DAYS: list[dict] = [
 """get_aging on past days across party types, legal entities, currencies, groups, aging bases
 and bucket edges: before the first transaction, on it, the day after, and up to today's eve."""
 
+
+def _date(op: str, value) -> dict:
+    return {"field": "txn_date", "op": op, "value": value}
+
+
+DATE_QUERIES: list[tuple[str, dict, bool]] = [
+    (CT, {"group_by": ["legal_entity"], "filters": [_date("ge", "2025-10-01")],
+          "aggregates": [_sum()]}, True),
+    (VT, {"group_by": ["txn_type", "currency"], "filters": [_date("ge", "2025-07-01"),
+          _date("le", "2025-09-30")], "aggregates": [_sum("amount_cur"), {"op": "count"}]}, True),
+    (CT, {"legal_entity": "USMF", "group_by": ["txn_date"], "filters": [_date("gt", "2025-11-15"),
+          _date("lt", "2026-01-10")], "aggregates": [_sum("open_amount_acct"), {"op": "count"}],
+          "order_by": [{"field": "sum_open_amount_acct", "descending": True}], "top": 10}, True),
+    (CT, {"filters": [_date("eq", "2026-02-02")], "aggregates": [_sum(), _sum("amount_cur"),
+          {"op": "count", "field": "voucher"}]}, True),
+    (VT, {"filters": [_date("in", ["2025-05-05", "2025-12-01", "2026-03-02", "2024-01-01"]),
+          {"field": "posted", "op": "eq", "value": True}], "group_by": ["legal_entity"],
+          "aggregates": [_sum(), {"op": "count"}]}, True),
+    (CT, {"filters": [_date("ne", "2025-06-30")], "group_by": ["currency"],
+          "aggregates": [{"op": "min", "field": "txn_date"}, {"op": "max", "field": "txn_date"},
+                         {"op": "count"}]}, True),
+    # each summary row one group: every key column grouped or fixed
+    (VT, {"filters": [{"field": "posted", "op": "eq", "value": True},
+          {"field": "currency", "op": "eq", "value": "USD"}, _date("ge", "2026-01-01")],
+          "group_by": ["legal_entity", "txn_type", "txn_date"], "aggregates": [_sum()],
+          "order_by": [{"field": "sum_amount_acct"}], "top": 15, "skip": 4}, True),
+    (CT, {"group_by": ["txn_date"], "filters": [_date("le", "2025-04-30")], "count_only": True},
+     True),
+    (CT, {"group_by": ["txn_date", "txn_type"], "filters": [_date("ge", "2025-12-01")],
+          "aggregates": [_sum()], "skip": 100_000}, True),
+    (VT, {"legal_entity": "DEMF", "filters": [_date("lt", "2025-03-01")],
+          "aggregates": [_sum(), {"op": "count"}]}, True),
+    (CT, {"group_by": ["txn_date"], "filters": [{"field": "txn_type", "op": "eq",
+          "value": "payment"}, _date("ge", "2026-02-01")], "aggregates": [_sum()],
+          "order_by": [{"field": "txn_date", "descending": True}], "top": 5}, True),
+    # fields no summary keys together with the date: the ledger
+    (CT, {"group_by": ["legal_entity"], "filters": [_date("ge", "2025-10-01"),
+          {"field": "amount_acct", "op": "gt", "value": 1000}], "aggregates": [_sum()]}, False),
+    (VT, {"group_by": ["txn_date"], "filters": [{"field": "due_date", "op": "ge",
+          "value": "2026-01-01"}], "aggregates": [_sum()], "top": 5}, False),
+    (CT, {"group_by": ["txn_date"], "aggregates": [{"op": "max", "field": "amount_acct"}],
+          "top": 5}, False),
+]  # fmt: skip
+"""query_entity_set with transaction-date filters (each op a date takes) and groups."""
+
 CALLS: list[tuple[str, dict, bool]] = [
     # get_aging: today or later reads the open-item sums for its rows and totals; per party its
     # rows come from the ledger (the sums keep no party) and only the totals from the sums; one
@@ -185,6 +230,9 @@ CALLS: list[tuple[str, dict, bool]] = [
     _qes(VT, group_by=["vendor_account"], aggregates=[{"op": "count", "field": "due_date"}],
          uses=False),
     _qes("customer-settlements", group_by=["customer_account"], top=3, uses=False),
+    # transaction-date filters and groups: the per-day sums (summary_ledger_day)
+    *(("query_entity_set", {"entity_set": entity_set, **query}, uses)
+      for entity_set, query, uses in DATE_QUERIES),
 ]  # fmt: skip
 
 
@@ -345,6 +393,38 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
     }
 
 
+async def test_a_wrong_ledger_day_row_shows_in_the_date_filtered_answers(
+    erp_path: Path, tmp_path: Path
+):
+    """A cent more on one day's row of a legal entity changes the date-filtered sums that cover
+    that day (and only those): the per-day sums are what those answers read."""
+    path = tmp_path / "erp.db"
+    shutil.copyfile(erp_path, path)
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE summary_ledger_day SET amount_acct = amount_acct + 1 WHERE rowid = (SELECT "
+            "rowid FROM summary_ledger_day WHERE party_type = 'customer' AND legal_entity = "
+            "'USMF' AND txn_date = '2025-11-20' ORDER BY txn_type, currency, posted LIMIT 1)"
+        )
+    query = {"group_by": ["legal_entity"], "aggregates": [_sum()]}
+    calls = [
+        _qes(CT, filters=[_date("ge", "2025-10-01")], **query, uses=True),
+        _qes(CT, filters=[_date("eq", "2025-11-20")], **query, uses=True),
+        _qes(CT, filters=[_date("gt", "2025-11-20")], **query, uses=True),
+    ]
+    good = await _answers(f"sqlite:///{erp_path}", calls)
+    bad = await _answers(f"sqlite:///{path}", calls)
+    assert all(used == {"summary_ledger_day"} for _, used in good + bad)
+
+    def usmf(result: dict) -> float:
+        (item,) = [i for i in result["items"] if i["legal_entity"] == "USMF"]
+        return item["sum_amount_acct"]
+
+    for covered in (0, 1):
+        assert usmf(bad[covered][0]) == pytest.approx(usmf(good[covered][0]) + 0.01, abs=1e-6)
+    assert bad[2][0] == good[2][0]
+
+
 def test_summaries_are_derived_data_outside_the_snapshot_hash(erp_path: Path, tmp_path: Path):
     """Generation writes them; ``summarize`` rebuilds the same rows on an ERP without them, and
     the snapshot hash is the same with, without and after."""
@@ -491,10 +571,28 @@ async def test_an_erp_summarised_by_older_code_answers_as_the_raw_ledger(
     internal error (get_aging without a group once read summary_open_items_all there)."""
     older = _summarized_by_older_code(erp_path, tmp_path / "older.db")
     calls = [call for call in CALLS if call[0] != QES]
+    calls += [_qes(entity_set, **query, uses=False) for entity_set, query, _ in DATE_QUERIES]
     answered = await _answers(f"sqlite:///{older}", calls)
     raw = await _answers(bare_url, calls)
     newer = {"summary_open_items_all", "summary_open_history", "summary_party_history",
              "summary_settlement_day", "summary_discount_day", "summary_open_tree",
-             "summary_open_party_total"}  # fmt: skip
+             "summary_open_party_total", "summary_ledger_day"}  # fmt: skip
     assert not any(used & newer for _, used in answered)
+    assert [result for result, _ in answered] == [result for result, _ in raw]
+
+
+async def test_an_erp_without_the_ledger_days_key_reads_the_ledger_for_dates(
+    erp_path: Path, bare_url: str, tmp_path: Path
+):
+    """The per-day sums are read only where ``summary_meta`` vouches for them (key
+    ``ledger_days``): with the table present but the key gone, date-filtered aggregates read
+    the raw ledger and answer as it does."""
+    path = tmp_path / "no_key.db"
+    shutil.copyfile(erp_path, path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM summary_meta WHERE key = 'ledger_days'")
+    calls = [_qes(entity_set, **query, uses=False) for entity_set, query, _ in DATE_QUERIES]
+    answered = await _answers(f"sqlite:///{path}", calls)
+    raw = await _answers(bare_url, calls)
+    assert not any("summary_ledger_day" in used for _, used in answered)
     assert [result for result, _ in answered] == [result for result, _ in raw]
