@@ -22,6 +22,7 @@ from sqlalchemy import (
     Engine,
     Integer,
     String,
+    and_,
     func,
     inspect,
     literal,
@@ -293,6 +294,65 @@ def _series_filter(
     elif with_party:
         where.append(se.c.group_id.is_not(None))
     return where
+
+
+_SERIES_KEYS = ("legal_entity", "txn_type", "posted", "currency")
+_LEDGER_MEASURES = ("n", "amount_cur", "amount_acct", "open_amount_cur", "open_amount_acct")
+
+
+def ledger_range(
+    party_type: str, series_where: list[Any], first: dt.date | None, last: dt.date | None
+) -> Any:
+    """The ledger sums of the transaction dates ``first`` to ``last`` (both included; None: no
+    bound) per series of ``summary_ledger_type`` that ``series_where`` keeps, in its shape
+    (``legal_entity``, ``txn_type``, ``posted``, ``currency``, ``n`` and the amounts in cents).
+
+    Each series' sums are its running sums (``summary_ledger_day``) on its last day up to
+    ``last`` less those on its last day before ``first``, each day found by one index seek: the
+    cost grows with the series, not with the range or the ledger. A series without a line in
+    the range has ``n`` 0 (or no row)."""
+    lt, d = st.LEDGER_TYPE, st.LEDGER_DAY
+
+    def last_day(*bound: Any) -> Any:
+        same_series = [d.c[k] == lt.c[k] for k in _SERIES_KEYS]
+        return (
+            select(d.c.txn_date)
+            .where(d.c.party_type == party_type, *same_series, *bound)
+            .order_by(d.c.txn_date.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+
+    before = literal(None, Date) if first is None else last_day(d.c.txn_date < first)
+    bounds = (
+        select(
+            *(lt.c[k] for k in _SERIES_KEYS),
+            last_day(*([] if last is None else [d.c.txn_date <= last])).label("last_day"),
+            before.label("day_before"),
+        )
+        .where(*series_where)
+        .offset(0)
+        .subquery("bounds")
+    )
+    upto, prior = d.alias("upto"), d.alias("prior")
+
+    def on(day: Any, alias: Any) -> Any:
+        same_series = [alias.c[k] == bounds.c[k] for k in _SERIES_KEYS]
+        return and_(alias.c.party_type == party_type, *same_series, alias.c.txn_date == day)
+
+    sums = [
+        (upto.c[f"run_{m}"] - func.coalesce(prior.c[f"run_{m}"], 0)).label(m)
+        for m in _LEDGER_MEASURES
+    ]
+    return (
+        select(*(bounds.c[k] for k in _SERIES_KEYS), *sums)
+        .select_from(
+            bounds.join(upto, on(bounds.c.last_day, upto)).outerjoin(
+                prior, on(bounds.c.day_before, prior)
+            )
+        )
+        .subquery("ledger_range")
+    )
 
 
 def _constant_rows(types: dict[str, Any], rows: list[tuple], name: str) -> Any:

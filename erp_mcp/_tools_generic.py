@@ -26,7 +26,7 @@ from erp_mcp._records import (
     visible_columns,
 )
 from erp_mcp._runtime import ErpRuntime
-from erp_mcp._summaries import amount_sum, as_money
+from erp_mcp._summaries import amount_sum, as_money, ledger_range
 from erp_mcp._tooling import MAX_DATE, MAX_NUMBER, MIN_DATE, _no_nul, erp_tool
 from synthetic_erp import _summaries as st
 from synthetic_erp._catalog import ENTITY_SETS, EntitySet
@@ -482,16 +482,27 @@ def _summary_plan(rt, es: EntitySet, table, args: QueryArgs, keys, measures):
     if found is None:
         return None
     summary, columns = found
+    dates = None
+    per_day = {k.name for k in keys} | {a.field for a in args.aggregates or [] if a.op != "sum"}
+    if summary is st.LEDGER_DAY and "txn_date" not in per_day:
+        dates = _txn_date_range(args.filters)
+    if dates is not None:  # sums of a date range: per series of summary_ledger_type
+        summary, columns = st.LEDGER_TYPE, by_type
     where = [summary.c.party_type == party_type]
     fixed = set()
     if args.legal_entity:
         where.append(summary.c.legal_entity == rt.check_legal_entity(args.legal_entity))
         fixed.add("legal_entity")
     for f in args.filters:
+        if dates is not None and f.field == "txn_date":
+            continue
         column = summary.c[columns[f.field]]
         where.append(_condition(column, f))
         if f.op == "eq" and f.value is not None and not isinstance(f.value, list):
             fixed.add(f.field)
+    if dates is not None:
+        summary = ledger_range(party_type, where, *dates)
+        where = [summary.c.n > 0]
     return _SummaryPlan(
         summary,
         where,
@@ -499,6 +510,28 @@ def _summary_plan(rt, es: EntitySet, table, args: QueryArgs, keys, measures):
         {name: summary.c[column] for name, column in columns.items()},
         bool(keys) and set(columns) <= fixed | {k.name for k in keys},
     )
+
+
+_DATE_BOUNDS = {"eq": (0, 0), "ge": (0, None), "gt": (1, None), "le": (None, 0), "lt": (None, -1)}
+"""Per filter op, the first and last day it leaves, in days from its value (None: no bound)."""
+
+
+def _txn_date_range(filters: list[QueryFilter]) -> tuple[dt.date | None, dt.date | None] | None:
+    """The first and last transaction date the txn_date filters leave (None: unbounded), or None
+    when one of them leaves no single range (ne, in, null)."""
+    first = last = None
+    for f in filters:
+        if f.field != "txn_date":
+            continue
+        if f.op not in _DATE_BOUNDS or f.value is None or isinstance(f.value, list):
+            return None
+        day = _coerce(st.LEDGER_DAY.c.txn_date, f.value, f.field)
+        low, high = _DATE_BOUNDS[f.op]
+        if low is not None:
+            first = max(d for d in (first, day + dt.timedelta(days=low)) if d is not None)
+        if high is not None:
+            last = min(d for d in (last, day + dt.timedelta(days=high)) if d is not None)
+    return first, last
 
 
 def _summary_aggregate(rt, es, args: QueryArgs, offset: int, plan: _SummaryPlan, measures):

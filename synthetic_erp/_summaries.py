@@ -170,14 +170,18 @@ LEDGER_DAY = Table(
     Column("currency", String, nullable=False),
     Column("txn_date", Date, nullable=False),
     *_cents(),
+    *(Column(f"run_{c.name}", c.type, nullable=False) for c in _cents()),
     Index("ux_sumday", "party_type", "legal_entity", "txn_type", "posted", "currency", "txn_date",
           unique=True),
     Index("ix_sumday_date", "party_type", "txn_date", "legal_entity", "txn_type", "posted",
           "currency", "n", "amount_cur", "amount_acct", "open_amount_cur", "open_amount_acct"),
 )  # fmt: skip
-"""``summary_ledger_type`` per transaction date: a date range of a party type is one range of
-its covering index (``ix_sumday_date``), at most a row per day and key of the other columns,
-however many ledger lines a day holds."""
+"""``summary_ledger_type`` per transaction date, with the running sums (``run_n``,
+``run_amount_cur``, ...) of each series (the other key columns) up to and including that day.
+Grouped by day, a date range is one range of the covering index ``ix_sumday_date``: at most a
+row per day and series, however many ledger lines a day holds. Summed over a date range, each
+series is its running sums on the range's last day less those before its first: two index
+seeks per series, however long the range and large the ledger."""
 PERIOD = Table(
     "summary_period",
     METADATA,
@@ -610,12 +614,24 @@ _LEDGER_AMOUNTS = ("amount_cur", "amount_acct", "open_amount_cur", "open_amount_
 
 
 def _ledger_days(conn: Connection, party_type: str, t: Table) -> None:
+    measures = ["n", *_LEDGER_AMOUNTS]
     sums = [cast(func.count(), Integer), *(_sum_cents(t.c[c]) for c in _LEDGER_AMOUNTS)]
     keys = [t.c.legal_entity, t.c.txn_type, t.c.posted, t.c.currency, t.c.txn_date]
+    daily = (
+        select(*keys, *(total.label(name) for total, name in zip(sums, measures, strict=True)))
+        .group_by(*keys)
+        .subquery("daily")
+    )
+    series = [daily.c[k.name] for k in keys[:-1]]
+    window = {"partition_by": series, "order_by": daily.c.txn_date}
+    running = [
+        cast(func.sum(daily.c[name]).over(**window), Integer if name == "n" else BigInteger)
+        for name in measures
+    ]
     conn.execute(
         insert(LEDGER_DAY).from_select(
-            ["party_type", *(k.name for k in keys), "n", *_LEDGER_AMOUNTS],
-            select(literal(party_type), *keys, *sums).group_by(*keys),
+            ["party_type", *(k.name for k in keys), *measures, *(f"run_{m}" for m in measures)],
+            select(literal(party_type), *daily.c, *running),
         )
     )
 

@@ -114,6 +114,21 @@ DATE_QUERIES: list[tuple[str, dict, bool]] = [
     (CT, {"group_by": ["txn_date"], "filters": [{"field": "txn_type", "op": "eq",
           "value": "payment"}, _date("ge", "2026-02-01")], "aggregates": [_sum()],
           "order_by": [{"field": "txn_date", "descending": True}], "top": 5}, True),
+    # a range summed per series (each series one group here), an empty range, a range's key
+    # extremes and a count of groups
+    (VT, {"filters": [{"field": "posted", "op": "eq", "value": True},
+          {"field": "currency", "op": "eq", "value": "USD"}, _date("ge", "2025-06-01"),
+          _date("lt", "2025-09-01")], "group_by": ["legal_entity", "txn_type"],
+          "aggregates": [_sum(), {"op": "count"}],
+          "order_by": [{"field": "sum_amount_acct", "descending": True}], "top": 5, "skip": 2},
+     True),
+    (CT, {"filters": [_date("ge", "2026-01-01"), _date("le", "2025-12-31")],
+          "group_by": ["legal_entity"], "aggregates": [_sum(), {"op": "count"}]}, True),
+    (CT, {"legal_entity": "GBSI", "filters": [_date("gt", "2025-12-31")],
+          "group_by": ["txn_type"], "aggregates": [{"op": "min", "field": "currency"},
+          {"op": "count"}, _sum("open_amount_cur")]}, True),
+    (VT, {"filters": [_date("le", "2025-05-31")], "group_by": ["posted", "currency"],
+          "count_only": True}, True),
     # fields no summary keys together with the date: the ledger
     (CT, {"group_by": ["legal_entity"], "filters": [_date("ge", "2025-10-01"),
           {"field": "amount_acct", "op": "gt", "value": 1000}], "aggregates": [_sum()]}, False),
@@ -396,33 +411,60 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
 async def test_a_wrong_ledger_day_row_shows_in_the_date_filtered_answers(
     erp_path: Path, tmp_path: Path
 ):
-    """A cent more on one day's row of a legal entity changes the date-filtered sums that cover
-    that day (and only those): the per-day sums are what those answers read."""
+    """One series' day (a customer type and currency of USMF on 2025-11-20) a cent off: its
+    day's sum, and its running sums from that day on. A date range sums the running sums on its
+    last day less those before its first, so the ranges holding the day show the cent and those
+    before or after it do not; the sums per day show it on that day only."""
     path = tmp_path / "erp.db"
     shutil.copyfile(erp_path, path)
     with sqlite3.connect(path) as conn:
+        series = conn.execute(
+            "SELECT txn_type, posted, currency FROM summary_ledger_day WHERE party_type = "
+            "'customer' AND legal_entity = 'USMF' AND txn_date = '2025-11-20' ORDER BY txn_type, "
+            "currency, posted LIMIT 1"
+        ).fetchone()
+        same_series = (
+            "party_type = 'customer' AND legal_entity = 'USMF' AND txn_type = ? AND posted = ? "
+            "AND currency = ?"
+        )
         conn.execute(
-            "UPDATE summary_ledger_day SET amount_acct = amount_acct + 1 WHERE rowid = (SELECT "
-            "rowid FROM summary_ledger_day WHERE party_type = 'customer' AND legal_entity = "
-            "'USMF' AND txn_date = '2025-11-20' ORDER BY txn_type, currency, posted LIMIT 1)"
+            f"UPDATE summary_ledger_day SET amount_acct = amount_acct + 1 WHERE {same_series} "
+            "AND txn_date = '2025-11-20'",
+            series,
+        )
+        conn.execute(
+            f"UPDATE summary_ledger_day SET run_amount_acct = run_amount_acct + 1 WHERE "
+            f"{same_series} AND txn_date >= '2025-11-20'",
+            series,
         )
     query = {"group_by": ["legal_entity"], "aggregates": [_sum()]}
-    calls = [
-        _qes(CT, filters=[_date("ge", "2025-10-01")], **query, uses=True),
-        _qes(CT, filters=[_date("eq", "2025-11-20")], **query, uses=True),
-        _qes(CT, filters=[_date("gt", "2025-11-20")], **query, uses=True),
-    ]
+    ranges = [[_date("ge", "2025-10-01")], [_date("eq", "2025-11-20")],
+              [_date("gt", "2025-10-01"), _date("le", "2025-11-20")],
+              [_date("gt", "2025-11-20")], [_date("lt", "2025-11-20")]]  # fmt: skip
+    calls = [_qes(CT, filters=filters, **query, uses=True) for filters in ranges]
+    per_day = {"group_by": ["legal_entity", "txn_date"], "aggregates": [_sum()], "top": 500}
+    calls.append(_qes(CT, filters=[_date("ge", "2025-11-01"), _date("le", "2025-11-30")],
+                      **per_day, uses=True))  # fmt: skip
     good = await _answers(f"sqlite:///{erp_path}", calls)
     bad = await _answers(f"sqlite:///{path}", calls)
-    assert all(used == {"summary_ledger_day"} for _, used in good + bad)
+    range_tables = {"summary_ledger_type", "summary_ledger_day"}
+    assert [used for _, used in good] == [range_tables] * 5 + [{"summary_ledger_day"}]
 
     def usmf(result: dict) -> float:
         (item,) = [i for i in result["items"] if i["legal_entity"] == "USMF"]
         return item["sum_amount_acct"]
 
-    for covered in (0, 1):
-        assert usmf(bad[covered][0]) == pytest.approx(usmf(good[covered][0]) + 0.01, abs=1e-6)
-    assert bad[2][0] == good[2][0]
+    for holds_the_day in range(3):
+        assert usmf(bad[holds_the_day][0]) == pytest.approx(
+            usmf(good[holds_the_day][0]) + 0.01, abs=1e-6
+        )
+    assert bad[3][0] == good[3][0] and bad[4][0] == good[4][0]
+    changed = [
+        (g["legal_entity"], g["txn_date"])
+        for g, b in zip(good[5][0]["items"], bad[5][0]["items"], strict=True)
+        if g != b
+    ]
+    assert changed == [("USMF", "2025-11-20")]
 
 
 def test_summaries_are_derived_data_outside_the_snapshot_hash(erp_path: Path, tmp_path: Path):
