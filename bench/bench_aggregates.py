@@ -128,6 +128,17 @@ def case_pools(today: dt.date, agents: list[str]) -> dict[str, list[dict]]:
             }
             for d in (months_back.isoformat(), past[1])
         ],
+        "query_entity_set (by legal entity and type, a year)": [
+            {
+                "entity_set": "vendor-transactions",
+                "group_by": ["legal_entity", "txn_type"],
+                "filters": [
+                    {"field": "txn_date", "op": "gt", "value": f"{year}-03-01"},
+                    {"field": "txn_date", "op": "le", "value": today.isoformat()},
+                ],
+                "aggregates": [{"op": "sum", "field": "amount_acct"}, {"op": "count"}],
+            }
+        ],
         "query_entity_set (per day and type, a quarter)": [
             {
                 "entity_set": "vendor-transactions",
