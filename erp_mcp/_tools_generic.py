@@ -483,7 +483,8 @@ def _summary_plan(rt, es: EntitySet, table, args: QueryArgs, keys, measures):
         return None
     summary, columns = found
     dates = None
-    per_day = {k.name for k in keys} | {a.field for a in args.aggregates or [] if a.op != "sum"}
+    extremes = {a.field for a in args.aggregates or [] if a.op in ("min", "max")}
+    per_day = {k.name for k in keys} | extremes
     if summary is st.LEDGER_DAY and "txn_date" not in per_day:
         dates = _txn_date_range(args.filters)
     if dates is not None:  # sums of a date range: per series of summary_ledger_type

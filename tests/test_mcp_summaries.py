@@ -129,6 +129,11 @@ DATE_QUERIES: list[tuple[str, dict, bool]] = [
           {"op": "count"}, _sum("open_amount_cur")]}, True),
     (VT, {"filters": [_date("le", "2025-05-31")], "group_by": ["posted", "currency"],
           "count_only": True}, True),
+    (VT, {"filters": [_date("ge", "2025-09-01"), _date("ne", "2025-09-15")],
+          "group_by": ["currency"], "aggregates": [{"op": "count", "field": "txn_date"}]}, True),
+    (CT, {"filters": [_date("eq", None)], "aggregates": [{"op": "count"}, _sum()]}, True),
+    (CT, {"filters": [_date("le", "2025-12-31")], "aggregates": [
+          {"op": "count", "field": "txn_date"}, _sum("open_amount_cur")]}, True),
     # fields no summary keys together with the date: the ledger
     (CT, {"group_by": ["legal_entity"], "filters": [_date("ge", "2025-10-01"),
           {"field": "amount_acct", "op": "gt", "value": 1000}], "aggregates": [_sum()]}, False),
