@@ -298,6 +298,8 @@ def _series_filter(
 
 _SERIES_KEYS = ("legal_entity", "txn_type", "posted", "currency")
 _LEDGER_MEASURES = ("n", "amount_cur", "amount_acct", "open_amount_cur", "open_amount_acct")
+_UPTO, _PRIOR = st.LEDGER_DAY.alias("upto"), st.LEDGER_DAY.alias("prior")
+"""A range's last day and the day before it (aliases made once: each proxies every column)."""
 
 
 def ledger_range(
@@ -334,7 +336,7 @@ def ledger_range(
         .offset(0)
         .subquery("bounds")
     )
-    upto, prior = d.alias("upto"), d.alias("prior")
+    upto, prior = _UPTO, _PRIOR
 
     def on(day: Any, alias: Any) -> Any:
         same_series = [alias.c[k] == bounds.c[k] for k in _SERIES_KEYS]
