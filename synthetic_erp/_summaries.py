@@ -10,8 +10,9 @@ sums give. ``n`` counts the ledger lines summed.
 
 - ``summary_ledger_type``: per party type, legal entity, txn type, posted flag and currency.
 - ``summary_ledger_party``: per party type, legal entity, txn type and party.
-- ``summary_ledger_day``: ``summary_ledger_type`` per transaction date as well (query_entity_set's
-  sums and counts with transaction-date filters or groups).
+- ``summary_ledger_day``: ``summary_ledger_type`` per transaction date as well, with each
+  series' running sums up to the day (query_entity_set's sums and counts with transaction-date
+  filters or groups: a date range is two rows per series).
 - ``summary_party_period`` / ``summary_period_total``: per party (and per legal entity) and
   period, the posted amounts of a measure: ``invoiced`` (invoices), ``paid`` (minus payments) and,
   for vendors, ``spend`` (invoices plus credit and debit notes, with ``invoiced`` and ``credits``
