@@ -68,7 +68,8 @@ class Summaries:
     """The index of ``summary_open_tree`` (None: the ERP has none, and a past day's buckets are
     read per aging date)."""
     ledger_days: bool = False
-    """Whether the ERP has the ledger sums per transaction date (``summary_ledger_day``)."""
+    """Whether the ERP has the ledger sums per transaction and due date (``summary_ledger_day``,
+    ``summary_ledger_due_day``)."""
 
     @property
     def groups_summed(self) -> bool:
@@ -298,49 +299,57 @@ def _series_filter(
 
 _SERIES_KEYS = ("legal_entity", "txn_type", "posted", "currency")
 _LEDGER_MEASURES = ("n", "amount_cur", "amount_acct", "open_amount_cur", "open_amount_acct")
-_UPTO, _PRIOR = st.LEDGER_DAY.alias("upto"), st.LEDGER_DAY.alias("prior")
-"""A range's last day and the day before it (aliases made once: each proxies every column)."""
+_RANGE_ENDS = {
+    day: (table.alias("upto"), table.alias("prior")) for day, table in st.LEDGER_DAY_TABLES.items()
+}
+"""Per date field, a range's last day and the day before it in its per-day table (aliases made
+once: each proxies every column)."""
 
 
 def ledger_range(
-    party_type: str, series_where: list[Any], first: dt.date | None, last: dt.date | None
+    party_type: str,
+    series_where: list[Any],
+    first: dt.date | None,
+    last: dt.date | None,
+    day: str = "txn_date",
 ) -> Any:
-    """The ledger sums of the transaction dates ``first`` to ``last`` (both included; None: no
-    bound) per series of ``summary_ledger_type`` that ``series_where`` keeps, in its shape
-    (``legal_entity``, ``txn_type``, ``posted``, ``currency``, ``n`` and the amounts in cents).
+    """The ledger sums of the dates ``first`` to ``last`` (both included; None: no bound) of date
+    field ``day`` (``txn_date`` or ``due_date``) per series of ``summary_ledger_type`` that
+    ``series_where`` keeps, in its shape (``legal_entity``, ``txn_type``, ``posted``,
+    ``currency``, ``n`` and the amounts in cents).
 
-    Each series' sums are its running sums (``summary_ledger_day``) on its last day up to
-    ``last`` less those on its last day before ``first``, each day found by one index seek: the
-    cost grows with the series, not with the range or the ledger. A series without a line in
-    the range has ``n`` 0 (or no row)."""
-    lt, d = st.LEDGER_TYPE, st.LEDGER_DAY
+    Each series' sums are its running sums (``summary_ledger_day`` or
+    ``summary_ledger_due_day``) on its last day up to ``last`` less those on its last day before
+    ``first``, each day found by one index seek: the cost grows with the series, not with the
+    range or the ledger. A series without a line in the range has ``n`` 0 (or no row)."""
+    lt, d = st.LEDGER_TYPE, st.LEDGER_DAY_TABLES[day]
 
     def last_day(*bound: Any) -> Any:
         same_series = [d.c[k] == lt.c[k] for k in _SERIES_KEYS]
         return (
-            select(d.c.txn_date)
-            .where(d.c.party_type == party_type, *same_series, *bound)
-            .order_by(d.c.txn_date.desc())
+            select(d.c[day])
+            .where(d.c.party_type == party_type, *same_series, d.c[day].is_not(None), *bound)
+            .order_by(d.c[day].desc())
             .limit(1)
             .scalar_subquery()
         )
 
-    before = literal(None, Date) if first is None else last_day(d.c.txn_date < first)
+    before = literal(None, Date) if first is None else last_day(d.c[day] < first)
     bounds = (
         select(
             *(lt.c[k] for k in _SERIES_KEYS),
-            last_day(*([] if last is None else [d.c.txn_date <= last])).label("last_day"),
+            last_day(*([] if last is None else [d.c[day] <= last])).label("last_day"),
             before.label("day_before"),
         )
         .where(*series_where)
         .offset(0)
         .subquery("bounds")
     )
-    upto, prior = _UPTO, _PRIOR
+    upto, prior = _RANGE_ENDS[day]
 
-    def on(day: Any, alias: Any) -> Any:
+    def on(end: Any, alias: Any) -> Any:
         same_series = [alias.c[k] == bounds.c[k] for k in _SERIES_KEYS]
-        return and_(alias.c.party_type == party_type, *same_series, alias.c.txn_date == day)
+        return and_(alias.c.party_type == party_type, *same_series, alias.c[day] == end)
 
     sums = [
         (upto.c[f"run_{m}"] - func.coalesce(prior.c[f"run_{m}"], 0)).label(m)

@@ -84,6 +84,10 @@ def _date(op: str, value) -> dict:
     return {"field": "txn_date", "op": op, "value": value}
 
 
+def _due(op: str, value) -> dict:
+    return {"field": "due_date", "op": op, "value": value}
+
+
 DATE_QUERIES: list[tuple[str, dict, bool]] = [
     (CT, {"group_by": ["legal_entity"], "filters": [_date("ge", "2025-10-01")],
           "aggregates": [_sum()]}, True),
@@ -134,6 +138,22 @@ DATE_QUERIES: list[tuple[str, dict, bool]] = [
     (CT, {"filters": [_date("eq", None)], "aggregates": [{"op": "count"}, _sum()]}, True),
     (CT, {"filters": [_date("le", "2025-12-31")], "aggregates": [
           {"op": "count", "field": "txn_date"}, _sum("open_amount_cur")]}, True),
+    # due dates (NULL on payments and notes): a range, days, a list, the lines without one
+    (VT, {"group_by": ["legal_entity"], "filters": [_due("ge", "2026-03-01"),
+          _due("le", "2026-04-15")], "aggregates": [_sum("open_amount_acct"), {"op": "count"}]},
+     True),
+    (CT, {"legal_entity": "USMF", "filters": [_due("gt", "2026-03-02"),
+          {"field": "posted", "op": "eq", "value": True}], "group_by": ["txn_type", "currency"],
+          "aggregates": [_sum("open_amount_cur"), {"op": "max", "field": "currency"}]}, True),
+    (CT, {"group_by": ["due_date"], "filters": [_due("lt", "2026-03-02"),
+          _due("ge", "2026-02-01")], "aggregates": [_sum("open_amount_acct")],
+          "order_by": [{"field": "due_date", "descending": True}], "top": 10}, True),
+    (VT, {"filters": [_due("in", ["2026-03-31", "2026-04-30"])], "group_by": ["legal_entity"],
+          "aggregates": [{"op": "max", "field": "due_date"}, _sum()]}, True),
+    (CT, {"filters": [_due("eq", None)], "group_by": ["txn_type"],
+          "aggregates": [_sum(), {"op": "count"}]}, True),
+    (VT, {"filters": [_due("ne", "2026-03-31")], "aggregates": [_sum(), {"op": "count"}]},
+     True),
     # fields no summary keys together with the date: the ledger
     (CT, {"group_by": ["legal_entity"], "filters": [_date("ge", "2025-10-01"),
           {"field": "amount_acct", "op": "gt", "value": 1000}], "aggregates": [_sum()]}, False),
@@ -142,7 +162,7 @@ DATE_QUERIES: list[tuple[str, dict, bool]] = [
     (CT, {"group_by": ["txn_date"], "aggregates": [{"op": "max", "field": "amount_acct"}],
           "top": 5}, False),
 ]  # fmt: skip
-"""query_entity_set with transaction-date filters (each op a date takes) and groups."""
+"""query_entity_set with transaction- and due-date filters (each op a date takes) and groups."""
 
 CALLS: list[tuple[str, dict, bool]] = [
     # get_aging: today or later reads the open-item sums for its rows and totals; per party its
@@ -472,6 +492,51 @@ async def test_a_wrong_ledger_day_row_shows_in_the_date_filtered_answers(
     assert changed == [("USMF", "2025-11-20")]
 
 
+async def test_due_date_ranges_read_the_running_sums_of_dated_lines_only(
+    erp_path: Path, tmp_path: Path
+):
+    """Vendors' due dates: a cent more in every running sum of one series from 2026-03-31 on
+    shows in a range holding that day and not in one after it; the series' row of lines without
+    a due date (its own running sums, every one off here) shows only where null is asked for."""
+    path = tmp_path / "erp.db"
+    shutil.copyfile(erp_path, path)
+    series = ("party_type = 'vendor' AND legal_entity = 'USMF' AND txn_type = 'invoice' AND "
+              "posted AND currency = 'USD'")  # fmt: skip
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE summary_ledger_due_day SET run_amount_acct = run_amount_acct + 1 WHERE "
+            f"{series} AND due_date >= '2026-03-31'"
+        )
+        changed = conn.execute(
+            "UPDATE summary_ledger_due_day SET amount_acct = amount_acct + 1, run_amount_acct = "
+            "run_amount_acct + 1, run_n = run_n + 5 WHERE party_type = 'vendor' AND "
+            "legal_entity = 'USMF' AND due_date IS NULL"
+        ).rowcount
+    assert changed > 0
+    query = {"group_by": ["legal_entity"], "aggregates": [_sum(), {"op": "count"}]}
+    calls = [
+        _qes(VT, filters=[_due("ge", "2026-03-01"), _due("le", "2026-03-31")], **query, uses=True),
+        _qes(VT, filters=[_due("gt", "2026-03-31")], **query, uses=True),
+        _qes(VT, filters=[_due("eq", None)], **query, uses=True),
+    ]
+    good = await _answers(f"sqlite:///{erp_path}", calls)
+    bad = await _answers(f"sqlite:///{path}", calls)
+
+    def usmf(result: dict) -> dict:
+        (item,) = [i for i in result["items"] if i["legal_entity"] == "USMF"]
+        return item
+
+    holding, after, undated = (usmf(b[0]) for b in bad)
+    assert holding["sum_amount_acct"] == pytest.approx(
+        usmf(good[0][0])["sum_amount_acct"] + 0.01, abs=1e-6
+    )
+    assert holding["count"] == usmf(good[0][0])["count"]
+    assert after == usmf(good[1][0])
+    assert undated["sum_amount_acct"] == pytest.approx(
+        usmf(good[2][0])["sum_amount_acct"] + 0.01 * changed, abs=1e-6
+    )
+
+
 def test_summaries_are_derived_data_outside_the_snapshot_hash(erp_path: Path, tmp_path: Path):
     """Generation writes them; ``summarize`` rebuilds the same rows on an ERP without them, and
     the snapshot hash is the same with, without and after."""
@@ -623,7 +688,8 @@ async def test_an_erp_summarised_by_older_code_answers_as_the_raw_ledger(
     raw = await _answers(bare_url, calls)
     newer = {"summary_open_items_all", "summary_open_history", "summary_party_history",
              "summary_settlement_day", "summary_discount_day", "summary_open_tree",
-             "summary_open_party_total", "summary_ledger_day"}  # fmt: skip
+             "summary_open_party_total", "summary_ledger_day",
+             "summary_ledger_due_day"}  # fmt: skip
     assert not any(used & newer for _, used in answered)
     assert [result for result, _ in answered] == [result for result, _ in raw]
 
@@ -641,5 +707,5 @@ async def test_an_erp_without_the_ledger_days_key_reads_the_ledger_for_dates(
     calls = [_qes(entity_set, **query, uses=False) for entity_set, query, _ in DATE_QUERIES]
     answered = await _answers(f"sqlite:///{path}", calls)
     raw = await _answers(bare_url, calls)
-    assert not any("summary_ledger_day" in used for _, used in answered)
+    assert not any(used & {"summary_ledger_day", "summary_ledger_due_day"} for _, used in answered)
     assert [result for result, _ in answered] == [result for result, _ in raw]
