@@ -76,6 +76,7 @@ def case_pools(today: dt.date, agents: list[str]) -> dict[str, list[dict]]:
     past = [(today - dt.timedelta(days=d)).isoformat() for d in (61, 200)]
     year = today.year - 1
     months_back = (today - dt.timedelta(days=150)).replace(day=1)  # 2025-10-01 at seed 42
+    month = dt.timedelta(days=30)
     vendor = {"party_type": "vendor"}
     return {
         "get_aging (all customers)": [{}],
@@ -137,6 +138,17 @@ def case_pools(today: dt.date, agents: list[str]) -> dict[str, list[dict]]:
                     {"field": "txn_date", "op": "le", "value": today.isoformat()},
                 ],
                 "aggregates": [{"op": "sum", "field": "amount_acct"}, {"op": "count"}],
+            }
+        ],
+        "query_entity_set (open by legal entity, due in a month)": [
+            {
+                "entity_set": "vendor-transactions",
+                "group_by": ["legal_entity"],
+                "filters": [
+                    {"field": "due_date", "op": "gt", "value": today.isoformat()},
+                    {"field": "due_date", "op": "le", "value": (today + month).isoformat()},
+                ],
+                "aggregates": [{"op": "sum", "field": "open_amount_acct"}, {"op": "count"}],
             }
         ],
         "query_entity_set (per day and type, a quarter)": [

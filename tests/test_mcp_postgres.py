@@ -113,6 +113,12 @@ CALLS = [
         "op": "in", "value": ["2025-05-05", "2025-12-01"]}, {"field": "posted", "op": "eq",
         "value": True}], "group_by": ["currency"], "aggregates": [{"op": "sum",
         "field": "open_amount_acct"}, {"op": "min", "field": "txn_date"}]}),
+    ("query_entity_set", {"entity_set": "vendor-transactions", "group_by": ["legal_entity"],
+        "filters": [{"field": "due_date", "op": "gt", "value": "2026-03-02"}],
+        "aggregates": [{"op": "sum", "field": "open_amount_acct"}, {"op": "count"}]}),
+    ("query_entity_set", {"entity_set": "customer-transactions", "group_by": ["txn_type"],
+        "filters": [{"field": "due_date", "op": "eq", "value": None}],
+        "aggregates": [{"op": "sum", "field": "amount_acct"}, {"op": "count"}]}),
 ]  # fmt: skip
 
 
