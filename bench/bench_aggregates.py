@@ -1,6 +1,7 @@
 """Heavy aggregates of the ERP MCP server at 1x and 100x, idle and beside busy loops (issue 40).
 
     python bench/bench_aggregates.py [--busy 4] [-n 15] [--repo DIR] [--db1 P] [--db100 P]
+                                     [--only TEXT] [--cpu]
 
 It starts the server of this checkout (or of ``--repo DIR``, e.g. an older checkout, for a before
 figure) on a 1x and a 100x ERP and, with the official ``mcp`` client:
@@ -12,6 +13,8 @@ figure) on a 1x and a 100x ERP and, with the official ``mcp`` client:
    case's 100x / 1x ratio, then another session's ``erp_info`` p50 / p99 at 100x alone and while
    a second process loops over the heaviest aggregate of the table.
 
+``--only TEXT`` keeps the cases whose name holds TEXT (e.g. ``query_entity_set``); ``--cpu`` adds,
+after the idle table, each case's server CPU per call at both scales (``-n`` calls each, apart).
 The load average is printed beside each phase. The ERPs are generated once (seed 42) and cached:
 the 100x file (about 1 GB, a few minutes) at ``--db100``. Goals (issue 40): every aggregate at
 100x within 3x of its 1x p50 with the busy loops (past as-of dates included), the slowest under
@@ -59,8 +62,21 @@ def cases(db: Path) -> dict[str, list[dict]]:
         ]
     finally:
         conn.close()
+    return case_pools(today, agents)
+
+
+def cases_named() -> list[str]:
+    """The cases' names (the same for every ERP)."""
+    return list(case_pools(dt.date(2026, 3, 2), ["CA001"]))
+
+
+def case_pools(today: dt.date, agents: list[str]) -> dict[str, list[dict]]:
+    """Per case, its argument dicts for an ERP whose today is ``today`` and whose collection
+    agents in USMF include ``agents``."""
     past = [(today - dt.timedelta(days=d)).isoformat() for d in (61, 200)]
     year = today.year - 1
+    months_back = (today - dt.timedelta(days=150)).replace(day=1)  # 2025-10-01 at seed 42
+    month = dt.timedelta(days=30)
     vendor = {"party_type": "vendor"}
     return {
         "get_aging (all customers)": [{}],
@@ -110,12 +126,74 @@ def cases(db: Path) -> dict[str, list[dict]]:
                 "aggregates": [{"op": "sum", "field": "amount_acct"}, {"op": "count"}],
             }
         ],
+        "query_entity_set (sum by legal entity, from a date)": [
+            {
+                "entity_set": "customer-transactions",
+                "group_by": ["legal_entity"],
+                "filters": [{"field": "txn_date", "op": "ge", "value": d}],
+                "aggregates": [{"op": "sum", "field": "amount_acct"}],
+            }
+            for d in (months_back.isoformat(), past[1])
+        ],
+        "query_entity_set (by legal entity and type, a year)": [
+            {
+                "entity_set": "vendor-transactions",
+                "group_by": ["legal_entity", "txn_type"],
+                "filters": [
+                    {"field": "txn_date", "op": "gt", "value": f"{year}-03-01"},
+                    {"field": "txn_date", "op": "le", "value": today.isoformat()},
+                ],
+                "aggregates": [{"op": "sum", "field": "amount_acct"}, {"op": "count"}],
+            }
+        ],
+        "query_entity_set (open by legal entity, due in a month)": [
+            {
+                "entity_set": "vendor-transactions",
+                "group_by": ["legal_entity"],
+                "filters": [
+                    {"field": "due_date", "op": "gt", "value": today.isoformat()},
+                    {"field": "due_date", "op": "le", "value": (today + month).isoformat()},
+                ],
+                "aggregates": [{"op": "sum", "field": "open_amount_acct"}, {"op": "count"}],
+            }
+        ],
+        "query_entity_set (per day and type, a quarter)": [
+            {
+                "entity_set": "vendor-transactions",
+                "group_by": ["txn_date", "txn_type"],
+                "filters": [
+                    {"field": "txn_date", "op": "ge", "value": f"{year}-07-01"},
+                    {"field": "txn_date", "op": "le", "value": f"{year}-09-30"},
+                ],
+                "aggregates": [{"op": "sum", "field": "amount_cur"}, {"op": "count"}],
+                "top": 100,
+            }
+        ],
         "list_settlements (vendors, 500)": [{"party_type": "vendor", "page_size": 500}],
         "list_cash_discounts (a legal entity)": [
             {"expiring_within_days": 30, "legal_entity": "USMF"}
         ],
         "list_collection_cases (no filter)": [{}],
     }
+
+
+async def cpu_table(servers: dict[str, tuple[str, dict]], pids: dict[str, int], n: int) -> dict:
+    """Per scale and case, the server's CPU milliseconds per call over ``n`` calls."""
+    found: dict[str, dict[str, float]] = {label: {} for label in servers}
+    for label, (url, args) in servers.items():
+        async with bench_mcp.Session(url) as session:
+            for case, pool in args.items():
+                tool = case.split(" ")[0]
+                await session.call(tool, pool[0])
+                before = bench_mcp.process_cpu_s(pids[label])
+                for i in range(n):
+                    await session.call(tool, pool[i % len(pool)])
+                spent = bench_mcp.process_cpu_s(pids[label]) - before
+                found[label][case] = round(spent / n * 1000, 2)
+    print(f"\n   {'case':52} {'1x CPU':>9} {'100x CPU':>10}  (server, per call)")
+    for case, one in found["1x"].items():
+        print(f"   {case:52} {one:6.1f} ms {found['100x'].get(case, 0.0):8.1f} ms", flush=True)
+    return found
 
 
 async def latency_table(servers: dict[str, tuple[str, dict]], options) -> dict[str, dict]:
@@ -183,13 +261,19 @@ async def run(options: argparse.Namespace) -> dict[str, Any]:
     try:
         for process, _ in started.values():
             await bench_mcp.wait_until_idle(process.pid)
-        servers = {label: (url, cases(dbs[label])) for label, (_, url) in started.items()}
+        servers = {
+            label: (url, _only(cases(dbs[label]), options.only))
+            for label, (_, url) in started.items()
+        }
         print(f"\n== idle{describe_load()} ==", flush=True)
         idle = await latency_table(servers, options)
         print_ratios(idle)
         case, p50 = slowest(idle["100x"])
         print(f"\n   slowest aggregate at 100x idle: {case} p50 {p50:.1f} ms (goal < 500 ms)")
         results["idle"] = {"latency": idle, "ratios": ratios(idle), "slowest": [case, p50]}
+        if options.cpu:
+            pids = {label: process.pid for label, (process, _) in started.items()}
+            results["idle"]["cpu_ms"] = await cpu_table(servers, pids, options.n)
         if options.busy:
             with busy_loops(options.busy):
                 print(f"\n== {options.busy} busy loops beside{describe_load()} ==", flush=True)
@@ -208,6 +292,10 @@ async def run(options: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def _only(found: dict[str, list[dict]], text: str | None) -> dict[str, list[dict]]:
+    return {case: pool for case, pool in found.items() if text is None or text in case}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--busy", type=int, default=0,
@@ -222,10 +310,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db1", default=DEFAULT_DB.format(scale=1), help="1x ERP (SQLite file)")
     parser.add_argument("--db100", default=DEFAULT_DB.format(scale=100),
                         help="100x ERP (SQLite file; generated if missing)")  # fmt: skip
+    parser.add_argument("--only", help="only the cases whose name holds this text")
+    parser.add_argument("--cpu", action="store_true",
+                        help="also each case's server CPU per call at both scales")  # fmt: skip
     parser.add_argument("--json", help="write the figures to this file")
     options = parser.parse_args(argv)
     if options.busy < 0 or options.n < 5:
         parser.error("--busy must be 0 or more and -n at least 5")
+    if options.only is not None and not any(options.only in case for case in cases_named()):
+        parser.error(
+            f"--only {options.only!r} matches no case; the cases: {', '.join(cases_named())}"
+        )
     if not (Path(options.repo) / "erp_mcp").is_dir():
         parser.error(f"--repo {options.repo} holds no erp_mcp package; give a checkout")
     results = asyncio.run(run(options))

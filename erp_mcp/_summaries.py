@@ -5,9 +5,9 @@
 over the raw tables). A tool takes the summary path only when it is the same computation over
 fewer rows: open-item sums on an aging date on or after the snapshot's today (and after the
 latest open transaction), period sums for a period the tables hold, ledger sums for filters and
-groupings on the columns they are keyed by. Amounts there are whole cents; :func:`amount_sum`
-divides the sum by 100 in SQL, which gives the float of the exact sum on SQLite and the exact
-``numeric`` on PostgreSQL.
+groupings on the columns they are keyed by (the transaction date among them). Amounts there
+are whole cents; :func:`amount_sum` divides the sum by 100 in SQL, which gives the float of the
+exact sum on SQLite and the exact ``numeric`` on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from sqlalchemy import (
     Engine,
     Integer,
     String,
+    and_,
     func,
     inspect,
     literal,
@@ -66,6 +67,9 @@ class Summaries:
     tree: OpenTree | None = None
     """The index of ``summary_open_tree`` (None: the ERP has none, and a past day's buckets are
     read per aging date)."""
+    ledger_days: bool = False
+    """Whether the ERP has the ledger sums per transaction and due date (``summary_ledger_day``,
+    ``summary_ledger_due_day``)."""
 
     @property
     def groups_summed(self) -> bool:
@@ -120,6 +124,7 @@ def load_summaries(engine: Engine, today: dt.date) -> Summaries | None:
         today if history else None,
         party_totals=meta.get("open_party_total") == st.OPEN_PARTY_TOTAL_VERSION,
         tree=tree,
+        ledger_days=meta.get("ledger_days") == st.LEDGER_DAYS_VERSION,
     )
 
 
@@ -290,6 +295,75 @@ def _series_filter(
     elif with_party:
         where.append(se.c.group_id.is_not(None))
     return where
+
+
+_SERIES_KEYS = ("legal_entity", "txn_type", "posted", "currency")
+_LEDGER_MEASURES = ("n", "amount_cur", "amount_acct", "open_amount_cur", "open_amount_acct")
+_RANGE_ENDS = {
+    day: (table.alias("upto"), table.alias("prior")) for day, table in st.LEDGER_DAY_TABLES.items()
+}
+"""Per date field, a range's last day and the day before it in its per-day table (aliases made
+once: each proxies every column)."""
+
+
+def ledger_range(
+    party_type: str,
+    series_where: list[Any],
+    first: dt.date | None,
+    last: dt.date | None,
+    day: str = "txn_date",
+) -> Any:
+    """The ledger sums of the dates ``first`` to ``last`` (both included; None: no bound) of date
+    field ``day`` (``txn_date`` or ``due_date``) per series of ``summary_ledger_type`` that
+    ``series_where`` keeps, in its shape (``legal_entity``, ``txn_type``, ``posted``,
+    ``currency``, ``n`` and the amounts in cents).
+
+    Each series' sums are its running sums (``summary_ledger_day`` or
+    ``summary_ledger_due_day``) on its last day up to ``last`` less those on its last day before
+    ``first``, each day found by one index seek: the cost grows with the series, not with the
+    range or the ledger. A series without a line in the range has ``n`` 0 (or no row)."""
+    lt, d = st.LEDGER_TYPE, st.LEDGER_DAY_TABLES[day]
+
+    def last_day(*bound: Any) -> Any:
+        same_series = [d.c[k] == lt.c[k] for k in _SERIES_KEYS]
+        return (
+            select(d.c[day])
+            .where(d.c.party_type == party_type, *same_series, d.c[day].is_not(None), *bound)
+            .order_by(d.c[day].desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+
+    before = literal(None, Date) if first is None else last_day(d.c[day] < first)
+    bounds = (
+        select(
+            *(lt.c[k] for k in _SERIES_KEYS),
+            last_day(*([] if last is None else [d.c[day] <= last])).label("last_day"),
+            before.label("day_before"),
+        )
+        .where(*series_where)
+        .offset(0)
+        .subquery("bounds")
+    )
+    upto, prior = _RANGE_ENDS[day]
+
+    def on(end: Any, alias: Any) -> Any:
+        same_series = [alias.c[k] == bounds.c[k] for k in _SERIES_KEYS]
+        return and_(alias.c.party_type == party_type, *same_series, alias.c[day] == end)
+
+    sums = [
+        (upto.c[f"run_{m}"] - func.coalesce(prior.c[f"run_{m}"], 0)).label(m)
+        for m in _LEDGER_MEASURES
+    ]
+    return (
+        select(*(bounds.c[k] for k in _SERIES_KEYS), *sums)
+        .select_from(
+            bounds.join(upto, on(bounds.c.last_day, upto)).outerjoin(
+                prior, on(bounds.c.day_before, prior)
+            )
+        )
+        .subquery("ledger_range")
+    )
 
 
 def _constant_rows(types: dict[str, Any], rows: list[tuple], name: str) -> Any:

@@ -26,7 +26,7 @@ from erp_mcp._records import (
     visible_columns,
 )
 from erp_mcp._runtime import ErpRuntime
-from erp_mcp._summaries import amount_sum, as_money
+from erp_mcp._summaries import amount_sum, as_money, ledger_range
 from erp_mcp._tooling import MAX_DATE, MAX_NUMBER, MIN_DATE, _no_nul, erp_tool
 from synthetic_erp import _summaries as st
 from synthetic_erp._catalog import ENTITY_SETS, EntitySet
@@ -447,27 +447,30 @@ class _SummaryPlan:
 def _summary_plan(rt, es: EntitySet, table, args: QueryArgs, keys, measures):
     """How to answer an aggregate of a ledger from its summary tables, or None when they do not
     hold the answer exactly: every filter and group field must be a key column of a summary
-    (legal_entity, txn_type, posted, currency; or legal_entity, txn_type and the party), every
-    aggregate a row count or a sum of an amount, or a min / max of a key column."""
+    (legal_entity, txn_type, posted, currency; or legal_entity, txn_type and the party; or
+    legal_entity, txn_type, posted, currency and txn_date or due_date, the per-day sums), every
+    aggregate a row count or a sum of an amount, or a min / max of a key column. The first
+    summary that keys every field is read; a date range alone is summed per series from the
+    running sums (:func:`ledger_range`)."""
     party_type = _SUMMARY_LEVELS.get(es.name)
     if rt.summaries is None or party_type is None:
         return None
     account = f"{party_type}_account"
-    levels = (
-        (
-            st.LEDGER_TYPE,
-            {
-                "legal_entity": "legal_entity",
-                "txn_type": "txn_type",
-                "posted": "posted",
-                "currency": "currency",
-            },
-        ),
+    by_type = {
+        "legal_entity": "legal_entity",
+        "txn_type": "txn_type",
+        "posted": "posted",
+        "currency": "currency",
+    }
+    levels = [
+        (st.LEDGER_TYPE, by_type),
         (
             st.LEDGER_PARTY,
             {"legal_entity": "legal_entity", "txn_type": "txn_type", account: "account"},
         ),
-    )
+    ]
+    if rt.summaries.ledger_days:
+        levels += [(table, {**by_type, day: day}) for day, table in st.LEDGER_DAY_TABLES.items()]
     named = {f.field for f in args.filters} | {k.name for k in keys}
     for agg in args.aggregates or []:
         if agg.op == "sum" and agg.field not in _SUMMED:
@@ -480,16 +483,29 @@ def _summary_plan(rt, es: EntitySet, table, args: QueryArgs, keys, measures):
     if found is None:
         return None
     summary, columns = found
+    dates = None
+    extremes = {a.field for a in args.aggregates or [] if a.op in ("min", "max")}
+    per_day = {k.name for k in keys} | extremes
+    day = next((d for d, t in st.LEDGER_DAY_TABLES.items() if t is summary), None)
+    if day is not None and day not in per_day:
+        dates = _date_range(args.filters, summary.c[day])
+    if dates is not None:  # sums of a date range: per series of summary_ledger_type
+        summary, columns = st.LEDGER_TYPE, by_type
     where = [summary.c.party_type == party_type]
     fixed = set()
     if args.legal_entity:
         where.append(summary.c.legal_entity == rt.check_legal_entity(args.legal_entity))
         fixed.add("legal_entity")
     for f in args.filters:
+        if dates is not None and f.field == day:
+            continue
         column = summary.c[columns[f.field]]
         where.append(_condition(column, f))
         if f.op == "eq" and f.value is not None and not isinstance(f.value, list):
             fixed.add(f.field)
+    if dates is not None:
+        summary = ledger_range(party_type, where, *dates, day=day)
+        where = [summary.c.n > 0]
     return _SummaryPlan(
         summary,
         where,
@@ -497,6 +513,28 @@ def _summary_plan(rt, es: EntitySet, table, args: QueryArgs, keys, measures):
         {name: summary.c[column] for name, column in columns.items()},
         bool(keys) and set(columns) <= fixed | {k.name for k in keys},
     )
+
+
+_DATE_BOUNDS = {"eq": (0, 0), "ge": (0, None), "gt": (1, None), "le": (None, 0), "lt": (None, -1)}
+"""Per filter op, the first and last day it leaves, in days from its value (None: no bound)."""
+
+
+def _date_range(filters: list[QueryFilter], column) -> tuple[dt.date | None, dt.date | None] | None:
+    """The first and last date the filters on date ``column`` leave (None: unbounded), or None
+    when one of them leaves no single range (ne, in, null)."""
+    first = last = None
+    for f in filters:
+        if f.field != column.name:
+            continue
+        if f.op not in _DATE_BOUNDS or f.value is None or isinstance(f.value, list):
+            return None
+        day = _coerce(column, f.value, f.field)
+        low, high = _DATE_BOUNDS[f.op]
+        if low is not None:
+            first = max(d for d in (first, day + dt.timedelta(days=low)) if d is not None)
+        if high is not None:
+            last = min(d for d in (last, day + dt.timedelta(days=high)) if d is not None)
+    return first, last
 
 
 def _summary_aggregate(rt, es, args: QueryArgs, offset: int, plan: _SummaryPlan, measures):

@@ -10,6 +10,9 @@ sums give. ``n`` counts the ledger lines summed.
 
 - ``summary_ledger_type``: per party type, legal entity, txn type, posted flag and currency.
 - ``summary_ledger_party``: per party type, legal entity, txn type and party.
+- ``summary_ledger_day`` / ``summary_ledger_due_day``: ``summary_ledger_type`` per transaction
+  (due) date as well, with each series' running sums up to the day (query_entity_set's sums and
+  counts with date filters or groups: a date range is two rows per series).
 - ``summary_party_period`` / ``summary_period_total``: per party (and per legal entity) and
   period, the posted amounts of a measure: ``invoiced`` (invoices), ``paid`` (minus payments) and,
   for vendors, ``spend`` (invoices plus credit and debit notes, with ``invoiced`` and ``credits``
@@ -44,6 +47,8 @@ Its ``day_tables`` key names the version of the per-day tables (settlements per 
 of past days): an ERP summarised by older code lacks them, and those aggregates read the ledger.
 The keys ``open_tree`` and ``open_party_total`` name the versions of the two newest tables; an
 ERP without them answers from the per-aging-date and per-party tables, with the same answers.
+The key ``ledger_days`` names the version of ``summary_ledger_day`` and
+``summary_ledger_due_day``: an ERP without it answers date filters from the raw ledger.
 """
 
 from __future__ import annotations
@@ -86,6 +91,9 @@ OPEN_PARTY_TOTAL_VERSION = "1"
 OPEN_TREE_VERSION = "1"
 """Version of ``summary_open_tree`` (``summary_meta`` key ``open_tree``): an ERP summarised
 before it had one reads a past day's aging buckets from ``summary_open_history``."""
+LEDGER_DAYS_VERSION = "1"
+"""Version of ``summary_ledger_day`` and ``summary_ledger_due_day`` (``summary_meta`` key
+``ledger_days``)."""
 METADATA = MetaData()
 
 INVOICE_TYPES = {"customer": ("sales_invoice", "free_text_invoice"), "vendor": ("invoice",)}
@@ -154,6 +162,41 @@ LEDGER_PARTY = Table(
         "ix_sumparty_acct", "party_type", "legal_entity", "txn_type", "amount_acct", "account", "n"
     ),
 )
+
+
+def _ledger_day_table(name: str, day: str, short: str) -> Table:
+    """``summary_ledger_type`` per ``day`` (a date column of the ledgers): the day's sums and the
+    running sums of its series (the other key columns) up to and including the day."""
+    series = ["party_type", "legal_entity", "txn_type", "posted", "currency"]
+    return Table(
+        name,
+        METADATA,
+        Column("party_type", String, nullable=False),
+        Column("legal_entity", String, nullable=False),
+        Column("txn_type", String, nullable=False),
+        Column("posted", Boolean, nullable=False),
+        Column("currency", String, nullable=False),
+        Column(day, Date, nullable=day == "due_date"),
+        *_cents(),
+        *(Column(f"run_{c.name}", c.type, nullable=False) for c in _cents()),
+        Index(f"ux_{short}", *series, day, unique=True),
+        Index(f"ix_{short}_date", "party_type", day, *series[1:], "n", "amount_cur",
+              "amount_acct", "open_amount_cur", "open_amount_acct"),
+    )  # fmt: skip
+
+
+LEDGER_DAY = _ledger_day_table("summary_ledger_day", "txn_date", "sumday")
+"""``summary_ledger_type`` per transaction date, with the running sums (``run_n``,
+``run_amount_cur``, ...) of each series (the other key columns) up to and including that day.
+Grouped by day, a date range is one range of the covering index ``ix_sumday_date``: at most a
+row per day and series, however many ledger lines a day holds. Summed over a date range, each
+series is its running sums on the range's last day less those before its first: two index
+seeks per series, however long the range and large the ledger."""
+LEDGER_DUE_DAY = _ledger_day_table("summary_ledger_due_day", "due_date", "sumdueday")
+"""The same per due date. Lines without one sum to a row of NULL ``due_date`` per series, whose
+running sums are its own (a date range never holds it)."""
+LEDGER_DAY_TABLES = {"txn_date": LEDGER_DAY, "due_date": LEDGER_DUE_DAY}
+"""Per date field of the ledgers, its per-day summary."""
 PERIOD = Table(
     "summary_period",
     METADATA,
@@ -453,6 +496,7 @@ def build_summaries(conn: Connection) -> dict[str, int]:
     as_of = conn.execute(select(s.ErpMeta.value).where(s.ErpMeta.key == "as_of")).scalar()
     for party_type, (t, party, account_column) in _LEDGERS.items():
         _ledger_sums(conn, party_type, t, account_column)
+        _ledger_days(conn, party_type, t)
         _period_sums(conn, party_type, t, account_column)
         _open_items(conn, party_type, t, party, account_column)
         _open_parties(conn, party_type, t, party, account_column, _as_date(as_of))
@@ -487,6 +531,7 @@ def build_summaries(conn: Connection) -> dict[str, int]:
         "open_items_max_txn_date": max(latest).isoformat() if latest else "",
         "day_tables": DAY_TABLES_VERSION,
         "open_party_total": OPEN_PARTY_TOTAL_VERSION,
+        "ledger_days": LEDGER_DAYS_VERSION,
         **tree,
     }
     conn.execute(insert(SUMMARY_META), [{"key": k, "value": v} for k, v in meta.items()])
@@ -597,6 +642,35 @@ def _ledger_sums(conn: Connection, party_type: str, t: Table, account_column: st
             select(literal(party_type), *keys, *sums).group_by(*keys),
         )
     )
+
+
+_LEDGER_AMOUNTS = ("amount_cur", "amount_acct", "open_amount_cur", "open_amount_acct")
+
+
+def _ledger_days(conn: Connection, party_type: str, t: Table) -> None:
+    measures = ["n", *_LEDGER_AMOUNTS]
+    sums = [cast(func.count(), Integer), *(_sum_cents(t.c[c]) for c in _LEDGER_AMOUNTS)]
+    for day, table in LEDGER_DAY_TABLES.items():
+        keys = [t.c.legal_entity, t.c.txn_type, t.c.posted, t.c.currency, t.c[day]]
+        daily = (
+            select(*keys, *(total.label(name) for total, name in zip(sums, measures, strict=True)))
+            .group_by(*keys)
+            .subquery("daily")
+        )
+        # the NULL day (no due date) apart: databases sort NULL first or last
+        series = [*(daily.c[k.name] for k in keys[:-1]), daily.c[day].is_(None)]
+        window = {"partition_by": series, "order_by": daily.c[day]}
+        running = [
+            cast(func.sum(daily.c[name]).over(**window), Integer if name == "n" else BigInteger)
+            for name in measures
+        ]
+        conn.execute(
+            insert(table).from_select(
+                ["party_type", *(k.name for k in keys), *measures,
+                 *(f"run_{m}" for m in measures)],
+                select(literal(party_type), *daily.c, *running),
+            )
+        )  # fmt: skip
 
 
 def _period_sums(conn: Connection, party_type: str, t: Table, account_column: str) -> None:

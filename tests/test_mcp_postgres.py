@@ -101,6 +101,24 @@ CALLS = [
         "op": "eq", "value": True}], "group_by": ["currency", "txn_type"], "aggregates": [
         {"op": "count", "field": "voucher"}, {"op": "sum", "field": "open_amount_cur"},
         {"op": "max", "field": "legal_entity"}], "order_by": [{"field": "count_voucher"}]}),
+    # transaction dates: a range from the running sums per day, days and lists from the day rows
+    ("query_entity_set", {"entity_set": "customer-transactions", "group_by": ["legal_entity"],
+        "filters": [{"field": "txn_date", "op": "ge", "value": "2025-10-01"}],
+        "aggregates": [{"op": "sum", "field": "amount_acct"}, {"op": "count"}]}),
+    ("query_entity_set", {"entity_set": "vendor-transactions", "group_by": ["txn_date",
+        "txn_type"], "filters": [{"field": "txn_date", "op": "gt", "value": "2025-06-30"},
+        {"field": "txn_date", "op": "lt", "value": "2025-08-01"}], "aggregates": [
+        {"op": "sum", "field": "amount_cur"}, {"op": "count"}], "top": 40}),
+    ("query_entity_set", {"entity_set": "customer-transactions", "filters": [{"field": "txn_date",
+        "op": "in", "value": ["2025-05-05", "2025-12-01"]}, {"field": "posted", "op": "eq",
+        "value": True}], "group_by": ["currency"], "aggregates": [{"op": "sum",
+        "field": "open_amount_acct"}, {"op": "min", "field": "txn_date"}]}),
+    ("query_entity_set", {"entity_set": "vendor-transactions", "group_by": ["legal_entity"],
+        "filters": [{"field": "due_date", "op": "gt", "value": "2026-03-02"}],
+        "aggregates": [{"op": "sum", "field": "open_amount_acct"}, {"op": "count"}]}),
+    ("query_entity_set", {"entity_set": "customer-transactions", "group_by": ["txn_type"],
+        "filters": [{"field": "due_date", "op": "eq", "value": None}],
+        "aggregates": [{"op": "sum", "field": "amount_acct"}, {"op": "count"}]}),
 ]  # fmt: skip
 
 

@@ -79,6 +79,91 @@ PAST_DAYS: list[dict] = [
 """get_aging on past days across party types, legal entities, currencies, groups, aging bases
 and bucket edges: before the first transaction, on it, the day after, and up to today's eve."""
 
+
+def _date(op: str, value) -> dict:
+    return {"field": "txn_date", "op": op, "value": value}
+
+
+def _due(op: str, value) -> dict:
+    return {"field": "due_date", "op": op, "value": value}
+
+
+DATE_QUERIES: list[tuple[str, dict, bool]] = [
+    (CT, {"group_by": ["legal_entity"], "filters": [_date("ge", "2025-10-01")],
+          "aggregates": [_sum()]}, True),
+    (VT, {"group_by": ["txn_type", "currency"], "filters": [_date("ge", "2025-07-01"),
+          _date("le", "2025-09-30")], "aggregates": [_sum("amount_cur"), {"op": "count"}]}, True),
+    (CT, {"legal_entity": "USMF", "group_by": ["txn_date"], "filters": [_date("gt", "2025-11-15"),
+          _date("lt", "2026-01-10")], "aggregates": [_sum("open_amount_acct"), {"op": "count"}],
+          "order_by": [{"field": "sum_open_amount_acct", "descending": True}], "top": 10}, True),
+    (CT, {"filters": [_date("eq", "2026-02-02")], "aggregates": [_sum(), _sum("amount_cur"),
+          {"op": "count", "field": "voucher"}]}, True),
+    (VT, {"filters": [_date("in", ["2025-05-05", "2025-12-01", "2026-03-02", "2024-01-01"]),
+          {"field": "posted", "op": "eq", "value": True}], "group_by": ["legal_entity"],
+          "aggregates": [_sum(), {"op": "count"}]}, True),
+    (CT, {"filters": [_date("ne", "2025-06-30")], "group_by": ["currency"],
+          "aggregates": [{"op": "min", "field": "txn_date"}, {"op": "max", "field": "txn_date"},
+                         {"op": "count"}]}, True),
+    # each summary row one group: every key column grouped or fixed
+    (VT, {"filters": [{"field": "posted", "op": "eq", "value": True},
+          {"field": "currency", "op": "eq", "value": "USD"}, _date("ge", "2026-01-01")],
+          "group_by": ["legal_entity", "txn_type", "txn_date"], "aggregates": [_sum()],
+          "order_by": [{"field": "sum_amount_acct"}], "top": 15, "skip": 4}, True),
+    (CT, {"group_by": ["txn_date"], "filters": [_date("le", "2025-04-30")], "count_only": True},
+     True),
+    (CT, {"group_by": ["txn_date", "txn_type"], "filters": [_date("ge", "2025-12-01")],
+          "aggregates": [_sum()], "skip": 100_000}, True),
+    (VT, {"legal_entity": "DEMF", "filters": [_date("lt", "2025-03-01")],
+          "aggregates": [_sum(), {"op": "count"}]}, True),
+    (CT, {"group_by": ["txn_date"], "filters": [{"field": "txn_type", "op": "eq",
+          "value": "payment"}, _date("ge", "2026-02-01")], "aggregates": [_sum()],
+          "order_by": [{"field": "txn_date", "descending": True}], "top": 5}, True),
+    # a range summed per series (each series one group here), an empty range, a range's key
+    # extremes and a count of groups
+    (VT, {"filters": [{"field": "posted", "op": "eq", "value": True},
+          {"field": "currency", "op": "eq", "value": "USD"}, _date("ge", "2025-06-01"),
+          _date("lt", "2025-09-01")], "group_by": ["legal_entity", "txn_type"],
+          "aggregates": [_sum(), {"op": "count"}],
+          "order_by": [{"field": "sum_amount_acct", "descending": True}], "top": 5, "skip": 2},
+     True),
+    (CT, {"filters": [_date("ge", "2026-01-01"), _date("le", "2025-12-31")],
+          "group_by": ["legal_entity"], "aggregates": [_sum(), {"op": "count"}]}, True),
+    (CT, {"legal_entity": "GBSI", "filters": [_date("gt", "2025-12-31")],
+          "group_by": ["txn_type"], "aggregates": [{"op": "min", "field": "currency"},
+          {"op": "count"}, _sum("open_amount_cur")]}, True),
+    (VT, {"filters": [_date("le", "2025-05-31")], "group_by": ["posted", "currency"],
+          "count_only": True}, True),
+    (VT, {"filters": [_date("ge", "2025-09-01"), _date("ne", "2025-09-15")],
+          "group_by": ["currency"], "aggregates": [{"op": "count", "field": "txn_date"}]}, True),
+    (CT, {"filters": [_date("eq", None)], "aggregates": [{"op": "count"}, _sum()]}, True),
+    (CT, {"filters": [_date("le", "2025-12-31")], "aggregates": [
+          {"op": "count", "field": "txn_date"}, _sum("open_amount_cur")]}, True),
+    # due dates (NULL on payments and notes): a range, days, a list, the lines without one
+    (VT, {"group_by": ["legal_entity"], "filters": [_due("ge", "2026-03-01"),
+          _due("le", "2026-04-15")], "aggregates": [_sum("open_amount_acct"), {"op": "count"}]},
+     True),
+    (CT, {"legal_entity": "USMF", "filters": [_due("gt", "2026-03-02"),
+          {"field": "posted", "op": "eq", "value": True}], "group_by": ["txn_type", "currency"],
+          "aggregates": [_sum("open_amount_cur"), {"op": "max", "field": "currency"}]}, True),
+    (CT, {"group_by": ["due_date"], "filters": [_due("lt", "2026-03-02"),
+          _due("ge", "2026-02-01")], "aggregates": [_sum("open_amount_acct")],
+          "order_by": [{"field": "due_date", "descending": True}], "top": 10}, True),
+    (VT, {"filters": [_due("in", ["2026-03-31", "2026-04-30"])], "group_by": ["legal_entity"],
+          "aggregates": [{"op": "max", "field": "due_date"}, _sum()]}, True),
+    (CT, {"filters": [_due("eq", None)], "group_by": ["txn_type"],
+          "aggregates": [_sum(), {"op": "count"}]}, True),
+    (VT, {"filters": [_due("ne", "2026-03-31")], "aggregates": [_sum(), {"op": "count"}]},
+     True),
+    # fields no summary keys together with the date: the ledger
+    (CT, {"group_by": ["legal_entity"], "filters": [_date("ge", "2025-10-01"),
+          {"field": "amount_acct", "op": "gt", "value": 1000}], "aggregates": [_sum()]}, False),
+    (VT, {"group_by": ["txn_date"], "filters": [{"field": "due_date", "op": "ge",
+          "value": "2026-01-01"}], "aggregates": [_sum()], "top": 5}, False),
+    (CT, {"group_by": ["txn_date"], "aggregates": [{"op": "max", "field": "amount_acct"}],
+          "top": 5}, False),
+]  # fmt: skip
+"""query_entity_set with transaction- and due-date filters (each op a date takes) and groups."""
+
 CALLS: list[tuple[str, dict, bool]] = [
     # get_aging: today or later reads the open-item sums for its rows and totals; per party its
     # rows come from the ledger (the sums keep no party) and only the totals from the sums; one
@@ -198,6 +283,9 @@ CALLS: list[tuple[str, dict, bool]] = [
     _qes(VT, group_by=["vendor_account"], aggregates=[{"op": "count", "field": "due_date"}],
          uses=False),
     _qes("customer-settlements", group_by=["customer_account"], top=3, uses=False),
+    # transaction-date filters and groups: the per-day sums (summary_ledger_day)
+    *(("query_entity_set", {"entity_set": entity_set, **query}, uses)
+      for entity_set, query, uses in DATE_QUERIES),
 ]  # fmt: skip
 
 
@@ -359,6 +447,110 @@ async def test_a_wrong_summary_row_shows_in_the_answers(erp_path: Path, tmp_path
     }
 
 
+async def test_a_wrong_ledger_day_row_shows_in_the_date_filtered_answers(
+    erp_path: Path, tmp_path: Path
+):
+    """One series' day (a customer type and currency of USMF on 2025-11-20) a cent off: its
+    day's sum, and its running sums from that day on. A date range sums the running sums on its
+    last day less those before its first, so the ranges holding the day show the cent and those
+    before or after it do not; the sums per day show it on that day only."""
+    path = tmp_path / "erp.db"
+    shutil.copyfile(erp_path, path)
+    with sqlite3.connect(path) as conn:
+        series = conn.execute(
+            "SELECT txn_type, posted, currency FROM summary_ledger_day WHERE party_type = "
+            "'customer' AND legal_entity = 'USMF' AND txn_date = '2025-11-20' ORDER BY txn_type, "
+            "currency, posted LIMIT 1"
+        ).fetchone()
+        same_series = (
+            "party_type = 'customer' AND legal_entity = 'USMF' AND txn_type = ? AND posted = ? "
+            "AND currency = ?"
+        )
+        conn.execute(
+            f"UPDATE summary_ledger_day SET amount_acct = amount_acct + 1 WHERE {same_series} "
+            "AND txn_date = '2025-11-20'",
+            series,
+        )
+        conn.execute(
+            f"UPDATE summary_ledger_day SET run_amount_acct = run_amount_acct + 1 WHERE "
+            f"{same_series} AND txn_date >= '2025-11-20'",
+            series,
+        )
+    query = {"group_by": ["legal_entity"], "aggregates": [_sum()]}
+    ranges = [[_date("ge", "2025-10-01")], [_date("eq", "2025-11-20")],
+              [_date("gt", "2025-10-01"), _date("le", "2025-11-20")],
+              [_date("gt", "2025-11-20")], [_date("lt", "2025-11-20")]]  # fmt: skip
+    calls = [_qes(CT, filters=filters, **query, uses=True) for filters in ranges]
+    per_day = {"group_by": ["legal_entity", "txn_date"], "aggregates": [_sum()], "top": 500}
+    calls.append(_qes(CT, filters=[_date("ge", "2025-11-01"), _date("le", "2025-11-30")],
+                      **per_day, uses=True))  # fmt: skip
+    good = await _answers(f"sqlite:///{erp_path}", calls)
+    bad = await _answers(f"sqlite:///{path}", calls)
+    range_tables = {"summary_ledger_type", "summary_ledger_day"}
+    assert [used for _, used in good] == [range_tables] * 5 + [{"summary_ledger_day"}]
+
+    def usmf(result: dict) -> float:
+        (item,) = [i for i in result["items"] if i["legal_entity"] == "USMF"]
+        return item["sum_amount_acct"]
+
+    for holds_the_day in range(3):
+        assert usmf(bad[holds_the_day][0]) == pytest.approx(
+            usmf(good[holds_the_day][0]) + 0.01, abs=1e-6
+        )
+    assert bad[3][0] == good[3][0] and bad[4][0] == good[4][0]
+    changed = [
+        (g["legal_entity"], g["txn_date"])
+        for g, b in zip(good[5][0]["items"], bad[5][0]["items"], strict=True)
+        if g != b
+    ]
+    assert changed == [("USMF", "2025-11-20")]
+
+
+async def test_due_date_ranges_read_the_running_sums_of_dated_lines_only(
+    erp_path: Path, tmp_path: Path
+):
+    """Vendors' due dates: a cent more in every running sum of one series from 2026-03-31 on
+    shows in a range holding that day and not in one after it; the series' row of lines without
+    a due date (its own running sums, every one off here) shows only where null is asked for."""
+    path = tmp_path / "erp.db"
+    shutil.copyfile(erp_path, path)
+    series = ("party_type = 'vendor' AND legal_entity = 'USMF' AND txn_type = 'invoice' AND "
+              "posted AND currency = 'USD'")  # fmt: skip
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE summary_ledger_due_day SET run_amount_acct = run_amount_acct + 1 WHERE "
+            f"{series} AND due_date >= '2026-03-31'"
+        )
+        changed = conn.execute(
+            "UPDATE summary_ledger_due_day SET amount_acct = amount_acct + 1, run_amount_acct = "
+            "run_amount_acct + 1, run_n = run_n + 5 WHERE party_type = 'vendor' AND "
+            "legal_entity = 'USMF' AND due_date IS NULL"
+        ).rowcount
+    assert changed > 0
+    query = {"group_by": ["legal_entity"], "aggregates": [_sum(), {"op": "count"}]}
+    calls = [
+        _qes(VT, filters=[_due("ge", "2026-03-01"), _due("le", "2026-03-31")], **query, uses=True),
+        _qes(VT, filters=[_due("gt", "2026-03-31")], **query, uses=True),
+        _qes(VT, filters=[_due("eq", None)], **query, uses=True),
+    ]
+    good = await _answers(f"sqlite:///{erp_path}", calls)
+    bad = await _answers(f"sqlite:///{path}", calls)
+
+    def usmf(result: dict) -> dict:
+        (item,) = [i for i in result["items"] if i["legal_entity"] == "USMF"]
+        return item
+
+    holding, after, undated = (usmf(b[0]) for b in bad)
+    assert holding["sum_amount_acct"] == pytest.approx(
+        usmf(good[0][0])["sum_amount_acct"] + 0.01, abs=1e-6
+    )
+    assert holding["count"] == usmf(good[0][0])["count"]
+    assert after == usmf(good[1][0])
+    assert undated["sum_amount_acct"] == pytest.approx(
+        usmf(good[2][0])["sum_amount_acct"] + 0.01 * changed, abs=1e-6
+    )
+
+
 def test_summaries_are_derived_data_outside_the_snapshot_hash(erp_path: Path, tmp_path: Path):
     """Generation writes them; ``summarize`` rebuilds the same rows on an ERP without them, and
     the snapshot hash is the same with, without and after."""
@@ -505,10 +697,29 @@ async def test_an_erp_summarised_by_older_code_answers_as_the_raw_ledger(
     internal error (get_aging without a group once read summary_open_items_all there)."""
     older = _summarized_by_older_code(erp_path, tmp_path / "older.db")
     calls = [call for call in CALLS if call[0] != QES]
+    calls += [_qes(entity_set, **query, uses=False) for entity_set, query, _ in DATE_QUERIES]
     answered = await _answers(f"sqlite:///{older}", calls)
     raw = await _answers(bare_url, calls)
     newer = {"summary_open_items_all", "summary_open_history", "summary_party_history",
              "summary_settlement_day", "summary_discount_day", "summary_open_tree",
-             "summary_open_party_total"}  # fmt: skip
+             "summary_open_party_total", "summary_ledger_day",
+             "summary_ledger_due_day"}  # fmt: skip
     assert not any(used & newer for _, used in answered)
+    assert [result for result, _ in answered] == [result for result, _ in raw]
+
+
+async def test_an_erp_without_the_ledger_days_key_reads_the_ledger_for_dates(
+    erp_path: Path, bare_url: str, tmp_path: Path
+):
+    """The per-day sums are read only where ``summary_meta`` vouches for them (key
+    ``ledger_days``): with the table present but the key gone, date-filtered aggregates read
+    the raw ledger and answer as it does."""
+    path = tmp_path / "no_key.db"
+    shutil.copyfile(erp_path, path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM summary_meta WHERE key = 'ledger_days'")
+    calls = [_qes(entity_set, **query, uses=False) for entity_set, query, _ in DATE_QUERIES]
+    answered = await _answers(f"sqlite:///{path}", calls)
+    raw = await _answers(bare_url, calls)
+    assert not any(used & {"summary_ledger_day", "summary_ledger_due_day"} for _, used in answered)
     assert [result for result, _ in answered] == [result for result, _ in raw]
