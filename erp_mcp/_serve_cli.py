@@ -328,7 +328,9 @@ def _serve_with_workers(
         raise UsageError("this server cannot run --workers; serve it with --workers 1")
     if handed_over is not None:  # each worker binds the port itself (SO_REUSEPORT)
         handed_over.close()
-    bind(args.host, args.port, reuse_port=True).close()  # a taken port: one line, not N
+    # A taken port: one line, not one per worker. Bound without SO_REUSEPORT, so the port of
+    # another --workers server is taken too (its workers' group would let ours join it).
+    bind(args.host, args.port).close()
     resume_collection()
 
     def listening() -> None:
@@ -367,10 +369,10 @@ def _checked_handover(listening: socket.socket, port: int) -> socket.socket:
     return listening
 
 
-def bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
+def bind(host: str, port: int) -> socket.socket:
     """The listening socket, or a UsageError saying the address is taken and what to do."""
     try:
-        return tcp_listener(host, port, reuse_port=reuse_port)
+        return tcp_listener(host, port)
     except OSError as error:
         if error.errno == errno.EADDRINUSE:
             raise UsageError(

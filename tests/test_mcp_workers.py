@@ -341,6 +341,18 @@ def test_the_listening_step_comes_once_every_worker_accepts_connections(erp_db_u
     assert "starting 2 workers (worker 1: " in " ".join(steps), steps
 
 
+def test_a_second_server_on_the_port_of_the_workers_is_refused(workers_server) -> None:
+    """Its workers would join the first server's SO_REUSEPORT group and take half of its
+    connections; it says the port is in use instead (exit 2)."""
+    port = int(workers_server.base_url.rsplit(":", 1)[1])
+    second = _serve_workers(["erp_mcp"], workers_server.db_url, port)
+    try:
+        _, err = second.communicate(timeout=120)
+    finally:
+        stop_process(second)
+    assert second.returncode == 2 and err.count("\n") == 1 and "already in use" in err, err
+
+
 def test_a_worker_that_dies_before_it_listens_is_named_with_its_step(erp_db_url: str) -> None:
     """The server exits 3 (an infrastructure failure, not bad input) with one line naming the
     worker and the start step it died at, prints no start line and leaves no worker behind."""
