@@ -100,7 +100,8 @@ def serve_workers(
         process = context.Process(
             target=_worker_main, args=(host, port, writer), name=f"erp-worker-{number}"
         )
-        process.start()
+        with _sigint_ignored():  # the worker starts with SIGINT ignored
+            process.start()
         if writer is not None:
             writer.close()  # the worker holds the only write end: its death ends the pipe
         return _Worker(number, workers, process, reader)
@@ -172,12 +173,12 @@ def _await_listening(
     :class:`WorkersFailed` if a worker died first."""
     cpu_before = 0.0
     while not all(worker.listening for worker in running):
-        if stop.is_set():
-            return False
         starting = [worker for worker in running if not worker.listening]
         waitables = [w.process.sentinel for w in starting]
         waitables += [w.progress for w in starting if w.progress is not None]
         multiprocessing.connection.wait(waitables, timeout=RESTART_PAUSE_S)
+        if stop.is_set():  # a Ctrl-C also stops the workers: no worker death to report
+            return False
         for worker in starting:
             worker.read_progress()
             if not worker.listening and not worker.process.is_alive():
@@ -238,6 +239,22 @@ def _hidden_from_children(name: str) -> Iterator[None]:
     finally:
         if value is not None:
             os.environ[name] = value
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored meanwhile, so that children started meanwhile start with it ignored (an
+    ignored signal stays ignored across exec, and Python keeps it so): a Ctrl-C reaches the
+    whole process group, and the parent stops its workers itself (SIGTERM), so none prints a
+    KeyboardInterrupt traceback from the middle of its start. Blocked meanwhile too, so a Ctrl-C
+    to this process is delivered after, not lost."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _worker_main(host: str, port: int, progress: Connection | None = None) -> None:

@@ -341,6 +341,56 @@ def test_the_listening_step_comes_once_every_worker_accepts_connections(erp_db_u
     assert "starting 2 workers (worker 1: " in " ".join(steps), steps
 
 
+def test_a_ctrl_c_while_the_workers_start_stops_the_server_quietly(erp_db_url: str) -> None:
+    """Ctrl-C reaches the whole process group while the workers still import: the parent stops
+    them, and nothing reports a worker death or prints a traceback."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in (STARTUP_FD_ENV, LISTEN_FD_ENV)}
+    args = [sys.executable, "-m", "erp_mcp", "--db", erp_db_url, "--transport", "http"]
+    args += ["--port", str(port), "--workers", "2"]
+    process = subprocess.Popen(
+        args, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        spawned: list[int] = []
+        while len(spawned) < 2 and process.poll() is None:
+            time.sleep(0.01)
+            spawned = [
+                pid
+                for pid, command in child_processes(process.pid).items()
+                if b"--multiprocessing-fork" in command
+            ]
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        stop_process(process)
+    assert len(spawned) == 2 and process.returncode == 0, err
+    assert err == "", err
+    assert not [pid for pid in spawned if Path(f"/proc/{pid}").exists()]
+
+
+def test_a_worker_whose_start_fails_is_named_with_its_step_and_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker that raises while it starts tells the parent its error in one line; the parent
+    stops the others and names the worker, its step and the error."""
+    from erp_mcp._cursors import CURSOR_SECRET_ENV
+    from erp_mcp._workers import WORKER_ENV, WorkersFailed, serve_workers
+
+    monkeypatch.setenv(WORKER_ENV, "")  # serve_workers sets both; restored after the test
+    monkeypatch.setenv(CURSOR_SECRET_ENV, "test-secret")
+    with pytest.raises(WorkersFailed) as failed:
+        serve_workers("127.0.0.1", free_port(), 2, "erp_mcp._cli:no_such_factory", [], [])
+    assert re.fullmatch(
+        r"worker [12] of 2 \(pid \d+\) exited with code 1 at step 'building the server' before "
+        r"it listened \(AttributeError: module 'erp_mcp._cli' has no attribute 'no_such_factory'; "
+        r"--workers 1 shows the whole error\); the other workers were stopped",
+        str(failed.value),
+    ), failed.value
+    workers = [c for c in child_processes(os.getpid()).values() if b"multiprocessing-fork" in c]
+    assert not workers
+
+
 def test_a_second_server_on_the_port_of_the_workers_is_refused(workers_server) -> None:
     """Its workers would join the first server's SO_REUSEPORT group and take half of its
     connections; it says the port is in use instead (exit 2)."""
