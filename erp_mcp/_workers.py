@@ -81,7 +81,8 @@ def serve_workers(
     report: Callable[[str], None] = lambda step: None,
     on_listening: Callable[[], None] = lambda: None,
 ) -> int:
-    """Run ``workers`` processes serving on ``host:port`` until SIGINT or SIGTERM.
+    """Run ``workers`` processes serving on ``host:port`` until SIGINT or SIGTERM (raised again
+    once the workers stopped, for the caller's handlers).
 
     ``report`` hears the workers' start steps (again whenever they used CPU, so a starter that
     waits on progress sees them working); ``on_listening`` runs once every worker accepts
@@ -93,7 +94,13 @@ def serve_workers(
     os.environ[WORKER_ENV] = json.dumps({"factory": factory, "argv": argv, "hosts": hosts})
     context = multiprocessing.get_context("spawn")
     stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in _SIGNALS}
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        received.append(signum)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in _SIGNALS}
 
     def start(number: int, watched: bool) -> _Worker:
         reader, writer = context.Pipe(duplex=False) if watched else (None, None)
@@ -109,14 +116,15 @@ def serve_workers(
     with _hidden_from_children(STARTUP_FD_ENV):  # the progress pipe is the parent's alone
         running = [start(number, watched=True) for number in range(1, workers + 1)]
     try:
-        if not _await_listening(running, stop, report):
-            return 0
-        on_listening()
-        _keep_serving(running, stop, lambda worker: start(worker.number, watched=False))
+        if _await_listening(running, stop, report):
+            on_listening()
+            _keep_serving(running, stop, lambda worker: start(worker.number, watched=False))
     finally:
         _stop_all(running)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if received:  # stopped as a single server stops: the signal's own ending (130, 143)
+        signal.raise_signal(received[0])
     return 0
 
 
