@@ -9,6 +9,7 @@ import os
 import sys
 
 from erp_mcp._serve_cli import (
+    ServerFailed,
     UsageError,
     add_fault_arguments,
     add_http_arguments,
@@ -228,7 +229,8 @@ def _start_line(args: argparse.Namespace, token: str | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m erp_mcp``; returns the exit code (2 on bad input)."""
+    """Entry point of ``python -m erp_mcp``; returns the exit code (2 on bad input, 3 when a
+    worker died before it listened)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv[:1] == ["tools"]:
@@ -239,5 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ErpDatabaseError) as error:
         print(f"erp_mcp: error: {error}", file=sys.stderr)
         return 2
+    except ServerFailed as error:
+        print(f"erp_mcp: error: {error}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:  # a server stopped by Ctrl-C or SIGTERM ends quietly
         return 130

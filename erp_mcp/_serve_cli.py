@@ -27,6 +27,11 @@ class UsageError(Exception):
     """A bad command line: one line, exit code 2."""
 
 
+class ServerFailed(Exception):
+    """A server that could not start or keep serving for a reason outside its command line (a
+    worker died before it listened): one line, exit code 3."""
+
+
 def add_http_arguments(
     parser: argparse.ArgumentParser,
     *,
@@ -292,22 +297,7 @@ def serve(
     workers = getattr(args, "workers", 1)
     report_step("binding the port" if workers == 1 else f"starting {workers} workers")
     if workers > 1:
-        if handed_over is not None:  # each worker binds the port itself (SO_REUSEPORT)
-            handed_over.close()
-        done_reporting()  # the workers bind the port; they need not inherit the pipe
-        resume_collection()
-        if worker_factory is None:
-            raise UsageError("this server cannot run --workers; serve it with --workers 1")
-        from erp_mcp._workers import WorkersFailed, serve_workers
-
-        if start_line:
-            print(f"{start_line} with {workers} workers", file=sys.stderr, flush=True)
-        try:
-            return serve_workers(
-                args.host, args.port, workers, worker_factory, list(argv or []), hosts
-            )
-        except WorkersFailed as error:
-            raise UsageError(str(error)) from None
+        return _serve_with_workers(args, hosts, worker_factory, argv, start_line, handed_over)
     app = http_app(server, hosts, stateless=getattr(args, "stateless", False))
     # ours before the start line says so
     listening = handed_over if handed_over is not None else bind(args.host, args.port)
@@ -319,6 +309,51 @@ def serve(
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[listening])
     return 0
+
+
+def _serve_with_workers(
+    args: argparse.Namespace,
+    hosts: list[str],
+    worker_factory: str | None,
+    argv: list[str] | None,
+    start_line: str | None,
+    handed_over: socket.socket | None,
+) -> int:
+    """:func:`serve` with ``--workers N``: the start line (and the ``listening`` step) come once
+    every worker accepts connections, so a client that waits for either reaches a worker."""
+    from erp_mcp._workers import WorkersFailed, serve_workers
+    from ledgerbench_core._startup import LISTENING, done_reporting, report_step, resume_collection
+
+    if worker_factory is None:
+        raise UsageError("this server cannot run --workers; serve it with --workers 1")
+    if handed_over is not None:  # each worker binds the port itself (SO_REUSEPORT)
+        handed_over.close()
+    # A taken port: one line, not one per worker. Bound without SO_REUSEPORT, so the port of
+    # another --workers server is taken too (its workers' group would let ours join it).
+    bind(args.host, args.port).close()
+    resume_collection()
+
+    def listening() -> None:
+        report_step(LISTENING)
+        done_reporting()
+        if start_line:
+            print(f"{start_line} with {args.workers} workers", file=sys.stderr, flush=True)
+
+    try:
+        return serve_workers(
+            args.host,
+            args.port,
+            args.workers,
+            worker_factory,
+            list(argv or []),
+            hosts,
+            report=report_step,
+            on_listening=listening,
+        )
+    except WorkersFailed as error:
+        raise ServerFailed(str(error)) from None
+    finally:
+        done_reporting()
 
 
 def _checked_handover(listening: socket.socket, port: int) -> socket.socket:

@@ -289,8 +289,8 @@ def _check_listening(
 ) -> bool:
     """True once the server says it listens on the socket it was handed; :class:`ServerStartError`
     if it exited. (Whether *something* accepts connections on the port says nothing: it may be
-    another program.) A server that hands the port to ``--workers`` processes stops reporting
-    before they bind it: it listens once the port accepts connections."""
+    another program.) A ``--workers`` server says so once every worker listens; a server whose
+    pipe closed without saying so listens once the port accepts connections."""
     if process.poll() is not None:
         step = f" at step '{watch.step}'" if watch is not None else ""
         raise ServerStartError(

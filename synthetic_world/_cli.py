@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from erp_mcp._serve_cli import (
+    ServerFailed,
     UsageError,
     add_fault_arguments,
     add_http_arguments,
@@ -245,7 +246,8 @@ def _bad_input() -> tuple[type[Exception], ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m synthetic_world``; returns the exit code (2 on bad input)."""
+    """Entry point of ``python -m synthetic_world``; returns the exit code (2 on bad input, 3 when
+    a --workers worker died before it listened)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None
     args = _parser(command).parse_args(argv)
@@ -262,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     except _bad_input() as error:
         print(f"synthetic_world: error: {error}", file=sys.stderr)
         return 2
+    except ServerFailed as error:
+        print(f"synthetic_world: error: {error}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("synthetic_world: interrupted; nothing was written", file=sys.stderr)
         return 130

@@ -101,7 +101,7 @@ def wait_for_port(port: int, process: subprocess.Popen, watch: StartupWatch | No
             )
         if watch.read_fd >= 0 and watch.listening():
             return  # this server said so: not whatever else is on the port
-        if watch.read_fd < 0 or watch.ended:  # no pipe, or a --workers parent that closed it
+        if watch.read_fd < 0 or watch.ended:  # no pipe, or one closed without a word
             with socket.socket() as sock:
                 if sock.connect_ex(("127.0.0.1", port)) == 0:
                     return

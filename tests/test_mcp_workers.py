@@ -8,8 +8,14 @@ gives the answers a run through one process gives, and stopping the server stops
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,8 +26,15 @@ from mcp.client.streamable_http import streamable_http_client
 
 from erp_mcp import main
 from harnesses._runner import TRAJECTORIES_FILE, RunConfig, run
+from ledgerbench_core._startup import LISTEN_FD_ENV, STARTUP_FD_ENV
 from ledgerbench_core.trajectory import TrajectoryRecord
-from tests.conftest import REPO_ROOT, child_processes, start_mcp_server, stop_process
+from tests.conftest import (
+    REPO_ROOT,
+    child_processes,
+    free_port,
+    start_mcp_server,
+    stop_process,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -228,3 +241,192 @@ async def test_accepted_connections_send_small_writes_at_once(reuse_port: bool) 
         _, writer = await asyncio.open_connection("127.0.0.1", listener.getsockname()[1])
         assert await asyncio.wait_for(nodelay, 60) != 0
         writer.close()
+
+
+def _listening_inodes(port: int) -> set[int]:
+    """The socket inodes listening on TCP ``port`` (IPv4, this network namespace)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local_port = int(fields[1].rsplit(":", 1)[1], 16)
+        if fields[3] == "0A" and local_port == port:  # 0A: TCP_LISTEN
+            inodes.add(int(fields[9]))
+    return inodes
+
+
+def _socket_inodes(pid: int) -> set[int]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def _serve_workers(command: list[str], db_url: str, port: int) -> subprocess.Popen:
+    """``python -m <command> --workers 2`` over HTTP on ``port`` as a user starts it: no progress
+    pipe, no socket handed over; its stderr is a pipe to read the start line from."""
+    env = {k: v for k, v in os.environ.items() if k not in (STARTUP_FD_ENV, LISTEN_FD_ENV)}
+    args = [sys.executable, "-m", *command, "--db", db_url, "--transport", "http"]
+    args += ["--host", "127.0.0.1", "--port", str(port), "--workers", "2"]
+    return subprocess.Popen(
+        args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _start_line(process: subprocess.Popen) -> str:
+    for line in process.stderr:
+        if "serving MCP at" in line:
+            return line
+    raise AssertionError(f"exited with code {process.wait()} before its start line")
+
+
+@pytest.mark.parametrize("which", ["erp", "world"])
+def test_the_start_line_comes_once_every_worker_accepts_connections(
+    which: str, erp_db_url: str, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> None:
+    """A script that waits for the start line (as scripts/mcp-conformance does) and calls at once
+    reaches a worker: every worker listens when the line is printed, none is still importing."""
+    if which == "erp":
+        command, db_url, tool = ["erp_mcp"], erp_db_url, "erp_info"
+    else:
+        from tests.world_fixtures import shared_folder, small_world
+
+        world = small_world(erp_db_url, shared_folder(tmp_path_factory, worker_id, "world"))
+        command, db_url, tool = ["synthetic_world", "serve"], f"sqlite:///{world}", "world_info"
+    port = free_port()
+    process = _serve_workers(command, db_url, port)
+    try:
+        assert "with 2 workers" in _start_line(process)
+        listening = _listening_inodes(port)
+        connections = [socket.create_connection(("127.0.0.1", port), timeout=60) for _ in range(8)]
+        for connection in connections:
+            connection.close()
+        answers = [_call(f"http://127.0.0.1:{port}/mcp", tool, {}) for _ in range(8)]
+        workers = _children(process.pid)
+        assert len(listening) == 2 and all(not answer.get("isError") for answer in answers)
+        assert len(workers) == 2
+        assert all(_socket_inodes(pid) & listening for pid in workers)  # one socket each
+    finally:
+        stop_process(process)
+
+
+def test_the_listening_step_comes_once_every_worker_accepts_connections(erp_db_url: str) -> None:
+    """On the progress pipe a starter hands over (as the runner does), the workers' start steps
+    come while they start and ``listening`` only once every worker listens."""
+    port = free_port()
+    read_fd, write_fd = os.pipe()
+    env = {k: v for k, v in os.environ.items() if k != LISTEN_FD_ENV}
+    env[STARTUP_FD_ENV] = str(write_fd)
+    args = [sys.executable, "-m", "erp_mcp", "--db", erp_db_url, "--transport", "http"]
+    args += ["--port", str(port), "--workers", "2"]
+    process = subprocess.Popen(
+        args, env=env, pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    os.close(write_fd)
+    steps = []
+    try:
+        with os.fdopen(read_fd) as progress:
+            for line in progress:
+                steps.append(line.strip())
+                if steps[-1] == "listening":
+                    break
+            listening = _listening_inodes(port)
+            answer = _call(f"http://127.0.0.1:{port}/mcp", "erp_info", {})
+    finally:
+        stop_process(process)
+    assert steps[-1] == "listening", steps
+    assert len(listening) == 2 and not answer.get("isError")
+    assert "starting 2 workers (worker 1: " in " ".join(steps), steps
+
+
+def test_a_ctrl_c_while_the_workers_start_stops_the_server_quietly(erp_db_url: str) -> None:
+    """Ctrl-C reaches the whole process group while the workers still import: the parent stops
+    them, and nothing reports a worker death or prints a traceback."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in (STARTUP_FD_ENV, LISTEN_FD_ENV)}
+    args = [sys.executable, "-m", "erp_mcp", "--db", erp_db_url, "--transport", "http"]
+    args += ["--port", str(port), "--workers", "2"]
+    process = subprocess.Popen(
+        args, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        spawned: list[int] = []
+        while len(spawned) < 2 and process.poll() is None:
+            time.sleep(0.01)
+            spawned = [
+                pid
+                for pid, command in child_processes(process.pid).items()
+                if b"--multiprocessing-fork" in command
+            ]
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        stop_process(process)
+    assert len(spawned) == 2 and process.returncode == 130, err  # as one process ends
+    assert err == "", err
+    assert not [pid for pid in spawned if Path(f"/proc/{pid}").exists()]
+
+
+def test_a_worker_whose_start_fails_is_named_with_its_step_and_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker that raises while it starts tells the parent its error in one line; the parent
+    stops the others and names the worker, its step and the error."""
+    from erp_mcp._cursors import CURSOR_SECRET_ENV
+    from erp_mcp._workers import WORKER_ENV, WorkersFailed, serve_workers
+
+    monkeypatch.setenv(WORKER_ENV, "")  # serve_workers sets both; restored after the test
+    monkeypatch.setenv(CURSOR_SECRET_ENV, "test-secret")
+    with pytest.raises(WorkersFailed) as failed:
+        serve_workers("127.0.0.1", free_port(), 2, "erp_mcp._cli:no_such_factory", [], [])
+    assert re.fullmatch(
+        r"worker [12] of 2 \(pid \d+\) exited with code 1 at step 'building the server' before "
+        r"it listened \(AttributeError: module 'erp_mcp._cli' has no attribute 'no_such_factory'; "
+        r"--workers 1 shows the whole error\); the other workers were stopped",
+        str(failed.value),
+    ), failed.value
+    workers = [c for c in child_processes(os.getpid()).values() if b"multiprocessing-fork" in c]
+    assert not workers
+
+
+def test_a_second_server_on_the_port_of_the_workers_is_refused(workers_server) -> None:
+    """Its workers would join the first server's SO_REUSEPORT group and take half of its
+    connections; it says the port is in use instead (exit 2)."""
+    port = int(workers_server.base_url.rsplit(":", 1)[1])
+    second = _serve_workers(["erp_mcp"], workers_server.db_url, port)
+    try:
+        _, err = second.communicate(timeout=120)
+    finally:
+        stop_process(second)
+    assert second.returncode == 2 and err.count("\n") == 1 and "already in use" in err, err
+
+
+def test_a_worker_that_dies_before_it_listens_is_named_with_its_step(erp_db_url: str) -> None:
+    """The server exits 3 (an infrastructure failure, not bad input) with one line naming the
+    worker and the start step it died at, prints no start line and leaves no worker behind."""
+    port = free_port()
+    process = _serve_workers(["erp_mcp"], erp_db_url, port)
+    try:
+        spawned: list[int] = []
+        while len(spawned) < 2 and process.poll() is None:
+            time.sleep(0.01)
+            spawned = sorted(
+                pid
+                for pid, command in child_processes(process.pid).items()
+                if b"--multiprocessing-fork" in command
+            )
+        assert len(spawned) == 2, "the server exited before it started its workers"
+        worker, other = spawned
+        os.kill(worker, signal.SIGSTOP)
+        if _socket_inodes(worker) & _listening_inodes(port):
+            pytest.skip("the worker listened before the test could stop it")
+        os.kill(worker, signal.SIGKILL)
+        _, err = process.communicate(timeout=120)
+    finally:
+        stop_process(process)
+    assert process.returncode == 3, err
+    assert err.count("\n") == 1 and "Traceback" not in err and "serving MCP" not in err, err
+    assert re.search(rf"worker [12] of 2 \(pid {worker}\) was killed by SIGKILL at step '", err)
+    assert not Path(f"/proc/{other}").exists()
