@@ -151,8 +151,11 @@ def test_every_analyst_kind_gets_its_slots_in_a_small_set(world: Path, erp_db_ur
     assert sum(bool(item.asks) for item in items) / len(items) >= 0.6
 
 
-def _drawn_items(world: Path, entity_set: Path, wanted, out: Path, seed: int = 11) -> Path:
-    """Items of the given (kind, negative, count) drawn by the generator's own drafter."""
+def _drawn_items(
+    world: Path, entity_set: Path, wanted, out: Path, seed: int = 11, prefix: str = "drawn"
+) -> Path:
+    """Items of the given (kind, negative, count) drawn by the generator's own drafter, with ids
+    ``{prefix}-{kind}-{pos|neg}-...``, written to ``out/{prefix}.yaml``."""
     import random
 
     from ledgerbench_core.dataset import write_dataset
@@ -168,13 +171,13 @@ def _drawn_items(world: Path, entity_set: Path, wanted, out: Path, seed: int = 1
             item
             for name, negative, count in wanted
             for item in drafter.draw_questions(
-                kinds[name], negative, count, f"drawn-{name}-{'neg' if negative else 'pos'}"
+                kinds[name], negative, count, f"{prefix}-{name}-{'neg' if negative else 'pos'}"
             )
         ]
     finally:
         conn.close()
     base = load_dataset(entity_set)
-    return write_dataset(base.model_copy(update={"items": items}), out / "drawn.yaml")
+    return write_dataset(base.model_copy(update={"items": items}), out / f"{prefix}.yaml")
 
 
 def _recomputed_mismatches(world: Path, dataset: Path) -> list[str]:
@@ -606,30 +609,9 @@ def test_shareholder_return_figures_are_single_facts_keyed_and_answered(
 def _regulatory_set(world: Path, entity_set: Path, out: Path) -> Path:
     """Regulatory items drawn by the generator's own drafter: exposure items with and without a
     penalty in their window, and the latest-penalty single-fact kind both ways."""
-    import random
-
-    from ledgerbench_core.dataset import write_dataset
-    from synthetic_world._keys import KeyContext
-    from synthetic_world._questions import Drafter, question_kinds
-    from synthetic_world._runtime import connect_read_only
-
-    conn = connect_read_only(world)
-    try:
-        drafter = Drafter(KeyContext(conn), random.Random(7), {})
-        kinds = {k.kind: k for k in question_kinds()[2]}
-        wanted = [("regulatory_exposure", False, 10), ("regulatory_action", False, 3)]
-        wanted.append(("regulatory_action", True, 3))
-        items = [
-            item
-            for name, negative, count in wanted
-            for item in drafter.draw_questions(
-                kinds[name], negative, count, f"reg-{name}-{'neg' if negative else 'pos'}"
-            )
-        ]
-    finally:
-        conn.close()
-    base = load_dataset(entity_set)
-    return write_dataset(base.model_copy(update={"items": items}), out / "regulatory.yaml")
+    wanted = [("regulatory_exposure", False, 10), ("regulatory_action", False, 3)]
+    wanted.append(("regulatory_action", True, 3))
+    return _drawn_items(world, entity_set, wanted, out, seed=7, prefix="reg")
 
 
 def test_regulatory_items_are_answered_through_the_world_tools(
