@@ -230,6 +230,22 @@ class ErpServerProcess:
             _scrub_file(self.log_path, self.endpoint.token)
 
 
+async def first_answer(
+    server: ErpServerProcess | None,
+    contact: Callable[[], Awaitable[T]],
+    step: str,
+    timeout: float,
+) -> T:
+    """A server's first answer: waited for on the progress of ``server`` when this run started it
+    (:meth:`ErpServerProcess.answer`), else (a server given by URL) within ``timeout`` seconds."""
+    import asyncio
+
+    if server is not None:
+        return await server.answer(contact(), step)
+    async with asyncio.timeout(timeout):
+        return await contact()
+
+
 @dataclass
 class _Progress:
     """Whether a server or this process still gets CPU (a waiting server uses none while this

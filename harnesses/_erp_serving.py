@@ -19,6 +19,7 @@ from harnesses._erp_process import (
     ServerStartError,
     default_erp_db_url,
     ensure_default_erp,
+    first_answer,
     start_erp_server,
 )
 from harnesses._protocol import ErpEndpoint
@@ -255,11 +256,7 @@ async def fetch_erp_info(
             return await read(client)
 
     try:
-        if server is not None:
-            result = await server.answer(contact(), "answering its first call (erp_info)")
-        else:
-            async with asyncio.timeout(timeout):
-                result = await contact()
+        result = await first_answer(server, contact, "answering its first call (erp_info)", timeout)
         if isinstance(result, dict):
             return result
     except ServerStartError:

@@ -24,6 +24,7 @@ from typing import Any
 from harnesses._erp_process import (
     ErpServerProcess,
     ServerStartError,
+    first_answer,
     project_root,
     start_mcp_server,
 )
@@ -281,11 +282,9 @@ async def fetch_world_info(
             return result
 
     try:
-        if server is not None:
-            result = await server.answer(contact(), "answering its first call (world_info)")
-        else:
-            async with asyncio.timeout(timeout):
-                result = await contact()
+        result = await first_answer(
+            server, contact, "answering its first call (world_info)", timeout
+        )
     except ServerStartError:
         raise
     except Exception as error:
