@@ -351,32 +351,33 @@ OPEN_DATES = Table(
     Column("closed_from", Date),  # from this day on no item of the date is open; NULL: some is
     Index("ux_sumdates", "series_id", "aging_date", "first_event", "closed_from", unique=True),
 )
-OPEN_HISTORY = Table(
-    "summary_open_history",
-    METADATA,
-    Column("id", Integer, primary_key=True, autoincrement=False),
-    Column("series_id", Integer, nullable=False),
-    Column("aging_date", Date, nullable=False),
-    Column("event_date", Date, nullable=False),
-    Column("n", Integer, nullable=False),
-    Column("open_cur", BigInteger, nullable=False),
-    Column("open_acct", BigInteger, nullable=False),
-    Index("ux_sumhistory", "series_id", "aging_date", "event_date", "id", unique=True),
+
+
+def _running_totals(name: str, key: Column, index: str) -> Table:
+    """A table of running open-item totals per series and ``key`` after each day (``event_date``),
+    looked up by the latest row on or before a day (the index ends in ``id``)."""
+    return Table(
+        name,
+        METADATA,
+        Column("id", Integer, primary_key=True, autoincrement=False),
+        Column("series_id", Integer, nullable=False),
+        key,
+        Column("event_date", Date, nullable=False),
+        Column("n", Integer, nullable=False),
+        Column("open_cur", BigInteger, nullable=False),
+        Column("open_acct", BigInteger, nullable=False),
+        Index(index, "series_id", key.name, "event_date", "id", unique=True),
+    )
+
+
+OPEN_HISTORY = _running_totals(
+    "summary_open_history", Column("aging_date", Date, nullable=False), "ux_sumhistory"
 )
 """Per series and aging date, after each day (``event_date``) an open item of it began, changed
 or closed: how many items are open and their open amounts (cents), in total, from that day until
 the next row's."""
-OPEN_TREE = Table(
-    "summary_open_tree",
-    METADATA,
-    Column("id", Integer, primary_key=True, autoincrement=False),
-    Column("series_id", Integer, nullable=False),
-    Column("node", Integer, nullable=False),
-    Column("event_date", Date, nullable=False),
-    Column("n", Integer, nullable=False),
-    Column("open_cur", BigInteger, nullable=False),
-    Column("open_acct", BigInteger, nullable=False),
-    Index("ux_sumtree", "series_id", "node", "event_date", "id", unique=True),
+OPEN_TREE = _running_totals(
+    "summary_open_tree", Column("node", Integer, nullable=False), "ux_sumtree"
 )
 """``summary_open_history`` summed over ranges of aging dates, as a Fenwick tree: aging date ``a``
 has index ``(a - epoch).days`` (``summary_meta`` keys ``open_tree_epoch`` and ``open_tree_size``)
